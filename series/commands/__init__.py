@@ -1,0 +1,1 @@
+"""One module per verb; each exposes run(...) taking its collaborators as arguments."""

@@ -1,0 +1,77 @@
+"""`series status`: one row per topic: what the fork carries over upstream."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from series.git.repo import file_stats, topic_range
+from series.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    name: str
+    branch: str
+    status: str
+    commits: int | None
+    files: int | None
+    added: int | None
+    deleted: int | None
+    on_base: bool | None       # the branch contains upstream.base
+    fork_point: str | None     # where it really sits, when not on the base
+    upstream_pr: int | None
+    superseded_by: str | None
+    merged_in: str | None
+    missing: bool = False
+
+
+def run(ws: Workspace) -> list[TopicStatus]:
+    repo = ws.repo
+    base = ws.base_commit()
+    rows = []
+    for topic in ws.series.topics:
+        common = dict(name=topic.name, branch=topic.branch, status=topic.status.value,
+                      upstream_pr=topic.upstream_pr, superseded_by=topic.superseded_by,
+                      merged_in=topic.merged_in)
+        ref = repo.references.get(f"refs/heads/{topic.branch}")
+        if ref is None:
+            rows.append(TopicStatus(**common, commits=None, files=None, added=None, deleted=None,
+                                    on_base=None, fork_point=None, missing=True))
+            continue
+        head = ws.head(topic)
+        span = topic_range(repo, base, head, ws.series.upstream.remote)
+        stats = file_stats(repo, span.start.tree, head.tree)
+        rows.append(TopicStatus(
+            **common, commits=len(span.commits),
+            files=len(stats), added=sum(s.added for s in stats), deleted=sum(s.deleted for s in stats),
+            on_base=span.on_base, fork_point=None if span.on_base else str(span.start.id)[:12],
+        ))
+    return rows
+
+
+def as_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
+    return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
+            "topics": [asdict(r) for r in rows]}
+
+
+def render(ws: Workspace, rows: list[TopicStatus]) -> str:
+    out = [f"upstream base {ws.series.upstream.base} ({str(ws.base_commit().id)[:12]}), "
+           f"{len(ws.series.active())} active of {len(rows)} topics"]
+    width = max([len(r.name) for r in rows] + [5])
+    out.append(f"  {'topic':<{width}}  {'status':<10} {'commits':>7} {'files':>5}  lines        notes")
+    for r in rows:
+        notes = []
+        if r.missing:
+            notes.append(f"branch {r.branch} missing")
+        elif not r.on_base:
+            notes.append(f"warning: not on {ws.series.upstream.base} (forks at {r.fork_point})")
+        if r.upstream_pr:
+            notes.append(f"PR #{r.upstream_pr}")
+        if r.superseded_by:
+            notes.append(f"superseded by {r.superseded_by}")
+        if r.merged_in:
+            notes.append(f"merged in {r.merged_in}")
+        lines = "" if r.added is None else f"+{r.added}/-{r.deleted}"
+        commits = "-" if r.commits is None else str(r.commits)
+        files = "-" if r.files is None else str(r.files)
+        out.append(f"  {r.name:<{width}}  {r.status:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
+    return "\n".join(out)

@@ -1,0 +1,320 @@
+"""series.yaml: find it, validate it once (errors name file, line and key), edit it in place.
+
+ruamel.yaml rather than PyYAML: the tool edits the user's file (a new base after a rebase,
+a topic superseded by an adopted PR) and must keep their comments and key order; PyYAML
+drops comments on load. Edits go through `edit()`, which re-validates before writing.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError
+
+from series.errors import SeriesError
+from series.model import PRNumber, Series, Sha, Status, Topic, Upstream
+
+FILENAME = "series.yaml"
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+TOP_KEYS = ("upstream", "integration", "topics", "resolutions")
+UPSTREAM_KEYS = ("remote", "base", "github", "api_url")
+TOPIC_KEYS = (
+    "name", "branch", "status", "summary", "scope", "depends_on", "superseded_by",
+    "upstream_pr", "upstream_head", "merged_in", "reason",
+)
+
+
+def _yaml() -> YAML:
+    yaml = YAML()  # round-trip mode
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    return yaml
+
+
+def find(start: Path, explicit: Path | None = None) -> Path:
+    """series.yaml in `start` or its parents, the way git finds .git; or `explicit`."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise SeriesError(f"{explicit}: no such file (check --config)")
+        return explicit.resolve()
+    here = start.resolve()
+    for directory in (here, *here.parents):
+        candidate = directory / FILENAME
+        if candidate.is_file():
+            return candidate
+    raise SeriesError(
+        f"no {FILENAME} in {here} or its parents: run 'series init --base REF' "
+        "in your fork, or pass --config FILE / -C DIR"
+    )
+
+
+class _Checker:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, node: Any, key: str | int | None, where: str, what: str) -> SeriesError:
+        line = _line_of(node, key)
+        return SeriesError(f"{self.path.name}:{line}: {where}: {what}")
+
+
+def _line_of(node: Any, key: str | int | None) -> int:
+    try:
+        if isinstance(node, CommentedMap) and key is not None and key in node:
+            return int(node.lc.key(key)[0]) + 1
+        if isinstance(node, CommentedSeq) and isinstance(key, int):
+            return int(node.lc.item(key)[0]) + 1
+        return int(node.lc.line) + 1
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return 1
+
+
+def parse(text: str, path: Path) -> tuple[Series, Any]:
+    """Validate the whole document; return the Series and the round-trip document."""
+    try:
+        doc = _yaml().load(io.StringIO(text))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise SeriesError(f"{path.name}:{line}: malformed YAML: {exc.problem or exc.context}") from None
+    check = _Checker(path)
+    if not isinstance(doc, CommentedMap):
+        raise SeriesError(f"{path.name}:1: expected a mapping with 'upstream' and 'topics'")
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise check.fail(doc, key, str(key), f"unknown key (allowed: {', '.join(TOP_KEYS)})")
+    up = doc.get("upstream")
+    if not isinstance(up, CommentedMap):
+        raise check.fail(doc, "upstream", "upstream", "missing or not a mapping (needs remote and base)")
+    for key in up:
+        if key not in UPSTREAM_KEYS:
+            raise check.fail(up, key, f"upstream.{key}", f"unknown key (allowed: {', '.join(UPSTREAM_KEYS)})")
+    for key in ("remote", "base"):
+        if not isinstance(up.get(key), str) or not up.get(key):
+            raise check.fail(up, key, f"upstream.{key}", "required, a non-empty string")
+    github = up.get("github")
+    if github is not None and (not isinstance(github, str) or github.count("/") != 1):
+        raise check.fail(up, "github", "upstream.github", "expected OWNER/REPO, e.g. vllm-project/vllm")
+    upstream = Upstream(
+        remote=up["remote"], base=str(up["base"]), github=github,
+        api_url=_opt_str(check, up, "api_url", "upstream.api_url"),
+    )
+    integration = _opt_str(check, doc, "integration", "integration")
+    resolutions = _opt_str(check, doc, "resolutions", "resolutions") or "resolutions"
+    raw_topics = doc.get("topics")
+    if raw_topics is None:
+        raw_topics = CommentedSeq()
+    if not isinstance(raw_topics, CommentedSeq):
+        raise check.fail(doc, "topics", "topics", "expected a list of topics")
+    topics: list[Topic] = []
+    for index, raw in enumerate(raw_topics):
+        topics.append(_topic(check, raw_topics, index, raw))
+    _check_references(check, raw_topics, topics)
+    series = Series(path=path, upstream=upstream, topics=tuple(topics),
+                    integration=integration, resolutions=resolutions)
+    return series, doc
+
+
+def _opt_str(check: _Checker, node: CommentedMap, key: str, where: str) -> str | None:
+    value = node.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise check.fail(node, key, where, "expected a non-empty string")
+    return value
+
+
+def _str_list(check: _Checker, node: CommentedMap, key: str, where: str) -> tuple[str, ...]:
+    value = node.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise check.fail(node, key, where, "expected a list of strings")
+    return tuple(value)
+
+
+def _topic(check: _Checker, seq: CommentedSeq, index: int, raw: Any) -> Topic:
+    where = f"topics[{index}]"
+    if not isinstance(raw, CommentedMap):
+        raise check.fail(seq, index, where, "expected a mapping with name and branch")
+    for key in raw:
+        if key not in TOPIC_KEYS:
+            raise check.fail(raw, key, f"{where}.{key}", f"unknown key (allowed: {', '.join(TOPIC_KEYS)})")
+    name = raw.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise check.fail(raw, "name", f"{where}.name", "required, lowercase [a-z0-9._-] (e.g. offload-evict-fix)")
+    where = f"topics[{index}] ({name})"
+    branch = raw.get("branch")
+    if not isinstance(branch, str) or not branch:
+        raise check.fail(raw, "branch", f"{where}.branch", "required, the topic's branch name")
+    status_raw = raw.get("status", "active")
+    try:
+        status = Status(status_raw)
+    except ValueError:
+        allowed = ", ".join(s.value for s in Status)
+        raise check.fail(raw, "status", f"{where}.status", f"'{status_raw}' is not one of {allowed}") from None
+    pr = raw.get("upstream_pr")
+    if pr is not None and (isinstance(pr, bool) or not isinstance(pr, int) or pr <= 0):
+        raise check.fail(raw, "upstream_pr", f"{where}.upstream_pr", "expected a pull request number")
+    head = _opt_str(check, raw, "upstream_head", f"{where}.upstream_head")
+    merged_in = raw.get("merged_in")
+    if merged_in is not None:
+        merged_in = str(merged_in)
+    return Topic(
+        name=name, branch=branch, status=status,
+        summary=_opt_str(check, raw, "summary", f"{where}.summary"),
+        scope=_str_list(check, raw, "scope", f"{where}.scope"),
+        depends_on=_str_list(check, raw, "depends_on", f"{where}.depends_on"),
+        superseded_by=_opt_str(check, raw, "superseded_by", f"{where}.superseded_by"),
+        upstream_pr=PRNumber(pr) if pr is not None else None,
+        upstream_head=Sha(head) if head else None,
+        merged_in=merged_in,
+        reason=_opt_str(check, raw, "reason", f"{where}.reason"),
+        line=_line_of(seq, index),
+    )
+
+
+def _check_references(check: _Checker, seq: CommentedSeq, topics: list[Topic]) -> None:
+    seen: dict[str, int] = {}
+    for index, topic in enumerate(topics):
+        if topic.name in seen:
+            first = topics[seen[topic.name]].line
+            raise check.fail(seq[index], "name", f"topics[{index}].name",
+                             f"duplicate topic name '{topic.name}' (first at line {first})")
+        seen[topic.name] = index
+    for index, topic in enumerate(topics):
+        raw = seq[index]
+        for dep in topic.depends_on:
+            if dep not in seen:
+                raise check.fail(raw, "depends_on", f"topics[{index}] ({topic.name}).depends_on",
+                                 f"'{dep}' is not a topic in this file")
+            if seen[dep] >= index:
+                raise check.fail(raw, "depends_on", f"topics[{index}] ({topic.name}).depends_on",
+                                 f"'{dep}' must come earlier in the series")
+        if topic.superseded_by is not None and topic.superseded_by not in seen:
+            raise check.fail(raw, "superseded_by", f"topics[{index}] ({topic.name}).superseded_by",
+                             f"'{topic.superseded_by}' is not a topic in this file")
+        if topic.status is Status.SUPERSEDED and topic.superseded_by is None:
+            raise check.fail(raw, "status", f"topics[{index}] ({topic.name}).status",
+                             "superseded needs superseded_by: <topic>")
+
+
+def load(path: Path) -> Series:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SeriesError(f"{path}: cannot read ({exc.strerror})") from None
+    return parse(text, path)[0]
+
+
+class Document:
+    """A series.yaml being edited: changes touch only the lines they must."""
+
+    def __init__(self, path: Path, doc: CommentedMap):
+        self.path = path
+        self.doc = doc
+
+    def _topics(self) -> CommentedSeq:
+        if self.doc.get("topics") is None:
+            self.doc["topics"] = CommentedSeq()
+        return self.doc["topics"]
+
+    def topic_node(self, name: str) -> CommentedMap:
+        for node in self._topics():
+            if node.get("name") == name:
+                return node
+        raise SeriesError(f"no topic named '{name}' in {self.path.name}")
+
+    def set_base(self, base: str) -> None:
+        self.doc["upstream"]["base"] = base
+
+    def set_integration(self, branch: str) -> None:
+        self.doc["integration"] = branch
+
+    def set_topic(self, name: str, **fields: Any) -> None:
+        """Set (or with None, remove) fields of one topic; new keys go after 'status'."""
+        node = self.topic_node(name)
+        for key, value in fields.items():
+            if key not in TOPIC_KEYS:
+                raise ValueError(f"unknown topic key {key}")
+            if value is None:
+                node.pop(key, None)
+            elif key in node:
+                node[key] = value
+            else:
+                node[key] = value
+
+    def add_topic(self, fields: dict[str, Any], *, before: str | None = None,
+                  after: str | None = None) -> None:
+        node = CommentedMap()
+        for key in TOPIC_KEYS:
+            if fields.get(key) is not None:
+                node[key] = fields[key]
+        seq = self._topics()
+        names = [t.get("name") for t in seq]
+        if before is not None:
+            seq.insert(names.index(before), node)
+        elif after is not None:
+            seq.insert(names.index(after) + 1, node)
+        else:
+            seq.append(node)
+
+    def dump(self) -> str:
+        out = io.StringIO()
+        _yaml().dump(self.doc, out)
+        return out.getvalue()
+
+
+def read_document(path: Path) -> Document:
+    text = path.read_text()
+    _, doc = parse(text, path)
+    return Document(path, doc)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def edit(path: Path) -> Iterator[Document]:
+    """Edit series.yaml; the result is validated before it replaces the file."""
+    document = read_document(path)
+    yield document
+    text = document.dump()
+    parse(text, path)
+    write_text_atomically(path, text)
+
+
+def render_new(upstream: Upstream, integration: str | None, topics: list[dict[str, Any]]) -> str:
+    """A fresh series.yaml with a comment that teaches the format."""
+    lines = [
+        "# series.yaml: the fork's topics over an upstream vLLM release, in order.",
+        "# status: active | superseded | merged | dropped. See 'series --help'.",
+        "upstream:",
+        f"  remote: {upstream.remote}",
+        f"  base: {upstream.base}",
+    ]
+    if upstream.github:
+        lines.append(f"  github: {upstream.github}")
+    if integration:
+        lines.append(f"integration: {integration}")
+    if not topics:
+        lines.append("topics: []")
+    else:
+        lines.append("topics:")
+        for topic in topics:
+            lines.append(f"  - name: {topic['name']}")
+            for key in TOPIC_KEYS[1:]:
+                if topic.get(key) is not None:
+                    lines.append(f"    {key}: {topic[key]}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,63 @@
+"""The three ways a command ends badly, and what the user sees for each.
+
+Exit codes follow StGit: 1 the user can fix it, 2 usage (click), 3 conflict, 4 a bug.
+A bug gets a log file with versions and the traceback, never the environment, so a
+GitHub token can never end up in it.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import sys
+import traceback
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_CONFLICT = 3
+EXIT_BUG = 4
+
+
+class SeriesError(Exception):
+    """A mistake the user can fix: bad input, unknown ref, dirty worktree, network."""
+
+    exit_code = EXIT_ERROR
+
+
+class ConflictError(SeriesError):
+    """A rebase or adopt stopped on a conflict; the message says how to go on."""
+
+    exit_code = EXIT_CONFLICT
+
+
+def log_dir() -> Path:
+    explicit = os.environ.get("SERIES_LOG_DIR")
+    if explicit:
+        return Path(explicit)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "series" / "logs"
+
+
+def write_bug_log(exc: BaseException) -> Path:
+    """Write versions, the command line and the traceback; return the file's path."""
+    import pygit2
+
+    from series import __version__
+
+    directory = log_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    path = directory / f"series-{stamp}-{os.getpid()}.log"
+    lines = [
+        f"series {__version__}",
+        f"python {platform.python_version()} ({sys.executable})",
+        f"pygit2 {pygit2.__version__}, libgit2 {pygit2.LIBGIT2_VERSION}",
+        f"platform {platform.platform()}",
+        f"argv {' '.join(sys.argv[1:])}",
+        "",
+        "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+    ]
+    path.write_text("\n".join(lines))
+    return path

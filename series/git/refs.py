@@ -1,0 +1,253 @@
+"""Moving refs without ever losing one: lock, backup refs, journal, atomic update, undo.
+
+Every operation that moves refs goes through `Transaction.commit()`:
+  1. the journal entry is written with every old and new value (state "pending"),
+  2. each old value is kept under refs/series/backup/<op>/<ref>,
+  3. all refs move in one `git update-ref --stdin` transaction with old values checked,
+  4. series.yaml gets its new text, and the entry becomes "done".
+A process killed between steps leaves a pending entry; `series undo` (or the command's
+--abort) puts every ref and series.yaml back from it.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import socket
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from series.config import write_text_atomically
+from series.errors import SeriesError
+from series.git.cli import git
+
+ZERO = "0" * 40
+BACKUP_PREFIX = "refs/series/backup"
+
+
+def state_dir(repo: pygit2.Repository) -> Path:
+    """.git/series/ of the main repository (shared by all worktrees)."""
+    common = Path(repo.path)
+    commondir = common / "commondir"
+    if commondir.exists():
+        common = (common / commondir.read_text().strip()).resolve()
+    directory = common / "series"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Lock:
+    """One series process per repository: .git/series/lock holds host and pid."""
+
+    def __init__(self, repo: pygit2.Repository):
+        self.path = state_dir(repo) / "lock"
+        self.held = False
+
+    def __enter__(self) -> "Lock":
+        me = f"{socket.gethostname()} {os.getpid()}\n"
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if self._break_stale():
+                    continue
+                owner = self.path.read_text().strip() if self.path.exists() else "?"
+                raise SeriesError(
+                    f"another series command is running in this repository (lock held by {owner}); "
+                    f"wait for it, or remove {self.path} if that process is gone"
+                ) from None
+            with os.fdopen(fd, "w") as f:
+                f.write(me)
+            self.held = True
+            return self
+        raise SeriesError(f"could not take the lock {self.path}")
+
+    def _break_stale(self) -> bool:
+        """A lock left by a dead process on this host is taken over."""
+        try:
+            host, pid = self.path.read_text().split()
+        except (OSError, ValueError):
+            return False
+        if host == socket.gethostname() and not _pid_alive(int(pid)):
+            self.path.unlink(missing_ok=True)
+            return True
+        return False
+
+    def __exit__(self, *exc: object) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False
+
+
+@dataclass(frozen=True)
+class RefMove:
+    ref: str          # full name, refs/heads/topic/x
+    old: str | None   # None: the ref must not exist yet
+    new: str | None   # None: delete the ref
+
+
+@dataclass
+class Operation:
+    id: str
+    command: str
+    summary: str
+    moves: list[RefMove]
+    config_path: str | None = None
+    config_before: str | None = None
+    config_after: str | None = None
+    state: str = "pending"
+    undoes: str | None = None
+    time: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        return json.dumps(data, indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Operation":
+        data = json.loads(text)
+        data["moves"] = [RefMove(**m) for m in data["moves"]]
+        return cls(**data)
+
+
+def journal_dir(repo: pygit2.Repository) -> Path:
+    directory = state_dir(repo) / "journal"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _new_op_id(repo: pygit2.Repository) -> str:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    existing = sorted(journal_dir(repo).glob("*.json"))
+    seq = int(existing[-1].name.split("-", 1)[0]) + 1 if existing else 1
+    return f"{seq:05d}-{stamp}"
+
+
+def current(repo: pygit2.Repository, ref: str) -> str | None:
+    found = repo.references.get(ref)
+    if found is None:
+        return None
+    return str(found.resolve().target)
+
+
+def _update_ref_stdin(repo: pygit2.Repository, moves: list[RefMove], message: str) -> None:
+    lines = ["start"]
+    for m in moves:
+        old = m.old or ZERO
+        if m.new is None:
+            lines.append(f"delete {m.ref} {old}")
+        else:
+            lines.append(f"update {m.ref} {m.new} {old}")
+    lines += ["prepare", "commit", ""]
+    root = Path(repo.path)
+    git(root, "update-ref", "-m", message, "--stdin", input="\n".join(lines))
+
+
+class Transaction:
+    """Collect ref moves (and a new series.yaml text); commit all or none."""
+
+    def __init__(self, repo: pygit2.Repository, command: str, summary: str):
+        self.repo = repo
+        self.command = command
+        self.summary = summary
+        self.moves: list[RefMove] = []
+        self.config_path: Path | None = None
+        self.config_after: str | None = None
+        self.extra: dict[str, Any] = {}
+
+    def set(self, ref: str, new: str | None, *, expect: str | None | object = ...) -> None:
+        """Move `ref` to `new`; the old value is the one seen now unless `expect` says."""
+        old = current(self.repo, ref) if expect is ... else expect
+        if old == new:
+            return
+        self.moves.append(RefMove(ref, old, new))  # type: ignore[arg-type]
+
+    def write_config(self, path: Path, text: str) -> None:
+        self.config_path = path
+        self.config_after = text
+
+    def commit(self, fault: str | None = None) -> Operation:
+        op = Operation(
+            id=_new_op_id(self.repo), command=self.command, summary=self.summary,
+            moves=self.moves, time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            extra=self.extra,
+        )
+        if self.config_path is not None:
+            op.config_path = str(self.config_path)
+            op.config_before = self.config_path.read_text() if self.config_path.exists() else None
+            op.config_after = self.config_after
+        entry = journal_dir(self.repo) / f"{op.id}.json"
+        write_text_atomically(entry, op.to_json())
+        _inject(fault, "after-journal")
+        for m in self.moves:
+            if m.old is not None:
+                self.repo.references.create(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", m.old, force=True)
+        _inject(fault, "after-backup")
+        if self.moves:
+            _update_ref_stdin(self.repo, self.moves, f"series {self.command}: {self.summary}")
+        _inject(fault, "after-refs")
+        if self.config_path is not None and self.config_after is not None:
+            write_text_atomically(self.config_path, self.config_after)
+        op.state = "done"
+        write_text_atomically(entry, op.to_json())
+        return op
+
+
+def _inject(fault: str | None, point: str) -> None:
+    """Tests kill the process at a named point (SERIES_FAULT) to prove recovery."""
+    wanted = fault or os.environ.get("SERIES_FAULT")
+    if wanted == point:
+        os._exit(99)
+
+
+def operations(repo: pygit2.Repository) -> list[Operation]:
+    return [Operation.from_json(p.read_text()) for p in sorted(journal_dir(repo).glob("*.json"))]
+
+
+def undo_last(repo: pygit2.Repository) -> Operation:
+    """Revert the newest operation not yet undone: refs back, series.yaml back."""
+    ops = operations(repo)
+    undone = {op.undoes for op in ops if op.undoes}
+    for op in reversed(ops):
+        if op.command == "undo" or op.id in undone:
+            continue
+        return _revert(repo, op)
+    raise SeriesError("nothing to undo: 'series log' lists no operation that is not undone already")
+
+
+def _revert(repo: pygit2.Repository, op: Operation) -> Operation:
+    txn = Transaction(repo, "undo", f"undo {op.id} ({op.command}: {op.summary})")
+    for m in reversed(op.moves):
+        now = current(repo, m.ref)
+        # A pending op may have stopped before its refs moved: then they are already old.
+        if now == m.old:
+            continue
+        if now != m.new:
+            raise SeriesError(
+                f"cannot undo {op.id}: {m.ref} moved since ({now or 'deleted'}, expected {m.new}); "
+                f"its old value is kept at {BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}"
+            )
+        txn.set(m.ref, m.old, expect=now)
+    if op.config_path and op.config_before is not None:
+        path = Path(op.config_path)
+        if path.exists() and path.read_text() != op.config_before:
+            txn.write_config(path, op.config_before)
+    result = txn.commit()
+    result.undoes = op.id
+    entry = journal_dir(repo) / f"{result.id}.json"
+    write_text_atomically(entry, result.to_json())
+    return result

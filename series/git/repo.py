@@ -1,0 +1,217 @@
+"""pygit2 object work: open the repository, resolve refs, and diff trees by path.
+
+`changed_paths` compares two trees by walking only the subtrees whose ids differ, so
+its cost follows the size of the change, not of the vLLM tree (about 8,500 files).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pygit2
+
+from series.errors import SeriesError
+from series.model import Sha
+
+TREE_MODE = pygit2.enums.FileMode.TREE
+
+
+def open_repo(path: Path) -> pygit2.Repository:
+    found = pygit2.discover_repository(str(path))
+    if found is None:
+        raise SeriesError(f"{path} is not inside a git repository")
+    return pygit2.Repository(found)
+
+
+def workdir(repo: pygit2.Repository) -> Path:
+    return Path(repo.workdir) if repo.workdir else Path(repo.path)
+
+
+def resolve_commit(repo: pygit2.Repository, ref: str, what: str = "ref") -> pygit2.Commit:
+    """A branch, tag, remote-tracking ref or commit, peeled to a commit."""
+    try:
+        obj = repo.revparse_single(ref)
+        return obj.peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        hint = ""
+        near = nearest_tags(repo, ref)
+        if near:
+            hint = f" (nearest tags: {', '.join(near)})"
+        raise SeriesError(f"unknown {what} '{ref}': not a branch, tag or commit here{hint}") from None
+
+
+def branch_commit(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
+    ref = repo.references.get(f"refs/heads/{branch}")
+    if ref is None:
+        return None
+    return repo[ref.target].peel(pygit2.Commit)
+
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:(rc|post)(\d+))?$")
+
+
+def _tags(repo: pygit2.Repository) -> list[str]:
+    return [r[len("refs/tags/"):] for r in repo.references if r.startswith("refs/tags/")]
+
+
+def _version_key(tag: str) -> tuple[int, ...] | None:
+    m = _VERSION.match(tag)
+    if not m or m.group(4):
+        return None  # release candidates never win a shorthand
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+
+def resolve_release(repo: pygit2.Repository, spec: str) -> tuple[str, pygit2.Commit]:
+    """`v0.31` -> the highest v0.31.N tag; anything else resolves as a ref.
+
+    Returns the resolved name (what series.yaml records) and its commit.
+    """
+    m = re.match(r"^v?(\d+)\.(\d+)$", spec)
+    if m and repo.references.get(f"refs/tags/{spec}") is None:
+        want = (int(m.group(1)), int(m.group(2)))
+        best: tuple[tuple[int, ...], str] | None = None
+        for tag in _tags(repo):
+            key = _version_key(tag)
+            if key and key[:2] == want and (best is None or key > best[0]):
+                best = (key, tag)
+        if best is None:
+            near = nearest_tags(repo, spec)
+            listing = ", ".join(near) if near else "no release tags here; try --fetch"
+            raise SeriesError(f"no release tag matches '{spec}' (nearest: {listing})")
+        return best[1], resolve_commit(repo, best[1])
+    return spec, resolve_commit(repo, spec)
+
+
+def nearest_tags(repo: pygit2.Repository, spec: str, count: int = 3) -> list[str]:
+    m = re.match(r"^v?(\d+)\.(\d+)", spec)
+    releases = [(k, t) for t in _tags(repo) if (k := _version_key(t))]
+    if not releases:
+        return []
+    if m:
+        want = (int(m.group(1)), int(m.group(2)), 0)
+        releases.sort(key=lambda kt: (abs(kt[0][1] - want[1]) + 1000 * abs(kt[0][0] - want[0]), kt[0]))
+        return [t for _, t in releases[:count]]
+    releases.sort(reverse=True)
+    return [t for _, t in releases[:count]]
+
+
+@dataclass(frozen=True)
+class PathChange:
+    """One blob-level change between two trees (a rename shows as delete + add)."""
+
+    path: str
+    old_id: pygit2.Oid | None
+    new_id: pygit2.Oid | None
+    old_mode: int | None
+    new_mode: int | None
+
+
+def changed_paths(repo: pygit2.Repository, old: pygit2.Tree | None,
+                  new: pygit2.Tree | None, prefix: str = "") -> Iterator[PathChange]:
+    """Blob paths that differ between two trees, descending only into changed subtrees."""
+    old_entries = {e.name: e for e in old} if old is not None else {}
+    new_entries = {e.name: e for e in new} if new is not None else {}
+    for name in sorted(old_entries.keys() | new_entries.keys()):
+        a, b = old_entries.get(name), new_entries.get(name)
+        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+            continue
+        path = f"{prefix}{name}"
+        a_tree = a is not None and a.filemode == TREE_MODE
+        b_tree = b is not None and b.filemode == TREE_MODE
+        if a_tree or b_tree:
+            yield from changed_paths(
+                repo, repo[a.id] if a_tree else None, repo[b.id] if b_tree else None, f"{path}/")
+        if (a is not None and not a_tree) or (b is not None and not b_tree):
+            yield PathChange(
+                path,
+                a.id if a is not None and not a_tree else None,
+                b.id if b is not None and not b_tree else None,
+                a.filemode if a is not None and not a_tree else None,
+                b.filemode if b is not None and not b_tree else None,
+            )
+
+
+@dataclass(frozen=True)
+class FileStat:
+    path: str
+    added: int
+    deleted: int
+    status: str  # A, M, D, T (mode change)
+
+
+def _lines(repo: pygit2.Repository, oid: pygit2.Oid | None) -> bytes:
+    return repo[oid].data if oid is not None else b""
+
+
+def line_counts(repo: pygit2.Repository, change: PathChange) -> tuple[int, int]:
+    """(+added, -deleted) lines for one changed blob; binary blobs count 0/0."""
+    old, new = _lines(repo, change.old_id), _lines(repo, change.new_id)
+    if b"\0" in old[:8000] or b"\0" in new[:8000]:
+        return 0, 0
+    patch = pygit2.Patch.create_from(old, new)
+    _, added, deleted = patch.line_stats
+    return added, deleted
+
+
+def file_stats(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
+               with_lines: bool = True) -> list[FileStat]:
+    stats = []
+    for change in changed_paths(repo, old, new):
+        status = "A" if change.old_id is None else "D" if change.new_id is None else (
+            "T" if change.old_id == change.new_id else "M")
+        added, deleted = line_counts(repo, change) if with_lines else (0, 0)
+        stats.append(FileStat(change.path, added, deleted, status))
+    return stats
+
+
+def commits_between(repo: pygit2.Repository, base: pygit2.Oid, head: pygit2.Oid) -> list[pygit2.Commit]:
+    """base..head, oldest first (parents before children)."""
+    walker = repo.walk(head, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+    walker.hide(base)
+    return list(walker)
+
+
+def sha(oid: pygit2.Oid | str) -> Sha:
+    return Sha(str(oid))
+
+
+def upstream_tips(repo: pygit2.Repository, remote: str) -> list[pygit2.Oid]:
+    """Commits of upstream's history as this clone knows it: remote branches and tags."""
+    tips = []
+    for name in repo.references:
+        if name.startswith((f"refs/remotes/{remote}/", "refs/tags/")):
+            try:
+                tips.append(repo.references[name].peel(pygit2.Commit).id)
+            except (pygit2.GitError, pygit2.InvalidSpecError, ValueError):
+                continue
+    return tips
+
+
+@dataclass(frozen=True)
+class TopicRange:
+    start: pygit2.Commit           # the commit the topic's own commits sit on
+    commits: list[pygit2.Commit]   # the topic's own commits, oldest first
+    on_base: bool                  # start is the base itself
+
+
+def topic_range(repo: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit,
+                remote: str) -> TopicRange:
+    """Separate a branch's own commits from the upstream history it may also contain.
+
+    A topic that was rebased by hand onto a newer upstream contains base..newer too;
+    those commits are upstream's, not the topic's.
+    """
+    merge_base = repo.merge_base(base.id, head.id)
+    walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+    if merge_base is not None:
+        walker.hide(merge_base)
+    for tip in upstream_tips(repo, remote):
+        walker.hide(tip)
+    own = list(walker)
+    if own:
+        start = own[0].parents[0] if own[0].parents else base
+    else:
+        start = head
+    return TopicRange(start=start, commits=own, on_base=start.id == base.id)

@@ -1,0 +1,71 @@
+"""The values every command passes around: frozen, typed, changed with replace()."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NewType
+
+Sha = NewType("Sha", str)
+PRNumber = NewType("PRNumber", int)
+
+
+class Status(str, enum.Enum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    MERGED = "merged"
+    DROPPED = "dropped"
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    branch: str
+    status: Status = Status.ACTIVE
+    summary: str | None = None
+    scope: tuple[str, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    upstream_pr: PRNumber | None = None
+    upstream_head: Sha | None = None
+    merged_in: str | None = None
+    reason: str | None = None
+    line: int = 0  # 1-based line of the entry in series.yaml, for error messages
+
+    @property
+    def active(self) -> bool:
+        return self.status is Status.ACTIVE
+
+
+@dataclass(frozen=True)
+class Upstream:
+    remote: str = "upstream"
+    base: str = ""
+    github: str | None = None
+    api_url: str | None = None  # GitHub Enterprise: e.g. https://ghe.example.com/api/v3
+
+
+@dataclass(frozen=True)
+class Series:
+    path: Path
+    upstream: Upstream
+    topics: tuple[Topic, ...] = ()
+    integration: str | None = None
+    resolutions: str = "resolutions"  # directory beside series.yaml
+    lines: dict[str, int] = field(default_factory=dict, compare=False)
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def topic(self, name: str) -> Topic:
+        for topic in self.topics:
+            if topic.name == name:
+                return topic
+        from series.errors import SeriesError
+
+        known = ", ".join(t.name for t in self.topics) or "none"
+        raise SeriesError(f"no topic named '{name}' in {self.path.name} (topics: {known})")
+
+    def active(self) -> tuple[Topic, ...]:
+        return tuple(t for t in self.topics if t.active)

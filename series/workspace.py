@@ -1,0 +1,51 @@
+"""A series.yaml together with the repository that holds its branches."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from series import config
+from series.errors import SeriesError
+from series.git.repo import branch_commit, open_repo, resolve_commit
+from series.model import Series, Topic
+
+
+@dataclass(frozen=True)
+class Workspace:
+    series: Series
+    repo: pygit2.Repository
+
+    @property
+    def config_path(self) -> Path:
+        return self.series.path
+
+    def base_commit(self) -> pygit2.Commit:
+        return resolve_commit(self.repo, self.series.upstream.base, "upstream.base")
+
+    def head(self, topic: Topic) -> pygit2.Commit:
+        commit = branch_commit(self.repo, topic.branch)
+        if commit is None:
+            raise SeriesError(
+                f"{self.config_path.name}:{topic.line}: topics ({topic.name}).branch: "
+                f"branch '{topic.branch}' does not exist (create it, or fix the name)"
+            )
+        return commit
+
+    def reload(self) -> "Workspace":
+        return Workspace(config.load(self.config_path), self.repo)
+
+
+def open_workspace(config_file: Path | None, directory: Path | None,
+                   check_branches: bool = True) -> Workspace:
+    start = directory or Path.cwd()
+    path = config.find(start, config_file)
+    series = config.load(path)
+    repo = open_repo(path.parent)
+    ws = Workspace(series, repo)
+    if check_branches:
+        for topic in series.topics:
+            if topic.active:
+                ws.head(topic)
+    return ws
