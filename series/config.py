@@ -117,8 +117,21 @@ def parse(text: str, path: Path) -> tuple[Series, Any]:
         topics.append(_topic(check, raw_topics, index, raw))
     _check_references(check, raw_topics, topics)
     series = Series(path=path, upstream=upstream, topics=tuple(topics),
-                    integration=integration, resolutions=resolutions)
+                    integration=integration, resolutions=resolutions,
+                    lines=_key_lines(doc, up, raw_topics))
     return series, doc
+
+
+def _key_lines(doc: CommentedMap, up: CommentedMap, seq: CommentedSeq) -> dict[str, int]:
+    """1-based lines of keys, for errors found after loading ('upstream.base',
+    'topics.NAME', 'topics.NAME.branch', ...)."""
+    lines = {str(key): _line_of(doc, key) for key in doc}
+    lines.update({f"upstream.{key}": _line_of(up, key) for key in up})
+    for index, raw in enumerate(seq):
+        name = raw.get("name")
+        lines[f"topics.{name}"] = _line_of(seq, index)
+        lines.update({f"topics.{name}.{key}": _line_of(raw, key) for key in raw})
+    return lines
 
 
 def _opt_str(check: _Checker, node: CommentedMap, key: str, where: str) -> str | None:

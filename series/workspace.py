@@ -22,13 +22,19 @@ class Workspace:
         return self.series.path
 
     def base_commit(self) -> pygit2.Commit:
-        return resolve_commit(self.repo, self.series.upstream.base, "upstream.base")
+        try:
+            return resolve_commit(self.repo, self.series.upstream.base, "ref")
+        except SeriesError as exc:
+            # name the file and line, like every other series.yaml error
+            line = self.series.lines.get("upstream.base", 1)
+            raise SeriesError(f"{self.config_path.name}:{line}: upstream.base: {exc}") from None
 
     def head(self, topic: Topic) -> pygit2.Commit:
         commit = branch_commit(self.repo, topic.branch)
         if commit is None:
             raise SeriesError(
-                f"{self.config_path.name}:{topic.line}: topics ({topic.name}).branch: "
+                f"{self.config_path.name}:{self.series.lines.get(f'topics.{topic.name}.branch', topic.line)}: "
+                f"topics ({topic.name}).branch: "
                 f"branch '{topic.branch}' does not exist (create it, or fix the name)"
             )
         return commit

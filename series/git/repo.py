@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import pygit2
 
@@ -197,11 +197,12 @@ class TopicRange:
 
 
 def topic_range(repo: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit,
-                remote: str) -> TopicRange:
+                remote: str, hide: Sequence[pygit2.Oid] = ()) -> TopicRange:
     """Separate a branch's own commits from the upstream history it may also contain.
 
     A topic that was rebased by hand onto a newer upstream contains base..newer too;
-    those commits are upstream's, not the topic's.
+    those commits are upstream's, not the topic's. `hide` adds commits that are not the
+    topic's own either: the heads of the topics it depends_on (stacked branches).
     """
     merge_base = repo.merge_base(base.id, head.id)
     walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
@@ -209,6 +210,8 @@ def topic_range(repo: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commi
         walker.hide(merge_base)
     for tip in upstream_tips(repo, remote):
         walker.hide(tip)
+    for oid in hide:
+        walker.hide(oid)
     own = list(walker)
     if own:
         start = own[0].parents[0] if own[0].parents else base
