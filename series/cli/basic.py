@@ -32,4 +32,54 @@ def status(ctx: Context, as_json: bool) -> None:
         emit(cmd.render(ws, rows))
 
 
-COMMANDS = [status]
+@click.command()
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option("--all", "include_all", is_flag=True,
+              help="Include superseded, merged and dropped topics whose branches still exist.")
+@click.option("--depth", default=3, show_default=True, metavar="N",
+              help="Directory depth of the matrix (without PATH).")
+@click.option("--between", metavar="OLD..NEW",
+              help="Forecast: files upstream changed between two refs that our topics change too.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def touches(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
+            between: str | None, as_json: bool) -> int:
+    """Which topics change PATH, with files and +/- lines (each topic's own diff over the base).
+
+    \b
+    PATH is a directory (matched at a '/' boundary: vllm/v1 is not vllm/v10),
+    a file, or a glob ('*' within a path component, '**' across them):
+      series touches vllm/v1/kv_offload
+      series touches 'vllm/**/lru.py' tests/v1
+    Exit status is grep's: 0 when a topic touches PATH, 1 when none does:
+      series touches vllm/v1/kv_offload || echo "we really don't touch it"
+
+    \b
+    Without PATH: a matrix of topics x directories (--depth N), and the files that more
+    than one topic changes (where topics will collide when replayed).
+    With --between OLD..NEW (e.g. v0.30.0..v0.31.0): the files upstream changed in that
+    range that our topics also change, with upstream's and our line counts: where the
+    next rebase will hurt, before running it (exit 1: no overlap). OLD...NEW diffs NEW
+    against its merge base with OLD. PATH limits the forecast.
+    """
+    from series.commands import touches as cmd
+
+    ws = ctx.workspace(check_branches=False)
+    result: cmd.PathsResult | cmd.MatrixResult | cmd.ForecastResult
+    if between is not None:
+        result = cmd.run_forecast(ws, between, paths, include_all)
+        data, text = (cmd.forecast_json, cmd.render_forecast)
+    elif paths:
+        result = cmd.run_paths(ws, paths, include_all)
+        data, text = (cmd.paths_json, cmd.render_paths)
+    else:
+        result = cmd.run_matrix(ws, depth, include_all)
+        data, text = (cmd.matrix_json, cmd.render_matrix)
+    if as_json:
+        print_json(data(result))  # type: ignore[arg-type]
+    else:
+        emit(text(result))  # type: ignore[arg-type]
+    return 0 if result.touched else 1
+
+
+COMMANDS = [status, touches]

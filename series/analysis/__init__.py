@@ -1,0 +1,1 @@
+"""Read-only analyses of the series: touches (paths, matrix, overlaps, forecast)."""

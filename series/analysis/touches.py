@@ -1,0 +1,270 @@
+"""Which upstream paths each topic touches: path specs, per-topic diffs, matrix, forecast.
+
+Every answer starts from a topic's own diff (the tree before its first own commit against
+its head; `changed_paths` descends only into subtrees whose ids differ), so the cost
+follows the size of the topics' changes, never the size of the vLLM tree. The forecast
+looks up only the paths our topics touch in upstream's two trees: it never diffs
+upstream's whole release against the next one.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import pygit2
+
+from series.git.repo import PathChange, branch_commit, changed_paths, line_counts, topic_range
+from series.model import Topic
+from series.workspace import Workspace
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """A PATH argument or a scope: entry.
+
+    A plain path matches itself and, at a '/' boundary, everything below it
+    ('vllm/v1' matches 'vllm/v1/x.py', not 'vllm/v10/x.py'). A glob ('*' and '?' stay
+    inside one path component, '**' crosses them) matches a file or any directory
+    above it, so 'vllm/*/kv_offload' matches the files under vllm/v1/kv_offload/.
+    """
+
+    text: str
+    pattern: str
+    regex: re.Pattern[str] | None
+
+    def matches(self, path: str) -> bool:
+        if self.regex is None:
+            return (not self.pattern or path == self.pattern
+                    or path.startswith(self.pattern + "/"))
+        if self.regex.fullmatch(path):
+            return True
+        index = path.find("/")
+        while index != -1:
+            if self.regex.fullmatch(path[:index]):
+                return True
+            index = path.find("/", index + 1)
+        return False
+
+    @property
+    def is_glob(self) -> bool:
+        return self.regex is not None
+
+
+def parse_spec(text: str) -> PathSpec:
+    pattern = re.sub(r"/+", "/", text.strip())
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    pattern = pattern.strip("/")
+    if pattern == ".":
+        pattern = ""
+    if not _GLOB_CHARS.search(pattern):
+        return PathSpec(text, pattern, None)
+    return PathSpec(text, pattern, re.compile(_glob_to_regex(pattern)))
+
+
+def _glob_to_regex(glob: str) -> str:
+    out, i = [], 0
+    while i < len(glob):
+        c = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = glob.find("]", i + 2)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+                continue
+            body = glob[i + 1:end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+            i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def matches_any(specs: Sequence[PathSpec], path: str) -> bool:
+    return any(spec.matches(path) for spec in specs)
+
+
+@dataclass(frozen=True)
+class TopicDiff:
+    """A topic's own change: its first own commit's parent against its head."""
+
+    topic: Topic
+    start: pygit2.Commit
+    head: pygit2.Commit
+    changes: tuple[PathChange, ...]
+
+    @property
+    def paths(self) -> list[str]:
+        return [c.path for c in self.changes]
+
+
+@dataclass(frozen=True)
+class TouchedFile:
+    path: str
+    added: int
+    deleted: int
+    status: str  # A, M, D, T (type/mode change)
+
+
+def _status(change: PathChange) -> str:
+    if change.old_id is None:
+        return "A"
+    if change.new_id is None:
+        return "D"
+    return "T" if change.old_id == change.new_id else "M"
+
+
+def touched_file(repo: pygit2.Repository, change: PathChange) -> TouchedFile:
+    added, deleted = line_counts(repo, change)
+    return TouchedFile(change.path, added, deleted, _status(change))
+
+
+def select_topics(ws: Workspace, include_all: bool) -> tuple[list[Topic], list[Topic]]:
+    """(topics with a branch to diff, topics skipped because their branch is gone)."""
+    chosen = ws.series.topics if include_all else ws.series.active()
+    present, missing = [], []
+    for topic in chosen:
+        (present if branch_commit(ws.repo, topic.branch) is not None else missing).append(topic)
+    return present, missing
+
+
+def topic_diffs(ws: Workspace, topics: Iterable[Topic]) -> list[TopicDiff]:
+    repo, base = ws.repo, ws.base_commit()
+    heads = {t.name: branch_commit(repo, t.branch) for t in ws.series.topics}
+    diffs = []
+    for topic in topics:
+        head = heads[topic.name]
+        assert head is not None, topic.branch
+        # a stacked topic's branch contains the topics it depends on: not its own change
+        hide = [h.id for dep in topic.depends_on if (h := heads.get(dep)) is not None]
+        span = topic_range(repo, base, head, ws.series.upstream.remote, hide=hide)
+        changes = tuple(changed_paths(repo, span.start.tree, head.tree))
+        diffs.append(TopicDiff(topic, span.start, head, changes))
+    return diffs
+
+
+def touching(repo: pygit2.Repository, diffs: Sequence[TopicDiff],
+             specs: Sequence[PathSpec]) -> list[tuple[TopicDiff, list[TouchedFile]]]:
+    """The topics whose changes match a spec, with line counts for the matching files only."""
+    found = []
+    for diff in diffs:
+        files = [touched_file(repo, c) for c in diff.changes if matches_any(specs, c.path)]
+        if files:
+            found.append((diff, files))
+    return found
+
+
+def exists_in(tree: pygit2.Tree, spec: PathSpec) -> bool:
+    if spec.is_glob or not spec.pattern:
+        return True
+    try:
+        tree[spec.pattern]
+    except KeyError:
+        return False
+    return True
+
+
+def directory_of(path: str, depth: int) -> str:
+    """'vllm/v1/kv_offload/cpu/x.py' at depth 3 -> 'vllm/v1/kv_offload'; root files -> '.'."""
+    parts = path.split("/")[:-1]
+    return "/".join(parts[:depth]) or "."
+
+
+@dataclass(frozen=True)
+class Matrix:
+    depth: int
+    topics: tuple[str, ...]
+    # directory -> topic name -> number of files that topic changes below it
+    cells: dict[str, dict[str, int]]
+
+
+def matrix(diffs: Sequence[TopicDiff], depth: int) -> Matrix:
+    cells: dict[str, dict[str, int]] = defaultdict(dict)
+    for diff in diffs:
+        for change in diff.changes:
+            row = cells[directory_of(change.path, depth)]
+            row[diff.topic.name] = row.get(diff.topic.name, 0) + 1
+    return Matrix(depth, tuple(d.topic.name for d in diffs),
+                  {k: cells[k] for k in sorted(cells)})
+
+
+@dataclass(frozen=True)
+class Collision:
+    path: str
+    files: tuple[tuple[str, TouchedFile], ...]  # (topic name, its change), series order
+
+
+def collisions(repo: pygit2.Repository, diffs: Sequence[TopicDiff]) -> list[Collision]:
+    """Files changed by more than one topic: where the topics will meet in a rebase."""
+    by_path: dict[str, list[tuple[str, PathChange]]] = defaultdict(list)
+    for diff in diffs:
+        for change in diff.changes:
+            by_path[change.path].append((diff.topic.name, change))
+    return [Collision(path, tuple((name, touched_file(repo, c)) for name, c in users))
+            for path, users in sorted(by_path.items()) if len(users) > 1]
+
+
+@dataclass(frozen=True)
+class Hotspot:
+    """A file our topic changes that upstream also changed between two refs."""
+
+    path: str
+    upstream: TouchedFile  # upstream's change old..new (status D: upstream deleted/moved it)
+    ours: TouchedFile
+    same_as_upstream: bool  # our version is upstream's new one: likely merged upstream
+
+
+def _entry(tree: pygit2.Tree, path: str) -> tuple[pygit2.Oid | None, int | None]:
+    try:
+        obj = tree[path]
+    except KeyError:
+        return None, None
+    if obj.filemode == pygit2.enums.FileMode.TREE:
+        return None, None
+    return obj.id, obj.filemode
+
+
+def forecast(repo: pygit2.Repository, diffs: Sequence[TopicDiff], old: pygit2.Commit,
+             new: pygit2.Commit, specs: Sequence[PathSpec] = ()) -> list[tuple[TopicDiff, list[Hotspot]]]:
+    """Per topic, the files it changes that upstream changed between old and new."""
+    found = []
+    upstream_cache: dict[str, TouchedFile | None] = {}
+    for diff in diffs:
+        spots = []
+        for change in diff.changes:
+            if specs and not matches_any(specs, change.path):
+                continue
+            if change.path not in upstream_cache:
+                old_id, old_mode = _entry(old.tree, change.path)
+                new_id, new_mode = _entry(new.tree, change.path)
+                if old_id == new_id and old_mode == new_mode:
+                    upstream_cache[change.path] = None
+                else:
+                    upstream_cache[change.path] = touched_file(
+                        repo, PathChange(change.path, old_id, new_id, old_mode, new_mode))
+            upstream = upstream_cache[change.path]
+            if upstream is not None:
+                same = change.new_id == _entry(new.tree, change.path)[0]
+                spots.append(Hotspot(change.path, upstream, touched_file(repo, change), same))
+        if spots:
+            found.append((diff, spots))
+    return found
