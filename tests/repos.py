@@ -164,3 +164,57 @@ def build_fork(upstream: Path, path: Path) -> Path:
     git(path, "checkout", "-q", "--detach", "v0.30.0")
     (path / "series.yaml").write_text(SERIES_YAML)
     return path
+
+
+# -- upstream pull requests (refs/pull/N/head), as GitHub and its mirrors serve them ------
+
+ADA = {"GIT_AUTHOR_NAME": "Ada Upstream", "GIT_AUTHOR_EMAIL": "ada@example.com"}
+
+LRU_FIXED = LRU_V030.replace("        for key in reversed(list(keys)):\n",
+                             "        # keep request order: the first key is evicted last\n"
+                             "        for key in reversed(list(keys)):\n")
+TEST_LRU_ORDER = "def test_lru():\n    assert True\n\n\ndef test_order():\n    assert True\n"
+
+
+def commit_files(repo: Path, parent: str, files: dict[str, str | None], message: str,
+                 date: str, author: dict[str, str] | None = None,
+                 committer: dict[str, str] | None = None) -> str:
+    """A commit on `parent` with `files` changed (None deletes), made with plumbing:
+    no checkout, works in a bare repository too. Returns its sha."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        git(repo, "read-tree", parent, env=index)
+        for rel, text in files.items():
+            if text is None:
+                git(repo, "update-index", "--force-remove", rel, env=index)
+                continue
+            blob_file = Path(tmp) / "blob"
+            blob_file.write_text(text)
+            blob = git(repo, "hash-object", "-w", str(blob_file)).strip()
+            git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{rel}", env=index)
+        tree = git(repo, "write-tree", env=index).strip()
+    who = dict(author or ADA)
+    who.setdefault("GIT_AUTHOR_NAME", "Ada Upstream")
+    who.update({"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+    who.update(committer or {"GIT_COMMITTER_NAME": ENV["GIT_COMMITTER_NAME"],
+                             "GIT_COMMITTER_EMAIL": ENV["GIT_COMMITTER_EMAIL"]})
+    return git(repo, "commit-tree", tree, "-p", parent, "-m", message,
+               env=dict(os.environ, **who)).strip()
+
+
+def add_pull_request(upstream: Path, number: int = 61050, parent: str = "v0.30.0") -> str:
+    """PR #61050 by Ada Upstream: fixes lru.py the way our offload-evict-fix does, and
+    adds the test, in two commits; served as refs/pull/N/head. Returns the head sha."""
+    first = commit_files(upstream, parent, {"vllm/v1/kv_offload/cpu/policies/lru.py": LRU_FIXED},
+                         "[Bugfix][KV offload] Fix eviction order of touched blocks\n\n"
+                         "Signed-off-by: Ada Upstream <ada@example.com>",
+                         "2026-01-20T09:30:00+01:00")
+    head = commit_files(upstream, first, {"tests/v1/kv_offload/test_lru.py": TEST_LRU_ORDER},
+                        "[Test][KV offload] cover touch order\n\n"
+                        "Signed-off-by: Ada Upstream <ada@example.com>",
+                        "2026-01-21T10:45:00-05:00")
+    git(upstream, "update-ref", f"refs/pull/{number}/head", head)
+    return head
