@@ -1,0 +1,116 @@
+"""The wheel overlay on a small wheel the tests build: every kind of change, RECORD checked
+by a real installer, one version everywhere, byte-identical rebuilds, raw member reuse."""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from series.build import ziparchive
+from series.build.overlay import FileChange, local_version, overlay, stamp_version_file
+from series.errors import SeriesError
+from tests.fakewheel import build_wheel, install_wheel
+
+BASE = {
+    "vllm/__init__.py": b"",
+    "vllm/v1/kv_offload/cpu/policies/lru.py": b"class LRUPolicy:\n    pass\n",
+    "vllm/multimodal/ipc.py": b"VERSION = 1\n",
+    "vllm/old_name.py": b"MOVED = True\n",
+}
+SHA = "1a2b3c4d5e6f708192a3b4c5d6e7f80912345678"
+WHEN = (2026, 2, 1, 12, 0, 0)
+
+
+def changes() -> dict[str, FileChange]:
+    items = [
+        FileChange("vllm/v1/kv_offload/cpu/policies/lru.py", b"class LRUPolicy:\n    order = 'request'\n"),
+        FileChange("vllm/multimodal/ipc.py", None),
+        FileChange("vllm/old_name.py", None),                      # renamed ...
+        FileChange("vllm/new_name.py", b"MOVED = True\n"),          # ... to here
+        FileChange("vllm/tools/run.sh", b"#!/bin/sh\necho hi\n", executable=True),
+        FileChange("tests/v1/test_lru.py", b"def test(): pass\n"),  # not in the wheel's packages
+    ]
+    return {c.path: c for c in items}
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "data-descriptors"])
+def test_overlay_applies_every_change_and_installs(tmp_path: Path, streamed: bool) -> None:
+    src = build_wheel(tmp_path / "in", BASE, streamed=streamed, signed=True)
+    result = overlay(src, tmp_path / "out", changes(), SHA, WHEN)
+
+    assert result.path.name == "vllm-0.31.0+series.g1a2b3c4-cp38-abi3-manylinux_2_28_x86_64.whl", result
+    assert result.added == ("vllm/new_name.py", "vllm/tools/run.sh"), result
+    assert result.modified == ("vllm/v1/kv_offload/cpu/policies/lru.py",), result
+    assert result.deleted == ("vllm/multimodal/ipc.py", "vllm/old_name.py"), result
+    assert result.ignored == ("tests/v1/test_lru.py",), result
+
+    site = install_wheel(result.path, tmp_path / "target")  # validates every RECORD hash
+    for path, change in changes().items():
+        installed = site / path
+        if change.data is None or path.startswith("tests/"):
+            assert not installed.exists(), path
+        else:
+            assert installed.read_bytes() == change.data, path
+    assert (site / "vllm/tools/run.sh").stat().st_mode & 0o111, "executable bit lost"
+    assert (site / "vllm/_C.abi3.so").read_bytes() == bytes(range(256)) * 64
+    assert (site / "vllm/__init__.py").exists()
+
+    info = site / "vllm-0.31.0+series.g1a2b3c4.dist-info"
+    assert "Version: 0.31.0+series.g1a2b3c4\n" in (info / "METADATA").read_text()
+    assert not (info / "RECORD.jws").exists(), "a stale signature must be dropped"
+    namespace: dict[str, object] = {}
+    exec((site / "vllm/_version.py").read_text(), namespace)
+    assert namespace["__version__"] == namespace["version"] == "0.31.0+series.g1a2b3c4"
+    assert namespace["__version_tuple__"] == (0, 31, 0, "series.g1a2b3c4")
+    assert namespace["__commit_id__"] == "g1a2b3c4"
+    assert "cpu" not in result.version
+
+
+def test_rebuild_is_byte_identical_and_unchanged_members_are_raw_copies(tmp_path: Path) -> None:
+    src = build_wheel(tmp_path / "in", BASE)
+    first = overlay(src, tmp_path / "a", changes(), SHA, WHEN)
+    second = overlay(src, tmp_path / "b", changes(), SHA, WHEN)
+    assert first.path.read_bytes() == second.path.read_bytes(), "rebuild differs"
+    assert first.sha256() == second.sha256()
+
+    old_members = {m.name: m for m in ziparchive.read_members(src)[0]}
+    new_members = {m.name: m for m in ziparchive.read_members(first.path)[0]}
+    with open(src, "rb") as a, open(first.path, "rb") as b:
+        for name in ("vllm/_C.abi3.so", "vllm/__init__.py"):
+            old, new = old_members[name], new_members[name]
+            assert ziparchive.read_compressed(a, old) == ziparchive.read_compressed(b, new), name
+            assert (old.dos_date, old.dos_time) == (new.dos_date, new.dos_time), "kept its own timestamp"
+    changed = new_members["vllm/v1/kv_offload/cpu/policies/lru.py"]
+    assert (changed.dos_time, changed.dos_date) == ziparchive.dos_datetime(WHEN)
+    with zipfile.ZipFile(first.path) as z:
+        assert z.testzip() is None
+        assert z.namelist()[-1].endswith(".dist-info/RECORD"), "RECORD goes last"
+
+
+def test_no_changes_still_stamps_the_version(tmp_path: Path) -> None:
+    src = build_wheel(tmp_path / "in", BASE)
+    result = overlay(src, tmp_path / "out", {}, SHA, WHEN)
+    site = install_wheel(result.path, tmp_path / "t")
+    assert "0.31.0+series.g1a2b3c4" in (site / "vllm/_version.py").read_text()
+
+
+def test_local_version_keeps_an_existing_local_part() -> None:
+    assert local_version("0.31.0", SHA) == "0.31.0+series.g1a2b3c4"
+    assert local_version("0.31.0+cu129", SHA) == "0.31.0+cu129.series.g1a2b3c4"
+
+
+def test_unknown_version_file_layout_is_regenerated() -> None:
+    text = stamp_version_file("VERSION = '1'\n", "0.31.0+series.gabc1234", "gabc1234")
+    namespace: dict[str, object] = {}
+    exec(text, namespace)
+    assert namespace["__version_tuple__"] == (0, 31, 0, "series.gabc1234")
+
+
+def test_not_a_wheel_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "vllm-0.31.0-cp38-abi3-linux_x86_64.whl"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(SeriesError, match="cannot read the wheel"):
+        overlay(bad, tmp_path / "out", {}, SHA, WHEN)
+    with pytest.raises(SeriesError, match="not a wheel file name"):
+        overlay(tmp_path / "vllm.zip", tmp_path / "out", {}, SHA, WHEN)
