@@ -82,4 +82,29 @@ def touches(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     return 0 if result.touched else 1
 
 
-COMMANDS = [status, touches]
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def check(ctx: Context, as_json: bool) -> int:
+    """Validate series.yaml against the repository, and every scope: claim against the diff.
+
+    \b
+    Checks that upstream.base resolves, that every active topic's branch exists and sits
+    on the base (or on the topics it depends_on, which it must contain), and that each
+    active topic with a scope: changes only files inside it (same matching as
+    'series touches': directories at a '/' boundary, files, globs).
+    Exit 0 with a one-line ok; exit 1 naming each topic, line and file out of place:
+      series check || exit 1     # in CI: "our series does not touch X", enforced
+    """
+    from series.commands import check as cmd
+
+    ws = ctx.workspace(check_branches=False)
+    report = cmd.run(ws)
+    if as_json:
+        print_json(cmd.as_json(report))
+    else:
+        emit(cmd.render(report))
+    return 0 if report.ok else 1
+
+
+COMMANDS = [status, touches, check]
