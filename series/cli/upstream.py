@@ -1,0 +1,168 @@
+"""Verbs about upstream pull requests: adopt-upstream, supersede, drop, preflight."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from series.cli import Context, emit, pass_ctx
+
+_OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone.")
+
+
+def _print_json(data: object) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False))
+
+
+def _forge(ws: Any, offline: bool) -> Any:
+    from series.forge import open_forge
+
+    return open_forge(ws.repo, ws.series.upstream, offline=offline)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+@click.command("adopt-upstream")
+@click.argument("number", type=click.IntRange(min=1), metavar="PR")
+@click.option("--replaces", metavar="TOPIC", help="The topic this PR replaces (marked superseded, branch kept).")
+@click.option("--no-replace", is_flag=True, help="Carry the PR as a new topic that replaces none.")
+@click.option("--name", metavar="NAME", help="Name of the new topic (default pr-N, branch topic/pr-N).")
+@click.option("--refresh", is_flag=True, help="The PR was updated: fetch it again, re-adopt, show the range-diff.")
+@click.option("--dry-run", is_flag=True, help="Fetch and replay, print what would change, move nothing.")
+@click.option("--offline", is_flag=True, help=_OFFLINE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def adopt_upstream(ctx: Context, number: int, replaces: str | None, no_replace: bool, name: str | None,
+                   refresh: bool, dry_run: bool, offline: bool, as_json: bool) -> None:
+    """Carry upstream pull request PR instead of a topic of ours, authorship kept.
+
+    \b
+    Fetches refs/pull/PR/head from upstream.remote, replays the PR's own commits onto
+    upstream.base in memory (authors and author dates exactly the PR's; you are the
+    committer; each message gains Upstream-PR: and "(cherry picked from commit ...)"),
+    and adds topic pr-PR to series.yaml where the replaced topic stood. The replaced
+    topic becomes superseded; its branch is not touched. 'series undo' reverts it all.
+
+    \b
+    Without --replaces, topics are ranked by the files they share with the PR: on a
+    terminal the best match is offered for confirmation, otherwise the candidates are
+    listed and you choose with --replaces TOPIC (or --no-replace).
+
+    \b
+    Examples:
+      series adopt-upstream 61050 --replaces offload-evict-fix
+      series adopt-upstream 61050 --refresh      # the PR got new commits
+    """
+    from series.commands import adopt as cmd
+
+    if replaces and no_replace:
+        raise click.UsageError("--replaces and --no-replace exclude each other")
+    ws = ctx.workspace(check_branches=False)
+    forge = None if (offline or os.environ.get("SERIES_OFFLINE") == "1") else _forge(ws, False)
+
+    def confirm(candidate: Any) -> bool:
+        files = ", ".join(candidate.shared_files[:3]) + (" ..." if len(candidate.shared_files) > 3 else "")
+        return click.confirm(
+            f"PR #{number} shares {len(candidate.shared_files)} file(s) with topic "
+            f"'{candidate.topic}' ({files}). Replace '{candidate.topic}'?", default=False)
+
+    result = cmd.run(ws, number, forge=forge, replaces=replaces, no_replace=no_replace, name=name,
+                     refresh=refresh, dry_run=dry_run,
+                     confirm=confirm if (_interactive() and not as_json) else None,
+                     note=lambda text: click.echo(f"note: {text}", err=True))
+    if as_json:
+        _print_json(cmd.as_json(result))
+    else:
+        emit(cmd.render(result))
+
+
+@click.command()
+@click.argument("topic")
+@click.option("--by", "by", required=True, metavar="OTHER", help="The topic that carries this change now.")
+@click.option("--reason", metavar="TEXT", help="Why, recorded in series.yaml.")
+@click.option("--dry-run", is_flag=True, help="Print the change, write nothing.")
+@pass_ctx
+def supersede(ctx: Context, topic: str, by: str, reason: str | None, dry_run: bool) -> None:
+    """Mark TOPIC superseded by OTHER; TOPIC's branch is kept as it is.
+
+    A superseded topic is no longer rebased or built. 'series undo' reverts this.
+    """
+    from series.commands import supersede as cmd
+
+    ws = ctx.workspace(check_branches=False)
+    change = cmd.run(ws, topic, by, reason=reason, dry_run=dry_run)
+    emit(cmd.render(change, ws.series.topic(topic).branch))
+
+
+@click.command()
+@click.argument("topic")
+@click.option("--reason", metavar="TEXT", help="Why, recorded in series.yaml.")
+@click.option("--dry-run", is_flag=True, help="Print the change, write nothing.")
+@pass_ctx
+def drop(ctx: Context, topic: str, reason: str | None, dry_run: bool) -> None:
+    """Stop carrying TOPIC (status: dropped); its branch is kept as it is.
+
+    'series undo' reverts this.
+    """
+    from series.commands import drop as cmd
+
+    ws = ctx.workspace(check_branches=False)
+    change = cmd.run(ws, topic, reason=reason, dry_run=dry_run)
+    emit(cmd.render(change, ws.series.topic(topic).branch))
+
+
+@click.command()
+@click.argument("topic")
+@click.option("--fetch", is_flag=True,
+              help="First fetch every upstream PR head into refs/remotes/<remote>/pr/* (git).")
+@click.option("--days", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Closed PRs count when closed within this many days.")
+@click.option("--limit", type=click.IntRange(min=1), help="Compare at most this many PRs (most recently updated).")
+@click.option("--offline", is_flag=True, help=_OFFLINE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def preflight(ctx: Context, topic: str, fetch: bool, days: int, limit: int | None,
+              offline: bool, as_json: bool) -> None:
+    """Before posting TOPIC upstream: duplicate PRs, exact paths, DCO sign-offs.
+
+    \b
+    Lists upstream PRs (open, or closed in the last --days) that touch the topic's files,
+    most shared files first, then most overlapping hunks: number, state, author, title.
+    Source: the GitHub API when upstream.github is set, else (or with --offline, or
+    after --fetch) PR heads fetched into refs/remotes/<remote>/pr/N.
+    Also prints the topic's exact touched paths and whether every commit carries
+    Signed-off-by: (vLLM's DCO check).
+    """
+    from series.commands import preflight as cmd
+    from series.forge.refs import fetch_all_pulls
+
+    ws = ctx.workspace(check_branches=False)
+    if fetch:
+        fetch_all_pulls(ws.repo, ws.series.upstream.remote)
+    use_git = offline or fetch or os.environ.get("SERIES_OFFLINE") == "1"
+    forge = _forge(ws, use_git)
+
+    progress = None
+    if sys.stderr.isatty() and not as_json:
+        def progress(done: int, total: int) -> None:
+            click.echo(f"\rcomparing PR files {done}/{total}", err=True, nl=done == total)
+
+    from series.forge.base import ForgeUnreachable
+
+    try:
+        result = cmd.run(ws, topic, forge, days=days, limit=limit, progress=progress)
+    except ForgeUnreachable as exc:
+        click.echo(f"note: {exc}; using PR heads fetched into git refs instead", err=True)
+        result = cmd.run(ws, topic, _forge(ws, True), days=days, limit=limit)
+    if as_json:
+        _print_json(cmd.as_json(result))
+    else:
+        emit(cmd.render(result))
+
+
+COMMANDS = [adopt_upstream, supersede, drop, preflight]

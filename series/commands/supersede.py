@@ -1,0 +1,68 @@
+"""`series supersede TOPIC --by OTHER`: OTHER now carries what TOPIC carried.
+
+Only series.yaml changes (comments kept); TOPIC's branch stays exactly where it is, so the
+old work is one `git log` away. The edit goes through a ref Transaction (with no ref
+moves) so that `series undo` puts series.yaml back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from series import config
+from series.errors import SeriesError
+from series.git.refs import Lock, Transaction
+from series.model import Status
+from series.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    topic: str
+    old_status: str
+    new_status: str
+    by: str | None = None
+    reason: str | None = None
+    operation: str | None = None  # journal id; None on --dry-run
+
+
+def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run: bool,
+                **fields: object) -> str | None:
+    """Change one topic's fields in series.yaml as a journaled operation; its id."""
+    document = config.read_document(ws.config_path)
+    document.set_topic(name, **fields)
+    text = document.dump()
+    config.parse(text, ws.config_path)  # the result must be a valid series.yaml
+    if dry_run:
+        return None
+    with Lock(ws.repo):
+        txn = Transaction(ws.repo, command, summary)
+        txn.write_config(ws.config_path, text)
+        return txn.commit().id
+
+
+def run(ws: Workspace, name: str, by: str, reason: str | None = None,
+        dry_run: bool = False) -> StatusChange:
+    topic = ws.series.topic(name)
+    other = ws.series.topic(by)
+    if other.name == topic.name:
+        raise SeriesError(f"a topic cannot supersede itself ('{name}'); name the topic that replaces it")
+    if other.status in (Status.SUPERSEDED, Status.DROPPED):
+        raise SeriesError(
+            f"'{by}' is {other.status.value} itself; supersede '{name}' by the topic that is carried now")
+    if topic.status is Status.SUPERSEDED and topic.superseded_by == by:
+        raise SeriesError(f"'{name}' is already superseded by '{by}'")
+    op = edit_status(ws, "supersede", f"{name} superseded by {by}", name, dry_run=dry_run,
+                     status=Status.SUPERSEDED.value, superseded_by=by, reason=reason)
+    return StatusChange(name, topic.status.value, Status.SUPERSEDED.value, by=by, reason=reason,
+                        operation=op)
+
+
+def render(change: StatusChange, branch: str) -> str:
+    verb = "would mark" if change.operation is None else "marked"
+    text = f"{verb} '{change.topic}' superseded by '{change.by}' (was {change.old_status}); " \
+           f"branch {branch} kept as it is"
+    if change.reason:
+        text += f"\n  reason: {change.reason}"
+    if change.operation:
+        text += f"\n  'series undo' reverts this ({change.operation})"
+    return text

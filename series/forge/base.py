@@ -1,0 +1,206 @@
+"""What the tool needs from a forge, and a forge made of git refs alone.
+
+A `Forge` answers three questions about upstream pull requests: one PR's metadata, the
+recent PRs, and the files one PR changes. `GitHubForge` (github.py) asks the REST API;
+`OfflineForge` answers from PR heads already fetched into refs/remotes/<remote>/pr/N,
+so adopt and preflight work with no API at all (a mirror, no token, no network).
+"""
+from __future__ import annotations
+
+import abc
+import datetime as _dt
+import re
+from dataclasses import dataclass
+
+import pygit2
+
+from series.errors import SeriesError
+from series.git.repo import changed_paths
+from series.model import PRNumber, Sha
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: PRNumber
+    title: str
+    author: str                    # GitHub login; offline: the head commit's author name
+    state: str                     # open | closed | merged | unknown (offline)
+    head_sha: Sha | None = None
+    base_sha: Sha | None = None    # where the PR branched off upstream, when the forge knows
+    merged: bool = False
+    merge_commit: Sha | None = None
+    url: str | None = None
+    updated_at: str | None = None  # ISO 8601, UTC
+    closed_at: str | None = None
+
+    @property
+    def reference(self) -> str:
+        """What a commit trailer names: the URL when known, else #N."""
+        return self.url or f"#{self.number}"
+
+
+@dataclass(frozen=True)
+class PullFile:
+    path: str
+    # Old-side line ranges (start, count) of the hunks, from the patch; empty when the
+    # forge sent no patch (binary or huge files): overlap then counts the file only.
+    hunks: tuple[tuple[int, int], ...] = ()
+    previous_path: str | None = None
+
+
+def hunks_of_patch(patch: str | None) -> tuple[tuple[int, int], ...]:
+    """Old-side (start, count) of every hunk header in a unified diff fragment."""
+    if not patch:
+        return ()
+    out = []
+    for m in _HUNK.finditer(patch):
+        start = int(m.group(1))
+        count = int(m.group(2)) if m.group(2) is not None else 1
+        out.append((start, count))
+    return tuple(out)
+
+
+def ranges_overlap(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> int:
+    """How many hunks of `a` touch a hunk of `b` (a pure insertion counts as one line)."""
+    hits = 0
+    for start_a, count_a in a:
+        end_a = start_a + max(count_a, 1)
+        for start_b, count_b in b:
+            end_b = start_b + max(count_b, 1)
+            if start_a < end_b and start_b < end_a:
+                hits += 1
+                break
+    return hits
+
+
+class ForgeError(SeriesError):
+    """The forge answered with an error the user can act on (401, 404, rate limit)."""
+
+
+class ForgeUnreachable(ForgeError):
+    """No answer at all (DNS, refused, timeout): callers may fall back to git alone."""
+
+
+class Forge(abc.ABC):
+    """Upstream pull requests, from the API or from git refs."""
+
+    #: a short word for reports: "github" or "git refs"
+    source: str = ""
+
+    @abc.abstractmethod
+    def pull(self, number: PRNumber) -> PullRequest:
+        """One PR's metadata; ForgeError if there is no such PR."""
+
+    @abc.abstractmethod
+    def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+        """Open PRs, and PRs closed at or after `since`."""
+
+    @abc.abstractmethod
+    def pull_files(self, number: PRNumber) -> list[PullFile]:
+        """The files a PR changes, with old-side hunk ranges when known."""
+
+
+def pr_ref(remote: str, number: int) -> str:
+    return f"refs/remotes/{remote}/pr/{number}"
+
+
+def mainline_commit(repo: pygit2.Repository, remote: str) -> pygit2.Commit | None:
+    """Upstream's main line as this clone knows it: <remote>/main, master or HEAD."""
+    for name in ("main", "master", "HEAD"):
+        ref = repo.references.get(f"refs/remotes/{remote}/{name}")
+        if ref is not None:
+            try:
+                return ref.resolve().peel(pygit2.Commit)
+            except (pygit2.GitError, ValueError):
+                continue
+    return None
+
+
+def pr_fork_point(repo: pygit2.Repository, remote: str, head: pygit2.Oid,
+                  base_sha: str | None = None) -> pygit2.Commit:
+    """Where a PR leaves upstream's main line: GitHub's base sha if we have it, else the
+    merge-base with <remote>/main."""
+    if base_sha:
+        try:
+            found = repo[base_sha].peel(pygit2.Commit)
+            # GitHub's base.sha is the base branch tip when the PR was last updated; the
+            # PR's own commits start at its merge-base with that tip.
+            mb = repo.merge_base(found.id, head)
+            if mb is not None:
+                return repo[mb].peel(pygit2.Commit)
+        except (KeyError, ValueError):
+            pass  # not fetched here: fall back to our view of main
+    main = mainline_commit(repo, remote)
+    if main is None:
+        raise SeriesError(
+            f"cannot tell the PR's own commits: no {remote}/main here; "
+            f"run 'git fetch {remote}' first")
+    mb = repo.merge_base(main.id, head)
+    if mb is None:
+        raise SeriesError(f"the PR head {str(head)[:12]} shares no history with {remote}/main")
+    return repo[mb].peel(pygit2.Commit)
+
+
+def tree_files(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> list[PullFile]:
+    """Changed files between two trees, with old-side hunk ranges (3 lines of context off)."""
+    files = []
+    for change in changed_paths(repo, old, new):
+        old_data = repo[change.old_id].data if change.old_id is not None else b""
+        new_data = repo[change.new_id].data if change.new_id is not None else b""
+        hunks: tuple[tuple[int, int], ...] = ()
+        if b"\0" not in old_data[:8000] and b"\0" not in new_data[:8000]:
+            patch = pygit2.Patch.create_from(old_data, new_data, context_lines=0)
+            hunks = tuple((h.old_start, h.old_lines) for h in patch.hunks)
+        files.append(PullFile(change.path, hunks))
+    return files
+
+
+class OfflineForge(Forge):
+    """PRs as refs/remotes/<remote>/pr/N: heads only, so metadata comes from commits."""
+
+    source = "git refs"
+
+    def __init__(self, repo: pygit2.Repository, remote: str):
+        self.repo = repo
+        self.remote = remote
+        self._files: dict[int, list[PullFile]] = {}
+
+    def _head(self, number: int) -> pygit2.Commit | None:
+        ref = self.repo.references.get(pr_ref(self.remote, number))
+        return ref.peel(pygit2.Commit) if ref is not None else None
+
+    def numbers(self) -> list[PRNumber]:
+        prefix = f"refs/remotes/{self.remote}/pr/"
+        found = []
+        for name in self.repo.references:
+            if name.startswith(prefix) and name[len(prefix):].isdigit():
+                found.append(PRNumber(int(name[len(prefix):])))
+        return sorted(found, reverse=True)
+
+    def pull(self, number: PRNumber) -> PullRequest:
+        head = self._head(number)
+        if head is None:
+            raise ForgeError(
+                f"PR #{number} is not fetched here ({pr_ref(self.remote, number)}); "
+                f"fetch it with 'git fetch {self.remote} +refs/pull/{number}/head:{pr_ref(self.remote, number)}'")
+        when = _dt.datetime.fromtimestamp(head.commit_time, _dt.timezone.utc)
+        return PullRequest(
+            number=number, title=head.message.split("\n", 1)[0].strip(),
+            author=head.author.name, state="unknown", head_sha=Sha(str(head.id)),
+            updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        )
+
+    def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+        # Without the API, open/closed is unknown: every fetched head is a candidate.
+        return [self.pull(n) for n in self.numbers()]
+
+    def pull_files(self, number: PRNumber) -> list[PullFile]:
+        if number not in self._files:
+            head = self._head(number)
+            if head is None:
+                return []
+            start = pr_fork_point(self.repo, self.remote, head.id)
+            self._files[number] = tree_files(self.repo, start.tree, head.tree)
+        return self._files[number]
