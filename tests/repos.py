@@ -218,3 +218,24 @@ def add_pull_request(upstream: Path, number: int = 61050, parent: str = "v0.30.0
                         "2026-01-21T10:45:00-05:00")
     git(upstream, "update-ref", f"refs/pull/{number}/head", head)
     return head
+
+
+def github_fixture(name: str, **values: str) -> object:
+    """A recorded-shape GitHub REST answer from tests/fixtures/github/NAME.json.
+
+    Placeholders are filled from `values`: {API} the local server, {HEAD_SHA}, {BASE_SHA},
+    {MERGE_SHA} shas of the test repositories, {RECENT}/{OLD}/{CREATED} times (by default
+    2 days, 90 days and 10 days before now: inside / outside preflight's 30-day window).
+    """
+    import datetime as dt
+    import json
+
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    stamp = lambda days: (now - dt.timedelta(days=days)).isoformat().replace("+00:00", "Z")  # noqa: E731
+    defaults = {"RECENT": stamp(2), "OLD": stamp(90), "CREATED": stamp(10), "API": "",
+                "HEAD_SHA": "0" * 40, "BASE_SHA": "0" * 40, "MERGE_SHA": "0" * 40}
+    defaults.update(values)
+    text = (Path(__file__).parent / "fixtures" / "github" / f"{name}.json").read_text()
+    for key, value in defaults.items():
+        text = text.replace("{" + key + "}", value)
+    return json.loads(text)
