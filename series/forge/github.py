@@ -190,8 +190,6 @@ class GitHubForge(Forge):
     # -- Forge --------------------------------------------------------------------------
     def pull(self, number: PRNumber) -> PullRequest:
         data = self._cached(self._url(f"pulls/{int(number)}"), f"pull request #{number}")
-        if not isinstance(data, dict):
-            raise ForgeError(f"the GitHub API sent an unexpected answer for pull request #{number}")
         return _pull_from_json(data)
 
     def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
@@ -200,7 +198,8 @@ class GitHubForge(Forge):
         def older(items: list[Any]) -> bool:
             # Sorted by last update, newest first: once a page ends before the cutoff,
             # no later page can hold a PR updated (or closed) after it.
-            return bool(items) and _parse_time(items[-1].get("updated_at")) < cutoff
+            last = items[-1] if items else None
+            return isinstance(last, dict) and _parse_time(last.get("updated_at")) < cutoff
 
         items = self._cached(
             self._url("pulls", state="all", sort="updated", direction="desc", per_page=100),
@@ -215,6 +214,8 @@ class GitHubForge(Forge):
     def pull_files(self, number: PRNumber) -> list[PullFile]:
         items = self._cached(self._url(f"pulls/{int(number)}/files", per_page=100),
                              f"the files of pull request #{number}", paginate=True)
+        if not all(isinstance(i, dict) and isinstance(i.get("filename"), str) for i in items):
+            raise ForgeError(f"the GitHub API sent a file list without file names for PR #{number}")
         return [PullFile(path=i["filename"], hunks=hunks_of_patch(i.get("patch")),
                          previous_path=i.get("previous_filename")) for i in items]
 
@@ -225,7 +226,10 @@ def _parse_time(text: str | None) -> _dt.datetime:
     return _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def _pull_from_json(data: dict[str, Any]) -> PullRequest:
+def _pull_from_json(data: Any) -> PullRequest:
+    if not isinstance(data, dict) or not isinstance(data.get("number"), int):
+        raise ForgeError("the GitHub API sent a pull request without a number; "
+                         "check upstream.api_url points at a GitHub REST API")
     merged = bool(data.get("merged") or data.get("merged_at"))
     state = "merged" if merged else str(data.get("state") or "unknown")
     base = data.get("base") or {}
