@@ -107,4 +107,67 @@ def check(ctx: Context, as_json: bool) -> int:
     return 0 if report.ok else 1
 
 
-COMMANDS = [status, touches, check]
+@click.command()
+@click.option("--base", required=True, metavar="REF",
+              help="Upstream release the topics sit on: a tag (v0.30.0, or v0.30 for its latest "
+                   "patch release), branch or commit.")
+@click.option("--remote", default="upstream", show_default=True, help="Git remote of upstream vLLM.")
+@click.option("--github", metavar="OWNER/REPO",
+              help="Upstream on GitHub, for pull requests (default: read from the remote's URL).")
+@click.option("--topics", "patterns", multiple=True, default=("topic/*",), show_default=True,
+              metavar="GLOB", help="Local branches to list as topics (repeatable).")
+@click.option("--integration", metavar="BRANCH",
+              help="Branch that will hold base + all active topics (never listed as a topic).")
+@click.option("--force", is_flag=True, help="Overwrite an existing series.yaml.")
+@pass_ctx
+def init(ctx: Context, base: str, remote: str, github: str | None, patterns: tuple[str, ...],
+         integration: str | None, force: bool) -> None:
+    """Write series.yaml for an existing fork clone, listing its topic branches.
+
+    \b
+    The file goes to the work tree's root (or --config FILE). Topics are the local
+    branches matching --topics, ordered by the author date of each branch's first
+    commit over the base, then by name (author dates survive rebases: this is the
+    order the work began in). A branch built on another matched branch gets
+    depends_on and follows it. Names come from the branch's last path component.
+    Reorder, add summary: and scope: lines by hand; the tool keeps your edits.
+      series init --base v0.30.0 --topics 'topic/*' --topics 'fix/*'
+    """
+    from pathlib import Path
+
+    from series.commands import init as cmd
+
+    result = cmd.run(ctx.directory or Path.cwd(), base=base, remote=remote, github=github,
+                     patterns=patterns, integration=integration, force=force,
+                     target=ctx.config_file)
+    emit(cmd.render(result))
+
+
+@click.command()
+@click.argument("branch")
+@click.option("--name", help="Topic name (default: the branch's last path component, "
+                             "lowercased to [a-z0-9._-]).")
+@click.option("--after", metavar="TOPIC", help="Insert after this topic instead of at the end.")
+@click.option("--summary", help="One line saying what the topic does.")
+@click.option("--scope", multiple=True, metavar="PATH",
+              help="Path the topic claims to stay inside (repeatable; 'series check' enforces it).")
+@click.option("--depends-on", "depends_on", multiple=True, metavar="TOPIC",
+              help="Topic this one is built on (repeatable; must come earlier).")
+@pass_ctx
+def add(ctx: Context, branch: str, name: str | None, after: str | None, summary: str | None,
+        scope: tuple[str, ...], depends_on: tuple[str, ...]) -> None:
+    """Add BRANCH to series.yaml as a topic, keeping the file's comments and order.
+
+    \b
+      series add topic/offload-evict-fix --scope vllm/v1/kv_offload/
+      series add fix/sched --name sched-fix --after offload-evict-fix
+    """
+    from series.commands import add as cmd
+
+    ws = ctx.workspace(check_branches=False)
+    result = cmd.run(ws, branch, name=name, after=after, summary=summary, scope=scope,
+                     depends_on=depends_on)
+    emit(cmd.render(ws, result))
+
+
+COMMANDS = [init, add, status, touches, check]

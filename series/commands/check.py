@@ -148,9 +148,9 @@ def render(report: Report) -> str:
         who = f"{f.topic}: " if f.topic else f"{f.key}: "
         out.append(f"{name}:{f.line}: warning: {who}{f.message}")
     if report.ok:
-        scopes = f"{report.scopes_checked} scope claim{'s' if report.scopes_checked != 1 else ''} hold"
-        if report.scopes_checked == 1:
-            scopes += "s"
+        n = report.scopes_checked
+        scopes = ("no scope: claims to check" if n == 0 else
+                  "1 scope claim holds" if n == 1 else f"{n} scope claims hold")
         out.append(f"ok: {report.topics} topics ({report.active} active) over {report.base}: "
                    f"branches exist and sit on the base, {scopes}")
     else:
