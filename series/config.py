@@ -7,6 +7,7 @@ drops comments on load. Edits go through `edit()`, which re-validates before wri
 from __future__ import annotations
 
 import contextlib
+import difflib
 import io
 import os
 import re
@@ -81,20 +82,26 @@ def parse(text: str, path: Path) -> tuple[Series, Any]:
         doc = _yaml().load(io.StringIO(text))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        lines = text.splitlines()
+        if exc.context_mark is not None and mark is not None and mark.line >= len(lines):
+            mark = exc.context_mark  # "got <stream end>": point at what was left open
         line = mark.line + 1 if mark is not None else 1
-        raise SeriesError(f"{path.name}:{line}: malformed YAML: {exc.problem or exc.context}") from None
+        # show the line itself: ruamel's wording ("<block end>") rarely says what to fix
+        near = f" (line {line}: {lines[line - 1].strip()!r}; check indentation and brackets)" \
+            if 0 < line <= len(lines) and lines[line - 1].strip() else ""
+        raise SeriesError(f"{path.name}:{line}: malformed YAML: {exc.problem or exc.context}{near}") from None
     check = _Checker(path)
     if not isinstance(doc, CommentedMap):
         raise SeriesError(f"{path.name}:1: expected a mapping with 'upstream' and 'topics'")
     for key in doc:
         if key not in TOP_KEYS:
-            raise check.fail(doc, key, str(key), f"unknown key (allowed: {', '.join(TOP_KEYS)})")
+            raise check.fail(doc, key, str(key), _unknown(key, TOP_KEYS))
     up = doc.get("upstream")
     if not isinstance(up, CommentedMap):
         raise check.fail(doc, "upstream", "upstream", "missing or not a mapping (needs remote and base)")
     for key in up:
         if key not in UPSTREAM_KEYS:
-            raise check.fail(up, key, f"upstream.{key}", f"unknown key (allowed: {', '.join(UPSTREAM_KEYS)})")
+            raise check.fail(up, key, f"upstream.{key}", _unknown(key, UPSTREAM_KEYS))
     for key in ("remote", "base"):
         if not isinstance(up.get(key), str) or not up.get(key):
             raise check.fail(up, key, f"upstream.{key}", "required, a non-empty string")
@@ -134,6 +141,12 @@ def _key_lines(doc: CommentedMap, up: CommentedMap, seq: CommentedSeq) -> dict[s
     return lines
 
 
+def _unknown(key: Any, allowed: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(str(key), allowed, n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"unknown key ({hint}allowed: {', '.join(allowed)})"
+
+
 def _opt_str(check: _Checker, node: CommentedMap, key: str, where: str) -> str | None:
     value = node.get(key)
     if value is None:
@@ -158,9 +171,12 @@ def _topic(check: _Checker, seq: CommentedSeq, index: int, raw: Any) -> Topic:
     where = f"topics[{index}]"
     if not isinstance(raw, CommentedMap):
         raise check.fail(seq, index, where, "expected a mapping with name and branch")
+    if isinstance(raw.get("name"), str):
+        where = f"topics[{index}] ({raw['name']})"  # the name says which topic faster than [index]
     for key in raw:
         if key not in TOPIC_KEYS:
-            raise check.fail(raw, key, f"{where}.{key}", f"unknown key (allowed: {', '.join(TOPIC_KEYS)})")
+            raise check.fail(raw, key, f"{where}.{key}", _unknown(key, TOPIC_KEYS))
+    where = f"topics[{index}]"
     name = raw.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise check.fail(raw, "name", f"{where}.name", "required, lowercase [a-z0-9._-] (e.g. offload-evict-fix)")
