@@ -152,12 +152,12 @@ def render(result: Preflight) -> str:
         out.append(f"upstream PRs touching the same files {where}: none")
     else:
         out.append(f"upstream PRs touching the same files {where}:")
-        width = max(len(str(c.number)) for c in result.candidates) + 1
+        width = max(len(str(c.number)) for c in result.candidates)
         for c in result.candidates:
             mark = "  (this topic's PR)" if c.own else ""
             files = f"{len(c.shared_files)} shared file{'s' if len(c.shared_files) != 1 else ''}"
             hunks = f"{c.overlapping_hunks} overlapping hunk{'s' if c.overlapping_hunks != 1 else ''}"
             out.append(f"  #{c.number:<{width}} {c.state:<8} {c.author:<16} {files}, {hunks}  {c.title}{mark}")
-            out += [f"  {'':<{width + 1}}   {p}" for p in c.shared_files]
+            out += [f"  {'':<{width + 2}}{p}" for p in c.shared_files]
     out += [f"note: {n}" for n in result.notes]
     return "\n".join(out)

@@ -1,0 +1,140 @@
+"""series preflight: duplicate upstream PRs ranked by overlap, exact paths, DCO; API and git refs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pytest_httpserver import HTTPServer
+
+from series.commands.preflight import signed_off
+from tests.conftest import run_series, sh
+from tests.repos import add_pull_request, build_fork, build_upstream, commit_files, git, github_fixture
+
+LRU = "vllm/v1/kv_offload/cpu/policies/lru.py"
+TOKEN = "ghp_PREFLIGHTsecret0987654321"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Path:
+    """A fork whose upstream is a bare repository serving three PR heads."""
+    work = build_upstream(tmp_path / "upstream-work")
+    add_pull_request(work, 61050)  # the duplicate of offload-evict-fix
+    lru = (work / LRU).read_text()
+    evict = commit_files(work, "v0.30.0", {LRU: lru.replace("key, _ =", "key, _slot =")},
+                         "[KV offload] name the evicted slot", "2026-01-22T08:00:00Z",
+                         author={"GIT_AUTHOR_NAME": "Kay Dev", "GIT_AUTHOR_EMAIL": "kay@example.com"})
+    git(work, "update-ref", "refs/pull/61100/head", evict)
+    sched = commit_files(work, "v0.31.0", {"vllm/v1/core/sched/scheduler.py": "# other\n"},
+                         "[Core] scheduler rewrite", "2026-01-23T08:00:00Z")
+    git(work, "update-ref", "refs/pull/61200/head", sched)
+    stale = commit_files(work, "v0.30.0", {LRU: lru + "# stale\n"}, "[KV offload] stale idea",
+                         "2000-01-01T00:00:00Z")
+    git(work, "update-ref", "refs/pull/50000/head", stale)
+    bare = tmp_path / "upstream.git"
+    sh(f"git clone -q --mirror {work} {bare}", tmp_path)
+    return build_fork(bare, tmp_path / "fork")
+
+
+def test_offline_fetch_ranks_the_duplicate_first_and_checks_dco(served: Path) -> None:
+    out = run_series("preflight", "offload-evict-fix", "--fetch", "--days", "3650", "--json",
+                     cwd=served).stdout
+    data = json.loads(out)
+    ranked = [(c["number"], len(c["shared_files"]), c["overlapping_hunks"]) for c in data["candidates"]]
+    assert ranked == [(61050, 2, 2), (61100, 1, 0)], ranked
+    assert data["candidates"][0]["author"] == "Ada Upstream"
+    assert data["paths"] == ["tests/v1/kv_offload/test_lru.py", LRU], data["paths"]
+    assert data["dco_ok"] is False and len(data["commits"]) == 2, data
+    assert data["source"] == "git refs", data
+    # PR refs are remote-tracking refs: fetched, never branches
+    refs = sh("git for-each-ref --format='%(refname)' refs/remotes/upstream/pr", served).split()
+    assert sorted(refs) == [f"refs/remotes/upstream/pr/{n}" for n in (50000, 61050, 61100, 61200)], refs
+
+
+def test_offline_text_report(served: Path) -> None:
+    run_series("preflight", "offload-evict-fix", "--fetch", "--days", "3650", cwd=served)
+    text = run_series("preflight", "offload-evict-fix", "--offline", "--days", "3650", cwd=served).stdout
+    lines = text.splitlines()
+    assert lines[0] == "preflight offload-evict-fix: 2 commit(s) over v0.30.0", text
+    assert f"  {LRU}" in lines and "DCO: 2 of 2 commit(s) lack Signed-off-by" in text, text
+    first = next(l for l in lines if l.startswith("  #"))
+    assert first.startswith("  #61050") and "2 shared files, 2 overlapping hunks" in first, text
+    assert "#50000" not in text, "a PR head older than --days is not a candidate"
+    assert "note: offline" in text, text
+
+
+def test_dco_ok_when_every_commit_is_signed_off(served: Path) -> None:
+    sh("git checkout -q topic/api-hello && git commit -q --amend -s --no-edit && "
+       "git checkout -q --detach v0.30.0", served)
+    out = run_series("preflight", "api-hello", "--offline", cwd=served).stdout
+    assert "DCO: ok, all 1 commit(s) carry Signed-off-by" in out, out
+    assert "none" in out.splitlines()[-2] or "none" in out, out
+    assert signed_off("x\n\nSigned-off-by: A B <a@b.c>\n")
+    assert not signed_off("x\n\nSigned-off-by: nobody\n")
+
+
+def _serve_api(server: HTTPServer) -> None:
+    base = server.url_for("").rstrip("/")
+    repo = "/repos/vllm-project/vllm"
+    page2 = f"{base}{repo}/pulls?state=all&sort=updated&direction=desc&per_page=100&page=2"
+    server.expect_request(f"{repo}/pulls", query_string={
+        "state": "all", "sort": "updated", "direction": "desc", "per_page": "100", "page": "2"}) \
+        .respond_with_json(github_fixture("pulls-page-2", API=base))
+    server.expect_request(f"{repo}/pulls").respond_with_json(
+        github_fixture("pulls-page-1", API=base), headers={"Link": f'<{page2}>; rel="next"',
+                                                           "X-RateLimit-Remaining": "4990"})
+    files2 = f"{base}{repo}/pulls/61050/files?per_page=100&page=2"
+    server.expect_request(f"{repo}/pulls/61050/files", query_string={"per_page": "100", "page": "2"}) \
+        .respond_with_json(github_fixture("files-61050-page-2", API=base))
+    server.expect_request(f"{repo}/pulls/61050/files").respond_with_json(
+        github_fixture("files-61050-page-1", API=base), headers={"Link": f'<{files2}>; rel="next"'})
+    for number in (61100, 61200, 60900):
+        server.expect_request(f"{repo}/pulls/{number}/files").respond_with_json(
+            github_fixture(f"files-{number}", API=base))
+
+
+def test_github_api_ranks_duplicate_first_and_never_shows_the_token(
+        fork: Path, httpserver: HTTPServer, tmp_path: Path) -> None:
+    _serve_api(httpserver)
+    env = {"SERIES_GITHUB_API": httpserver.url_for(""), "GITHUB_TOKEN": TOKEN}
+    proc = run_series("-v", "preflight", "offload-evict-fix", cwd=fork, env=env)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("  #")]
+    assert lines[0].startswith("  #61050 open") and "ada-upstream" in lines[0], proc.stdout
+    assert "2 shared files, 2 overlapping hunks" in lines[0], proc.stdout
+    assert lines[1].startswith("  #61100 closed") and "1 shared file, 0 overlapping hunks" in lines[1], proc.stdout
+    assert len(lines) == 2 and "#60900" not in proc.stdout, "closed 90 days ago: outside the window"
+    assert "source: github" in proc.stdout and "GET " in proc.stderr, proc.stderr
+    assert TOKEN not in proc.stdout + proc.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.stat().st_size < 1_000_000:
+            assert TOKEN.encode() not in path.read_bytes(), f"token written to {path}"
+    auth = {r.headers.get("Authorization") for r, _ in httpserver.log}
+    assert auth == {f"Bearer {TOKEN}"}, auth
+    # 2 list pages + files of 61200, 61050 (2 pages), 61100; 60900 is never asked about
+    assert len(httpserver.log) == 6, [r.full_path for r, _ in httpserver.log]
+
+
+def test_api_rate_limit_is_one_line(fork: Path, httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/repos/vllm-project/vllm/pulls").respond_with_json(
+        github_fixture("error-rate-limit"), status=403,
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "4102444800"})
+    proc = run_series("preflight", "offload-evict-fix", cwd=fork, expect=1,
+                      env={"SERIES_GITHUB_API": httpserver.url_for("")})
+    assert proc.stderr.startswith("series: error: GitHub API rate limit exhausted (403)"), proc.stderr
+    assert "set GITHUB_TOKEN" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_unreachable_api_falls_back_to_git_refs(served: Path) -> None:
+    run_series("preflight", "offload-evict-fix", "--fetch", cwd=served)
+    proc = run_series("preflight", "offload-evict-fix", "--days", "3650", cwd=served,
+                      env={"SERIES_GITHUB_API": "http://127.0.0.1:9"})
+    assert "note: cannot reach the GitHub API" in proc.stderr, proc.stderr
+    assert "  #61050" in proc.stdout, proc.stdout
+
+
+def test_unknown_topic_and_empty_topic(fork: Path) -> None:
+    proc = run_series("preflight", "nope", "--offline", cwd=fork, expect=1)
+    assert "no topic named 'nope'" in proc.stderr, proc.stderr
+    sh("git branch -f topic/api-hello v0.30.0", fork)
+    proc = run_series("preflight", "api-hello", "--offline", cwd=fork, expect=1)
+    assert "no commits over v0.30.0" in proc.stderr, proc.stderr
