@@ -1,0 +1,75 @@
+"""Verbs for the series as files: export, import, diff, resolutions."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from series.cli import Context, emit, pass_ctx
+
+
+def _print_json(data: object) -> None:
+    click.echo(json.dumps(data, indent=2))
+
+
+@click.command("export")
+@click.argument("directory", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def export(ctx: Context, directory: Path | None, dry_run: bool, as_json: bool) -> None:
+    """Write every active topic as patch files (default DIR: patches/ beside series.yaml).
+
+    \b
+    DIR/order           topic directories in series order
+    DIR/series.yaml     a copy of the series file
+    DIR/<topic>/0001-<subject>.patch   one git format-patch style file per commit
+    Files carry no commit ids or tool versions, so re-exporting an unchanged series changes
+    nothing; files of retired topics and dropped commits are removed. Keep DIR in a
+    repository of its own to review the series as diffs; 'series import DIR' rebuilds it.
+    """
+    from series.commands import export as cmd
+
+    ws = ctx.workspace()
+    result = cmd.run(ws, directory, dry_run=dry_run)
+    if as_json:
+        _print_json(cmd.as_json(result))
+    else:
+        emit(cmd.render(result, dry_run))
+
+
+@click.command("import")
+@click.argument("directory", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--force", is_flag=True,
+              help="Move topic branches that exist with other commits (old heads are backed up).")
+@click.option("--dry-run", is_flag=True, help="Apply every patch in memory and report; move nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def import_(ctx: Context, directory: Path | None, force: bool, dry_run: bool, as_json: bool) -> None:
+    """Recreate the topic branches from an export (default DIR: patches/ beside series.yaml).
+
+    Each topic's patches are applied in memory on upstream.base (or on the topic it
+    depends_on), keeping authors, author dates and messages exactly; the committer is you.
+    All branches move together in one journaled operation ('series undo' reverts it).
+    In a fresh clone without series.yaml, the export's copy is used. Patches that touch
+    paths outside the repository or binary files are refused.
+    """
+    from series.commands import import_ as cmd
+    from series.patches.export import default_directory
+
+    copied = None
+    if directory is not None:
+        copied = cmd.ensure_config(ctx.directory or Path.cwd(), directory.resolve()) \
+            if ctx.config_file is None else None
+    ws = ctx.workspace(check_branches=False)
+    target = (directory or default_directory(ws)).resolve()
+    result = cmd.run(ws, target, force=force, dry_run=dry_run)
+    result.config_copied = copied
+    if as_json:
+        _print_json(cmd.as_json(result))
+    else:
+        emit(cmd.render(result, dry_run))
+
+
+COMMANDS = [export, import_]

@@ -1,0 +1,192 @@
+"""`series import [DIR]`: recreate the topic branches from an export, on upstream.base.
+
+Every commit is rebuilt in memory first (nothing moves if any patch fails to apply);
+then all branches move in one ref transaction, journaled, so `series undo` reverts it.
+A branch that exists with other commits is left alone unless --force; one that already
+holds the same commits (same trees, authors, dates, messages) counts as up to date, even
+though its commit ids differ by committer date.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pygit2
+
+from series import config
+from series.errors import SeriesError
+from series.git.cli import git
+from series.git.refs import Lock, Transaction
+from series.git.repo import branch_commit, open_repo, workdir
+from series.patches import format as fmt
+from series.patches.export import patch_files, read_order
+from series.patches.importer import make_commit, read_patch_file, signature_from_ident
+from series.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class TopicImport:
+    topic: str
+    branch: str
+    commits: int
+    head: str
+    action: str         # created, updated, unchanged, refused, skipped
+    old_head: str | None = None
+    note: str | None = None
+
+
+@dataclass
+class ImportResult:
+    directory: Path
+    base: str
+    topics: list[TopicImport] = field(default_factory=list)
+    operation: str | None = None
+    config_copied: Path | None = None
+
+
+def ensure_config(start: Path, directory: Path) -> Path | None:
+    """No series.yaml here yet: take the export's copy (a fresh clone of upstream)."""
+    try:
+        config.find(start)
+        return None
+    except SeriesError:
+        pass
+    source = directory / config.FILENAME
+    if not source.is_file():
+        raise SeriesError(f"no {config.FILENAME} here and none in {directory}: "
+                          "run 'series init' first, or import a complete export")
+    root = workdir(open_repo(start))
+    target = root / config.FILENAME
+    shutil.copyfile(source, target)
+    return target
+
+
+def committer(repo: pygit2.Repository) -> pygit2.Signature:
+    """The committer as git itself would pick it (GIT_COMMITTER_*, user.name, ...)."""
+    ident = git(workdir(repo), "var", "GIT_COMMITTER_IDENT").stdout
+    return signature_from_ident(ident)
+
+
+def _same_commits(repo: pygit2.Repository, existing: pygit2.Commit, new: list[pygit2.Commit],
+                  parent: pygit2.Oid) -> bool:
+    """Does `existing` hold the same patches as `new` on the same parent?"""
+    here = existing
+    for commit in reversed(new):
+        if (here.tree_id != commit.tree_id or here.raw_message != commit.raw_message
+                or (here.author.raw_name, here.author.raw_email, here.author.time, here.author.offset)
+                != (commit.author.raw_name, commit.author.raw_email, commit.author.time,
+                    commit.author.offset)
+                or len(here.parents) != 1):
+            return False
+        here = here.parents[0]
+    return here.id == parent
+
+
+def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
+    ref = f"refs/heads/{branch}"
+    if not repo.head_is_detached and not repo.head_is_unborn and repo.head.name == ref:
+        return repo.workdir or repo.path
+    for name in repo.list_worktrees():
+        try:
+            wt = pygit2.Repository(repo.lookup_worktree(name).path)
+        except (pygit2.GitError, KeyError):
+            continue
+        if not wt.head_is_detached and not wt.head_is_unborn and wt.head.name == ref:
+            return wt.workdir
+    return None
+
+
+def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = False,
+        signer: pygit2.Signature | None = None) -> ImportResult:
+    repo = ws.repo
+    base = ws.base_commit()
+    names = read_order(directory)
+    result = ImportResult(directory, ws.series.upstream.base)
+    who = signer or committer(repo)
+    new_heads: dict[str, pygit2.Commit] = {}
+    refused = []
+    for name in names:
+        try:
+            topic = ws.series.topic(name)
+        except SeriesError:
+            raise SeriesError(f"{directory / 'order'} lists '{name}', which {ws.config_path.name} "
+                              f"does not have; add the topic to {ws.config_path.name} first") from None
+        if not topic.active:
+            result.topics.append(TopicImport(name, topic.branch, 0, "", "skipped",
+                                             note=f"status {topic.status.value} in {ws.config_path.name}"))
+            continue
+        parent = base
+        for dep in topic.depends_on:
+            dep_head = new_heads.get(dep) or branch_commit(repo, ws.series.topic(dep).branch)
+            if dep_head is None:
+                raise SeriesError(f"topic {name} depends on {dep}, which is neither in the export "
+                                  "nor an existing branch")
+            parent = dep_head
+        start = parent
+        commits = []
+        for path in patch_files(directory, name):
+            patch = fmt.parse(read_patch_file(path), f"{name}/{path.name}")
+            parent = make_commit(repo, parent, patch, who, f"{name}/{path.name}")
+            commits.append(parent)
+        new_heads[name] = parent
+        existing = branch_commit(repo, topic.branch)
+        old = str(existing.id) if existing is not None else None
+        if existing is None:
+            action = "created"
+        elif existing.id == parent.id or _same_commits(repo, existing, commits, start.id):
+            new_heads[name] = existing
+            action = "unchanged"
+        elif force:
+            action = "updated"
+        else:
+            action = "refused"
+            refused.append(topic.branch)
+        if action == "updated" and (where := _checked_out(repo, topic.branch)):
+            raise SeriesError(f"branch {topic.branch} is checked out in {where}; "
+                              "check out something else there first")
+        result.topics.append(TopicImport(name, topic.branch, len(commits), str(new_heads[name].id),
+                                         action, old_head=old))
+    if refused and not dry_run:
+        raise SeriesError(
+            f"{len(refused)} branch{'es' if len(refused) != 1 else ''} already exist with other "
+            f"commits ({', '.join(refused)}); nothing was changed. Re-run with --force to move them "
+            "(their old heads are kept in backup refs; 'series undo' reverts)")
+    moves = [t for t in result.topics if t.action in ("created", "updated")]
+    if dry_run or not moves:
+        return result
+    with Lock(repo):
+        txn = Transaction(repo, "import", f"{len(moves)} topics from {directory.name}/")
+        for t in moves:
+            txn.set(f"refs/heads/{t.branch}", t.head, expect=t.old_head)
+        txn.extra["directory"] = str(directory)
+        result.operation = txn.commit().id
+    return result
+
+
+def render(result: ImportResult, dry_run: bool = False) -> str:
+    out = []
+    if result.config_copied:
+        out.append(f"no series.yaml here: copied {result.config_copied.name} from the export")
+    verb = "would import" if dry_run else "imported"
+    out.append(f"{verb} {result.directory} onto {result.base}")
+    width = max([len(t.topic) for t in result.topics] + [5])
+    for t in result.topics:
+        action = t.action if not dry_run or t.action in ("unchanged", "skipped", "refused") else \
+            {"created": "would create", "updated": "would update"}[t.action]
+        if t.action == "refused":
+            action = "exists with other commits (use --force)"
+        line = f"  {t.topic:<{width}}  {t.commits} commit{'s' if t.commits != 1 else ' '}  " \
+               f"{t.branch}  {action}"
+        if t.note:
+            line += f" ({t.note})"
+        out.append(line)
+    if result.operation:
+        out.append(f"operation {result.operation} ('series undo' reverts it)")
+    return "\n".join(out)
+
+
+def as_json(result: ImportResult) -> dict[str, object]:
+    return {"directory": str(result.directory), "base": result.base,
+            "operation": result.operation,
+            "topics": [asdict(t) for t in result.topics]}

@@ -1,0 +1,159 @@
+"""Write the active topics as patch files; read an export directory back.
+
+Layout of an export directory:
+  order              the topic directories in series order, one a line
+  series.yaml        a copy of the series file the export was made from
+  <topic>/NNNN-<subject-slug>.patch   one file per commit, oldest first
+
+A file is rewritten only when its text changed, and files a previous export wrote that
+this one did not (a retired topic, a squashed commit) are removed, so the directory can
+live in a repository of its own and `git diff` there shows exactly what changed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+
+from series.config import FILENAME, NAME_RE
+from series.errors import SeriesError
+from series.git.repo import branch_commit, topic_range
+from series.model import Topic
+from series.patches import format as fmt
+from series.workspace import Workspace
+
+ORDER = "order"
+ORDER_HEADER = "# series export: topic directories in series order (see series.yaml)\n"
+
+
+@dataclass(frozen=True)
+class TopicPatches:
+    topic: str
+    files: tuple[tuple[str, str], ...]  # (file name, text)
+    on_base: bool = True
+
+
+@dataclass
+class ExportResult:
+    directory: Path
+    topics: list[TopicPatches] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)    # relative paths created or changed
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def own_commits(ws: Workspace, topic: Topic) -> tuple[list[pygit2.Commit], bool]:
+    """The topic's own commits, oldest first, without those of the topics it depends on."""
+    repo = ws.repo
+    hide = []
+    for dep in topic.depends_on:
+        head = branch_commit(repo, ws.series.topic(dep).branch)
+        if head is not None:
+            hide.append(head.id)
+    span = topic_range(repo, ws.base_commit(), ws.head(topic), ws.series.upstream.remote, hide=hide)
+    return span.commits, span.on_base or bool(hide)
+
+
+def topic_patches(ws: Workspace, topic: Topic) -> TopicPatches:
+    commits, on_base = own_commits(ws, topic)
+    files = []
+    total = len(commits)
+    for number, commit in enumerate(commits, 1):
+        where = f"topic {topic.name}, commit {str(commit.id)[:12]}"
+        if len(commit.parents) != 1:
+            raise SeriesError(f"{where} is a merge; patch files carry a linear series only "
+                              "(linearize the topic branch first)")
+        diff, stats = fmt.tree_diff(ws.repo, commit.parents[0].tree, commit.tree, where)
+        author = commit.author
+        patch = fmt.Patch(
+            author_name=fmt.decode(author.raw_name), author_email=fmt.decode(author.raw_email),
+            author_time=author.time, author_offset=author.offset,
+            message=fmt.decode(commit.raw_message), diff=diff, number=number, total=total)
+        files.append((fmt.file_name(number, patch.subject), fmt.render(patch, stats)))
+    return TopicPatches(topic.name, tuple(files), on_base)
+
+
+def default_directory(ws: Workspace) -> Path:
+    return ws.series.root / "patches"
+
+
+def read_order(directory: Path) -> list[str]:
+    path = directory / ORDER
+    if not path.is_file():
+        raise SeriesError(f"{directory}: not a series export (no '{ORDER}' file); "
+                          "make one with 'series export DIR'")
+    names = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        name = line.strip()
+        if not name or name.startswith("#"):
+            continue
+        if not NAME_RE.match(name):
+            # a name is a directory: nothing like '../x' may be read or written through it
+            raise SeriesError(f"{path}:{number}: '{name}' is not a topic name (lowercase [a-z0-9._-])")
+        names.append(name)
+    return names
+
+
+def patch_files(directory: Path, topic: str) -> list[Path]:
+    folder = directory / topic
+    if not folder.is_dir():
+        raise SeriesError(f"{directory / ORDER} lists '{topic}' but {folder} does not exist")
+    return sorted(p for p in folder.iterdir() if p.suffix == ".patch" and p.is_file())
+
+
+def _write_if_changed(path: Path, text: str, result: ExportResult, rel: str) -> None:
+    data = fmt.encode(text)
+    if path.is_file() and path.read_bytes() == data:
+        result.unchanged += 1
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    result.written.append(rel)
+
+
+def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResult:
+    result = ExportResult(directory)
+    previous: list[str] = []
+    if directory.exists():
+        if not directory.is_dir():
+            raise SeriesError(f"{directory} is a file; give a directory to export into")
+        if (directory / ORDER).is_file():
+            previous = read_order(directory)
+        elif any(directory.iterdir()):
+            raise SeriesError(f"{directory} is not empty and holds no previous export (no '{ORDER}' "
+                              "file); pick a new or empty directory")
+    for topic in ws.series.active():
+        patches = topic_patches(ws, topic)
+        if not patches.on_base:
+            result.notes.append(f"{topic.name}: branch does not sit on {ws.series.upstream.base}; "
+                                "its own commits are exported, import puts them on the base")
+        result.topics.append(patches)
+    if dry_run:
+        return result
+    names = [t.topic for t in result.topics]
+    _write_if_changed(directory / ORDER, ORDER_HEADER + "".join(f"{n}\n" for n in names),
+                      result, ORDER)
+    _write_if_changed(directory / FILENAME, ws.config_path.read_text(), result, FILENAME)
+    for patches in result.topics:
+        wanted = {name for name, _ in patches.files}
+        for name, text in patches.files:
+            _write_if_changed(directory / patches.topic / name, text, result, f"{patches.topic}/{name}")
+        for stale in sorted((directory / patches.topic).glob("*.patch")):
+            if stale.name not in wanted:
+                stale.unlink()
+                result.removed.append(f"{patches.topic}/{stale.name}")
+    for gone in previous:
+        if gone in names:
+            continue
+        folder = directory / gone
+        if folder.is_dir():
+            for stale in sorted(folder.glob("*.patch")):
+                stale.unlink()
+                result.removed.append(f"{gone}/{stale.name}")
+            if not any(folder.iterdir()):
+                folder.rmdir()
+    return result
