@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pygit2
 
 from series.forge.base import Forge, ForgeUnreachable
-from series.git.repo import changed_paths, topic_range
+from series.git.repo import changed_paths
 from series.model import Topic
 
 MERGED = "merged"
@@ -80,7 +80,7 @@ def difference(repo: pygit2.Repository, adopted: pygit2.Tree, upstream: pygit2.T
 
 def check(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
           new_base: pygit2.Commit, forge: Forge | None = None, *,
-          replay_empty: bool = False, remote: str = "upstream") -> Verdict | None:
+          replay_empty: bool = False) -> Verdict | None:
     """The verdict for one PR topic being rebased from old_base to new_base, or None.
 
     `topic` must carry upstream_pr; its branch is the adopted head (on old_base).
@@ -118,8 +118,11 @@ def check(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
     if ref is None:
         return Verdict(MERGED, reason, str(merge.id))
     head = ref.peel(pygit2.Commit)
-    span = topic_range(repo, old_base, head, remote)
-    paths = [c.path for c in changed_paths(repo, span.start.tree, head.tree)]
+    # The PR's files: what the adopted head changes over the base it sits on. (Not
+    # topic_range: an adopted head may still be the PR's own commits, an upstream ref.)
+    fork_point = repo.merge_base(old_base.id, head.id)
+    start = repo[fork_point].peel(pygit2.Commit) if fork_point is not None else old_base
+    paths = [c.path for c in changed_paths(repo, start.tree, head.tree)]
     # Upstream's form of the PR's files: at the merge commit (later upstream edits to the
     # same files are not the PR's), or at the new base, whichever agrees with the head.
     for upstream_tree in (merge.tree, new_base.tree):
