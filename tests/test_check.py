@@ -17,7 +17,7 @@ def test_check_names_each_file_outside_its_scope(fork: Path) -> None:
     # the example fork's offload fix also adds a test outside its claimed scope
     proc = run_series("check", cwd=fork, expect=1)
     assert proc.stdout == (
-        "series.yaml:15: offload-evict-fix: 1 file outside scope [vllm/v1/kv_offload/]:\n"
+        "series.yaml:15: topics (offload-evict-fix).scope: 1 file outside scope [vllm/v1/kv_offload/]:\n"
         "    tests/v1/kv_offload/test_lru.py\n"
         "check failed: 1 problem in 1 of 4 active topics\n"
     ), proc.stdout
@@ -36,9 +36,9 @@ def test_check_reports_every_problem_not_just_the_first(fork: Path) -> None:
     _edit(fork, "scope: [vllm/entrypoints/]", "scope: [vllm/v1/]")
     proc = run_series("check", cwd=fork, expect=1)
     lines = proc.stdout.splitlines()
-    assert lines[0] == ("series.yaml:9: sched-note: branch 'topic/sched-note' does not exist "
+    assert lines[0] == ("series.yaml:9: topics (sched-note).branch: branch 'topic/sched-note' does not exist "
                         "(create it, fix the name, or set status: dropped)"), proc.stdout
-    assert "series.yaml:20: api-hello: 1 file outside scope [vllm/v1/]:" in lines, proc.stdout
+    assert "series.yaml:20: topics (api-hello).scope: 1 file outside scope [vllm/v1/]:" in lines, proc.stdout
     assert "    vllm/entrypoints/openai/api_server.py" in lines, proc.stdout
     assert lines[-1] == "check failed: 3 problems in 3 of 4 active topics", proc.stdout
 
@@ -55,7 +55,7 @@ def test_check_flags_a_topic_on_another_base(fork: Path) -> None:
        "git commit -qam 'hello on v0.31' && git checkout -q --detach v0.30.0", fork)
     _edit(fork, "scope: [vllm/v1/kv_offload/]", "scope: [vllm/v1/kv_offload/, tests/]")
     proc = run_series("check", cwd=fork, expect=1)
-    assert "series.yaml:19: api-hello: 'topic/api-hello' sits on" in proc.stdout, proc.stdout
+    assert "series.yaml:19: topics (api-hello).branch: 'topic/api-hello' sits on" in proc.stdout, proc.stdout
     assert "not on v0.30.0: rebase it onto the base" in proc.stdout, proc.stdout
     # upstream's own commits in the branch are not charged to the topic's scope
     assert "outside scope" not in proc.stdout, proc.stdout
@@ -73,7 +73,7 @@ def test_check_stacked_topics(fork: Path) -> None:
     # depends_on a topic the branch does not contain
     _edit(fork, "depends_on: [offload-evict-fix]", "depends_on: [sched-note]")
     proc = run_series("check", cwd=fork, expect=1)
-    assert ("series.yaml:23: offload-more: branch 'topic/offload-more' does not contain "
+    assert ("series.yaml:23: topics (offload-more).depends_on: branch 'topic/offload-more' does not contain "
             "'topic/sched-note'") in proc.stdout, proc.stdout
 
 

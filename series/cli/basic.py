@@ -64,7 +64,9 @@ def touches(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     """
     from series.commands import touches as cmd
 
-    ws = ctx.workspace(check_branches=False)
+    # a missing active branch is an error, not a skip: a silent skip would let
+    # `series touches X || echo "not touched"` claim something nobody checked
+    ws = ctx.workspace(check_branches=True)
     result: cmd.PathsResult | cmd.MatrixResult | cmd.ForecastResult
     if between is not None:
         result = cmd.run_forecast(ws, between, paths, include_all)

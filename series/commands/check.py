@@ -141,12 +141,10 @@ def render(report: Report) -> str:
     name = report.config.rsplit("/", 1)[-1]
     out = []
     for f in report.problems:
-        who = f"{f.topic}: " if f.topic else f"{f.key}: "
-        out.append(f"{name}:{f.line}: {who}{f.message}{':' if f.files else ''}")
+        out.append(f"{name}:{f.line}: {f.key}: {f.message}{':' if f.files else ''}")
         out.extend(f"    {path}" for path in f.files)
     for f in report.warnings:
-        who = f"{f.topic}: " if f.topic else f"{f.key}: "
-        out.append(f"{name}:{f.line}: warning: {who}{f.message}")
+        out.append(f"{name}:{f.line}: warning: {f.key}: {f.message}")
     if report.ok:
         n = report.scopes_checked
         scopes = ("no scope: claims to check" if n == 0 else
