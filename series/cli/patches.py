@@ -72,4 +72,28 @@ def import_(ctx: Context, directory: Path | None, force: bool, dry_run: bool, as
         emit(cmd.render(result, dry_run))
 
 
-COMMANDS = [export, import_]
+@click.command("resolutions")
+@click.option("--prune", is_flag=True,
+              help="Drop resolutions no active topic can meet any more (its topic is gone, or no "
+                   "longer changes the path).")
+@click.option("--dry-run", is_flag=True, help="With --prune: show what would be dropped.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def resolutions(ctx: Context, prune: bool, dry_run: bool, as_json: bool) -> None:
+    """List the conflict resolutions the series carries (the resolutions/ directory).
+
+    A resolution is recorded when you resolve a conflict and run 'series rebase --continue';
+    later rebases, in any clone, apply it when exactly the same conflict reappears. Each is a
+    readable text file: review it, commit it with series.yaml, delete it to forget it.
+    """
+    from series.commands import resolutions as cmd
+
+    ws = ctx.workspace(check_branches=False)
+    listing = cmd.run(ws, prune=prune, dry_run=dry_run)
+    if as_json:
+        _print_json(cmd.as_json(listing))
+    else:
+        emit(cmd.render(listing, dry_run))
+
+
+COMMANDS = [export, import_, resolutions]

@@ -1,0 +1,308 @@
+"""Conflict resolutions that travel with the series: recorded once, replayed in any clone.
+
+git's rerere keeps resolutions in one clone's .git; a nightly CI job starts from a fresh
+clone and meets the same conflicts again. Here a resolution is a plain text file under
+the series' `resolutions:` directory (default resolutions/ beside series.yaml), keyed by
+topic, path and the conflict itself, and reviewed and versioned like the series.
+
+The conflict is normalized the way rerere does it: marker labels and diff3 base
+sections are dropped and the two sides of each conflicting hunk are put in byte order,
+so the same clash yields the same text whichever side was "ours" and whatever the
+commits were called. Its id is the SHA-1 over the sorted sides of every hunk. A stored
+resolution is applied only when the whole normalized preimage matches byte for byte; a
+different conflict in the same file, or the same clash with other context around it, is
+left for a human.
+
+A file, resolutions/<topic>/<path with / as __>.<id12>.txt:
+    # comment lines
+    topic: offload-evict-fix
+    path: vllm/v1/kv_offload/cpu/policies/lru.py
+    conflict: <40 hex>          (the normalized conflict's id)
+    resolved-blob: <40 hex>     (git blob id of the resolved file: a checksum)
+    preimage-bytes: <n>
+    === preimage ...            then exactly n bytes: the file with normalized markers
+    === resolution ...          then @@ hunks turning the preimage into the resolution
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import pygit2
+
+from series.config import write_text_atomically
+from series.errors import SeriesError
+from series.model import Series
+
+MARKER_SIZE = 7
+_OURS, _BASE, _SEP, _THEIRS = b"<" * 7, b"|" * 7, b"=" * 7, b">" * 7
+PREIMAGE_HEADER = "=== preimage (conflict markers normalized: labels and base dropped, sides sorted)"
+RESOLUTION_HEADER = "=== resolution (hunks turning the preimage into the resolved file)"
+
+
+def _marker(line: bytes, marker: bytes) -> bool:
+    if not line.startswith(marker):
+        return False
+    rest = line[MARKER_SIZE:]
+    return rest in (b"", b"\n", b"\r\n") or rest[:1] == b" "
+
+
+@dataclass(frozen=True)
+class Conflict:
+    preimage: bytes     # normalized file text
+    conflict_id: str    # rerere-style id of the normalized hunks
+    hunks: int
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return re.findall(rb"[^\n]*\n|[^\n]+$", data)
+
+
+def normalize(conflicted: bytes) -> Conflict | None:
+    """The normalized conflict in a file with markers; None when there is none to key on.
+
+    Nested or unterminated markers give None too: such a file is left for a human.
+    """
+    if b"\0" in conflicted[:8000]:
+        return None
+    out: list[bytes] = []
+    digest = hashlib.sha1()
+    hunks = 0
+    state = None  # None, "ours", "base", "theirs"
+    ours: list[bytes] = []
+    theirs: list[bytes] = []
+    for line in _lines(conflicted):
+        if state is None:
+            if _marker(line, _OURS):
+                state, ours, theirs = "ours", [], []
+            elif _marker(line, _BASE) or _marker(line, _SEP) or _marker(line, _THEIRS):
+                return None
+            else:
+                out.append(line)
+            continue
+        if _marker(line, _OURS):
+            return None  # nested conflict
+        if state == "ours" and _marker(line, _BASE):
+            state = "base"
+        elif state in ("ours", "base") and _marker(line, _SEP):
+            state = "theirs"
+        elif state == "theirs" and _marker(line, _THEIRS):
+            one, two = b"".join(ours), b"".join(theirs)
+            if one > two:
+                one, two = two, one
+            digest.update(one + b"\0")
+            digest.update(two + b"\0")
+            out += [_OURS + b"\n", one, _SEP + b"\n", two, _THEIRS + b"\n"]
+            hunks += 1
+            state = None
+        elif state == "ours":
+            ours.append(line)
+        elif state == "theirs":
+            theirs.append(line)
+        # base lines are dropped: they do not decide how the clash is resolved
+    if state is not None or hunks == 0:
+        return None
+    return Conflict(b"".join(out), digest.hexdigest(), hunks)
+
+
+def has_markers(data: bytes) -> bool:
+    return any(_marker(line, _OURS) or _marker(line, _THEIRS) for line in _lines(data))
+
+
+@dataclass(frozen=True)
+class Resolution:
+    topic: str
+    path: str
+    conflict_id: str
+    resolved_blob: str
+    preimage: bytes
+    hunks: str        # the resolution as @@ hunks
+    commit: str | None
+    file: Path
+
+    def resolved(self) -> bytes:
+        """The resolved file; raises if the stored text was edited out of shape."""
+        from series.patches.importer import apply_hunks, file_changes
+
+        if self.hunks.strip():
+            diff = f"diff --git a/f b/f\n--- a/f\n+++ b/f\n{self.hunks}"
+            change = file_changes(diff, str(self.file))[0]
+            data = apply_hunks(self.preimage, change.hunks, str(self.file))
+        else:
+            data = self.preimage
+        if str(pygit2.hash(data)) != self.resolved_blob:
+            raise SeriesError(f"{self.file}: the resolution does not produce its resolved-blob; "
+                              "the file was edited by hand: record the resolution again")
+        return data
+
+
+def _slug(path: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", path.replace("/", "__"))
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def render(resolution: Resolution) -> bytes:
+    head = [
+        f"# series resolution: how a conflict in {resolution.path} was resolved while replaying",
+        f"# topic {resolution.topic}. 'series rebase' applies it when the same conflict reappears",
+        "# exactly (below). Review it like code; delete this file to forget it.",
+        f"topic: {resolution.topic}",
+        f"path: {resolution.path}",
+        f"conflict: {resolution.conflict_id}",
+        f"resolved-blob: {resolution.resolved_blob}",
+    ]
+    if resolution.commit:
+        head.append(f"commit: {resolution.commit}")
+    head += [f"preimage-bytes: {len(resolution.preimage)}", PREIMAGE_HEADER, ""]
+    pre = resolution.preimage
+    tail = b"" if pre.endswith(b"\n") or not pre else b"\n"
+    return (_encode("\n".join(head)) + pre + tail + _encode(RESOLUTION_HEADER + "\n")
+            + _encode(resolution.hunks))
+
+
+def parse(data: bytes, file: Path) -> Resolution:
+    fields: dict[str, str] = {}
+    at = 0
+    while True:
+        end = data.find(b"\n", at)
+        if end == -1:
+            raise SeriesError(f"{file}: not a resolution file (no '{PREIMAGE_HEADER[:12]}' line)")
+        line = _decode(data[at:end])
+        at = end + 1
+        if line.startswith("=== preimage"):
+            break
+        if line.startswith("#") or not line.strip():
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            raise SeriesError(f"{file}: malformed line {line!r} (expected 'key: value')")
+        fields[key.strip()] = value.strip()
+    for key in ("topic", "path", "conflict", "resolved-blob", "preimage-bytes"):
+        if key not in fields:
+            raise SeriesError(f"{file}: missing '{key}:' line")
+    try:
+        size = int(fields["preimage-bytes"])
+    except ValueError:
+        raise SeriesError(f"{file}: preimage-bytes is not a number") from None
+    preimage = data[at:at + size]
+    at += size
+    if preimage and not preimage.endswith(b"\n"):
+        at += 1
+    rest = data[at:]
+    if not rest.startswith(b"=== resolution"):
+        raise SeriesError(f"{file}: the preimage is not {size} bytes long (edited by hand?)")
+    hunks = _decode(rest[rest.find(b"\n") + 1:]) if b"\n" in rest else ""
+    return Resolution(topic=fields["topic"], path=fields["path"], conflict_id=fields["conflict"],
+                      resolved_blob=fields["resolved-blob"], preimage=preimage, hunks=hunks,
+                      commit=fields.get("commit"), file=file)
+
+
+class ResolutionStore:
+    """The resolutions of one series, as files in a directory."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    @classmethod
+    def for_series(cls, series: Series) -> "ResolutionStore":
+        return cls(series.root / series.resolutions)
+
+    def file_for(self, topic: str, path: str, conflict_id: str) -> Path:
+        return self.directory / topic / f"{_slug(path)}.{conflict_id[:12]}.txt"
+
+    def all(self) -> list[Resolution]:
+        if not self.directory.is_dir():
+            return []
+        return [parse(p.read_bytes(), p) for p in sorted(self.directory.glob("*/*.txt"))]
+
+    def record(self, topic: str, path: str, conflicted: bytes, resolved: bytes,
+               commit: str | None = None) -> Resolution | None:
+        """Keep how `conflicted` (the file with markers) was resolved; None if nothing to key on."""
+        conflict = normalize(conflicted)
+        if conflict is None or has_markers(resolved):
+            return None
+        from series.patches.format import unified_hunks
+
+        file = self.file_for(topic, path, conflict.conflict_id)
+        resolution = Resolution(
+            topic=topic, path=path, conflict_id=conflict.conflict_id,
+            resolved_blob=str(pygit2.hash(resolved)), preimage=conflict.preimage,
+            hunks=unified_hunks(conflict.preimage, resolved), commit=commit, file=file)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f".{file.name}.tmp")
+        tmp.write_bytes(render(resolution))
+        tmp.replace(file)
+        return resolution
+
+    def find(self, topic: str, path: str, conflicted: bytes) -> Resolution | None:
+        """The stored resolution of exactly this conflict, if any."""
+        conflict = normalize(conflicted)
+        if conflict is None:
+            return None
+        file = self.file_for(topic, path, conflict.conflict_id)
+        if not file.is_file():
+            return None
+        resolution = parse(file.read_bytes(), file)
+        if (resolution.topic, resolution.path, resolution.conflict_id) != (topic, path, conflict.conflict_id):
+            return None
+        if resolution.preimage != conflict.preimage:
+            return None  # the same clash in other surroundings: not ours to decide
+        return resolution
+
+    def lookup(self, topic: str, path: str, conflicted: bytes) -> bytes | None:
+        found = self.find(topic, path, conflicted)
+        return found.resolved() if found is not None else None
+
+    def prune(self, keep: Callable[[Resolution], bool], dry_run: bool = False) -> list[Resolution]:
+        dropped = [r for r in self.all() if not keep(r)]
+        if not dry_run:
+            for r in dropped:
+                r.file.unlink()
+                if r.file.parent != self.directory and not any(r.file.parent.iterdir()):
+                    r.file.parent.rmdir()
+        return dropped
+
+
+def reachable(series: Series, repo: pygit2.Repository) -> Callable[[Resolution], bool]:
+    """Can a rebase still meet this resolution? Its topic is active and still changes its path."""
+    from series.git.repo import branch_commit, changed_paths, resolve_commit, topic_range
+
+    base = resolve_commit(repo, series.upstream.base, "upstream.base")
+    touched: dict[str, set[str]] = {}
+    for topic in series.active():
+        head = branch_commit(repo, topic.branch)
+        if head is None:
+            continue
+        span = topic_range(repo, base, head, series.upstream.remote)
+        paths: set[str] = set()
+        for commit in span.commits:
+            parent = commit.parents[0].tree if commit.parents else None
+            paths.update(c.path for c in changed_paths(repo, parent, commit.tree))
+        touched[topic.name] = paths
+
+    def keep(resolution: Resolution) -> bool:
+        return resolution.path in touched.get(resolution.topic, set())
+
+    return keep
+
+
+def describe(resolutions: Iterable[Resolution], root: Path) -> list[dict[str, object]]:
+    rows = []
+    for r in resolutions:
+        try:
+            file = str(r.file.relative_to(root))
+        except ValueError:
+            file = str(r.file)
+        rows.append({"topic": r.topic, "path": r.path, "conflict": r.conflict_id,
+                     "hunks": r.preimage.count(_OURS + b"\n"), "commit": r.commit, "file": file})
+    return rows

@@ -1,0 +1,155 @@
+"""Shared conflict memory: normalization, exact matching, the store's files, the CLI."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from series.errors import SeriesError
+from series.resolutions import ResolutionStore, normalize, parse
+from tests.conftest import run_series, sh
+
+BASE = "".join(f"line {i}\n" for i in range(1, 21))
+
+
+def merge(tmp_path: Path, ours: str, theirs: str, base: str = BASE, *, diff3: bool = False,
+          labels: tuple[str, str] = ("ours", "theirs")) -> bytes:
+    """A real conflicted file, as git writes one."""
+    for name, text in (("o", ours), ("b", base), ("t", theirs)):
+        (tmp_path / name).write_text(text)
+    style = "--diff3 " if diff3 else ""
+    out = sh(f"git merge-file -p {style}-L '{labels[0]}' -L base -L '{labels[1]}' o b t || true", tmp_path)
+    assert "<<<<<<<" in out, out
+    return out.encode()
+
+
+def ours_theirs(old: str = "line 5\n") -> tuple[str, str]:
+    return BASE.replace(old, f"ours {old[5:]}"), BASE.replace(old, f"theirs {old[5:]}")
+
+
+def test_normalize_drops_labels_and_base_and_sorts_sides(tmp_path: Path) -> None:
+    ours, theirs = ours_theirs()
+    plain = normalize(merge(tmp_path, ours, theirs, labels=("HEAD", "abc123 (topic)")))
+    swapped = normalize(merge(tmp_path, theirs, ours, labels=("v0.31.0", "fix")))
+    with_base = normalize(merge(tmp_path, ours, theirs, diff3=True))
+    assert plain is not None and swapped is not None and with_base is not None
+    assert plain.conflict_id == swapped.conflict_id == with_base.conflict_id
+    assert plain.preimage == swapped.preimage == with_base.preimage
+    assert b"<<<<<<<\nours 5\n=======\ntheirs 5\n>>>>>>>\n" in plain.preimage, plain.preimage
+    assert b"HEAD" not in plain.preimage and b"line 5" not in with_base.preimage
+
+
+def test_a_different_conflict_has_a_different_id(tmp_path: Path) -> None:
+    one = normalize(merge(tmp_path, *ours_theirs("line 5\n")))
+    other = normalize(merge(tmp_path, *ours_theirs("line 15\n")))
+    assert one is not None and other is not None and one.conflict_id != other.conflict_id
+
+
+@pytest.mark.parametrize("text", [
+    b"no conflict here\n",
+    b"<<<<<<< a\nx\n=======\ny\n",                                 # unterminated
+    b"<<<<<<< a\n<<<<<<< b\nx\n=======\ny\n>>>>>>> b\n>>>>>>> a\n",  # nested
+    b"=======\nan rst heading underline outside a conflict\n",
+    b"bin\0ary <<<<<<< a\n",
+])
+def test_normalize_refuses_what_it_cannot_key_on(text: bytes) -> None:
+    assert normalize(text) is None
+
+
+def test_record_then_lookup_returns_the_resolution(tmp_path: Path) -> None:
+    store = ResolutionStore(tmp_path / "resolutions")
+    ours, theirs = ours_theirs()
+    conflicted = merge(tmp_path, ours, theirs)
+    resolved = BASE.replace("line 5\n", "ours and theirs 5\n").encode()
+    recorded = store.record("offload-evict-fix", "vllm/lru.py", conflicted, resolved, commit="[Fix] x")
+    assert recorded is not None
+    assert store.lookup("offload-evict-fix", "vllm/lru.py", conflicted) == resolved
+    # the same clash with the sides swapped and other labels (another rebase direction)
+    assert store.lookup("offload-evict-fix", "vllm/lru.py",
+                        merge(tmp_path, theirs, ours, labels=("x", "y"))) == resolved
+    # keyed by topic and path too
+    assert store.lookup("other-topic", "vllm/lru.py", conflicted) is None
+    assert store.lookup("offload-evict-fix", "vllm/other.py", conflicted) is None
+
+
+def test_a_different_conflict_in_the_same_file_is_not_applied(tmp_path: Path) -> None:
+    store = ResolutionStore(tmp_path / "resolutions")
+    conflicted = merge(tmp_path, *ours_theirs("line 5\n"))
+    store.record("t", "f.py", conflicted, BASE.encode())
+    assert store.lookup("t", "f.py", merge(tmp_path, *ours_theirs("line 15\n"))) is None
+    # the same clash, but the file around it changed: the preimage differs, not applied
+    around = BASE.replace("line 18\n", "line eighteen\n")
+    moved = merge(tmp_path, *(s.replace("line 18\n", "line eighteen\n") for s in ours_theirs()), base=around)
+    assert normalize(moved).conflict_id == normalize(conflicted).conflict_id  # type: ignore[union-attr]
+    assert store.lookup("t", "f.py", moved) is None
+
+
+def test_the_file_is_readable_and_round_trips(tmp_path: Path) -> None:
+    store = ResolutionStore(tmp_path / "resolutions")
+    conflicted = merge(tmp_path, *ours_theirs())
+    resolved = BASE.replace("line 5\n", "merged 5\n").encode()
+    recorded = store.record("t", "vllm/v1/lru.py", conflicted, resolved, commit="[Fix] touch order")
+    assert recorded is not None
+    assert recorded.file.parent == tmp_path / "resolutions" / "t"
+    text = recorded.file.read_text()
+    for needle in ("topic: t\n", "path: vllm/v1/lru.py\n", "commit: [Fix] touch order\n",
+                   "<<<<<<<\nours 5\n=======\ntheirs 5\n>>>>>>>\n", "+merged 5\n", "-<<<<<<<\n"):
+        assert needle in text, (needle, text)
+    again = parse(recorded.file.read_bytes(), recorded.file)
+    assert again == recorded
+    assert again.resolved() == resolved
+
+
+def test_a_preimage_without_final_newline_round_trips(tmp_path: Path) -> None:
+    store = ResolutionStore(tmp_path / "r")
+    conflicted = b"a\n<<<<<<< x\nb\n=======\nc\n>>>>>>> y\nend"
+    store.record("t", "f", conflicted, b"a\nbc\nend")
+    assert store.lookup("t", "f", conflicted) == b"a\nbc\nend"
+
+
+def test_a_resolution_still_holding_markers_is_not_recorded(tmp_path: Path) -> None:
+    store = ResolutionStore(tmp_path / "r")
+    conflicted = merge(tmp_path, *ours_theirs())
+    assert store.record("t", "f", conflicted, conflicted) is None
+    assert store.all() == []
+
+
+def test_a_hand_edited_resolution_is_refused_not_misapplied(tmp_path: Path) -> None:
+    store = ResolutionStore(tmp_path / "r")
+    conflicted = merge(tmp_path, *ours_theirs())
+    recorded = store.record("t", "f", conflicted, BASE.replace("line 5\n", "merged\n").encode())
+    assert recorded is not None
+    recorded.file.write_text(recorded.file.read_text().replace("+merged", "+tampered"))
+    with pytest.raises(SeriesError, match="edited by hand"):
+        store.lookup("t", "f", conflicted)
+
+
+def _record_in_fork(fork: Path, topic: str, path: str) -> None:
+    store = ResolutionStore(fork / "resolutions")
+    (fork / "m").mkdir(exist_ok=True)
+    store.record(topic, path, merge(fork / "m", *ours_theirs()), BASE.encode())
+
+
+def test_cli_lists_and_prunes(fork: Path) -> None:
+    _record_in_fork(fork, "offload-evict-fix", "vllm/v1/kv_offload/cpu/policies/lru.py")
+    _record_in_fork(fork, "offload-evict-fix", "vllm/not/touched.py")   # the topic does not change it
+    _record_in_fork(fork, "gone-topic", "vllm/multimodal/ipc.py")       # no such topic
+    listing = json.loads(run_series("resolutions", "--json", cwd=fork).stdout)
+    assert len(listing["resolutions"]) == 3, listing
+    text = run_series("resolutions", cwd=fork).stdout
+    assert "offload-evict-fix" in text and "lru.py" in text, text
+    dry = run_series("resolutions", "--prune", "--dry-run", cwd=fork).stdout
+    assert dry.count("would drop") == 2 and len(list((fork / "resolutions").glob("*/*.txt"))) == 3, dry
+    pruned = json.loads(run_series("resolutions", "--prune", "--json", cwd=fork).stdout)
+    assert sorted(r["path"] for r in pruned["pruned"]) == ["vllm/multimodal/ipc.py", "vllm/not/touched.py"]
+    assert [r["path"] for r in pruned["resolutions"]] == ["vllm/v1/kv_offload/cpu/policies/lru.py"]
+    assert not (fork / "resolutions" / "gone-topic").exists()
+
+
+def test_cli_honours_the_resolutions_key(fork: Path) -> None:
+    (fork / "series.yaml").write_text("resolutions: ci/conflicts\n" + (fork / "series.yaml").read_text())
+    store = ResolutionStore(fork / "ci" / "conflicts")
+    store.record("offload-evict-fix", "x.py", merge(fork, *ours_theirs()), BASE.encode())
+    out = run_series("resolutions", cwd=fork).stdout
+    assert "ci/conflicts" in out and "x.py" in out, out
