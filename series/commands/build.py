@@ -1,0 +1,194 @@
+"""`series build`: the integration branch, and with --wheel the patched vLLM wheel.
+
+Order: compute the integration commit in memory; refuse early what the overlay cannot
+carry; move the integration branch (journaled, under the lock); then write the wheel and
+its manifest. The wheel is written to a temporary name and renamed, so a killed build
+never leaves a half wheel under the final name.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from series.build import fetch, integration, manifest, overlay, source
+from series.build.integration import Integration
+from series.errors import SeriesError
+from series.git.refs import Lock, Transaction, current
+from series.git.repo import changed_paths, workdir
+from series.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    base: str
+    base_sha: str
+    integration_branch: str | None
+    integration_sha: str
+    branch_moved: bool
+    topics: tuple[str, ...]
+    wheel: Path | None = None
+    manifest: Path | None = None
+    version: str | None = None
+    method: str | None = None            # overlay | from-source (precompiled|full)
+    source_wheel: Path | None = None
+    changes: dict[str, list[str]] = field(default_factory=dict)
+    plan: str | None = None              # the --from-source command (with --dry-run)
+    dry_run: bool = False
+
+
+def changes_between(ws: Workspace, integ: Integration) -> dict[str, overlay.FileChange]:
+    repo = ws.repo
+    out = {}
+    for change in changed_paths(repo, integ.base.tree, integ.commit.tree):
+        data = repo[change.new_id].data if change.new_id is not None else None
+        out[change.path] = overlay.FileChange(change.path, data,
+                                              executable=change.new_mode == 0o100755)
+    return out
+
+
+def refuse_compiled(ws: Workspace, paths: list[str]) -> None:
+    hits = overlay.compiled_inputs(paths)
+    if not hits:
+        return
+    touched = integration.topic_paths(ws)
+    by_topic: dict[str, list[str]] = {}
+    for path in hits:
+        for name in touched.get(path, ("(the integration merge)",)):
+            by_topic.setdefault(name, []).append(path)
+    detail = "; ".join(f"{name}: {', '.join(files)}" for name, files in by_topic.items())
+    raise SeriesError(
+        f"the series changes compiled or packaging inputs ({detail}); an overlay of the "
+        "release wheel cannot carry them: build with --from-source (vLLM's own build in a "
+        "temporary worktree)")
+
+
+def timestamp(integ: Integration) -> tuple[int, int, int, int, int, int]:
+    """SOURCE_DATE_EPOCH if set (reproducible-builds convention), else the commit's time."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    seconds = int(epoch) if epoch and epoch.isdigit() else integ.commit.committer.time
+    when = _dt.datetime.fromtimestamp(max(seconds, 315532800), _dt.timezone.utc)  # >= 1980
+    return (when.year, when.month, when.day, when.hour, when.minute, when.second)
+
+
+def write_branch(ws: Workspace, integ: Integration) -> tuple[str | None, bool]:
+    name = ws.series.integration
+    if name is None:
+        return None, False
+    ref = f"refs/heads/{name}"
+    if current(ws.repo, ref) == integ.sha:
+        return name, False
+    with Lock(ws.repo):
+        txn = Transaction(ws.repo, "build", f"integration {name} -> {integ.sha[:12]}")
+        txn.set(ref, integ.sha)
+        txn.commit()
+    return name, True
+
+
+def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
+        from_source: bool = False, dry_run: bool = False,
+        fetcher: Callable[[str], tuple[Path, bool]] = fetch.resolve_wheel,
+        runner: Any = None, progress: Callable[[str], None] = lambda _: None) -> BuildResult:
+    integ = integration.build(ws)
+    changes = changes_between(ws, integ)
+    paths = sorted(changes)
+    if wheel is not None and not from_source:
+        refuse_compiled(ws, paths)
+    common = dict(base=ws.series.upstream.base, base_sha=str(integ.base.id),
+                  integration_sha=integ.sha, topics=tuple(t.name for t in integ.topics),
+                  dry_run=dry_run)
+    if dry_run:
+        branch, moved = ws.series.integration, False
+    else:
+        branch, moved = write_branch(ws, integ)
+    if wheel is None:
+        return BuildResult(integration_branch=branch, branch_moved=moved, **common)  # type: ignore[arg-type]
+
+    out_dir = out or (ws.series.root / "dist")
+    release, fetched = fetcher(wheel)
+    if fetched:
+        progress(f"fetched {release.name} into {release.parent}")
+    name = overlay.WheelName.parse(release.name)
+    version = overlay.local_version(name.version, integ.sha)
+    if from_source:
+        return _from_source(ws, integ, release, version, out_dir, paths, dry_run, runner,
+                            branch, moved, common)
+    if dry_run:
+        return BuildResult(integration_branch=branch, branch_moved=False, version=version,
+                           method="overlay", source_wheel=release,
+                           wheel=out_dir / name.filename(version), **common)  # type: ignore[arg-type]
+    progress(f"overlaying {len(paths)} changed paths onto {release.name}")
+    result = overlay.overlay(release, out_dir, changes, integ.sha, timestamp(integ))
+    summary = {"added": list(result.added), "modified": list(result.modified),
+               "deleted": list(result.deleted), "ignored": list(result.ignored)}
+    data = manifest.manifest(ws, integration_branch=branch, integration_sha=integ.sha,
+                             wheel=result.path, wheel_sha256=result.sha256(), version=version,
+                             method="overlay", source_wheel=release, changes=summary)
+    return BuildResult(integration_branch=branch, branch_moved=moved, wheel=result.path,
+                       manifest=manifest.write(result.path, data), version=version,
+                       method="overlay", source_wheel=release, changes=summary,
+                       **common)  # type: ignore[arg-type]
+
+
+def _from_source(ws: Workspace, integ: Integration, release: Path, version: str, out_dir: Path,
+                 paths: list[str], dry_run: bool, runner: Any, branch: str | None, moved: bool,
+                 common: dict[str, Any]) -> BuildResult:
+    if dry_run:
+        plan = source.plan(release, version, out_dir, paths)
+        missing = source.missing_requirements()
+        note = f"; missing here: {', '.join(missing)}" if missing else ""
+        return BuildResult(integration_branch=branch, branch_moved=False, version=version,
+                           method=f"from-source ({plan.recipe})", source_wheel=release,
+                           plan=f"{plan.describe()}  # {plan.why}{note}", **common)
+    kwargs = {"runner": runner, "check_requirements": False} if runner is not None else {}
+    plan, built = source.build(workdir(ws.repo), integ.sha, release, version, out_dir, paths, **kwargs)
+    digest = hashlib.sha256(built.read_bytes()).hexdigest()
+    data = manifest.manifest(ws, integration_branch=branch, integration_sha=integ.sha, wheel=built,
+                             wheel_sha256=digest, version=version,
+                             method=f"from-source ({plan.recipe})", source_wheel=release,
+                             changes={"paths": paths})
+    return BuildResult(integration_branch=branch, branch_moved=moved, wheel=built,
+                       manifest=manifest.write(built, data), version=version,
+                       method=f"from-source ({plan.recipe})", source_wheel=release,
+                       plan=plan.describe(), **common)
+
+
+def as_json(result: BuildResult) -> dict[str, Any]:
+    return {
+        "base": result.base, "base_sha": result.base_sha,
+        "integration": {"branch": result.integration_branch, "sha": result.integration_sha,
+                        "moved": result.branch_moved},
+        "topics": list(result.topics),
+        "wheel": str(result.wheel) if result.wheel else None,
+        "manifest": str(result.manifest) if result.manifest else None,
+        "version": result.version, "method": result.method,
+        "source_wheel": str(result.source_wheel) if result.source_wheel else None,
+        "changes": result.changes, "plan": result.plan, "dry_run": result.dry_run,
+    }
+
+
+def render(result: BuildResult) -> str:
+    lines = [f"integration: {result.base} ({result.base_sha[:12]}) + {len(result.topics)} topics"
+             f" -> {result.integration_sha[:12]}"]
+    if result.integration_branch:
+        state = "updated" if result.branch_moved else ("would update" if result.dry_run else "unchanged")
+        lines.append(f"branch {result.integration_branch}: {state}")
+    else:
+        lines.append("no 'integration:' branch in series.yaml: the integration commit is not kept on a branch")
+    if result.plan:
+        lines.append(f"build: {result.plan}")
+    if result.changes:
+        c = result.changes
+        if "added" in c:
+            lines.append(f"wheel: {len(c['modified'])} modified, {len(c['added'])} added, "
+                         f"{len(c['deleted'])} deleted; {len(c['ignored'])} changed paths outside the package")
+    if result.version:
+        lines.append(f"version {result.version} ({result.method})")
+    if result.manifest:
+        lines.append(f"manifest {result.manifest}")
+    if result.wheel:
+        lines.append(f"{'would write ' if result.dry_run else ''}{result.wheel}")
+    return "\n".join(lines)
