@@ -1,0 +1,321 @@
+"""`series adopt-upstream N`: carry upstream PR N instead of one of our topics.
+
+The PR's own commits (its head minus upstream's main line) are replayed onto
+upstream.base in memory. Authorship is the PR authors': name, email, time and offset
+exactly; the committer is the local user, and each message gains `Upstream-PR:` and
+`(cherry picked from commit ...)`, the way `git cherry-pick -x` marks provenance.
+series.yaml gets topic pr-N where the replaced topic stood; the replaced topic becomes
+superseded and its branch is not touched. The branch and the series.yaml edit move in one
+journaled Transaction, so `series undo` reverts the adoption.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable
+
+import pygit2
+
+from series import config
+from series.errors import SeriesError
+from series.forge.base import (
+    Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
+)
+from series.forge.pick import replay
+from series.forge.refs import fetch_pull
+from series.git.cli import git
+from series.git.refs import Lock, Transaction, current
+from series.git.repo import changed_paths, commits_between, topic_range, workdir
+from series.model import Status, Topic
+from series.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Overlap:
+    topic: str
+    shared_files: list[str]
+
+
+@dataclass(frozen=True)
+class AdoptedCommit:
+    upstream: str        # the PR's commit
+    new: str             # its replay onto upstream.base
+    author: str          # "Name <email>"
+    author_time: int
+    author_offset: int
+    subject: str
+
+
+@dataclass(frozen=True)
+class Adoption:
+    number: int
+    reference: str                  # URL, or #N without metadata
+    title: str | None
+    author: str | None              # GitHub login, when known
+    source: str                     # "github" or "git"
+    head: str                       # the PR head fetched
+    fork_point: str                 # where the PR leaves upstream's main line
+    topic: str
+    branch: str
+    base: str                       # upstream.base the commits now sit on
+    replaces: str | None
+    commits: list[AdoptedCommit]
+    skipped_merges: list[str] = field(default_factory=list)
+    refresh: bool = False
+    previous_head: str | None = None  # --refresh: the PR head adopted before
+    previous_branch: str | None = None
+    range_diff: str | None = None
+    unchanged: bool = False
+    dry_run: bool = False
+    operation: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+Confirm = Callable[[Overlap], bool]
+
+
+def _files_of_topic(ws: Workspace, topic: Topic, base: pygit2.Commit) -> set[str]:
+    head = ws.head(topic)
+    span = topic_range(ws.repo, base, head, ws.series.upstream.remote)
+    return {c.path for c in changed_paths(ws.repo, span.start.tree, head.tree)}
+
+
+def overlaps(ws: Workspace, pr_files: set[str], exclude: str | None = None) -> list[Overlap]:
+    """Active topics sharing files with the PR, most shared files first."""
+    base = ws.base_commit()
+    found = []
+    for topic in ws.series.active():
+        if topic.name == exclude or ws.repo.references.get(f"refs/heads/{topic.branch}") is None:
+            continue
+        shared = sorted(pr_files & _files_of_topic(ws, topic, base))
+        if shared:
+            found.append(Overlap(topic.name, shared))
+    found.sort(key=lambda o: -len(o.shared_files))
+    return found
+
+
+_TRAILER = re.compile(r"^[A-Za-z0-9-]+: \S|^\(cherry picked from commit [0-9a-f]+\)$")
+
+
+def with_trailers(message: str, reference: str, original: str) -> str:
+    """Append Upstream-PR: and the cherry-pick line to the message's trailer block."""
+    text = message.rstrip()
+    last_paragraph = text.rsplit("\n\n", 1)[-1]
+    in_block = "\n\n" in text and all(_TRAILER.match(l) for l in last_paragraph.splitlines())
+    lines = []
+    if f"Upstream-PR: {reference}" not in last_paragraph.splitlines():
+        lines.append(f"Upstream-PR: {reference}")
+    lines.append(f"(cherry picked from commit {original})")
+    return text + ("\n" if in_block else "\n\n") + "\n".join(lines) + "\n"
+
+
+def _committer(repo: pygit2.Repository) -> pygit2.Signature:
+    try:
+        return repo.default_signature
+    except (KeyError, pygit2.GitError):
+        raise SeriesError("no committer identity: set git config user.name and user.email") from None
+
+
+def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
+    listing = git(workdir(repo), "worktree", "list", "--porcelain").stdout
+    path = None
+    for line in listing.splitlines():
+        if line.startswith("worktree "):
+            path = line[len("worktree "):]
+        elif line == f"branch refs/heads/{branch}":
+            return path
+    return None
+
+
+def _metadata(forge: Forge | None, number: int, notes: list[str]) -> PullRequest | None:
+    if forge is None:
+        notes.append("no GitHub API (offline): PR metadata unknown, working from git alone")
+        return None
+    try:
+        return forge.pull(number)  # type: ignore[arg-type]
+    except ForgeUnreachable as exc:
+        notes.append(f"{exc}; working from git alone")
+        return None
+
+
+def _choose(ws: Workspace, number: int, pr_files: set[str], replaces: str | None,
+            no_replace: bool, confirm: Confirm | None, notes: list[str]) -> str | None:
+    if replaces is not None:
+        topic = ws.series.topic(replaces)
+        if not topic.active:
+            raise SeriesError(f"topic '{replaces}' is {topic.status.value}, not active: nothing to replace")
+        return replaces
+    if no_replace:
+        return None
+    ranked = overlaps(ws, pr_files)
+    if not ranked:
+        notes.append(f"no active topic shares a file with PR #{number}: added as a new topic at the end")
+        return None
+    best = ranked[0]
+    if confirm is not None:
+        if confirm(best):
+            return best.topic
+        raise SeriesError(f"not adopted: choose the topic PR #{number} replaces with --replaces TOPIC, "
+                          "or pass --no-replace")
+    listing = "; ".join(f"{o.topic} ({len(o.shared_files)} shared file{'s' if len(o.shared_files) != 1 else ''})"
+                        for o in ranked)
+    raise SeriesError(f"PR #{number} shares files with active topics: {listing}; choose with "
+                      f"--replaces TOPIC (best match: {best.topic}), or pass --no-replace")
+
+
+def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str | None = None,
+        no_replace: bool = False, name: str | None = None, refresh: bool = False,
+        dry_run: bool = False, confirm: Confirm | None = None,
+        note: Callable[[str], None] | None = None) -> Adoption:
+    repo = ws.repo
+    remote = ws.series.upstream.remote
+    carried = [t for t in ws.series.topics if t.upstream_pr == number]
+    existing = carried[0] if carried else None
+    if refresh:
+        if existing is None:
+            raise SeriesError(f"no topic carries PR #{number}: adopt it first (without --refresh)")
+        if replaces or no_replace or (name and name != existing.name):
+            raise SeriesError("--refresh re-adopts the PR into its topic; drop --replaces/--no-replace/--name")
+        topic_name, branch = existing.name, existing.branch
+    else:
+        if existing is not None:
+            raise SeriesError(f"PR #{number} is already carried as topic '{existing.name}'; "
+                              f"take its new commits with 'series adopt-upstream {number} --refresh'")
+        topic_name = name or f"pr-{number}"
+        if not config.NAME_RE.match(topic_name):
+            raise SeriesError(f"--name '{topic_name}': lowercase [a-z0-9._-] only (e.g. pr-{number})")
+        if any(t.name == topic_name for t in ws.series.topics):
+            raise SeriesError(f"a topic named '{topic_name}' exists already; pick another with --name")
+        branch = f"topic/{topic_name}"
+        if repo.references.get(f"refs/heads/{branch}") is not None:
+            raise SeriesError(f"branch {branch} exists already; pick another topic name with --name")
+    if replaces is not None and replaces == topic_name:
+        raise SeriesError(f"--replaces {replaces}: a topic cannot replace itself")
+
+    notes: list[str] = []
+    head_sha = fetch_pull(repo, remote, number)
+    repo = pygit2.Repository(repo.path)  # see the objects and refs the fetch brought
+    ws = Workspace(ws.series, repo)
+    meta = _metadata(forge, number, notes)
+    if meta is not None and meta.head_sha and meta.head_sha != head_sha:
+        notes.append(f"GitHub names head {meta.head_sha[:12]} but {remote} served {head_sha[:12]} "
+                     "(updated in between?): adopting what was fetched")
+    head = repo[head_sha].peel(pygit2.Commit)
+    fork_point = pr_fork_point(repo, remote, head.id, meta.base_sha if meta else None)
+    own = commits_between(repo, fork_point.id, head.id)
+    picks = [c for c in own if len(c.parents) <= 1]
+    merges = [str(c.id) for c in own if len(c.parents) > 1]
+    if merges:
+        notes.append(f"skipped {len(merges)} merge commit(s) of the PR branch (upstream's changes, not the PR's)")
+    if not picks:
+        raise SeriesError(f"PR #{number} has no commits of its own over {remote}'s main line "
+                          f"(head {head_sha[:12]}): merged already, or empty")
+    pr_files = {f.path for f in tree_files(repo, fork_point.tree, head.tree)}
+    reference = meta.reference if meta is not None else f"#{number}"
+
+    previous_branch = current(repo, f"refs/heads/{branch}") if refresh else None
+    previous_head = existing.upstream_head if existing is not None else None
+    if refresh and previous_head == head_sha:
+        return _result(ws, number, meta, reference, head_sha, fork_point, topic_name, branch, None,
+                       [], merges, refresh=True, previous_head=previous_head,
+                       previous_branch=previous_branch, unchanged=True, dry_run=dry_run, notes=notes)
+    if not refresh:
+        replaces = _choose(ws, number, pr_files, replaces, no_replace, confirm, notes)
+
+    base = ws.base_commit()
+    committer = _committer(repo)
+    result = replay(repo, picks, base, committer=committer,
+                    rewrite_message=lambda c: with_trailers(c.message, reference, str(c.id)),
+                    what=f"PR #{number}")
+    adopted = [AdoptedCommit(str(old.id), str(new), f"{old.author.name} <{old.author.email}>",
+                             old.author.time, old.author.offset, old.message.split("\n", 1)[0].strip())
+               for old, new in zip(picks, result.commits)]
+    new_head = str(result.head)
+
+    text = _edited_config(ws, number, topic_name, branch, head_sha, meta, picks, replaces, refresh, notes)
+    range_diff = None
+    if refresh and previous_branch is not None:
+        range_diff = git(workdir(repo), "range-diff", "--no-color", str(base.id), previous_branch,
+                         new_head, check=False).stdout
+    operation = None
+    if not dry_run:
+        if refresh and (where := _checked_out(repo, branch)) is not None:
+            raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
+                              "branch first, then run --refresh again")
+        with Lock(repo):
+            summary = f"PR #{number} as {topic_name}" + (f", superseding {replaces}" if replaces else "")
+            txn = Transaction(repo, "adopt-upstream", ("refresh " if refresh else "") + summary)
+            txn.set(f"refs/heads/{branch}", new_head, expect=previous_branch)
+            txn.write_config(ws.config_path, text)
+            txn.extra = {"pr": number, "head": head_sha,
+                         "commits": {a.upstream: a.new for a in adopted}}
+            operation = txn.commit().id
+    for line in notes:
+        if note is not None:
+            note(line)
+    return _result(ws, number, meta, reference, head_sha, fork_point, topic_name, branch, replaces,
+                   adopted, merges, refresh=refresh, previous_head=previous_head,
+                   previous_branch=previous_branch, range_diff=range_diff, dry_run=dry_run,
+                   operation=operation, notes=[] if note is not None else notes)
+
+
+def _edited_config(ws: Workspace, number: int, name: str, branch: str, head_sha: str,
+                   meta: PullRequest | None, picks: list[pygit2.Commit], replaces: str | None,
+                   refresh: bool, notes: list[str]) -> str:
+    document = config.read_document(ws.config_path)
+    if refresh:
+        document.set_topic(name, upstream_head=head_sha)
+    else:
+        summary = meta.title if meta is not None and meta.title else None
+        fields = {"name": name, "branch": branch, "summary": summary,
+                  "upstream_pr": number, "upstream_head": head_sha}
+        document.add_topic(fields, before=replaces)
+        if replaces is not None:
+            document.set_topic(replaces, status=Status.SUPERSEDED.value, superseded_by=name)
+            for topic in ws.series.active():
+                if replaces in topic.depends_on:
+                    deps = [name if d == replaces else d for d in topic.depends_on]
+                    document.set_topic(topic.name, depends_on=deps)
+                    notes.append(f"{topic.name} now depends on {name} (was {replaces})")
+    text = document.dump()
+    config.parse(text, ws.config_path)  # never write an invalid series.yaml
+    return text
+
+
+def _result(ws: Workspace, number: int, meta: PullRequest | None, reference: str, head_sha: str,
+            fork_point: pygit2.Commit, topic: str, branch: str, replaces: str | None,
+            commits: list[AdoptedCommit], merges: list[str], **more: object) -> Adoption:
+    return Adoption(
+        number=number, reference=reference, title=meta.title if meta else None,
+        author=meta.author if meta else None, source="github" if meta else "git",
+        head=head_sha, fork_point=str(fork_point.id), topic=topic, branch=branch,
+        base=ws.series.upstream.base, replaces=replaces, commits=commits, skipped_merges=merges,
+        **more,  # type: ignore[arg-type]
+    )
+
+
+def as_json(result: Adoption) -> dict[str, object]:
+    return asdict(result)
+
+
+def render(result: Adoption) -> str:
+    what = f"PR #{result.number}" + (f" '{result.title}'" if result.title else "") + \
+        (f" by @{result.author}" if result.author else "")
+    if result.unchanged:
+        return f"{what}: head {result.head[:12]} unchanged since it was adopted; nothing to do"
+    verb = "would adopt" if result.dry_run else ("re-adopted" if result.refresh else "adopted")
+    out = [f"{verb} {what} (head {result.head[:12]}, source: {result.source})"]
+    out.append(f"  topic {result.topic} on branch {result.branch}: {len(result.commits)} commit(s) "
+               f"replayed onto {result.base}, authorship kept")
+    for c in result.commits:
+        out.append(f"    {c.upstream[:12]} -> {c.new[:12]}  {c.author}  {c.subject}")
+    if result.replaces:
+        out.append(f"  {result.replaces}: superseded by {result.topic} (its branch is kept as it is)")
+    if result.refresh and result.range_diff is not None:
+        out.append(f"  range-diff {result.previous_branch and result.previous_branch[:12]} -> "
+                   f"{result.commits[-1].new[:12] if result.commits else '?'}:")
+        out += [f"    {l}" for l in result.range_diff.rstrip().splitlines()]
+    out += [f"note: {n}" for n in result.notes]
+    if result.operation:
+        out.append(f"'series undo' reverts this ({result.operation})")
+    return "\n".join(out)
