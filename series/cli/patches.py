@@ -96,4 +96,30 @@ def resolutions(ctx: Context, prune: bool, dry_run: bool, as_json: bool) -> None
         emit(cmd.render(listing, dry_run))
 
 
-COMMANDS = [export, import_, resolutions]
+@click.command("diff")
+@click.argument("old")
+@click.argument("new")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def diff(ctx: Context, old: str, new: str, as_json: bool) -> None:
+    """Compare two versions of the series: topics added, removed, changing status, and a
+    per-topic 'git range-diff' summary where both sides have commits.
+
+    
+    OLD and NEW are each one of:
+      patches/  old-export/       export directories ('series export')
+      HEAD~1:series.yaml          a series.yaml revision (or a series.yaml file)
+      00003   00003^              an operation from 'series log' (^: just before it)
+    Example, what the last rebase changed:  series diff 00004^ 00004
+    """
+    from series.commands import diff as cmd
+
+    ws = ctx.workspace(check_branches=False)
+    result = cmd.run(ws, old, new)
+    if as_json:
+        _print_json(cmd.as_json(result))
+    else:
+        emit(cmd.render(result))
+
+
+COMMANDS = [export, import_, diff, resolutions]
