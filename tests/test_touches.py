@@ -171,3 +171,13 @@ def test_upstream_deleting_our_file_is_flagged(fork: Path, upstream: Path) -> No
     sh("git fetch -q upstream --tags", fork)
     out = run_series("touches", "--between", "v0.30.0..v0.32.0", "vllm/multimodal", cwd=fork).stdout
     assert "upstream +0 -1, ours +1 -1  vllm/multimodal/ipc.py  (upstream deletes or moves it)" in out, out
+
+
+def test_all_notes_inactive_topics_whose_branch_is_gone(fork: Path) -> None:
+    yaml = fork / "series.yaml"
+    yaml.write_text(yaml.read_text().replace(
+        "    branch: topic/ipc-backport\n", "    branch: topic/ipc-backport\n    status: dropped\n"))
+    sh("git branch -D -q topic/ipc-backport", fork)
+    out = run_series("touches", "--all", "vllm", cwd=fork).stdout
+    assert out.splitlines()[0] == "vllm: touched by 3 of 3 topics (base v0.30.0)", out
+    assert out.splitlines()[-1] == "note: skipped ipc-backport: branch topic/ipc-backport does not exist", out

@@ -113,7 +113,8 @@ def check(ctx: Context, as_json: bool) -> int:
 @click.option("--base", required=True, metavar="REF",
               help="Upstream release the topics sit on: a tag (v0.30.0, or v0.30 for its latest "
                    "patch release), branch or commit.")
-@click.option("--remote", default="upstream", show_default=True, help="Git remote of upstream vLLM.")
+@click.option("--remote", default="upstream", show_default=True, metavar="NAME",
+              help="Git remote of upstream vLLM.")
 @click.option("--github", metavar="OWNER/REPO",
               help="Upstream on GitHub, for pull requests (default: read from the remote's URL).")
 @click.option("--topics", "patterns", multiple=True, default=("topic/*",), show_default=True,
