@@ -101,9 +101,12 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int = 30,
     if forge.source != "github":
         # Without the API, a PR's state and close date are unknown: a head updated in the
         # window stands in for "open, or closed recently".
-        pulls = [p for p in pulls if p.updated_at is None or
-                 _dt.datetime.fromisoformat(p.updated_at.replace("Z", "+00:00")) >= since]
+        recent = [p for p in pulls if p.updated_at is None or
+                  _dt.datetime.fromisoformat(p.updated_at.replace("Z", "+00:00")) >= since]
         notes.append("offline: PR heads from git refs, state unknown, recent by head commit date")
+        if len(recent) < len(pulls):
+            notes.append(f"{len(pulls) - len(recent)} PR head(s) older than {days} days not compared (--days)")
+        pulls = recent
     if limit is not None and len(pulls) > limit:
         notes.append(f"checked the {limit} most recently updated of {len(pulls)} PRs (--limit)")
         pulls = pulls[:limit]
