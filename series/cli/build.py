@@ -54,4 +54,65 @@ def build(ctx: Context, wheel: str | None, out: Path | None, from_source: bool, 
         emit(cmd.render(result))
 
 
-COMMANDS = [build]
+@click.command("test")
+@click.argument("topics", nargs=-1, metavar="[TOPIC]...")
+@click.option("--run", "do_run", is_flag=True,
+              help="Run the selected steps' pytest commands here (CPU steps, or those named with "
+                   "--step) on the integration tree, with this environment's pytest and vLLM.")
+@click.option("--step", "steps", multiple=True, metavar="KEY", help="With --run: run this step (repeatable).")
+@click.option("--without", metavar="TOPIC",
+              help="With --run: run again without TOPIC and list the tests that fail without it "
+                   "and pass with it.")
+@click.option("--use-installed", is_flag=True,
+              help="With --run: import vllm from the environment (e.g. the installed patched wheel) "
+                   "instead of the integration tree.")
+@click.option("--all-steps", is_flag=True, help="Also list steps upstream runs on every change.")
+@click.option("--format", "fmt", type=click.Choice(["text", "github-matrix", "buildkite"]), default="text",
+              help="github-matrix: a GitHub Actions matrix (JSON); buildkite: a pipeline to upload.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+@click.pass_context
+def test(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_run: bool,
+         steps: tuple[str, ...], without: str | None, use_installed: bool, all_steps: bool,
+         fmt: str, as_json: bool) -> None:
+    """Upstream's CI steps that cover what the series (or the given TOPICs) touches.
+
+    \b
+    Steps come from the base's .buildkite/test_areas/*.yaml: a changed path selects a step
+    when it falls under the step's source_file_dependencies (most specific prefix wins,
+    '!' excludes) or is the step's own YAML file. Printed: label, device, commands.
+    \b
+    Examples:
+      series test                               steps covering the whole series
+      series test offload-evict-fix --run       run its CPU steps here
+      series test --run --without offload-evict-fix   evidence the topic is needed
+      series test --format github-matrix        one GitHub Actions job per step
+    """
+    from series.commands import test as cmd
+
+    if (steps or without or use_installed) and not do_run:
+        raise click.UsageError("--step, --without and --use-installed go with --run")
+    ws = ctx.workspace()
+    plan = cmd.select(ws, topics, include_always=all_steps)
+    if fmt == "github-matrix":
+        emit(cmd.github_matrix(plan))
+        return
+    if fmt == "buildkite":
+        emit(cmd.buildkite(plan))
+        return
+    if not do_run:
+        if as_json:
+            print_json(cmd.plan_json(plan))
+        else:
+            emit(cmd.render_plan(plan))
+        return
+    report = cmd.run(ws, plan, steps, without, use_installed)
+    if as_json:
+        print_json({**cmd.plan_json(plan), "run": cmd.run_json(report)})
+    else:
+        emit(cmd.render_run(report))
+    if report.failed:
+        click_ctx.exit(1)
+
+
+COMMANDS = [build, test]
