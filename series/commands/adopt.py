@@ -11,7 +11,7 @@ journaled Transaction, so `series undo` reverts the adoption.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import pygit2
