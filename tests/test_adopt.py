@@ -220,3 +220,12 @@ def test_errors_are_one_line(served: Path) -> None:
     assert "already carried as topic 'pr-61050'" in proc.stderr, proc.stderr
     for p in (proc,):
         assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_topics_that_depended_on_the_replaced_topic_now_depend_on_the_pr(served: Path) -> None:
+    path = served / "series.yaml"
+    path.write_text(path.read_text().replace(
+        "    branch: topic/api-hello\n", "    branch: topic/api-hello\n    depends_on: [offload-evict-fix]\n"))
+    proc = run_series("adopt-upstream", "61050", "--replaces", "offload-evict-fix", "--offline", cwd=served)
+    assert "api-hello now depends on pr-61050 (was offload-evict-fix)" in proc.stderr, proc.stderr
+    assert config.load(path).topic("api-hello").depends_on == ("pr-61050",)
