@@ -181,3 +181,14 @@ def test_all_notes_inactive_topics_whose_branch_is_gone(fork: Path) -> None:
     out = run_series("touches", "--all", "vllm", cwd=fork).stdout
     assert out.splitlines()[0] == "vllm: touched by 3 of 3 topics (base v0.30.0)", out
     assert out.splitlines()[-1] == "note: skipped ipc-backport: branch topic/ipc-backport does not exist", out
+
+
+def test_shell_style_paths_are_relative_to_the_current_directory(fork: Path) -> None:
+    sub = fork / "vllm" / "v1"
+    expected = run_series("touches", "vllm/v1/kv_offload", cwd=fork).stdout
+    assert run_series("touches", "./kv_offload", cwd=sub).stdout == expected
+    assert run_series("touches", str(sub / "kv_offload"), cwd=fork).stdout == expected
+    out = run_series("touches", "vllm/multimodal", cwd=sub).stdout  # no ./: from the root
+    assert "ipc-backport" in out, out
+    proc = run_series("touches", "../../..", cwd=sub, expect=1)
+    assert "outside the repository" in proc.stderr, proc.stderr

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -48,7 +49,8 @@ def touches(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
 
     \b
     PATH is a directory (matched at a '/' boundary: vllm/v1 is not vllm/v10),
-    a file, or a glob ('*' within a path component, '**' across them):
+    a file, or a glob ('*' within a path component, '**' across them), from the
+    repository root (./x, ../x and absolute paths: from the current directory):
       series touches vllm/v1/kv_offload
       series touches 'vllm/**/lru.py' tests/v1
     Exit status is grep's: 0 when a topic touches PATH, 1 when none does:
@@ -67,6 +69,7 @@ def touches(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     # a missing active branch is an error, not a skip: a silent skip would let
     # `series touches X || echo "not touched"` claim something nobody checked
     ws = ctx.workspace(check_branches=True)
+    paths = cmd.repo_paths(ws, paths, ctx.directory or Path.cwd())
     result: cmd.PathsResult | cmd.MatrixResult | cmd.ForecastResult
     if between is not None:
         result = cmd.run_forecast(ws, between, paths, include_all)
@@ -136,8 +139,6 @@ def init(ctx: Context, base: str, remote: str, github: str | None, patterns: tup
     Reorder, add summary: and scope: lines by hand; the tool keeps your edits.
       series init --base v0.30.0 --topics 'topic/*' --topics 'fix/*'
     """
-    from pathlib import Path
-
     from series.commands import init as cmd
 
     result = cmd.run(ctx.directory or Path.cwd(), base=base, remote=remote, github=github,

@@ -6,7 +6,9 @@ sentence on stdout says so), so `series touches X || echo "we do not touch X"` w
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import pygit2
@@ -14,7 +16,7 @@ import pygit2
 from series.analysis import touches as analysis
 from series.analysis.touches import Collision, Hotspot, Matrix, PathSpec, TopicDiff, TouchedFile
 from series.errors import SeriesError
-from series.git.repo import resolve_release
+from series.git.repo import resolve_release, workdir
 from series.model import Topic
 from series.workspace import Workspace
 
@@ -56,6 +58,23 @@ class PathsResult:
     @property
     def touched(self) -> bool:
         return bool(self.found)
+
+
+def repo_paths(ws: Workspace, paths: Sequence[str], cwd: Path) -> tuple[str, ...]:
+    """PATHs are upstream paths from the repository root; one written the shell's way
+    (absolute, ./x or ../x, as tab completion in a subdirectory gives them) is taken
+    relative to the current directory instead."""
+    root = workdir(ws.repo).resolve()
+    out = []
+    for path in paths:
+        if os.path.isabs(path) or path.startswith(("./", "../")) or path in (".", ".."):
+            rel = os.path.relpath(os.path.normpath(os.path.join(cwd.resolve(), path)), root)
+            if rel == ".." or rel.startswith("../"):
+                raise SeriesError(f"{path}: outside the repository ({root})")
+            out.append(rel if not path.endswith("/") or rel == "." else rel + "/")
+        else:
+            out.append(path)
+    return tuple(out)
 
 
 def run_paths(ws: Workspace, paths: Sequence[str], include_all: bool) -> PathsResult:
