@@ -99,3 +99,26 @@ def test_series_offline_env_skips_the_api(served: Path, httpserver: HTTPServer) 
     run_series("adopt-upstream", "61050", "--no-replace", cwd=served,
                env=dict(env_for(httpserver), SERIES_OFFLINE="1"))
     assert len(httpserver.log) == 0
+
+
+def test_githubs_base_is_fetched_when_our_view_of_main_is_stale(tmp_path: Path, httpserver: HTTPServer) -> None:
+    from tests.repos import commit_files, git
+
+    work = build_upstream(tmp_path / "upstream-work")
+    bare = tmp_path / "upstream.git"
+    sh(f"git clone -q --mirror {work} {bare}", tmp_path)
+    fork = build_fork(bare, tmp_path / "fork")  # knows upstream/main = v0.31.0 from here on
+    m1 = commit_files(work, "v0.31.0", {"vllm/m1.py": "M1 = 1\n"}, "upstream change M1", "2026-02-11T00:00:00Z")
+    pr = commit_files(work, m1, {"vllm/pr.py": "PR = 1\n"}, "the PR's own change", "2026-02-12T00:00:00Z")
+    m2 = commit_files(work, m1, {"vllm/m2.py": "M2 = 1\n"}, "upstream change M2", "2026-02-13T00:00:00Z")
+    git(work, "update-ref", "refs/heads/main", m2)
+    git(work, "update-ref", "refs/pull/61400/head", pr)
+    sh(f"git --git-dir={bare} fetch -q {work} '+refs/*:refs/*'", tmp_path)
+    fixture = github_fixture("pull-61050", HEAD_SHA=pr, BASE_SHA=m2)
+    fixture["number"] = 61400  # type: ignore[index]
+    httpserver.expect_request("/repos/vllm-project/vllm/pulls/61400").respond_with_json(fixture)
+    run_series("adopt-upstream", "61400", "--no-replace", cwd=fork, env=env_for(httpserver))
+    repo = pygit2.Repository(str(fork))
+    head = repo.references["refs/heads/topic/pr-61400"].peel(pygit2.Commit)
+    assert head.message.startswith("the PR's own change"), head.message
+    assert head.parents[0].id == repo.revparse_single("v0.30.0").id, "only the PR's commit, not M1"

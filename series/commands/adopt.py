@@ -22,7 +22,7 @@ from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
 from series.forge.pick import replay
-from series.forge.refs import fetch_pull
+from series.forge.refs import fetch_commit, fetch_pull
 from series.git.cli import git
 from series.git.refs import Lock, Transaction, current
 from series.git.repo import changed_paths, commits_between, topic_range, workdir
@@ -200,6 +200,11 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
     if meta is not None and meta.head_sha and meta.head_sha != head_sha:
         notes.append(f"GitHub names head {meta.head_sha[:12]} but {remote} served {head_sha[:12]} "
                      "(updated in between?): adopting what was fetched")
+    if meta is not None and meta.base_sha and not fetch_commit(repo, remote, meta.base_sha):
+        notes.append(f"GitHub's base {meta.base_sha[:12]} could not be fetched: counting the PR's "
+                     f"commits from its merge-base with {remote}/main (fetch {remote} if it is stale)")
+    repo = pygit2.Repository(repo.path)
+    ws = Workspace(ws.series, repo)
     head = repo[head_sha].peel(pygit2.Commit)
     fork_point = pr_fork_point(repo, remote, head.id, meta.base_sha if meta else None)
     own = commits_between(repo, fork_point.id, head.id)

@@ -43,3 +43,24 @@ def fetch_all_pulls(repo: pygit2.Repository, remote: str) -> None:
     git(workdir(repo), "fetch", "--quiet", "--no-tags", remote,
         f"+refs/heads/*:refs/remotes/{remote}/*",
         f"+refs/pull/*/head:refs/remotes/{remote}/pr/*")
+
+
+def fetch_commit(repo: pygit2.Repository, remote: str, sha: str) -> bool:
+    """Fetch one commit by id (GitHub serves reachable commits); True if it is here now.
+
+    Adopt needs GitHub's base sha locally: without it the PR's own commits would be
+    counted from a stale <remote>/main and take upstream's commits along.
+    """
+    try:
+        repo[sha]
+        return True
+    except (KeyError, ValueError):
+        pass
+    proc = git(workdir(repo), "fetch", "--quiet", "--no-tags", remote, sha, check=False)
+    if proc.returncode != 0:
+        return False
+    try:
+        pygit2.Repository(repo.path)[sha]
+        return True
+    except (KeyError, ValueError):
+        return False
