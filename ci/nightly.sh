@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The nightly pipeline a fork copies: does the series still apply to upstream's newest
+# release (or main)? If it does: rebase, build the patched wheel, select upstream's tests.
+#
+#   ci/nightly.sh [--onto REF|latest|main] [--wheel vllm==X|PATH.whl|none]
+#                 [--format github-matrix|buildkite] [--out DIR] [--no-fetch] [-C DIR]
+#
+# Run from the fork clone (where series.yaml is), or pass -C. Everything it writes goes to
+# --out (default: nightly/): report.md, rebase.json, build.json, the wheel and its
+# manifest, tests.txt and the CI steps (ci-steps.json or ci-steps.yml).
+# Exit: 0 the series applies (wheel built, tests selected); 3 it no longer applies (the
+# conflict summary is printed and in report.md); anything else: a failed step.
+#
+# Environment: SERIES (the command, default "series"), SERIES_REMOTE (default: the
+# upstream remote named in series.yaml). No secrets are read here; see ci/README.md.
+set -uo pipefail
+
+SERIES=${SERIES:-series}
+ONTO=latest
+WHEEL=""
+FORMAT=github-matrix
+OUT=nightly
+FETCH=1
+DIR=.
+
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --onto) ONTO=$2; shift 2 ;;
+    --wheel) WHEEL=$2; shift 2 ;;
+    --format) FORMAT=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --no-fetch) FETCH=0; shift ;;
+    -C) DIR=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "nightly: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+cd "$DIR" || { echo "nightly: no such directory $DIR" >&2; exit 2; }
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+REPORT="$OUT/report.md"
+log() { echo "nightly: $*" >&2; }
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$@"; }
+
+# --- where we are ---------------------------------------------------------------------------
+$SERIES status --json > "$OUT/status-before.json" || { log "series status failed"; exit 1; }
+BASE=$(json "$OUT/status-before.json" "d['base']")
+CONFIG=$(git rev-parse --show-toplevel 2>/dev/null)/series.yaml
+[ -f series.yaml ] && CONFIG=series.yaml
+REMOTE=${SERIES_REMOTE:-$(sed -n 's/^  remote: *\([^ #]*\).*/\1/p' "$CONFIG" 2>/dev/null | head -n 1)}
+REMOTE=${REMOTE:-upstream}
+
+# --- fetch upstream ---------------------------------------------------------------------------
+if [ "$FETCH" = 1 ]; then
+  log "fetching $REMOTE"
+  git fetch --quiet --tags --prune "$REMOTE" || { log "git fetch $REMOTE failed"; exit 1; }
+fi
+
+# --- the target: newest release tag, or upstream main ------------------------------------------
+case "$ONTO" in
+  latest)
+    ONTO=$(git tag --list 'v*' --sort=-v:refname | grep -E '^v[0-9]+\.[0-9]+\.[0-9]+$' | head -n 1)
+    [ -n "$ONTO" ] || { log "no release tag v*.*.* here; pass --onto $REMOTE/main"; exit 1; } ;;
+  main) ONTO="$REMOTE/main" ;;
+esac
+if [ -z "$WHEEL" ]; then
+  case "$ONTO" in
+    v[0-9]*) WHEEL="vllm==${ONTO#v}" ;;
+    *) WHEEL=none; log "no release wheel for $ONTO: skipping the wheel (pass --wheel)" ;;
+  esac
+fi
+log "base $BASE -> $ONTO"
+
+{
+  echo "# series nightly: $BASE -> $ONTO"
+  echo
+  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "- upstream: $REMOTE, target $ONTO ($(git rev-parse --short=12 "$ONTO^{commit}" 2>/dev/null || echo '?'))"
+} > "$REPORT"
+
+# --- does the series still apply? ---------------------------------------------------------------
+if [ "$ONTO" != "$BASE" ]; then
+  $SERIES rebase --onto "$ONTO" --dry-run > "$OUT/rebase-dry-run.txt" 2> "$OUT/rebase-dry-run.err"
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    {
+      echo "- result: **the series no longer applies** (series rebase --dry-run exit $rc)"
+      echo
+      echo '```'
+      cat "$OUT/rebase-dry-run.txt" "$OUT/rebase-dry-run.err"
+      echo '```'
+    } >> "$REPORT"
+    echo "nightly: the series no longer applies onto $ONTO:" >&2
+    cat "$OUT/rebase-dry-run.txt" "$OUT/rebase-dry-run.err" >&2
+    [ $rc -eq 3 ] && exit 3
+    exit 1
+  fi
+  log "clean: rebasing for real"
+  $SERIES rebase --onto "$ONTO" --json > "$OUT/rebase.json" || { log "series rebase failed"; exit 1; }
+  { echo "- rebase: clean onto $ONTO"; echo; echo '```'; cat "$OUT/rebase-dry-run.txt"; echo '```'; } >> "$REPORT"
+else
+  echo "- rebase: already on $ONTO" >> "$REPORT"
+fi
+
+# --- the patched wheel ---------------------------------------------------------------------------
+if [ "$WHEEL" != none ]; then
+  $SERIES build --wheel "$WHEEL" --out "$OUT" --json > "$OUT/build.json" || { log "series build failed"; exit 1; }
+  WHEEL_PATH=$(json "$OUT/build.json" "d['wheel']")
+  MANIFEST=$(json "$OUT/build.json" "d['manifest']")
+  SHA=$(json "$MANIFEST" "d['wheel']['sha256']")
+  echo "- wheel: \`$(basename "$WHEEL_PATH")\` (sha256 $SHA), manifest \`$(basename "$MANIFEST")\`" >> "$REPORT"
+else
+  $SERIES build --json > "$OUT/build.json" || { log "series build failed"; exit 1; }
+  echo "- wheel: not built (no release wheel for $ONTO)" >> "$REPORT"
+fi
+
+# --- upstream tests that cover the series ----------------------------------------------------------
+$SERIES test > "$OUT/tests.txt" || { log "series test failed"; exit 1; }
+case "$FORMAT" in
+  github-matrix) STEPS="$OUT/ci-steps.json" ;;
+  buildkite) STEPS="$OUT/ci-steps.yml" ;;
+  *) log "unknown --format $FORMAT"; exit 2 ;;
+esac
+$SERIES test --format "$FORMAT" > "$STEPS" || { log "series test --format failed"; exit 1; }
+{ echo; echo "## Upstream CI steps covering the series"; echo; echo '```'; cat "$OUT/tests.txt"; echo '```'; } >> "$REPORT"
+$SERIES status > "$OUT/status.txt" 2>&1 || true
+{ echo; echo "## Topics"; echo; echo '```'; cat "$OUT/status.txt"; echo '```'; } >> "$REPORT"
+log "report: $REPORT"
+[ "$WHEEL" != none ] && echo "$WHEEL_PATH"
+exit 0

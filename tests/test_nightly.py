@@ -1,0 +1,82 @@
+"""ci/nightly.sh end to end on the test fork: fetch, rebase check, wheel, test selection, report.
+
+The wheel step gets a local wheel path, so nothing touches the network (the fork's
+'upstream' remote is a local path, so the fetch is real and offline)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_series
+from tests.fakewheel import build_wheel, install_wheel, tree_files
+
+SCRIPT = Path(__file__).resolve().parent.parent / "ci" / "nightly.sh"
+
+
+def nightly(fork: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SERIES=f"{sys.executable} -m series",
+               PYTHONPATH=str(SCRIPT.parent.parent))
+    return subprocess.run(["bash", str(SCRIPT), *args], cwd=fork, capture_output=True, text=True, env=env)
+
+
+def has_rebase(fork: Path) -> bool:
+    return run_series("rebase", "--help", cwd=fork, expect=None).returncode == 0
+
+
+def test_nightly_on_the_current_base_builds_and_selects(fork: Path, upstream: Path, tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path / "w", tree_files(upstream, "v0.30.0"), version="0.30.0")
+    out = tmp_path / "nightly"
+    proc = nightly(fork, "--onto", "v0.30.0", "--wheel", str(wheel), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    built = Path(proc.stdout.strip().splitlines()[-1])
+    assert built.parent == out and built.name.startswith("vllm-0.30.0+series.g"), proc.stdout
+    install_wheel(built, tmp_path / "target")
+    report = (out / "report.md").read_text()
+    assert "already on v0.30.0" in report and built.name in report, report
+    assert "KV offload tests" in report, report
+    steps = json.loads((out / "ci-steps.json").read_text())
+    assert [s["key"] for s in steps["include"]] == ["kv-offload"], steps
+    manifest = json.loads(next(out.glob("*.manifest.json")).read_text())
+    assert manifest["upstream"]["base"] == "v0.30.0"
+
+
+def test_nightly_rejects_unknown_arguments(fork: Path) -> None:
+    proc = nightly(fork, "--bogus")
+    assert proc.returncode == 2 and "unknown argument --bogus" in proc.stderr, proc.stderr
+
+
+def test_nightly_stops_with_the_conflict_summary(fork: Path, tmp_path: Path) -> None:
+    if not has_rebase(fork):
+        pytest.skip("series rebase (the rebase engine) is not installed in this tree yet")
+    out = tmp_path / "nightly"
+    proc = nightly(fork, "--wheel", "none", "--out", str(out))
+    assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
+    assert "no longer applies onto v0.31.0" in proc.stderr, proc.stderr
+    assert "offload-evict-fix" in proc.stderr and "lru.py" in proc.stderr, proc.stderr
+    assert "no longer applies" in (out / "report.md").read_text()
+    assert "base: v0.30.0" in (fork / "series.yaml").read_text(), "a dry run must move nothing"
+
+
+def test_nightly_rebases_builds_and_selects_when_clean(fork: Path, upstream: Path, tmp_path: Path) -> None:
+    if not has_rebase(fork):
+        pytest.skip("series rebase (the rebase engine) is not installed in this tree yet")
+    text = (fork / "series.yaml").read_text()
+    start = text.index("  - name: offload-evict-fix")
+    end = text.index("  - name: ipc-backport")
+    (fork / "series.yaml").write_text(text[:start] + text[end:])
+    wheel = build_wheel(tmp_path / "w", tree_files(upstream, "v0.31.0"), version="0.31.0")
+    out = tmp_path / "nightly"
+    proc = nightly(fork, "--wheel", str(wheel), "--out", str(out), "--format", "buildkite")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert "base: v0.31.0" in (fork / "series.yaml").read_text()
+    built = Path(proc.stdout.strip().splitlines()[-1])
+    assert built.name.startswith("vllm-0.31.0+series.g"), built
+    site = install_wheel(built, tmp_path / "target")
+    assert "return 'hi'" in (site / "vllm/entrypoints/openai/api_server.py").read_text()
+    assert (out / "ci-steps.yml").exists()
+    assert "rebase: clean onto v0.31.0" in (out / "report.md").read_text()
