@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import cast
 
 import pygit2
 
@@ -63,10 +64,11 @@ def distinct_copy(repo: pygit2.Repository, tree: pygit2.Tree, n: int, memo: dict
         return memo[tree.id]
     builder = repo.TreeBuilder()
     for entry in tree:
+        name = cast(str, entry.name)
         if entry.filemode == TREE:
-            builder.insert(entry.name, distinct_copy(repo, repo[entry.id], n, memo, marker), TREE)
+            builder.insert(name, distinct_copy(repo, cast(pygit2.Tree, repo[entry.id]), n, memo, marker), TREE)
         else:
-            builder.insert(entry.name, entry.id, entry.filemode)
+            builder.insert(name, entry.id, entry.filemode)
     builder.insert(f".copy{n}", marker, BLOB)
     memo[tree.id] = builder.write()
     return memo[tree.id]
@@ -75,7 +77,7 @@ def distinct_copy(repo: pygit2.Repository, tree: pygit2.Tree, n: int, memo: dict
 def tree_with(repo: pygit2.Repository, tree_id: pygit2.Oid | None,
               changes: dict[str, tuple[pygit2.Oid | None, int | None]]) -> pygit2.Oid:
     """tree_id with blobs set (or removed, oid None) at the given paths."""
-    builder = repo.TreeBuilder(repo[tree_id]) if tree_id is not None else repo.TreeBuilder()
+    builder = repo.TreeBuilder(tree_id) if tree_id is not None else repo.TreeBuilder()
     below: dict[str, dict[str, tuple[pygit2.Oid | None, int | None]]] = defaultdict(dict)
     for path, (oid, mode) in changes.items():
         head, sep, rest = path.partition("/")
@@ -85,11 +87,11 @@ def tree_with(repo: pygit2.Repository, tree_id: pygit2.Oid | None,
             if builder.get(head) is not None:
                 builder.remove(head)
         else:
-            builder.insert(head, oid, mode)
+            builder.insert(head, oid, cast(int, mode))
     for name, sub in below.items():
         entry = builder.get(name)
         new = tree_with(repo, entry.id if entry is not None and entry.filemode == TREE else None, sub)
-        if len(repo[new]) == 0:
+        if len(cast(pygit2.Tree, repo[new])) == 0:
             if entry is not None:
                 builder.remove(name)
         else:
@@ -103,7 +105,7 @@ def build_big(real: Path, big: Path, branches: list[str]) -> None:
     src = pygit2.Repository(str(real))
     repo = pygit2.Repository(str(big))
     base = src.revparse_single(BASE).peel(pygit2.Commit)
-    base_tree = repo[base.tree_id]  # through the alternates: objects of this repository
+    base_tree = cast(pygit2.Tree, repo[base.tree_id])  # through the alternates: this repository's objects
     root = repo.TreeBuilder(base_tree)
     for n in range(1, COPIES + 1):
         marker = repo.create_blob(f"synthetic copy {n} of {BASE}\n".encode())

@@ -141,7 +141,8 @@ def touched_file(repo: pygit2.Repository, change: PathChange) -> TouchedFile:
 def select_topics(ws: Workspace, include_all: bool) -> tuple[list[Topic], list[Topic]]:
     """(topics with a branch to diff, topics skipped because their branch is gone)."""
     chosen = ws.series.topics if include_all else ws.series.active()
-    present, missing = [], []
+    present: list[Topic] = []
+    missing: list[Topic] = []
     for topic in chosen:
         (present if branch_commit(ws.repo, topic.branch) is not None else missing).append(topic)
     return present, missing

@@ -70,21 +70,24 @@ def touches(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     # `series touches X || echo "not touched"` claim something nobody checked
     ws = ctx.workspace(check_branches=True)
     paths = cmd.repo_paths(ws, paths, ctx.directory or Path.cwd())
-    result: cmd.PathsResult | cmd.MatrixResult | cmd.ForecastResult
+    output: dict[str, object] | str
     if between is not None:
-        result = cmd.run_forecast(ws, between, paths, include_all)
-        data, text = (cmd.forecast_json, cmd.render_forecast)
+        forecast = cmd.run_forecast(ws, between, paths, include_all)
+        output = cmd.forecast_json(forecast) if as_json else cmd.render_forecast(forecast)
+        touched = forecast.touched
     elif paths:
-        result = cmd.run_paths(ws, paths, include_all)
-        data, text = (cmd.paths_json, cmd.render_paths)
+        found = cmd.run_paths(ws, paths, include_all)
+        output = cmd.paths_json(found) if as_json else cmd.render_paths(found)
+        touched = found.touched
     else:
-        result = cmd.run_matrix(ws, depth, include_all)
-        data, text = (cmd.matrix_json, cmd.render_matrix)
-    if as_json:
-        print_json(data(result))  # type: ignore[arg-type]
+        grid = cmd.run_matrix(ws, depth, include_all)
+        output = cmd.matrix_json(grid) if as_json else cmd.render_matrix(grid)
+        touched = grid.touched
+    if isinstance(output, str):
+        emit(output)
     else:
-        emit(text(result))  # type: ignore[arg-type]
-    return 0 if result.touched else 1
+        print_json(output)
+    return 0 if touched else 1
 
 
 @click.command()
