@@ -146,3 +146,12 @@ def test_pip_failure_and_bad_spec_are_one_line_errors(fork: Path, tmp_path: Path
         fetch.resolve_wheel("vllm==9.9", tmp_path / "c", runner=failing)
     proc = run_series("build", "--wheel", "vllm", cwd=fork, expect=1)
     assert "expected a .whl path or NAME==VERSION" in proc.stderr, proc.stderr
+
+
+def test_dry_run_never_downloads(fork: Path) -> None:
+    proc = run_series("build", "--wheel", "vllm==0.31.0", "--dry-run", cwd=fork)
+    assert "would fetch vllm==0.31.0 with pip" in proc.stderr, proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("would write ") and "vllm-0.31.0+series.g" in last, proc.stdout
+    assert "-PY-ABI-PLATFORM.whl" in last, "tags are unknown until pip picks the wheel"
+    assert sh("git branch --list series/integration", fork).strip() == ""

@@ -29,6 +29,9 @@ def cache_dir() -> Path:
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:
+    """On a terminal pip shows its own progress bar (a 320 MB download takes a while)."""
+    if sys.stderr.isatty():
+        return subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr, text=True)
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
@@ -45,6 +48,23 @@ def cached(spec: str, directory: Path) -> Path | None:
     found = sorted(p for p in directory.glob("*.whl")
                    if p.name.lower().startswith(f"{stem}-{m['version'].lower()}-"))
     return found[0] if found else None
+
+
+def planned(wheel: str, cache: Path | None = None) -> tuple[Path, bool]:
+    """For --dry-run: the wheel if it is here already, else a stand-in name; never downloads.
+
+    Returns (path, present)."""
+    if wheel.endswith(".whl"):
+        return resolve_wheel(wheel, cache)[0], True
+    m = _SPEC.match(wheel)
+    if not m:
+        raise SeriesError(f"--wheel {wheel}: expected a .whl path or NAME==VERSION, e.g. vllm==0.31.0")
+    directory = cache or cache_dir()
+    hit = cached(wheel, directory)
+    if hit is not None:
+        return hit, True
+    stem = re.sub(r"[-_.]+", "_", m["name"]).lower()
+    return directory / f"{stem}-{m['version']}-PY-ABI-PLATFORM.whl", False
 
 
 def resolve_wheel(wheel: str, cache: Path | None = None, runner: Runner = _run) -> tuple[Path, bool]:
@@ -64,7 +84,7 @@ def resolve_wheel(wheel: str, cache: Path | None = None, runner: Runner = _run) 
     proc = runner(pip_command(wheel, directory))
     if proc.returncode != 0:
         lines = ((proc.stderr or "") + (proc.stdout or "")).strip().splitlines()
-        last = lines[-1] if lines else f"exit {proc.returncode}"
+        last = lines[-1] if lines else f"exit {proc.returncode}, see pip's output above"
         raise SeriesError(f"pip download {wheel} failed: {last} "
                           "(check the version and your index, or pass --wheel PATH.whl)")
     hit = cached(wheel, directory)

@@ -108,9 +108,14 @@ def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
         return BuildResult(integration_branch=branch, branch_moved=moved, **common)  # type: ignore[arg-type]
 
     out_dir = out or (ws.series.root / "dist")
-    release, fetched = fetcher(wheel)
-    if fetched:
-        progress(f"fetched {release.name} into {release.parent}")
+    if dry_run:
+        release, present = fetch.planned(wheel)  # a dry run never downloads 320 MB
+        if not present:
+            progress(f"would fetch {wheel} with pip into {release.parent}")
+    else:
+        release, fetched = fetcher(wheel)
+        if fetched:
+            progress(f"fetched {release.name} into {release.parent}")
     name = overlay.WheelName.parse(release.name)
     version = overlay.local_version(name.version, integ.sha)
     if from_source:
