@@ -148,3 +148,14 @@ def test_add_errors_leave_the_file_alone(fork: Path) -> None:
         assert message in proc.stderr, (args, proc.stderr)
         assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert path.read_text() == before
+
+
+def test_add_warns_about_a_branch_on_another_base_and_waits_for_a_running_command(fork: Path) -> None:
+    sh("git checkout -q -B topic/late v0.31.0 && echo l >> README.md && git commit -qam late && "
+       "git checkout -q --detach v0.30.0 && mkdir -p .git/series && echo \"$(hostname) 1\" > .git/series/lock", fork)
+    proc = run_series("add", "topic/late", cwd=fork, expect=1)
+    assert "another series command is running in this repository" in proc.stderr, proc.stderr
+    (fork / ".git/series/lock").unlink()
+    out = run_series("add", "topic/late", cwd=fork).stdout
+    assert out.splitlines()[1] == ("warning: topic/late does not sit on v0.30.0; "
+                                   "'series check' will flag it until it is rebased"), out

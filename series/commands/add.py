@@ -13,6 +13,7 @@ from ruamel.yaml.comments import CommentedSeq
 from series import config
 from series.commands.init import topic_name
 from series.errors import SeriesError
+from series.git.refs import Lock
 from series.git.repo import branch_commit, topic_range
 from series.workspace import Workspace
 
@@ -68,7 +69,7 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
     fields = {"name": name, "branch": branch, "summary": summary,
               "scope": _flow(scope) if scope else None,
               "depends_on": _flow(depends_on) if depends_on else None}
-    with config.edit(series.path) as document:
+    with Lock(repo), config.edit(series.path) as document:  # not under a running rebase
         document.add_topic(fields, after=after)
     names = [t.name for t in config.load(series.path).topics]
     return AddResult(name, branch, after, len(span.commits), span.start.id in {base.id, *hide},

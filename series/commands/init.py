@@ -17,6 +17,7 @@ import pygit2
 
 from series import config
 from series.errors import SeriesError
+from series.git.refs import Lock
 from series.git.repo import open_repo, resolve_release, topic_range, workdir
 from series.model import Upstream
 
@@ -149,7 +150,8 @@ def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Se
     text = config.render_new(Upstream(remote=remote, base=base_name, github=github), integration, fields)
     config.parse(text, target)  # never write a file that would not load
     target.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text_atomically(target, text)
+    with Lock(repo):  # --force must not replace the file under a running series command
+        config.write_text_atomically(target, text)
     return InitResult(target, base_name, str(base_commit.id), tuple(patterns), tuple(topics),
                       tuple(warnings))
 
