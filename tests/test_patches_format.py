@@ -37,20 +37,27 @@ git add . && git commit -qm 'Change many things
 The body explains why.
 ---
 Even a dashed line in the body.'
+printf 'a\nB\nc\nd\ne\n' > tail.txt
+chmod -x tool.sh
+echo more >> added.txt
+echo brand-new > 'second new.txt'
+rm 'dir with space/f.txt' && ln -s ../tail.txt 'dir with space/f.txt'
+git add -A && git commit -qm 'Only changes and additions: the fast path'
 """, path)
     return path
 
 
-def test_export_matches_git_format_patch_full_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rev", ["HEAD~1", "HEAD"])
+def test_export_matches_git_format_patch_full_index(tmp_path: Path, rev: str) -> None:
     path = _repo_with_history(tmp_path)
     repo = pygit2.Repository(str(path))
-    head = repo.head.peel(pygit2.Commit)
+    head = repo.revparse_single(rev).peel(pygit2.Commit)
     diff, stats = fmt.tree_diff(repo, head.parents[0].tree, head.tree, "test")
     patch = fmt.Patch(head.author.name, head.author.email, head.author.time, head.author.offset,
                       head.message, diff, 1, 1)
     ours = fmt.render(patch, stats)
     theirs = sh("git -c core.quotePath=true format-patch -1 --stdout --full-index -M "
-                "--subject-prefix='PATCH 1/1' HEAD", path)
+                f"--subject-prefix='PATCH 1/1' {rev}", path)
     # the only differences: the placeholder commit id and the version trailer
     theirs_body = theirs.split("\n", 1)[1].rsplit("-- \n", 1)[0]
     ours_body = ours.split("\n", 1)[1]
@@ -74,11 +81,22 @@ def test_git_am_applies_an_exported_patch(tmp_path: Path) -> None:
     assert sh("git rev-parse HEAD^{tree}", path) == sh("git rev-parse main^{tree}", path)
 
 
-def test_import_of_git_format_patch_output_rebuilds_the_tree(tmp_path: Path) -> None:
+def test_exported_patch_reimports_to_the_same_tree(tmp_path: Path) -> None:
     path = _repo_with_history(tmp_path)
-    text = sh("git format-patch -1 --stdout --full-index -M HEAD", path)
     repo = pygit2.Repository(str(path))
-    head = repo.head.peel(pygit2.Commit)
+    for commit in (repo.revparse_single(r).peel(pygit2.Commit) for r in ("HEAD~1", "HEAD")):
+        diff, stats = fmt.tree_diff(repo, commit.parents[0].tree, commit.tree, "test")
+        text = fmt.render(fmt.Patch("A", "a@x", 0, 0, commit.message, diff), stats)
+        patch = fmt.parse(text, "p")
+        assert apply_patch(repo, commit.parents[0].tree, patch, "p") == commit.tree_id, text
+
+
+@pytest.mark.parametrize("rev", ["HEAD~1", "HEAD"])
+def test_import_of_git_format_patch_output_rebuilds_the_tree(tmp_path: Path, rev: str) -> None:
+    path = _repo_with_history(tmp_path)
+    text = sh(f"git format-patch -1 --stdout --full-index -M {rev}", path)
+    repo = pygit2.Repository(str(path))
+    head = repo.revparse_single(rev).peel(pygit2.Commit)
     patch = fmt.parse(text, "git.patch")
     assert patch.message == head.message, (patch.message, head.message)
     assert (patch.author_name, patch.author_time) == (head.author.name, head.author.time)

@@ -97,9 +97,11 @@ def read_order(directory: Path) -> list[str]:
 
 
 def patch_files(directory: Path, topic: str) -> list[Path]:
+    """The topic's patches in order; a topic without commits may have no directory (git
+    does not keep empty directories)."""
     folder = directory / topic
     if not folder.is_dir():
-        raise SeriesError(f"{directory / ORDER} lists '{topic}' but {folder} does not exist")
+        return []
     return sorted(p for p in folder.iterdir() if p.suffix == ".patch" and p.is_file())
 
 
@@ -128,7 +130,7 @@ def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResul
                               "file); pick a new or empty directory")
     for topic in ws.series.active():
         patches = topic_patches(ws, topic)
-        if not patches.on_base:
+        if patches.files and not patches.on_base:
             result.notes.append(f"{topic.name}: branch does not sit on {ws.series.upstream.base}; "
                                 "its own commits are exported, import puts them on the base")
         result.topics.append(patches)
@@ -139,6 +141,7 @@ def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResul
                       result, ORDER)
     _write_if_changed(directory / FILENAME, ws.config_path.read_text(), result, FILENAME)
     for patches in result.topics:
+        (directory / patches.topic).mkdir(parents=True, exist_ok=True)
         wanted = {name for name, _ in patches.files}
         for name, text in patches.files:
             _write_if_changed(directory / patches.topic / name, text, result, f"{patches.topic}/{name}")

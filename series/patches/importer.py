@@ -245,8 +245,13 @@ def apply_patch(repo: pygit2.Repository, tree: pygit2.Tree, patch: Patch, where:
         here = f"{where}: {change.new_path or change.old_path}"
         old_data = b""
         old_mode = None
+
+        def current(path: str) -> tuple[pygit2.Oid, int] | None:
+            # a patch may delete a path and create it again (file <-> symlink)
+            return edits[path] if path in edits else _lookup(repo, tree, path)
+
         if change.old_path is not None:
-            found = _lookup(repo, tree, change.old_path)
+            found = current(change.old_path)
             if found is None:
                 raise SeriesError(f"{here}: the patch changes a file that does not exist here")
             old_data, old_mode = repo[found[0]].data, found[1]
@@ -254,11 +259,11 @@ def apply_patch(repo: pygit2.Repository, tree: pygit2.Tree, patch: Patch, where:
                 raise SeriesError(f"{here}: is a directory here")
             exact = change.old_id is not None and str(found[0]) == change.old_id
         else:
-            if _lookup(repo, tree, change.new_path) is not None:  # type: ignore[arg-type]
+            if current(change.new_path) is not None:  # type: ignore[arg-type]
                 raise SeriesError(f"{here}: the patch creates a file that already exists")
             exact = change.old_id in (None, ZERO_ID)
         if change.new_path is None:
-            edits.setdefault(change.old_path, None)  # type: ignore[index]
+            edits[change.old_path] = None  # type: ignore[index]
             continue
         data = apply_hunks(old_data, change.hunks, here) if change.hunks else old_data
         oid = repo.create_blob(data)
@@ -267,7 +272,7 @@ def apply_patch(repo: pygit2.Repository, tree: pygit2.Tree, patch: Patch, where:
                               f"({str(oid)[:12]} != {change.new_id[:12]}): corrupt patch?")  # type: ignore[index]
         mode = change.new_mode or old_mode or BLOB
         if change.old_path is not None and change.old_path != change.new_path and not change.copy:
-            edits.setdefault(change.old_path, None)
+            edits[change.old_path] = None
         edits[change.new_path] = (oid, mode)
     if not edits:
         return tree.id
