@@ -114,3 +114,16 @@ def test_not_a_wheel_is_a_clear_error(tmp_path: Path) -> None:
         overlay(bad, tmp_path / "out", {}, SHA, WHEN)
     with pytest.raises(SeriesError, match="not a wheel file name"):
         overlay(tmp_path / "vllm.zip", tmp_path / "out", {}, SHA, WHEN)
+
+
+def test_more_than_65535_members_use_zip64_end_records(tmp_path: Path) -> None:
+    path = tmp_path / "many.zip"
+    with open(path, "wb") as out:
+        writer = ziparchive.ZipWriter(out)
+        for i in range(65_600):
+            writer.add_bytes(f"vllm/m{i}.py", b"", WHEN, 0o644 << 16, compress=False)
+        writer.close()
+    members, _ = ziparchive.read_members(path)
+    assert len(members) == 65_600 and members[-1].name == "vllm/m65599.py"
+    with zipfile.ZipFile(path) as z:  # the standard library agrees
+        assert len(z.infolist()) == 65_600
