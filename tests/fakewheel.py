@@ -54,7 +54,7 @@ def tree_files(repo: Path, rev: str, prefix: str = "vllm/") -> dict[str, bytes]:
 
 
 def build_wheel(out_dir: Path, files: dict[str, bytes], version: str = "0.31.0",
-                streamed: bool = False, signed: bool = False) -> Path:
+                streamed: bool = False, signed: bool = False, data_dir: bool = False) -> Path:
     """vllm-<version>-cp38-abi3-...whl with `files`, _version.py, a .so and dist-info.
 
     streamed=True writes through a non-seekable stream, so members carry data
@@ -75,6 +75,8 @@ def build_wheel(out_dir: Path, files: dict[str, bytes], version: str = "0.31.0",
     }
     if signed:
         dist[f"{info}/RECORD.jws"] = b"{}"
+    if data_dir:  # NAME-VERSION.data/: installed by scheme, renamed with the version
+        content[f"vllm-{version}.data/scripts/vllm-tool"] = b"#!python\nprint('tool')\n"
     record = "".join(f"{n},{_hash(d)},{len(d)}\n" for n, d in {**content, **dist}.items())
     record += f"{info}/RECORD,,\n"
     dist[f"{info}/RECORD"] = record.encode()
@@ -96,7 +98,8 @@ def build_wheel(out_dir: Path, files: dict[str, bytes], version: str = "0.31.0",
         with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as z:  # type: ignore[arg-type]
             for name, data in sorted(content.items()) + list(dist.items()):
                 zi = zipfile.ZipInfo(name, date_time=(2026, 1, 2, 3, 4, 6))
-                zi.external_attr = (0o100755 if name.endswith(".so") else 0o100644) << 16
+                executable = name.endswith(".so") or "/scripts/" in name
+                zi.external_attr = (0o100755 if executable else 0o100644) << 16
                 zi.compress_type = zipfile.ZIP_DEFLATED
                 if streamed:
                     with z.open(zi, "w") as w:

@@ -36,7 +36,7 @@ def changes() -> dict[str, FileChange]:
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["plain", "data-descriptors"])
 def test_overlay_applies_every_change_and_installs(tmp_path: Path, streamed: bool) -> None:
-    src = build_wheel(tmp_path / "in", BASE, streamed=streamed, signed=True)
+    src = build_wheel(tmp_path / "in", BASE, streamed=streamed, signed=True, data_dir=True)
     result = overlay(src, tmp_path / "out", changes(), SHA, WHEN)
 
     assert result.path.name == "vllm-0.31.0+series.g1a2b3c4-cp38-abi3-manylinux_2_28_x86_64.whl", result
@@ -55,6 +55,7 @@ def test_overlay_applies_every_change_and_installs(tmp_path: Path, streamed: boo
     assert (site / "vllm/tools/run.sh").stat().st_mode & 0o111, "executable bit lost"
     assert (site / "vllm/_C.abi3.so").read_bytes() == bytes(range(256)) * 64
     assert (site / "vllm/__init__.py").exists()
+    assert "print('tool')" in (tmp_path / "target/scripts/vllm-tool").read_text(), ".data/ follows the version"
 
     info = site / "vllm-0.31.0+series.g1a2b3c4.dist-info"
     assert "Version: 0.31.0+series.g1a2b3c4\n" in (info / "METADATA").read_text()

@@ -187,15 +187,16 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: st
     modified = tuple(sorted(p for p, c in applied.items() if c.data is not None and p in by_name))
     deleted = tuple(sorted(p for p, c in applied.items() if c.data is None and p in by_name))
 
-    with open(src, "rb") as f:
-        old_record = _read_record(f, by_name, old_info)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        target = out_dir / wheel.filename(version)
-        tmp = target.with_name(f".{target.name}.partial")
-        records: list[tuple[str, str, int]] = []
-        with open(tmp, "wb", buffering=0) as out:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / wheel.filename(version)
+    tmp = target.with_name(f".{target.name}.partial")
+    try:
+        with open(src, "rb") as f, open(tmp, "wb", buffering=0) as out:
+            old_record = _read_record(f, by_name, old_info)
+            records: list[tuple[str, str, int]] = []
             writer = ziparchive.ZipWriter(out)
-            body = [m for m in members if not m.name.startswith(old_info)]
+            old_data = f"{wheel.name}-{wheel.version}.data/"
+            body = [m for m in members if not m.name.startswith((old_info, old_data))]
             rewritten = set(modified) | set(deleted) | ({version_file} if version_file else set())
             _copy_unchanged(f, writer, body, rewritten, members, records, old_record)
             for path in sorted(set(modified) | set(added) | ({version_file} if version_file else set())):
@@ -203,7 +204,7 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: st
                     continue
                 if path == version_file and path not in applied:
                     data = stamp_version_file(ziparchive.read_data(f, by_name[path]).decode(),
-                                              version, f"g{sha[:7]}")
+                                              version, f"g{sha[:7]}").encode()
                     attr = by_name[path].external_attr
                 else:
                     change = applied[path]
@@ -211,15 +212,31 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: st
                     data = change.data
                     if path == version_file:
                         data = stamp_version_file(data.decode(), version, f"g{sha[:7]}").encode()
-                    attr = by_name[path].external_attr if path in by_name else _mode_attr(change.executable)
-                if isinstance(data, str):
-                    data = data.encode()
+                    attr = _mode_attr(change.executable)  # as the integration tree has it
                 writer.add_bytes(path, data, date_time, attr)
                 records.append((path, record_hash(data), len(data)))
+            # NAME-VERSION.data/ must follow the new version too; its bytes are reused.
+            for m in members:
+                if m.name.startswith(old_data) and not m.name.endswith("/"):
+                    name = f"{wheel.name}-{version}.data/" + m.name[len(old_data):]
+                    writer.add_compressed(m, name, ziparchive.read_compressed(f, m))
+                    records.append(_record_of(f, m, name, old_record))
             _write_dist_info(f, writer, members, old_info, new_info, version, date_time, records)
             writer.close()
         tmp.replace(target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # never leave a half wheel behind
+        raise
     return OverlayResult(target, version, added, modified, deleted, ignored)
+
+
+def _record_of(f: io.BufferedReader, m: Member, name: str,
+               old_record: dict[str, tuple[str, int]]) -> tuple[str, str, int]:
+    known = old_record.get(m.name)
+    if known is None:
+        data = ziparchive.read_data(f, m)
+        known = (record_hash(data), len(data))
+    return (name, known[0], known[1])
 
 
 def _version_file(members: list[Member], packages: set[str]) -> str | None:
