@@ -161,3 +161,38 @@ def test_import_reports_a_patch_that_does_not_apply(fork: Path, upstream: Path, 
                          {"patches": fork / "patches", "series.yaml": fork / "series.yaml"})
     proc = run_series("import", cwd=fresh, expect=1)
     assert "does not apply" in proc.stderr and "lru.py" in proc.stderr, proc.stderr
+
+
+def test_resolutions_travel_with_the_export(fork: Path, upstream: Path, tmp_path: Path) -> None:
+    from series.resolutions import ResolutionStore
+
+    store = ResolutionStore(fork / "resolutions")
+    conflicted = b"a\n<<<<<<< ours\nb\n=======\nc\n>>>>>>> theirs\n"
+    kept = store.record("offload-evict-fix", "vllm/x.py", conflicted, b"a\nbc\n")
+    gone = store.record("sched-note", "vllm/y.py", conflicted, b"a\ncb\n")
+    assert kept is not None and gone is not None
+    run_series("export", cwd=fork)
+    copied = sorted(p.relative_to(fork / "patches") for p in (fork / "patches").rglob("*.txt"))
+    assert [str(p) for p in copied] == [f"resolutions/offload-evict-fix/{kept.file.name}",
+                                        f"resolutions/sched-note/{gone.file.name}"], copied
+    gone.file.unlink()
+    out = json.loads(run_series("export", "--json", cwd=fork).stdout)
+    assert out["removed"] == [f"resolutions/sched-note/{gone.file.name}"], out
+    fresh = _fresh_clone(upstream, tmp_path / "fresh", {"patches": fork / "patches"})
+    run_series("import", "patches", cwd=fresh)
+    assert (fresh / "resolutions" / "offload-evict-fix" / kept.file.name).read_bytes() == kept.file.read_bytes()
+
+
+def test_a_stacked_topic_round_trips_on_its_dependency(fork: Path, upstream: Path, tmp_path: Path) -> None:
+    sh("git checkout -q -b topic/evict-metrics topic/offload-evict-fix && "
+       "echo 'METRICS = True' > vllm/v1/kv_offload/metrics.py && git add vllm && "
+       "git commit -qm '[Feature] eviction metrics' && git checkout -q --detach v0.30.0", fork)
+    (fork / "series.yaml").write_text((fork / "series.yaml").read_text() +
+                                      "  - name: evict-metrics\n    branch: topic/evict-metrics\n"
+                                      "    depends_on: [offload-evict-fix]\n")
+    run_series("export", cwd=fork)
+    assert len(list((fork / "patches" / "evict-metrics").iterdir())) == 1, "only its own commit"
+    fresh = _fresh_clone(upstream, tmp_path / "fresh", {"patches": fork / "patches"})
+    run_series("import", "patches", cwd=fresh)
+    assert _commits(fresh, "topic/evict-metrics") == _commits(fork, "topic/evict-metrics")
+    assert sh("git rev-parse topic/evict-metrics~1", fresh) == sh("git rev-parse topic/offload-evict-fix", fresh)

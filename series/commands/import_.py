@@ -20,7 +20,7 @@ from series.git.cli import git
 from series.git.refs import Lock, Transaction
 from series.git.repo import branch_commit, open_repo, workdir
 from series.patches import format as fmt
-from series.patches.export import patch_files, read_order
+from series.patches.export import patch_files, read_order, resolutions_subdir
 from series.patches.importer import make_commit, read_patch_file, signature_from_ident
 from series.workspace import Workspace
 
@@ -59,6 +59,10 @@ def ensure_config(start: Path, directory: Path) -> Path | None:
     root = workdir(open_repo(start))
     target = root / config.FILENAME
     shutil.copyfile(source, target)
+    # the recorded conflict resolutions travel with the export
+    rel = resolutions_subdir(config.load(target).resolutions)
+    if rel is not None and (directory / rel).is_dir() and not (root / rel).exists():
+        shutil.copytree(directory / rel, root / rel)
     return target
 
 

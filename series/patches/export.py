@@ -4,6 +4,8 @@ Layout of an export directory:
   order              the topic directories in series order, one a line
   series.yaml        a copy of the series file the export was made from
   <topic>/NNNN-<subject-slug>.patch   one file per commit, oldest first
+  resolutions/...    a copy of the recorded conflict resolutions (series.yaml's
+                     `resolutions:` directory), so the export alone rebuilds and rebases
 
 A file is rewritten only when its text changed, and files a previous export wrote that
 this one did not (a retired topic, a squashed commit) are removed, so the directory can
@@ -117,6 +119,38 @@ def _write_if_changed(path: Path, text: str, result: ExportResult, rel: str) -> 
     result.written.append(rel)
 
 
+def resolutions_subdir(name: str) -> Path | None:
+    """series.yaml's `resolutions:` as a path inside an export, or None if it leaves it."""
+    rel = Path(name)
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        return None
+    return rel
+
+
+def _copy_resolutions(ws: Workspace, directory: Path, result: ExportResult) -> None:
+    rel = resolutions_subdir(ws.series.resolutions)
+    source = ws.series.root / ws.series.resolutions
+    if rel is None:
+        result.notes.append(f"resolutions directory {ws.series.resolutions} is outside the series "
+                            "root; not copied into the export")
+        return
+    target = directory / rel
+    wanted = set()
+    if source.is_dir() and source.resolve() != target.resolve():
+        for file in sorted(source.glob("*/*.txt")):
+            name = file.relative_to(source)
+            wanted.add(name)
+            data = file.read_bytes()
+            _write_if_changed(target / name, fmt.decode(data), result, str(rel / name))
+    if target.is_dir() and source.resolve() != target.resolve():
+        for stale in sorted(target.glob("*/*.txt")):
+            if stale.relative_to(target) not in wanted:
+                stale.unlink()
+                result.removed.append(str(rel / stale.relative_to(target)))
+                if not any(stale.parent.iterdir()):
+                    stale.parent.rmdir()
+
+
 def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResult:
     result = ExportResult(directory)
     previous: list[str] = []
@@ -140,6 +174,7 @@ def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResul
     _write_if_changed(directory / ORDER, ORDER_HEADER + "".join(f"{n}\n" for n in names),
                       result, ORDER)
     _write_if_changed(directory / FILENAME, ws.config_path.read_text(), result, FILENAME)
+    _copy_resolutions(ws, directory, result)
     for patches in result.topics:
         (directory / patches.topic).mkdir(parents=True, exist_ok=True)
         wanted = {name for name, _ in patches.files}
