@@ -49,14 +49,16 @@ class OverlayResult:
     modified: tuple[str, ...]
     deleted: tuple[str, ...]
     ignored: tuple[str, ...]   # changed paths outside the wheel's packages (tests, docs, ...)
+    digest: str = ""           # sha256 of the written wheel, hashed while it was written
 
     def sha256(self) -> str:
-        """Hash of the written wheel (a separate pass: the copy itself never reads it)."""
-        digest = hashlib.sha256()
-        with open(self.path, "rb") as f:
-            while chunk := f.read(8 << 20):
-                digest.update(chunk)
-        return digest.hexdigest()
+        if not self.digest:  # built with hash_output=False: one more pass
+            digest = hashlib.sha256()
+            with open(self.path, "rb") as f:
+                while chunk := f.read(8 << 20):
+                    digest.update(chunk)
+            return digest.hexdigest()
+        return self.digest
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ def _mode_attr(executable: bool) -> int:
 
 
 def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: str,
-            date_time: tuple[int, int, int, int, int, int]) -> OverlayResult:
+            date_time: tuple[int, int, int, int, int, int], hash_output: bool = True) -> OverlayResult:
     """Write the patched wheel into out_dir and return what changed in it.
 
     `changes` are integration-tree paths (repo-relative) that differ from the base; those
@@ -194,7 +196,8 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: st
         with open(src, "rb") as f, open(tmp, "wb", buffering=0) as out:
             old_record = _read_record(f, by_name, old_info)
             records: list[tuple[str, str, int]] = []
-            writer = ziparchive.ZipWriter(out)
+            hasher = ziparchive.StreamHash() if hash_output else None
+            writer = ziparchive.ZipWriter(out, hasher)
             old_data = f"{wheel.name}-{wheel.version}.data/"
             body = [m for m in members if not m.name.startswith((old_info, old_data))]
             rewritten = set(modified) | set(deleted) | ({version_file} if version_file else set())
@@ -223,11 +226,12 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: st
                     records.append(_record_of(f, m, name, old_record))
             _write_dist_info(f, writer, members, old_info, new_info, version, date_time, records)
             writer.close()
+            digest = hasher.hexdigest() if hasher else ""  # before the source closes: it reads it
         tmp.replace(target)
     except BaseException:
         tmp.unlink(missing_ok=True)  # never leave a half wheel behind
         raise
-    return OverlayResult(target, version, added, modified, deleted, ignored)
+    return OverlayResult(target, version, added, modified, deleted, ignored, digest)
 
 
 def _record_of(f: io.BufferedReader, m: Member, name: str,

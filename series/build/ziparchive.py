@@ -11,8 +11,11 @@ written where sizes, offsets or the member count need it.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import queue
 import struct
+import threading
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -162,18 +165,74 @@ def deflate(data: bytes) -> bytes:
     return compressor.compress(data) + compressor.flush()
 
 
+class StreamHash(threading.Thread):
+    """sha256 of the archive being written, computed beside the writer.
+
+    The raw copies never pass through Python, so the hash reads the same source ranges
+    again (from the page cache, with pread) in a thread while the kernel copies; hashlib
+    releases the GIL on large buffers, so on two cores the hash is nearly free.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.digest = hashlib.sha256()
+        self.jobs: queue.Queue[tuple[int, int, int] | bytes | None] = queue.Queue()
+        self.error: BaseException | None = None
+        self.start()
+
+    def feed(self, data: bytes) -> None:
+        self.jobs.put(bytes(data))
+
+    def feed_range(self, fd: int, start: int, length: int) -> None:
+        self.jobs.put((fd, start, length))
+
+    def run(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            if self.error is not None:
+                continue
+            try:
+                if isinstance(job, bytes):
+                    self.digest.update(job)
+                    continue
+                fd, start, length = job
+                while length > 0:
+                    chunk = os.pread(fd, min(length, 8 << 20), start)
+                    if not chunk:
+                        raise ZipFormatError("source ended early while hashing")
+                    self.digest.update(chunk)
+                    start += len(chunk)
+                    length -= len(chunk)
+            except BaseException as exc:  # reported by hexdigest() in the caller's thread
+                self.error = exc
+
+    def hexdigest(self) -> str:
+        self.jobs.put(None)
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.digest.hexdigest()
+
+
 class ZipWriter:
     """Append members (raw ranges or new ones), then write the central directory."""
 
-    def __init__(self, out: BinaryIO):
+    def __init__(self, out: BinaryIO, hasher: StreamHash | None = None):
         self.out = out
         self.offset = 0
         self.members: list[Member] = []
+        self.hasher = hasher
+
+    def _write(self, data: bytes) -> None:
+        self.out.write(data)
+        if self.hasher is not None:
+            self.hasher.feed(data)
 
     def copy_range(self, src: BinaryIO, start: int, end: int, members: list[Member]) -> None:
         """Copy src[start:end] verbatim; `members` lie in it and keep their local headers."""
         shift = self.offset - start
         self.out.flush()
+        if self.hasher is not None:
+            self.hasher.feed_range(src.fileno(), start, end - start)
         _copy(src, start, end - start, self.out)
         self.offset += end - start
         self.members.extend(replace(m, offset=m.offset + shift) for m in members)
@@ -206,8 +265,8 @@ class ZipWriter:
         header = _LOCAL.pack(LOCAL_SIG, max(member.needed, 20), member.flags, member.method,
                              member.dos_time, member.dos_date, member.crc, member.compressed_size,
                              member.size, len(member.raw_name), 0)
-        self.out.write(header + member.raw_name)
-        self.out.write(compressed)
+        self._write(header + member.raw_name)
+        self._write(compressed)
         self.offset += len(header) + len(member.raw_name) + len(compressed)
         self.members.append(member)
 
@@ -227,17 +286,17 @@ class ZipWriter:
                 m.compressed_size, m.size, len(m.raw_name), len(extra), len(m.comment), 0,
                 m.internal_attr, m.external_attr, offset) + m.raw_name + extra + m.comment)
         directory = b"".join(parts)
-        self.out.write(directory)
+        self._write(directory)
         end = cd_offset + len(directory)
         count = len(self.members)
         if count >= MAX16 or cd_offset >= MAX32 or len(directory) >= MAX32:
-            self.out.write(_EOCD64.pack(EOCD64_SIG, 44, 45, 45, 0, 0, count, count,
+            self._write(_EOCD64.pack(EOCD64_SIG, 44, 45, 45, 0, 0, count, count,
                                         len(directory), cd_offset))
-            self.out.write(_LOCATOR.pack(EOCD64_LOCATOR_SIG, 0, end, 1))
-            self.out.write(_EOCD.pack(EOCD_SIG, 0, 0, min(count, MAX16), min(count, MAX16),
+            self._write(_LOCATOR.pack(EOCD64_LOCATOR_SIG, 0, end, 1))
+            self._write(_EOCD.pack(EOCD_SIG, 0, 0, min(count, MAX16), min(count, MAX16),
                                       min(len(directory), MAX32), min(cd_offset, MAX32), 0))
         else:
-            self.out.write(_EOCD.pack(EOCD_SIG, 0, 0, count, count, len(directory), cd_offset, 0))
+            self._write(_EOCD.pack(EOCD_SIG, 0, 0, count, count, len(directory), cd_offset, 0))
         self.out.flush()
 
 
