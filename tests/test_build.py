@@ -155,3 +155,19 @@ def test_dry_run_never_downloads(fork: Path) -> None:
     assert last.startswith("would write ") and "vllm-0.31.0+series.g" in last, proc.stdout
     assert "-PY-ABI-PLATFORM.whl" in last, "tags are unknown until pip picks the wheel"
     assert sh("git branch --list series/integration", fork).strip() == ""
+
+
+def test_a_wheel_of_another_release_is_refused(fork: Path, upstream: Path, tmp_path: Path) -> None:
+    other = build_wheel(tmp_path / "w31", tree_files(upstream, "v0.31.0"), version="0.31.0")
+    proc = run_series("build", "--wheel", str(other), cwd=fork, expect=1)
+    assert "the wheel is vllm 0.31.0 but the series is based on v0.30.0" in proc.stderr, proc.stderr
+    assert "--wheel vllm==0.30.0" in proc.stderr
+
+
+def test_a_wheel_not_built_from_the_base_tree_is_flagged(fork: Path, upstream: Path, tmp_path: Path) -> None:
+    files = tree_files(upstream, "v0.30.0")
+    files["vllm/multimodal/ipc.py"] = b"VERSION = 'patched by someone'\n"
+    odd = build_wheel(tmp_path / "odd", files, version="0.30.0")
+    data = json.loads(run_series("build", "--wheel", str(odd), "--out", str(tmp_path / "d"), "--json",
+                                 cwd=fork).stdout)
+    assert any("vllm/multimodal/ipc.py" in n for n in data["notes"]), data["notes"]

@@ -250,6 +250,17 @@ def _version_file(members: list[Member], packages: set[str]) -> str | None:
     return None
 
 
+def wheel_record(src: Path) -> dict[str, tuple[str, int]]:
+    """The wheel's RECORD: {path: (sha256=..., size)}; cheap (no member is decompressed)."""
+    wheel = WheelName.parse(src.name)
+    try:
+        members, _ = ziparchive.read_members(src)
+    except (OSError, ziparchive.ZipFormatError) as exc:
+        raise SeriesError(f"{src}: cannot read the wheel ({exc})") from None
+    with open(src, "rb") as f:
+        return _read_record(f, {m.name: m for m in members}, f"{wheel.name}-{wheel.version}.dist-info/")
+
+
 def _read_record(f: io.BufferedReader, by_name: dict[str, Member], info: str) -> dict[str, tuple[str, int]]:
     member = by_name.get(f"{info}RECORD")
     if member is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -38,6 +39,7 @@ class BuildResult:
     changes: dict[str, list[str]] = field(default_factory=dict)
     plan: str | None = None              # the --from-source command (with --dry-run)
     dry_run: bool = False
+    notes: tuple[str, ...] = ()
 
 
 def changes_between(ws: Workspace, integ: Integration) -> dict[str, overlay.FileChange]:
@@ -64,6 +66,44 @@ def refuse_compiled(ws: Workspace, paths: list[str]) -> None:
         f"the series changes compiled or packaging inputs ({detail}); an overlay of the "
         "release wheel cannot carry them: build with --from-source (vLLM's own build in a "
         "temporary worktree)")
+
+
+_RELEASE = re.compile(r"^v?(\d+\.\d+\.\d+(?:(?:rc|post|\.post)\d+)?)$")
+
+
+def check_wheel_matches_base(ws: Workspace, integ: Integration, release: Path,
+                             changes: dict[str, overlay.FileChange]) -> tuple[str, ...]:
+    """The overlay lays base..integration over the wheel: the wheel must be the base's build.
+
+    A release base (v0.31.0) must get the 0.31.0 wheel: anything else is refused. Then
+    every file the series modifies or deletes must be, in the wheel, the base's version
+    (RECORD hash against the base blob); a difference is reported, since the overlay
+    would silently replace upstream code the series never saw.
+    """
+    name = overlay.WheelName.parse(release.name)
+    base = ws.series.upstream.base
+    m = _RELEASE.match(base)
+    wheel_public = name.version.split("+")[0]
+    if m and m.group(1) != wheel_public:
+        raise SeriesError(
+            f"the wheel is {name.name} {name.version} but the series is based on {base}: "
+            f"pass --wheel {name.name}=={m.group(1)} (or rebase the series onto v{wheel_public} first)")
+    record = overlay.wheel_record(release)
+    stale = []
+    for path, change in sorted(changes.items()):
+        if path not in record:
+            continue
+        try:
+            blob = integ.base.tree[path]
+        except KeyError:
+            continue  # added by the series, yet in the wheel: generated upstream at build time
+        if overlay.record_hash(ws.repo[blob.id].data) != record[path][0]:
+            stale.append(path)
+    if not stale:
+        return ()
+    shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+    return (f"warning: {len(stale)} file(s) the series changes differ between {base} and the wheel "
+            f"({shown}): the wheel was not built from {base}'s tree",)
 
 
 def timestamp(integ: Integration) -> tuple[int, int, int, int, int, int]:
@@ -125,6 +165,9 @@ def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
         return BuildResult(integration_branch=branch, branch_moved=False, version=version,
                            method="overlay", source_wheel=release,
                            wheel=out_dir / name.filename(version), **common)  # type: ignore[arg-type]
+    notes = check_wheel_matches_base(ws, integ, release, changes)
+    for note in notes:
+        progress(note)
     progress(f"overlaying {len(paths)} changed paths onto {release.name}")
     result = overlay.overlay(release, out_dir, changes, integ.sha, timestamp(integ))
     summary = {"added": list(result.added), "modified": list(result.modified),
@@ -134,7 +177,7 @@ def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
                              method="overlay", source_wheel=release, changes=summary)
     return BuildResult(integration_branch=branch, branch_moved=moved, wheel=result.path,
                        manifest=manifest.write(result.path, data), version=version,
-                       method="overlay", source_wheel=release, changes=summary,
+                       method="overlay", source_wheel=release, changes=summary, notes=notes,
                        **common)  # type: ignore[arg-type]
 
 
@@ -172,6 +215,7 @@ def as_json(result: BuildResult) -> dict[str, Any]:
         "version": result.version, "method": result.method,
         "source_wheel": str(result.source_wheel) if result.source_wheel else None,
         "changes": result.changes, "plan": result.plan, "dry_run": result.dry_run,
+        "notes": list(result.notes),
     }
 
 
@@ -192,6 +236,7 @@ def render(result: BuildResult) -> str:
                          f"{len(c['deleted'])} deleted; {len(c['ignored'])} changed paths outside the package")
     if result.version:
         lines.append(f"version {result.version} ({result.method})")
+    lines.extend(result.notes)
     if result.manifest:
         lines.append(f"manifest {result.manifest}")
     if result.wheel:
