@@ -112,6 +112,9 @@ def test_only_plain_pytest_commands_are_run() -> None:
         "export", {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}, [])
     assert parse_command("pytest lora --shard-id=$$BUILDKITE_PARALLEL_JOB")[2][-1] == \
         "--shard-id=$BUILDKITE_PARALLEL_JOB"
+    from series.commands.test import local_args
+    sharded = parse_command("pytest -v lora --shard-id=$$BUILDKITE_PARALLEL_JOB --num-shards 4 -k $$SEL")
+    assert local_args(sharded[2], {"SEL": "fast"}) == ["-v", "lora", "-k", "fast"], "a shard runs whole"
     assert parse_command("pip install -U lm-eval") is None
     assert parse_command('test "$$JOB" != "3" || pytest -v x.py') is None
     assert parse_command("bash /vllm-workspace/.buildkite/scripts/install.sh") is None

@@ -118,6 +118,31 @@ def parse_command(command: str) -> tuple[str, dict[str, str], list[str]] | None:
     return None
 
 
+_SHARD_OPTIONS = ("--shard-id", "--num-shards")
+
+
+def local_args(args: list[str], env: dict[str, str]) -> list[str]:
+    """Upstream's pytest arguments as one local process runs them: a sharded step
+    (`--shard-id=$$BUILDKITE_PARALLEL_JOB`) runs whole, and $VARS expand from env."""
+    out: list[str] = []
+    skip_next = False
+    for arg in args:
+        if skip_next:
+            skip_next = False
+            continue
+        if arg in _SHARD_OPTIONS:
+            skip_next = True
+            continue
+        if arg.startswith(tuple(f"{o}=" for o in _SHARD_OPTIONS)):
+            continue
+        out.append(_expand(arg, env))
+    return out
+
+
+def _expand(arg: str, env: dict[str, str]) -> str:
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), m.group(0)), arg)
+
+
 def _junit(path: Path) -> dict[str, str]:
     if not path.exists():
         return {}
@@ -150,8 +175,9 @@ def run_steps(tree: Path, steps: list[Step], use_installed: bool = False,
                     continue
                 kind, extra, args = parsed
                 if kind == "export":
-                    env.update(extra)
+                    env.update({k: os.path.expandvars(v) for k, v in extra.items()})
                     continue
+                args = local_args(args, {**env, **extra})
                 report = scratch / f"{len(results)}-{index}.xml"
                 argv = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider",
                         f"--junitxml={report}"]
