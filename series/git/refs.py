@@ -168,6 +168,14 @@ class Transaction:
         self.config_path: Path | None = None
         self.config_after: str | None = None
         self.extra: dict[str, Any] = {}
+        self.op_id: str | None = None  # reserve_id(): known before commit(), for resumable callers
+
+    def reserve_id(self) -> str:
+        """The id commit() will use: a caller can record it first, to finish or revert the
+        operation after a crash (series.engine.rebase does)."""
+        if self.op_id is None:
+            self.op_id = _new_op_id(self.repo)
+        return self.op_id
 
     def set(self, ref: str, new: str | None, *, expect: str | None | object = ...) -> None:
         """Move `ref` to `new`; the old value is the one seen now unless `expect` says."""
@@ -182,7 +190,7 @@ class Transaction:
 
     def commit(self, fault: str | None = None) -> Operation:
         op = Operation(
-            id=_new_op_id(self.repo), command=self.command, summary=self.summary,
+            id=self.reserve_id(), command=self.command, summary=self.summary,
             moves=self.moves, time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             extra=self.extra,
         )
@@ -212,6 +220,44 @@ def _inject(fault: str | None, point: str) -> None:
     wanted = fault or os.environ.get("SERIES_FAULT")
     if wanted == point:
         os._exit(99)
+
+
+def find(repo: pygit2.Repository, op_id: str) -> Operation | None:
+    entry = journal_dir(repo) / f"{op_id}.json"
+    return Operation.from_json(entry.read_text()) if entry.exists() else None
+
+
+def finish(repo: pygit2.Repository, op: Operation) -> Operation:
+    """Complete a pending operation whose process died: backups, the refs not moved yet
+    (each still at its old value), series.yaml, then mark it done. Idempotent."""
+    if op.state == "done":
+        return op
+    todo = []
+    for m in op.moves:
+        now = current(repo, m.ref)
+        if now == m.new:
+            continue
+        if now != m.old:
+            raise SeriesError(f"cannot finish {op.id}: {m.ref} is at {now or 'nothing'}, "
+                              f"expected {m.old or 'nothing'} or {m.new or 'nothing'}")
+        todo.append(m)
+    for m in op.moves:
+        if m.old is not None:
+            repo.references.create(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", m.old, force=True)
+    if todo:
+        _update_ref_stdin(repo, todo, f"series {op.command}: {op.summary} (finished)")
+    if op.config_path and op.config_after is not None:
+        path = Path(op.config_path)
+        if not path.exists() or path.read_text() != op.config_after:
+            write_text_atomically(path, op.config_after)
+    op.state = "done"
+    write_text_atomically(journal_dir(repo) / f"{op.id}.json", op.to_json())
+    return op
+
+
+def revert(repo: pygit2.Repository, op: Operation) -> Operation:
+    """Put back what `op` moved (done or pending), as a journaled 'undo' operation."""
+    return _revert(repo, op)
 
 
 def operations(repo: pygit2.Repository) -> list[Operation]:
