@@ -1,0 +1,47 @@
+"""`series undo` and `series log`: the journal of operations."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from series.cli import Context, emit, pass_ctx
+
+
+def _repo(ctx: Context):  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from series.git.repo import open_repo
+
+    return open_repo(ctx.directory or Path.cwd())
+
+
+@click.command()
+@pass_ctx
+def undo(ctx: Context) -> None:
+    """Revert the last operation: every ref it moved and series.yaml.
+
+    Repeat to go further back. An operation a killed process left half-done is reverted
+    too. Old values also stay under refs/series/backup/<operation>/.
+    """
+    from series.commands import undo as cmd
+
+    target, op, notes = cmd.run(_repo(ctx))
+    emit("\n".join([f"undid {cmd.describe(target)}", f"(as {op.id}; 'series log' lists operations)", *notes]))
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def log(ctx: Context, as_json: bool) -> None:
+    """List the operations that moved refs (newest first), as 'series undo' sees them."""
+    from series.commands import log as cmd
+
+    rows = cmd.run(_repo(ctx))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        emit(cmd.render(rows))
+
+
+COMMANDS = [undo, log]

@@ -1,0 +1,37 @@
+"""`series log`: the operations in the journal, newest first."""
+from __future__ import annotations
+
+from typing import Any
+
+import pygit2
+
+from series.git import refs
+
+
+def run(repo: pygit2.Repository) -> list[dict[str, Any]]:
+    ops = refs.operations(repo)
+    undone_by = {op.undoes: op.id for op in ops if op.undoes}
+    rows = []
+    for op in reversed(ops):
+        rows.append({
+            "id": op.id, "time": op.time, "command": op.command, "summary": op.summary,
+            "state": op.state, "undoes": op.undoes, "undone_by": undone_by.get(op.id),
+            "moves": [{"ref": m.ref, "old": m.old, "new": m.new} for m in op.moves],
+            "config": op.config_path if op.config_before != op.config_after else None,
+        })
+    return rows
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no operations yet"
+    out = []
+    for r in rows:
+        notes = []
+        if r["state"] != "done":
+            notes.append(f"[{r['state']}: 'series undo' repairs it]")
+        if r["undone_by"]:
+            notes.append(f"[undone by {r['undone_by']}]")
+        refs_moved = f"{len(r['moves'])} ref(s)" + (", series.yaml" if r["config"] else "")
+        out.append(f"{r['id']}  {r['command']:<8} {r['summary']}  ({refs_moved}) {' '.join(notes)}".rstrip())
+    return "\n".join(out)

@@ -1,0 +1,58 @@
+"""`series rebase`: --onto REF, --continue, --abort. The engine is series.engine.rebase;
+this module takes the lock, fetches when asked, and writes the report."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from series.engine import rebase as engine
+from series.engine import report as reports
+from series.errors import SeriesError
+from series.git import refs
+from series.git.cli import git
+from series.git.repo import workdir
+from series.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Result:
+    report: dict[str, Any]
+    text: str
+    path: str
+    conflict: bool          # a topic conflicts, or the topics do not combine
+
+
+def _finish(ws: Workspace, outcome: engine.Outcome) -> Result:
+    report_id = outcome.op_id or (f"dry-run-{engine._stamp()}" if outcome.dry_run else outcome.state.id)
+    data = reports.build(ws.repo, outcome, report_id)
+    text = reports.render(data, ws.series.integration)
+    if outcome.worktree is not None:
+        run = outcome.state.topic(outcome.state.current or "")
+        text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
+                 "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
+    elif data["status"] == "conflict":
+        text += "\nnothing was changed (dry run)" if outcome.dry_run else ""
+    path = reports.write(ws.repo, data, text)
+    data["report"] = str(path)
+    text += f"\nreport: {path}"
+    integ = data.get("integration")
+    conflict = data["status"] == "conflict" or bool(integ and integ["conflicts"])
+    return Result(data, text, str(path), conflict)
+
+
+def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run: bool = False,
+        skip: tuple[str, ...] = (), resume: bool = False, abort: bool = False,
+        progress: engine.Progress | None = None) -> Result:
+    repo = ws.repo
+    with refs.Lock(repo):
+        if abort:
+            state = engine.abort_rebase(ws)
+            text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
+            return Result({"status": "aborted", "id": state.id}, text, "", False)
+        if resume:
+            return _finish(ws, engine.continue_rebase(ws, progress=progress))
+        if onto is None:
+            raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
+        if fetch:
+            git(workdir(repo), "fetch", ws.series.upstream.remote, "--tags")
+        return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress))

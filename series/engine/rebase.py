@@ -1,0 +1,403 @@
+"""Rebase the series: plan (pure) -> replay (in memory) -> commit (all refs at once) -> journal.
+
+    start(ws, onto_spec, ...)      plan every active topic, replay them all, then either
+                                   commit (every branch, the integration branch and
+                                   series.yaml in one refs.Transaction) or halt on conflicts
+    continue_rebase(ws, ...)       take the worktree's resolution and go on
+    abort_rebase(ws)               put everything back
+    build_integration(ws)          the integration chain of the current branches (series build)
+
+Every topic is tried before anything is reported, so all conflicts show at once; no branch
+under refs/heads moves until every topic is clean. A topic with depends_on goes onto its
+dependency's new head (and waits when that one conflicts). Merged-upstream rules live in
+series.engine.merged; conflict resolvers/recorders in series.engine.resolve.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pygit2
+
+from series import config
+from series.engine import merged as merged_rules
+from series.engine import state as st
+from series.engine import worktree as wt
+from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
+                                       integrate)
+from series.engine.odb import MemOdb
+from series.engine.replay import ReplayStop, default_committer, replay_commits
+from series.engine.resolve import Hooks, hooks as default_hooks
+from series.errors import ConflictError, SeriesError
+from series.git import refs
+from series.git.repo import resolve_release, upstream_tips
+from series.workspace import Workspace
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Outcome:
+    """What a rebase step ended with; series.commands.rebase turns it into the report."""
+
+    state: st.RebaseState
+    finished: bool                      # refs moved (or, dry run: would move)
+    dry_run: bool = False
+    op_id: str | None = None
+    integration: IntegrationResult | None = None
+    worktree: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    persisted: bool = False
+
+    @property
+    def conflicts(self) -> list[st.TopicRun]:
+        return [t for t in self.state.topics if t.outcome == "conflict"]
+
+
+# -- plan ---------------------------------------------------------------------------------
+
+def _stamp() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicRun]:
+    """Each active topic's own commits and where it goes; pure (reads only)."""
+    repo = ws.repo
+    for name in skip:
+        ws.series.topic(name)  # an unknown name is a clear error
+    old_base = ws.base_commit()
+    tips = upstream_tips(repo, ws.series.upstream.remote) + [onto.id]
+    heads = {t.name: ws.head(t) for t in ws.series.topics
+             if t.active or repo.references.get(f"refs/heads/{t.branch}") is not None}
+    runs: list[st.TopicRun] = []
+    by_name: dict[str, st.TopicRun] = {}
+    for topic in ws.series.active():
+        head = heads[topic.name]
+        walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+        fork = repo.merge_base(old_base.id, head.id)
+        walker.hide(fork if fork is not None else old_base.id)
+        for tip in tips:
+            walker.hide(tip)
+        for dep in topic.depends_on:
+            if dep in heads:
+                walker.hide(heads[dep].id)
+        commits = list(walker)
+        start = commits[0].parents[0].id if commits and commits[0].parents else head.id
+        active_deps = [d for d in topic.depends_on if d in by_name]
+        run = st.TopicRun(name=topic.name, branch=topic.branch, old_head=str(head.id), start=str(start),
+                          commits=[str(c.id) for c in commits],
+                          depends_on=active_deps[-1] if active_deps else None)
+        if topic.name in skip:
+            run.outcome, run.reason = "skipped", "left out with --skip-topic"
+        elif run.depends_on and by_name[run.depends_on].outcome == "skipped":
+            run.outcome, run.reason = "skipped", f"depends on {run.depends_on}, which is skipped"
+        runs.append(run)
+        by_name[topic.name] = run
+    return runs
+
+
+# -- replay --------------------------------------------------------------------------------
+
+def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
+             rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> None:
+    """Replay every topic that can go on; conflicts and blocked topics wait."""
+    repo = ws.repo
+    committer = default_committer(repo)
+    onto_commit = repo[pygit2.Oid(hex=state.onto_sha)].peel(pygit2.Commit)
+    old_base = repo[pygit2.Oid(hex=state.old_base_sha)].peel(pygit2.Commit)
+    for run in state.topics:
+        if run.outcome == "blocked":
+            run.outcome = "pending"
+        if run.outcome != "pending":
+            continue
+        if progress:
+            progress(run.name)
+        onto = state.onto_sha
+        if run.depends_on:
+            dep = state.topic(run.depends_on)
+            if dep.outcome in ("conflict", "blocked", "pending"):
+                run.outcome, run.reason = "blocked", f"waits for {dep.name} (conflict)"
+                continue
+            onto = dep.new_head or state.onto_sha
+        commits = [repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits]
+        if run.done == 0:
+            run.new_start = onto
+            topic = ws.series.topic(run.name)
+            verdict = merged_rules.first_verdict(merged_rules.MergedContext(
+                repo, topic, old_base, onto_commit, state.onto_name, tuple(commits)), rules)
+            if verdict is not None:
+                run.outcome, run.reason = "merged", verdict.reason
+                run.modified, run.detail, run.new_head = verdict.modified, verdict.detail, onto
+                continue
+        head = run.new_head if run.done > 0 and run.new_head else onto
+        result = replay_commits(repo, commits[run.done:], pygit2.Oid(hex=head), committer=committer,
+                                resolver=hooks.resolver, topic=run.name, odb=odb)
+        run.mapping.update({str(k): str(v) for k, v in result.mapping.items()})
+        run.dropped += [str(c) for c in result.dropped]
+        run.changed += [str(c) for c in result.changed]
+        run.resolved += [[str(c), p] for c, p in result.resolved]
+        run.done += result.done
+        run.new_head = str(result.head)
+        if result.conflict is not None:
+            stop = result.conflict
+            subject = repo[stop.commit].message.split("\n", 1)[0]  # type: ignore[attr-defined]
+            run.outcome, run.new_head = "conflict", str(stop.head)
+            run.conflict = {"commit": str(stop.commit), "subject": subject,
+                            "files": [c.path for c in stop.conflicts],
+                            "kinds": {c.path: c.kind for c in stop.conflicts}}
+        elif run.commits and not run.mapping:
+            run.outcome, run.reason = "merged", f"every commit is already in {state.onto_name}"
+        else:
+            run.outcome = "clean"
+
+
+def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOdb) -> ReplayStop:
+    """Recompute the halted commit of `run` (cheap, one commit) to lay it out."""
+    repo = ws.repo
+    commit = repo[pygit2.Oid(hex=run.commits[run.done])].peel(pygit2.Commit)
+    result = replay_commits(repo, [commit], pygit2.Oid(hex=run.new_head or state.onto_sha),
+                            committer=default_committer(repo), topic=run.name, odb=odb)
+    if result.conflict is None:
+        raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
+                          "run 'series rebase --abort' and start again")
+    return result.conflict
+
+
+# -- halt, commit ----------------------------------------------------------------------------
+
+def _halt(ws: Workspace, state: st.RebaseState, odb: MemOdb) -> Outcome:
+    repo = ws.repo
+    odb.persist()
+    st.protect(repo, state)
+    current = next(t for t in state.topics if t.outcome == "conflict")
+    state.phase, state.current, state.materialized = "conflict", current.name, False
+    st.save(repo, state)
+    st.fault("rebase-after-state")
+    return _materialize(ws, state, odb)
+
+
+def _materialize(ws: Workspace, state: st.RebaseState, odb: MemOdb) -> Outcome:
+    repo = ws.repo
+    run = state.topic(state.current or "")
+    stop = _stop_for(ws, state, run, odb)
+    path = st.worktree_path(repo)
+    notes = wt.materialize(repo, path, stop)
+    st.fault("rebase-after-worktree")
+    state.materialized = True
+    st.save(repo, state)
+    return Outcome(state, finished=False, worktree=path, notes=notes, persisted=True)
+
+
+def _new_config(ws: Workspace, state: st.RebaseState) -> str:
+    path = Path(state.config_path)
+    _, doc = config.parse(state.config_before, path)
+    document = config.Document(path, doc)
+    document.set_base(state.onto_name)
+    for run in state.topics:
+        if run.outcome == "merged":
+            document.set_topic(run.name, status="merged", merged_in=state.onto_name)
+    text = document.dump()
+    config.parse(text, path)
+    return text
+
+
+def _integration_parts(state: st.RebaseState) -> list[IntegrationPart]:
+    return [IntegrationPart(t.name, pygit2.Oid(hex=t.new_start or state.onto_sha),
+                            pygit2.Oid(hex=t.new_head or state.onto_sha))
+            for t in state.topics if t.outcome == "clean" and t.commits]
+
+
+def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool) -> Outcome:
+    repo = ws.repo
+    integration = integrate(repo, pygit2.Oid(hex=state.onto_sha), _integration_parts(state), odb=odb)
+    if dry_run:
+        return Outcome(state, finished=True, dry_run=True, integration=integration)
+    names = {t.branch for t in state.topics if t.outcome == "clean" and t.new_head != t.old_head}
+    found = wt.checkouts(repo, names)
+    for checkout in found:
+        if wt.dirty(checkout):
+            raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes; "
+                              "commit or stash them, then 'series rebase --continue'")
+    odb.persist()
+    txn = refs.Transaction(repo, "rebase", f"onto {state.onto_name}")
+    for run in state.topics:
+        if run.outcome == "clean" and run.new_head and run.new_head != run.old_head:
+            txn.set(f"refs/heads/{run.branch}", run.new_head, expect=run.old_head)
+    branch = ws.series.integration
+    if branch and integration.ok:
+        txn.set(f"refs/heads/{branch}", str(integration.head))
+    txn.write_config(Path(state.config_path), _new_config(ws, state))
+    txn.extra = {"onto": state.onto_name, "checkouts": [
+        [str(c.path), c.branch] for c in found]}
+    state.phase, state.op_id = "committing", txn.reserve_id()
+    st.save(repo, state)
+    st.fault("rebase-before-transaction")
+    op = txn.commit()
+    return _after_commit(ws, state, op, integration)
+
+
+def _after_commit(ws: Workspace, state: st.RebaseState, op: refs.Operation,
+                  integration: IntegrationResult | None) -> Outcome:
+    repo = ws.repo
+    notes = []
+    moved = {m.ref: m for m in op.moves}
+    for path, branch in op.extra.get("checkouts", []):
+        move = moved.get(f"refs/heads/{branch}")
+        if move is None or move.old is None or move.new is None:
+            continue
+        tree = wt.git(Path(path), "write-tree", check=False).stdout.strip()
+        if tree == str(repo[pygit2.Oid(hex=move.old)].peel(pygit2.Commit).tree_id):
+            wt.update(wt.Checkout(Path(path), branch), move.old, move.new)
+            notes.append(f"updated the checkout of {branch} in {path}")
+    st.fault("rebase-after-transaction")
+    wt.remove(repo, st.worktree_path(repo)) if st.worktree_path(repo).exists() else None
+    st.clear(repo)
+    return Outcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
+
+
+def _finish_or_halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool) -> Outcome:
+    if any(t.outcome == "conflict" for t in state.topics):
+        if dry_run:
+            return Outcome(state, finished=False, dry_run=True)
+        return _halt(ws, state, odb)
+    return _commit(ws, state, odb, dry_run)
+
+
+# -- the entry points ----------------------------------------------------------------------------
+
+def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run: bool = False,
+          hooks: Hooks | None = None, merged: list[merged_rules.MergedRule] | None = None,
+          progress: Progress | None = None) -> Outcome:
+    repo = ws.repo
+    existing = st.load(repo)
+    if existing is not None:
+        raise SeriesError(f"a rebase onto {existing.onto_name} is in progress (started {existing.started}); "
+                          "'series rebase --continue' or 'series rebase --abort' first")
+    if not dry_run:
+        st.clear(repo)  # temporary refs of a run killed before it saved its state
+    onto_name, onto = resolve_release(repo, onto_spec)
+    old_base = ws.base_commit()
+    runs = plan(ws, onto, skip)
+    if not dry_run:
+        names = {r.branch for r in runs if r.outcome == "pending"}
+        for checkout in wt.checkouts(repo, names):
+            if wt.dirty(checkout):
+                raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes; "
+                                  "commit or stash them first (nothing was changed)")
+    state = st.RebaseState(
+        id=f"rebase-{_stamp()}", onto_spec=onto_spec, onto_name=onto_name, onto_sha=str(onto.id),
+        old_base_name=ws.series.upstream.base, old_base_sha=str(old_base.id),
+        config_path=str(ws.config_path), config_before=ws.config_path.read_text(), topics=runs,
+        skip=list(skip), started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    odb = MemOdb(repo)
+    _advance(ws, state, odb, hooks or default_hooks(ws.series), merged, progress)
+    return _finish_or_halt(ws, state, odb, dry_run)
+
+
+def _require(ws: Workspace, verb: str) -> st.RebaseState:
+    state = st.load(ws.repo)
+    if state is None:
+        raise SeriesError(f"no rebase in progress: nothing to {verb} (start one with 'series rebase --onto REF')")
+    return state
+
+
+def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
+                    merged: list[merged_rules.MergedRule] | None = None,
+                    progress: Progress | None = None) -> Outcome:
+    repo = ws.repo
+    state = _require(ws, "continue")
+    hooks = hooks or default_hooks(ws.series)
+    odb = MemOdb(repo)
+    if state.phase == "committing":
+        op = refs.find(repo, state.op_id or "")
+        if op is None:  # killed before the journal entry: nothing moved, commit again
+            return _commit(ws, state, odb, dry_run=False)
+        refs.finish(repo, op)
+        integration = integrate(repo, pygit2.Oid(hex=state.onto_sha), _integration_parts(state), odb=odb)
+        return _after_commit(ws, state, op, integration)
+    run = state.topic(state.current or "")
+    if not state.materialized:
+        return _materialize(ws, state, odb)
+    stop = _stop_for(ws, state, run, odb)
+    path = st.worktree_path(repo)
+    resolution = wt.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts])
+    for conflict in stop.conflicts:
+        hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
+    commit = repo[stop.commit].peel(pygit2.Commit)
+    if resolution.commit is not None:
+        new = resolution.commit
+    elif resolution.tree == odb.commit_tree(stop.head):
+        new = None
+    else:
+        from series.engine.replay import _raw_commit, signature_line
+
+        raw = _raw_commit(repo, commit)
+        new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(default_committer(repo)),
+                         raw.message, raw.extra)
+    if new is None:
+        run.dropped.append(str(commit.id))
+    else:
+        run.mapping[str(commit.id)] = str(new)
+        run.changed.append(str(commit.id))
+        run.new_head = str(new)
+    run.by_hand += [[str(commit.id), c.path] for c in stop.conflicts]
+    run.done += 1
+    run.outcome, run.conflict = "pending", None
+    odb.persist()
+    st.protect(repo, state)
+    st.save(repo, state)
+    st.fault("continue-after-commit")
+    _advance(ws, state, odb, hooks, merged, progress)
+    if any(t.outcome == "conflict" for t in state.topics):
+        return _halt(ws, state, odb)
+    wt.remove(repo, path)
+    return _commit(ws, state, odb, dry_run=False)
+
+
+def abort_rebase(ws: Workspace) -> st.RebaseState:
+    repo = ws.repo
+    state = _require(ws, "abort")
+    if state.phase == "committing" and state.op_id:
+        op = refs.find(repo, state.op_id)
+        if op is not None:
+            refs.revert(repo, op)
+        config_path = Path(state.config_path)
+        if config_path.exists() and config_path.read_text() != state.config_before:
+            config.write_text_atomically(config_path, state.config_before)
+    wt.remove(repo, st.worktree_path(repo))
+    st.clear(repo)
+    return state
+
+
+def in_progress(ws: Workspace) -> st.RebaseState | None:
+    return st.load(ws.repo)
+
+
+# -- for `series build` ------------------------------------------------------------------------
+
+def build_integration(ws: Workspace) -> IntegrationResult:
+    """The integration chain of the current branches over upstream.base, persisted.
+
+    Raises ConflictError naming every inter-topic conflict ("topic X vs topic Y, file F").
+    """
+    repo = ws.repo
+    base = ws.base_commit()
+    runs = plan(ws, base, ())
+    starts = {r.name: r for r in runs}
+    parts = []
+    for run in runs:
+        start = run.start
+        if run.depends_on:
+            start = starts[run.depends_on].old_head
+        if run.commits:
+            parts.append(IntegrationPart(run.name, pygit2.Oid(hex=start), pygit2.Oid(hex=run.old_head)))
+    result = integrate(repo, base.id, parts)
+    if not result.ok:
+        raise ConflictError("the topics do not combine: " + "; ".join(str(c) for c in result.conflicts))
+    return result
+
+
+__all__ = ["start", "continue_rebase", "abort_rebase", "build_integration", "integrate",
+           "InterTopicConflict", "IntegrationResult", "Outcome", "plan"]
