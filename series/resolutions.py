@@ -306,3 +306,40 @@ def describe(resolutions: Iterable[Resolution], root: Path) -> list[dict[str, ob
         rows.append({"topic": r.topic, "path": r.path, "conflict": r.conflict_id,
                      "hunks": r.preimage.count(_OURS + b"\n"), "commit": r.commit, "file": file})
     return rows
+
+
+def engine_hooks(series: Series) -> object:
+    """The rebase engine's resolver and recorder (protocol: series.engine.resolve).
+
+    Only textual conflicts ("content", "add/add") are keyed: a modify/delete or binary
+    conflict has no markers to normalize and stays a human's call. An empty resolution
+    is not recorded either: the engine reports a deleted file as empty bytes, and
+    replaying "empty" where the human meant "deleted" would be wrong.
+    """
+    from series.engine.resolve import Hooks
+
+    store = ResolutionStore.for_series(series)
+    textual = ("content", "add/add")
+
+    def resolver(topic: str, path: str, conflict: object) -> bytes | None:
+        if getattr(conflict, "kind", None) not in textual:
+            return None
+        return store.lookup(topic, path, conflict.merged)  # type: ignore[attr-defined]
+
+    def recorder(topic: str, path: str, conflict: object, resolved: bytes) -> None:
+        if getattr(conflict, "kind", None) not in textual or not resolved:
+            return
+        merged: bytes = conflict.merged  # type: ignore[attr-defined]
+        store.record(topic, path, merged, resolved, commit=_replayed_subject(merged))
+
+    return Hooks(resolver=resolver, recorder=recorder)
+
+
+def _replayed_subject(merged: bytes) -> str | None:
+    """The subject of the commit being replayed, from its '>>>>>>> abc1234 (subject)' label."""
+    for line in _lines(merged):
+        if _marker(line, _THEIRS):
+            label = line[MARKER_SIZE:].strip().decode("utf-8", "replace")
+            m = re.match(r"^[0-9a-f]{4,40} \((.*)\)$", label)
+            return m.group(1) if m else (label or None)
+    return None

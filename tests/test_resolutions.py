@@ -153,3 +153,78 @@ def test_cli_honours_the_resolutions_key(fork: Path) -> None:
     store.record("offload-evict-fix", "x.py", merge(fork, *ours_theirs()), BASE.encode())
     out = run_series("resolutions", cwd=fork).stdout
     assert "ci/conflicts" in out and "x.py" in out, out
+
+
+# -- with the rebase engine: recorded by --continue, replayed in a fresh clone ---------------
+
+LRU = "vllm/v1/kv_offload/cpu/policies/lru.py"
+
+
+def _resolve_in_worktree(worktree: Path, comment: str) -> None:
+    """Take upstream's loop and keep our comment: what a maintainer would do."""
+    path = worktree / LRU
+    text = path.read_text()
+    start = text.index("<<<<<<< ")
+    end = text.index("\n", text.index(">>>>>>> ")) + 1
+    resolved = (f"        # {comment}\n        for key in keys[::-1]:\n"
+                "            if key in self.blocks:\n                self.blocks.move_to_end(key)\n")
+    path.write_text(text[:start] + resolved + text[end:])
+    sh("git add -A .", worktree)
+
+
+def _worktree(output: str) -> Path:
+    import re
+
+    m = re.search(r" in (/\S+?):? ", output)
+    assert m, output
+    return Path(m.group(1))
+
+
+def _series_files_clone(upstream: Path, target: Path, export: Path, resolutions: Path) -> Path:
+    import shutil
+    import subprocess
+
+    subprocess.run(["git", "clone", "-q", "-o", "upstream", str(upstream), str(target)], check=True)
+    shutil.copytree(export, target / "patches")
+    shutil.copytree(resolutions, target / "resolutions")
+    shutil.copyfile(export / "series.yaml", target / "series.yaml")
+    run_series("import", cwd=target)
+    return target
+
+
+def test_a_resolved_conflict_is_replayed_in_a_fresh_clone(fork: Path, upstream: Path, tmp_path: Path) -> None:
+    run_series("export", str(tmp_path / "export"), cwd=fork)
+    first = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    worktree = _worktree(first.stdout + first.stderr)
+    _resolve_in_worktree(worktree, "keep request order: the first key is evicted last")
+    run_series("rebase", "--continue", cwd=fork)
+    files = list((fork / "resolutions" / "offload-evict-fix").glob("*.txt"))
+    assert len(files) == 1, files
+    text = files[0].read_text()
+    assert f"path: {LRU}\n" in text and "commit: [Bugfix][KV offload] keep request order on touch" in text, text
+
+    # CI: a fresh clone of upstream holding only the series files
+    ci = _series_files_clone(upstream, tmp_path / "ci", tmp_path / "export", fork / "resolutions")
+    out = run_series("rebase", "--onto", "v0.31.0", cwd=ci).stdout
+    assert "resolved from memory" in out and LRU in out, out
+    ours = sh(f"git show topic/offload-evict-fix~1:{LRU}", fork)
+    assert sh(f"git show topic/offload-evict-fix~1:{LRU}", ci) == ours
+    assert "evicted last" in ours and "if key in self.blocks" in ours
+
+
+def test_a_different_conflict_in_the_same_file_stops_for_a_human(
+        fork: Path, upstream: Path, tmp_path: Path) -> None:
+    run_series("export", str(tmp_path / "export"), cwd=fork)
+    first = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    worktree = _worktree(first.stdout + first.stderr)
+    _resolve_in_worktree(worktree, "keep request order: the first key is evicted last")
+    run_series("rebase", "--continue", cwd=fork)
+
+    ci = _series_files_clone(upstream, tmp_path / "ci", tmp_path / "export", fork / "resolutions")
+    # the topic now words its comment differently: the clash is not the recorded one
+    sh("git checkout -q --detach topic/offload-evict-fix~1 && "
+       f"sed -i 's/the first key is evicted last/evict the first key last/' {LRU} && "
+       "git commit -qa --amend --no-edit && git cherry-pick topic/offload-evict-fix >/dev/null && "
+       "git branch -f topic/offload-evict-fix HEAD && git checkout -q --detach v0.30.0", ci)
+    out = run_series("rebase", "--onto", "v0.31.0", cwd=ci, expect=3).stdout
+    assert "CONFLICT" in out and "resolved from memory" not in out, out
