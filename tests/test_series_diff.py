@@ -92,3 +92,21 @@ def test_diff_of_an_export_against_a_changed_topic_shows_changed_commits(fork: P
 def test_diff_rejects_what_it_cannot_read(fork: Path) -> None:
     proc = run_series("diff", "nope", "series.yaml", cwd=fork, expect=1)
     assert "operation id" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_diff_of_a_real_rebase_from_the_journal(fork: Path) -> None:
+    run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork)
+    ops = sorted(p.name for p in (fork / ".git" / "series" / "journal").glob("*.json"))
+    assert len(ops) == 1, ops
+    number = ops[0].split("-")[0]
+    out = run_series("diff", f"{number}^", number, "--json", cwd=fork).stdout
+    data = json.loads(out)
+    assert (data["old_base"], data["new_base"]) == ("v0.30.0", "v0.31.0"), out
+    changes = _changes(out)
+    assert changes[("ipc-backport", "status")]["new_status"] == "merged", out
+    assert ("ipc-backport", "commits") not in changes, "a merged topic has no range to compare"
+    assert changes[("sched-note", "commits")]["counts"] == {"equal": 1, "changed": 0, "dropped": 0, "added": 0}
+    # the skipped topic did not move: its range is the same commits on both sides
+    assert changes[("offload-evict-fix", "commits")]["counts"]["equal"] == 2, out
+    text = run_series("diff", f"{number}^", number, cwd=fork).stdout
+    assert "~ ipc-backport: active -> merged (in v0.31.0)" in text, text

@@ -219,6 +219,8 @@ def run(ws: Workspace, old_spec: str, new_spec: str) -> SeriesDiff:
             elif topic.merged_in:
                 detail = f"in {topic.merged_in}"
             result.changes.append(TopicChange(name, "status", before.status.value, topic.status.value, detail))
+        if not (before.active and topic.active):
+            continue  # a merged or superseded topic's kept branch says nothing new
         old_range, new_range = _range(ws, old, name), _range(ws, new, name)
         if old_range and new_range:
             lines, counts = range_diff(ws, old_range, new_range)
