@@ -2,8 +2,8 @@
 
 Every operation that moves refs goes through `Transaction.commit()`:
   1. the journal entry is written with every old and new value (state "pending"),
-  2. each old value is kept under refs/series/backup/<op>/<ref>,
-  3. all refs move in one `git update-ref --stdin` transaction with old values checked,
+  2.+3. all refs move in one `git update-ref --stdin` transaction with old values checked,
+     which also keeps each old value under refs/series/backup/<op>/<ref>,
   4. series.yaml gets its new text, and the entry becomes "done".
 A process killed between steps leaves a pending entry; `series undo` (or the command's
 --abort) puts every ref and series.yaml back from it.
@@ -144,9 +144,15 @@ def current(repo: pygit2.Repository, ref: str) -> str | None:
     return str(found.resolve().target)
 
 
-def _update_ref_stdin(repo: pygit2.Repository, moves: list[RefMove], message: str) -> None:
+def _update_ref_stdin(repo: pygit2.Repository, moves: list[RefMove], message: str,
+                      lenient: int = 0) -> None:
+    """All moves in one git transaction; the first `lenient` ones are written whatever
+    their current value (backup refs, which a retried operation may find already there)."""
     lines = ["start"]
-    for m in moves:
+    for i, m in enumerate(moves):
+        if i < lenient:
+            lines.append(f"update {m.ref} {m.new}")
+            continue
         old = m.old or ZERO
         if m.new is None:
             lines.append(f"delete {m.ref} {old}")
@@ -201,12 +207,15 @@ class Transaction:
         entry = journal_dir(self.repo) / f"{op.id}.json"
         write_text_atomically(entry, op.to_json())
         _inject(fault, "after-journal")
-        for m in self.moves:
-            if m.old is not None:
-                self.repo.references.create(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", m.old, force=True)
+        # The backup refs are created in the same update-ref transaction as the moves: one
+        # git process instead of one ref write per topic, and the old commits are reachable
+        # from the branches themselves until that transaction commits.
+        backups = [RefMove(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", None, m.old)
+                   for m in self.moves if m.old is not None]
         _inject(fault, "after-backup")
         if self.moves:
-            _update_ref_stdin(self.repo, self.moves, f"series {self.command}: {self.summary}")
+            _update_ref_stdin(self.repo, backups + self.moves, f"series {self.command}: {self.summary}",
+                              lenient=len(backups))
         _inject(fault, "after-refs")
         if self.config_path is not None and self.config_after is not None:
             write_text_atomically(self.config_path, self.config_after)
@@ -241,11 +250,11 @@ def finish(repo: pygit2.Repository, op: Operation) -> Operation:
             raise SeriesError(f"cannot finish {op.id}: {m.ref} is at {now or 'nothing'}, "
                               f"expected {m.old or 'nothing'} or {m.new or 'nothing'}")
         todo.append(m)
-    for m in op.moves:
-        if m.old is not None:
-            repo.references.create(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", m.old, force=True)
-    if todo:
-        _update_ref_stdin(repo, todo, f"series {op.command}: {op.summary} (finished)")
+    backups = [RefMove(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", None, m.old)
+               for m in op.moves if m.old is not None]
+    if todo or backups:
+        _update_ref_stdin(repo, backups + todo, f"series {op.command}: {op.summary} (finished)",
+                          lenient=len(backups))
     if op.config_path and op.config_after is not None:
         path = Path(op.config_path)
         if not path.exists() or path.read_text() != op.config_after:
