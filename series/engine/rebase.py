@@ -25,6 +25,7 @@ from series import config
 from series.engine import merged as merged_rules
 from series.engine import state as st
 from series.engine import worktree as wt
+from series.engine import yamledit
 from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
                                        integrate)
 from series.engine.odb import MemOdb
@@ -191,6 +192,10 @@ def _materialize(ws: Workspace, state: st.RebaseState, odb: MemOdb) -> Outcome:
 
 
 def _new_config(ws: Workspace, state: st.RebaseState) -> str:
+    merged = {run.name: state.onto_name for run in state.topics if run.outcome == "merged"}
+    text = yamledit.edit(state.config_before, state.onto_name, merged)
+    if text is not None:
+        return text
     path = Path(state.config_path)
     _, doc = config.parse(state.config_before, path)
     document = config.Document(path, doc)
