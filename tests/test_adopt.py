@@ -204,7 +204,7 @@ def test_a_pr_that_does_not_apply_to_our_base_is_a_conflict_and_nothing_moves(
     sh("git fetch -q upstream", served)
     before = (served / "series.yaml").read_text()
     proc = run_series("adopt-upstream", "61300", "--no-replace", "--offline", cwd=served, expect=3)
-    assert "conflicts with" in proc.stderr and LRU in proc.stderr and "nothing was changed" in proc.stderr, proc.stderr
+    assert "does not apply to v0.30.0: conflicts in" in proc.stderr and LRU in proc.stderr and "nothing was changed" in proc.stderr, proc.stderr
     assert (served / "series.yaml").read_text() == before and branch(served, "topic/pr-61300") is None
 
 

@@ -17,11 +17,11 @@ from typing import Callable
 import pygit2
 
 from series import config
-from series.errors import SeriesError
+from series.engine.replay import replay_commits
+from series.errors import ConflictError, SeriesError
 from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
-from series.forge.pick import replay
 from series.forge.refs import fetch_commit, fetch_pull
 from series.git.cli import git
 from series.git.refs import Lock, Transaction, current
@@ -107,13 +107,6 @@ def with_trailers(message: str, reference: str, original: str) -> str:
         lines.append(f"Upstream-PR: {reference}")
     lines.append(f"(cherry picked from commit {original})")
     return text + ("\n" if in_block else "\n\n") + "\n".join(lines) + "\n"
-
-
-def _committer(repo: pygit2.Repository) -> pygit2.Signature:
-    try:
-        return repo.default_signature
-    except (KeyError, pygit2.GitError):
-        raise SeriesError("no committer identity: set git config user.name and user.email") from None
 
 
 def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
@@ -228,13 +221,29 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
         replaces = _choose(ws, number, pr_files, replaces, no_replace, confirm, notes)
 
     base = ws.base_commit()
-    committer = _committer(repo)
-    result = replay(repo, picks, base, committer=committer,
-                    rewrite_message=lambda c: with_trailers(c.message, reference, str(c.id)),
-                    what=f"PR #{number}")
-    adopted = [AdoptedCommit(str(old.id), str(new), f"{old.author.name} <{old.author.email}>",
+    # The rebase engine's in-memory, path-limited replay: the author line is kept byte
+    # for byte, the committer is the local user (GIT_COMMITTER_* or user.*).
+    result = replay_commits(repo, picks, base,
+                            rewrite_message=lambda c: with_trailers(c.message, reference, str(c.id)),
+                            topic=topic_name)
+    if result.conflict is not None:
+        stop = result.conflict
+        commit = repo[stop.commit].peel(pygit2.Commit)
+        files = ", ".join(f"{c.path} ({c.kind})" for c in stop.conflicts)
+        raise ConflictError(
+            f"PR #{number}: commit {str(commit.id)[:12]} '{commit.message.splitlines()[0]}' does not "
+            f"apply to {ws.series.upstream.base}: conflicts in {files}; nothing was changed "
+            f"(adopt it after rebasing onto a release it applies to)")
+    if result.dropped:
+        notes.append(f"{len(result.dropped)} PR commit(s) already in {ws.series.upstream.base}, left out: "
+                     + ", ".join(str(c)[:12] for c in result.dropped))
+    if not result.mapping:
+        raise SeriesError(f"every commit of PR #{number} is already in {ws.series.upstream.base}: "
+                          "nothing to adopt")
+    adopted = [AdoptedCommit(str(old.id), str(result.mapping[old.id]),
+                             f"{old.author.name} <{old.author.email}>",
                              old.author.time, old.author.offset, old.message.split("\n", 1)[0].strip())
-               for old, new in zip(picks, result.commits)]
+               for old in picks if old.id in result.mapping]
     new_head = str(result.head)
 
     text = _edited_config(ws, number, topic_name, branch, head_sha, meta, picks, replaces, refresh, notes)
