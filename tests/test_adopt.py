@@ -98,9 +98,7 @@ def test_adopt_keeps_authorship_field_by_field_and_supersedes_our_topic(served: 
     assert "# bumped by 'series rebase'" in text and text.startswith(yaml_before.split("topics:")[0]), text
 
     # undo: the new branch is gone, series.yaml is back, our topic still where it was
-    from series.git.refs import undo_last
-
-    undo_last(repo_of(served))
+    run_series("undo", cwd=served)
     assert branch(served, "topic/pr-61050") is None
     assert (served / "series.yaml").read_text() == yaml_before
     assert branch(served, "topic/offload-evict-fix") == ours_before

@@ -6,7 +6,6 @@ from pathlib import Path
 import pygit2
 
 from series import config
-from series.git.refs import undo_last
 from tests.conftest import run_series
 
 
@@ -36,7 +35,7 @@ def test_drop_records_reason_and_undo_puts_series_yaml_back(fork: Path) -> None:
     topic = config.load(fork / "series.yaml").topic("api-hello")
     assert (topic.status.value, topic.reason) == ("dropped", "upstream has /health now")
     assert _refs(fork) == before
-    undo_last(pygit2.Repository(str(fork)))
+    run_series("undo", cwd=fork)
     assert (fork / "series.yaml").read_text() == original
 
 
