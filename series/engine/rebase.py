@@ -29,7 +29,8 @@ from series.engine import yamledit
 from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
                                        integrate)
 from series.engine.odb import MemOdb
-from series.engine.replay import ReplayStop, default_committer, replay_commits
+from series.engine.replay import (ReplayStop, _raw_commit, default_committer, replay_commits,
+                                  signature_line)
 from series.engine.resolve import Hooks, hooks as default_hooks
 from series.errors import ConflictError, SeriesError
 from series.git import refs
@@ -308,6 +309,39 @@ def _require(ws: Workspace, verb: str) -> st.RebaseState:
     return state
 
 
+def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, path: Path) -> None:
+    """Commit what the user resolved in the worktree; the topic goes on from there."""
+    repo = ws.repo
+    run = state.topic(state.current or "")
+    stop = _stop_for(ws, state, run, odb)
+    resolution = wt.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts])
+    for conflict in stop.conflicts:
+        hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
+    commit = repo[stop.commit].peel(pygit2.Commit)
+    new: pygit2.Oid | None
+    if resolution.commit is not None:
+        new = resolution.commit
+    elif resolution.tree == odb.commit_tree(stop.head):
+        new = None  # resolved to nothing: the commit is dropped, as git rebase would
+    else:
+        raw = _raw_commit(repo, commit)
+        new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(default_committer(repo)),
+                         raw.message, raw.extra)
+    if new is None:
+        run.dropped.append(str(commit.id))
+    else:
+        run.mapping[str(commit.id)] = str(new)
+        run.changed.append(str(commit.id))
+        run.new_head = str(new)
+    run.by_hand += [[str(commit.id), c.path] for c in stop.conflicts]
+    run.done += 1
+    run.outcome, run.conflict = "pending", None
+    state.current, state.materialized = None, False
+    odb.persist()
+    st.protect(repo, state)
+    st.save(repo, state)
+
+
 def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
                     merged: list[merged_rules.MergedRule] | None = None,
                     progress: Progress | None = None) -> Outcome:
@@ -322,42 +356,20 @@ def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
         refs.finish(repo, op)
         integration = integrate(repo, pygit2.Oid(hex=state.onto_sha), _integration_parts(state), odb=odb)
         return _after_commit(ws, state, op, integration)
-    run = state.topic(state.current or "")
-    if not state.materialized:
-        return _materialize(ws, state, odb)
-    stop = _stop_for(ws, state, run, odb)
     path = st.worktree_path(repo)
-    resolution = wt.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts])
-    for conflict in stop.conflicts:
-        hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
-    commit = repo[stop.commit].peel(pygit2.Commit)
-    if resolution.commit is not None:
-        new = resolution.commit
-    elif resolution.tree == odb.commit_tree(stop.head):
-        new = None
-    else:
-        from series.engine.replay import _raw_commit, signature_line
-
-        raw = _raw_commit(repo, commit)
-        new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(default_committer(repo)),
-                         raw.message, raw.extra)
-    if new is None:
-        run.dropped.append(str(commit.id))
-    else:
-        run.mapping[str(commit.id)] = str(new)
-        run.changed.append(str(commit.id))
-        run.new_head = str(new)
-    run.by_hand += [[str(commit.id), c.path] for c in stop.conflicts]
-    run.done += 1
-    run.outcome, run.conflict = "pending", None
-    odb.persist()
-    st.protect(repo, state)
-    st.save(repo, state)
+    if state.current is not None:  # None: the resolution was taken, a process died after
+        if not state.materialized:
+            # killed while laying it out: redo it, unless the user has already worked there
+            if wt.untouched(path, _stop_for(ws, state, state.topic(state.current), odb)):
+                return _materialize(ws, state, odb)
+            state.materialized = True
+        _take_resolution(ws, state, odb, hooks, path)
     st.fault("continue-after-commit")
     _advance(ws, state, odb, hooks, merged, progress)
     if any(t.outcome == "conflict" for t in state.topics):
         return _halt(ws, state, odb)
-    wt.remove(repo, path)
+    if path.exists():
+        wt.remove(repo, path)
     return _commit(ws, state, odb, dry_run=False)
 
 

@@ -101,6 +101,29 @@ def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop) -> list[s
     return notes
 
 
+def untouched(path: Path, stop: ReplayStop) -> bool:
+    """Is a worktree whose layout was interrupted free of the user's work (safe to redo)?
+
+    True when it is missing, or every conflicting path is still unresolved in the index
+    and its file is either as laid out (markers) or not written yet."""
+    if not path.exists():
+        return True
+    try:
+        repo = pygit2.Repository(str(path))
+        index = repo.index
+        index.read()
+    except (pygit2.GitError, KeyError):
+        return True
+    conflicted = {e.path for triple in (index.conflicts or []) for e in triple if e is not None}
+    for c in stop.conflicts:
+        if c.path not in conflicted:
+            return False
+        target = path / c.path
+        if target.is_file() and target.read_bytes() not in (c.merged, c.ours or b""):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class Resolution:
     tree: pygit2.Oid
