@@ -85,6 +85,9 @@ def test_round_trip_export_import_keeps_trees_authors_dates_messages(
        "git checkout -q --detach v0.30.0", fork)
     run_series("export", cwd=fork)
     fresh = _fresh_clone(upstream, tmp_path / "fresh", {"patches": fork / "patches"})
+    dry = run_series("import", "patches", "--dry-run", cwd=fresh).stdout
+    assert "would create" in dry and not (fresh / "series.yaml").exists(), "a dry run writes nothing"
+    assert "topic/" not in sh("git branch", fresh)
     out = run_series("import", "patches", cwd=fresh).stdout
     assert "copied series.yaml" in out, out
     for topic in TOPICS:

@@ -59,10 +59,17 @@ def import_(ctx: Context, directory: Path | None, force: bool, dry_run: bool, as
     from series.patches.export import default_directory
 
     copied = None
-    if directory is not None:
-        copied = cmd.ensure_config(ctx.directory or Path.cwd(), directory.resolve()) \
-            if ctx.config_file is None else None
-    ws = ctx.workspace(check_branches=False)
+    start = ctx.directory or Path.cwd()
+    if directory is not None and ctx.config_file is None:
+        copied = cmd.ensure_config(start, directory.resolve(), dry_run=dry_run)
+    if copied is not None and dry_run:
+        from series import config
+        from series.git.repo import open_repo
+        from series.workspace import Workspace
+
+        ws = Workspace(config.load(copied), open_repo(start))
+    else:
+        ws = ctx.workspace(check_branches=False)
     target = (directory or default_directory(ws)).resolve()
     result = cmd.run(ws, target, force=force, dry_run=dry_run)
     result.config_copied = copied

@@ -45,8 +45,12 @@ class ImportResult:
     config_copied: Path | None = None
 
 
-def ensure_config(start: Path, directory: Path) -> Path | None:
-    """No series.yaml here yet: take the export's copy (a fresh clone of upstream)."""
+def ensure_config(start: Path, directory: Path, dry_run: bool = False) -> Path | None:
+    """No series.yaml here yet: take the export's copy (a fresh clone of upstream).
+
+    Returns the series.yaml to use when it is not the one found here: the copy, or with
+    `dry_run` the export's own (a dry run writes nothing, not even the copy).
+    """
     try:
         config.find(start)
         return None
@@ -56,6 +60,8 @@ def ensure_config(start: Path, directory: Path) -> Path | None:
     if not source.is_file():
         raise SeriesError(f"no {config.FILENAME} here and none in {directory}: "
                           "run 'series init' first, or import a complete export")
+    if dry_run:
+        return source
     root = workdir(open_repo(start))
     target = root / config.FILENAME
     shutil.copyfile(source, target)
@@ -170,18 +176,21 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
 
 def render(result: ImportResult, dry_run: bool = False) -> str:
     out = []
-    if result.config_copied:
+    if result.config_copied and dry_run:
+        out.append("no series.yaml here: would copy the export's")
+    elif result.config_copied:
         out.append(f"no series.yaml here: copied {result.config_copied.name} from the export")
     verb = "would import" if dry_run else "imported"
     out.append(f"{verb} {result.directory} onto {result.base}")
     width = max([len(t.topic) for t in result.topics] + [5])
+    branch_width = max([len(t.branch) for t in result.topics] + [6])
     for t in result.topics:
         action = t.action if not dry_run or t.action in ("unchanged", "skipped", "refused") else \
             {"created": "would create", "updated": "would update"}[t.action]
         if t.action == "refused":
             action = "exists with other commits (use --force)"
-        line = f"  {t.topic:<{width}}  {t.commits} commit{'s' if t.commits != 1 else ' '}  " \
-               f"{t.branch}  {action}"
+        line = f"  {t.topic:<{width}}  {t.commits:>3} commit{'s' if t.commits != 1 else ' '}  " \
+               f"{t.branch:<{branch_width}}  {action}"
         if t.note:
             line += f" ({t.note})"
         out.append(line)
