@@ -138,3 +138,17 @@ def test_unknown_topic_and_empty_topic(fork: Path) -> None:
     sh("git branch -f topic/api-hello v0.30.0", fork)
     proc = run_series("preflight", "api-hello", "--offline", cwd=fork, expect=1)
     assert "no commits over v0.30.0" in proc.stderr, proc.stderr
+
+
+def test_preflight_stops_before_exceeding_the_rate_limit(fork: Path, httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/repos/vllm-project/vllm/pulls").respond_with_json(
+        github_fixture("pulls-page-1"), headers={"X-RateLimit-Remaining": "1"})
+    proc = run_series("preflight", "offload-evict-fix", cwd=fork, expect=1,
+                      env={"SERIES_GITHUB_API": httpserver.url_for("")})
+    assert "needs 2 GitHub API requests but only 1 remain" in proc.stderr, proc.stderr
+    assert len(httpserver.log) == 1, "no file request was spent"
+    httpserver.expect_request("/repos/vllm-project/vllm/pulls/61200/files").respond_with_json(
+        github_fixture("files-61200"))
+    out = run_series("preflight", "offload-evict-fix", "--limit", "1", cwd=fork,
+                     env={"SERIES_GITHUB_API": httpserver.url_for("")}).stdout
+    assert "note: checked the 1 most recently updated of 2 PRs (--limit)" in out, out
