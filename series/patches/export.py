@@ -162,7 +162,14 @@ def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResul
         elif any(directory.iterdir()):
             raise SeriesError(f"{directory} is not empty and holds no previous export (no '{ORDER}' "
                               "file); pick a new or empty directory")
+    reserved = {ORDER, FILENAME}
+    rel = resolutions_subdir(ws.series.resolutions)
+    if rel is not None:
+        reserved.add(rel.parts[0])
     for topic in ws.series.active():
+        if topic.name in reserved:
+            raise SeriesError(f"topic '{topic.name}' cannot be exported: its directory would clash "
+                              f"with the export's own '{topic.name}' (rename the topic)")
         patches = topic_patches(ws, topic)
         if patches.files and not patches.on_base:
             result.notes.append(f"{topic.name}: branch does not sit on {ws.series.upstream.base}; "
