@@ -152,3 +152,13 @@ def test_preflight_stops_before_exceeding_the_rate_limit(fork: Path, httpserver:
     out = run_series("preflight", "offload-evict-fix", "--limit", "1", cwd=fork,
                      env={"SERIES_GITHUB_API": httpserver.url_for("")}).stdout
     assert "note: checked the 1 most recently updated of 2 PRs (--limit)" in out, out
+
+
+def test_fetched_pr_heads_are_not_upstream_history(served: Path) -> None:
+    """Our own topic posted upstream as PR #62000: fetching PR heads must not make its
+    commits look like upstream's (status would count 0, a rebase would retire it)."""
+    sh("git push -q upstream topic/offload-evict-fix:refs/pull/62000/head", served)
+    out = run_series("preflight", "offload-evict-fix", "--fetch", "--days", "3650", cwd=served).stdout
+    assert "  #62000" in out and "2 commit(s) over v0.30.0" in out, out
+    rows = {t["name"]: t for t in json.loads(run_series("status", "--json", cwd=served).stdout)["topics"]}
+    assert rows["offload-evict-fix"]["commits"] == 2, rows["offload-evict-fix"]

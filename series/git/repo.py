@@ -178,10 +178,15 @@ def sha(oid: pygit2.Oid | str) -> Sha:
 
 
 def upstream_tips(repo: pygit2.Repository, remote: str) -> list[pygit2.Oid]:
-    """Commits of upstream's history as this clone knows it: remote branches and tags."""
+    """Commits of upstream's history as this clone knows it: remote branches and tags.
+
+    Not the pull request heads fetched into refs/remotes/<remote>/pr/N: a PR is a
+    proposal, not upstream history (and may be our own topic, posted upstream).
+    """
     tips = []
+    proposals = f"refs/remotes/{remote}/pr/"
     for name in repo.references:
-        if name.startswith((f"refs/remotes/{remote}/", "refs/tags/")):
+        if name.startswith((f"refs/remotes/{remote}/", "refs/tags/")) and not name.startswith(proposals):
             try:
                 tips.append(repo.references[name].peel(pygit2.Commit).id)
             except (pygit2.GitError, pygit2.InvalidSpecError, ValueError):
