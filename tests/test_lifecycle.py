@@ -63,3 +63,15 @@ def test_lifecycle_errors_are_one_line(fork: Path) -> None:
     assert "already dropped" in proc.stderr, proc.stderr
     proc = run_series("supersede", "sched-note", "--by", "api-hello", cwd=fork, expect=1)
     assert "'api-hello' is dropped itself" in proc.stderr, proc.stderr
+
+
+def test_status_changes_wait_for_a_halted_rebase(fork: Path) -> None:
+    run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)  # offload-evict-fix conflicts
+    before = (fork / "series.yaml").read_text()
+    for args in (("drop", "api-hello"), ("supersede", "api-hello", "--by", "sched-note"),
+                 ("adopt-upstream", "1", "--offline")):
+        proc = run_series(*args, cwd=fork, expect=1)
+        assert "a series rebase is in progress" in proc.stderr, proc.stderr
+    assert (fork / "series.yaml").read_text() == before
+    run_series("rebase", "--abort", cwd=fork)
+    run_series("drop", "api-hello", cwd=fork)

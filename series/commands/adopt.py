@@ -17,6 +17,7 @@ from typing import Callable
 import pygit2
 
 from series import config
+from series.commands.supersede import refuse_during_rebase
 from series.engine.replay import replay_commits
 from series.errors import ConflictError, SeriesError
 from series.forge.base import (
@@ -185,6 +186,8 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
     if replaces is not None and replaces == topic_name:
         raise SeriesError(f"--replaces {replaces}: a topic cannot replace itself")
 
+    if not dry_run:
+        refuse_during_rebase(ws, "adopt-upstream")
     notes: list[str] = []
     head_sha = fetch_pull(repo, remote, number)
     repo = pygit2.Repository(repo.path)  # see the objects and refs the fetch brought

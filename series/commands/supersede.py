@@ -25,6 +25,16 @@ class StatusChange:
     operation: str | None = None  # journal id; None on --dry-run
 
 
+def refuse_during_rebase(ws: Workspace, verb: str) -> None:
+    """A halted rebase rewrites series.yaml and the branches when it finishes; a change
+    made in between would be lost or would block its --abort."""
+    from series.engine.state import state_file
+
+    if state_file(ws.repo).exists():
+        raise SeriesError(f"a series rebase is in progress: finish it with 'series rebase --continue' "
+                          f"or 'series rebase --abort' before '{verb}'")
+
+
 def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run: bool,
                 **fields: object) -> str | None:
     """Change one topic's fields in series.yaml as a journaled operation; its id."""
@@ -34,6 +44,7 @@ def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run
     config.parse(text, ws.config_path)  # the result must be a valid series.yaml
     if dry_run:
         return None
+    refuse_during_rebase(ws, command)
     with Lock(ws.repo):
         txn = Transaction(ws.repo, command, summary)
         txn.write_config(ws.config_path, text)
