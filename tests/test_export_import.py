@@ -124,6 +124,10 @@ def test_import_refuses_to_overwrite_a_different_branch_unless_forced(
     assert sh("git for-each-ref", fresh) == before, "nothing may move when one branch is refused"
     dry = run_series("import", "--dry-run", "--force", cwd=fresh).stdout
     assert "would update" in dry and sh("git for-each-ref", fresh) == before, dry
+    sh("git checkout -q topic/api-hello", fresh)
+    busy = run_series("import", "--force", cwd=fresh, expect=1)
+    assert "checked out" in busy.stderr and sh("git for-each-ref", fresh) == before, busy.stderr
+    sh("git checkout -q --detach v0.30.0", fresh)
     run_series("import", "--force", cwd=fresh)
     assert _commits(fresh, "topic/api-hello") == _commits(fork, "topic/api-hello")
     backups = sh("git for-each-ref --format='%(refname)' refs/series/backup", fresh)
