@@ -78,7 +78,7 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
     upstream = demo.build_upstream(upstream_path)
     demo.build_fork(upstream_path, fork)
     (fork / "series.yaml").write_text(demo.series_yaml())
-    wheel = demo.build_release_wheel(upstream, "v0.30.0", directory / "wheels")
+    wheel = demo.build_release_wheel(upstream, "v0.32.0", directory / "wheels")
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", SERIES_OFFLINE="1")
     for number, step in enumerate(STEPS, 1):
         argv = tuple(a.replace("{wheel}", str(wheel)) for a in step.argv)
@@ -88,8 +88,8 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
             step.before(fork)
         echo(f"$ series {shlex.join(argv)}")
         proc = subprocess.run([python, "-m", "series", *argv], cwd=fork, env=env,
-                              capture_output=True, text=True)
-        output = (proc.stdout + proc.stderr).rstrip()
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        output = proc.stdout.rstrip()
         if output:
             echo(output)
         if proc.returncode not in step.expect:

@@ -62,7 +62,8 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         notes = []
         if r.missing:
             notes.append(f"branch {r.branch} missing")
-        elif not r.on_base:
+        elif not r.on_base and r.status == "active":
+            # superseded, merged and dropped topics keep their old branch by design
             notes.append(f"warning: not on {ws.series.upstream.base} (forks at {r.fork_point})")
         if r.upstream_pr:
             notes.append(f"PR #{r.upstream_pr}")

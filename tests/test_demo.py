@@ -1,0 +1,35 @@
+"""The demo is the five-minute introduction and an end-to-end check of every verb."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pygit2
+
+from tests.conftest import run_series
+
+
+def test_demo_runs_the_whole_story_offline(tmp_path: Path) -> None:
+    out = run_series("demo", str(tmp_path / "d"), cwd=tmp_path).stdout
+    for expected in ("$ series touches vllm/v1/kv_offload", "touched by 2 of 5 active topics",
+                     "$ series adopt-upstream 61050", "CONFLICT", "$ series rebase --continue",
+                     "merged upstream", "Done."):
+        assert expected in out, f"{expected!r} missing from the demo:\n{out}"
+    fork = tmp_path / "d" / "fork"
+    status = json.loads(run_series("status", "--json", cwd=fork).stdout)
+    states = {t["name"]: t["status"] for t in status["topics"]}
+    assert status["base"] == "v0.32.0", status
+    assert states == {"pr-61050": "merged", "offload-evict-fix": "superseded",
+                      "offload-stats": "active", "ipc-backport": "merged",
+                      "sched-note": "active", "api-health": "active"}, states
+    repo = pygit2.Repository(str(fork))
+    adopted = repo.references["refs/heads/topic/pr-61050"].peel(pygit2.Commit)
+    assert (adopted.author.name, adopted.author.email) == ("Ada Upstream", "ada@upstream.example"), adopted.author
+    assert list((fork / "dist").glob("vllm-0.32.0+series.g*.whl")), list((fork / "dist").iterdir())
+
+
+def test_demo_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "keep.txt").write_text("mine")
+    proc = run_series("demo", str(tmp_path / "d"), cwd=tmp_path, expect=1)
+    assert "not empty" in proc.stderr, proc.stderr
