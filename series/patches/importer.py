@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 import pygit2
@@ -299,5 +300,5 @@ def make_commit(repo: pygit2.Repository, parent: pygit2.Commit, patch: Patch,
     return repo[oid]
 
 
-def read_patch_file(path: object) -> str:
-    return decode(path.read_bytes())  # type: ignore[attr-defined]
+def read_patch_file(path: Path) -> str:
+    return decode(path.read_bytes())
