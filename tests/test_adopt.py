@@ -182,6 +182,11 @@ def test_refresh_readopts_and_shows_the_range_diff(served: Path, work: Path, tmp
                         "[Test][KV offload] review: cover eviction too", "2026-01-25T11:00:00+01:00")
     git(work, "update-ref", "refs/pull/61050/head", head)
     serve(work, tmp_path / "upstream.git")
+    sh("git checkout -q topic/pr-61050", served)
+    proc = run_series("adopt-upstream", "61050", "--refresh", "--offline", cwd=served, expect=1)
+    assert f"topic/pr-61050 is checked out in {served}" in proc.stderr, proc.stderr
+    assert branch(served, "topic/pr-61050") == first
+    sh("git checkout -q --detach v0.30.0", served)
     proc = run_series("adopt-upstream", "61050", "--refresh", "--offline", cwd=served)
     assert "re-adopted PR #61050" in proc.stdout and "range-diff" in proc.stdout, proc.stdout
     assert "-:  ------------ > 3:" in proc.stdout or "> 3:" in proc.stdout, proc.stdout
