@@ -190,8 +190,6 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
         refuse_during_rebase(ws, "adopt-upstream")
     notes: list[str] = []
     head_sha = fetch_pull(repo, remote, number)
-    repo = pygit2.Repository(repo.path)  # see the objects and refs the fetch brought
-    ws = Workspace(ws.series, repo)
     meta = _metadata(forge, number, notes)
     if meta is not None and meta.head_sha and meta.head_sha != head_sha:
         notes.append(f"GitHub names head {meta.head_sha[:12]} but {remote} served {head_sha[:12]} "
@@ -199,7 +197,7 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
     if meta is not None and meta.base_sha and not fetch_commit(repo, remote, meta.base_sha):
         notes.append(f"GitHub's base {meta.base_sha[:12]} could not be fetched: counting the PR's "
                      f"commits from its merge-base with {remote}/main (fetch {remote} if it is stale)")
-    repo = pygit2.Repository(repo.path)
+    repo = pygit2.Repository(repo.path)  # see the objects and refs the fetches brought
     ws = Workspace(ws.series, repo)
     head = repo[head_sha].peel(pygit2.Commit)
     fork_point = pr_fork_point(repo, remote, head.id, meta.base_sha if meta else None)
