@@ -9,8 +9,8 @@ Upstream history (all offline, made with pygit2, fixed authors and dates):
             scheduler far from our note (clean)
   v0.32.0   squash-merges #61050 ("... (#61050)"): the adopted PR topic retires
 
-The fork's topics are the example series in topics/ (export format); `build_fork` imports
-them when the patches package is available, and otherwise makes the same commits directly.
+The fork's topics are the example series in topics/ (export format, the source of truth):
+the demo clones upstream and runs `series import` on it, as a new clone of a fork would.
 """
 from __future__ import annotations
 
@@ -98,15 +98,6 @@ MANAGER_V031 = MANAGER.replace(
     "    def load(self, keys: list[int]) -> None:\n",
     "    def _evict_one(self) -> None:\n        self.free.append(self.policy.evict())\n\n"
     "    def load(self, keys: list[int]) -> None:\n",
-)
-
-MANAGER_STATS = MANAGER.replace(
-    "        self.free = list(range(num_blocks))\n",
-    "        self.free = list(range(num_blocks))\n        self.evictions = 0\n",
-).replace(
-    "            if not self.free:\n                self.free.append(self.policy.evict())\n",
-    "            if not self.free:\n                self.evictions += 1\n"
-    "                self.free.append(self.policy.evict())\n",
 )
 
 SCHEDULER = "".join(
@@ -293,40 +284,24 @@ def build_upstream(path: Path) -> pygit2.Repository:
     return repo
 
 
-# The example series (the same topics as topics/): name, branch, summary, scope, commits.
-# A commit is (message, files); all by the fork maintainer.
-EXAMPLE_TOPICS: list[dict[str, object]] = [
-    {"name": "offload-evict-fix", "summary": "keep request order when touching offloaded blocks",
-     "scope": ["vllm/v1/kv_offload/", "tests/v1/kv_offload/"],
-     "commits": [("[Bugfix][KV offload] keep request order on touch",
-                  {"vllm/v1/kv_offload/cpu/policies/lru.py": LRU_FIXED}),
-                 ("[Test][KV offload] cover touch order",
-                  {"tests/v1/kv_offload/test_lru.py": TEST_LRU_ORDER})]},
-    {"name": "offload-stats", "summary": "count evictions in the CPU offloading manager",
-     "scope": ["vllm/v1/kv_offload/"],
-     "commits": [("[Feature][KV offload] count evictions",
-                  {"vllm/v1/kv_offload/cpu/manager.py": MANAGER_STATS})]},
-    {"name": "ipc-backport", "summary": "backport the shared-memory timeout from v0.31",
-     "scope": ["vllm/multimodal/"],
-     "commits": [("[Backport] multimodal ipc: shared-memory timeout",
-                  {"vllm/multimodal/ipc.py": "SHM_PREFIX = 'vllm'\nSHM_TIMEOUT_S = 30\n"})]},
-    {"name": "sched-note", "summary": "document our scheduler limits",
-     "scope": ["vllm/v1/core/"],
-     "commits": [("[Fork] scheduler: note our max_num_seqs", {
-         "vllm/v1/core/sched/scheduler.py": SCHEDULER.replace(
-             "        self.max_num_seqs = max_num_seqs\n",
-             "        # fork: our fleet caps this at 128 (see runbook)\n"
-             "        self.max_num_seqs = max_num_seqs\n")})]},
-    {"name": "api-health", "summary": "a /health route for our load balancer",
-     "scope": ["vllm/entrypoints/", "tests/entrypoints/"],
-     "commits": [("[Fork][Frontend] add /health route", {
-         "vllm/entrypoints/openai/api_server.py": API_SERVER.replace(
-             '"/v1/chat/completions"]', '"/v1/chat/completions", "/health"]')})]},
-]
+def example_topics() -> Path:
+    """topics/, the example series in export format: in a source checkout, or installed."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "topics", here / "_topics"):
+        if (candidate / "order").is_file():
+            return candidate
+    from series.errors import SeriesError
+
+    raise SeriesError("the example series (topics/) is not installed with this copy of series: "
+                      "install from a source checkout ('pip install -e .')")
 
 
-def build_fork(upstream: Path, path: Path) -> pygit2.Repository:
-    """Clone `upstream` as remote 'upstream' and make the example topics over v0.30.0."""
+def clone_fork(upstream: Path, path: Path) -> pygit2.Repository:
+    """Clone `upstream` as remote 'upstream', the maintainer's identity set, HEAD on v0.30.0.
+
+    The topics come next, from topics/ through `series import`, as a new clone of a real
+    fork would get them.
+    """
     def as_upstream(repo: pygit2.Repository, name: str, url: str) -> pygit2.Remote:
         return repo.remotes.create("upstream", url)
 
@@ -334,35 +309,10 @@ def build_fork(upstream: Path, path: Path) -> pygit2.Repository:
                                    checkout_branch="main")
     repo.config["user.name"], repo.config["user.email"] = MAINTAINER
     base = repo.revparse_single("v0.30.0").peel(pygit2.Commit)
-    me = Ident(*MAINTAINER)
-    day = 1
-    for topic in EXAMPLE_TOPICS:
-        head = base
-        for message, files in topic["commits"]:  # type: ignore[attr-defined]
-            day += 1
-            head = commit(repo, head, files, message, me, f"2026-01-{day:02d}T12:00:00Z")
-        repo.branches.local.create(f"topic/{topic['name']}", head)
-    # Leave the work tree on the base, detached, so every topic branch is free to move.
+    # Detached on the base, so every topic branch is free to move.
     repo.checkout_tree(base.tree, strategy=pygit2.enums.CheckoutStrategy.FORCE)
     repo.set_head(base.id)
     return repo
-
-
-def series_yaml() -> str:
-    lines = [
-        "# Our fork's patch series over upstream vLLM (managed with `series`).",
-        "upstream:",
-        "  remote: upstream",
-        "  base: v0.30.0        # the release every topic sits on",
-        "  github: vllm-project/vllm",
-        "integration: series/integration",
-        "topics:",
-    ]
-    for topic in EXAMPLE_TOPICS:
-        scope = ", ".join(topic["scope"])  # type: ignore[arg-type]
-        lines += [f"  - name: {topic['name']}", f"    branch: topic/{topic['name']}",
-                  f"    summary: {topic['summary']}", f"    scope: [{scope}]"]
-    return "\n".join(lines) + "\n"
 
 
 def build_release_wheel(upstream: pygit2.Repository, tag: str, out_dir: Path) -> Path:

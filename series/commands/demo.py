@@ -45,6 +45,8 @@ def _resolve_stats_conflict(fork: Path) -> None:
 
 
 STEPS: list[Step] = [
+    Step("A fresh clone of upstream: bring in the fork's series from its patch files "
+         "(series.yaml comes along):", ("import", "{topics}")),
     Step("What the fork carries over upstream v0.30.0:", ("status",)),
     Step("Does our series touch the offload directory? (exit 1 would mean no topic does)",
          ("touches", "vllm/v1/kv_offload")),
@@ -76,12 +78,13 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
     upstream_path, fork = directory / "upstream.git", directory / "fork"
     echo(f"Building a small upstream vLLM in {upstream_path} and a fork in {fork} ...")
     upstream = demo.build_upstream(upstream_path)
-    demo.build_fork(upstream_path, fork)
-    (fork / "series.yaml").write_text(demo.series_yaml())
+    demo.clone_fork(upstream_path, fork)
+    topics = demo.example_topics()
     wheel = demo.build_release_wheel(upstream, "v0.32.0", directory / "wheels")
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", SERIES_OFFLINE="1")
     for number, step in enumerate(STEPS, 1):
-        argv = tuple(a.replace("{wheel}", str(wheel)) for a in step.argv)
+        argv = tuple(a.replace("{wheel}", str(wheel)).replace("{topics}", str(topics))
+                     for a in step.argv)
         echo("")
         echo(f"## {number}. {step.say}")
         if step.before is not None:
