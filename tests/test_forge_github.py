@@ -77,8 +77,8 @@ def test_pull_files_paginated_with_hunks(httpserver: HTTPServer) -> None:
         github_fixture("files-61050-page-1"), headers={"Link": f'<{page2}>; rel="next"'})
     files = forge_for(httpserver).pull_files(PRNumber(61050))
     assert [(f.path, f.hunks) for f in files] == [
-        ("vllm/v1/kv_offload/cpu/policies/lru.py", ((7, 6),)),
-        ("tests/v1/kv_offload/test_lru.py", ((1, 2),)),
+        ("vllm/v1/kv_offload/cpu/policies/lru.py", ((9, 0),)),
+        ("tests/v1/kv_offload/test_lru.py", ((2, 0),)),
     ], files
 
 
@@ -175,7 +175,11 @@ def test_api_base_env_beats_config_and_offline_forge_without_github(monkeypatch:
 
 
 def test_hunk_ranges() -> None:
-    assert hunks_of_patch("@@ -7,6 +7,7 @@ x\n a\n@@ -30 +31 @@\n-b\n+c") == ((7, 6), (30, 1))
+    # changes only, context left out, as a zero-context git diff numbers them
+    patch = "@@ -7,6 +7,7 @@ x\n a\n b\n+new\n c\n-old\n d\n@@ -30 +31 @@\n-b\n+c\n\\ No newline at end of file"
+    assert hunks_of_patch(patch) == ((8, 0), (10, 1), (30, 1))
+    near_miss = hunks_of_patch("@@ -9,4 +9,4 @@\n a\n b\n c\n-d\n+e")
+    assert ranges_overlap(((9, 0),), near_miss) == 0, "shared context is not an overlap"
     assert hunks_of_patch(None) == ()
     assert ranges_overlap(((9, 0),), ((7, 6),)) == 1, "an insertion inside a hunk overlaps"
     assert ranges_overlap(((9, 0),), ((12, 4),)) == 0

@@ -51,14 +51,44 @@ class PullFile:
 
 
 def hunks_of_patch(patch: str | None) -> tuple[tuple[int, int], ...]:
-    """Old-side (start, count) of every hunk header in a unified diff fragment."""
+    """Old-side (start, count) of every change in a unified diff fragment, context left out.
+
+    The same convention as a zero-context git diff (what OfflineForge computes), so API
+    and git sources rank alike: a run of deleted lines is (first, count); a pure
+    insertion is (the line it follows, 0). GitHub's patches carry 3 context lines, which
+    would otherwise make near-misses look like overlaps.
+    """
     if not patch:
         return ()
-    out = []
-    for m in _HUNK.finditer(patch):
-        start = int(m.group(1))
-        count = int(m.group(2)) if m.group(2) is not None else 1
-        out.append((start, count))
+    out: list[tuple[int, int]] = []
+    old = 0
+    block: list[int] | None = None  # [start, count] of the change being read
+    for line in patch.splitlines():
+        m = _HUNK.match(line)
+        if m:
+            if block is not None:
+                out.append((block[0], block[1]))
+                block = None
+            old = int(m.group(1))
+            continue
+        kind = line[:1]
+        if kind in ("-", "+"):
+            if block is None:
+                block = [old if kind == "-" else old - 1, 0]
+            if kind == "-":
+                if block[1] == 0:
+                    block[0] = old
+                block[1] += 1
+                old += 1
+            continue
+        if kind == "\\":
+            continue  # "\ No newline at end of file"
+        if block is not None:
+            out.append((block[0], block[1]))
+            block = None
+        old += 1
+    if block is not None:
+        out.append((block[0], block[1]))
     return tuple(out)
 
 
