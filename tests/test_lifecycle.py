@@ -1,6 +1,7 @@
 """supersede and drop: status changes in series.yaml (comments kept), branches untouched, undo."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pygit2
@@ -45,6 +46,9 @@ def test_dry_run_writes_nothing(fork: Path) -> None:
     assert out.startswith("would drop"), out
     out = run_series("supersede", "api-hello", "--by", "sched-note", "--dry-run", cwd=fork).stdout
     assert out.startswith("would mark"), out
+    data = json.loads(run_series("drop", "api-hello", "--reason", "r", "--dry-run", "--json", cwd=fork).stdout)
+    assert data == {"topic": "api-hello", "old_status": "active", "new_status": "dropped", "by": None,
+                    "reason": "r", "operation": None}, data
     assert (fork / "series.yaml").read_text() == original
 
 

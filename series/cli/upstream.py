@@ -1,6 +1,7 @@
 """Verbs about upstream pull requests: adopt-upstream, supersede, drop, preflight."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -86,8 +87,9 @@ def adopt_upstream(ctx: Context, number: int, replaces: str | None, no_replace: 
 @click.option("--by", "by", required=True, metavar="OTHER", help="The topic that carries this change now.")
 @click.option("--reason", metavar="TEXT", help="Why, recorded in series.yaml.")
 @click.option("--dry-run", is_flag=True, help="Print the change, write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
-def supersede(ctx: Context, topic: str, by: str, reason: str | None, dry_run: bool) -> None:
+def supersede(ctx: Context, topic: str, by: str, reason: str | None, dry_run: bool, as_json: bool) -> None:
     """Mark TOPIC superseded by OTHER; TOPIC's branch is kept as it is.
 
     A superseded topic is no longer rebased or built. 'series undo' reverts this.
@@ -96,15 +98,19 @@ def supersede(ctx: Context, topic: str, by: str, reason: str | None, dry_run: bo
 
     ws = ctx.workspace(check_branches=False)
     change = cmd.run(ws, topic, by, reason=reason, dry_run=dry_run)
-    emit(cmd.render(change, ws.series.topic(topic).branch))
+    if as_json:
+        _print_json(dataclasses.asdict(change))
+    else:
+        emit(cmd.render(change, ws.series.topic(topic).branch))
 
 
 @click.command()
 @click.argument("topic")
 @click.option("--reason", metavar="TEXT", help="Why, recorded in series.yaml.")
 @click.option("--dry-run", is_flag=True, help="Print the change, write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
-def drop(ctx: Context, topic: str, reason: str | None, dry_run: bool) -> None:
+def drop(ctx: Context, topic: str, reason: str | None, dry_run: bool, as_json: bool) -> None:
     """Stop carrying TOPIC (status: dropped); its branch is kept as it is.
 
     'series undo' reverts this.
@@ -113,7 +119,10 @@ def drop(ctx: Context, topic: str, reason: str | None, dry_run: bool) -> None:
 
     ws = ctx.workspace(check_branches=False)
     change = cmd.run(ws, topic, reason=reason, dry_run=dry_run)
-    emit(cmd.render(change, ws.series.topic(topic).branch))
+    if as_json:
+        _print_json(dataclasses.asdict(change))
+    else:
+        emit(cmd.render(change, ws.series.topic(topic).branch))
 
 
 @click.command()
