@@ -45,8 +45,31 @@ def build(ws: Workspace) -> Integration:
     base = ws.base_commit()
     if engine is not None:
         result = engine(ws)
-        return Integration(base, _as_commit(ws.repo, result), ws.series.active())
-    return build_in_memory(ws)
+        built = Integration(base, _as_commit(ws.repo, result), ws.series.active())
+    else:
+        built = build_in_memory(ws)
+    return _keep_existing(ws, built)
+
+
+def _keep_existing(ws: Workspace, built: Integration) -> Integration:
+    """The integration branch already holding this exact tree over this base is kept.
+
+    A rebuilt chain gets new commit ids whenever its committer date is "now"; the
+    version stamped into the wheel comes from the commit id, so reusing the branch's
+    commit is what makes building twice give the same wheel.
+    """
+    name = ws.series.integration
+    if name is None:
+        return built
+    ref = ws.repo.references.get(f"refs/heads/{name}")
+    if ref is None:
+        return built
+    existing = ws.repo[ref.target].peel(pygit2.Commit)
+    if existing.id == built.commit.id or existing.tree_id != built.commit.tree_id:
+        return built
+    if ws.repo.merge_base(existing.id, built.base.id) != built.base.id:
+        return built  # same tree over another base: not the same build
+    return Integration(built.base, existing, built.topics)
 
 
 def _engine_builder() -> Any:
