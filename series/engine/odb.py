@@ -54,6 +54,10 @@ def _parse_tree(data: bytes) -> dict[str, Entry]:
             for mode, name, raw in _ENTRY.findall(data)}
 
 
+def _entry(row: tuple[bytes, bytes, bytes] | None) -> Entry | None:
+    return None if row is None else (int(row[0], 8), pygit2.Oid(raw=row[2]))
+
+
 def _zlib_stored(data: bytes) -> bytes:
     """A zlib stream of stored blocks: valid for git, and free of deflate's setup cost."""
     out = [b"\x78\x01"]
@@ -83,6 +87,7 @@ class MemOdb:
         self.repo = repo
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
         self._entries: dict[pygit2.Oid, dict[str, Entry]] = {}
+        self._raw_rows: dict[pygit2.Oid, frozenset[tuple[bytes, bytes, bytes]]] = {}
         self._commit_trees: dict[pygit2.Oid, pygit2.Oid] = {}
         self._edits: dict[tuple[pygit2.Oid | None, frozenset[tuple[str, Entry | None]]], pygit2.Oid | None] = {}
 
@@ -98,16 +103,27 @@ class MemOdb:
             self._entries[tree_id] = found
         return found
 
+    def _rows(self, tree_id: pygit2.Oid) -> frozenset[tuple[bytes, bytes, bytes]]:
+        """A tree's raw (mode, name, id) rows, cached: compared as sets in C, so diffing two
+        trees costs no Python work per unchanged entry."""
+        found = self._raw_rows.get(tree_id)
+        if found is None:
+            data = self.objects[tree_id][1] if tree_id in self.objects else self.repo.odb.read(tree_id)[1]
+            found = frozenset(_ENTRY.findall(data))
+            self._raw_rows[tree_id] = found
+        return found
+
     def changed(self, old: pygit2.Oid | None, new: pygit2.Oid | None,
                 prefix: str = "") -> Iterator[tuple[str, Entry | None, Entry | None]]:
         """(path, old entry, new entry) for each blob that differs; equal subtrees are skipped
-        by id, so the cost follows the change (parsed trees are cached across commits)."""
-        a = self.entries(old) if old is not None else {}
-        b = self.entries(new) if new is not None else {}
-        names = {n for n, e in a.items() if b.get(n) != e} | {n for n in b.keys() - a.keys()}
-        for name in sorted(names):
-            x, y = a.get(name), b.get(name)
-            path = prefix + name
+        by id, so the cost follows the change, not the tree."""
+        a = self._rows(old) if old is not None else frozenset()
+        b = self._rows(new) if new is not None else frozenset()
+        gone = {row[1]: row for row in a - b}
+        came = {row[1]: row for row in b - a}
+        for raw_name in sorted(gone.keys() | came.keys()):
+            x, y = _entry(gone.get(raw_name)), _entry(came.get(raw_name))
+            path = prefix + raw_name.decode("utf-8", "surrogateescape")
             x_tree = x is not None and x[0] == TREE
             y_tree = y is not None and y[0] == TREE
             if x_tree or y_tree:
