@@ -175,3 +175,12 @@ def test_a_wheel_not_built_from_the_base_tree_is_flagged(fork: Path, upstream: P
     data = json.loads(run_series("build", "--wheel", str(odd), "--out", str(tmp_path / "d"), "--json",
                                  cwd=fork).stdout)
     assert any("vllm/multimodal/ipc.py" in n for n in data["notes"]), data["notes"]
+
+
+def test_build_waits_for_a_halted_rebase(fork: Path, release_wheel: Path) -> None:
+    run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)  # offload-evict-fix conflicts
+    proc = run_series("build", cwd=fork, expect=1)
+    assert "a series rebase is in progress" in proc.stderr and "--abort" in proc.stderr, proc.stderr
+    run_series("build", "--dry-run", cwd=fork)  # looking is fine
+    run_series("rebase", "--abort", cwd=fork)
+    run_series("build", cwd=fork)

@@ -106,7 +106,8 @@ def test(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_run
         else:
             emit(cmd.render_plan(plan))
         return
-    report = cmd.run(ws, plan, steps, without, use_installed)
+    report = cmd.run(ws, plan, steps, without, use_installed,
+                     progress=lambda msg: click.echo(msg, err=True))
     if as_json:
         print_json({**cmd.plan_json(plan), "run": cmd.run_json(report)})
     else:

@@ -156,11 +156,13 @@ def _junit(path: Path) -> dict[str, str]:
 
 
 def run_steps(tree: Path, steps: list[Step], use_installed: bool = False,
-              runner: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> list[StepRun]:
+              runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+              progress: Callable[[str], None] = lambda _: None) -> list[StepRun]:
     results = []
     scratch = Path(tempfile.mkdtemp(prefix="series-junit-"))
     try:
-        for step in steps:
+        for number, step in enumerate(steps, 1):
+            progress(f"[{number}/{len(steps)}] {step.label}")
             env = dict(os.environ)
             env.update(dict(step.env))
             env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -239,7 +241,7 @@ class RunReport:
 
 
 def run(ws: Workspace, plan: Plan, steps: tuple[str, ...] = (), without: str | None = None,
-        use_installed: bool = False) -> RunReport:
+        use_installed: bool = False, progress: Callable[[str], None] = lambda _: None) -> RunReport:
     chosen = runnable(plan, steps)
     if not chosen:
         raise SeriesError("no selected step can run here (none is CPU-marked): name one with "
@@ -247,7 +249,8 @@ def run(ws: Workspace, plan: Plan, steps: tuple[str, ...] = (), without: str | N
     full = integration.build(ws)
     tree = _checkout(ws, full.sha, None)
     try:
-        with_series = run_steps(tree, chosen, use_installed)
+        progress("with the series:")
+        with_series = run_steps(tree, chosen, use_installed, progress=progress)
     finally:
         _remove(ws, tree)
     if without is None:
@@ -256,7 +259,8 @@ def run(ws: Workspace, plan: Plan, steps: tuple[str, ...] = (), without: str | N
     less = integration.build(integration.without(ws, (without,)))
     tree = _checkout(ws, less.sha, full.commit.tree)
     try:
-        without_series = run_steps(tree, chosen, use_installed)
+        progress(f"without {without}:")
+        without_series = run_steps(tree, chosen, use_installed, progress=progress)
     finally:
         _remove(ws, tree)
     return RunReport(with_series, without, without_series)
