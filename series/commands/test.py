@@ -293,10 +293,14 @@ def render_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+_SHARD_TEXT = re.compile(r"\s+--(?:shard-id|num-shards)(?:=|\s+)\S+")
+
+
 def github_matrix(plan: Plan) -> str:
+    """One job per step; a Buildkite-sharded step runs whole (GitHub has no BUILDKITE_PARALLEL_JOB)."""
     include = [{"key": s.step.ident, "label": s.step.label, "device": s.step.device or "",
                 "file": s.step.file, "working_directory": s.step.repo_dir or ".",
-                "run": "\n".join(testmap.unescape(c) for c in s.step.commands),
+                "run": "\n".join(_SHARD_TEXT.sub("", testmap.unescape(c)).strip() for c in s.step.commands),
                 "topics": ",".join(s.topics), "optional": s.step.optional}
                for s in plan.selected]
     return json.dumps({"include": include})
@@ -323,6 +327,7 @@ def buildkite(plan: Plan) -> str:
     out = io.StringIO()
     yaml = YAML()
     yaml.default_flow_style = False
+    yaml.width = 1 << 16  # one command, one line
     yaml.dump({"steps": steps}, out)
     return out.getvalue()
 
