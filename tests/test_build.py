@@ -153,10 +153,10 @@ def test_pip_failure_and_bad_spec_are_one_line_errors(fork: Path, tmp_path: Path
 
 
 def test_dry_run_never_downloads(fork: Path) -> None:
-    proc = run_series("build", "--wheel", "vllm==0.31.0", "--dry-run", cwd=fork)
-    assert "would fetch vllm==0.31.0 with pip" in proc.stderr, proc.stderr
+    proc = run_series("build", "--wheel", "vllm==0.30.0", "--dry-run", cwd=fork)
+    assert "would fetch vllm==0.30.0 with pip" in proc.stderr, proc.stderr
     last = proc.stdout.strip().splitlines()[-1]
-    assert last.startswith("would write ") and "vllm-0.31.0+series.g" in last, proc.stdout
+    assert last.startswith("would write ") and "vllm-0.30.0+series.g" in last, proc.stdout
     assert "-PY-ABI-PLATFORM.whl" in last, "tags are unknown until pip picks the wheel"
     assert sh("git branch --list series/integration", fork).strip() == ""
 
@@ -184,3 +184,9 @@ def test_build_waits_for_a_halted_rebase(fork: Path, release_wheel: Path) -> Non
     run_series("build", "--dry-run", cwd=fork)  # looking is fine
     run_series("rebase", "--abort", cwd=fork)
     run_series("build", cwd=fork)
+
+
+def test_nothing_moves_when_the_wheel_is_refused(fork: Path, upstream: Path, tmp_path: Path) -> None:
+    other = build_wheel(tmp_path / "w31", tree_files(upstream, "v0.31.0"), version="0.31.0")
+    run_series("build", "--wheel", str(other), "--from-source", cwd=fork, expect=1)
+    assert sh("git branch --list series/integration", fork).strip() == "", "refused, yet the branch moved"

@@ -11,7 +11,7 @@ import datetime as _dt
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -71,16 +71,9 @@ def refuse_compiled(ws: Workspace, paths: list[str]) -> None:
 _RELEASE = re.compile(r"^v?(\d+\.\d+\.\d+(?:(?:rc|post|\.post)\d+)?)$")
 
 
-def check_wheel_matches_base(ws: Workspace, integ: Integration, release: Path,
-                             changes: dict[str, overlay.FileChange]) -> tuple[str, ...]:
-    """The overlay lays base..integration over the wheel: the wheel must be the base's build.
-
-    A release base (v0.31.0) must get the 0.31.0 wheel: anything else is refused. Then
-    every file the series modifies or deletes must be, in the wheel, the base's version
-    (RECORD hash against the base blob); a difference is reported, since the overlay
-    would silently replace upstream code the series never saw.
-    """
-    name = overlay.WheelName.parse(release.name)
+def check_release(ws: Workspace, name: overlay.WheelName) -> None:
+    """A release base (v0.31.0) must get that release's wheel: the overlay lays
+    base..integration over it, and a precompiled build takes its kernels."""
     base = ws.series.upstream.base
     m = _RELEASE.match(base)
     wheel_public = name.version.split("+")[0]
@@ -88,9 +81,16 @@ def check_wheel_matches_base(ws: Workspace, integ: Integration, release: Path,
         raise SeriesError(
             f"the wheel is {name.name} {name.version} but the series is based on {base}: "
             f"pass --wheel {name.name}=={m.group(1)} (or rebase the series onto v{wheel_public} first)")
+
+
+def stale_files(ws: Workspace, integ: Integration, release: Path,
+                changes: dict[str, overlay.FileChange]) -> tuple[str, ...]:
+    """Files the series changes must be, in the wheel, the base's version (RECORD hash
+    against the base blob); a difference is reported: the overlay would silently replace
+    upstream code the series never saw."""
     record = overlay.wheel_record(release)
     stale = []
-    for path, change in sorted(changes.items()):
+    for path in sorted(changes):
         if path not in record:
             continue
         try:
@@ -101,6 +101,7 @@ def check_wheel_matches_base(ws: Workspace, integ: Integration, release: Path,
             stale.append(path)
     if not stale:
         return ()
+    base = ws.series.upstream.base
     shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
     return (f"warning: {len(stale)} file(s) the series changes differ between {base} and the wheel "
             f"({shown}): the wheel was not built from {base}'s tree",)
@@ -135,22 +136,19 @@ def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
         from_source: bool = False, dry_run: bool = False,
         fetcher: Callable[[str], tuple[Path, bool]] = fetch.resolve_wheel,
         runner: Any = None, progress: Callable[[str], None] = lambda _: None) -> BuildResult:
+    """Everything that can refuse (compiled inputs, the wrong wheel, a download failing)
+    happens before the integration branch moves."""
     integ = integration.build(ws)
     changes = changes_between(ws, integ)
     paths = sorted(changes)
-    if wheel is not None and not from_source:
-        refuse_compiled(ws, paths)
-    common = dict(base=ws.series.upstream.base, base_sha=str(integ.base.id),
-                  integration_sha=integ.sha, topics=tuple(t.name for t in integ.topics),
-                  dry_run=dry_run)
-    if dry_run:
-        branch, moved = ws.series.integration, False
-    else:
-        branch, moved = write_branch(ws, integ)
+    result = BuildResult(base=ws.series.upstream.base, base_sha=str(integ.base.id),
+                         integration_branch=ws.series.integration, integration_sha=integ.sha,
+                         branch_moved=False, topics=tuple(t.name for t in integ.topics),
+                         dry_run=dry_run)
     if wheel is None:
-        return BuildResult(integration_branch=branch, branch_moved=moved, **common)  # type: ignore[arg-type]
-
-    out_dir = out or (ws.series.root / "dist")
+        return result if dry_run else _move_branch(ws, integ, result)
+    if not from_source:
+        refuse_compiled(ws, paths)
     if dry_run:
         release, present = fetch.planned(wheel)  # a dry run never downloads 320 MB
         if not present:
@@ -160,51 +158,57 @@ def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
         if fetched:
             progress(f"fetched {release.name} into {release.parent}")
     name = overlay.WheelName.parse(release.name)
+    check_release(ws, name)
     version = overlay.local_version(name.version, integ.sha)
+    out_dir = out or (ws.series.root / "dist")
+    result = replace(result, version=version, source_wheel=release)
     if from_source:
-        return _from_source(ws, integ, release, version, out_dir, paths, dry_run, runner,
-                            branch, moved, common)
+        return _from_source(ws, integ, result, out_dir, paths, runner)
+    result = replace(result, method="overlay")
     if dry_run:
-        return BuildResult(integration_branch=branch, branch_moved=False, version=version,
-                           method="overlay", source_wheel=release,
-                           wheel=out_dir / name.filename(version), **common)  # type: ignore[arg-type]
-    notes = check_wheel_matches_base(ws, integ, release, changes)
+        return replace(result, wheel=out_dir / name.filename(version))
+    notes = stale_files(ws, integ, release, changes)
     for note in notes:
         progress(note)
+    result = _move_branch(ws, integ, result)
     progress(f"overlaying {len(paths)} changed paths onto {release.name}")
-    result = overlay.overlay(release, out_dir, changes, integ.sha, timestamp(integ))
-    summary = {"added": list(result.added), "modified": list(result.modified),
-               "deleted": list(result.deleted), "ignored": list(result.ignored)}
-    data = manifest.manifest(ws, integration_branch=branch, integration_sha=integ.sha,
-                             wheel=result.path, wheel_sha256=result.sha256(), version=version,
-                             method="overlay", source_wheel=release, changes=summary)
-    return BuildResult(integration_branch=branch, branch_moved=moved, wheel=result.path,
-                       manifest=manifest.write(result.path, data), version=version,
-                       method="overlay", source_wheel=release, changes=summary, notes=notes,
-                       **common)  # type: ignore[arg-type]
+    built = overlay.overlay(release, out_dir, changes, integ.sha, timestamp(integ))
+    summary = {"added": list(built.added), "modified": list(built.modified),
+               "deleted": list(built.deleted), "ignored": list(built.ignored)}
+    data = manifest.manifest(ws, integration_branch=result.integration_branch,
+                             integration_sha=integ.sha, wheel=built.path,
+                             wheel_sha256=built.sha256(), version=version, method="overlay",
+                             source_wheel=release, changes=summary)
+    return replace(result, wheel=built.path, manifest=manifest.write(built.path, data),
+                   changes=summary, notes=notes)
 
 
-def _from_source(ws: Workspace, integ: Integration, release: Path, version: str, out_dir: Path,
-                 paths: list[str], dry_run: bool, runner: Any, branch: str | None, moved: bool,
-                 common: dict[str, Any]) -> BuildResult:
-    if dry_run:
-        plan = source.plan(release, version, out_dir, paths)
+def _move_branch(ws: Workspace, integ: Integration, result: BuildResult) -> BuildResult:
+    branch, moved = write_branch(ws, integ)
+    return replace(result, integration_branch=branch, branch_moved=moved)
+
+
+def _from_source(ws: Workspace, integ: Integration, result: BuildResult, out_dir: Path,
+                 paths: list[str], runner: Any) -> BuildResult:
+    assert result.source_wheel is not None and result.version is not None
+    if result.dry_run:
+        plan = source.plan(result.source_wheel, result.version, out_dir, paths)
         missing = source.missing_requirements()
         note = f"; missing here: {', '.join(missing)}" if missing else ""
-        return BuildResult(integration_branch=branch, branch_moved=False, version=version,
-                           method=f"from-source ({plan.recipe})", source_wheel=release,
-                           plan=f"{plan.describe()}  # {plan.why}{note}", **common)
+        return replace(result, method=f"from-source ({plan.recipe})",
+                       plan=f"{plan.describe()}  # {plan.why}{note}")
+    result = _move_branch(ws, integ, result)
     kwargs = {"runner": runner, "check_requirements": False} if runner is not None else {}
-    plan, built = source.build(workdir(ws.repo), integ.sha, release, version, out_dir, paths, **kwargs)
+    plan, built = source.build(workdir(ws.repo), integ.sha, result.source_wheel, result.version,
+                               out_dir, paths, **kwargs)
     digest = hashlib.sha256(built.read_bytes()).hexdigest()
-    data = manifest.manifest(ws, integration_branch=branch, integration_sha=integ.sha, wheel=built,
-                             wheel_sha256=digest, version=version,
-                             method=f"from-source ({plan.recipe})", source_wheel=release,
-                             changes={"paths": paths})
-    return BuildResult(integration_branch=branch, branch_moved=moved, wheel=built,
-                       manifest=manifest.write(built, data), version=version,
-                       method=f"from-source ({plan.recipe})", source_wheel=release,
-                       plan=plan.describe(), **common)
+    method = f"from-source ({plan.recipe})"
+    data = manifest.manifest(ws, integration_branch=result.integration_branch,
+                             integration_sha=integ.sha, wheel=built, wheel_sha256=digest,
+                             version=result.version, method=method,
+                             source_wheel=result.source_wheel, changes={"paths": paths})
+    return replace(result, wheel=built, manifest=manifest.write(built, data), method=method,
+                   plan=plan.describe())
 
 
 def as_json(result: BuildResult) -> dict[str, Any]:
