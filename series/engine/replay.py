@@ -217,11 +217,12 @@ def _merge_path(repo: pygit2.Repository, path: str, base: Entry | None, theirs: 
         return _PathResult(ours, same_patch=False)  # upstream made the same change
 
     def conflict(kind: str, merged: bytes | None = None) -> _PathResult:
-        o = _blob(repo, ours)
+        o, t = _blob(repo, ours), _blob(repo, theirs)
         hexed = [(e[0], str(e[1])) if e is not None else None for e in (base, ours, theirs)]
+        # no textual merge: the worktree shows the side that still has the file (ours first)
+        fallback = o if o is not None else (t or b"")
         return _PathResult(conflict=Conflict(
-            path, kind, _blob(repo, base), o, _blob(repo, theirs),
-            merged if merged is not None else (o or b""), *hexed))
+            path, kind, _blob(repo, base), o, t, merged if merged is not None else fallback, *hexed))
 
     if any(e is not None and e[0] in (TREE, GITLINK) for e in (ours, theirs)):
         return conflict("file/directory")
