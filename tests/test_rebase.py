@@ -261,3 +261,25 @@ def test_series_yaml_line_edit_matches_a_round_trip(layout: str, tmp_path: Path)
     assert series.topic("ipc-backport").status.value == "merged"
     assert [t.status.value for t in series.topics].count("merged") == 1
     assert edit("upstream: {remote: u, base: v1}\ntopics: []\n", "v2", {}) is None, "flow style: fall back"
+
+
+def test_a_dependent_of_a_conflicting_topic_waits_then_follows_the_resolution(fork: Path) -> None:
+    sh("""
+    git checkout -q -B topic/evict-more topic/offload-evict-fix
+    echo "# more tests" >> tests/v1/kv_offload/test_lru.py
+    git commit -qam "more lru tests"
+    git checkout -q --detach v0.30.0
+    cat >> series.yaml <<'EOF2'
+  - name: evict-more
+    branch: topic/evict-more
+    depends_on: [offload-evict-fix]
+EOF2
+    """, fork)
+    report = rebase_json(fork, "--onto", "v0.31.0", expect=3)
+    row = topics(report)["evict-more"]
+    assert row["outcome"] == "blocked" and "offload-evict-fix" in row["reason"], row
+    resolve_lru(fork / ".git/series/rebase/worktree")
+    report = rebase_json(fork, "--continue")
+    assert topics(report)["evict-more"]["outcome"] == "clean"
+    assert rev(fork, "topic/evict-more~1") == rev(fork, "topic/offload-evict-fix")
+    assert "# keep request order" in show(fork, f"topic/evict-more:{LRU}")
