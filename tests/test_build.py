@@ -190,3 +190,23 @@ def test_nothing_moves_when_the_wheel_is_refused(fork: Path, upstream: Path, tmp
     other = build_wheel(tmp_path / "w31", tree_files(upstream, "v0.31.0"), version="0.31.0")
     run_series("build", "--wheel", str(other), "--from-source", cwd=fork, expect=1)
     assert sh("git branch --list series/integration", fork).strip() == "", "refused, yet the branch moved"
+
+
+def test_renamed_added_and_deleted_files_reach_the_installed_tree(fork: Path, release_wheel: Path,
+                                                                   tmp_path: Path) -> None:
+    sh("git checkout -q -b topic/move v0.30.0 && git mv vllm/multimodal/ipc.py vllm/multimodal/ipc_v1.py && "
+       "mkdir -p vllm/v1/kv_offload/cpu/policies && printf 'class ARC:\\n    pass\\n' > "
+       "vllm/v1/kv_offload/cpu/policies/arc.py && git rm -q vllm/v1/core/sched/scheduler.py && "
+       "git add vllm && git commit -qm move && git checkout -q --detach v0.30.0", fork)
+    (fork / "series.yaml").write_text(
+        "upstream:\n  remote: upstream\n  base: v0.30.0\nintegration: series/integration\n"
+        "topics:\n  - name: move\n    branch: topic/move\n")
+    data = json.loads(run_series("build", "--wheel", str(release_wheel), "--out", str(tmp_path / "d"),
+                                 "--json", cwd=fork).stdout)
+    assert data["changes"]["deleted"] == ["vllm/multimodal/ipc.py", "vllm/v1/core/sched/scheduler.py"], data
+    assert data["changes"]["added"] == ["vllm/multimodal/ipc_v1.py", "vllm/v1/kv_offload/cpu/policies/arc.py"]
+    site = install_wheel(Path(data["wheel"]), tmp_path / "t")
+    assert (site / "vllm/multimodal/ipc_v1.py").read_text() == "VERSION = 1\n"
+    assert not (site / "vllm/multimodal/ipc.py").exists()
+    assert not (site / "vllm/v1/core/sched/scheduler.py").exists()
+    assert (site / "vllm/v1/kv_offload/cpu/policies/arc.py").read_text().startswith("class ARC")
