@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pygit2
+import pytest
 
 from series.engine import rebase as engine
 from series.engine.merged import MergedContext, MergedVerdict
@@ -110,3 +111,11 @@ def test_fetch_first_then_rebase_onto_a_new_release(fork: Path, upstream: Path) 
                                    "--skip-topic", "offload-evict-fix", cwd=fork).stdout)
     assert report["onto"]["name"] == "v0.32.0" and report["status"] == "dry-run", report
     assert topics(report)["sched-note"]["outcome"] == "clean"
+
+
+def test_build_integration_is_deterministic(fork: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = engine.build_integration(open_workspace(None, fork)).head
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2030-01-01T00:00:00Z")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Someone Else")
+    again = engine.build_integration(open_workspace(None, fork)).head
+    assert first == again, "the same base and topic heads give the same integration commit"

@@ -12,6 +12,8 @@ Y is then left out of the chain and the build goes on, so every such conflict is
 
 Public API:
     integrate(repo, base, parts, *, odb=None, committer=None) -> IntegrationResult
+        (committer None: each merge is signed as its topic head's committer, so the
+        same base and heads give the same ids anywhere)
     series.engine.rebase.build_integration(ws) -> IntegrationResult (current branches)
 """
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Sequence
 import pygit2
 
 from series.engine.odb import MemOdb, PathConflict
-from series.engine.replay import _merge_path, default_committer, signature_line
+from series.engine.replay import _merge_path, signature_line
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class IntegrationResult:
 def integrate(repo: pygit2.Repository, base: pygit2.Oid, parts: Sequence[IntegrationPart], *,
               odb: MemOdb | None = None, committer: pygit2.Signature | None = None) -> IntegrationResult:
     store = odb if odb is not None else MemOdb(repo)
-    line = signature_line(committer or default_committer(repo))
+    fixed = signature_line(committer) if committer is not None else None
     head, tree = base, store.commit_tree(base)
     touched: dict[str, list[str]] = {}
     included: list[str] = []
@@ -87,6 +89,9 @@ def integrate(repo: pygit2.Repository, base: pygit2.Oid, parts: Sequence[Integra
         for path, _, _ in changes:
             touched.setdefault(path, []).append(part.name)
         message = f"Merge topic '{part.name}' into integration\n".encode()
+        # By default the merge is signed as the topic head's committer: the same inputs
+        # give the same commit ids on any machine (a rebuilt, unchanged series moves nothing).
+        line = fixed if fixed is not None else store.header(part.head, b"committer")
         head = store.commit(new_tree if new_tree is not None else store.tree({}),
                             [head, part.head], line, line, message)
         tree = store.commit_tree(head)

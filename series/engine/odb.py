@@ -150,6 +150,14 @@ class MemOdb:
             return None
         return self.lookup(found[1], rest)
 
+    def header(self, commit_id: pygit2.Oid, name: bytes) -> bytes:
+        """A commit's raw header value (b"committer" -> b"Name <email> 1700000000 +0000")."""
+        data = self.objects[commit_id][1] if commit_id in self.objects else self.repo.odb.read(commit_id)[1]
+        for line in data.split(b"\n\n", 1)[0].split(b"\n"):
+            if line.startswith(name + b" "):
+                return line[len(name) + 1:]
+        raise KeyError(name)
+
     def commit_tree(self, commit_id: pygit2.Oid) -> pygit2.Oid:
         found = self._commit_trees.get(commit_id)
         if found is None:
