@@ -283,3 +283,12 @@ EOF2
     assert topics(report)["evict-more"]["outcome"] == "clean"
     assert rev(fork, "topic/evict-more~1") == rev(fork, "topic/offload-evict-fix")
     assert "# keep request order" in show(fork, f"topic/evict-more:{LRU}")
+
+
+def test_rebasing_again_onto_the_same_release_moves_nothing(fork: Path) -> None:
+    run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork)
+    before = snapshot(fork)
+    proc = run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork)
+    assert "already up to date" in proc.stdout, proc.stdout
+    assert snapshot(fork) == before
+    assert len(json.loads(run_series("log", "--json", cwd=fork).stdout)) == 1

@@ -29,7 +29,7 @@ def render(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         notes = []
         if r["state"] != "done":
-            notes.append(f"[{r['state']}: 'series undo' repairs it]")
+            notes.append(f"[{r['state']}: 'series rebase --continue', '--abort' or 'series undo' repairs it]")
         if r["undone_by"]:
             notes.append(f"[undone by {r['undone_by']}]")
         refs_moved = f"{len(r['moves'])} ref(s)" + (", series.yaml" if r["config"] else "")

@@ -234,7 +234,11 @@ def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool) ->
     branch = ws.series.integration
     if branch and integration.ok:
         txn.set(f"refs/heads/{branch}", str(integration.head))
-    txn.write_config(Path(state.config_path), _new_config(ws, state))
+    new_text = _new_config(ws, state)
+    if not txn.moves and new_text == state.config_before:
+        st.clear(repo)  # already there: nothing to journal, nothing for undo to revert
+        return Outcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
+    txn.write_config(Path(state.config_path), new_text)
     txn.extra = {"onto": state.onto_name, "checkouts": [
         [str(c.path), c.branch] for c in found]}
     state.phase, state.op_id = "committing", txn.reserve_id()
