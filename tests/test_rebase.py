@@ -292,3 +292,15 @@ def test_rebasing_again_onto_the_same_release_moves_nothing(fork: Path) -> None:
     assert "already up to date" in proc.stdout, proc.stdout
     assert snapshot(fork) == before
     assert len(json.loads(run_series("log", "--json", cwd=fork).stdout)) == 1
+
+
+def test_a_branch_moved_during_a_halted_rebase_is_caught_before_anything_moves(fork: Path) -> None:
+    run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    sh("git branch -f topic/api-hello topic/api-hello~0 && git update-ref refs/heads/topic/api-hello v0.30.0", fork)
+    before = snapshot(fork)
+    resolve_lru(fork / ".git/series/rebase/worktree")
+    proc = run_series("rebase", "--continue", cwd=fork, expect=1)
+    assert "topic/api-hello moved while the rebase was halted" in proc.stderr, proc.stderr
+    assert snapshot(fork) == before
+    run_series("rebase", "--abort", cwd=fork)
+    assert snapshot(fork) == before

@@ -1,0 +1,13 @@
+"""The rebase engine. Modules, each building on the one before:
+
+    odb.py          trees and commits built in memory; persisted as one pack at the end
+    replay.py       replay_commits(): the path-limited in-memory cherry-pick (public API)
+    resolve.py      Conflict, and the resolver/recorder protocol (shared conflict memory)
+    merged.py       rules that declare a topic merged upstream (RULES: add yours there)
+    integration.py  integrate(): base + topics as a chain of merges, inter-topic conflicts
+    state.py        a halted rebase on disk (.git/series/rebase/), temporary refs
+    worktree.py     the conflict worktree; the user's checked-out topic branches
+    rebase.py       start / continue_rebase / abort_rebase / build_integration
+    report.py       the per-topic report and range-diff summary (.git/series/reports/)
+    yamledit.py     the rebase's two line edits to series.yaml
+"""

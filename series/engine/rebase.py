@@ -220,6 +220,12 @@ def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool) ->
     integration = integrate(repo, pygit2.Oid(hex=state.onto_sha), _integration_parts(state), odb=odb)
     if dry_run:
         return Outcome(state, finished=True, dry_run=True, integration=integration)
+    for run in state.topics:
+        now = refs.current(repo, f"refs/heads/{run.branch}")
+        if run.outcome == "clean" and now != run.old_head:
+            raise SeriesError(f"{run.branch} moved while the rebase was halted ({run.old_head[:12]} -> "
+                              f"{(now or 'deleted')[:12]}); nothing was changed: 'series rebase --abort', "
+                              "then start again")
     names = {t.branch for t in state.topics if t.outcome == "clean" and t.new_head != t.old_head}
     found = wt.checkouts(repo, names)
     for checkout in found:
