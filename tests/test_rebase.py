@@ -304,3 +304,40 @@ def test_a_branch_moved_during_a_halted_rebase_is_caught_before_anything_moves(f
     assert snapshot(fork) == before
     run_series("rebase", "--abort", cwd=fork)
     assert snapshot(fork) == before
+
+
+def test_every_conflict_is_reported_at_once_and_continue_goes_to_the_next(fork: Path) -> None:
+    sched = "vllm/v1/core/sched/scheduler.py"
+    sh(f"""
+    git checkout -q -B topic/sched-38 v0.30.0
+    sed -i 's/# scheduler line 38$/# scheduler line 38 (fork)/' {sched}
+    git commit -qam "fork line 38"
+    git checkout -q --detach v0.30.0
+    cat >> series.yaml <<'EOF2'
+  - name: sched-38
+    branch: topic/sched-38
+EOF2
+    """, fork)
+    report = rebase_json(fork, "--onto", "v0.31.0", expect=3)
+    rows = topics(report)
+    assert rows["offload-evict-fix"]["conflict"]["files"] == [LRU]
+    assert rows["sched-38"]["conflict"]["files"] == [sched], "both conflicts in the first report"
+    worktree = fork / ".git/series/rebase/worktree"
+    resolve_lru(worktree)
+    proc = run_series("rebase", "--continue", cwd=fork, expect=3)
+    assert "resolve sched-38" in proc.stdout, proc.stdout
+    (worktree / sched).write_text((fork / sched).read_text().replace("line 38\n", "line 38 (v0.31, fork)\n"))
+    sh(f"git add {sched}", worktree)
+    report = rebase_json(fork, "--continue")
+    assert {t["name"]: t["outcome"] for t in report["topics"]}["sched-38"] == "clean"
+    assert "(v0.31, fork)" in show(fork, f"topic/sched-38:{sched}")
+    assert "# keep request order" in show(fork, f"topic/offload-evict-fix~1:{LRU}")
+
+
+def test_a_commit_made_in_the_worktree_is_taken_as_the_resolution(fork: Path) -> None:
+    run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    worktree = fork / ".git/series/rebase/worktree"
+    resolve_lru(worktree)
+    sh("git commit -qm 'my own wording'", worktree)
+    run_series("rebase", "--continue", cwd=fork)
+    assert sh("git log -1 --format=%s topic/offload-evict-fix~1", fork).strip() == "my own wording"
