@@ -1,21 +1,18 @@
 """The integration tree: the base plus every active topic, computed in memory.
 
-The rebase engine (series.engine.rebase.build_integration) owns this when it is present;
-this module adapts its answer, and otherwise builds the chain itself: one commit per
-topic, the topic's own diff (fork point..head) merged onto the chain with
-`merge_trees`, author and committer taken from the topic's head. The inputs fix every
-byte, so the same base and topic heads give the same commit ids, and so the same wheel.
+The rebase engine (series.engine.rebase.build_integration) builds the chain; this module
+adds what `series build` and `series test` need around it: reuse of an identical existing
+branch (stable wheel versions), topics left out (`--without`), and the paths touched.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
-
 import pygit2
 
-from series.errors import ConflictError, SeriesError
-from series.git.repo import changed_paths, topic_range
+from series.engine.rebase import build_integration
+from series.errors import SeriesError
+from series.git.repo import TopicRange, changed_paths, topic_range
 from series.model import Status, Topic
 from series.workspace import Workspace
 
@@ -41,13 +38,9 @@ def without(ws: Workspace, names: tuple[str, ...]) -> Workspace:
 
 
 def build(ws: Workspace) -> Integration:
-    engine = _engine_builder()
-    base = ws.base_commit()
-    if engine is not None:
-        result = engine(ws)
-        built = Integration(base, _as_commit(ws.repo, result), ws.series.active())
-    else:
-        built = build_in_memory(ws)
+    """The engine's integration chain (ConflictError when topics do not combine)."""
+    result = build_integration(ws)
+    built = Integration(ws.base_commit(), ws.repo[result.head].peel(pygit2.Commit), ws.series.active())
     return _keep_existing(ws, built)
 
 
@@ -72,69 +65,10 @@ def _keep_existing(ws: Workspace, built: Integration) -> Integration:
     return Integration(built.base, existing, built.topics)
 
 
-def _engine_builder() -> Any:
-    try:
-        from series.engine import rebase  # the rebase engine, when it is installed
-    except ImportError:
-        return None
-    return getattr(rebase, "build_integration", None)
-
-
-def _as_commit(repo: pygit2.Repository, result: Any) -> pygit2.Commit:
-    """Accept the shapes an engine may answer with: a commit, an id, or an object holding one."""
-    for attr in ("commit", "head", "tip", "id", "oid", "sha"):
-        if not isinstance(result, (pygit2.Commit, pygit2.Oid, str)) and hasattr(result, attr):
-            result = getattr(result, attr)
-            break
-    if isinstance(result, pygit2.Commit):
-        return result
-    return repo[result if isinstance(result, pygit2.Oid) else pygit2.Oid(hex=str(result))].peel(pygit2.Commit)
-
-
-def build_in_memory(ws: Workspace) -> Integration:
-    repo = ws.repo
-    base = ws.base_commit()
-    tip = base
-    used: list[Topic] = []
-    for topic in ws.series.active():
-        head = ws.head(topic)
-        span = _span(ws, topic, base, head)
-        if not span.commits:
-            continue
-        index = repo.merge_trees(span.start.tree, tip.tree, head.tree)
-        if index.conflicts:
-            files = sorted({(entry or theirs or ours).path
-                            for entry, ours, theirs in index.conflicts if (entry or ours or theirs)})
-            earlier = _touching(repo, ws, used, base, set(files))
-            against = f" vs {', '.join(earlier)}" if earlier else f" vs {ws.series.upstream.base}"
-            raise ConflictError(
-                f"topic {topic.name}{against} conflicts in {', '.join(files)}: the integration "
-                "branch cannot be built; run 'series rebase' to resolve it, or leave the topic out")
-        tree = index.write_tree(repo)
-        oid = repo.create_commit(
-            None, head.author, head.committer,
-            f"series: {topic.name}\n\nTopic {topic.name} ({topic.branch}) at {head.id}.\n",
-            tree, [tip.id])
-        tip = repo[oid].peel(pygit2.Commit)
-        used.append(topic)
-    return Integration(base, tip, tuple(used))
-
-
-def _span(ws: Workspace, topic: Topic, base: pygit2.Commit, head: pygit2.Commit) -> Any:
+def _span(ws: Workspace, topic: Topic, base: pygit2.Commit, head: pygit2.Commit) -> TopicRange:
     """The topic's own commits: upstream history and its dependencies' commits hidden."""
     hide = [ws.head(ws.series.topic(dep)).id for dep in topic.depends_on]
     return topic_range(ws.repo, base, head, ws.series.upstream.remote, hide=hide)
-
-
-def _touching(repo: pygit2.Repository, ws: Workspace, topics: list[Topic],
-              base: pygit2.Commit, files: set[str]) -> list[str]:
-    names = []
-    for topic in topics:
-        head = ws.head(topic)
-        span = _span(ws, topic, base, head)
-        if any(c.path in files for c in changed_paths(repo, span.start.tree, head.tree)):
-            names.append(topic.name)
-    return names
 
 
 def topic_paths(ws: Workspace, topics: tuple[Topic, ...] | None = None) -> dict[str, tuple[str, ...]]:
