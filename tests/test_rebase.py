@@ -341,3 +341,22 @@ def test_a_commit_made_in_the_worktree_is_taken_as_the_resolution(fork: Path) ->
     sh("git commit -qm 'my own wording'", worktree)
     run_series("rebase", "--continue", cwd=fork)
     assert sh("git log -1 --format=%s topic/offload-evict-fix~1", fork).strip() == "my own wording"
+
+
+def test_report_text_snapshot(fork: Path) -> None:
+    import re
+
+    proc = run_series("rebase", "--onto", "v0.31", "--dry-run", cwd=fork, expect=3)
+    text = re.sub(r"[0-9a-f]{12}", "<sha>", proc.stdout)
+    text = re.sub(r"report: .*/\.git/series/reports/dry-run-\d{8}T\d{6}Z\.txt", "report: <file>", text)
+    assert text == """\
+rebase (dry run) onto v0.31.0 ('v0.31') <sha> from v0.30.0: 2 clean, 1 conflict, 1 merged
+  sched-note         clean      1 commit(s) -> <sha>  range-diff =1
+  offload-evict-fix  CONFLICT   <sha> [Bugfix][KV offload] keep request order on touch: \
+vllm/v1/kv_offload/cpu/policies/lru.py
+  ipc-backport       merged upstream (every commit is already in v0.31.0); status: merged, branch kept
+                       dropped (already upstream): <sha> [Backport] ipc VERSION 2
+  api-hello          clean      1 commit(s) -> <sha>  range-diff =1
+nothing was changed (dry run)
+report: <file>
+""", text
