@@ -360,3 +360,41 @@ vllm/v1/kv_offload/cpu/policies/lru.py
 nothing was changed (dry run)
 report: <file>
 """, text
+
+
+def test_renames_are_followed_both_ways(fork: Path, upstream: Path) -> None:
+    """Upstream moves a file a topic edits; a topic moves a file upstream edits."""
+    big = "".join(f"line {i}\n" for i in range(40))
+    sh(f"""
+    git checkout -q -b rel v0.31.0
+    printf '{big}' > vllm/big.py && printf '{big}' > vllm/other.py && git add -A && git commit -qm base
+    git tag v0.31.1
+    git mv vllm/big.py vllm/moved.py
+    sed -i 's/^line 2$/line 2 (upstream)/' vllm/other.py
+    git commit -qam 'move big, edit other' && git tag v0.32.0
+    """, upstream)
+    sh(f"""
+    git fetch -q upstream --tags
+    git checkout -q -B topic/edit-big v0.31.1
+    sed -i 's/^line 30$/line 30 (fork)/' vllm/big.py && git commit -qam 'fork edits big'
+    git checkout -q -B topic/move-other v0.31.1
+    git mv vllm/other.py vllm/renamed.py && git commit -qm 'fork moves other'
+    git checkout -q --detach v0.31.1
+    cat > series.yaml <<'EOF2'
+upstream:
+  remote: upstream
+  base: v0.31.1
+topics:
+  - name: edit-big
+    branch: topic/edit-big
+  - name: move-other
+    branch: topic/move-other
+EOF2
+    """, fork)
+    run_series("rebase", "--onto", "v0.32.0", cwd=fork)
+    moved = show(fork, "topic/edit-big:vllm/moved.py")
+    assert "line 30 (fork)" in moved, "the topic's edit followed upstream's move"
+    assert "vllm/big.py" not in sh("git ls-tree -r --name-only topic/edit-big", fork)
+    renamed = show(fork, "topic/move-other:vllm/renamed.py")
+    assert "line 2 (upstream)" in renamed, "upstream's edit followed the topic's move"
+    assert "vllm/other.py" not in sh("git ls-tree -r --name-only topic/move-other", fork)

@@ -29,8 +29,8 @@ from series.engine import yamledit
 from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
                                        integrate)
 from series.engine.odb import MemOdb
-from series.engine.replay import (ReplayStop, _raw_commit, default_committer, replay_commits,
-                                  signature_line)
+from series.engine.replay import (ReplayStop, _raw_commit, default_committer, renamed_paths,
+                                  replay_commits, signature_line)
 from series.engine.resolve import Hooks, hooks as default_hooks
 from series.errors import ConflictError, SeriesError
 from series.git import refs
@@ -102,6 +102,20 @@ def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.T
 
 # -- replay --------------------------------------------------------------------------------
 
+def _upstream_renames(repo: pygit2.Repository, state: st.RebaseState) -> Callable[[str], str | None]:
+    """Where upstream moved a path between the old base and REF (rename detection runs
+    once, and only when a replayed commit edits a path that is gone: ~0.1 s on vLLM)."""
+    found: dict[str, str] | None = None
+
+    def lookup(path: str) -> str | None:
+        nonlocal found
+        if found is None:
+            found = renamed_paths(repo, pygit2.Oid(hex=state.old_base_sha), pygit2.Oid(hex=state.onto_sha))
+        return found.get(path)
+
+    return lookup
+
+
 def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
              rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> None:
     """Replay every topic that can go on; conflicts and blocked topics wait."""
@@ -109,6 +123,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
     committer = default_committer(repo)
     onto_commit = repo[pygit2.Oid(hex=state.onto_sha)].peel(pygit2.Commit)
     old_base = repo[pygit2.Oid(hex=state.old_base_sha)].peel(pygit2.Commit)
+    renames = _upstream_renames(repo, state)
     for run in state.topics:
         if run.outcome == "blocked":
             run.outcome = "pending"
@@ -135,7 +150,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
                 continue
         head = run.new_head if run.done > 0 and run.new_head else onto
         result = replay_commits(repo, commits[run.done:], pygit2.Oid(hex=head), committer=committer,
-                                resolver=hooks.resolver, topic=run.name, odb=odb)
+                                resolver=hooks.resolver, topic=run.name, odb=odb, renames=renames)
         run.mapping.update({str(k): str(v) for k, v in result.mapping.items()})
         run.dropped += [str(c) for c in result.dropped]
         run.changed += [str(c) for c in result.changed]
@@ -160,7 +175,8 @@ def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOd
     repo = ws.repo
     commit = repo[pygit2.Oid(hex=run.commits[run.done])].peel(pygit2.Commit)
     result = replay_commits(repo, [commit], pygit2.Oid(hex=run.new_head or state.onto_sha),
-                            committer=default_committer(repo), topic=run.name, odb=odb)
+                            committer=default_committer(repo), topic=run.name, odb=odb,
+                            renames=_upstream_renames(repo, state))
     if result.conflict is None:
         raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
                           "run 'series rebase --abort' and start again")

@@ -18,6 +18,11 @@ honours GIT_COMMITTER_NAME/EMAIL/DATE). A commit whose replay leaves the tree un
 is dropped (already upstream). A commit whose parent already is the head (and whose
 message is not rewritten) is kept as it is, so replaying an up-to-date topic is free.
 
+Renames are followed as git's merge does (upstream moved a file the commit edits, or the
+commit moves a file upstream edited); upstream's moves come from `renames(path) -> new
+path | None` (the rebase passes git's rename detection between the old and new base,
+computed once and only if needed).
+
 On a conflict the result carries `conflict` (a ReplayStop: the commit, the head it was
 being applied to, the conflicting paths as resolve.Conflict values, and the clean part of
 its changes): everything needed to materialize it in a worktree. When `odb` is None the
@@ -30,7 +35,7 @@ import datetime as _dt
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import pygit2
 
@@ -250,6 +255,49 @@ def _merge_path(repo: pygit2.Repository, path: str, base: Entry | None, theirs: 
     return _PathResult((mode, blob), same_patch=same)
 
 
+# -- renames ----------------------------------------------------------------------------------
+
+Change = tuple[str, Optional[Entry], Optional[Entry], Optional[Entry]]  # path, base, theirs, ours
+
+
+def renamed_paths(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid) -> dict[str, str]:
+    """old path -> new path for the files git's rename detection pairs between two trees."""
+    diff = repo[old].peel(pygit2.Tree).diff_to_tree(repo[new].peel(pygit2.Tree))
+    diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
+    return {d.old_file.path: d.new_file.path for d in diff.deltas
+            if d.status == pygit2.enums.DeltaStatus.RENAMED}
+
+
+def _follow_renames(repo: pygit2.Repository, store: MemOdb, parent: pygit2.Commit, commit: pygit2.Commit,
+                    head_tree: pygit2.Oid, upstream: Callable[[str], str | None] | None,
+                    changes: list[tuple[str, Entry | None, Entry | None]]) -> list[Change]:
+    """Pair each change with our side, following renames as git's merge does:
+    - upstream moved a file the commit edits: the edit goes to the new path;
+    - the commit moves a file upstream edited: upstream's edit goes along.
+    Both are looked for only when a path would otherwise conflict (cheap in the common case)."""
+    out: list[Change] = [(path, base, theirs, store.lookup(head_tree, path)) for path, base, theirs in changes]
+    own: dict[str, str] | None = None
+    for i, (path, base, theirs, ours) in enumerate(out):
+        if base is None or ours == base or ours == theirs:
+            continue
+        if ours is None and theirs is not None and upstream is not None:
+            moved = upstream(path)
+            target = store.lookup(head_tree, moved) if moved else None
+            if moved and target is not None:
+                out[i] = (moved, base, theirs, target)
+        elif theirs is None and ours is not None:
+            if own is None:
+                own = renamed_paths(repo, parent.tree_id, commit.tree_id)
+            moved = own.get(path)
+            if moved is None:
+                continue
+            for j, (other, _, their_new, _) in enumerate(out):
+                if other == moved:
+                    out[j] = (moved, base, their_new, ours)  # upstream's edit follows the move
+            out[i] = (path, ours, None, ours)  # and the old path simply goes
+    return out
+
+
 # -- replaying a list of commits -------------------------------------------------------------
 
 def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
@@ -257,7 +305,8 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
                    committer: pygit2.Signature | None = None,
                    rewrite_message: Callable[[pygit2.Commit], str] | None = None,
                    resolver: Resolver | None = None, topic: str = "",
-                   odb: MemOdb | None = None) -> ReplayResult:
+                   odb: MemOdb | None = None,
+                   renames: Callable[[str], str | None] | None = None) -> ReplayResult:
     """Replay `commits` (oldest first) onto `onto`; see the module docstring."""
     own_odb = odb is None
     store = odb if odb is not None else MemOdb(repo)
@@ -287,8 +336,9 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
         updates: dict[str, Entry | None] = {}
         conflicts: list[Conflict] = []
         same_patch = True
-        for path, base, theirs in store.changed(parent.tree_id, commit.tree_id):
-            ours = store.lookup(head_tree, path)
+        changes = _follow_renames(repo, store, parent, commit, head_tree, renames,
+                                  list(store.changed(parent.tree_id, commit.tree_id)))
+        for path, base, theirs, ours in changes:
             result = _merge_path(repo, path, base, theirs, ours, labels)
             same_patch = same_patch and result.same_patch
             if result.conflict is not None:
