@@ -119,3 +119,28 @@ def test_build_integration_is_deterministic(fork: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Someone Else")
     again = engine.build_integration(open_workspace(None, fork)).head
     assert first == again, "the same base and topic heads give the same integration commit"
+
+
+def test_a_path_resolved_from_memory_stays_resolved_in_the_worktree(fork: Path) -> None:
+    sched = "vllm/v1/core/sched/scheduler.py"
+    sh(f"""
+    git checkout -q -B topic/both topic/offload-evict-fix~1
+    sed -i 's/# scheduler line 38$/# scheduler line 38 (fork)/' {sched}
+    git commit -q --amend --no-edit -a
+    git checkout -q --detach v0.30.0
+    cat >> series.yaml <<'EOF2'
+  - name: both
+    branch: topic/both
+EOF2
+    """, fork)
+
+    def resolver(topic: str, path: str, conflict: Conflict) -> bytes | None:
+        return conflict.ours + b"# remembered\n" if path == LRU and conflict.ours else None
+
+    outcome = engine.start(open_workspace(None, fork), "v0.31.0", skip=("offload-evict-fix",),
+                           hooks=Hooks(resolver=resolver))
+    assert outcome.worktree is not None
+    status = sh("git status --porcelain --untracked-files=no", outcome.worktree)
+    assert f"UU {sched}" in status and f"M  {LRU}" in status, status
+    run = outcome.state.topic("both")
+    assert run.conflict["files"] == [sched] and [p for _, p in run.resolved] == [LRU], run

@@ -170,13 +170,15 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
             run.outcome = "clean"
 
 
-def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOdb) -> ReplayStop:
-    """Recompute the halted commit of `run` (cheap, one commit) to lay it out."""
+def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
+              hooks: Hooks) -> ReplayStop:
+    """Recompute the halted commit of `run` (cheap, one commit) to lay it out; with the same
+    resolver, so paths resolved from memory stay resolved."""
     repo = ws.repo
     commit = repo[pygit2.Oid(hex=run.commits[run.done])].peel(pygit2.Commit)
     result = replay_commits(repo, [commit], pygit2.Oid(hex=run.new_head or state.onto_sha),
                             committer=default_committer(repo), topic=run.name, odb=odb,
-                            renames=_upstream_renames(repo, state))
+                            resolver=hooks.resolver, renames=_upstream_renames(repo, state))
     if result.conflict is None:
         raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
                           "run 'series rebase --abort' and start again")
@@ -185,7 +187,7 @@ def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOd
 
 # -- halt, commit ----------------------------------------------------------------------------
 
-def _halt(ws: Workspace, state: st.RebaseState, odb: MemOdb) -> Outcome:
+def _halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
     repo = ws.repo
     odb.persist()
     st.protect(repo, state)
@@ -193,13 +195,13 @@ def _halt(ws: Workspace, state: st.RebaseState, odb: MemOdb) -> Outcome:
     state.phase, state.current, state.materialized = "conflict", current.name, False
     st.save(repo, state)
     st.fault("rebase-after-state")
-    return _materialize(ws, state, odb)
+    return _materialize(ws, state, odb, hooks)
 
 
-def _materialize(ws: Workspace, state: st.RebaseState, odb: MemOdb) -> Outcome:
+def _materialize(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
     repo = ws.repo
     run = state.topic(state.current or "")
-    stop = _stop_for(ws, state, run, odb)
+    stop = _stop_for(ws, state, run, odb, hooks)
     path = st.worktree_path(repo)
     notes = wt.materialize(repo, path, stop)
     st.fault("rebase-after-worktree")
@@ -289,11 +291,12 @@ def _after_commit(ws: Workspace, state: st.RebaseState, op: refs.Operation,
     return Outcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
 
 
-def _finish_or_halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool) -> Outcome:
+def _finish_or_halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool,
+                    hooks: Hooks) -> Outcome:
     if any(t.outcome == "conflict" for t in state.topics):
         if dry_run:
             return Outcome(state, finished=False, dry_run=True)
-        return _halt(ws, state, odb)
+        return _halt(ws, state, odb, hooks)
     return _commit(ws, state, odb, dry_run)
 
 
@@ -324,8 +327,9 @@ def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run:
         config_path=str(ws.config_path), config_before=ws.config_path.read_text(), topics=runs,
         skip=list(skip), started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     odb = MemOdb(repo)
-    _advance(ws, state, odb, hooks or default_hooks(ws.series), merged, progress)
-    return _finish_or_halt(ws, state, odb, dry_run)
+    hooks = hooks or default_hooks(ws.series)
+    _advance(ws, state, odb, hooks, merged, progress)
+    return _finish_or_halt(ws, state, odb, dry_run, hooks)
 
 
 def _require(ws: Workspace, verb: str) -> st.RebaseState:
@@ -339,7 +343,7 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
     """Commit what the user resolved in the worktree; the topic goes on from there."""
     repo = ws.repo
     run = state.topic(state.current or "")
-    stop = _stop_for(ws, state, run, odb)
+    stop = _stop_for(ws, state, run, odb, hooks)
     resolution = wt.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts])
     for conflict in stop.conflicts:
         hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
@@ -386,14 +390,14 @@ def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
     if state.current is not None:  # None: the resolution was taken, a process died after
         if not state.materialized:
             # killed while laying it out: redo it, unless the user has already worked there
-            if wt.untouched(path, _stop_for(ws, state, state.topic(state.current), odb)):
-                return _materialize(ws, state, odb)
+            if wt.untouched(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
+                return _materialize(ws, state, odb, hooks)
             state.materialized = True
         _take_resolution(ws, state, odb, hooks, path)
     st.fault("continue-after-commit")
     _advance(ws, state, odb, hooks, merged, progress)
     if any(t.outcome == "conflict" for t in state.topics):
-        return _halt(ws, state, odb)
+        return _halt(ws, state, odb, hooks)
     if path.exists():
         wt.remove(repo, path)
     return _commit(ws, state, odb, dry_run=False)
