@@ -398,3 +398,10 @@ EOF2
     renamed = show(fork, "topic/move-other:vllm/renamed.py")
     assert "line 2 (upstream)" in renamed, "upstream's edit followed the topic's move"
     assert "vllm/other.py" not in sh("git ls-tree -r --name-only topic/move-other", fork)
+
+
+def test_a_topic_rebased_by_hand_onto_newer_upstream_replays_only_its_own_commits(fork: Path) -> None:
+    sh("git checkout -q topic/api-hello && git rebase -q upstream/main && git checkout -q --detach v0.30.0", fork)
+    report = rebase_json(fork, "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", "--dry-run")
+    row = topics(report)["api-hello"]
+    assert row["commits"] == 1 and row["outcome"] == "clean", row

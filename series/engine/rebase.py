@@ -73,19 +73,28 @@ def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.T
     tips = upstream_tips(repo, ws.series.upstream.remote) + [onto.id]
     heads = {t.name: ws.head(t) for t in ws.series.topics
              if t.active or repo.references.get(f"refs/heads/{t.branch}") is not None}
+    # Upstream's history (every tag and remote branch, REF included) is walked once for
+    # all topics, not once per topic: on a real vLLM clone that is thousands of commits.
+    everything = repo.walk(old_base.id, pygit2.enums.SortMode.NONE)
+    everything.reset()
+    active = ws.series.active()
+    for topic in active:
+        everything.push(heads[topic.name].id)
+    everything.hide(old_base.id)
+    for tip in tips:
+        everything.hide(tip)
+    own = {c.id for c in everything}
     runs: list[st.TopicRun] = []
     by_name: dict[str, st.TopicRun] = {}
-    for topic in ws.series.active():
+    for topic in active:
         head = heads[topic.name]
         walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
         fork = repo.merge_base(old_base.id, head.id)
         walker.hide(fork if fork is not None else old_base.id)
-        for tip in tips:
-            walker.hide(tip)
         for dep in topic.depends_on:
             if dep in heads:
                 walker.hide(heads[dep].id)
-        commits = list(walker)
+        commits = [c for c in walker if c.id in own]
         start = commits[0].parents[0].id if commits and commits[0].parents else head.id
         active_deps = [d for d in topic.depends_on if d in by_name]
         run = st.TopicRun(name=topic.name, branch=topic.branch, old_head=str(head.id), start=str(start),
