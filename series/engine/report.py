@@ -140,7 +140,7 @@ def render(report: dict[str, Any], integration_branch: str | None = None) -> str
             out.append("the topics do not combine (integration not rebuilt):")
             out += [f"  topic {c['other']} vs topic {c['topic']}, file {c['path']}" for c in integ["conflicts"]]
         elif integration_branch:
-            verb = "would be rebuilt" if report["dry_run"] else "rebuilt"
+            verb = "would be rebuilt" if report["dry_run"] else "rebuilt" if report["operation"] else "unchanged"
             out.append(f"integration {integration_branch} {verb}: {integ['head'][:12]} "
                        f"({len(integ['topics'])} topics)")
     out += report.get("notes", [])
