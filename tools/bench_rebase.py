@@ -85,7 +85,7 @@ def replay_alone(repo_path: Path, base: str, onto: str, branches: list[str]) -> 
     repo = pygit2.Repository(str(repo_path))
     base_c = repo.revparse_single(base).peel(pygit2.Commit)
     onto_c = repo.revparse_single(onto).peel(pygit2.Commit)
-    lists = [commits_between(repo, base_c.id, repo.branches[b].target) for b in branches]
+    lists = [commits_between(repo, base_c.id, repo.branches[b].peel(pygit2.Commit).id) for b in branches]
     sig = pygit2.Signature("bench", "bench@example.com", 1767225600, 0)
     t0 = time.perf_counter()
     odb = MemOdb(repo)
@@ -174,10 +174,10 @@ def build_synthetic(path: Path, widths: tuple[int, ...], files: int, upstream_co
         def go(t: pygit2.Tree | None, names: list[str]) -> pygit2.Oid:
             tb = repo.TreeBuilder(t) if t is not None else repo.TreeBuilder()
             if len(names) == 1:
-                old = repo[t[names[0]].id].data if t is not None and names[0] in t else body
+                old = repo[t[names[0]].id].peel(pygit2.Blob).data if t is not None and names[0] in t else body
                 tb.insert(names[0], repo.create_blob(mutate(old)), blob)
             else:
-                sub = repo[t[names[0]].id] if t is not None and names[0] in t else None
+                sub = repo[t[names[0]].id].peel(pygit2.Tree) if t is not None and names[0] in t else None
                 tb.insert(names[0], go(sub, names[1:]), tree_mode)
             return tb.write()
         return go(tree, parts)
@@ -203,7 +203,7 @@ def build_synthetic(path: Path, widths: tuple[int, ...], files: int, upstream_co
             target = topic_paths[(n * 3 + i) * 5] if n * 3 + i < 12 else path_of()
             while n * 3 + i >= 12 and target in topic_paths:
                 target = path_of()
-            tree = repo[edit(tree, target, insert_at(1, f"# upstream change {n}"))]
+            tree = repo[edit(tree, target, insert_at(1, f"# upstream change {n}"))].peel(pygit2.Tree)
         head = repo.create_commit("refs/heads/main", sig, sig, f"upstream {n}", tree.id, [head])
     repo.references.create("refs/tags/v1.1.0", head)
     branches = []
