@@ -46,16 +46,22 @@ class PathConflict(Exception):
         self.path = path
 
 
-_ENTRY = re.compile(rb"(\d+) ([^\0]*)\0(.{20})", re.S)
+_ROW = re.compile(rb"(\d+ ([^\0]*)\0.{20})", re.S)
+_TREE_ROW = b"40000 "
 
 
-def _parse_tree(data: bytes) -> dict[str, Entry]:
-    return {name.decode("utf-8", "surrogateescape"): (int(mode, 8), pygit2.Oid(raw=raw))
-            for mode, name, raw in _ENTRY.findall(data)}
+def _row_name(row: bytes) -> bytes:
+    return row[row.index(b" ") + 1:-21]
 
 
-def _entry(row: tuple[bytes, bytes, bytes] | None) -> Entry | None:
-    return None if row is None else (int(row[0], 8), pygit2.Oid(raw=row[2]))
+def _row_entry(row: bytes) -> Entry:
+    return int(row[:row.index(b" ")], 8), pygit2.Oid(raw=row[-20:])
+
+
+def _row_key(row: bytes) -> bytes:
+    """git's tree order: names as bytes, a directory compared as if it ended in '/'."""
+    name = _row_name(row)
+    return name + b"/" if row.startswith(_TREE_ROW) else name
 
 
 def _zlib_stored(data: bytes) -> bytes:
@@ -75,19 +81,21 @@ def _hash(kind: int, data: bytes) -> pygit2.Oid:
     return pygit2.Oid(raw=h.digest())
 
 
-def _sort_key(item: tuple[bytes, Entry]) -> bytes:
-    name, (mode, _) = item
-    return name + b"/" if mode == TREE else name
-
-
 class MemOdb:
-    """New trees and commits of one operation, over a repository's objects."""
+    """New trees and commits of one operation, over a repository's objects.
+
+    Trees are handled as rows: each entry's serialized bytes (b"100644 name\\0<20-byte id>")
+    keyed by name. Diffing two trees is a set difference of rows (in C); editing one
+    replaces a few rows and joins them back, re-sorting only when a name is added or
+    changes kind. No Python work per unchanged entry beyond building the row map once.
+    """
 
     def __init__(self, repo: pygit2.Repository):
         self.repo = repo
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
-        self._entries: dict[pygit2.Oid, dict[str, Entry]] = {}
-        self._raw_rows: dict[pygit2.Oid, frozenset[tuple[bytes, bytes, bytes]]] = {}
+        self._raw: dict[pygit2.Oid, bytes] = {}
+        self._rowmaps: dict[pygit2.Oid, dict[bytes, bytes]] = {}
+        self._rowsets: dict[pygit2.Oid, frozenset[bytes]] = {}
         self._commit_trees: dict[pygit2.Oid, pygit2.Oid] = {}
         self._edits: dict[tuple[pygit2.Oid | None, frozenset[tuple[str, Entry | None]]], pygit2.Oid | None] = {}
 
@@ -95,34 +103,43 @@ class MemOdb:
     def __contains__(self, oid: pygit2.Oid) -> bool:
         return oid in self.objects
 
-    def entries(self, tree_id: pygit2.Oid) -> dict[str, Entry]:
-        """name -> (mode, id) of a tree, ours or the repository's (cached)."""
-        found = self._entries.get(tree_id)
+    def _data(self, tree_id: pygit2.Oid) -> bytes:
+        """A tree's raw bytes, read from the pack once however many views need it."""
+        found = self._raw.get(tree_id)
         if found is None:
-            found = _parse_tree(self.repo.odb.read(tree_id)[1])
-            self._entries[tree_id] = found
+            found = self.objects[tree_id][1] if tree_id in self.objects else self.repo.odb.read(tree_id)[1]
+            self._raw[tree_id] = found
         return found
 
-    def _rows(self, tree_id: pygit2.Oid) -> frozenset[tuple[bytes, bytes, bytes]]:
-        """A tree's raw (mode, name, id) rows, cached: compared as sets in C, so diffing two
-        trees costs no Python work per unchanged entry."""
-        found = self._raw_rows.get(tree_id)
+    def _rowmap(self, tree_id: pygit2.Oid) -> dict[bytes, bytes]:
+        found = self._rowmaps.get(tree_id)
         if found is None:
-            data = self.objects[tree_id][1] if tree_id in self.objects else self.repo.odb.read(tree_id)[1]
-            found = frozenset(_ENTRY.findall(data))
-            self._raw_rows[tree_id] = found
+            found = {name: row for row, name in _ROW.findall(self._data(tree_id))}
+            self._rowmaps[tree_id] = found
         return found
+
+    def _rowset(self, tree_id: pygit2.Oid) -> frozenset[bytes]:
+        found = self._rowsets.get(tree_id)
+        if found is None:
+            found = frozenset(self._rowmap(tree_id).values())
+            self._rowsets[tree_id] = found
+        return found
+
+    def entries(self, tree_id: pygit2.Oid) -> dict[str, Entry]:
+        """name -> (mode, id) of a tree, ours or the repository's."""
+        return {n.decode("utf-8", "surrogateescape"): _row_entry(r) for n, r in self._rowmap(tree_id).items()}
 
     def changed(self, old: pygit2.Oid | None, new: pygit2.Oid | None,
                 prefix: str = "") -> Iterator[tuple[str, Entry | None, Entry | None]]:
         """(path, old entry, new entry) for each blob that differs; equal subtrees are skipped
         by id, so the cost follows the change, not the tree."""
-        a = self._rows(old) if old is not None else frozenset()
-        b = self._rows(new) if new is not None else frozenset()
-        gone = {row[1]: row for row in a - b}
-        came = {row[1]: row for row in b - a}
+        a = self._rowset(old) if old is not None else frozenset()
+        b = self._rowset(new) if new is not None else frozenset()
+        gone = {_row_name(row): row for row in a - b}
+        came = {_row_name(row): row for row in b - a}
         for raw_name in sorted(gone.keys() | came.keys()):
-            x, y = _entry(gone.get(raw_name)), _entry(came.get(raw_name))
+            x = _row_entry(gone[raw_name]) if raw_name in gone else None
+            y = _row_entry(came[raw_name]) if raw_name in came else None
             path = prefix + raw_name.decode("utf-8", "surrogateescape")
             x_tree = x is not None and x[0] == TREE
             y_tree = y is not None and y[0] == TREE
@@ -143,8 +160,11 @@ class MemOdb:
                 return None
             return int(entry.filemode), entry.id
         head, _, rest = path.partition("/")
-        found = self.entries(tree_id).get(head)
-        if found is None or not rest:
+        row = self._rowmap(tree_id).get(head.encode("utf-8", "surrogateescape"))
+        if row is None:
+            return None
+        found = _row_entry(row)
+        if not rest:
             return found
         if found[0] != TREE:
             return None
@@ -166,14 +186,21 @@ class MemOdb:
         return found
 
     # -- writing -------------------------------------------------------------------
-    def tree(self, entries: dict[str, Entry]) -> pygit2.Oid:
-        items = sorted(((n.encode("utf-8", "surrogateescape"), e) for n, e in entries.items()), key=_sort_key)
-        data = b"".join(b"%o %s\0%s" % (mode, name, oid.raw) for name, (mode, oid) in items)
+    def _add_tree(self, rows: dict[bytes, bytes], data: bytes) -> pygit2.Oid:
         oid = _hash(_TREE, data)
-        if oid not in self._entries:
+        if oid not in self._rowmaps:
             self.objects[oid] = (_TREE, data)
-            self._entries[oid] = dict(entries)
+            self._raw[oid] = data
+            self._rowmaps[oid] = rows
         return oid
+
+    def tree(self, entries: dict[str, Entry]) -> pygit2.Oid:
+        rows = {}
+        for name, (mode, oid) in entries.items():
+            raw = name.encode("utf-8", "surrogateescape")
+            rows[raw] = b"%o %s\0%s" % (mode, raw, oid.raw)
+        values = sorted(rows.values(), key=_row_key)
+        return self._add_tree({_row_name(v): v for v in values}, b"".join(values))
 
     def edit(self, tree_id: pygit2.Oid | None, updates: Updates) -> pygit2.Oid | None:
         """`tree_id` with entries set or removed at paths; only the subtrees on those paths
@@ -181,28 +208,40 @@ class MemOdb:
         key = (tree_id, frozenset(updates.items()))
         if key in self._edits:
             return self._edits[key]
-        entries = dict(self.entries(tree_id)) if tree_id is not None else {}
-        nested: dict[str, dict[str, Entry | None]] = {}
+        rows = dict(self._rowmap(tree_id)) if tree_id is not None else {}
+        reorder = False  # rows keep git's order unless a name is added or changes kind
+        nested: dict[bytes, dict[str, Entry | None]] = {}
         for path, entry in updates.items():
             head, sep, rest = path.partition("/")
+            name = head.encode("utf-8", "surrogateescape")
             if sep:
-                nested.setdefault(head, {})[rest] = entry
+                nested.setdefault(name, {})[rest] = entry
             elif entry is None:
-                entries.pop(head, None)
+                rows.pop(name, None)
             else:
-                entries[head] = entry
+                old = rows.get(name)
+                if old is None or old.startswith(_TREE_ROW) != (entry[0] == TREE):
+                    reorder = True
+                rows[name] = b"%o %s\0%s" % (entry[0], name, entry[1].raw)
         for name, inner in nested.items():
-            current = entries.get(name)
-            if current is not None and current[0] != TREE:
+            current = rows.get(name)
+            if current is not None and not current.startswith(_TREE_ROW):
                 if all(v is None for v in inner.values()):
                     continue  # deleting below a file: nothing is there
-                raise PathConflict(name)
-            new = self.edit(current[1] if current is not None else None, inner)
+                raise PathConflict(name.decode("utf-8", "surrogateescape"))
+            new = self.edit(pygit2.Oid(raw=current[-20:]) if current is not None else None, inner)
             if new is None:
-                entries.pop(name, None)
+                rows.pop(name, None)
             else:
-                entries[name] = (TREE, new)
-        result = self.tree(entries) if entries else None
+                reorder = reorder or current is None
+                rows[name] = b"40000 %s\0%s" % (name, new.raw)
+        result = None
+        if rows:
+            values: list[bytes] = list(rows.values())
+            if reorder:  # the row map must keep git's order too: later edits rely on it
+                values.sort(key=_row_key)
+                rows = {_row_name(v): v for v in values}
+            result = self._add_tree(rows, b"".join(values))
         self._edits[key] = result
         return result
 

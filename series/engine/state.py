@@ -89,7 +89,7 @@ class RebaseState:
         raise KeyError(name)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1)
+        return json.dumps(asdict(self))  # compact: the C encoder, ~5x faster than indent=
 
     @classmethod
     def from_json(cls, text: str) -> "RebaseState":
