@@ -96,6 +96,31 @@ def replay_alone(repo_path: Path, base: str, onto: str, branches: list[str]) -> 
     return t1 - t0, sum(len(c) for c in lists), time.perf_counter() - t1
 
 
+def same_trees_as_naive(repo_path: Path, base: str, onto: str, branches: list[str]) -> tuple[int, int]:
+    """(equal, compared): each clean topic's final tree against libgit2 merge_trees'."""
+    import pygit2
+
+    from series.engine.replay import replay_commits
+    from series.git.repo import commits_between
+
+    repo = pygit2.Repository(str(repo_path))
+    base_c = repo.revparse_single(base).peel(pygit2.Commit)
+    onto_c = repo.revparse_single(onto).peel(pygit2.Commit)
+    sig = pygit2.Signature("bench", "bench@example.com", 1767225600, 0)
+    equal = compared = 0
+    for b in branches:
+        commits = commits_between(repo, base_c.id, repo.branches[b].peel(pygit2.Commit).id)
+        result = replay_commits(repo, commits, onto_c, committer=sig)
+        if not result.ok:
+            continue
+        tree = onto_c.tree
+        for c in commits:
+            tree = repo[repo.merge_trees(c.parents[0].tree, tree, c.tree).write_tree(repo)].peel(pygit2.Tree)
+        compared += 1
+        equal += repo[result.head].peel(pygit2.Commit).tree_id == tree.id
+    return equal, compared
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -122,7 +147,11 @@ def bench_fork(src: Path, repeat: int) -> dict[str, float]:
             seconds, commits, persisted = replay_alone(fork, "v0.30.0", "v0.31.0", branches)
             replay.append(seconds)
             persist.append(persisted)
+        fork = fresh(src, work)
+        equal, compared = same_trees_as_naive(fork, "v0.30.0", "v0.31.0",
+                                              (fork / ".git/series-fixture.txt").read_text().split())
         out = {k: median(v) for k, v in results.items()}
+        out["equal"], out["compared"] = equal, compared
         out["replay"] = median(replay)
         out["persist"] = median(persist)
         out["commits"] = commits
@@ -267,6 +296,8 @@ def main() -> None:
     per = r["replay"] / r["commits"] * 1000
     print(f"  {'replay':<12} {r['replay'] * 1000:8.1f} ms   git loop / x = {git_loop / r['replay']:6.1f}"
           f"   ({per:.3f} ms per commit; writing the pack after: {r['persist'] * 1000:.1f} ms)")
+    print(f"  correctness: {int(r['equal'])}/{int(r['compared'])} clean topics end on the same tree as "
+          "the naive merge_trees replay")
     print(f"  targets: whole process <= 1/20 of the git loop ({git_loop / 20 * 1000:.0f} ms), "
           f"replay <= 1/100 ({git_loop / 100 * 1000:.0f} ms)")
     if a.no_synthetic:
