@@ -91,6 +91,13 @@ class MemOdb:
     """
 
     def __init__(self, repo: pygit2.Repository):
+        try:
+            object_format = str(repo.config["extensions.objectformat"]).lower()
+        except KeyError:
+            object_format = "sha1"
+        if object_format != "sha1":
+            raise SeriesError(f"this repository uses {object_format} object ids; series supports SHA-1 "
+                              "repositories only (vLLM's)")
         self.repo = repo
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
         self._raw: dict[pygit2.Oid, bytes] = {}
