@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Sequence, cast
 
 import pygit2
 
@@ -108,11 +108,16 @@ class PathChange:
     new_mode: int | None
 
 
+def _entries(tree: pygit2.Tree | None) -> dict[str, pygit2.Object]:
+    # an entry read from a tree always has a name; pygit2 types Object.name as optional
+    # because an object looked up by id has none
+    return {cast(str, e.name): e for e in tree} if tree is not None else {}
+
+
 def changed_paths(repo: pygit2.Repository, old: pygit2.Tree | None,
                   new: pygit2.Tree | None, prefix: str = "") -> Iterator[PathChange]:
     """Blob paths that differ between two trees, descending only into changed subtrees."""
-    old_entries = {e.name: e for e in old} if old is not None else {}
-    new_entries = {e.name: e for e in new} if new is not None else {}
+    old_entries, new_entries = _entries(old), _entries(new)
     for name in sorted(old_entries.keys() | new_entries.keys()):
         a, b = old_entries.get(name), new_entries.get(name)
         if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
@@ -122,7 +127,8 @@ def changed_paths(repo: pygit2.Repository, old: pygit2.Tree | None,
         b_tree = b is not None and b.filemode == TREE_MODE
         if a_tree or b_tree:
             yield from changed_paths(
-                repo, repo[a.id] if a_tree else None, repo[b.id] if b_tree else None, f"{path}/")
+                repo, repo[a.id].peel(pygit2.Tree) if a is not None and a_tree else None,
+                repo[b.id].peel(pygit2.Tree) if b is not None and b_tree else None, f"{path}/")
         if (a is not None and not a_tree) or (b is not None and not b_tree):
             yield PathChange(
                 path,
@@ -142,7 +148,7 @@ class FileStat:
 
 
 def _lines(repo: pygit2.Repository, oid: pygit2.Oid | None) -> bytes:
-    return repo[oid].data if oid is not None else b""
+    return repo[oid].peel(pygit2.Blob).data if oid is not None else b""
 
 
 def line_counts(repo: pygit2.Repository, change: PathChange) -> tuple[int, int]:
