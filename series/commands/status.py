@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TypedDict
 
 from series.git.repo import file_stats, topic_range
 from series.workspace import Workspace
@@ -24,14 +25,25 @@ class TopicStatus:
     missing: bool = False
 
 
+class _FromConfig(TypedDict):
+    """The TopicStatus fields that come from series.yaml, whether or not the branch exists."""
+
+    name: str
+    branch: str
+    status: str
+    upstream_pr: int | None
+    superseded_by: str | None
+    merged_in: str | None
+
+
 def run(ws: Workspace) -> list[TopicStatus]:
     repo = ws.repo
     base = ws.base_commit()
     rows = []
     for topic in ws.series.topics:
-        common = dict(name=topic.name, branch=topic.branch, status=topic.status.value,
-                      upstream_pr=topic.upstream_pr, superseded_by=topic.superseded_by,
-                      merged_in=topic.merged_in)
+        common = _FromConfig(name=topic.name, branch=topic.branch, status=topic.status.value,
+                             upstream_pr=topic.upstream_pr, superseded_by=topic.superseded_by,
+                             merged_in=topic.merged_in)
         ref = repo.references.get(f"refs/heads/{topic.branch}")
         if ref is None:
             rows.append(TopicStatus(**common, commits=None, files=None, added=None, deleted=None,
