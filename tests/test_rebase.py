@@ -405,3 +405,28 @@ def test_a_topic_rebased_by_hand_onto_newer_upstream_replays_only_its_own_commit
     report = rebase_json(fork, "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", "--dry-run")
     row = topics(report)["api-hello"]
     assert row["commits"] == 1 and row["outcome"] == "clean", row
+
+
+def test_progress_goes_to_a_terminal_only(fork: Path) -> None:
+    import pty
+    import subprocess
+    import sys
+
+    args = ("rebase", "--onto", "v0.31.0", "--dry-run", "--skip-topic", "offload-evict-fix")
+    assert run_series(*args, cwd=fork).stderr == "", "no progress output when stderr is not a terminal"
+    master, slave = pty.openpty()
+    proc = subprocess.run([sys.executable, "-m", "series", *args], cwd=fork, stdout=subprocess.PIPE,
+                          stderr=slave, env=dict(os.environ))
+    os.close(slave)
+    seen = b""
+    try:
+        while True:
+            chunk = os.read(master, 4096)
+            if not chunk:
+                break
+            seen += chunk
+    except OSError:
+        pass
+    os.close(master)
+    assert proc.returncode == 0
+    assert b"replaying [" in seen and b"3/3 api-hello" in seen, seen

@@ -14,15 +14,11 @@ from series.errors import EXIT_CONFLICT
 class _Progress:
     """A one-line progress display on stderr, only when stderr is a terminal."""
 
-    def __init__(self, total: int):
-        self.total, self.count = total, 0
-
-    def __call__(self, name: str) -> None:
-        self.count += 1
+    def __call__(self, name: str, count: int, total: int) -> None:
         width = 24
-        done = int(width * self.count / max(self.total, 1))
+        done = int(width * count / max(total, 1))
         sys.stderr.write(f"\rreplaying [{'#' * done}{'.' * (width - done)}] "
-                         f"{self.count}/{self.total} {name[:30]:<30}")
+                         f"{count}/{total} {name[:30]:<30}")
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -65,7 +61,7 @@ def rebase(ctx: Context, onto: str | None, fetch: bool, dry_run: bool, as_json: 
     ws = ctx.workspace(check_branches=not (resume or abort))
     progress: Any = None
     if sys.stderr.isatty() and not as_json:
-        progress = _Progress(len(ws.series.active()))
+        progress = _Progress()
     try:
         result = cmd.run(ws, onto=onto, fetch=fetch, dry_run=dry_run, skip=skip, resume=resume,
                          abort=abort, progress=progress)

@@ -37,7 +37,7 @@ from series.git import refs
 from series.git.repo import resolve_release, upstream_tips
 from series.workspace import Workspace
 
-Progress = Callable[[str], None]
+Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
 
 
 @dataclass
@@ -133,13 +133,16 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
     onto_commit = repo[pygit2.Oid(hex=state.onto_sha)].peel(pygit2.Commit)
     old_base = repo[pygit2.Oid(hex=state.old_base_sha)].peel(pygit2.Commit)
     renames = _upstream_renames(repo, state)
+    total = sum(1 for r in state.topics if r.outcome in ("pending", "blocked"))
+    count = 0
     for run in state.topics:
         if run.outcome == "blocked":
             run.outcome = "pending"
         if run.outcome != "pending":
             continue
+        count += 1
         if progress:
-            progress(run.name)
+            progress(run.name, count, total)
         onto = state.onto_sha
         if run.depends_on:
             dep = state.topic(run.depends_on)
