@@ -133,7 +133,7 @@ class FileDiffStat:
 def _is_binary(repo: pygit2.Repository, oid: pygit2.Oid) -> bool:
     if oid == pygit2.Oid(hex=ZERO_ID):
         return False
-    return b"\0" in repo[oid].data[:8000]
+    return b"\0" in repo[oid].peel(pygit2.Blob).data[:8000]
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,8 @@ def tree_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
             pairs = [(a, b)]
         for x, y in pairs:
             # the patch points into these buffers: keep them alive while its hunks are read
-            before, after = repo[x.id].data if x else b"", repo[y.id].data if y else b""
+            before = repo[x.id].peel(pygit2.Blob).data if x else b""
+            after = repo[y.id].peel(pygit2.Blob).data if y else b""
             patch = pygit2.Patch.create_from(before, after, context_lines=3, interhunk_lines=0)
             text, stat = _section(x, y, patch.hunks, "A" if x is None else "D" if y is None else "M", 0)
             out.append(text)
@@ -197,11 +198,14 @@ def tree_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
 
 def _renaming_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
                    where: str) -> tuple[str, list[FileDiffStat]]:
-    diff = repo.diff(old, new, context_lines=3, interhunk_lines=0)
+    diff = old.diff_to_tree(new, context_lines=3, interhunk_lines=0)
     diff.find_similar()
     out: list[str] = []
     stats: list[FileDiffStat] = []
     for patch in diff:
+        # pygit2 types a diff's patches as optional (libgit2 can skip one); a tree diff
+        # like this one has a patch for every delta, binary ones included
+        assert patch is not None
         delta = patch.delta
         if delta.old_file.id != delta.new_file.id:
             for side in (delta.old_file, delta.new_file):
@@ -209,8 +213,8 @@ def _renaming_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
         if delta.status_char() == "T":
             # file <-> symlink: git writes a deletion and an addition
             for old_side, new_side in ((delta.old_file, None), (None, delta.new_file)):
-                before = repo[old_side.id].data if old_side else b""
-                after = repo[new_side.id].data if new_side else b""
+                before = repo[old_side.id].peel(pygit2.Blob).data if old_side else b""
+                after = repo[new_side.id].peel(pygit2.Blob).data if new_side else b""
                 single = pygit2.Patch.create_from(before, after, context_lines=3)
                 text, stat = _section(old_side, new_side, single.hunks, "A" if new_side else "D", 0)
                 out.append(text)

@@ -229,9 +229,9 @@ def edit_tree(repo: pygit2.Repository, tree: pygit2.Tree | None,
         existing = present.get(name)
         if existing is not None and existing.filemode != TREE and here.get(name, ...) is not None:
             raise SeriesError(f"{where}: '{name}' is a file, not a directory")
-        subtree = repo[existing.id] if existing is not None and existing.filemode == TREE else None
+        subtree = repo[existing.id].peel(pygit2.Tree) if existing is not None and existing.filemode == TREE else None
         oid = edit_tree(repo, subtree, sub, where)
-        if len(repo[oid]) == 0:
+        if len(repo[oid].peel(pygit2.Tree)) == 0:
             if name in present:
                 builder.remove(name)
         else:
@@ -255,7 +255,7 @@ def apply_patch(repo: pygit2.Repository, tree: pygit2.Tree, patch: Patch, where:
             found = current(change.old_path)
             if found is None:
                 raise SeriesError(f"{here}: the patch changes a file that does not exist here")
-            old_data, old_mode = repo[found[0]].data, found[1]
+            old_data, old_mode = repo[found[0]].peel(pygit2.Blob).data, found[1]
             if old_mode == TREE:
                 raise SeriesError(f"{here}: is a directory here")
             exact = change.old_id is not None and str(found[0]) == change.old_id
@@ -297,7 +297,7 @@ def make_commit(repo: pygit2.Repository, parent: pygit2.Commit, patch: Patch,
                               patch.author_offset)
     message = encode(patch.message)  # bytes: keeps a message that is not valid UTF-8 as it was
     oid = repo.create_commit(None, author, committer, message, tree, [parent.id])
-    return repo[oid]
+    return repo[oid].peel(pygit2.Commit)
 
 
 def read_patch_file(path: Path) -> str:
