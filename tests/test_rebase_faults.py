@@ -18,12 +18,12 @@ def killed(fork: Path, point: str, *args: str) -> None:
     assert proc.returncode == 99, f"not killed at {point}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
 
 
-@pytest.mark.parametrize("point", ["rebase-after-state", "rebase-after-worktree"])
+@pytest.mark.parametrize("point", ["rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree"])
 def test_killed_while_halting_then_continue(fork: Path, point: str) -> None:
     before = snapshot(fork)
     killed(fork, point, "--onto", "v0.31.0")
     assert snapshot(fork) == before
-    if point == "rebase-after-state":
+    if point != "rebase-after-worktree":
         # the worktree was never laid out: --continue does it now
         proc = run_series("rebase", "--continue", cwd=fork, expect=3)
         assert "resolve offload-evict-fix" in proc.stdout, proc.stdout
@@ -33,7 +33,7 @@ def test_killed_while_halting_then_continue(fork: Path, point: str) -> None:
     assert "base: v0.31.0" in (fork / "series.yaml").read_text()
 
 
-@pytest.mark.parametrize("point", ["rebase-after-state", "rebase-after-worktree"])
+@pytest.mark.parametrize("point", ["rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree"])
 def test_killed_while_halting_then_abort(fork: Path, point: str) -> None:
     before = snapshot(fork)
     killed(fork, point, "--onto", "v0.31.0")

@@ -401,8 +401,9 @@ def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
     path = st.worktree_path(repo)
     if state.current is not None:  # None: the resolution was taken, a process died after
         if not state.materialized:
-            # killed while laying it out: redo it, unless the user has already worked there
-            if wt.untouched(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
+            # killed while laying it out: redo it, unless it was complete (then the user
+            # may have worked there already)
+            if not wt.laid_out(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
                 return _materialize(ws, state, odb, hooks)
             state.materialized = True
         _take_resolution(ws, state, odb, hooks, path)

@@ -22,6 +22,7 @@ import pygit2
 
 from series.engine.odb import GITLINK, LINK, TREE
 from series.engine.replay import ReplayStop
+from series.engine.state import fault
 from series.errors import SeriesError
 from series.git.cli import git
 from series.git.repo import workdir
@@ -53,10 +54,11 @@ def _rerere_enabled(repo: pygit2.Repository) -> bool:
 def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop) -> list[str]:
     """Lay out `stop` in a worktree at `path`; return notes (e.g. rerere reuse)."""
     root = _main_root(repo)
-    if path.exists():
-        remove(repo, path)
+    _marker(path).unlink(missing_ok=True)
+    remove(repo, path)  # also prunes a registration whose directory is gone
     path.parent.mkdir(parents=True, exist_ok=True)
     git(root, "worktree", "add", "--detach", str(path), str(stop.head))
+    fault("rebase-mid-worktree")
     lines: list[str] = []
     files: dict[str, tuple[bytes | None, int]] = {}
     for rel, entry in stop.clean.items():
@@ -91,6 +93,7 @@ def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop) -> list[s
         else:
             target.write_bytes(data)
             os.chmod(target, 0o755 if mode == 0o100755 else 0o644)
+    _marker(path).write_text(f"{stop.commit}\n")
     notes = []
     if _rerere_enabled(repo):
         git(path, "rerere", check=False)
@@ -101,27 +104,15 @@ def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop) -> list[s
     return notes
 
 
-def untouched(path: Path, stop: ReplayStop) -> bool:
-    """Is a worktree whose layout was interrupted free of the user's work (safe to redo)?
+def _marker(path: Path) -> Path:
+    return path.parent / "laid-out"
 
-    True when it is missing, or every conflicting path is still unresolved in the index
-    and its file is either as laid out (markers) or not written yet."""
-    if not path.exists():
-        return True
-    try:
-        repo = pygit2.Repository(str(path))
-        index = repo.index
-        index.read()
-    except (pygit2.GitError, KeyError):
-        return True
-    conflicted = {e.path for triple in (index.conflicts or []) for e in triple if e is not None}
-    for c in stop.conflicts:
-        if c.path not in conflicted:
-            return False
-        target = path / c.path
-        if target.is_file() and target.read_bytes() not in (c.merged, c.ours or b""):
-            return False
-    return True
+
+def laid_out(path: Path, stop: ReplayStop) -> bool:
+    """Was this conflict completely laid out in the worktree (so the user may have worked
+    there)? A layout interrupted half-way is not, and is simply redone."""
+    marker = _marker(path)
+    return path.exists() and marker.exists() and marker.read_text().strip() == str(stop.commit)
 
 
 @dataclass(frozen=True)
