@@ -108,7 +108,8 @@ class PathChange:
     new_mode: int | None
 
 
-def _entries(tree: pygit2.Tree | None) -> dict[str, pygit2.Object]:
+def named_entries(tree: pygit2.Tree | None) -> dict[str, pygit2.Object]:
+    """A tree's entries by name (none for no tree)."""
     # an entry read from a tree always has a name; pygit2 types Object.name as optional
     # because an object looked up by id has none
     return {cast(str, e.name): e for e in tree} if tree is not None else {}
@@ -117,7 +118,7 @@ def _entries(tree: pygit2.Tree | None) -> dict[str, pygit2.Object]:
 def changed_paths(repo: pygit2.Repository, old: pygit2.Tree | None,
                   new: pygit2.Tree | None, prefix: str = "") -> Iterator[PathChange]:
     """Blob paths that differ between two trees, descending only into changed subtrees."""
-    old_entries, new_entries = _entries(old), _entries(new)
+    old_entries, new_entries = named_entries(old), named_entries(new)
     for name in sorted(old_entries.keys() | new_entries.keys()):
         a, b = old_entries.get(name), new_entries.get(name)
         if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
