@@ -24,6 +24,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from series.errors import SeriesError
+from series.git.repo import named_entries
 
 TEST_AREAS = ".buildkite/test_areas"
 WORKSPACE = "/vllm-workspace"          # where upstream's CI image has the checkout
@@ -129,11 +130,11 @@ def load(repo: pygit2.Repository, tree: pygit2.Tree, directory: str = TEST_AREAS
     steps: list[Step] = []
     files: list[str] = []
     problems: list[str] = []
-    for entry in sorted(repo[folder.id], key=lambda e: e.name):
-        if not entry.name.endswith((".yaml", ".yml")) or entry.filemode == pygit2.enums.FileMode.TREE:
+    for name, entry in sorted(named_entries(repo[folder.id].peel(pygit2.Tree)).items()):
+        if not name.endswith((".yaml", ".yml")) or entry.filemode == pygit2.enums.FileMode.TREE:
             continue
-        path = f"{directory}/{entry.name}"
-        text = repo[entry.id].data.decode("utf-8", errors="replace")
+        path = f"{directory}/{name}"
+        text = repo[entry.id].peel(pygit2.Blob).data.decode("utf-8", errors="replace")
         try:
             steps.extend(parse(text, path))
         except (YAMLError, ValueError) as exc:
