@@ -177,8 +177,8 @@ def tree_files(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> l
     """Changed files between two trees, with old-side hunk ranges (3 lines of context off)."""
     files = []
     for change in changed_paths(repo, old, new):
-        old_data = repo[change.old_id].data if change.old_id is not None else b""
-        new_data = repo[change.new_id].data if change.new_id is not None else b""
+        old_data = repo[change.old_id].peel(pygit2.Blob).data if change.old_id is not None else b""
+        new_data = repo[change.new_id].peel(pygit2.Blob).data if change.new_id is not None else b""
         hunks: tuple[tuple[int, int], ...] = ()
         if b"\0" not in old_data[:8000] and b"\0" not in new_data[:8000]:
             patch = pygit2.Patch.create_from(old_data, new_data, context_lines=0)

@@ -60,7 +60,7 @@ def _blob(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
 
 
 def _text(repo: pygit2.Repository, oid: pygit2.Oid | None) -> bytes:
-    return repo[oid].data if oid is not None else b""
+    return repo[oid].peel(pygit2.Blob).data if oid is not None else b""
 
 
 def difference(repo: pygit2.Repository, adopted: pygit2.Tree, upstream: pygit2.Tree,
