@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+import pygit2
+
 from series.build import fetch, integration, manifest, overlay, source
 from series.build.integration import Integration
 from series.errors import SeriesError
@@ -46,7 +48,7 @@ def changes_between(ws: Workspace, integ: Integration) -> dict[str, overlay.File
     repo = ws.repo
     out = {}
     for change in changed_paths(repo, integ.base.tree, integ.commit.tree):
-        data = repo[change.new_id].data if change.new_id is not None else None
+        data = repo[change.new_id].peel(pygit2.Blob).data if change.new_id is not None else None
         out[change.path] = overlay.FileChange(change.path, data,
                                               executable=change.new_mode == 0o100755)
     return out
@@ -97,7 +99,7 @@ def stale_files(ws: Workspace, integ: Integration, release: Path,
             blob = integ.base.tree[path]
         except KeyError:
             continue  # added by the series, yet in the wheel: generated upstream at build time
-        if overlay.record_hash(ws.repo[blob.id].data) != record[path][0]:
+        if overlay.record_hash(ws.repo[blob.id].peel(pygit2.Blob).data) != record[path][0]:
             stale.append(path)
     if not stale:
         return ()
@@ -190,23 +192,24 @@ def _move_branch(ws: Workspace, integ: Integration, result: BuildResult) -> Buil
 
 def _from_source(ws: Workspace, integ: Integration, result: BuildResult, out_dir: Path,
                  paths: list[str], runner: Any) -> BuildResult:
-    assert result.source_wheel is not None and result.version is not None
+    release, version = result.source_wheel, result.version
+    assert release is not None and version is not None
     if result.dry_run:
-        plan = source.plan(result.source_wheel, result.version, out_dir, paths)
+        plan = source.plan(release, version, out_dir, paths)
         missing = source.missing_requirements()
         note = f"; missing here: {', '.join(missing)}" if missing else ""
         return replace(result, method=f"from-source ({plan.recipe})",
                        plan=f"{plan.describe()}  # {plan.why}{note}")
     result = _move_branch(ws, integ, result)
     kwargs = {"runner": runner, "check_requirements": False} if runner is not None else {}
-    plan, built = source.build(workdir(ws.repo), integ.sha, result.source_wheel, result.version,
-                               out_dir, paths, **kwargs)
+    plan, built = source.build(workdir(ws.repo), integ.sha, release, version, out_dir, paths,
+                               **kwargs)
     digest = hashlib.sha256(built.read_bytes()).hexdigest()
     method = f"from-source ({plan.recipe})"
     data = manifest.manifest(ws, integration_branch=result.integration_branch,
                              integration_sha=integ.sha, wheel=built, wheel_sha256=digest,
-                             version=result.version, method=method,
-                             source_wheel=result.source_wheel, changes={"paths": paths})
+                             version=version, method=method,
+                             source_wheel=release, changes={"paths": paths})
     return replace(result, wheel=built, manifest=manifest.write(built, data), method=method,
                    plan=plan.describe())
 

@@ -82,7 +82,7 @@ def _state_of_export(ws: Workspace, directory: Path, label: str) -> SeriesState:
         if topic is not None:
             for dep in topic.depends_on:
                 if dep in state.heads:
-                    parent = ws.repo[state.heads[dep]]
+                    parent = ws.repo[state.heads[dep]].peel(pygit2.Commit)
         try:
             for path in patch_files(directory, name):
                 patch = fmt.parse(read_patch_file(path), f"{name}/{path.name}")
@@ -182,7 +182,7 @@ def _range(ws: Workspace, state: SeriesState, topic: str) -> str | None:
     base = _base_of(ws, state)
     if head is None or base is None:
         return None
-    span = topic_range(ws.repo, base, ws.repo[head], state.series.upstream.remote)
+    span = topic_range(ws.repo, base, ws.repo[head].peel(pygit2.Commit), state.series.upstream.remote)
     return f"{span.start.id}..{head}"
 
 

@@ -158,7 +158,7 @@ def _junit(path: Path) -> dict[str, str]:
 def run_steps(tree: Path, steps: list[Step], use_installed: bool = False,
               runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
               progress: Callable[[str], None] = lambda _: None) -> list[StepRun]:
-    results = []
+    results: list[StepRun] = []
     scratch = Path(tempfile.mkdtemp(prefix="series-junit-"))
     try:
         for number, step in enumerate(steps, 1):
@@ -209,7 +209,7 @@ def _checkout(ws: Workspace, commit: str, tests_from: pygit2.Tree | None) -> Pat
                 target.unlink(missing_ok=True)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(ws.repo[change.new_id].data)
+                target.write_bytes(ws.repo[change.new_id].peel(pygit2.Blob).data)
     return tree
 
 
