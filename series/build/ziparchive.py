@@ -113,7 +113,7 @@ def read_members(path: Path) -> tuple[list[Member], int]:
             count, cd_size, cd_offset = fields[7], fields[8], fields[9]
         f.seek(cd_offset)
         directory = f.read(cd_size)
-    members = []
+    members: list[Member] = []
     pos = 0
     for _ in range(count):
         fields = _CENTRAL.unpack_from(directory, pos)
