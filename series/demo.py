@@ -18,6 +18,7 @@ import hashlib
 import base64
 import io
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -216,7 +217,7 @@ class Ident:
 
 
 def _tree_with(repo: pygit2.Repository, tree: pygit2.Tree | None,
-               files: dict[str, str | None]) -> pygit2.Oid:
+               files: Mapping[str, str | None]) -> pygit2.Oid:
     """`tree` with `files` written (None deletes), rebuilding only the touched subtrees."""
     here: dict[str, str | None] = {}
     below: dict[str, dict[str, str | None]] = {}
@@ -235,9 +236,9 @@ def _tree_with(repo: pygit2.Repository, tree: pygit2.Tree | None,
             builder.insert(name, repo.create_blob(text.encode()), BLOB)
     for name, sub in below.items():
         existing = tree[name] if tree is not None and name in tree else None
-        subtree = repo[existing.id] if existing is not None and existing.filemode == TREE else None
+        subtree = repo[existing.id].peel(pygit2.Tree) if existing is not None and existing.filemode == TREE else None
         oid = _tree_with(repo, subtree, sub)
-        if len(repo[oid]) == 0:
+        if len(repo[oid].peel(pygit2.Tree)) == 0:
             if existing is not None:
                 builder.remove(name)
         else:
@@ -245,12 +246,12 @@ def _tree_with(repo: pygit2.Repository, tree: pygit2.Tree | None,
     return builder.write()
 
 
-def commit(repo: pygit2.Repository, parent: pygit2.Commit | None, files: dict[str, str | None],
+def commit(repo: pygit2.Repository, parent: pygit2.Commit | None, files: Mapping[str, str | None],
            message: str, author: Ident, date: str, committer: Ident | None = None) -> pygit2.Commit:
     tree = _tree_with(repo, parent.tree if parent is not None else None, files)
     oid = repo.create_commit(None, author.at(date), (committer or author).at(date), message + "\n",
                              tree, [parent.id] if parent is not None else [])
-    return repo[oid]
+    return repo[oid].peel(pygit2.Commit)
 
 
 def build_upstream(path: Path) -> pygit2.Repository:
@@ -325,11 +326,11 @@ def build_release_wheel(upstream: pygit2.Repository, tag: str, out_dir: Path) ->
     def walk(tree: pygit2.Tree, prefix: str) -> None:
         for entry in tree:
             if entry.filemode == TREE:
-                walk(upstream[entry.id], f"{prefix}{entry.name}/")
+                walk(upstream[entry.id].peel(pygit2.Tree), f"{prefix}{entry.name}/")
             else:
-                members[f"{prefix}{entry.name}"] = upstream[entry.id].data
+                members[f"{prefix}{entry.name}"] = upstream[entry.id].peel(pygit2.Blob).data
 
-    walk(upstream[commit_.tree["vllm"].id], "vllm/")
+    walk(upstream[commit_.tree["vllm"].id].peel(pygit2.Tree), "vllm/")
     members[f"{dist_info}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"
         "Summary: A high-throughput and memory-efficient inference engine for LLMs\n").encode()
