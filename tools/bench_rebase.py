@@ -25,6 +25,7 @@ process) must cost about the same on both.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import random
 import shutil
@@ -42,6 +43,7 @@ PY = sys.executable
 ENV = dict(os.environ)
 ENV.pop("PYTHONDONTWRITEBYTECODE", None)
 ENV["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="series-bench-pyc-")
+atexit.register(shutil.rmtree, ENV["PYTHONPYCACHEPREFIX"], True)
 
 
 def series_yaml(branches: list[str], base: str) -> str:
