@@ -1,8 +1,9 @@
 """The integration tree: the base plus every active topic, computed in memory.
 
 The rebase engine (series.engine.rebase.build_integration) builds the chain; this module
-adds what `series build` and `series test` need around it: reuse of an identical existing
-branch (stable wheel versions), topics left out (`--without`), and the paths touched.
+adds what `series build` and `series test` need around it: topics left out (`--without`)
+and the paths touched. The chain's commits are signed with each topic head's committer, so
+the same base and heads give the same ids, and so the same wheel version.
 """
 from __future__ import annotations
 
@@ -41,28 +42,7 @@ def build(ws: Workspace) -> Integration:
     """The engine's integration chain (ConflictError when topics do not combine)."""
     result = build_integration(ws)
     built = Integration(ws.base_commit(), ws.repo[result.head].peel(pygit2.Commit), ws.series.active())
-    return _keep_existing(ws, built)
-
-
-def _keep_existing(ws: Workspace, built: Integration) -> Integration:
-    """The integration branch already holding this exact tree over this base is kept.
-
-    A rebuilt chain gets new commit ids whenever its committer date is "now"; the
-    version stamped into the wheel comes from the commit id, so reusing the branch's
-    commit is what makes building twice give the same wheel.
-    """
-    name = ws.series.integration
-    if name is None:
-        return built
-    ref = ws.repo.references.get(f"refs/heads/{name}")
-    if ref is None:
-        return built
-    existing = ws.repo[ref.target].peel(pygit2.Commit)
-    if existing.id == built.commit.id or existing.tree_id != built.commit.tree_id:
-        return built
-    if ws.repo.merge_base(existing.id, built.base.id) != built.base.id:
-        return built  # same tree over another base: not the same build
-    return Integration(built.base, existing, built.topics)
+    return built
 
 
 def _span(ws: Workspace, topic: Topic, base: pygit2.Commit, head: pygit2.Commit) -> TopicRange:
