@@ -15,6 +15,7 @@ from __future__ import annotations
 import email.utils
 import re
 from dataclasses import dataclass
+from typing import Protocol, Sequence
 
 import pygit2
 
@@ -101,9 +102,9 @@ def unquote_path(text: str) -> str:
 
 # ---------------------------------------------------------------- diffs
 
-def _hunk_text(hunks: object) -> list[str]:
+def _hunk_text(hunks: Sequence[pygit2.DiffHunk]) -> list[str]:
     out = []
-    for hunk in hunks:  # type: ignore[attr-defined]
+    for hunk in hunks:
         out.append(hunk.header if hunk.header.endswith("\n") else hunk.header + "\n")
         for line in hunk.lines:
             content = decode(line.raw_content)
@@ -136,6 +137,17 @@ def _is_binary(repo: pygit2.Repository, oid: pygit2.Oid) -> bool:
     return b"\0" in repo[oid].peel(pygit2.Blob).data[:8000]
 
 
+class _FileSide(Protocol):
+    """One side of a file change: a pygit2 DiffFile, or a _Side from a tree walk."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def mode(self) -> int: ...
+    @property
+    def id(self) -> pygit2.Oid: ...
+
+
 @dataclass(frozen=True)
 class _Side:
     path: str
@@ -143,13 +155,13 @@ class _Side:
     id: pygit2.Oid
 
 
-def _check_side(repo: pygit2.Repository, side: object, where: str) -> None:
-    mode = side.mode  # type: ignore[attr-defined]
+def _check_side(repo: pygit2.Repository, side: _FileSide, where: str) -> None:
+    mode = side.mode
     if mode == pygit2.enums.FileMode.COMMIT:
-        raise SeriesError(f"{where}: {side.path} is a submodule; patch files cannot carry it")  # type: ignore[attr-defined]
-    if mode and _is_binary(repo, side.id):  # type: ignore[attr-defined]
+        raise SeriesError(f"{where}: {side.path} is a submodule; patch files cannot carry it")
+    if mode and _is_binary(repo, side.id):
         raise SeriesError(
-            f"{where}: {side.path} is binary; patch files cannot carry binary content "  # type: ignore[attr-defined]
+            f"{where}: {side.path} is binary; patch files cannot carry binary content "
             "(keep it out of the topic, or carry it another way)")
 
 
@@ -174,13 +186,13 @@ def tree_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
     stats: list[FileDiffStat] = []
     link = pygit2.enums.FileMode.LINK
     for c in changes:
-        a = _Side(c.path, c.old_mode, c.old_id) if c.old_id is not None else None  # type: ignore[arg-type]
-        b = _Side(c.path, c.new_mode, c.new_id) if c.new_id is not None else None  # type: ignore[arg-type]
-        if a is not None and b is not None and a.id != b.id:
-            _check_side(repo, a, where)
-            _check_side(repo, b, where)
-        elif a is None or b is None:
-            _check_side(repo, a or b, where)
+        # changed_paths sets a side's id and mode together
+        a = _Side(c.path, c.old_mode, c.old_id) if c.old_id is not None and c.old_mode is not None else None
+        b = _Side(c.path, c.new_mode, c.new_id) if c.new_id is not None and c.new_mode is not None else None
+        if a is None or b is None or a.id != b.id:
+            for side in (a, b):
+                if side is not None:
+                    _check_side(repo, side, where)
         if a is not None and b is not None and (a.mode == link) != (b.mode == link):
             pairs = [(a, None), (None, b)]  # file <-> symlink: git writes both
         else:
@@ -227,14 +239,15 @@ def _renaming_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
     return "".join(out), stats
 
 
-def _section(old: object, new: object, hunks: object, status: str,
-             similarity: int) -> tuple[str, FileDiffStat]:
-    old_path = old.path if old is not None else new.path  # type: ignore[attr-defined]
-    new_path = new.path if new is not None else old.path  # type: ignore[attr-defined]
-    old_mode = old.mode if old is not None and status != "A" else 0  # type: ignore[attr-defined]
-    new_mode = new.mode if new is not None and status != "D" else 0  # type: ignore[attr-defined]
-    old_id = str(old.id) if old is not None and status != "A" else ZERO_ID  # type: ignore[attr-defined]
-    new_id = str(new.id) if new is not None and status != "D" else ZERO_ID  # type: ignore[attr-defined]
+def _section(old: _FileSide | None, new: _FileSide | None, hunks: Sequence[pygit2.DiffHunk],
+             status: str, similarity: int) -> tuple[str, FileDiffStat]:
+    first, last = (old if old is not None else new), (new if new is not None else old)
+    assert first is not None and last is not None, "a diff section has at least one side"
+    old_path, new_path = first.path, last.path
+    old_mode = old.mode if old is not None and status != "A" else 0
+    new_mode = new.mode if new is not None and status != "D" else 0
+    old_id = str(old.id) if old is not None and status != "A" else ZERO_ID
+    new_id = str(new.id) if new is not None and status != "D" else ZERO_ID
     a, b = quote_path(f"a/{old_path}"), quote_path(f"b/{new_path}")
     lines = [f"diff --git {a} {b}\n"]
     note = None
