@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 import pygit2
-from unidiff import PatchSet
+from unidiff import Hunk, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from series.errors import SeriesError
@@ -51,7 +51,7 @@ class FileChange:
     new_mode: int | None
     old_id: str | None        # from a full index line, else None
     new_id: str | None
-    hunks: tuple[object, ...]  # unidiff Hunks
+    hunks: tuple[Hunk, ...]
     copy: bool = False         # "copy from/to": the old path stays
 
 
@@ -133,11 +133,11 @@ def split_lines(data: bytes) -> list[bytes]:
     return re.findall(rb"[^\n]*\n|[^\n]+$", data)
 
 
-def _sides(hunk: object) -> tuple[list[bytes], list[bytes]]:
+def _sides(hunk: Hunk) -> tuple[list[bytes], list[bytes]]:
     before: list[bytes] = []
     after: list[bytes] = []
     last: list[bytes] | None = None
-    for line in hunk:  # type: ignore[attr-defined]
+    for line in hunk:
         kind = line.line_type
         value = encode(line.value)
         if kind == "\\":
@@ -159,7 +159,7 @@ def _sides(hunk: object) -> tuple[list[bytes], list[bytes]]:
     return before, after
 
 
-def apply_hunks(data: bytes, hunks: Iterable[object], where: str) -> bytes:
+def apply_hunks(data: bytes, hunks: Iterable[Hunk], where: str) -> bytes:
     """Apply unified-diff hunks to `data`: exact context, searching nearby for an offset."""
     lines = split_lines(data)
     out: list[bytes] = []
@@ -167,11 +167,11 @@ def apply_hunks(data: bytes, hunks: Iterable[object], where: str) -> bytes:
     shift = 0   # offset found for the previous hunk, carried to the next
     for hunk in hunks:
         before, after = _sides(hunk)
-        start = hunk.source_start - 1 if hunk.source_length else hunk.source_start  # type: ignore[attr-defined]
+        start = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         at = _find(lines, before, start + shift, cursor)
         if at is None:
             raise SeriesError(
-                f"{where}: hunk @@ -{hunk.source_start},{hunk.source_length} @@ does not apply "  # type: ignore[attr-defined]
+                f"{where}: hunk @@ -{hunk.source_start},{hunk.source_length} @@ does not apply "
                 "(the file differs from the one the patch was made against)")
         shift = at - start
         out += lines[cursor:at]
@@ -268,9 +268,9 @@ def apply_patch(repo: pygit2.Repository, tree: pygit2.Tree, patch: Patch, where:
             continue
         data = apply_hunks(old_data, change.hunks, here) if change.hunks else old_data
         oid = repo.create_blob(data)
-        if exact and change.new_id not in (None, ZERO_ID) and str(oid) != change.new_id:
+        if exact and change.new_id is not None and change.new_id != ZERO_ID and str(oid) != change.new_id:
             raise SeriesError(f"{here}: the result does not match the patch's index line "
-                              f"({str(oid)[:12]} != {change.new_id[:12]}): corrupt patch?")  # type: ignore[index]
+                              f"({str(oid)[:12]} != {change.new_id[:12]}): corrupt patch?")
         mode = change.new_mode or old_mode or BLOB
         if change.old_path is not None and change.old_path != change.new_path and not change.copy:
             edits[change.old_path] = None
