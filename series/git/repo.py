@@ -184,8 +184,14 @@ def sha(oid: pygit2.Oid | str) -> Sha:
     return Sha(str(oid))
 
 
+# Upstream's release tags (v0.31.0, v0.31.0rc1, v0.31.0.post1). A fork's own tags
+# (v0.31.0+fork.2, fork-2026-03, a tag on an integration build) do not match, and must not:
+# a tag that contains a topic's commits would hide them, and the topic would look merged.
+_RELEASE_TAG = re.compile(r"^refs/tags/v?\d+(\.\d+)+((rc|a|b|\.?post|\.?dev)\d+)?$")
+
+
 def upstream_tips(repo: pygit2.Repository, remote: str) -> list[pygit2.Oid]:
-    """Commits of upstream's history as this clone knows it: remote branches and tags.
+    """Commits of upstream's history as this clone knows it: remote branches, release tags.
 
     Not the pull request heads fetched into refs/remotes/<remote>/pr/N: a PR is a
     proposal, not upstream history (and may be our own topic, posted upstream).
@@ -193,7 +199,8 @@ def upstream_tips(repo: pygit2.Repository, remote: str) -> list[pygit2.Oid]:
     tips = []
     proposals = f"refs/remotes/{remote}/pr/"
     for name in repo.references:
-        if name.startswith((f"refs/remotes/{remote}/", "refs/tags/")) and not name.startswith(proposals):
+        upstream_branch = name.startswith(f"refs/remotes/{remote}/") and not name.startswith(proposals)
+        if upstream_branch or _RELEASE_TAG.match(name):
             try:
                 tips.append(repo.references[name].peel(pygit2.Commit).id)
             except (pygit2.GitError, pygit2.InvalidSpecError, ValueError):
