@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pygit2
 
+from series.git.repo import edit_tree
+
 BLOB = pygit2.enums.FileMode.BLOB
 TREE = pygit2.enums.FileMode.TREE
 
@@ -216,39 +218,11 @@ class Ident:
         return pygit2.Signature(self.name, self.email, int(when.timestamp()), 0)
 
 
-def _tree_with(repo: pygit2.Repository, tree: pygit2.Tree | None,
-               files: Mapping[str, str | None]) -> pygit2.Oid:
-    """`tree` with `files` written (None deletes), rebuilding only the touched subtrees."""
-    here: dict[str, str | None] = {}
-    below: dict[str, dict[str, str | None]] = {}
-    for path, text in files.items():
-        head, _, rest = path.partition("/")
-        if rest:
-            below.setdefault(head, {})[rest] = text
-        else:
-            here[head] = text
-    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
-    for name, text in here.items():
-        if text is None:
-            if tree is not None and name in tree:
-                builder.remove(name)
-        else:
-            builder.insert(name, repo.create_blob(text.encode()), BLOB)
-    for name, sub in below.items():
-        existing = tree[name] if tree is not None and name in tree else None
-        subtree = repo[existing.id].peel(pygit2.Tree) if existing is not None and existing.filemode == TREE else None
-        oid = _tree_with(repo, subtree, sub)
-        if len(repo[oid].peel(pygit2.Tree)) == 0:
-            if existing is not None:
-                builder.remove(name)
-        else:
-            builder.insert(name, oid, TREE)
-    return builder.write()
-
-
 def commit(repo: pygit2.Repository, parent: pygit2.Commit | None, files: Mapping[str, str | None],
            message: str, author: Ident, date: str, committer: Ident | None = None) -> pygit2.Commit:
-    tree = _tree_with(repo, parent.tree if parent is not None else None, files)
+    blobs = {path: None if text is None else (repo.create_blob(text.encode()), int(BLOB))
+             for path, text in files.items()}
+    tree = edit_tree(repo, parent.tree if parent is not None else None, blobs, "demo")
     oid = repo.create_commit(None, author.at(date), (committer or author).at(date), message + "\n",
                              tree, [parent.id] if parent is not None else [])
     return repo[oid].peel(pygit2.Commit)

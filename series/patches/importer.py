@@ -20,6 +20,7 @@ from unidiff import Hunk, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from series.errors import SeriesError
+from series.git.repo import edit_tree
 from series.patches.format import Patch, ZERO_ID, decode, encode, unquote_path
 
 TREE = pygit2.enums.FileMode.TREE
@@ -201,42 +202,6 @@ def _lookup(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> tuple[pygi
     except KeyError:
         return None
     return entry.id, entry.filemode
-
-
-def edit_tree(repo: pygit2.Repository, tree: pygit2.Tree | None,
-              changes: dict[str, tuple[pygit2.Oid, int] | None], where: str) -> pygit2.Oid:
-    """`tree` with blobs set (None deletes), rebuilding only the touched subtrees."""
-    here: dict[str, tuple[pygit2.Oid, int] | None] = {}
-    below: dict[str, dict[str, tuple[pygit2.Oid, int] | None]] = {}
-    for path, value in changes.items():
-        head, _, rest = path.partition("/")
-        if rest:
-            below.setdefault(head, {})[rest] = value
-        else:
-            here[head] = value
-    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
-    present = {e.name: e for e in tree} if tree is not None else {}
-    for name, value in here.items():
-        if value is None:
-            if name in present and name not in below:
-                builder.remove(name)
-                present.pop(name)
-        else:
-            if name in below:
-                raise SeriesError(f"{where}: '{name}' is written both as a file and a directory")
-            builder.insert(name, value[0], value[1])
-    for name, sub in below.items():
-        existing = present.get(name)
-        if existing is not None and existing.filemode != TREE and here.get(name, ...) is not None:
-            raise SeriesError(f"{where}: '{name}' is a file, not a directory")
-        subtree = repo[existing.id].peel(pygit2.Tree) if existing is not None and existing.filemode == TREE else None
-        oid = edit_tree(repo, subtree, sub, where)
-        if len(repo[oid].peel(pygit2.Tree)) == 0:
-            if name in present:
-                builder.remove(name)
-        else:
-            builder.insert(name, oid, TREE)
-    return builder.write()
 
 
 def apply_patch(repo: pygit2.Repository, tree: pygit2.Tree, patch: Patch, where: str) -> pygit2.Oid:
