@@ -65,12 +65,7 @@ def _register() -> None:
     import importlib
 
     for area in _AREAS:
-        try:
-            module = importlib.import_module(f"series.cli.{area}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"series.cli.{area}":
-                raise
-            continue  # an area not written yet
+        module = importlib.import_module(f"series.cli.{area}")
         for command in module.COMMANDS:
             group.add_command(command)
 
