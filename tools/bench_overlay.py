@@ -29,6 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from series.build.fetch import resolve_wheel  # noqa: E402
 from series.build.overlay import FileChange, overlay  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fixture import require  # noqa: E402
+
 
 def series_diff(fork: Path) -> dict[str, FileChange]:
     import pygit2
@@ -75,6 +78,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-naive", action="store_true")
     args = ap.parse_args()
+    require(args.fork)
 
     wheel, fetched = resolve_wheel(f"vllm=={args.version}", args.cache)
     size = wheel.stat().st_size

@@ -22,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fixture import require  # noqa: E402
+
 BASE = "v0.30.0"
 
 
@@ -56,6 +59,7 @@ def main() -> None:
     ap.add_argument("--fork", type=Path, default=Path("/tmp/bench/fork"))
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
+    require(args.fork)
     branches = (args.fork / ".git" / "series-fixture.txt").read_text().split()
     names = [b.split("/", 1)[1] for b in branches]
     yaml = ["upstream:", "  remote: upstream", f"  base: {BASE}", "topics:"]

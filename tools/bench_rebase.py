@@ -36,6 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fixture import require  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 ANCHOR = Path("/work/shared/bench/anchor_rebase.py")
@@ -290,6 +293,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-synthetic", action="store_true")
     a = ap.parse_args()
+    require(a.fork)
     r = bench_fork(a.fork, a.repeat)
     git_loop = r["git loop"]
     print(f"vLLM v0.30.0 -> v0.31.0, 23 topics, {int(r['commits'])} commits (median of {a.repeat}, fresh copy each)")

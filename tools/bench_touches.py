@@ -34,6 +34,9 @@ import pygit2
 
 from series.git.repo import changed_paths, commits_between
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fixture import require  # noqa: E402
+
 TREE = pygit2.enums.FileMode.TREE
 BLOB = pygit2.enums.FileMode.BLOB
 BASE = "v0.30.0"
@@ -164,6 +167,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--keep", type=Path, help="Build in DIR and keep it (default: a temp dir, removed).")
     args = ap.parse_args()
+    require(args.fork)
     work = args.keep or Path(tempfile.mkdtemp(prefix="series-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
