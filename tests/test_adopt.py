@@ -206,9 +206,14 @@ def test_a_pr_that_does_not_apply_to_our_base_is_a_conflict_and_nothing_moves(
     serve(work, tmp_path / "upstream.git")
     sh("git fetch -q upstream", served)
     before = (served / "series.yaml").read_text()
-    proc = run_series("adopt-upstream", "61300", "--no-replace", "--offline", cwd=served, expect=3)
+    proc = run_series("adopt-upstream", "61300", "--no-replace", "--offline", "--dry-run", cwd=served, expect=3)
     assert "does not apply to v0.30.0: conflicts in" in proc.stderr and LRU in proc.stderr and "nothing was changed" in proc.stderr, proc.stderr
+    assert not (served / ".git/series/rebase").exists(), "a dry run lays nothing out"
+    # for real it halts, resumable (tests/test_adopt_conflict.py): still nothing moved
+    proc = run_series("adopt-upstream", "61300", "--no-replace", "--offline", cwd=served, expect=3)
+    assert "does not apply to v0.30.0: conflicts in" in proc.stdout and LRU in proc.stdout, proc.stdout
     assert (served / "series.yaml").read_text() == before and branch(served, "topic/pr-61300") is None
+    run_series("adopt-upstream", "--abort", cwd=served)
 
 
 def test_errors_are_one_line(served: Path) -> None:

@@ -7,17 +7,26 @@ exactly; the committer is the local user, and each message gains `Upstream-PR:` 
 series.yaml gets topic pr-N where the replaced topic stood; the replaced topic becomes
 superseded and its branch is not touched. The branch and the series.yaml edit move in one
 journaled Transaction, so `series undo` reverts the adoption.
+
+A PR commit that conflicts with upstream.base halts the adoption in the rebase engine's
+resumable flow (series.engine.adoption): the commit laid out in the worktree with markers,
+state on disk; `--continue` (resume) takes the resolution, replays the rest and commits the
+same Transaction; `--abort` (abort) leaves everything as it was.
 """
 from __future__ import annotations
 
-import re
+import datetime as _dt
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import pygit2
 
 from series import config
 from series.commands.supersede import refuse_during_rebase
+from series.engine import adoption as adoption_flow
+from series.engine import rebase as engine
+from series.engine import state as st
+from series.engine.adoption import with_trailers
 from series.engine.replay import replay_commits
 from series.errors import ConflictError, SeriesError
 from series.forge.base import (
@@ -70,6 +79,8 @@ class Adoption:
     dry_run: bool = False
     operation: str | None = None
     notes: list[str] = field(default_factory=list)
+    worktree: str | None = None                 # halted on a conflict: where to resolve it
+    conflict: dict[str, Any] | None = None      # {commit, subject, files, kinds}
 
 
 Confirm = Callable[[Overlap], bool]
@@ -93,21 +104,6 @@ def overlaps(ws: Workspace, pr_files: set[str], exclude: str | None = None) -> l
             found.append(Overlap(topic.name, shared))
     found.sort(key=lambda o: -len(o.shared_files))
     return found
-
-
-_TRAILER = re.compile(r"^[A-Za-z0-9-]+: \S|^\(cherry picked from commit [0-9a-f]+\)$")
-
-
-def with_trailers(message: str, reference: str, original: str) -> str:
-    """Append Upstream-PR: and the cherry-pick line to the message's trailer block."""
-    text = message.rstrip()
-    last_paragraph = text.rsplit("\n\n", 1)[-1]
-    in_block = "\n\n" in text and all(_TRAILER.match(l) for l in last_paragraph.splitlines())
-    lines = []
-    if f"Upstream-PR: {reference}" not in last_paragraph.splitlines():
-        lines.append(f"Upstream-PR: {reference}")
-    lines.append(f"(cherry picked from commit {original})")
-    return text + ("\n" if in_block else "\n\n") + "\n".join(lines) + "\n"
 
 
 def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
@@ -227,14 +223,26 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
     result = replay_commits(repo, picks, base,
                             rewrite_message=lambda c: with_trailers(c.message, reference, str(c.id)),
                             topic=topic_name)
-    if result.conflict is not None:
+    if result.conflict is not None and dry_run:
         stop = result.conflict
         commit = repo[stop.commit].peel(pygit2.Commit)
         files = ", ".join(f"{c.path} ({c.kind})" for c in stop.conflicts)
         raise ConflictError(
             f"PR #{number}: commit {str(commit.id)[:12]} '{commit.message.splitlines()[0]}' does not "
-            f"apply to {ws.series.upstream.base}: conflicts in {files}; nothing was changed "
-            f"(adopt it after rebasing onto a release it applies to)")
+            f"apply to {ws.series.upstream.base}: conflicts in {files}; nothing was changed (dry run; "
+            "without --dry-run the conflict is laid out in a worktree for you to resolve)")
+    if result.conflict is not None:
+        if refresh and (where := _checked_out(repo, branch)) is not None:
+            raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
+                              "branch first, then run --refresh again")
+        text = _edited_config(ws, number, topic_name, branch, head_sha, meta, picks, replaces, refresh, notes)
+        for line in notes:
+            if note is not None:
+                note(line)
+        template = _result(ws, number, meta, reference, head_sha, fork_point, topic_name, branch, replaces,
+                           [], merges, refresh=refresh, previous_head=previous_head,
+                           previous_branch=previous_branch, notes=[] if note is not None else notes)
+        return _halt(ws, template, base, picks, text, _summary(number, topic_name, replaces, refresh))
     if result.dropped:
         notes.append(f"{len(result.dropped)} PR commit(s) already in {ws.series.upstream.base}, left out: "
                      + ", ".join(str(c)[:12] for c in result.dropped))
@@ -258,8 +266,7 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then run --refresh again")
         with Lock(repo):
-            summary = f"PR #{number} as {topic_name}" + (f", superseding {replaces}" if replaces else "")
-            txn = Transaction(repo, "adopt-upstream", ("refresh " if refresh else "") + summary)
+            txn = Transaction(repo, "adopt-upstream", _summary(number, topic_name, replaces, refresh))
             txn.set(f"refs/heads/{branch}", new_head, expect=previous_branch)
             txn.write_config(ws.config_path, text)
             txn.extra = {"pr": number, "head": head_sha,
@@ -272,6 +279,73 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
                    adopted, merges, refresh=refresh, previous_head=previous_head,
                    previous_branch=previous_branch, range_diff=range_diff, dry_run=dry_run,
                    operation=operation, notes=[] if note is not None else notes)
+
+
+def _summary(number: int, topic: str, replaces: str | None, refresh: bool) -> str:
+    summary = f"PR #{number} as {topic}" + (f", superseding {replaces}" if replaces else "")
+    return ("refresh " if refresh else "") + summary
+
+
+# -- a conflict: the rebase engine's resumable flow ----------------------------------------------
+
+def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[pygit2.Commit],
+          config_after: str, summary: str) -> Adoption:
+    """Hand the adoption to the engine (state kind "adopt"): it replays the PR's commits
+    again, lays the first conflicting one out in the worktree and saves the state; or, when
+    the shared conflict memory resolves everything, commits right away."""
+    now = _dt.datetime.now(_dt.timezone.utc)
+    state = st.RebaseState(
+        id=f"adopt-{now.strftime('%Y%m%dT%H%M%SZ')}", onto_spec=template.base, onto_name=template.base,
+        onto_sha=str(base.id), old_base_name=template.base, old_base_sha=str(base.id),
+        config_path=str(ws.config_path), config_before=ws.config_path.read_text(),
+        topics=[st.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
+                            start=template.fork_point, commits=[str(c.id) for c in picks])],
+        started=now.isoformat(timespec="seconds"), kind=adoption_flow.KIND,
+        adoption={"number": template.number, "reference": template.reference, "head": template.head,
+                  "branch": template.branch, "expect": template.previous_branch, "summary": summary,
+                  "config_after": config_after, "refresh": template.refresh, "result": asdict(template)})
+    with Lock(ws.repo):
+        return _from_outcome(ws, engine.begin(ws, state))
+
+
+def resume(ws: Workspace) -> Adoption:
+    """`series adopt-upstream --continue`: the resolution, the rest of the PR, the Transaction."""
+    with Lock(ws.repo):
+        return _from_outcome(ws, engine.continue_rebase(ws, kind=adoption_flow.KIND))
+
+
+def abort(ws: Workspace) -> int:
+    """`series adopt-upstream --abort`: worktree and state gone, nothing moved; the PR number."""
+    with Lock(ws.repo):
+        state = engine.abort_rebase(ws, kind=adoption_flow.KIND)
+    return int((state.adoption or {}).get("number", 0))
+
+
+def _from_outcome(ws: Workspace, outcome: engine.Outcome) -> Adoption:
+    repo = ws.repo
+    state = outcome.state
+    data = dict((state.adoption or {})["result"])
+    run = state.topics[0]
+    adopted = []
+    for sha in run.commits:
+        if sha in run.mapping:
+            old = repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit)
+            adopted.append(AdoptedCommit(sha, run.mapping[sha], f"{old.author.name} <{old.author.email}>",
+                                         old.author.time, old.author.offset,
+                                         old.message.split("\n", 1)[0].strip()))
+    data["commits"] = adopted
+    notes = list(outcome.notes)
+    if not outcome.finished:
+        data.update(worktree=str(outcome.worktree), conflict=run.conflict, notes=data["notes"] + notes)
+        return Adoption(**data)
+    if run.dropped:
+        notes.append(f"{len(run.dropped)} PR commit(s) already in {state.onto_name}, left out: "
+                     + ", ".join(c[:12] for c in run.dropped))
+    if data["refresh"] and data["previous_branch"] and run.new_head:
+        data["range_diff"] = git(workdir(repo), "range-diff", "--no-color", state.onto_sha,
+                                 data["previous_branch"], run.new_head, check=False).stdout
+    data.update(operation=outcome.op_id, notes=notes)
+    return Adoption(**data)
 
 
 def _edited_config(ws: Workspace, number: int, name: str, branch: str, head_sha: str,
@@ -319,6 +393,8 @@ def render(result: Adoption) -> str:
     if result.unchanged:
         return f"{what}: head {result.head[:12]} unchanged since it was adopted; nothing to do"
     verb = "would adopt" if result.dry_run else ("re-adopted" if result.refresh else "adopted")
+    if result.worktree is not None:
+        return _render_halt(what, result)
     out = [f"{verb} {what} (head {result.head[:12]}, source: {result.source})"]
     out.append(f"  topic {result.topic} on branch {result.branch}: {len(result.commits)} commit(s) "
                f"replayed onto {result.base}, authorship kept")
@@ -333,4 +409,19 @@ def render(result: Adoption) -> str:
     out += [f"note: {n}" for n in result.notes]
     if result.operation:
         out.append(f"'series undo' reverts this ({result.operation})")
+    return "\n".join(out)
+
+
+def _render_halt(what: str, result: Adoption) -> str:
+    conflict = result.conflict or {}
+    commit, subject = str(conflict.get("commit", "")), str(conflict.get("subject", ""))
+    kinds = conflict.get("kinds") or {}
+    files = ", ".join(f"{f} ({kinds.get(f, 'content')})" for f in conflict.get("files", []))
+    out = [f"adopting {what} (head {result.head[:12]}) as {result.topic}: halted on a conflict",
+           f"  commit {commit[:12]} '{subject}' does not apply to {result.base}: conflicts in {files}"]
+    if result.commits:
+        out.append(f"  {len(result.commits)} commit(s) before it replayed, authorship kept")
+    out += [f"note: {n}" for n in result.notes]
+    out.append(f"resolve it in {result.worktree}: edit the conflicting files, 'git add' them, then "
+               "'series adopt-upstream --continue' (or 'series adopt-upstream --abort': nothing has moved)")
     return "\n".join(out)

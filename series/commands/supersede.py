@@ -26,13 +26,13 @@ class StatusChange:
 
 
 def refuse_during_rebase(ws: Workspace, verb: str) -> None:
-    """A halted rebase rewrites series.yaml and the branches when it finishes; a change
+    """A halted rebase (or adoption) rewrites series.yaml and the branches when it finishes; a change
     made in between would be lost or would block its --abort."""
-    from series.engine.state import state_file
+    from series.engine import state as st
 
-    if state_file(ws.repo).exists():
-        raise SeriesError(f"a series rebase is in progress: finish it with 'series rebase --continue' "
-                          f"or 'series rebase --abort' before '{verb}'")
+    halted = st.load(ws.repo)
+    if halted is not None:
+        raise SeriesError(st.halted_message(halted, verb))
 
 
 def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run: bool,

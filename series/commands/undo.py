@@ -23,9 +23,9 @@ def _last(repo: pygit2.Repository) -> refs.Operation:
 def run(repo: pygit2.Repository) -> tuple[refs.Operation, refs.Operation, list[str]]:
     """Returns (the operation undone, the undo operation, notes)."""
     with refs.Lock(repo):
-        if rebase_state.load(repo) is not None:
-            raise SeriesError("a rebase is in progress: finish it with 'series rebase --continue' "
-                              "or '--abort' before undoing")
+        halted = rebase_state.load(repo)
+        if halted is not None:
+            raise SeriesError(rebase_state.halted_message(halted, "series undo"))
         target = _last(repo)
         branches = {m.ref[len("refs/heads/"):] for m in target.moves if m.ref.startswith("refs/heads/")}
         found = wt.checkouts(repo, branches)

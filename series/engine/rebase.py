@@ -5,6 +5,8 @@
                                    series.yaml in one refs.Transaction) or halt on conflicts
     continue_rebase(ws, ...)       take the worktree's resolution and go on
     abort_rebase(ws)               put everything back
+    begin(ws, state)               run a state another command built (adopt-upstream: kind
+                                   "adopt", one topic, ends as series.engine.adoption says)
     build_integration(ws)          the integration chain of the current branches (series build)
 
 Every topic is tried before anything is reported, so all conflicts show at once; no branch
@@ -22,6 +24,7 @@ from typing import Callable
 import pygit2
 
 from series import config
+from series.engine import adoption
 from series.engine import merged as merged_rules
 from series.engine import state as st
 from series.engine import worktree as wt
@@ -133,6 +136,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
     onto_commit = repo[pygit2.Oid(hex=state.onto_sha)].peel(pygit2.Commit)
     old_base = repo[pygit2.Oid(hex=state.old_base_sha)].peel(pygit2.Commit)
     renames = _upstream_renames(repo, state)
+    rewrite = adoption.message_rewrite(state)
     total = sum(1 for r in state.topics if r.outcome in ("pending", "blocked"))
     count = 0
     for run in state.topics:
@@ -153,6 +157,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
         commits = [repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits]
         if run.done == 0:
             run.new_start = onto
+        if run.done == 0 and state.kind == "rebase":
             topic = ws.series.topic(run.name)
             verdict = merged_rules.first_verdict(merged_rules.MergedContext(
                 repo, topic, old_base, onto_commit, state.onto_name, tuple(commits)), rules)
@@ -162,7 +167,8 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
                 continue
         head = run.new_head if run.done > 0 and run.new_head else onto
         result = replay_commits(repo, commits[run.done:], pygit2.Oid(hex=head), committer=committer,
-                                resolver=hooks.resolver, topic=run.name, odb=odb, renames=renames)
+                                resolver=hooks.resolver, topic=run.name, odb=odb, renames=renames,
+                                rewrite_message=rewrite)
         run.mapping.update({str(k): str(v) for k, v in result.mapping.items()})
         run.dropped += [str(c) for c in result.dropped]
         run.changed += [str(c) for c in result.changed]
@@ -193,7 +199,7 @@ def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOd
                             resolver=hooks.resolver, renames=_upstream_renames(repo, state))
     if result.conflict is None:
         raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
-                          "run 'series rebase --abort' and start again")
+                          f"run '{st.resume_command(state)} --abort' and start again")
     return result.conflict
 
 
@@ -245,8 +251,19 @@ def _integration_parts(state: st.RebaseState) -> list[IntegrationPart]:
             for t in state.topics if t.outcome == "clean" and t.commits]
 
 
+def _commit_adoption(ws: Workspace, state: st.RebaseState, odb: MemOdb) -> Outcome:
+    txn = adoption.transaction(ws.repo, state)
+    odb.persist()
+    state.phase, state.op_id = "committing", txn.reserve_id()
+    st.save(ws.repo, state)
+    st.fault("rebase-before-transaction")
+    return _after_commit(ws, state, txn.commit(), None)
+
+
 def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool) -> Outcome:
     repo = ws.repo
+    if state.kind == adoption.KIND:
+        return _commit_adoption(ws, state, odb)
     integration = integrate(repo, pygit2.Oid(hex=state.onto_sha), _integration_parts(state), odb=odb)
     if dry_run:
         return Outcome(state, finished=True, dry_run=True, integration=integration)
@@ -319,6 +336,8 @@ def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run:
           progress: Progress | None = None) -> Outcome:
     repo = ws.repo
     existing = st.load(repo)
+    if existing is not None and existing.kind != "rebase":
+        raise SeriesError(st.halted_message(existing, "series rebase"))
     if existing is not None:
         raise SeriesError(f"a rebase onto {existing.onto_name} is in progress (started {existing.started}); "
                           "'series rebase --continue' or 'series rebase --abort' first")
@@ -344,10 +363,31 @@ def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run:
     return _finish_or_halt(ws, state, odb, dry_run, hooks)
 
 
-def _require(ws: Workspace, verb: str) -> st.RebaseState:
+def begin(ws: Workspace, state: st.RebaseState, *, hooks: Hooks | None = None) -> Outcome:
+    """Replay a state built by another command, then halt on a conflict or commit; what
+    `kind` ends with is decided in _commit (series adopt-upstream: kind "adopt")."""
+    existing = st.load(ws.repo)
+    if existing is not None:
+        raise SeriesError(st.halted_message(existing, st.resume_command(state)))
+    st.clear(ws.repo)  # temporary refs of a run killed before it saved its state
+    odb = MemOdb(ws.repo)
+    hooks = hooks or default_hooks(ws.series)
+    _advance(ws, state, odb, hooks, None, None)
+    return _finish_or_halt(ws, state, odb, False, hooks)
+
+
+_NOTHING = {"rebase": "no rebase in progress: nothing to {verb} (start one with 'series rebase --onto REF')",
+            adoption.KIND: "no adoption is halted: nothing to {verb} (adopt with 'series adopt-upstream PR')"}
+
+
+def _require(ws: Workspace, verb: str, kind: str) -> st.RebaseState:
     state = st.load(ws.repo)
     if state is None:
-        raise SeriesError(f"no rebase in progress: nothing to {verb} (start one with 'series rebase --onto REF')")
+        raise SeriesError(_NOTHING[kind].format(verb=verb))
+    if state.kind != kind:
+        command = st.resume_command(state)
+        raise SeriesError(f"{st.halted_what(state)}, not {'a rebase' if kind == 'rebase' else 'an adoption'}: "
+                          f"'{command} --continue' or '{command} --abort'")
     return state
 
 
@@ -356,7 +396,8 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
-    resolution = wt.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts])
+    resolution = wt.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts],
+                                    st.resume_command(state))
     for conflict in stop.conflicts:
         hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
     commit = repo[stop.commit].peel(pygit2.Commit)
@@ -367,8 +408,10 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
         new = None  # resolved to nothing: the commit is dropped, as git rebase would
     else:
         raw = _raw_commit(repo, commit)
+        rewrite = adoption.message_rewrite(state)
+        message = rewrite(commit).encode(raw.encoding, "replace") if rewrite else raw.message
         new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(default_committer(repo)),
-                         raw.message, raw.extra)
+                         message, raw.extra)
     if new is None:
         run.dropped.append(str(commit.id))
     else:
@@ -386,9 +429,9 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
 
 def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
                     merged: list[merged_rules.MergedRule] | None = None,
-                    progress: Progress | None = None) -> Outcome:
+                    progress: Progress | None = None, kind: str = "rebase") -> Outcome:
     repo = ws.repo
-    state = _require(ws, "continue")
+    state = _require(ws, "continue", kind)
     hooks = hooks or default_hooks(ws.series)
     odb = MemOdb(repo)
     if state.phase == "committing":
@@ -396,6 +439,8 @@ def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
         if op is None:  # killed before the journal entry: nothing moved, commit again
             return _commit(ws, state, odb, dry_run=False)
         refs.finish(repo, op)
+        if state.kind != "rebase":
+            return _after_commit(ws, state, op, None)
         integration = integrate(repo, pygit2.Oid(hex=state.onto_sha), _integration_parts(state), odb=odb)
         return _after_commit(ws, state, op, integration)
     path = st.worktree_path(repo)
@@ -416,9 +461,9 @@ def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
     return _commit(ws, state, odb, dry_run=False)
 
 
-def abort_rebase(ws: Workspace) -> st.RebaseState:
+def abort_rebase(ws: Workspace, kind: str = "rebase") -> st.RebaseState:
     repo = ws.repo
-    state = _require(ws, "abort")
+    state = _require(ws, "abort", kind)
     if state.phase == "committing" and state.op_id:
         op = refs.find(repo, state.op_id)
         if op is not None:
@@ -459,5 +504,5 @@ def build_integration(ws: Workspace) -> IntegrationResult:
     return result
 
 
-__all__ = ["start", "continue_rebase", "abort_rebase", "build_integration", "integrate",
+__all__ = ["start", "begin", "continue_rebase", "abort_rebase", "build_integration", "integrate",
            "InterTopicConflict", "IntegrationResult", "Outcome", "plan"]

@@ -4,6 +4,12 @@ Written (atomically) whenever the rebase halts or is about to move refs, so that
 shell, or the same command after the process was killed at any point, can go on with
 `series rebase --continue` or put everything back with `--abort`.
 
+The same machinery carries an adoption (`series adopt-upstream N`) that conflicts:
+`kind` says which operation is halted ("rebase" or "adopt") and so which command goes on
+with it; an adoption also records in `adoption` what its end commits (series.engine.adoption).
+Only one operation can be halted at a time: every other verb that moves refs or edits
+series.yaml refuses meanwhile (`halted_message`).
+
 Phases: "conflict" (a conflict is materialized, or about to be, in the worktree
 .git/series/rebase/worktree; no branch has moved) and "committing" (every topic is
 replayed; the journal entry `op_id` is being applied). The new commits of a halted rebase
@@ -81,6 +87,8 @@ class RebaseState:
     op_id: str | None = None
     started: str = ""
     version: int = VERSION
+    kind: str = "rebase"                # "rebase", or "adopt" (series.engine.adoption)
+    adoption: dict[str, Any] | None = None  # kind "adopt": the PR, the branch, series.yaml after
 
     def topic(self, name: str) -> TopicRun:
         for run in self.topics:
@@ -96,6 +104,25 @@ class RebaseState:
         data = json.loads(text)
         data["topics"] = [TopicRun(**t) for t in data["topics"]]
         return cls(**data)
+
+
+def resume_command(state: RebaseState) -> str:
+    """The command whose --continue / --abort go on with this halted operation."""
+    return "series adopt-upstream" if state.kind == "adopt" else "series rebase"
+
+
+def halted_what(state: RebaseState) -> str:
+    if state.kind == "adopt":
+        number = (state.adoption or {}).get("number", "?")
+        return f"an adoption of PR #{number} is halted on a conflict"
+    return "a series rebase is in progress"
+
+
+def halted_message(state: RebaseState, verb: str) -> str:
+    """The one-line refusal for `verb` while an operation is halted."""
+    command = resume_command(state)
+    return (f"{halted_what(state)}: finish it with '{command} --continue' or '{command} --abort' "
+            f"before '{verb}'")
 
 
 def rebase_dir(repo: pygit2.Repository) -> Path:

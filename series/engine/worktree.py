@@ -122,11 +122,12 @@ class Resolution:
     commit: pygit2.Oid | None = None  # the user committed in the worktree themselves
 
 
-def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[str]) -> Resolution:
+def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[str],
+                    command: str = "series rebase") -> Resolution:
     """The resolved tree from the worktree's index; refuse while conflicts remain."""
     if not path.exists():
-        raise SeriesError(f"the rebase worktree {path} is missing; run 'series rebase --abort' "
-                          "and start the rebase again")
+        raise SeriesError(f"the conflict worktree {path} is missing; run '{command} --abort' "
+                          "and start again")
     wt = pygit2.Repository(str(path))
     index = wt.index
     index.read()
@@ -134,7 +135,7 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
         left = sorted({(e.path) for triple in index.conflicts for e in triple if e is not None})
         if left:
             raise SeriesError(f"unresolved conflicts in {', '.join(left)} (in {path}): edit them, "
-                              "'git add' each, then 'series rebase --continue'")
+                              f"'git add' each, then '{command} --continue'")
     if _rerere_enabled(repo):
         git(path, "rerere", check=False)  # records the postimage for this clone's rerere
     user_commit = None
@@ -144,7 +145,7 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
             user_commit = moved.id
         else:
             raise SeriesError(f"HEAD of {path} moved away from {head[:12]}; reset it there "
-                              f"(git -C {path} reset --soft {head[:12]}) and --continue")
+                              f"(git -C {path} reset --soft {head[:12]}) and '{command} --continue'")
     tree = index.write_tree()
     files = {}
     for rel in paths:
