@@ -86,6 +86,7 @@ def test_conflict_halts_in_the_worktree_then_continue_adopts_with_authorship(for
     proc = run_series("adopt-upstream", "--continue", "--json", cwd=fork)
     report = json.loads(proc.stdout)
     assert report["worktree"] is None and report["operation"] and len(report["commits"]) == 2, report
+    assert f"{LRU}: resolved by hand in {report['commits'][0]['upstream'][:12]}" in report["notes"], report
 
     repo = repo_of(fork)
     pr_head = repo.references["refs/remotes/upstream/pr/61300"].peel(pygit2.Commit)
@@ -118,7 +119,11 @@ def test_conflict_halts_in_the_worktree_then_continue_adopts_with_authorship(for
 
 
 def test_the_next_conflict_halts_again(fork: Path) -> None:
-    run_series("adopt-upstream", "61301", "--replaces", "offload-evict-fix", "--offline", cwd=fork, expect=3)
+    proc = run_series("adopt-upstream", "61301", "--replaces", "offload-evict-fix", "--offline", "--json",
+                      cwd=fork, expect=3)
+    halted = json.loads(proc.stdout)
+    assert halted["worktree"] == str(fork / WORKTREE) and halted["conflict"]["files"] == [LRU], halted
+    assert halted["operation"] is None and halted["commits"] == [], halted
     resolve(fork, RESOLVED)
     proc = run_series("adopt-upstream", "--continue", cwd=fork, expect=3)
     assert "[KV offload] wording" in proc.stdout and "2 commit(s) before it replayed" in proc.stdout, proc.stdout
@@ -239,6 +244,7 @@ def test_refresh_halts_too_and_reuses_the_recorded_resolution(fork: Path, tmp_pa
     resolve(fork, RESOLVED_AGAIN)
     proc = run_series("adopt-upstream", "--continue", cwd=fork)
     assert "re-adopted PR #61300" in proc.stdout and "range-diff" in proc.stdout, proc.stdout
+    assert f"note: {LRU}: resolved from memory" in proc.stdout, proc.stdout
     head = repo_of(fork).references["refs/heads/topic/pr-61300"].peel(pygit2.Commit)
     assert head.parents[0].parents[0].parents[0].id == repo_of(fork).revparse_single("v0.30.0").peel(pygit2.Commit).id
     assert head.tree[LRU].data.decode() == RESOLVED_AGAIN
@@ -246,3 +252,11 @@ def test_refresh_halts_too_and_reuses_the_recorded_resolution(fork: Path, tmp_pa
         "git rev-parse refs/remotes/upstream/pr/61300", fork).strip()
     run_series("undo", cwd=fork)
     assert branch(fork, "topic/pr-61300") == first
+
+
+def test_killed_while_laying_out_then_abort(fork: Path) -> None:
+    before = snapshot(fork)
+    killed(fork, "rebase-mid-worktree", *ADOPT)
+    run_series("adopt-upstream", "--abort", cwd=fork)
+    assert snapshot(fork) == before
+    assert sh("git worktree list", fork).count("\n") == 1 and not (fork / ".git/series/rebase").exists()

@@ -338,6 +338,8 @@ def _from_outcome(ws: Workspace, outcome: engine.Outcome) -> Adoption:
     if not outcome.finished:
         data.update(worktree=str(outcome.worktree), conflict=run.conflict, notes=data["notes"] + notes)
         return Adoption(**data)
+    notes += [f"{path}: resolved by hand in {sha[:12]}" for sha, path in run.by_hand]
+    notes += [f"{path}: resolved from memory (recorded resolution) in {sha[:12]}" for sha, path in run.resolved]
     if run.dropped:
         notes.append(f"{len(run.dropped)} PR commit(s) already in {state.onto_name}, left out: "
                      + ", ".join(c[:12] for c in run.dropped))
