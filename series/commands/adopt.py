@@ -22,7 +22,7 @@ from typing import Any, Callable
 import pygit2
 
 from series import config
-from series.commands.supersede import refuse_during_rebase
+from series.engine.state import refuse_if_halted
 from series.engine import adoption as adoption_flow
 from series.engine import rebase as engine
 from series.engine import state as st
@@ -183,7 +183,7 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
         raise SeriesError(f"--replaces {replaces}: a topic cannot replace itself")
 
     if not dry_run:
-        refuse_during_rebase(ws, "adopt-upstream")
+        refuse_if_halted(ws.repo, "adopt-upstream")
     notes: list[str] = []
     head_sha = fetch_pull(repo, remote, number)
     meta = _metadata(forge, number, notes)

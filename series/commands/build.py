@@ -124,9 +124,9 @@ def write_branch(ws: Workspace, integ: Integration) -> tuple[str | None, bool]:
     ref = f"refs/heads/{name}"
     if current(ws.repo, ref) == integ.sha:
         return name, False
-    from series.commands.supersede import refuse_during_rebase
+    from series.engine.state import refuse_if_halted
 
-    refuse_during_rebase(ws, "series build")  # its --continue/--abort expects the branch unmoved
+    refuse_if_halted(ws.repo, "series build")  # its --continue/--abort expects the branch unmoved
     with Lock(ws.repo):
         txn = Transaction(ws.repo, "build", f"integration {name} -> {integ.sha[:12]}")
         txn.set(ref, integ.sha)

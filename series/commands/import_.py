@@ -15,6 +15,7 @@ from pathlib import Path
 import pygit2
 
 from series import config
+from series.engine.state import refuse_if_halted
 from series.errors import SeriesError
 from series.git.cli import git
 from series.git.refs import Lock, Transaction
@@ -165,6 +166,7 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
     moves = [t for t in result.topics if t.action in ("created", "updated")]
     if dry_run or not moves:
         return result
+    refuse_if_halted(repo, "series import")
     with Lock(repo):
         txn = Transaction(repo, "import", f"{len(moves)} topics from {directory.name}/")
         for t in moves:

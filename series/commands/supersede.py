@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from series import config
+from series.engine.state import refuse_if_halted
 from series.errors import SeriesError
 from series.git.refs import Lock, Transaction
 from series.model import Status
@@ -25,16 +26,6 @@ class StatusChange:
     operation: str | None = None  # journal id; None on --dry-run
 
 
-def refuse_during_rebase(ws: Workspace, verb: str) -> None:
-    """A halted rebase (or adoption) rewrites series.yaml and the branches when it finishes; a change
-    made in between would be lost or would block its --abort."""
-    from series.engine import state as st
-
-    halted = st.load(ws.repo)
-    if halted is not None:
-        raise SeriesError(st.halted_message(halted, verb))
-
-
 def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run: bool,
                 **fields: object) -> str | None:
     """Change one topic's fields in series.yaml as a journaled operation; its id."""
@@ -44,7 +35,7 @@ def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run
     config.parse(text, ws.config_path)  # the result must be a valid series.yaml
     if dry_run:
         return None
-    refuse_during_rebase(ws, command)
+    refuse_if_halted(ws.repo, command)
     with Lock(ws.repo):
         txn = Transaction(ws.repo, command, summary)
         txn.write_config(ws.config_path, text)

@@ -177,3 +177,11 @@ def protect(repo: pygit2.Repository, state: RebaseState) -> None:
             repo.references.delete(name)
     for name, target in wanted.items():
         repo.references.create(name, pygit2.Oid(hex=target), force=True)
+
+
+def refuse_if_halted(repo: pygit2.Repository, verb: str) -> None:
+    """A halted rebase (or adoption) rewrites series.yaml and the branches when it finishes;
+    a change made in between would be lost or would block its --abort."""
+    halted = load(repo)
+    if halted is not None:
+        raise SeriesError(halted_message(halted, verb))
