@@ -60,9 +60,21 @@ def run(ws: Workspace) -> list[TopicStatus]:
     return rows
 
 
+def halted(ws: Workspace) -> str | None:
+    """A sentence when a rebase or adoption waits on a conflict, else None."""
+    from series.engine import state as st
+
+    state = st.load(ws.repo)
+    if state is None:
+        return None
+    command = st.resume_command(state)
+    return (f"{st.halted_what(state)}: resolve in {st.worktree_path(ws.repo)}, then "
+            f"'{command} --continue' (or '{command} --abort')")
+
+
 def as_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
     return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
-            "topics": [asdict(r) for r in rows]}
+            "halted": halted(ws), "topics": [asdict(r) for r in rows]}
 
 
 def render(ws: Workspace, rows: list[TopicStatus]) -> str:
@@ -87,4 +99,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         commits = "-" if r.commits is None else str(r.commits)
         files = "-" if r.files is None else str(r.files)
         out.append(f"  {r.name:<{width}}  {r.status:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
+    sentence = halted(ws)
+    if sentence:
+        out.append(sentence)
     return "\n".join(out)
