@@ -58,6 +58,13 @@ def emit(text: str) -> None:
     click.echo(text, nl=not text.endswith("\n"))
 
 
+def emit_json(data: object) -> None:
+    """--json output: one indented document on stdout, keys in the order the command built."""
+    import json
+
+    click.echo(json.dumps(data, indent=2))
+
+
 _AREAS = ("basic", "history", "rebase", "upstream", "build", "patches", "demo")
 
 

@@ -1,17 +1,13 @@
 """Verbs of the foundation: init, add, status, touches, check."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from series.cli import Context, emit, pass_ctx
+from series.cli import Context, emit, emit_json, pass_ctx
 
-
-def print_json(data: object) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False))
 
 
 @click.command()
@@ -28,7 +24,7 @@ def status(ctx: Context, as_json: bool) -> None:
     ws = ctx.workspace(check_branches=False)
     rows = cmd.run(ws)
     if as_json:
-        print_json(cmd.as_json(ws, rows))
+        emit_json(cmd.as_json(ws, rows))
     else:
         emit(cmd.render(ws, rows))
 
@@ -86,7 +82,7 @@ def touches(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     if isinstance(output, str):
         emit(output)
     else:
-        print_json(output)
+        emit_json(output)
     return 0 if touched else 1
 
 
@@ -109,7 +105,7 @@ def check(ctx: Context, as_json: bool) -> int:
     ws = ctx.workspace(check_branches=False)
     report = cmd.run(ws)
     if as_json:
-        print_json(cmd.as_json(report))
+        emit_json(cmd.as_json(report))
     else:
         emit(cmd.render(report))
     return 0 if report.ok else 1

@@ -1,16 +1,12 @@
 """Verbs of the build area: build (integration branch, patched wheel) and test (upstream CI map)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from series.cli import Context, emit, pass_ctx
+from series.cli import Context, emit, emit_json, pass_ctx
 
-
-def print_json(data: object) -> None:
-    click.echo(json.dumps(data, indent=2))
 
 
 @click.command()
@@ -49,7 +45,7 @@ def build(ctx: Context, wheel: str | None, out: Path | None, from_source: bool, 
     result = cmd.run(ws, wheel=wheel, out=out, from_source=from_source, dry_run=dry_run,
                      progress=lambda msg: click.echo(msg, err=True))
     if as_json:
-        print_json(cmd.as_json(result))
+        emit_json(cmd.as_json(result))
     else:
         emit(cmd.render(result))
 
@@ -102,14 +98,14 @@ def test(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_run
         return
     if not do_run:
         if as_json:
-            print_json(cmd.plan_json(plan))
+            emit_json(cmd.plan_json(plan))
         else:
             emit(cmd.render_plan(plan))
         return
     report = cmd.run(ws, plan, steps, without, use_installed,
                      progress=lambda msg: click.echo(msg, err=True))
     if as_json:
-        print_json({**cmd.plan_json(plan), "run": cmd.run_json(report)})
+        emit_json({**cmd.plan_json(plan), "run": cmd.run_json(report)})
     else:
         emit(cmd.render_run(report))
     if report.failed:

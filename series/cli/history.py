@@ -1,11 +1,10 @@
 """`series undo` and `series log`: the journal of operations."""
 from __future__ import annotations
 
-import json
 
 import click
 
-from series.cli import Context, emit, pass_ctx
+from series.cli import Context, emit, emit_json, pass_ctx
 
 
 def _repo(ctx: Context):  # type: ignore[no-untyped-def]
@@ -39,7 +38,7 @@ def log(ctx: Context, as_json: bool) -> None:
 
     rows = cmd.run(_repo(ctx))
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        emit_json(rows)
     else:
         emit(cmd.render(rows))
 

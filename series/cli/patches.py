@@ -1,16 +1,12 @@
 """Verbs for the series as files: export, import, diff, resolutions."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from series.cli import Context, emit, pass_ctx
+from series.cli import Context, emit, emit_json, pass_ctx
 
-
-def _print_json(data: object) -> None:
-    click.echo(json.dumps(data, indent=2))
 
 
 @click.command("export")
@@ -34,7 +30,7 @@ def export(ctx: Context, directory: Path | None, dry_run: bool, as_json: bool) -
     ws = ctx.workspace()
     result = cmd.run(ws, directory, dry_run=dry_run)
     if as_json:
-        _print_json(cmd.as_json(result))
+        emit_json(cmd.as_json(result))
     else:
         emit(cmd.render(result, dry_run))
 
@@ -74,7 +70,7 @@ def import_(ctx: Context, directory: Path | None, force: bool, dry_run: bool, as
     result = cmd.run(ws, target, force=force, dry_run=dry_run)
     result.config_copied = copied
     if as_json:
-        _print_json(cmd.as_json(result))
+        emit_json(cmd.as_json(result))
     else:
         emit(cmd.render(result, dry_run))
 
@@ -98,7 +94,7 @@ def resolutions(ctx: Context, prune: bool, dry_run: bool, as_json: bool) -> None
     ws = ctx.workspace(check_branches=False)
     listing = cmd.run(ws, prune=prune, dry_run=dry_run)
     if as_json:
-        _print_json(cmd.as_json(listing))
+        emit_json(cmd.as_json(listing))
     else:
         emit(cmd.render(listing, dry_run))
 
@@ -124,7 +120,7 @@ def diff(ctx: Context, old: str, new: str, as_json: bool) -> None:
     ws = ctx.workspace(check_branches=False)
     result = cmd.run(ws, old, new)
     if as_json:
-        _print_json(cmd.as_json(result))
+        emit_json(cmd.as_json(result))
     else:
         emit(cmd.render(result))
 

@@ -1,13 +1,12 @@
 """`series rebase`: move every active topic onto a new upstream release."""
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 import click
 
-from series.cli import Context, emit, pass_ctx
+from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_CONFLICT
 
 
@@ -69,7 +68,7 @@ def rebase(ctx: Context, onto: str | None, fetch: bool, dry_run: bool, as_json: 
         if progress is not None:
             progress.close()
     if as_json:
-        click.echo(json.dumps(result.report, indent=2))
+        emit_json(result.report)
     else:
         emit(result.text)
     if result.conflict:

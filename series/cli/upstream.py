@@ -2,20 +2,16 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 from typing import Any
 
 import click
 
-from series.cli import Context, emit, pass_ctx
+from series.cli import Context, emit, emit_json, pass_ctx
 
 _OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone.")
 
-
-def _print_json(data: object) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=False))
 
 
 def _forge(ws: Any, offline: bool) -> Any:
@@ -87,7 +83,7 @@ def adopt_upstream(ctx: Context, number: int | None, replaces: str | None, no_re
         if abort:
             pr = cmd.abort(ws)
             if as_json:
-                _print_json({"status": "aborted", "number": pr})
+                emit_json({"status": "aborted", "number": pr})
             else:
                 emit(f"adoption of PR #{pr} aborted: nothing was moved, the conflict worktree is removed")
             return
@@ -99,7 +95,7 @@ def adopt_upstream(ctx: Context, number: int | None, replaces: str | None, no_re
             raise click.UsageError("--replaces and --no-replace exclude each other")
         result = _adopt(ctx, cmd, number, replaces, no_replace, name, refresh, dry_run, offline, as_json)
     if as_json:
-        _print_json(cmd.as_json(result))
+        emit_json(cmd.as_json(result))
     else:
         emit(cmd.render(result))
     if result.worktree is not None:
@@ -140,7 +136,7 @@ def supersede(ctx: Context, topic: str, by: str, reason: str | None, dry_run: bo
     ws = ctx.workspace(check_branches=False)
     change = cmd.run(ws, topic, by, reason=reason, dry_run=dry_run)
     if as_json:
-        _print_json(dataclasses.asdict(change))
+        emit_json(dataclasses.asdict(change))
     else:
         emit(cmd.render(change, ws.series.topic(topic).branch))
 
@@ -161,7 +157,7 @@ def drop(ctx: Context, topic: str, reason: str | None, dry_run: bool, as_json: b
     ws = ctx.workspace(check_branches=False)
     change = cmd.run(ws, topic, reason=reason, dry_run=dry_run)
     if as_json:
-        _print_json(dataclasses.asdict(change))
+        emit_json(dataclasses.asdict(change))
     else:
         emit(cmd.render(change, ws.series.topic(topic).branch))
 
@@ -210,7 +206,7 @@ def preflight(ctx: Context, topic: str, fetch: bool, days: int, limit: int | Non
         click.echo(f"note: {exc}; using PR heads fetched into git refs instead", err=True)
         result = cmd.run(ws, topic, _forge(ws, True), days=days, limit=limit)
     if as_json:
-        _print_json(cmd.as_json(result))
+        emit_json(cmd.as_json(result))
     else:
         emit(cmd.render(result))
 
