@@ -40,18 +40,16 @@ MergedRule = Callable[[MergedContext], "MergedVerdict | None"]
 
 
 def _pr_rules(ctx: MergedContext) -> MergedVerdict | None:
-    """Upstream-PR topics: series.forge.retire (issue 4), when that module is present."""
+    """Upstream-PR topics: a '(#N)' subject upstream, or the PR's files squash-merged
+    (series.forge.retire). Git evidence only: a rebase without --fetch uses no network."""
     if ctx.topic.upstream_pr is None:
         return None
-    try:
-        from series.forge import retire
-    except ImportError:
-        return None
+    from series.forge import retire
+
     verdict = retire.check(ctx.repo, ctx.topic, ctx.old_base, ctx.new_base)
     if verdict is None:
         return None
-    return MergedVerdict(verdict.reason, modified=bool(getattr(verdict, "modified", False)),
-                         detail=getattr(verdict, "diff", "") or "")
+    return MergedVerdict(verdict.reason, modified=verdict.modified, detail=verdict.diff)
 
 
 RULES: list[MergedRule] = [_pr_rules]
