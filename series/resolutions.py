@@ -34,6 +34,8 @@ from typing import Callable, Iterable
 import pygit2
 
 from series.config import write_text_atomically
+from series.engine.resolve import Conflict as EngineConflict
+from series.engine.resolve import Hooks
 from series.errors import SeriesError
 from series.model import Series
 
@@ -308,7 +310,7 @@ def describe(resolutions: Iterable[Resolution], root: Path) -> list[dict[str, ob
     return rows
 
 
-def engine_hooks(series: Series) -> object:
+def engine_hooks(series: Series) -> Hooks:
     """The rebase engine's resolver and recorder (protocol: series.engine.resolve).
 
     Only textual conflicts ("content", "add/add") are keyed: a modify/delete or binary
@@ -316,21 +318,18 @@ def engine_hooks(series: Series) -> object:
     is not recorded either: the engine reports a deleted file as empty bytes, and
     replaying "empty" where the human meant "deleted" would be wrong.
     """
-    from series.engine.resolve import Hooks
-
     store = ResolutionStore.for_series(series)
     textual = ("content", "add/add")
 
-    def resolver(topic: str, path: str, conflict: object) -> bytes | None:
-        if getattr(conflict, "kind", None) not in textual:
+    def resolver(topic: str, path: str, conflict: EngineConflict) -> bytes | None:
+        if conflict.kind not in textual:
             return None
-        return store.lookup(topic, path, conflict.merged)  # type: ignore[attr-defined]
+        return store.lookup(topic, path, conflict.merged)
 
-    def recorder(topic: str, path: str, conflict: object, resolved: bytes) -> None:
-        if getattr(conflict, "kind", None) not in textual or not resolved:
+    def recorder(topic: str, path: str, conflict: EngineConflict, resolved: bytes) -> None:
+        if conflict.kind not in textual or not resolved:
             return
-        merged: bytes = conflict.merged  # type: ignore[attr-defined]
-        store.record(topic, path, merged, resolved, commit=_replayed_subject(merged))
+        store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged))
 
     return Hooks(resolver=resolver, recorder=recorder)
 

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from tests.conftest import run_series
 from tests.fakewheel import build_wheel, install_wheel, tree_files
@@ -22,10 +21,6 @@ def nightly(fork: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, SERIES=f"{sys.executable} -m series",
                PYTHONPATH=str(SCRIPT.parent.parent))
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=fork, capture_output=True, text=True, env=env)
-
-
-def has_rebase(fork: Path) -> bool:
-    return run_series("rebase", "--help", cwd=fork, expect=None).returncode == 0
 
 
 def test_nightly_on_the_current_base_builds_and_selects(fork: Path, upstream: Path, tmp_path: Path) -> None:
@@ -51,8 +46,6 @@ def test_nightly_rejects_unknown_arguments(fork: Path) -> None:
 
 
 def test_nightly_stops_with_the_conflict_summary(fork: Path, tmp_path: Path) -> None:
-    if not has_rebase(fork):
-        pytest.skip("series rebase (the rebase engine) is not installed in this tree yet")
     out = tmp_path / "nightly"
     proc = nightly(fork, "--wheel", "none", "--out", str(out))
     assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
@@ -63,8 +56,6 @@ def test_nightly_stops_with_the_conflict_summary(fork: Path, tmp_path: Path) -> 
 
 
 def test_nightly_rebases_builds_and_selects_when_clean(fork: Path, upstream: Path, tmp_path: Path) -> None:
-    if not has_rebase(fork):
-        pytest.skip("series rebase (the rebase engine) is not installed in this tree yet")
     text = (fork / "series.yaml").read_text()
     start = text.index("  - name: offload-evict-fix")
     end = text.index("  - name: ipc-backport")

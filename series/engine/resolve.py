@@ -74,12 +74,6 @@ class Hooks:
 
 def hooks(series: Any) -> Hooks:
     """The resolver and recorder for this series (see the module docstring)."""
-    try:
-        from series import resolutions
-    except ImportError:
-        return Hooks()
-    make = getattr(resolutions, "engine_hooks", None)
-    if make is None:
-        return Hooks()
-    found = make(series)
-    return found if isinstance(found, Hooks) else Hooks(*found)
+    from series import resolutions  # the store; it imports this module's types
+
+    return resolutions.engine_hooks(series)
