@@ -104,9 +104,9 @@ MANAGER_V031 = MANAGER.replace(
 )
 
 SCHEDULER = "".join(
-    [f'"""Scheduler for the v1 engine."""\n\n\nclass Scheduler:\n'
-     f"    def __init__(self, max_num_seqs: int = 256) -> None:\n"
-     f"        self.max_num_seqs = max_num_seqs\n"]
+    ['"""Scheduler for the v1 engine."""\n\n\nclass Scheduler:\n'
+     "    def __init__(self, max_num_seqs: int = 256) -> None:\n"
+     "        self.max_num_seqs = max_num_seqs\n"]
     + [f"\n    def step_{i}(self) -> int:\n        return {i}\n" for i in range(12)]
 )
 

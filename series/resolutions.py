@@ -33,7 +33,6 @@ from typing import Callable, Iterable
 
 import pygit2
 
-from series.config import write_text_atomically
 from series.engine.resolve import Conflict as EngineConflict
 from series.engine.resolve import Hooks
 from series.errors import SeriesError

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.repos import build_fork, build_upstream
+from tests.repos import add_pull_request, build_fork, build_upstream
 
 SEALED = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -78,3 +78,11 @@ def upstream(tmp_path: Path) -> Path:
 @pytest.fixture
 def fork(tmp_path: Path, upstream: Path) -> Path:
     return build_fork(upstream, tmp_path / "fork")
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """Upstream's working repository with PR #61050 (served to forks through a bare mirror)."""
+    path = build_upstream(tmp_path / "upstream-work")
+    add_pull_request(path, 61050)
+    return path

@@ -14,7 +14,7 @@ import pytest
 
 from series import config
 from tests.conftest import run_series, sh
-from tests.repos import LRU_FIXED, TEST_LRU_ORDER, add_pull_request, build_fork, build_upstream, commit_files, git
+from tests.repos import LRU_FIXED, TEST_LRU_ORDER, build_fork, commit_files, git
 
 LRU = "vllm/v1/kv_offload/cpu/policies/lru.py"
 TEST = "tests/v1/kv_offload/test_lru.py"
@@ -25,13 +25,6 @@ def no_api(monkeypatch: pytest.MonkeyPatch) -> None:
     """A test that forgets --offline talks to a closed local port, never to GitHub."""
     monkeypatch.setenv("SERIES_GITHUB_API", "http://127.0.0.1:9")
 
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    """Upstream's working repository (where PRs are made); served through a bare mirror."""
-    path = build_upstream(tmp_path / "upstream-work")
-    add_pull_request(path, 61050)
-    return path
 
 
 def serve(work: Path, bare: Path) -> None:

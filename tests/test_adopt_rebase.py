@@ -10,7 +10,7 @@ import pytest
 
 from series import config
 from tests.conftest import run_series, sh
-from tests.repos import LRU_FIXED, TEST_LRU_ORDER, add_pull_request, build_fork, build_upstream, commit_files, git
+from tests.repos import LRU_FIXED, TEST_LRU_ORDER, build_fork, commit_files, git
 
 LRU = "vllm/v1/kv_offload/cpu/policies/lru.py"
 TEST = "tests/v1/kv_offload/test_lru.py"
@@ -20,12 +20,6 @@ TEST = "tests/v1/kv_offload/test_lru.py"
 def no_api(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERIES_OFFLINE", "1")
 
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    path = build_upstream(tmp_path / "upstream-work")
-    add_pull_request(path, 61050)
-    return path
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 
-from tests.conftest import run_series
 from tests.fakewheel import build_wheel, install_wheel, tree_files
 
 SCRIPT = Path(__file__).resolve().parent.parent / "ci" / "nightly.sh"

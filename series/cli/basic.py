@@ -1,7 +1,6 @@
 """Verbs of the foundation: init, add, status, touches, check."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
