@@ -2,12 +2,15 @@
 # The nightly pipeline a fork copies: does the series still apply to upstream's newest
 # release (or main)? If it does: rebase, build the patched wheel, select upstream's tests.
 #
-#   ci/nightly.sh [--onto REF|latest|main] [--wheel vllm==X|PATH.whl|none]
-#                 [--format github-matrix|buildkite] [--out DIR] [--no-fetch] [-C DIR]
+#   nightly.sh [--onto REF|latest|main] [--wheel vllm==X|PATH.whl|none]
+#              [--format github-matrix|buildkite] [--device D]... [--exclude-optional]
+#              [--max-steps N] [--out DIR] [--no-fetch] [--print-target] [-C DIR]
 #
 # Run from the fork clone (where series.yaml is), or pass -C. Everything it writes goes to
 # --out (default: nightly/): report.md, rebase.json, build.json, the wheel and its
-# manifest, tests.txt and the CI steps (ci-steps.json or ci-steps.yml).
+# manifest, tests.txt, the CI steps (ci-steps.json or ci-steps.yml; --device, --exclude-optional
+# and --max-steps narrow them) and, on a conflict, owners.txt (whom to mention).
+# --print-target fetches, prints the resolved target (e.g. v0.31.0) and exits.
 # Exit: 0 the series applies (wheel built, tests selected); 3 it no longer applies (the
 # conflict summary is printed and in report.md); anything else: a failed step.
 #
@@ -23,7 +26,9 @@ OUT=nightly
 FETCH=1
 DIR=.
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+STEPS_ARGS=()
+PRINT_TARGET=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --onto) ONTO=$2; shift 2 ;;
@@ -31,6 +36,10 @@ while [ $# -gt 0 ]; do
     --format) FORMAT=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --no-fetch) FETCH=0; shift ;;
+    --device) STEPS_ARGS+=(--device "$2"); shift 2 ;;
+    --exclude-optional) STEPS_ARGS+=(--exclude-optional); shift ;;
+    --max-steps) STEPS_ARGS+=(--max-steps "$2"); shift 2 ;;
+    --print-target) PRINT_TARGET=1; shift ;;
     -C) DIR=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "nightly: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -65,6 +74,7 @@ case "$ONTO" in
     [ -n "$ONTO" ] || { log "no release tag v*.*.* here; pass --onto $REMOTE/main"; exit 1; } ;;
   main) ONTO="$REMOTE/main" ;;
 esac
+if [ "$PRINT_TARGET" = 1 ]; then echo "$ONTO"; exit 0; fi
 if [ -z "$WHEEL" ]; then
   case "$ONTO" in
     v[0-9]*) WHEEL="vllm==${ONTO#v}" ;;
@@ -94,6 +104,9 @@ if [ "$ONTO" != "$BASE" ]; then
     } >> "$REPORT"
     echo "nightly: the series no longer applies onto $ONTO:" >&2
     cat "$OUT/rebase-dry-run.txt" "$OUT/rebase-dry-run.err" >&2
+    # whom to mention: the owners of the topics that conflict (owner: in series.yaml, else authors)
+    $SERIES rebase --onto "$ONTO" --dry-run --json > "$OUT/rebase-dry-run.json" 2>/dev/null
+    $SERIES ci owners --report "$OUT/rebase-dry-run.json" > "$OUT/owners.txt" 2>/dev/null || : > "$OUT/owners.txt"
     [ $rc -eq 3 ] && exit 3
     exit 1
   fi
@@ -123,7 +136,7 @@ case "$FORMAT" in
   buildkite) STEPS="$OUT/ci-steps.yml" ;;
   *) log "unknown --format $FORMAT"; exit 2 ;;
 esac
-$SERIES test --format "$FORMAT" > "$STEPS" || { log "series test --format failed"; exit 1; }
+$SERIES test --format "$FORMAT" ${STEPS_ARGS[@]+"${STEPS_ARGS[@]}"} > "$STEPS" || { log "series test --format failed"; exit 1; }
 { echo; echo "## Upstream CI steps covering the series"; echo; echo '```'; cat "$OUT/tests.txt"; echo '```'; } >> "$REPORT"
 $SERIES status > "$OUT/status.txt" 2>&1 || true
 { echo; echo "## Topics"; echo; echo '```'; cat "$OUT/status.txt"; echo '```'; } >> "$REPORT"

@@ -23,11 +23,12 @@ from series.model import PRNumber, Series, Sha, Status, Topic, Upstream
 
 FILENAME = "series.yaml"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-TOP_KEYS = ("upstream", "integration", "topics", "resolutions")
+TOP_KEYS = ("upstream", "integration", "topics", "resolutions", "ci")  # ci: series.analysis.pipeline
 UPSTREAM_KEYS = ("remote", "base", "github", "api_url")
 TOPIC_KEYS = (
     "name", "branch", "status", "summary", "scope", "depends_on", "superseded_by",
     "upstream_pr", "upstream_head", "merged_in", "reason",
+    "owner",  # who the nightly mentions when the topic conflicts (series.analysis.pipeline)
 )
 
 

@@ -66,8 +66,10 @@ def test_formats_for_github_and_buildkite(fork: Path) -> None:
     assert matrix["include"][0]["working_directory"] == "tests"
     pipeline = YAML(typ="safe").load(run_series("test", "--format", "buildkite", cwd=fork).stdout)
     step = pipeline["steps"][0]
-    assert step["key"] == "kv-offload" and step["agents"] == {"queue": "cpu"}, step
-    assert step["commands"] == ["cd tests", "pytest -v -s v1/kv_offload"], step
+    assert step["key"] == "series-kv-offload", step
+    assert step["agents"] == {"queue": "cpu_queue_premerge_us_east_1"}, step   # upstream's queue for cpu
+    assert step["commands"][0] == "cd /vllm-workspace/tests" and step["commands"][-1] == "pytest -v -s v1/kv_offload"
+    assert "docker#v5.2.0" in step["plugins"][0], step
 
 
 def test_run_and_without_find_the_evidence(fixed: Path) -> None:

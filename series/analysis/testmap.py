@@ -1,21 +1,34 @@
 """Upstream's CI map: which of vLLM's Buildkite steps cover the paths a series touches.
 
 vLLM describes its test steps in `.buildkite/test_areas/*.yaml`: a group with `steps:`,
-each with `label`, `key`, `device`, `commands` and `source_file_dependencies`, path
-prefixes where `!prefix` excludes (`vllm/` but not `!vllm/distributed/kv_transfer/`);
+each with `label`, `key`, `device`, `commands` and `source_file_dependencies`;
 dependency lists are shared with YAML anchors. The files are read from the base commit's
 tree with pygit2 (no checkout) and parsed with ruamel's safe loader, which resolves the
 anchors.
 
-Matching, as upstream's pipeline generator selects steps for a pull request: a changed
-path selects a step when its most specific (longest) matching dependency is not a
-negation; a step's own YAML file counts as a dependency. A step with no dependencies runs
-on every upstream change: it is selected only when asked (`include_always`), since it
-says nothing about what the series touches.
+Matching is the rule of upstream's pipeline generator (vllm-project/ci-infra,
+buildkite_step.py), restated here, not copied; tools/testmap_parity.py runs their code
+against this one on every path of real trees:
+- a dependency `dep` (trailing "/" ignored) matches a path when `path == dep` or
+  `path.startswith(dep + "/")`: `vllm/v1/kv_offload` does not match
+  `vllm/v1/kv_offload_extra/foo.py`;
+- a changed path selects a step when some dependency matches it and no `!dep` exclusion
+  does: an exclusion always wins, however specific the include;
+- a file with a top-level `depends_on:` adds its own path to each of its steps'
+  dependencies (a step changes when its YAML does);
+- a step of an AMD GPU device (mi250_1 ... mi355_8) that runs natively (`dind: false`)
+  also runs when the AMD test wrapper script changes;
+- a path matching `run_all_patterns` of `.buildkite/ci_config.yaml` (regular expressions
+  matched at the start, less `run_all_exclude_patterns`) runs every step;
+- `optional: true` steps never run by themselves: upstream puts a block step before them.
+A step with no dependencies runs upstream only in run-all and nightly builds: it is listed
+only when asked (`include_always`), since it says nothing about what the series touches.
 """
 from __future__ import annotations
 
+import functools
 import io
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -29,6 +42,28 @@ from series.git.repo import named_entries
 TEST_AREAS = ".buildkite/test_areas"
 WORKSPACE = "/vllm-workspace"          # where upstream's CI image has the checkout
 DEFAULT_WORKING_DIR = "/vllm-workspace/tests"
+CI_CONFIG = ".buildkite/ci_config.yaml"
+# Upstream's AMD GPU devices (amd.py AMD_DEVICE_CONFIGS) and the wrapper that natively run
+# (dind: false) AMD steps execute: a change to it runs them.
+AMD_GPU_DEVICES = frozenset(f"mi{chip}_{n}" for chip in (250, 300, 325, 355) for n in (1, 2, 4, 8))
+AMD_NATIVE_RUNTIME = (".buildkite/scripts/hardware_ci/run-amd-test.sh",)
+
+
+def matches(dependency: str, path: str) -> bool:
+    """Upstream's one matching rule: the dependency itself, or a path below it."""
+    normalized = dependency.rstrip("/")
+    if not normalized:
+        return False
+    return path == normalized or path.startswith(normalized + "/")
+
+
+def dependencies_match(dependencies: Iterable[str], path: str) -> bool:
+    """Some include matches `path` and no `!` exclusion does (an exclusion always wins)."""
+    deps = list(dependencies)
+    includes = [d for d in deps if not d.startswith("!")]
+    excludes = [d[1:] for d in deps if d.startswith("!")]
+    return (any(matches(d, path) for d in includes)
+            and not any(matches(d, path) for d in excludes))
 
 
 @dataclass(frozen=True)
@@ -46,6 +81,12 @@ class Step:
     num_devices: int | None = None
     timeout_in_minutes: int | None = None
     env: tuple[tuple[str, str], ...] = ()
+    own_file: bool = False               # the file has a top-level depends_on: its path counts
+    dind: bool = True
+    soft_fail: bool = False
+    no_plugin: bool = False
+    num_nodes: int | None = None
+    mount_buildkite_agent: bool = False
 
     @property
     def ident(self) -> str:
@@ -58,7 +99,12 @@ class Step:
 
     @property
     def always(self) -> bool:
-        return not self.dependencies
+        return not self.dependencies and not self.own_file
+
+    @property
+    def all_dependencies(self) -> tuple[str, ...]:
+        """As upstream's generator sees them: the step's own YAML file appended."""
+        return self.dependencies + ((self.file,) if self.own_file else ())
 
     @property
     def repo_dir(self) -> str:
@@ -70,17 +116,21 @@ class Step:
             return wd[len(WORKSPACE) + 1:]
         return wd.lstrip("/")
 
+    @functools.cached_property
+    def _rules(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(includes, exclusions), normalized once: covers() runs for every path x step."""
+        deps = self.all_dependencies
+        norm = lambda ds: tuple(n for n in (d.rstrip("/") for d in ds) if n)  # noqa: E731
+        return (norm(d for d in deps if not d.startswith("!")),
+                norm(d[1:] for d in deps if d.startswith("!")))
+
     def covers(self, path: str) -> bool:
-        if path == self.file:
+        includes, excludes = self._rules
+        if (any(path == d or path.startswith(d + "/") for d in includes)
+                and not any(path == d or path.startswith(d + "/") for d in excludes)):
             return True
-        best: tuple[int, bool] | None = None
-        for dep in self.dependencies:
-            negated = dep.startswith("!")
-            prefix = dep[1:] if negated else dep
-            if prefix and path.startswith(prefix):
-                if best is None or len(prefix) > best[0] or (len(prefix) == best[0] and negated):
-                    best = (len(prefix), negated)
-        return best is not None and not best[1]
+        return (self.device in AMD_GPU_DEVICES and not self.dind
+                and dependencies_match(AMD_NATIVE_RUNTIME, path))
 
 
 @dataclass(frozen=True)
@@ -95,11 +145,25 @@ class TestMap:
     steps: tuple[Step, ...]
     files: tuple[str, ...]
     problems: tuple[str, ...] = field(default=())  # files skipped, with why
+    run_all: tuple[str, ...] = ()                  # ci_config.yaml run_all_patterns
+    run_all_exclude: tuple[str, ...] = ()
+
+    def runs_all(self, path: str) -> bool:
+        """Upstream's run-all trigger (global_config._should_run_all) for one changed path."""
+        return (any(re.match(p, path) for p in self.run_all)
+                and not any(re.match(p, path) for p in self.run_all_exclude))
 
     def select(self, touched: dict[str, tuple[str, ...]], include_always: bool = False) -> list[Selection]:
-        """Steps covering any touched path ({path: topics touching it}), in file order."""
+        """Steps covering any touched path ({path: topics touching it}), in file order.
+
+        A path that triggers upstream's run-all selects every step, with no dependencies or not."""
+        everything = tuple(p for p in sorted(touched) if self.runs_all(p))
         out = []
         for step in self.steps:
+            if everything:
+                hits = tuple(sorted(set(everything) | {p for p in touched if step.covers(p)}))
+                out.append(Selection(step, hits, tuple(dict.fromkeys(t for p in hits for t in touched[p]))))
+                continue
             if step.always:
                 if include_always:
                     out.append(Selection(step, (), ()))
@@ -141,7 +205,26 @@ def load(repo: pygit2.Repository, tree: pygit2.Tree, directory: str = TEST_AREAS
             problems.append(f"{path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
             continue
         files.append(path)
-    return TestMap(tuple(steps), tuple(files), tuple(problems))
+    run_all, run_all_exclude = _run_all(repo, tree, problems)
+    return TestMap(tuple(steps), tuple(files), tuple(problems), run_all, run_all_exclude)
+
+
+def _run_all(repo: pygit2.Repository, tree: pygit2.Tree, problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    try:
+        entry = tree[CI_CONFIG]
+    except KeyError:
+        return (), ()
+    text = repo[entry.id].peel(pygit2.Blob).data.decode("utf-8", errors="replace")
+    try:
+        doc = _yaml().load(io.StringIO(text)) or {}
+        include = tuple(str(p) for p in doc.get("run_all_patterns") or ())
+        exclude = tuple(str(p) for p in doc.get("run_all_exclude_patterns") or ())
+        for pattern in include + exclude:
+            re.compile(pattern)
+    except (YAMLError, AttributeError, re.error) as exc:
+        problems.append(f"{CI_CONFIG}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        return (), ()
+    return include, exclude
 
 
 def parse(text: str, path: str) -> list[Step]:
@@ -150,15 +233,16 @@ def parse(text: str, path: str) -> list[Step]:
         return []
     if not isinstance(doc, dict):
         raise ValueError("expected a mapping with 'steps'")
-    return list(_steps(doc, path, doc.get("group") or doc.get("label")))
+    own_file = bool(doc.get("depends_on"))
+    return list(_steps(doc, path, doc.get("group") or doc.get("label"), own_file))
 
 
-def _steps(node: dict[str, Any], path: str, group: str | None) -> Iterable[Step]:
+def _steps(node: dict[str, Any], path: str, group: str | None, own_file: bool = False) -> Iterable[Step]:
     for raw in node.get("steps") or []:
         if not isinstance(raw, dict):
             continue  # "wait" and other Buildkite scalars
         if "steps" in raw and "commands" not in raw:  # a nested group
-            yield from _steps(raw, path, raw.get("group") or raw.get("label") or group)
+            yield from _steps(raw, path, raw.get("group") or raw.get("label") or group, own_file)
             continue
         label = raw.get("label") or raw.get("key")
         if not label:
@@ -177,6 +261,10 @@ def _steps(node: dict[str, Any], path: str, group: str | None) -> Iterable[Step]
             parallelism=_int(raw.get("parallelism")), num_devices=_int(raw.get("num_devices")),
             timeout_in_minutes=_int(raw.get("timeout_in_minutes")),
             env=tuple((str(k), str(v)) for k, v in env.items()) if isinstance(env, dict) else (),
+            own_file=own_file, dind=raw.get("dind", True) is not False,
+            soft_fail=raw.get("soft_fail") is True, no_plugin=raw.get("no_plugin") is True,
+            num_nodes=_int(raw.get("num_nodes")),
+            mount_buildkite_agent=raw.get("mount_buildkite_agent") is True,
         )
 
 

@@ -58,14 +58,22 @@ def emit(text: str) -> None:
     click.echo(text, nl=not text.endswith("\n"))
 
 
+JSON_SCHEMA = 1  # bumped when a --json shape changes incompatibly
+
+
 def emit_json(data: object) -> None:
-    """--json output: one indented document on stdout, keys in the order the command built."""
+    """--json output: one indented document on stdout, keys in the order the command built,
+    led by "schema": 1 so CI can tell shapes apart."""
     import json
 
+    if isinstance(data, dict) and "schema" not in data:
+        data = {"schema": JSON_SCHEMA, **data}
     click.echo(json.dumps(data, indent=2))
 
 
-_AREAS = ("basic", "history", "rebase", "upstream", "build", "patches", "demo")
+_AREAS = ("basic", "history", "rebase", "upstream", "build", "patches", "demo", "ci")
+# Parameters that take a topic name, whichever verb declares them: they complete topic names.
+_TOPIC_PARAMS = ("topic", "topics", "without", "replaces", "after", "depends_on", "by")
 
 
 def _register() -> None:
@@ -75,6 +83,15 @@ def _register() -> None:
         module = importlib.import_module(f"series.cli.{area}")
         for command in module.COMMANDS:
             group.add_command(command)
+    from series.cli.ci import complete_topics
+
+    def walk(command: click.Command) -> None:
+        for param in command.params:
+            if param.name in _TOPIC_PARAMS and getattr(param, "_custom_shell_complete", None) is None:
+                param._custom_shell_complete = complete_topics
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+    walk(group)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,6 +7,8 @@ import click
 
 from series.cli import Context, emit, emit_json, pass_ctx
 
+EXIT_TOUCHES_ERROR = 2  # touches: grep's 'trouble' code (1 is 'not touched')
+
 
 
 @click.command()
@@ -48,7 +50,8 @@ def touches(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     repository root (./x, ../x and absolute paths: from the current directory):
       series touches vllm/v1/kv_offload
       series touches 'vllm/**/lru.py' tests/v1
-    Exit status is grep's: 0 when a topic touches PATH, 1 when none does:
+    Exit status is grep's: 0 when a topic touches PATH, 1 when none does, 2 on an error
+    (a missing branch, a bad ref), so 'not touched' is never an error in disguise:
       series touches vllm/v1/kv_offload || echo "we really don't touch it"
 
     \b
@@ -60,28 +63,34 @@ def touches(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     against its merge base with OLD. PATH limits the forecast.
     """
     from series.commands import touches as cmd
+    from series.errors import SeriesError
 
-    # a missing active branch is an error, not a skip: a silent skip would let
-    # `series touches X || echo "not touched"` claim something nobody checked
-    ws = ctx.workspace(check_branches=True)
-    paths = cmd.repo_paths(ws, paths, ctx.directory or Path.cwd())
-    output: dict[str, object] | str
-    if between is not None:
-        forecast = cmd.run_forecast(ws, between, paths, include_all)
-        output = cmd.forecast_json(forecast) if as_json else cmd.render_forecast(forecast)
-        touched = forecast.touched
-    elif paths:
-        found = cmd.run_paths(ws, paths, include_all)
-        output = cmd.paths_json(found) if as_json else cmd.render_paths(found)
-        touched = found.touched
-    else:
-        grid = cmd.run_matrix(ws, depth, include_all)
-        output = cmd.matrix_json(grid) if as_json else cmd.render_matrix(grid)
-        touched = grid.touched
-    if isinstance(output, str):
-        emit(output)
-    else:
-        emit_json(output)
+    try:
+        # a missing active branch is an error, not a skip: a silent skip would let
+        # `series touches X || echo "not touched"` claim something nobody checked
+        ws = ctx.workspace(check_branches=True)
+        paths = cmd.repo_paths(ws, paths, ctx.directory or Path.cwd())
+        output: dict[str, object] | str
+        if between is not None:
+            forecast = cmd.run_forecast(ws, between, paths, include_all)
+            output = cmd.forecast_json(forecast) if as_json else cmd.render_forecast(forecast)
+            touched = forecast.touched
+        elif paths:
+            found = cmd.run_paths(ws, paths, include_all)
+            output = cmd.paths_json(found) if as_json else cmd.render_paths(found)
+            touched = found.touched
+        else:
+            grid = cmd.run_matrix(ws, depth, include_all)
+            output = cmd.matrix_json(grid) if as_json else cmd.render_matrix(grid)
+            touched = grid.touched
+        if isinstance(output, str):
+            emit(output)
+        else:
+            emit_json(output)
+    except SeriesError as exc:
+        # grep's convention: 1 means "no topic touches it", so an error must not be 1 too
+        exc.exit_code = EXIT_TOUCHES_ERROR
+        raise
     return 0 if touched else 1
 
 

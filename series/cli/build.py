@@ -65,24 +65,35 @@ def build(ctx: Context, wheel: str | None, out: Path | None, from_source: bool, 
 @click.option("--all-steps", is_flag=True, help="Also list steps upstream runs on every change.")
 @click.option("--format", "fmt", type=click.Choice(["text", "github-matrix", "buildkite"]), default="text",
               help="github-matrix: a GitHub Actions matrix (JSON); buildkite: a pipeline to upload.")
+@click.option("--device", "devices", multiple=True, metavar="DEVICE",
+              help="With --format: only steps of this upstream device, e.g. h100 (repeatable).")
+@click.option("--exclude-optional", is_flag=True,
+              help="With --format: leave out upstream's optional steps (else they sit behind a block step).")
+@click.option("--max-steps", type=click.IntRange(min=0), metavar="N",
+              help="With --format: at most N steps (the first in file order).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
 @click.pass_context
 def test(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_run: bool,
          steps: tuple[str, ...], without: str | None, use_installed: bool, all_steps: bool,
-         fmt: str, as_json: bool) -> None:
+         fmt: str, devices: tuple[str, ...], exclude_optional: bool, max_steps: int | None,
+         as_json: bool) -> None:
     """Upstream's CI steps that cover what the series (or the given TOPICs) touches.
 
     \b
-    Steps come from the base's .buildkite/test_areas/*.yaml: a changed path selects a step
-    when it falls under the step's source_file_dependencies (most specific prefix wins,
-    '!' excludes) or is the step's own YAML file. Printed: label, device, commands.
+    Steps come from the base's .buildkite/test_areas/*.yaml, chosen by upstream's own rule:
+    a changed path selects a step when it is, or is below, one of the step's
+    source_file_dependencies and under none of its '!' exclusions (an exclusion always
+    wins), or is the step's YAML file; a run-all path (ci_config.yaml: setup.py, csrc/ ...)
+    selects every step. Optional steps go behind a Buildkite block step. Devices map to
+    your queues or runner labels through series.yaml 'ci: queues: {h100: my-h100}'.
     \b
     Examples:
       series test                               steps covering the whole series
       series test offload-evict-fix --run       run its CPU steps here
       series test --run --without offload-evict-fix   evidence the topic is needed
       series test --format github-matrix        one GitHub Actions job per step
+      series test --format buildkite --device h100 --exclude-optional --max-steps 20
     """
     from series.commands import test as cmd
 
@@ -90,11 +101,11 @@ def test(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_run
         raise click.UsageError("--step, --without and --use-installed go with --run")
     ws = ctx.workspace()
     plan = cmd.select(ws, topics, include_always=all_steps)
-    if fmt == "github-matrix":
-        emit(cmd.github_matrix(plan))
-        return
-    if fmt == "buildkite":
-        emit(cmd.buildkite(plan))
+    if (devices or exclude_optional or max_steps is not None) and fmt == "text":
+        raise click.UsageError("--device, --exclude-optional and --max-steps go with "
+                               "--format github-matrix|buildkite")
+    if fmt in ("github-matrix", "buildkite"):
+        emit(cmd.formatted(ws, plan, fmt, devices, exclude_optional, max_steps))
         return
     if not do_run:
         if as_json:

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import pygit2
 
 from series.analysis import testmap
+from series.analysis.pipeline import SHARD_TEXT as _SHARD_TEXT  # noqa: F401 (tests use it)
 from series.analysis.testmap import Selection, Step
 from series.build import integration
 from series.errors import SeriesError
@@ -293,43 +294,16 @@ def render_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-_SHARD_TEXT = re.compile(r"\s+--(?:shard-id|num-shards)(?:=|\s+)\S+")
+def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = (),
+              exclude_optional: bool = False, max_steps: int | None = None) -> str:
+    """The selected steps as a fork's CI runs them (series.analysis.pipeline), narrowed."""
+    from series.analysis import pipeline
 
-
-def github_matrix(plan: Plan) -> str:
-    """One job per step; a Buildkite-sharded step runs whole (GitHub has no BUILDKITE_PARALLEL_JOB)."""
-    include = [{"key": s.step.ident, "label": s.step.label, "device": s.step.device or "",
-                "file": s.step.file, "working_directory": s.step.repo_dir or ".",
-                "run": "\n".join(_SHARD_TEXT.sub("", testmap.unescape(c)).strip() for c in s.step.commands),
-                "topics": ",".join(s.topics), "optional": s.step.optional}
-               for s in plan.selected]
-    return json.dumps({"include": include})
-
-
-def buildkite(plan: Plan) -> str:
-    from ruamel.yaml import YAML
-
-    steps = []
-    for sel in plan.selected:
-        s = sel.step
-        step: dict[str, Any] = {"label": s.label, "key": s.key or re.sub(r"[^a-z0-9-]+", "-", s.label.lower())}
-        step["commands"] = ([f"cd {s.repo_dir}"] if s.repo_dir else []) + list(s.commands)
-        if s.device:
-            step["agents"] = {"queue": s.device}
-        for name in ("parallelism", "timeout_in_minutes"):
-            if getattr(s, name):
-                step[name] = getattr(s, name)
-        if s.env:
-            step["env"] = dict(s.env)
-        if s.optional:
-            step["soft_fail"] = True
-        steps.append(step)
-    out = io.StringIO()
-    yaml = YAML()
-    yaml.default_flow_style = False
-    yaml.width = 1 << 16  # one command, one line
-    yaml.dump({"steps": steps}, out)
-    return out.getvalue()
+    settings = pipeline.load_settings(ws.series.path)
+    chosen = pipeline.narrow(plan.selected, devices, exclude_optional, max_steps)
+    if fmt == "github-matrix":
+        return pipeline.github_matrix(chosen, settings)
+    return pipeline.buildkite(chosen, settings)
 
 
 def run_json(report: RunReport) -> dict[str, Any]:

@@ -1,0 +1,120 @@
+"""Every workflow this project ships or shows lints clean under actionlint and zizmor.
+
+Checked: ci/github/*.yml (what `series ci init github` writes, version-pinned as it
+writes it), .github/workflows/*.yml (the reusable nightly and the release), and every
+```yaml block of README.md and ci/README.md that is a workflow (has `jobs:`); the other
+blocks must at least parse. The linters come with the test extras (zizmor; actionlint
+from a wheel that carries its binary); a test skips only when its tool is not installed.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from series.commands import ci
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = (ROOT / "README.md", ROOT / "ci" / "README.md")
+
+
+def tool(name: str) -> str | None:
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() else shutil.which(name)
+
+
+def snippets() -> list[tuple[str, str]]:
+    out = []
+    for doc in DOCS:
+        for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", doc.read_text(), re.S)):
+            out.append((f"{doc.relative_to(ROOT)}#{n}", block))
+    return out
+
+
+def workflows(tmp_path: Path) -> list[Path]:
+    files = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+    fork = tmp_path / "fork"
+    (fork / ".git").mkdir(parents=True)
+    ci.init("github", fork)
+    files.append(fork / ".github" / "workflows" / "series-nightly.yml")
+    for name, block in snippets():
+        if "jobs" in (YAML(typ="safe").load(block) or {}):
+            target = tmp_path / "snippets" / ".github" / "workflows" / (re.sub(r"\W", "-", name) + ".yml")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(block)
+            files.append(target)
+    return files
+
+
+def test_every_yaml_block_of_the_docs_parses() -> None:
+    found = snippets()
+    assert len(found) >= 3, found
+    for name, block in found:
+        YAML(typ="safe").load(block)  # raises on invalid YAML, naming the line
+
+
+def test_workflows_are_clean_under_actionlint(tmp_path: Path) -> None:
+    actionlint = tool("actionlint")
+    if actionlint is None:
+        pytest.skip("actionlint is not installed (pip install -e '.[test]')")
+    files = workflows(tmp_path)
+    assert len(files) >= 4, files
+    proc = subprocess.run([actionlint, "-no-color", *map(str, files)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_workflows_are_clean_under_zizmor(tmp_path: Path) -> None:
+    zizmor = tool("zizmor")
+    if zizmor is None:
+        pytest.skip("zizmor is not installed (pip install -e '.[test]')")
+    files = workflows(tmp_path)
+    proc = subprocess.run([zizmor, "--offline", "--no-progress", *map(str, files)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_zizmor_would_catch_what_the_issue_found(tmp_path: Path) -> None:
+    """The lint is not vacuous: the old workflow's faults are findings."""
+    zizmor = tool("zizmor")
+    if zizmor is None:
+        pytest.skip("zizmor is not installed (pip install -e '.[test]')")
+    bad = tmp_path / ".github" / "workflows" / "bad.yml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("on: push\npermissions:\n  issues: write\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
+                   "    steps:\n      - uses: actions/checkout@v4\n"
+                   "      - run: pip install \"${{ vars.SPEC }}\"\n")
+    proc = subprocess.run([zizmor, "--offline", "--no-progress", str(bad)], capture_output=True, text=True)
+    assert proc.returncode != 0
+    for audit in ("artipacked", "template-injection", "unpinned-uses"):
+        assert audit in proc.stdout, proc.stdout
+
+
+def test_the_reusable_workflow_runs_the_same_jobs_as_the_template() -> None:
+    load = YAML(typ="safe").load
+    template = load((ROOT / "ci" / "github" / "nightly.yml").read_text())
+    reusable = load((ROOT / ".github" / "workflows" / "series-nightly.yml").read_text())
+    assert reusable["jobs"] == template["jobs"]
+    assert "workflow_call" in reusable["on"] and "schedule" in template["on"]
+
+
+def test_ci_init_pins_the_version_and_keeps_local_edits(tmp_path: Path) -> None:
+    from series import __version__
+    from series.errors import SeriesError
+
+    (tmp_path / ".git").mkdir()
+    assert [w.state for w in ci.init("github", tmp_path)] == ["created"]
+    written = tmp_path / ".github" / "workflows" / "series-nightly.yml"
+    assert f"'vllm-series=={__version__}'" in written.read_text()
+    written.write_text(written.read_text() + "# ours\n")
+    with pytest.raises(SeriesError, match="--force"):
+        ci.init("github", tmp_path)
+    assert written.read_text().endswith("# ours\n")
+    assert [w.state for w in ci.init("github", tmp_path, force=True, dry_run=True)] == ["would update"]
+    assert [w.state for w in ci.init("github", tmp_path, force=True)] == ["updated"]
+    assert [w.state for w in ci.init("buildkite", tmp_path)] == ["created"]
+    assert YAML(typ="safe").load((tmp_path / ".buildkite" / "series-nightly.yml").read_text())["steps"]
