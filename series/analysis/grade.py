@@ -204,7 +204,7 @@ def _size(files: Sequence[FileStat], lines: int, settings: ProposeSettings, firs
                            "drop what the fix does not need (formatting, drive-by edits) or split the PR "
                            "(limit: propose.max_files in series.yaml)"))
     else:
-        out.append(Finding("files", Level.OK, f"{len(files)} files changed (limit {settings.max_files})"))
+        out.append(Finding("files", Level.OK, f"{len(files)} file{'s' if len(files) != 1 else ''} changed (limit {settings.max_files})"))
     return out
 
 

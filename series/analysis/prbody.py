@@ -57,8 +57,8 @@ def _body(message: str) -> str:
 
 def purpose(title: str, commits: Sequence[Commit]) -> str:
     first_body = next((_body(c.message) for c in commits if _body(c.message)), "")
-    what = title_tags(title)[1] or title
-    text = what.rstrip(".") + "."
+    what = (title_tags(title)[1] or title).rstrip(".")
+    text = what[:1].upper() + what[1:] + "."
     if first_body:
         text += "\n\n" + first_body
     if len(commits) > 1:

@@ -244,6 +244,9 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     proposal.command = [f"git push {remote} {done.head}:refs/heads/{done.branch}",
                         f"POST /repos/{ws.series.upstream.github or 'OWNER/REPO'}/pulls "
                         f"head={head_ref} base={proposal.base_branch} draft=true"]
+    if opts.dry_run and remote not in repo.remotes.names():
+        proposal.notes.append(f"no git remote '{remote}' for your fork yet: add it ('git remote add {remote} "
+                              "URL') or pass --fork REMOTE before proposing for real")
     if proposal.stopped or opts.dry_run:
         return proposal
     # 6. send
