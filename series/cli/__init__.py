@@ -71,7 +71,7 @@ def emit_json(data: object) -> None:
     click.echo(json.dumps(data, indent=2))
 
 
-_AREAS = ("basic", "history", "rebase", "upstream", "build", "patches", "demo", "ci")
+_AREAS = ("basic", "history", "rebase", "upstream", "propose", "build", "patches", "demo", "ci")
 # Parameters that take a topic name, whichever verb declares them: they complete topic names.
 _TOPIC_PARAMS = ("topic", "topics", "without", "replaces", "after", "depends_on", "by")
 
