@@ -107,6 +107,7 @@ if [ "$ONTO" != "$BASE" ]; then
     # whom to mention: the owners of the topics that conflict (owner: in series.yaml, else authors)
     $SERIES rebase --onto "$ONTO" --dry-run --json > "$OUT/rebase-dry-run.json" 2>/dev/null
     $SERIES ci owners --report "$OUT/rebase-dry-run.json" > "$OUT/owners.txt" 2>/dev/null || : > "$OUT/owners.txt"
+    { echo; $SERIES ci report --rebase "$OUT/rebase-dry-run.json" --onto "$ONTO" | sed 1,2d; } >> "$REPORT" 2>/dev/null || true
     [ $rc -eq 3 ] && exit 3
     exit 1
   fi
@@ -137,9 +138,9 @@ case "$FORMAT" in
   *) log "unknown --format $FORMAT"; exit 2 ;;
 esac
 $SERIES test --format "$FORMAT" ${STEPS_ARGS[@]+"${STEPS_ARGS[@]}"} > "$STEPS" || { log "series test --format failed"; exit 1; }
-{ echo; echo "## Upstream CI steps covering the series"; echo; echo '```'; cat "$OUT/tests.txt"; echo '```'; } >> "$REPORT"
-$SERIES status > "$OUT/status.txt" 2>&1 || true
-{ echo; echo "## Topics"; echo; echo '```'; cat "$OUT/status.txt"; echo '```'; } >> "$REPORT"
+# tables, a <details> block per topic, a Mermaid picture of topics x directories, the steps
+{ echo; $SERIES ci report --build "$OUT/build.json" --onto "$ONTO" | sed 1,2d; } >> "$REPORT" \
+  || { log "series ci report failed"; exit 1; }
 log "report: $REPORT"
 [ "$WHEEL" != none ] && echo "$WHEEL_PATH"
 exit 0

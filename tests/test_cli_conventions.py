@@ -39,3 +39,72 @@ def test_touches_not_touched_is_1_and_an_error_is_2(fork: Path) -> None:
     assert run_series("touches", "docs", cwd=fork, expect=1).stderr == ""
     proc = run_series("touches", "--between", "v0.30.0..nope", cwd=fork, expect=2)
     assert "unknown ref 'nope'" in proc.stderr, proc.stderr
+
+
+def test_markdown_report_has_tables_details_and_a_mermaid_picture(fork: Path) -> None:
+    out = run_series("ci", "report", cwd=fork).stdout
+    assert out.startswith("# series: v0.30.0\n"), out[:80]
+    assert "| topic | status | commits | files | lines | rebase |" in out
+    assert "<details><summary>offload-evict-fix: 2 file(s)</summary>" in out, out
+    mermaid = out[out.index("```mermaid"):]
+    assert "flowchart LR" in mermaid and "t_offload_evict_fix -- 1 --> d_vllm_v1" in mermaid, mermaid
+    assert "| KV offload tests | cpu | offload-evict-fix |" in out, out
+
+
+def test_owners_come_from_owner_keys_else_authors(fork: Path) -> None:
+    assert run_series("ci", "owners", "offload-evict-fix", cwd=fork).stdout.strip() == "Fork Maintainer"
+    text = (fork / "series.yaml").read_text().replace(
+        "  - name: offload-evict-fix\n", "  - name: offload-evict-fix\n    owner: alice\n")
+    (fork / "series.yaml").write_text(text)
+    assert run_series("ci", "owners", "offload-evict-fix", cwd=fork).stdout.strip() == "@alice"
+
+
+def on_a_terminal(args: list[str], cwd: Path, **env: str) -> str:
+    """Run series with stdout and stderr on a pseudo-terminal; return what the terminal got."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "series", *args], cwd=cwd, stdin=slave,
+                            stdout=slave, stderr=slave, env={**os.environ, "TERM": "xterm", **env})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait()
+    os.close(master)
+    return b"".join(chunks).decode(errors="replace")
+
+
+PAGER = f"{sys.executable} -c \"import sys; sys.stdout.write('PAGED>' + sys.stdin.read())\""
+
+
+def test_long_output_on_a_terminal_goes_through_the_pager(fork: Path) -> None:
+    paged = on_a_terminal(["touches"], fork, PAGER=PAGER, LINES="5", COLUMNS="100")
+    assert "PAGED>" in paged and "topics over v0.30.0" in paged, paged
+    short = on_a_terminal(["touches"], fork, PAGER=PAGER, LINES="200", COLUMNS="100")
+    assert "PAGED>" not in short and "topics over v0.30.0" in short, short
+    assert "PAGED>" not in on_a_terminal(["--no-pager", "touches"], fork, PAGER=PAGER, LINES="5")
+
+
+def test_colour_on_a_terminal_honours_no_color_and_the_flag(fork: Path) -> None:
+    sh_fail = ["rebase", "--onto", "v0.31.0", "--dry-run"]     # reports a conflict
+    assert "\x1b[" in on_a_terminal(sh_fail, fork, LINES="200")
+    assert "\x1b[" not in on_a_terminal(sh_fail, fork, LINES="200", NO_COLOR="1")
+    assert "\x1b[" not in on_a_terminal(["--color", "never", *sh_fail], fork, LINES="200")
+    piped = run_series("--color", "always", *sh_fail, cwd=fork, expect=None).stdout
+    assert "\x1b[31m" in piped, piped
+    assert "\x1b[" not in run_series(*sh_fail, cwd=fork, expect=None).stdout
+
+
+def test_quiet_prints_only_errors(fork: Path) -> None:
+    proc = run_series("-q", "status", cwd=fork)
+    assert proc.stdout == "" and proc.stderr == ""
+    assert json.loads(run_series("-q", "status", "--json", cwd=fork).stdout)["schema"] == 1
+    proc = run_series("-q", "test", "no-such-topic", cwd=fork, expect=1)
+    assert "no topic named 'no-such-topic'" in proc.stderr, proc.stderr

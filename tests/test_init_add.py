@@ -37,6 +37,7 @@ def test_init_lists_branches_by_first_commit_date_then_name(fork: Path) -> None:
         "upstream:\n"
         "  remote: upstream\n"
         "  base: v0.30.0\n"
+        "integration: series/integration\n"
         "topics:\n"
         "  - name: early\n"
         "    branch: topic/early\n"
@@ -159,3 +160,10 @@ def test_add_warns_about_a_branch_on_another_base_and_waits_for_a_running_comman
     out = run_series("add", "topic/late", cwd=fork).stdout
     assert out.splitlines()[1] == ("warning: topic/late does not sit on v0.30.0; "
                                    "'series check' will flag it until it is rebased"), out
+
+
+def test_init_names_the_integration_branch_by_default(fork: Path) -> None:
+    """build and the nightly need an integration branch: init writes the usual one."""
+    (fork / "series.yaml").unlink()
+    run_series("init", "--base", "v0.30.0", cwd=fork)
+    assert "\nintegration: series/integration\n" in (fork / "series.yaml").read_text()

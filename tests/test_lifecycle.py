@@ -47,7 +47,7 @@ def test_dry_run_writes_nothing(fork: Path) -> None:
     out = run_series("supersede", "api-hello", "--by", "sched-note", "--dry-run", cwd=fork).stdout
     assert out.startswith("would mark"), out
     data = json.loads(run_series("drop", "api-hello", "--reason", "r", "--dry-run", "--json", cwd=fork).stdout)
-    assert data == {"topic": "api-hello", "old_status": "active", "new_status": "dropped", "by": None,
+    assert data == {"schema": 1, "topic": "api-hello", "old_status": "active", "new_status": "dropped", "by": None,
                     "reason": "r", "operation": None}, data
     assert (fork / "series.yaml").read_text() == original
 

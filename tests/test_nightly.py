@@ -33,6 +33,8 @@ def test_nightly_on_the_current_base_builds_and_selects(fork: Path, upstream: Pa
     report = (out / "report.md").read_text()
     assert "already on v0.30.0" in report and built.name in report, report
     assert "KV offload tests" in report, report
+    assert "| topic | status | commits | files | lines | rebase |" in report and "```mermaid" in report, report
+    assert "<details><summary>offload-evict-fix:" in report, report
     steps = json.loads((out / "ci-steps.json").read_text())
     assert [s["key"] for s in steps["include"]] == ["kv-offload"], steps
     manifest = json.loads(next(out.glob("*.manifest.json")).read_text())
@@ -50,8 +52,12 @@ def test_nightly_stops_with_the_conflict_summary(fork: Path, tmp_path: Path) -> 
     assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
     assert "no longer applies onto v0.31.0" in proc.stderr, proc.stderr
     assert "offload-evict-fix" in proc.stderr and "lru.py" in proc.stderr, proc.stderr
-    assert "no longer applies" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "no longer applies" in report
+    assert "| offload-evict-fix | active |" in report and "**conflict** at" in report, report
     assert "base: v0.30.0" in (fork / "series.yaml").read_text(), "a dry run must move nothing"
+    # whom to mention: the topic's commit author (no owner: key in this series.yaml)
+    assert (out / "owners.txt").read_text().strip() == "Fork Maintainer", (out / "owners.txt").read_text()
 
 
 def test_nightly_rebases_builds_and_selects_when_clean(fork: Path, upstream: Path, tmp_path: Path) -> None:

@@ -6,7 +6,11 @@ error mapping, and one module per area holds its verbs (registered in _register(
 from __future__ import annotations
 
 import logging
+import os
+import re
+import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,35 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
+@dataclass
+class Output:
+    """How text reaches the user: set once by the global options, read by emit()."""
+    quiet: bool = False
+    color: str = "auto"      # auto | always | never
+    pager: bool = True
+
+    def colored(self, stream: object) -> bool:
+        if self.color == "never" or (self.color == "auto" and os.environ.get("NO_COLOR")):
+            return False  # https://no-color.org: any non-empty NO_COLOR means no colour
+        if self.color == "always":
+            return True
+        return bool(getattr(stream, "isatty", lambda: False)()) and os.environ.get("TERM") != "dumb"
+
+
+OUTPUT = Output()
+_STYLES = ((re.compile(r"^(\s*)(warning:|note:)"), "yellow"), (re.compile(r"^(\s*)(error:)"), "red"),
+           (re.compile(r"()\b(conflicts?|CONFLICT|no longer applies|failed)\b"), "red"),
+           (re.compile(r"()\b(clean|ok|passed)\b"), "green"))
+
+
+def colorize(text: str) -> str:
+    def line(s: str) -> str:
+        for pattern, colour in _STYLES:
+            s = pattern.sub(lambda m: m.group(1) + click.style(m.group(2), fg=colour, bold=colour == "red"), s)
+        return s
+    return "\n".join(line(s) for s in text.split("\n"))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="series")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
@@ -37,8 +70,15 @@ pass_ctx = click.make_pass_decorator(Context)
 @click.option("-C", "directory", type=click.Path(path_type=Path, file_okay=False),
               help="Run as if started in DIR.")
 @click.option("-v", "--verbose", is_flag=True, help="Log git commands and timings to stderr.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print only errors and --json documents; the exit code tells the outcome.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour: on a terminal (auto), always, or never. NO_COLOR=1 means never.")
+@click.option("--no-pager", is_flag=True,
+              help="Do not page long output on a terminal (default: $PAGER, else less -FRX).")
 @click.pass_context
-def group(ctx: click.Context, config_file: Path | None, directory: Path | None, verbose: bool) -> None:
+def group(ctx: click.Context, config_file: Path | None, directory: Path | None, verbose: bool,
+          quiet: bool, color: str, no_pager: bool) -> None:
     """Manage a downstream fork of vLLM as an ordered series of topic branches.
 
     \b
@@ -49,13 +89,30 @@ def group(ctx: click.Context, config_file: Path | None, directory: Path | None, 
       series adopt-upstream 61050        carry an upstream PR instead of our topic
     Try 'series demo' for a five-minute tour in a scratch directory.
     """
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.ERROR if quiet else logging.WARNING,
                         format="%(name)s: %(message)s", stream=sys.stderr)
+    OUTPUT.quiet, OUTPUT.color, OUTPUT.pager = quiet, color, not no_pager
+    if quiet:  # progress lines go to stderr from many verbs: silence them all, errors excepted
+        saved, sys.stderr = sys.stderr, open(os.devnull, "w")  # noqa: SIM115 (closed below)
+
+        def restore() -> None:
+            sys.stderr.close()
+            sys.stderr = saved
+        ctx.call_on_close(restore)  # before main() prints an error
     ctx.obj = Context(config_file, directory)
 
 
 def emit(text: str) -> None:
-    click.echo(text, nl=not text.endswith("\n"))
+    """A verb's text output: nothing with --quiet; coloured and paged on a terminal."""
+    if OUTPUT.quiet:
+        return
+    color = OUTPUT.colored(sys.stdout)
+    shown = colorize(text) if color else text
+    if OUTPUT.pager and sys.stdout.isatty() and text.count("\n") + 1 > shutil.get_terminal_size().lines - 1:
+        os.environ.setdefault("LESS", "FRX")  # quit when it fits, keep colour, leave it on screen
+        click.echo_via_pager(shown if shown.endswith("\n") else shown + "\n", color=color)
+        return
+    click.echo(shown, nl=not text.endswith("\n"), color=color)
 
 
 JSON_SCHEMA = 1  # bumped when a --json shape changes incompatibly
@@ -105,7 +162,10 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except SeriesError as exc:
-        click.echo(f"series: error: {exc}", err=True)
+        prefix = "series: error:"
+        if OUTPUT.colored(sys.stderr):
+            prefix = click.style(prefix, fg="red", bold=True)
+        click.echo(f"{prefix} {exc}", err=True, color=OUTPUT.colored(sys.stderr))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)

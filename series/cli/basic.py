@@ -129,8 +129,9 @@ def check(ctx: Context, as_json: bool) -> int:
               help="Upstream on GitHub, for pull requests (default: read from the remote's URL).")
 @click.option("--topics", "patterns", multiple=True, default=("topic/*",), show_default=True,
               metavar="GLOB", help="Local branches to list as topics (repeatable).")
-@click.option("--integration", metavar="BRANCH",
-              help="Branch that will hold base + all active topics (never listed as a topic).")
+@click.option("--integration", metavar="BRANCH", default="series/integration", show_default=True,
+              help="Branch that will hold base + all active topics (never listed as a topic); "
+                   "build and the nightly push it.")
 @click.option("--force", is_flag=True, help="Overwrite an existing series.yaml.")
 @pass_ctx
 def init(ctx: Context, base: str, remote: str, github: str | None, patterns: tuple[str, ...],

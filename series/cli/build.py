@@ -11,18 +11,23 @@ from series.cli import Context, emit, emit_json, pass_ctx
 
 @click.command()
 @click.option("--wheel", metavar="vllm==X | PATH.whl",
-              help="Also build the patched wheel from this release wheel (fetched once with pip into "
-                   "~/.cache/series/wheels) or a local file.")
+              help="Also build the patched wheel from this release wheel (fetched once into "
+                   "~/.cache/series/wheels: with pip, or from the index when there is no pip) or a local file.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False),
               help="Where the wheel and its manifest go (default: dist/ beside series.yaml).")
 @click.option("--from-source", is_flag=True,
               help="Build with vLLM's own setup in a temporary worktree (needed when the series "
                    "changes csrc/, cmake/, setup.py, pyproject.toml or requirements/).")
+@click.option("--platform", metavar="TAG",
+              help="With --wheel vllm==X: the platform the wheel is for, e.g. manylinux_2_28_x86_64 "
+                   "(default: this machine's).")
+@click.option("--python-version", metavar="3.X",
+              help="With --wheel vllm==X: the Python the wheel is for (default: this interpreter's).")
 @click.option("--dry-run", is_flag=True, help="Compute and report; move no branch, write no wheel.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
-def build(ctx: Context, wheel: str | None, out: Path | None, from_source: bool, dry_run: bool,
-          as_json: bool) -> None:
+def build(ctx: Context, wheel: str | None, out: Path | None, from_source: bool, platform: str | None,
+          python_version: str | None, dry_run: bool, as_json: bool) -> None:
     """Build the integration branch (base + every active topic) and, with --wheel, the patched wheel.
 
     \b
@@ -39,11 +44,13 @@ def build(ctx: Context, wheel: str | None, out: Path | None, from_source: bool, 
       series build --wheel ~/wheels/vllm-0.31.0-cp38-abi3-manylinux_2_28_x86_64.whl --out /tmp/w
       series build --wheel vllm==0.31.0 --from-source --dry-run   show the build command
     """
+    from series.build.fetch import Target
     from series.commands import build as cmd
 
     ws = ctx.workspace()
     result = cmd.run(ws, wheel=wheel, out=out, from_source=from_source, dry_run=dry_run,
-                     progress=lambda msg: click.echo(msg, err=True))
+                     progress=lambda msg: click.echo(msg, err=True),
+                     target=Target(platform, python_version))
     if as_json:
         emit_json(cmd.as_json(result))
     else:

@@ -18,6 +18,7 @@ def ci() -> None:
       series ci init buildkite    .buildkite/series-nightly.yml (upload it from a pipeline step)
       series ci path nightly.sh   where the installed nightly script is (the workflow runs it)
       series ci owners TOPIC...   @handles to mention: owner: in series.yaml, else the authors
+      series ci report            the job summary / issue body in Markdown
     Settings and secrets: 'series ci path README.md'. GitHub Actions are off by default in a
     fork (enable them under Actions), and a scheduled workflow stops after 60 days without
     repository activity: re-enable it there, or push to the fork now and then.
@@ -86,6 +87,22 @@ def ci_owners(ctx: Context, topics: tuple[str, ...], report: Path | None) -> Non
     if not names:
         raise click.UsageError("name a TOPIC or pass --report FILE")
     emit(" ".join(cmd.owners_of(ws, names)))
+
+
+@ci.command("report")
+@click.option("--rebase", "rebase", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A 'series rebase --json' report: its outcome per topic goes in the table.")
+@click.option("--build", "built", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="A 'series build --json' result: the wheel and integration commit.")
+@click.option("--onto", metavar="REF", help="The release the night targeted (for the title).")
+@click.option("--depth", default=2, show_default=True, metavar="N", help="Directory depth of the picture.")
+@pass_ctx
+def ci_report(ctx: Context, rebase: Path | None, built: Path | None, onto: str | None, depth: int) -> None:
+    """The series as Markdown for a job summary or an issue: tables, a <details> block per
+    topic, a Mermaid picture of topics x directories, the upstream CI steps."""
+    from series.commands import ci_report as cmd
+
+    emit(cmd.build(ctx.workspace(check_branches=False), rebase, built, onto, depth))
 
 
 @click.command("completion")

@@ -136,8 +136,9 @@ def write_branch(ws: Workspace, integ: Integration) -> tuple[str | None, bool]:
 
 def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
         from_source: bool = False, dry_run: bool = False,
-        fetcher: Callable[[str], tuple[Path, bool]] = fetch.resolve_wheel,
-        runner: Any = None, progress: Callable[[str], None] = lambda _: None) -> BuildResult:
+        fetcher: Callable[[str], tuple[Path, bool]] | None = None,
+        runner: Any = None, progress: Callable[[str], None] = lambda _: None,
+        target: fetch.Target | None = None) -> BuildResult:
     """Everything that can refuse (compiled inputs, the wrong wheel, a download failing)
     happens before the integration branch moves."""
     integ = integration.build(ws)
@@ -152,11 +153,11 @@ def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
     if not from_source:
         refuse_compiled(ws, paths)
     if dry_run:
-        release, present = fetch.planned(wheel)  # a dry run never downloads 320 MB
+        release, present = fetch.planned(wheel, target=target)  # a dry run never downloads 320 MB
         if not present:
             progress(f"would fetch {wheel} with pip into {release.parent}")
     else:
-        release, fetched = fetcher(wheel)
+        release, fetched = (fetcher or (lambda w: fetch.resolve_wheel(w, target=target)))(wheel)
         if fetched:
             progress(f"fetched {release.name} into {release.parent}")
     name = overlay.WheelName.parse(release.name)
