@@ -144,7 +144,7 @@ class Merger:
         if self._sentinel is None:
             self._sentinel = root
         left, right = self._commit(ours, [root]), self._commit(theirs, [root])
-        self.store.flush()
+        self.store.flush([left, right])
         # git 2.39 flushes a merge's output but not the NUL that ends it: a merge of a
         # commit with itself after each real one marks where the real answer ends.
         line = f"{left} {right}\n{self._sentinel} {self._sentinel}\n".encode()

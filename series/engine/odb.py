@@ -138,17 +138,30 @@ class MemOdb:
             self.repo.odb.add_disk_alternate(str(self._scratch))
         return self._scratch
 
-    def flush(self) -> Path:
-        """Write every in-memory object git has not seen yet, loose, into the scratch
-        directory (so `git merge-tree` can read the trees we built); returns it."""
+    def flush(self, roots: list[pygit2.Oid]) -> Path:
+        """Write the in-memory objects reachable from `roots` (commits, trees) that git has
+        not seen yet, loose, into the scratch directory, so `git merge-tree` can read the
+        trees we built; returns the directory. Only what those roots need: a path-limited
+        edit adds a handful of trees, so this stays a few small files per merge."""
         scratch = self.scratch_dir()
-        for oid, (kind, data) in self.objects.items():
+        todo = [oid for oid in roots if oid in self.objects]
+        while todo:
+            oid = todo.pop()
             if oid in self._flushed:
                 continue
+            kind, data = self.objects[oid]
+            if kind == _COMMIT:  # its tree, and its parents (the merge base of the pair)
+                header = data.split(b"\n\n", 1)[0].split(b"\n")
+                todo += [pygit2.Oid(hex=line.split(b" ")[1].decode()) for line in header
+                         if line.startswith((b"tree ", b"parent "))]
+                todo = [o for o in todo if o in self.objects]
+            elif kind == _TREE:
+                todo += [pygit2.Oid(raw=row[-20:]) for row in self._rowmap(oid).values()
+                         if row.startswith(_TREE_ROW) and pygit2.Oid(raw=row[-20:]) in self.objects]
             hexed = str(oid)
             folder = scratch / hexed[:2]
             folder.mkdir(exist_ok=True)
-            (folder / hexed[2:]).write_bytes(zlib.compress(_NAMES[kind] + b" %d\0" % len(data) + data, 1))
+            (folder / hexed[2:]).write_bytes(_zlib_stored(_NAMES[kind] + b" %d\0" % len(data) + data))
             self._flushed.add(oid)
         return scratch
 

@@ -64,6 +64,8 @@ class ReplayResult:
     conflict: ReplayStop | None = None
     done: int = 0                                     # input commits fully handled
     new_commits: tuple[pygit2.Oid, ...] = field(default=())  # new ids, in order
+    in_memory: int = 0                                # merges answered without git (provably equal)
+    by_git: int = 0                                   # merges git merge-tree answered
 
     @property
     def ok(self) -> bool:
@@ -268,7 +270,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
     resolved: list[tuple[pygit2.Oid, str]] = []
     new_commits: list[pygit2.Oid] = []
     stop: ReplayStop | None = None
-    done = 0
+    done = in_memory = by_git = 0
     for index, commit in enumerate(commits):
         if len(commit.parents) != 1:
             what = "a merge commit" if commit.parents else "a root commit"
@@ -283,6 +285,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
             continue
         base_tree, theirs_tree = parent.tree_id, commit.tree_id
         merged = merge_trees(store, base_tree, head_tree, theirs_tree)
+        in_memory, by_git = in_memory + merged.fast, by_git + (not merged.fast)
         new_tree = merged.tree
         if not merged.clean:
             labels = _labels(repo, commit, merged.labels)
@@ -321,4 +324,5 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
     if own_odb:
         store.persist()
     return ReplayResult(head=head, mapping=mapping, dropped=tuple(dropped), changed=frozenset(changed),
-                        resolved=tuple(resolved), conflict=stop, done=done, new_commits=tuple(new_commits))
+                        resolved=tuple(resolved), conflict=stop, done=done, new_commits=tuple(new_commits),
+                        in_memory=in_memory, by_git=by_git)
