@@ -36,6 +36,7 @@ import difflib
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -500,6 +501,15 @@ def _commits(repo: pygit2.Repository, head: str, b: str) -> list[tuple[str, byte
     return out
 
 
+_ABBREV = re.compile(r"~([0-9a-f]{7})[0-9a-f]* \(")
+
+
+def _paths(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """A file moved aside is named `path~<abbrev> (<subject>)`; git's abbreviation grows with
+    the object count, which the git loop itself raises after series ran: compare 7 digits."""
+    return tuple(_ABBREV.sub(r"~\1 (", p) for p in paths)
+
+
 def compare(repo: pygit2.Repository, name: str, ours: Result, theirs: Result, b: str) -> tuple[str, str] | None:
     """(class, detail) of a difference, or None when series gave git's answer."""
     if ours.outcome == "conflict" or theirs.outcome == "conflict":
@@ -507,7 +517,7 @@ def compare(repo: pygit2.Repository, name: str, ours: Result, theirs: Result, b:
             return "silent", f"series {ours.outcome}, git conflicts at {theirs.stopped} in {list(theirs.paths)}"
         if theirs.outcome != "conflict":
             return "boundary", f"series conflicts in {list(ours.paths)}, git is {theirs.outcome}"
-        if (ours.stopped, ours.paths) != (theirs.stopped, theirs.paths):
+        if (ours.stopped, _paths(ours.paths)) != (theirs.stopped, _paths(theirs.paths)):
             return "boundary", f"series stops at {ours.stopped} {list(ours.paths)}, git at {theirs.stopped} {list(theirs.paths)}"
         return None
     if ours.outcome == "empty" or theirs.outcome == "empty":
