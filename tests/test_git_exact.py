@@ -226,3 +226,25 @@ def test_add_add(tmp_path: Path, how: str) -> None:
     theirs = "print('fork')\n" if how == "different" else "print('up')\n"
     answer = same_as_git(tmp_path, {"a.py": "x\n"}, {"new.py": "print('up')\n"}, [{"new.py": theirs}])
     assert answer["outcome"] == ("conflict" if how == "different" else "empty")
+
+
+# -- the conflict as the user meets it ---------------------------------------------------
+
+def test_the_conflict_worktree_is_what_git_rebase_leaves(tmp_path: Path) -> None:
+    base = {"loop.py": lines(HIST_BASE), "a.py": BODY}
+    upstream = {"loop.py": lines(HIST_OURS), "a.py": None, "moved/a.py": BODY}
+    repo = build(tmp_path, base, upstream, [{"a.py": BODY + "# fork\n", "loop.py": lines(HIST_THEIRS)}])
+    wt = repo.parent / "git-wt"
+    sh(f"git worktree add -q --detach {wt} v1", repo)
+    env = dict(os.environ, **FIXED)
+    assert subprocess.run(["git", "rebase", "--onto", "v2", "v1", "gitcopy"], cwd=wt, env=env,
+                          capture_output=True).returncode != 0
+    proc = run_series("rebase", "--onto", "v2", "--json", cwd=repo, expect=3, env=dict(FIXED))
+    ours = Path(json.loads(proc.stdout)["worktree"])
+    for where in (wt, ours):
+        assert sh("git ls-files -u", where) != ""
+    assert sh("git ls-files -s", ours) == sh("git ls-files -s", wt)  # stages, modes, ids, paths
+    assert sh("git diff --name-status HEAD", ours) == sh("git diff --name-status HEAD", wt)
+    for path in ("loop.py", "moved/a.py"):
+        assert (ours / path).read_bytes() == (wt / path).read_bytes(), path  # markers and labels
+    assert b"<<<<<<< HEAD\n" in (ours / "loop.py").read_bytes()
