@@ -248,3 +248,17 @@ def test_the_conflict_worktree_is_what_git_rebase_leaves(tmp_path: Path) -> None
     for path in ("loop.py", "moved/a.py"):
         assert (ours / path).read_bytes() == (wt / path).read_bytes(), path  # markers and labels
     assert b"<<<<<<< HEAD\n" in (ours / "loop.py").read_bytes()
+
+
+def test_a_git_too_old_for_merge_tree_is_refused_in_one_line(tmp_path: Path) -> None:
+    repo = build(tmp_path, {"a.py": BODY}, {"a.py": BODY + "# up\n"}, [{"b.py": "b\n"}])
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    (shim / "git").write_text(f'#!/bin/sh\n[ "$1" = version ] && {{ echo "git version 2.34.1"; exit 0; }}\n'
+                              f'exec {real} "$@"\n')
+    (shim / "git").chmod(0o755)
+    proc = run_series("rebase", "--onto", "v2", cwd=repo, expect=1,
+                      env={"PATH": f"{shim}:{os.environ['PATH']}"})
+    assert proc.stderr.strip().count("\n") == 0 and "git 2.34.1 is too old" in proc.stderr, proc.stderr
+    assert "2.39" in proc.stderr and "Traceback" not in proc.stderr

@@ -113,15 +113,25 @@ def git_version() -> tuple[int, ...]:
     return tuple(int(x) for x in found.groups(default="0")) if found else (0,)
 
 
+_checked: list[tuple[int, ...]] = []
+
+
+def require_git() -> None:
+    """Refuse, in one line, a git older than this design needs (asked once per process)."""
+    if not _checked:
+        _checked.append(git_version())
+    version = _checked[0]
+    if version[:2] < GIT_NEEDED:
+        raise SeriesError(f"git {'.'.join(map(str, version))} is too old: series rebases with "
+                          f"'git merge-tree --write-tree --stdin' (git {GIT_NEEDED[0]}.{GIT_NEEDED[1]} "
+                          "or newer); install a newer git")
+
+
 class Merger:
     """A `git merge-tree --write-tree --stdin` process over the store's scratch objects."""
 
     def __init__(self, store: MemOdb):
-        version = git_version()
-        if version[:2] < GIT_NEEDED:
-            raise SeriesError(f"git {'.'.join(map(str, version))} is too old: series rebases with "
-                              f"'git merge-tree --write-tree --stdin' (git {GIT_NEEDED[0]}.{GIT_NEEDED[1]} "
-                              "or newer); install a newer git")
+        require_git()
         self.store = store
         scratch = store.scratch_dir()
         env = clean_env({"GIT_OBJECT_DIRECTORY": str(scratch),

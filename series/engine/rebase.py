@@ -29,6 +29,7 @@ from series.engine import merged as merged_rules
 from series.engine import state as st
 from series.engine import worktree as wt
 from series.engine import yamledit
+from series.engine.merge import require_git
 from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
                                        integrate)
 from series.engine.odb import MemOdb
@@ -320,6 +321,7 @@ def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run:
           hooks: Hooks | None = None, merged: list[merged_rules.MergedRule] | None = None,
           progress: Progress | None = None) -> Outcome:
     repo = ws.repo
+    require_git()  # before anything: a rebase that could not finish must not start
     existing = st.load(repo)
     if existing is not None and existing.kind != "rebase":
         raise SeriesError(st.halted_message(existing, "series rebase"))
