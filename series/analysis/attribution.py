@@ -287,3 +287,12 @@ def behind(repo: pygit2.Repository, base: pygit2.Commit, tip: pygit2.Commit, tip
     count = sum(1 for _ in walker)
     days = max(0, (tip.commit_time - base.commit_time) // 86400) if count else 0
     return Behind(count, days, str(tip.id), tip_name)
+
+
+def behind_main(repo: pygit2.Repository, remote: str, base: pygit2.Commit) -> Behind | None:
+    """How far `base` trails <remote>/main (or master); None when neither is fetched."""
+    for name in ("main", "master"):
+        ref = repo.references.get(f"refs/remotes/{remote}/{name}")
+        if ref is not None:
+            return behind(repo, base, ref.peel(pygit2.Commit), f"{remote}/{name}")
+    return None

@@ -22,7 +22,6 @@ from series.analysis import attribution
 from series.engine import bisect as bisection
 from series.engine import rebase as engine
 from series.engine.resolve import hooks as default_hooks
-from series.forge.base import mainline_commit
 from series.git.repo import changed_paths, resolve_release
 from series.workspace import Workspace
 
@@ -36,13 +35,8 @@ def _commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit:
 
 
 def _behind(ws: Workspace, base: pygit2.Commit) -> dict[str, object] | None:
-    remote = ws.series.upstream.remote
-    main = mainline_commit(ws.repo, remote)
-    if main is None:
-        return None
-    name = next((f"{remote}/{n}" for n in ("main", "master")
-                 if ws.repo.references.get(f"refs/remotes/{remote}/{n}") is not None), f"{remote}/HEAD")
-    return attribution.behind(ws.repo, base, main, name).as_json()
+    found = attribution.behind_main(ws.repo, ws.series.upstream.remote, base)
+    return found.as_json() if found is not None else None
 
 
 def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit) -> list[dict[str, object]]:

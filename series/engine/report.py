@@ -148,7 +148,9 @@ def render(report: dict[str, Any], integration_branch: str | None = None) -> str
     behind = report.get("behind")
     if behind and behind["commits"]:
         base = onto["name"] if report["operation"] else old["name"]
-        out.append(f"base {base} is {behind['commits']} commits ({behind['days']} days) behind {behind['tip_name']}")
+        n = behind["commits"]
+        out.append(f"base {base} is {n} commit{'s' if n != 1 else ''} ({behind['days']} days) behind "
+                   f"{behind['tip_name']}")
     out += report.get("notes", [])
     return "\n".join(out)
 
