@@ -170,3 +170,14 @@ def test_bisect_and_as_far_need_onto(tmp_path: Path) -> None:
     fork, _ = fork_over(tmp_path, 3)
     proc = run_series("rebase", "--continue", "--bisect", cwd=fork, expect=2)
     assert "--bisect and --as-far-as-possible go with --onto REF" in proc.stderr, proc.stderr
+
+
+def test_touches_between_groups_upstream_changes_by_pr(tmp_path: Path) -> None:
+    fork, shas = fork_over(tmp_path, 3)
+    data = json.loads(run_series("touches", "--between", "v0.30.0..v0.31.0", "--json", cwd=fork).stdout)
+    pulls = {u["pr"]: [f["path"] for f in u["files"]] for u in data["upstream_pulls"]}
+    assert pulls == {60010: [SCHED], 60011: [LRU], 60012: [LRU], 60013: ["vllm/multimodal/ipc.py"],
+                     60014: [LRU]}, pulls
+    text = run_series("touches", "--between", "v0.30.0..v0.31.0", cwd=fork).stdout
+    assert "  #60012   2026-01-04 Lu Rewrite       [KV offload] rewrite LRU touch\n" \
+           f"      {LRU} (offload-evict-fix)" in text, text
