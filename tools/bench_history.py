@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -59,10 +60,17 @@ def run(cmd: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> str:
     return proc.stdout
 
 
+CPU: list[float] = []  # user+sys of the last timed() child: the machine may be shared
+
+
 def timed(cmd: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     run(cmd, cwd, ok)
-    return time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return elapsed
 
 
 def series(*args: str) -> list[str]:
@@ -159,18 +167,19 @@ def check_attribution(fork: Path) -> list[str]:
     return failures
 
 
-def preflight_times(fork: Path, repeat: int) -> tuple[float, float, str]:
+def preflight_times(fork: Path, repeat: int) -> tuple[float, float, float, str]:
     cmd = series("preflight", "offload-evict-fix", "--offline", "--json")
     data = json.loads(run(cmd, fork))
     paths = data["paths"]
     loop = "; ".join(f"git log --all --format=%H -- {p} >/dev/null" for p in paths)
-    ours, anchor = [], []
+    ours, anchor, cpu = [], [], []
     for _ in range(repeat):
         ours.append(timed(cmd, fork))
+        cpu.append(CPU[-1])
         anchor.append(timed(["bash", "-c", loop], fork))
     top = ", ".join(f"#{c['number']} {c['state']}" for c in data["candidates"][:4])
     summary = f"{data['checked']} PR heads, {len(data['candidates'])} candidates ({top} ...)"
-    return statistics.median(ours), statistics.median(anchor), summary
+    return statistics.median(ours), statistics.median(cpu), statistics.median(anchor), summary
 
 
 def main() -> None:
@@ -184,22 +193,26 @@ def main() -> None:
     failures = check_attribution(fork)
 
     print(f"commit-graph write --reachable --changed-paths: {commit_graph(fork):.2f} s")
-    real, anchor, summary = preflight_times(fork, a.repeat)
+    real, real_cpu, anchor, summary = preflight_times(fork, a.repeat)
     big = a.work / f"fork-x{a.multiplier}"
     count = multiply(fork, big, a.multiplier)
     print(f"commit-graph write on the x{a.multiplier} copy: {commit_graph(big):.2f} s")
-    big_real, big_anchor, big_summary = preflight_times(big, a.repeat)
+    big_real, big_cpu, big_anchor, big_summary = preflight_times(big, a.repeat)
     graph = big / ".git/objects/info"
     for name in ("commit-graph", "commit-graphs"):
         target = graph / name
         shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
     bare = timed(series("preflight", "offload-evict-fix", "--offline", "--json"), big)
 
-    print(f"\noffline preflight, whole process, median of {a.repeat}:")
-    print(f"  {'':<22} {'series':>8} {'anchor: git log --all -- PATH loop':>36}")
-    print(f"  {'real PR heads':<22} {real:>7.2f}s {anchor:>35.2f}s   {summary}")
-    print(f"  {f'x{a.multiplier} PR heads ({count})':<22} {big_real:>7.2f}s {big_anchor:>35.2f}s   {big_summary}")
-    print(f"  x{a.multiplier} / real: series {big_real / real:.2f}x, anchor {big_anchor / anchor:.2f}x")
+    load = os.getloadavg()[0]
+    print(f"\noffline preflight, whole process, median of {a.repeat} (load average {load:.1f} "
+          f"on {os.cpu_count()} cores):")
+    print(f"  {'':<22} {'series':>8} {'(cpu)':>7} {'anchor: git log --all -- PATH loop':>36}")
+    print(f"  {'real PR heads':<22} {real:>7.2f}s {real_cpu:>6.2f}s {anchor:>35.2f}s   {summary}")
+    print(f"  {f'x{a.multiplier} PR heads ({count})':<22} {big_real:>7.2f}s {big_cpu:>6.2f}s "
+          f"{big_anchor:>35.2f}s   {big_summary}")
+    print(f"  x{a.multiplier} / real: series {big_real / real:.2f}x (cpu {big_cpu / real_cpu:.2f}x), "
+          f"anchor {big_anchor / anchor:.2f}x")
     print(f"  x{a.multiplier} without any commit-graph (one run): {bare:.2f}s")
     if real > 1.0:
         failures.append(f"preflight over all PR heads took {real:.2f} s (> 1 s)")
