@@ -52,8 +52,10 @@ def test_nightly_stops_with_the_conflict_summary(fork: Path, tmp_path: Path) -> 
     assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
     assert "no longer applies onto v0.31.0" in proc.stderr, proc.stderr
     assert "offload-evict-fix" in proc.stderr and "lru.py" in proc.stderr, proc.stderr
+    assert "offload-evict-fix: first breaking upstream commit: #60001 " in proc.stderr, proc.stderr
+    assert "- offload-evict-fix: first breaking upstream commit: #60001" in (out / "report.md").read_text()
+    assert "no longer applies" in (out / "report.md").read_text()
     report = (out / "report.md").read_text()
-    assert "no longer applies" in report
     assert "| offload-evict-fix | active |" in report and "**conflict** at" in report, report
     assert "base: v0.30.0" in (fork / "series.yaml").read_text(), "a dry run must move nothing"
     # whom to mention: the topic's commit author (no owner: key in this series.yaml)
