@@ -122,6 +122,12 @@ def proposal(tmp_path: Path) -> Path:
     old = commit_files(work, "v0.30.0", {SERVING: serving.replace("lee 8\n", "lee 8 (theirs)\n")},
                        "[Frontend] an old idea about serving", "2019-05-01T00:00:00Z")
     git(work, "update-ref", "refs/pull/50001/head", old)
+    # PR 50003 touched serving.py too, but it is squash-merged into main: not a duplicate
+    merged = commit_files(work, "v0.30.0", {SERVING: serving.replace("kay 3\n", "kay 3 (merged)\n")},
+                          "[Frontend] merged long ago", "2026-01-20T00:00:00Z")
+    git(work, "update-ref", "refs/pull/50003/head", merged)
+    write(work, {"README.md": "# vLLM, merged\n"})
+    commit_all(work, "[Frontend] merged long ago (#50003)", "2026-02-02T00:00:00Z")
     bare = tmp_path / "upstream.git"
     sh(f"git clone -q --mirror {work} {bare}", tmp_path)
     fork = tmp_path / "fork"
@@ -293,7 +299,8 @@ def test_despite_pushes_to_the_fork_and_opens_a_draft_pr(proposal: Path, httpser
 def test_offline_search_in_git_refs_stops_whatever_the_age(proposal: Path) -> None:
     proc = run_series("propose", "serving-fix", "--dry-run", "--offline", "--fetch", cwd=proposal, expect=1)
     assert "#50001 unknown Ada Upstream: [Frontend] an old idea about serving" in proc.stdout, proc.stdout
-    assert "source: git refs" in proc.stdout, proc.stdout
+    assert "source: git refs" in proc.stdout and "#50003" not in proc.stdout, proc.stdout
+    assert "note: offline: 1 of 2 PR heads under refs/remotes/upstream/pr/ are not squash-merged" in proc.stdout
     ok = run_series("propose", "offload-note", "--dry-run", "--offline", cwd=proposal).stdout
     assert "5. duplicates (open PRs of any age, source: git refs): none share a file" in ok, ok
     assert "FLAG  tests: code changed" in ok and "OK    title: title tags [KV Offload]" in ok, ok

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import pygit2
 
 from series.analysis.grade import Commit, kind, title_tags
-from series.analysis.testmap import Selection
+from series.analysis.testmap import Selection, unescape
 
 TEMPLATE_PATHS = (".github/pull_request_template.md", ".github/PULL_REQUEST_TEMPLATE.md",
                   "pull_request_template.md", "PULL_REQUEST_TEMPLATE.md",
@@ -26,6 +26,7 @@ TEMPLATE_PATHS = (".github/pull_request_template.md", ".github/PULL_REQUEST_TEMP
 # vLLM's template before it was reworded: used when upstream's tree has none.
 FALLBACK = "## Purpose\n\n## Test Plan\n\n## Test Result\n"
 _TRAILER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*: .+$|^\(cherry picked from commit [0-9a-f]+\)$")
+MAX_STEPS = 8  # a description lists the closest steps; broad ones (on `vllm/`) run anyway
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 
 
@@ -84,12 +85,28 @@ def test_plan(selected: Sequence[Selection], paths: Sequence[str]) -> str:
     if own:
         out.append("This change's own tests:\n\n```bash\n" + "\n".join(f"pytest -v {p}" for p in own) + "\n```")
     if selected:
-        out.append("Upstream CI steps that cover the changed paths (`.buildkite/test_areas`):\n\n" + "\n".join(
+        ranked = sorted(selected, key=lambda s: -_specificity(s))
+        shown = ranked[:MAX_STEPS]
+        text = "Upstream CI steps that cover the changed paths (`.buildkite/test_areas`):\n\n" + "\n".join(
             f"- {s.step.label} (`{s.step.ident}`, {s.step.device or 'GPU'}): "
-            + "; ".join(f"`{c}`" for c in s.step.commands) for s in selected))
+            + "; ".join(f"`{unescape(c)}`" for c in s.step.commands) for s in shown)
+        if len(ranked) > len(shown):
+            text += (f"\n- ... and {len(ranked) - len(shown)} more steps whose dependencies are broader "
+                     "(`series test` lists them all)")
+        out.append(text)
     if not out:
         out.append("No upstream CI step covers the changed paths; describe how you checked the change.")
     return "\n\n".join(out)
+
+
+def _specificity(selection: Selection) -> int:
+    """How closely a step is tied to the paths: its longest dependency that selects one.
+    A step on `vllm/v1/kv_offload` says more about a change there than one on `vllm/`."""
+    best = 0
+    for dep in selection.step.dependencies:
+        if not dep.startswith("!") and any(p.startswith(dep) for p in selection.paths):
+            best = max(best, len(dep))
+    return best
 
 
 def results(evidence: dict[str, Any]) -> str:

@@ -266,9 +266,11 @@ def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Options
         notes.append(f"{exc}; the API is unreachable: searched the PR heads fetched into git refs instead")
         forge = OfflineForge(ws.repo, remote)
         pulls = forge.open_pulls()
-    if forge.source == OfflineForge.source:
-        notes.append(f"offline: every PR head under refs/remotes/{remote}/pr/ counts (state unknown); "
-                     "--fetch refreshes them")
+    if isinstance(forge, OfflineForge):
+        fetched = len(forge.numbers())
+        notes.append(f"offline: {len(pulls)} of {fetched} PR heads under refs/remotes/{remote}/pr/ are not "
+                     f"squash-merged into {remote}/main and were compared (open or closed is unknown "
+                     "offline); --fetch refreshes them")
     searched = forge
     return searched.source, rank(files, pulls, lambda pr: searched.pull_files(pr.number))
 
