@@ -339,10 +339,24 @@ def test_evidence_fills_the_results(proposal: Path, tmp_path: Path) -> None:
     body = json.loads(out)["description"]["body"]
     assert "| Entrypoints tests | passed | 2 | 0 | 0 |" in body, body
     assert "- `tests/x.py::test_order` (entrypoints)" in body, body
+    # the per-tree shape: base release, series, without the topic
+    path.write_text(json.dumps({
+        "build": "vllm 0.31.0", "summary": {n: {"passed": p, "failed": f, "error": 0, "skipped": 0,
+                                                "files_from_cache": 0}
+                                            for n, p, f in (("base", 3, 2), ("series", 5, 1),
+                                                            ("without:serving-fix", 4, 2))},
+        "tests": {}, "needed": {"serving-fix": ["tests/x.py::test_order"]}, "worse": {},
+        "machine": ["tests/x.py::test_gpu"]}))
+    out = run_series("propose", "serving-fix", "--dry-run", "--offline", "--despite", "50001", "--json",
+                     "--evidence", str(path), cwd=proposal).stdout
+    body = json.loads(out)["description"]["body"]
+    assert "| passed | 3 | 5 | 4 |" in body and "Without `serving-fix`, 1 tests fail" in body, body
+    assert "1 tests fail on the base release too" in body, body
     path.write_text("[]")
     bad = run_series("propose", "serving-fix", "--dry-run", "--offline", "--evidence", str(path),
                      cwd=proposal, expect=1)
     assert "not the output of 'series test --run --json'" in bad.stderr, bad.stderr
+    assert len(bad.stderr.splitlines()) == 1, bad.stderr
 
 
 def test_a_topic_that_does_not_apply_to_main_is_a_conflict(proposal: Path) -> None:

@@ -109,9 +109,42 @@ def _specificity(selection: Selection) -> int:
     return best
 
 
+def is_evidence(data: object) -> bool:
+    """The JSON of `series test --run --json`: per-tree results against the base release
+    (`summary`, `tests`), or the older per-step shape (`with_series`)."""
+    return isinstance(data, dict) and (isinstance(data.get("with_series"), list) or
+                                       (isinstance(data.get("summary"), dict) and "tests" in data))
+
+
 def results(evidence: dict[str, Any]) -> str:
-    """`series test --run --json` as a short table: step, outcome, counts; and the tests
-    that fail without the change (the `--without` evidence)."""
+    if isinstance(evidence.get("summary"), dict):
+        return _matrix_results(evidence)
+    return _step_results(evidence)
+
+
+def _matrix_results(evidence: dict[str, Any]) -> str:
+    """Per-tree counts (base, series, without:TOPIC, ...), what the change is needed for,
+    what got worse, and the machine's own failures kept apart."""
+    summary: dict[str, dict[str, int]] = evidence["summary"]
+    names = list(summary)
+    outcomes = [k for k in next(iter(summary.values()), {}) if k != "files_from_cache"]
+    out = [f"`series test --run` over `{evidence.get('build', 'the release build')}`:", "",
+           "| | " + " | ".join(f"`{n}`" for n in names) + " |", "|---|" + "---:|" * len(names)]
+    out += [f"| {o} | " + " | ".join(str(summary[n].get(o, 0)) for n in names) + " |" for o in outcomes]
+    for topic, tests in (evidence.get("needed") or {}).items():
+        out += ["", f"Without `{topic}`, {len(tests)} tests fail that pass with it" + (":" if tests else ".")]
+        out += [f"- `{t}`" for t in tests]
+    for tree, tests in (evidence.get("worse") or {}).items():
+        out += ["", f"Worse than the base release in `{tree}`: " + ", ".join(f"`{t}`" for t in tests)]
+    machine = evidence.get("machine") or []
+    if machine:
+        out += ["", f"{len(machine)} tests fail on the base release too (this machine: CPU only, offline); "
+                    "not counted against the change."]
+    return "\n".join(out)
+
+
+def _step_results(evidence: dict[str, Any]) -> str:
+    """The per-step shape: step, outcome, counts; and the tests that fail without the change."""
     rows = ["| step | outcome | passed | failed | skipped |", "|---|---|---|---|---|"]
     for step in evidence.get("with_series", []):
         tests: dict[str, str] = {}
