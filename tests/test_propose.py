@@ -364,3 +364,20 @@ def test_a_topic_that_does_not_apply_to_main_is_a_conflict(proposal: Path) -> No
        "git commit -qam 'conflicting' && git checkout -q --detach v0.30.0", proposal)
     proc = run_series("propose", "offload-note", "--dry-run", "--offline", cwd=proposal, expect=3)
     assert "does not apply to upstream/main" in proc.stderr and "lru.py" in proc.stderr, proc.stderr
+
+
+def test_a_refused_pr_says_the_branch_is_pushed(proposal: Path, httpserver: HTTPServer) -> None:
+    httpserver.expect_request(f"{SLUG}/pulls", method="GET").respond_with_json([])
+    httpserver.expect_request(f"{SLUG}/pulls", method="POST").respond_with_json(
+        {"message": "Validation Failed", "errors": [
+            {"resource": "PullRequest", "code": "custom",
+             "message": "A pull request already exists for forkdev:pr/offload-note."}]}, status=422)
+    proc = run_series("propose", "offload-note", "--offline", "--owner", "forkdev", cwd=proposal, expect=1,
+                      env={"SERIES_GITHUB_API": httpserver.url_for("").rstrip("/"), "GITHUB_TOKEN": TOKEN})
+    assert "opening the draft PR needs the GitHub API" in proc.stderr, "offline never opens a PR"
+    proc = run_series("propose", "offload-note", "--owner", "forkdev", cwd=proposal, expect=1,
+                      env={"SERIES_GITHUB_API": httpserver.url_for("").rstrip("/"), "GITHUB_TOKEN": TOKEN})
+    assert "GitHub refused a new pull request from forkdev:pr/offload-note (422): A pull request already " \
+           "exists" in proc.stderr, proc.stderr
+    assert "pr/offload-note is pushed to origin" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "upstream_pr" not in (proposal / "series.yaml").read_text()

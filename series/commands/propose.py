@@ -39,6 +39,7 @@ from series.model import PRNumber
 from series.workspace import Workspace
 
 STEPS = ("replay", "grade", "reviewers", "description", "duplicates", "push", "pull request")
+_CREDENTIALS = re.compile(r"://[^/@\s]+@")  # user:token@ in a URL git may echo
 _FORK_URL = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?([^/:]+)[:/]+([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)/"
                        r"[^/]+?(?:\.git)?/?$")
 
@@ -297,12 +298,16 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
         hint = (f"; the fork already has a different {done.branch}: delete it there "
                 f"('git push {remote} --delete {done.branch}') or pass --branch NAME"
                 if "rejected" in proc.stdout + proc.stderr else "")
-        raise SeriesError(f"git push to {remote} failed: {last}{hint}")
+        raise SeriesError(f"git push to {remote} failed: {_CREDENTIALS.sub('://', last)}{hint}")
     proposal.steps.append("push")
     step("pull request")
     head = f"{owner}:{done.branch}"
-    pr = create(head=head, base=proposal.base_branch, title=proposal.title,
-                body=proposal.description.body, draft=True)
+    try:
+        pr = create(head=head, base=proposal.base_branch, title=proposal.title,
+                    body=proposal.description.body, draft=True)
+    except SeriesError as exc:
+        raise SeriesError(f"{exc}; {done.branch} is pushed to {remote} ({done.head[:12]}), no PR was opened: "
+                          f"fix the cause and open it from that branch, or run again with --branch NAME") from None
     proposal.steps.append("pull request")
     op = record(ws, name, int(pr.number), done)
     return Sent(remote, head, int(pr.number), pr.url, op)
