@@ -159,7 +159,7 @@ def _serve(server: HTTPServer, fork: Path, created: list[dict[str, object]]) -> 
     lee = git(fork, "log", "-1", "--format=%H", "--author=Lee", "v0.30.0").strip()
     server.expect_request(f"{SLUG}/commits/{lee}").respond_with_json({"sha": lee, "author": {"login": "leewriter"}})
     server.expect_request(f"{SLUG}/pulls", method="GET", query_string={
-        "state": "open", "sort": "created", "direction": "desc", "per_page": "100"}).respond_with_json([
+        "state": "open", "sort": "updated", "direction": "desc", "per_page": "100"}).respond_with_json([
             _pull(50001, "[Frontend] an old idea about serving", "2019-05-01T00:00:00Z"),
             _pull(50002, "[Core] unrelated", "2026-01-05T00:00:00Z")])
     server.expect_request(f"{SLUG}/pulls/50001/files").respond_with_json([
@@ -300,7 +300,8 @@ def test_offline_search_in_git_refs_stops_whatever_the_age(proposal: Path) -> No
     proc = run_series("propose", "serving-fix", "--dry-run", "--offline", "--fetch", cwd=proposal, expect=1)
     assert "#50001 unknown Ada Upstream: [Frontend] an old idea about serving" in proc.stdout, proc.stdout
     assert "source: git refs" in proc.stdout and "#50003" not in proc.stdout, proc.stdout
-    assert "note: offline: 1 of 2 PR heads under refs/remotes/upstream/pr/ are not squash-merged" in proc.stdout
+    assert "note: offline: 2 PR heads under refs/remotes/upstream/pr/ searched; 1 that touch these files " \
+           "are merged into upstream/main, left out" in proc.stdout, proc.stdout
     ok = run_series("propose", "offload-note", "--dry-run", "--offline", cwd=proposal).stdout
     assert "5. duplicates (open PRs of any age, source: git refs): none share a file" in ok, ok
     assert "FLAG  tests: code changed" in ok and "OK    title: title tags [KV Offload]" in ok, ok

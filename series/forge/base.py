@@ -18,7 +18,6 @@ from series.errors import SeriesError
 from series.git.repo import changed_paths
 from series.model import PRNumber, Sha
 
-_SQUASHED = re.compile(r"\(#(\d+)\)\s*$")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
@@ -231,19 +230,6 @@ class OfflineForge(Forge):
     def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
         # Without the API, open/closed is unknown: every fetched head is a candidate.
         return [self.pull(n) for n in self.numbers()]
-
-    def open_pulls(self) -> list[PullRequest]:
-        """Fetched heads not squash-merged into <remote>/main: a "(#N)" subject on the main
-        line marks N merged (GitHub's squash subject). Closed-unmerged PRs cannot be told
-        apart offline, so they still count."""
-        merged: set[int] = set()
-        main = mainline_commit(self.repo, self.remote)
-        if main is not None:
-            for commit in self.repo.walk(main.id, pygit2.enums.SortMode.TOPOLOGICAL):
-                m = _SQUASHED.search(commit.message.split("\n", 1)[0])
-                if m:
-                    merged.add(int(m.group(1)))
-        return [self.pull(n) for n in self.numbers() if n not in merged]
 
     def pull_files(self, number: PRNumber) -> list[PullFile]:
         if number not in self._files:

@@ -226,8 +226,9 @@ class GitHubForge(Forge):
 
     # -- proposing a PR (series propose) ------------------------------------------------
     def open_pulls(self) -> list[PullRequest]:
-        """Every open PR, of any age: a duplicate opened long ago is still a duplicate."""
-        items = self._cached(self._url("pulls", state="open", sort="created", direction="desc", per_page=100),
+        """Every open PR, of any age: a duplicate opened long ago is still a duplicate.
+        (The same question as list_pulls' first half, so one run asks it once.)"""
+        items = self._cached(self._url("pulls", state="open", sort="updated", direction="desc", per_page=100),
                              "the open pull requests", paginate=True)
         return [_pull_from_json(item) for item in items]
 
