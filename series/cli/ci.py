@@ -50,18 +50,20 @@ def ci_init(ctx: Context, target: str, force: bool, dry_run: bool, as_json: bool
 
 
 def _fork_root(ctx: Context) -> Path:
+    """The fork's git top level (workflows live there even when series.yaml sits deeper)."""
     from series.config import find
     from series.errors import SeriesError
 
-    start = ctx.directory or Path.cwd()
+    start = (ctx.directory or Path.cwd()).resolve()
     try:
-        return find(start, ctx.config_file).parent
+        start = find(start, ctx.config_file).parent
     except SeriesError:
-        for directory in (start.resolve(), *start.resolve().parents):
-            if (directory / ".git").exists():
-                return directory
-        raise SeriesError(f"{start} is not inside a git repository: run this in your fork's clone "
-                          "(or pass -C DIR)") from None
+        pass  # no series.yaml yet: the files can be written first
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    raise SeriesError(f"{start} is not inside a git repository: run this in your fork's clone "
+                      "(or pass -C DIR)")
 
 
 @ci.command("path")
