@@ -13,7 +13,10 @@ def test_demo_runs_the_whole_story_offline(tmp_path: Path) -> None:
     out = run_series("demo", str(tmp_path / "d"), cwd=tmp_path).stdout
     for expected in ("$ series touches vllm/v1/kv_offload", "touched by 2 of 5 active topics",
                      "$ series adopt-upstream 61050", "CONFLICT", "$ series rebase --continue",
-                     "merged upstream", "Done."):
+                     "merged upstream", "Done.",
+                     # the evidence run, over the demo's own release wheel in its own venv
+                     "--run --python", "vllm 0.32.0 at ", "tests that fail without offload-stats and pass "
+                     "with it:\n  tests/v1/kv_offload/test_manager.py::test_store_counts_evictions"):
         assert expected in out, f"{expected!r} missing from the demo:\n{out}"
     fork = tmp_path / "d" / "fork"
     status = json.loads(run_series("status", "--json", cwd=fork).stdout)
