@@ -179,3 +179,18 @@ def test_clear_errors(fork: Path, env: Path, tmp_path: Path) -> None:
     assert "tree 'with:x': not a tree name" in proc.stderr
     proc = run_series("test", "--without", "lru-peek", cwd=fork, expect=2)
     assert "go with --run" in proc.stderr
+
+
+def test_the_patched_wheel_is_a_build_too(fork: Path, tmp_path: Path) -> None:
+    """With `series build`'s wheel installed, the series tree is the build itself and base
+    is the build with the series taken back out."""
+    er.series_yaml(fork, "lru-peek")
+    release = er.release_wheel(fork.parent / "upstream", tmp_path / "wheels")
+    patched = Path(run_series("build", "--wheel", str(release), "--out", str(tmp_path / "dist"),
+                              cwd=fork).stdout.strip().splitlines()[-1])
+    python = make_env(tmp_path / "patched-env", patched)
+    data = evidence(fork, python)
+    assert "+series.g" in data["build"], data["build"]
+    changes = {t["name"]: t["package_changes"] for t in data["trees"]}
+    assert changes == {"base": 1, "series": 0}, changes
+    assert data["tests"][PEEK] == {"base": "failed", "series": "passed"}
