@@ -16,6 +16,7 @@ kill of `series` ends the whole pytest process group.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import hashlib
 import json
@@ -29,7 +30,7 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 from series.errors import SeriesError
 
@@ -315,7 +316,7 @@ def run_pytest(env: Environment, layout: Path, args: list[str], *, pythonpath: l
                 if code is not None:
                     break
                 time.sleep(0.3)
-        except _Signal as sig:
+        except Stopped as sig:
             _stop(proc)
             _read_stream(stream, position, seen)
             raise Interrupted(sig.signum, dict(seen.outcomes)) from None
@@ -348,13 +349,16 @@ def _read_stream(stream: Path, position: int, seen: Progress) -> int:
     return position + len(complete) + (1 if complete else 0)
 
 
-class _Signal(BaseException):
+class Stopped(BaseException):
+    """A trapped SIGINT/SIGTERM/SIGHUP, raised where the process was (see trapped())."""
+
     def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
         self.signum = signum
 
 
 def _raise(signum: int, _frame: object) -> None:
-    raise _Signal(signum)
+    raise Stopped(signum)
 
 
 def _trap_signals() -> dict[int, object]:
@@ -370,6 +374,17 @@ def _trap_signals() -> dict[int, object]:
 def _restore_signals(previous: dict[int, object]) -> None:
     for signum, handler in previous.items():
         signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def trapped() -> Iterator[None]:
+    """Turn a kill (SIGTERM, SIGHUP) into an exception like Ctrl-C, so `finally` blocks
+    (the scratch directory's removal) run however the run is stopped."""
+    previous = _trap_signals()
+    try:
+        yield
+    finally:
+        _restore_signals(previous)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

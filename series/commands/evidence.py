@@ -239,29 +239,41 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
         say(f"{len(selection.files)} test files selected of {selection.candidates} in "
             f"{len(selection.steps)} covering steps")
 
-    with Scratch() as scratch:
-        layout = scratch.write_tests({p: repo[o].peel(pygit2.Blob).data for p, o in tests.items()})
-        for index, tree in enumerate(trees):
-            changes = {path[len(package) + 1:]: (repo[oid].peel(pygit2.Blob).data if oid is not None else None)
-                       for path, oid in _changes(repo, built.tree, tree.commit.tree).items()
-                       if path.startswith(package + "/")}
-            m.trees[index] = TreeInfo(tree.info.name, tree.info.commit, tree.info.describe, len(changes))
-            shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
-            say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files over the build")
-            try:
-                if chosen_steps:
-                    m.results[tree.info.name] = _run_steps(env, scratch, layout, chosen_steps, shadow,
-                                                           tree.info.name, say)
-                else:
-                    digest = matrix.package_digest(changes)
-                    m.results[tree.info.name], m.from_cache[tree.info.name] = _run_files(
-                        env, scratch, layout, selection.files, shadow, digest, graph, tests,
-                        tree.info.name, use_cache, say)
-            except testrun.Interrupted as stop:
-                m.results[tree.info.name] = stop.partial
-                m.interrupted = stop.args[0]
-                raise EvidenceInterrupted(m, stop.signum) from None
+    try:
+        with testrun.trapped(), Scratch() as scratch:
+            _run_trees(env, built, trees, m, scratch, repo, tests, graph, selection, chosen_steps,
+                       package, use_cache, say)
+    except testrun.Stopped as stop:  # between two pytest runs
+        m.interrupted = str(stop)
+        raise EvidenceInterrupted(m, stop.signum) from None
     return m
+
+
+def _run_trees(env: testrun.Environment, built: pygit2.Commit, trees: list[Tree], m: Matrix,
+               scratch: Scratch, repo: pygit2.Repository, tests: Mapping[str, pygit2.Oid],
+               graph: imports.ImportGraph, selection: Selection, chosen_steps: list[Step],
+               package: str, use_cache: bool, say: Say) -> None:
+    layout = scratch.write_tests({p: repo[o].peel(pygit2.Blob).data for p, o in tests.items()})
+    for index, tree in enumerate(trees):
+        changes = {path[len(package) + 1:]: (repo[oid].peel(pygit2.Blob).data if oid is not None else None)
+                   for path, oid in _changes(repo, built.tree, tree.commit.tree).items()
+                   if path.startswith(package + "/")}
+        m.trees[index] = TreeInfo(tree.info.name, tree.info.commit, tree.info.describe, len(changes))
+        shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
+        say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files over the build")
+        try:
+            if chosen_steps:
+                m.results[tree.info.name] = _run_steps(env, scratch, layout, chosen_steps, shadow,
+                                                       tree.info.name, say)
+            else:
+                digest = matrix.package_digest(changes)
+                m.results[tree.info.name], m.from_cache[tree.info.name] = _run_files(
+                    env, scratch, layout, selection.files, shadow, digest, graph, tests,
+                    tree.info.name, use_cache, say)
+        except testrun.Interrupted as stop:
+            m.results[tree.info.name] = stop.partial
+            m.interrupted = stop.args[0]
+            raise EvidenceInterrupted(m, stop.signum) from None
 
 
 def _is_test_side(path: str) -> bool:
