@@ -81,7 +81,7 @@ def test_without_gives_the_evidence_and_markdown_renders_it(fork: Path, env: Pat
     md = run_series("test", "--run", "--python", str(env), "--without", "lru-peek", "--format", "markdown",
                     cwd=fork).stdout
     assert "| passed | 5 | 6 | 5 |" in md, md
-    assert f"**Without `lru-peek`**, 1 tests fail that pass with it:\n- `{PEEK}`" in md, md
+    assert f"**Without `lru-peek`**, 1 tests fail that pass with it:\n- `{PEEK}`\n" in md, md
     assert "<details><summary>2 tests fail on the base release too" in md
 
 

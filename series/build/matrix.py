@@ -270,6 +270,7 @@ def render_markdown(m: Matrix) -> str:
             out.append(f"**Without `{topic}`**, {len(needed)} tests fail that pass with it"
                        + (":" if needed else "."))
             out.extend(f"- `{i}`" for i in needed)
+            out.append("")
             continue
         v = m.verdicts(info.name)
         worse = [i for i, x in v.items() if x in (Verdict.WORSE, Verdict.MISSING)]
@@ -278,9 +279,10 @@ def render_markdown(m: Matrix) -> str:
                    f"{len(better)} fixed.")
         out.extend(f"- worse: `{i}` ({_o(m.base.get(i))} → {_o(m.results[info.name].get(i))})" for i in worse)
         out.extend(f"- fixed: `{i}`" for i in better)
+        out.append("")
     machine = m.machine()
     if machine:
-        out += ["", f"<details><summary>{len(machine)} tests fail on the base release too "
+        out += [f"<details><summary>{len(machine)} tests fail on the base release too "
                     "(this machine: CPU only, offline)</summary>", ""]
         out.extend(f"- `{i}` ({m.base[i].value})" for i in machine)
         out += ["", "</details>"]
