@@ -56,8 +56,10 @@ STEPS: list[Step] = [
          ("touches", "--between", "v0.30.0..v0.31.0")),
     Step("Upstream PR #61050 fixes the same eviction bug: carry it instead of our topic, "
          "authorship kept:", ("adopt-upstream", "61050", "--replaces", "offload-evict-fix")),
-    Step("A new release is out: rebase every topic onto v0.31 (one topic is already upstream, "
-         "one conflicts):", ("rebase", "--onto", "v0.31"), expect=(3,)),
+    Step("A new release is out. How far along its history does the whole series still apply? "
+         "(a dry run: nothing moves)", ("rebase", "--onto", "v0.31", "--as-far-as-possible", "--dry-run")),
+    Step("Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
+         "report names the upstream PR behind each):", ("rebase", "--onto", "v0.31"), expect=(3,)),
     Step("Resolve in the printed worktree, then go on:", ("rebase", "--continue"),
          before=_resolve_stats_conflict),
     Step("The series after the rebase:", ("status",)),
@@ -70,6 +72,9 @@ STEPS: list[Step] = [
     Step("Evidence for a PR comment: upstream's tests over the release build (the v0.32.0 wheel, "
          "installed in its own environment), with and without the topic whose conflict we resolved:",
          ("test", "offload-stats", "--run", "--python", "{env}", "--without", "offload-stats")),
+    Step("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
+         "the guide allows, the description, and the duplicate search last (nothing is sent):",
+         ("propose", "offload-stats", "--dry-run")),
 ]
 
 
