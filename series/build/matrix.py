@@ -192,7 +192,8 @@ def render_text(m: Matrix) -> str:
     if m.interrupted:
         lines.append(f"INTERRUPTED ({m.interrupted}): partial results, the last tree incomplete")
     lines.append(f"build: {m.build}")
-    lines.extend(f"  {t.name:<20} {t.describe}" for t in m.trees)
+    pad = max(len(t.name) for t in m.trees) + 2
+    lines.extend(f"  {t.name:<{pad}}{t.describe}" for t in m.trees)
     if m.selected:
         lines.append(f"{len(m.selected)} test files selected of {m.candidates} in {len(m.steps)} covering "
                      f"steps (import graph + the topics' own tests)")

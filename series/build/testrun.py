@@ -81,6 +81,8 @@ class Environment:
 def probe(python: str, package: str = "vllm") -> Environment:
     """What PY has installed; SeriesError when it has no package or no pytest."""
     exe = shutil.which(python) or python
+    if os.sep in exe:
+        exe = os.path.abspath(exe)  # pytest runs in the scratch layout, not here
     try:
         proc = subprocess.run([exe, "-I", "-c", _PROBE.replace("PACKAGE", repr(package))],
                               capture_output=True, text=True, timeout=120)

@@ -203,7 +203,8 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
     trees = resolve_trees(ws, names)
     base_files = imports.flatten(repo, base.tree)
 
-    # One test layout for every tree: the base's tests/ plus each tree's test changes.
+    # One test layout for every tree: the base's tests/ plus each tree's test changes
+    # (not a without: tree's, which would take the left-out topic's tests back out).
     tests: dict[str, pygit2.Oid] = {p: o for p, o in base_files.items() if _is_test_side(p)}
     analysis = dict(base_files)
     owner: dict[str, str] = {}
@@ -211,7 +212,7 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
         for path, oid in _changes(repo, base.tree, tree.commit.tree).items():
             if oid is not None:
                 analysis[path] = oid  # a deleted module keeps its edges: its importers are affected
-            if not _is_test_side(path):
+            if not _is_test_side(path) or tree.info.counterfactual:
                 continue
             if path in owner and tests.get(path) != oid:
                 say(f"note: {path} differs between {owner[path]} and {tree.info.name}; "
