@@ -111,6 +111,8 @@ def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bi
 
 
 def render_reach(found: bisection.Reach, onto_name: str, base: str) -> str:
+    if len(base) == 40 and all(ch in "0123456789abcdef" for ch in base):
+        base = base[:12]  # a base an earlier --as-far-as-possible left as a commit id
     if found.complete:
         return f"as far as possible: every topic applies at {onto_name} itself ({found.total} commits on its first-parent line)"
     blocker = found.blocker
