@@ -88,8 +88,9 @@ def test_attribution_names_the_pr_that_rewrote_the_lines_not_the_others(tmp_path
 def test_the_conflict_worktree_says_what_to_read_first(tmp_path: Path) -> None:
     fork, shas = fork_over(tmp_path, 3)
     text = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3).stdout
-    assert (f"upstream #60012 rewrote touch() in {LRU}: read it first (git show {shas[60012][:12]} -- {LRU})"
-            in text), text
+    read_first = f"upstream #60012 rewrote touch() in {LRU}: read it first (git show {shas[60012][:12]} -- {LRU})"
+    assert read_first in text, text
+    assert f"  {read_first}" in run_series("status", cwd=fork).stdout, "status repeats it while halted"
     run_series("rebase", "--abort", cwd=fork)
 
 
