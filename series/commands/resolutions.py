@@ -18,8 +18,20 @@ def run(ws: Workspace, prune: bool = False, dry_run: bool = False) -> Listing:
     store = ResolutionStore.for_series(ws.series)
     root = ws.series.root
     pruned = []
-    if prune:
-        pruned = describe(store.prune(reachable(ws.series, ws.repo), dry_run=dry_run), root)
+    if prune and dry_run:
+        pruned = describe(store.prune(reachable(ws.series, ws.repo), dry_run=True), root)
+    elif prune:
+        # through the write door: under the lock, never during a halted rebase (which may
+        # be about to use them), journaled with each file's text so nothing is lost
+        keep = reachable(ws.series, ws.repo)
+        with ws.operation("resolutions", "prune") as op:
+            doomed = [r for r in store.all() if not keep(r)]
+            op.summary = f"prune {len(doomed)} resolution(s)"
+            op.extra["removed"] = {str(r.file.relative_to(root)) if r.file.is_relative_to(root) else str(r.file):
+                                   r.file.read_text(errors="replace") for r in doomed}
+            if doomed:
+                op.commit()
+            pruned = describe(store.prune(keep), root)
     kept = describe(store.all(), root)
     if dry_run:
         gone = {row["file"] for row in pruned}
