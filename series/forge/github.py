@@ -219,6 +219,61 @@ class GitHubForge(Forge):
         return [PullFile(path=i["filename"], hunks=hunks_of_patch(i.get("patch")),
                          previous_path=i.get("previous_filename")) for i in items]
 
+    # -- proposing a PR (series propose) ------------------------------------------------
+    def open_pulls(self) -> list[PullRequest]:
+        """Every open PR, of any age: a duplicate opened long ago is still a duplicate."""
+        items = self._cached(self._url("pulls", state="open", sort="created", direction="desc", per_page=100),
+                             "the open pull requests", paginate=True)
+        return [_pull_from_json(item) for item in items]
+
+    def commit_login(self, sha: str) -> str | None:
+        """The GitHub login of a commit's author (for an @-mention), None when GitHub has none."""
+        try:
+            data = self._cached(self._url(f"commits/{sha}"), f"commit {sha[:12]}")
+        except ForgeError:
+            return None  # a hint for the reviewer list, never worth stopping for
+        author = data.get("author") if isinstance(data, dict) else None
+        login = author.get("login") if isinstance(author, dict) else None
+        return login if isinstance(login, str) and re.fullmatch(r"[A-Za-z0-9-]{1,39}", login) else None
+
+    def viewer_login(self) -> str:
+        """The login the token belongs to: the owner of the fork a PR's head lives in."""
+        data = self._cached(f"{self.base}/user", "the authenticated user")
+        login = data.get("login") if isinstance(data, dict) else None
+        if not isinstance(login, str) or not re.fullmatch(r"[A-Za-z0-9-]{1,39}", login):
+            raise ForgeError("the GitHub API did not say whose token this is (GET /user); "
+                             "pass --owner LOGIN (the owner of your fork)")
+        return login
+
+    def create_pull(self, *, head: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
+        """Open a PR (POST /repos/OWNER/REPO/pulls); sent once, never retried: a retry
+        after a lost answer could open it twice."""
+        if not self._token:
+            raise ForgeError("opening a pull request needs a GitHub token: set GH_TOKEN or GITHUB_TOKEN, "
+                             "or run 'gh auth login'")
+        url = self._url("pulls")
+        payload = json.dumps({"title": title, "head": head, "base": base, "body": body,
+                              "draft": draft}).encode("utf-8")
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+                   "User-Agent": f"series/{__version__}", "Content-Type": "application/json",
+                   "Authorization": f"Bearer {self._token}"}
+        log.debug("POST %s", url)
+        request = urllib.request.Request(url, data=payload, headers=headers, method="POST")
+        what = f"a new pull request from {head}"
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                answer = response.read()
+        except urllib.error.HTTPError as exc:
+            raise self._http_error(exc, what) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ForgeUnreachable(f"cannot reach the GitHub API at {self.base} "
+                                   f"({getattr(exc, 'reason', exc)}) to open the PR; nothing was opened "
+                                   "as far as series knows: check the fork's PR list before retrying") from None
+        try:
+            return _pull_from_json(json.loads(answer.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise ForgeError(f"the GitHub API sent something that is not JSON for {what}") from None
+
 
 def _parse_time(text: str | None) -> _dt.datetime:
     if not text:
