@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -32,6 +32,7 @@ from series.git import checkouts, refs
 from series.git.repo import branch_commit, open_repo, resolve_commit
 from series.model import Series, Topic
 from series.seriesedit import Edit, KeyPath
+from series.topics import OwnWork, own_work
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,14 @@ class Workspace:
     series: Series
     repo: pygit2.Repository
     text: str | None = None   # series.yaml as `series` was parsed from (what edits compare to)
+    _own: dict[str, OwnWork | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def own(self, topic: Topic) -> OwnWork | None:
+        """The topic's own commits, paths and stats (series.topics), computed once; None
+        when its branch does not exist."""
+        if topic.name not in self._own:
+            self._own[topic.name] = own_work(self.repo, self.series, self.base_commit(), topic)
+        return self._own[topic.name]
 
     @property
     def config_path(self) -> Path:

@@ -36,7 +36,7 @@ from series.forge.base import (
 from series.forge.refs import fetch_commit, fetch_pull
 from series.git.cli import git
 from series.git.refs import current
-from series.git.repo import changed_paths, commits_between, topic_range, workdir
+from series.git.repo import commits_between, workdir
 from series.model import Status, Topic
 from series.seriesedit import Edit
 from series.workspace import Workspace, WriteOperation
@@ -89,9 +89,8 @@ Confirm = Callable[[Overlap], bool]
 
 
 def _files_of_topic(ws: Workspace, topic: Topic, base: pygit2.Commit) -> set[str]:
-    head = ws.head(topic)
-    span = topic_range(ws.repo, base, head, ws.series.upstream.remote)
-    return {c.path for c in changed_paths(ws.repo, span.start.tree, head.tree)}
+    own = ws.own(topic)
+    return set(own.paths) if own is not None else set()
 
 
 def overlaps(ws: Workspace, pr_files: set[str], exclude: str | None = None) -> list[Overlap]:
