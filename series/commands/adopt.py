@@ -34,6 +34,7 @@ from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
 from series.forge.refs import fetch_commit, fetch_pull
+from series.git import checkouts
 from series.git.cli import git
 from series.git.refs import current
 from series.git.repo import commits_between, workdir
@@ -108,14 +109,10 @@ def overlaps(ws: Workspace, pr_files: set[str], exclude: str | None = None) -> l
 
 
 def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
-    listing = git(workdir(repo), "worktree", "list", "--porcelain").stdout
-    path = None
-    for line in listing.splitlines():
-        if line.startswith("worktree "):
-            path = line[len("worktree "):]
-        elif line == f"branch refs/heads/{branch}":
-            return path
-    return None
+    """Where `branch` is checked out (series.git.checkouts, the one finder), if anywhere:
+    this verb rewrites the branch wholesale, so even a clean checkout is refused."""
+    found = checkouts.checkouts(repo, {branch})
+    return str(found[0].path) if found else None
 
 
 def _metadata(forge: Forge | None, number: int, notes: list[str]) -> PullRequest | None:

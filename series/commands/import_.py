@@ -16,6 +16,7 @@ import pygit2
 
 from series import config
 from series.errors import SeriesError
+from series.git import checkouts
 from series.git.cli import git
 from series.git.repo import branch_commit, open_repo, workdir
 from series.patches import format as fmt
@@ -96,17 +97,10 @@ def _same_commits(repo: pygit2.Repository, existing: pygit2.Commit, new: list[py
 
 
 def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
-    ref = f"refs/heads/{branch}"
-    if not repo.head_is_detached and not repo.head_is_unborn and repo.head.name == ref:
-        return repo.workdir or repo.path
-    for name in repo.list_worktrees():
-        try:
-            wt = pygit2.Repository(repo.lookup_worktree(name).path)
-        except (pygit2.GitError, KeyError):
-            continue
-        if not wt.head_is_detached and not wt.head_is_unborn and wt.head.name == ref:
-            return wt.workdir
-    return None
+    """Where `branch` is checked out (series.git.checkouts, the one finder), if anywhere:
+    this verb rewrites the branch wholesale, so even a clean checkout is refused."""
+    found = checkouts.checkouts(repo, {branch})
+    return str(found[0].path) if found else None
 
 
 def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = False,
