@@ -193,6 +193,8 @@ class GitHubForge(Forge):
         return _pull_from_json(data)
 
     def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+        """Every open PR, whatever its age (vLLM PRs stay open for months), then the PRs
+        closed at or after `since`."""
         cutoff = since.astimezone(_dt.timezone.utc)
 
         def older(items: list[Any]) -> bool:
@@ -201,15 +203,18 @@ class GitHubForge(Forge):
             last = items[-1] if items else None
             return isinstance(last, dict) and _parse_time(last.get("updated_at")) < cutoff
 
-        items = self._cached(
-            self._url("pulls", state="all", sort="updated", direction="desc", per_page=100),
-            "the pull request list", paginate=True, stop=older)
-        pulls = []
-        for item in items:
+        opened = self._cached(
+            self._url("pulls", state="open", sort="updated", direction="desc", per_page=100),
+            "the open pull requests", paginate=True)
+        closed = self._cached(
+            self._url("pulls", state="closed", sort="updated", direction="desc", per_page=100),
+            "the closed pull requests", paginate=True, stop=older)
+        pulls: dict[int, PullRequest] = {}  # one closed between the two lists is in both
+        for item in [*opened, *closed]:
             pr = _pull_from_json(item)
             if pr.state == "open" or (pr.closed_at and _parse_time(pr.closed_at) >= cutoff):
-                pulls.append(pr)
-        return pulls
+                pulls.setdefault(int(pr.number), pr)
+        return list(pulls.values())
 
     def pull_files(self, number: PRNumber) -> list[PullFile]:
         items = self._cached(self._url(f"pulls/{int(number)}/files", per_page=100),
