@@ -214,6 +214,8 @@ def diff(before: Plain, after: Plain) -> list[Edit]:
 # -- scalars -----------------------------------------------------------------------------------
 
 _PLAIN_OK = re.compile(r"^[A-Za-z0-9_./(~$][^#:\[\]{},'\"\n\t]*$")
+_SURELY_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./+-]*$")   # a name, a ref, a path: never a number
+_KEYWORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
 
 
 def scalar(value: Any, flow: bool = False) -> str:
@@ -225,6 +227,8 @@ def scalar(value: Any, flow: bool = False) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(scalar(v, flow=True) for v in value) + "]"
     text = str(value)
+    if _SURELY_PLAIN.match(text) and text.lower() not in _KEYWORDS:
+        return text
     if _PLAIN_OK.match(text) and text == text.strip() and " #" not in text and _reads_back(text):
         return text
     if text.isprintable():
@@ -505,7 +509,7 @@ def apply(text: str | None, path: Path, edits: list[Edit]) -> str | None:
             return result
     except (_Unsupported, SeriesError, KeyError, ValueError, IndexError):
         pass
-    result = _roundtrip(config.parse(text, path)[1], expected)
+    result = _roundtrip(config._yaml().load(io.StringIO(text)), expected)  # its own copy: it is changed
     if load_plain(result, path) != expected:
         raise AssertionError(f"series.yaml editor: {describe(todo[0].path)} did not read back")
     return result
