@@ -143,6 +143,7 @@ class WriteOperation:
         self.edits: list[Edit] = []
         self.notes = notes          # what the door did on the way (a repaired operation, checkouts)
         self.committed: refs.Operation | None = None
+        self.restore: dict[Path, str] = {}   # files an undone operation removed (resolutions --prune)
 
     @property
     def summary(self) -> str:
@@ -242,6 +243,12 @@ class WriteOperation:
             else:
                 self.edits = [e.reversed() for e in reversed(edits)]
         self.txn.undoes = target.id
+        for rel, text in dict(target.extra.get("removed", {})).items():
+            where = refs.resolve_path(self.repo, rel, target.extra.get("worktree"))
+            if where is not None:
+                self.restore[where] = text
+        if self.restore:
+            self.txn.extra["restored"] = sorted(str(p) for p in self.restore)
 
     # -- commit ------------------------------------------------------------------------------
 
@@ -261,6 +268,10 @@ class WriteOperation:
             self.txn.write_config(self.config_path, before, after, self.edits)
         self.txn.extra["checkouts"] = [[str(c.path), c.branch] for c in found]
         op = self.txn.commit(fault)
+        for where, text in self.restore.items():
+            if not where.exists():  # never over a file someone wrote since
+                where.parent.mkdir(parents=True, exist_ok=True)
+                config.write_text_atomically(where, text)
         self.committed = op
         self.notes += refs.settle_checkouts(self.repo, op)
         return op

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from series.git import refs
 from series.resolutions import ResolutionStore, describe, reachable
 from series.workspace import Workspace
 
@@ -27,8 +28,9 @@ def run(ws: Workspace, prune: bool = False, dry_run: bool = False) -> Listing:
         with ws.operation("resolutions", "prune") as op:
             doomed = [r for r in store.all() if not keep(r)]
             op.summary = f"prune {len(doomed)} resolution(s)"
-            op.extra["removed"] = {str(r.file.relative_to(root)) if r.file.is_relative_to(root) else str(r.file):
-                                   r.file.read_text(errors="replace") for r in doomed}
+            op.extra["removed"] = {refs.relative_config(ws.repo, r.file)[0]: r.file.read_text(errors="replace")
+                                   for r in doomed}
+            op.extra["worktree"] = refs.relative_config(ws.repo, root)[1]  # 'series undo' puts them back
             if doomed:
                 op.commit()
             pruned = describe(store.prune(keep), root)

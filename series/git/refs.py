@@ -188,10 +188,15 @@ def config_file(repo: pygit2.Repository, op: Operation) -> Path | None:
     """The series.yaml `op` edited, in this repository wherever it lives now."""
     if op.config_path is None:
         return None
-    path = Path(op.config_path)
+    return resolve_path(repo, op.config_path, op.worktree)
+
+
+def resolve_path(repo: pygit2.Repository, journaled: str, worktree: str | None) -> Path | None:
+    """A path as relative_config() journaled it, in this repository wherever it lives now."""
+    path = Path(journaled)
     if path.is_absolute():
         return path
-    top = checkouts.worktree_root(repo, op.worktree)
+    top = checkouts.worktree_root(repo, worktree)
     return top / path if top is not None else None
 
 
