@@ -226,8 +226,9 @@ class GitHubForge(Forge):
 
     # -- proposing a PR (series propose) ------------------------------------------------
     def open_pulls(self) -> list[PullRequest]:
-        """Every open PR, of any age: a duplicate opened long ago is still a duplicate."""
-        items = self._cached(self._url("pulls", state="open", sort="created", direction="desc", per_page=100),
+        """Every open PR, of any age: a duplicate opened long ago is still a duplicate.
+        (The same question as list_pulls' first half, so one run asks it once.)"""
+        items = self._cached(self._url("pulls", state="open", sort="updated", direction="desc", per_page=100),
                              "the open pull requests", paginate=True)
         return [_pull_from_json(item) for item in items]
 
@@ -269,6 +270,8 @@ class GitHubForge(Forge):
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 answer = response.read()
         except urllib.error.HTTPError as exc:
+            if exc.code == 422:  # GitHub's "Validation Failed": the reasons are in errors[]
+                raise ForgeError(f"GitHub refused {what} (422): {_validation_errors(exc)}") from None
             raise self._http_error(exc, what) from None
         except (urllib.error.URLError, OSError) as exc:
             raise ForgeUnreachable(f"cannot reach the GitHub API at {self.base} "
@@ -279,6 +282,17 @@ class GitHubForge(Forge):
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise ForgeError(f"the GitHub API sent something that is not JSON for {what}") from None
 
+
+def _validation_errors(exc: urllib.error.HTTPError) -> str:
+    """GitHub's reasons for a 422 ("A pull request already exists for ..."), one line."""
+    try:
+        data = json.loads(exc.read().decode("utf-8"))
+    except Exception:  # the body is only a hint
+        return "Validation Failed"
+    reasons = [str(e.get("message") or e.get("code") or "") for e in data.get("errors") or []
+               if isinstance(e, dict)] if isinstance(data, dict) else []
+    text = "; ".join(r for r in reasons if r) or str(data.get("message", "Validation Failed"))
+    return " ".join(text.split())[:300]
 
 def _parse_time(text: str | None) -> _dt.datetime:
     if not text:
