@@ -36,6 +36,7 @@ import argparse
 import atexit
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -77,10 +78,18 @@ def fresh(src: Path, work: Path) -> Path:
     return dest
 
 
+CPU: list[float] = []  # CPU seconds (user + sys, the process and its children) of each timed run
+
+
 def timed(cmd: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> float:
+    """Wall seconds of one command; its CPU seconds are appended to CPU (on a shared,
+    loaded machine the CPU ratio is the steadier one)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return elapsed
@@ -122,26 +131,33 @@ def median(values: list[float]) -> float:
 def bench_fork(src: Path, repeat: int) -> dict[str, float]:
     work = Path(tempfile.mkdtemp(prefix="series-bench-"))
     try:
-        results: dict[str, list[float]] = {k: [] for k in
-                                           ("git loop", "naive", "series dry", "series real", "series halt")}
+        keys = ("git loop", "naive", "series dry", "series real", "series halt")
+        results: dict[str, list[float]] = {k: [] for k in keys}
+        cpu: dict[str, list[float]] = {k: [] for k in keys}
         timed(series("rebase", "--onto", "v0.31.0", "--dry-run"), fresh(src, work), ok=(3,))  # warm pyc
         replay: list[float] = []
         persist: list[float] = []
         commits = 0
         for _ in range(repeat):
             results["git loop"].append(timed([PY, str(ANCHOR), str(fresh(src, work)), "cli"], work))
+            cpu["git loop"].append(CPU[-1])
             results["naive"].append(timed([PY, str(ANCHOR), str(fresh(src, work)), "pygit2"], work))
+            cpu["naive"].append(CPU[-1])
             results["series dry"].append(timed(series("rebase", "--onto", "v0.31.0", "--dry-run"),
                                                fresh(src, work), ok=(3,)))
+            cpu["series dry"].append(CPU[-1])
             results["series real"].append(timed(series("rebase", "--onto", "v0.31.0", "--skip-topic",
                                                        "offload-evict-fix"), fresh(src, work)))
+            cpu["series real"].append(CPU[-1])
             results["series halt"].append(timed(series("rebase", "--onto", "v0.31.0"), fresh(src, work), ok=(3,)))
+            cpu["series halt"].append(CPU[-1])
             fork = fresh(src, work)
             branches = (fork / ".git/series-fixture.txt").read_text().split()
             seconds, commits, persisted, fast = replay_alone(fork, "v0.30.0", "v0.31.0", branches)
             replay.append(seconds)
             persist.append(persisted)
         out = {k: median(v) for k, v in results.items()}
+        out.update({f"cpu {k}": median(v) for k, v in cpu.items()})
         out["fast"] = fast
         out["replay"] = median(replay)
         out["persist"] = median(persist)
@@ -180,13 +196,17 @@ def build_history_fork(history: Path, work: Path) -> tuple[Path, list[str]]:
 
 
 def git_loop(fork: Path, branches: list[str], onto: str) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     for b in branches:
         r = subprocess.run(["git", "-C", str(fork), "rebase", "--onto", onto, "v0.30.0", b],
                            capture_output=True, env=ENV)
         if r.returncode:
             subprocess.run(["git", "-C", str(fork), "rebase", "--abort"], capture_output=True)
-    return time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return elapsed
 
 
 def bench_history(history: Path, repeat: int) -> dict[str, float]:
@@ -199,10 +219,13 @@ def bench_history(history: Path, repeat: int) -> dict[str, float]:
         for onto in ("v0.31.0", "upstream/main"):
             for _ in range(repeat):
                 out.setdefault(f"git {onto}", []).append(git_loop(fresh_copy(src, work), branches, onto))
+                out.setdefault(f"cpu git {onto}", []).append(CPU[-1])
                 out.setdefault(f"dry {onto}", []).append(
                     timed(series("rebase", "--onto", onto, "--dry-run"), fresh_copy(src, work), ok=(3,)))
+                out.setdefault(f"cpu dry {onto}", []).append(CPU[-1])
                 out.setdefault(f"real {onto}", []).append(
                     timed(series("rebase", "--onto", onto, *skip), fresh_copy(src, work), ok=(0, 3)))
+                out.setdefault(f"cpu real {onto}", []).append(CPU[-1])
         result = {k: median(v) for k, v in out.items()}
         fork = fresh_copy(src, work)
         for onto in ("v0.31.0", "upstream/main"):
@@ -359,8 +382,11 @@ def main() -> None:
     r = bench_fork(a.fork, a.repeat)
     git_loop = r["git loop"]
     print(f"vLLM v0.30.0 -> v0.31.0, 23 topics, {int(r['commits'])} commits (median of {a.repeat}, fresh copy each)")
+    print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; CPU = user + sys of the "
+          "process and its children)")
     for key in ("git loop", "naive", "series dry", "series real", "series halt"):
-        print(f"  {key:<12} {r[key] * 1000:8.1f} ms   git loop / x = {git_loop / r[key]:6.1f}")
+        print(f"  {key:<12} {r[key] * 1000:8.1f} ms   git loop / x = {git_loop / r[key]:6.1f}   "
+              f"CPU {r['cpu ' + key] * 1000:7.1f} ms, ratio {r['cpu git loop'] / r['cpu ' + key]:6.1f}")
     per = r["replay"] / r["commits"] * 1000
     print(f"  {'replay':<12} {r['replay'] * 1000:8.1f} ms   git loop / x = {git_loop / r['replay']:6.1f}"
           f"   ({per:.3f} ms per commit; writing the pack after: {r['persist'] * 1000:.1f} ms)")
@@ -377,11 +403,15 @@ def main() -> None:
               f"{int(h['commits'])} upstream commits v0.30.0..upstream/main")
         for onto in ("v0.31.0", "upstream/main"):
             g = h[f"git {onto}"]
+            c = h[f"cpu git {onto}"]
             print(f"  onto {onto:<14} git loop {g * 1000:8.0f} ms   series dry {h[f'dry {onto}'] * 1000:6.0f} ms "
-                  f"(1/{g / h[f'dry {onto}']:.1f})   series real {h[f'real {onto}'] * 1000:6.0f} ms "
-                  f"(1/{g / h[f'real {onto}']:.1f})   in memory {h[f'fast {onto}']:.0%}")
+                  f"(1/{g / h[f'dry {onto}']:.1f}; CPU 1/{c / h[f'cpu dry {onto}']:.1f})   series real "
+                  f"{h[f'real {onto}'] * 1000:6.0f} ms (1/{g / h[f'real {onto}']:.1f}; CPU "
+                  f"1/{c / h[f'cpu real {onto}']:.1f})   in memory {h[f'fast {onto}']:.0%}")
         print(f"  growth v0.31.0 -> upstream/main: series dry {h['dry upstream/main'] / h['dry v0.31.0']:.2f}x, "
-              f"real {h['real upstream/main'] / h['real v0.31.0']:.2f}x (flat: within 1.5x); "
+              f"real {h['real upstream/main'] / h['real v0.31.0']:.2f}x; CPU: dry "
+              f"{h['cpu dry upstream/main'] / h['cpu dry v0.31.0']:.2f}x, real "
+              f"{h['cpu real upstream/main'] / h['cpu real v0.31.0']:.2f}x (flat: within 1.5x); "
               f"git loop {h['git upstream/main'] / h['git v0.31.0']:.2f}x")
     if a.no_synthetic:
         return
