@@ -162,6 +162,8 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
                           "(the next rebase marks it merged)")
     commits = tuple(grading.Commit(str(oid), repo[oid].peel(pygit2.Commit).message) for oid in result.new_commits)
     branch = opts.branch or f"pr/{name}"
+    if not pygit2.reference_is_valid_name(f"refs/heads/{branch}"):
+        raise SeriesError(f"--branch {branch!r} is not a valid git branch name (see 'git check-ref-format')")
     return (Replayed(branch, str(main.id), main_name, str(result.head), commits, opts.signoff,
                      len(result.dropped)), main, notes)
 
@@ -297,7 +299,8 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
     if owner is None:
         owner = forge.viewer_login()  # type: ignore[attr-defined]
     step("push")
-    proc = git(workdir(repo), "push", "--porcelain", remote, f"{done.head}:refs/heads/{done.branch}", check=False)
+    proc = git(workdir(repo), "push", "--porcelain", "--", remote, f"{done.head}:refs/heads/{done.branch}",
+               check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         hint = (f"; the fork already has a different {done.branch}: delete it there "
