@@ -26,7 +26,7 @@ import pygit2
 from series import config
 from series.analysis import grade as grading
 from series.analysis import prbody, reviewers, testmap
-from series.commands.preflight import Candidate, rank
+from series.commands.preflight import Candidate, fetched_files, rank
 from series.engine.replay import default_committer, replay_commits
 from series.engine.state import refuse_if_halted
 from series.errors import ConflictError, SeriesError
@@ -269,7 +269,13 @@ def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Options
     if not isinstance(forge, OfflineForge):
         try:
             pulls = forge.open_pulls()
-            return forge.source, rank(files, pulls, lambda pr: forge.pull_files(pr.number))
+            # PRs whose head is fetched here at GitHub's head sha: one git walk, not a request each
+            local = fetched_files(ws, pulls, [f.path for f in files])
+            if local:
+                notes.append(f"{len(local)} of {len(pulls)} open PRs compared from their heads fetched into "
+                             "git refs (same head as GitHub's), not with an API request each")
+            return forge.source, rank(files, pulls, lambda pr: local[int(pr.number)] if int(pr.number) in local
+                                      else forge.pull_files(pr.number))
         except ForgeUnreachable as exc:
             notes.append(f"{exc}; searched the PR heads fetched into git refs instead")
             forge = OfflineForge(ws.repo, remote)
