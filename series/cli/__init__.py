@@ -93,9 +93,20 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except OSError as exc:
+        from series.workspace import NO_SPACE, disk_error
+
+        if exc.errno not in NO_SPACE:
+            raise _bug(exc) from None
+        click.echo(f"series: error: {disk_error(exc)}", err=True)  # the user's to fix, never a bug
+        sys.exit(1)
     except Exception as exc:  # a bug: log it, say where, exit with the bug code
-        path = write_bug_log(exc)
-        click.echo(f"series: internal error ({type(exc).__name__}: {exc}); "
-                   f"details in {path}; please report it", err=True)
-        sys.exit(EXIT_BUG)
+        raise _bug(exc) from None
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _bug(exc: BaseException) -> SystemExit:
+    path = write_bug_log(exc)
+    click.echo(f"series: internal error ({type(exc).__name__}: {exc}); "
+               f"details in {path}; please report it", err=True)
+    return SystemExit(EXIT_BUG)
