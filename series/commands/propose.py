@@ -33,7 +33,7 @@ from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
 from series.forge.refs import fetch_all_pulls
 from series.git.cli import git
-from series.git.repo import file_stats, topic_range, workdir
+from series.git.repo import file_stats, workdir
 from series.model import PRNumber
 from series.workspace import Workspace
 
@@ -139,10 +139,9 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
         remote = ws.series.upstream.remote
         git(workdir(repo), "fetch", "--quiet", "--no-tags", remote, f"+refs/heads/*:refs/remotes/{remote}/*")
     main, main_name, _ = _mainline(ws)
-    head = ws.head(topic)
-    hide = [ws.head(ws.series.topic(dep)).id for dep in topic.depends_on]
-    span = topic_range(repo, ws.base_commit(), head, ws.series.upstream.remote, hide=hide)
-    if not span.commits:
+    ws.head(topic)  # a missing branch: the one error every verb gives
+    span = ws.own(topic)
+    if span is None or not span.commits:
         raise SeriesError(f"topic '{name}' has no commits of its own over {ws.series.upstream.base}: nothing to propose")
     notes = []
     if topic.depends_on:
