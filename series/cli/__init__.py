@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from series import __version__
-from series.errors import EXIT_BUG, SeriesError, write_bug_log
+from series.errors import EXIT_BUG, SeriesError, redact, write_bug_log
+from series.validate import printable
 
 
 class Context:
@@ -55,14 +56,15 @@ def group(ctx: click.Context, config_file: Path | None, directory: Path | None, 
 
 
 def emit(text: str) -> None:
-    click.echo(text, nl=not text.endswith("\n"))
+    # text from outside (PR titles, subjects, server messages) may hold terminal escapes
+    click.echo(printable(redact(text)), nl=not text.endswith("\n"))
 
 
 def emit_json(data: object) -> None:
     """--json output: one indented document on stdout, keys in the order the command built."""
     import json
 
-    click.echo(json.dumps(data, indent=2))
+    click.echo(redact(json.dumps(data, indent=2)))
 
 
 _AREAS = ("basic", "history", "rebase", "upstream", "build", "patches", "demo")
@@ -88,14 +90,14 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except SeriesError as exc:
-        click.echo(f"series: error: {exc}", err=True)
+        click.echo(f"series: error: {printable(redact(str(exc)))}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except Exception as exc:  # a bug: log it, say where, exit with the bug code
         path = write_bug_log(exc)
-        click.echo(f"series: internal error ({type(exc).__name__}: {exc}); "
+        click.echo(f"series: internal error ({type(exc).__name__}: {printable(redact(str(exc)))}); "
                    f"details in {path}; please report it", err=True)
         sys.exit(EXIT_BUG)
     sys.exit(code if isinstance(code, int) else 0)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import pygit2
 
-from series import config
+from series import config, validate
 from series.engine.state import refuse_if_halted
 from series.engine import adoption as adoption_flow
 from series.engine import rebase as engine
@@ -206,7 +206,9 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
         raise SeriesError(f"PR #{number} has no commits of its own over {remote}'s main line "
                           f"(head {head_sha[:12]}): merged already, or empty")
     pr_files = {f.path for f in tree_files(repo, fork_point.tree, head.tree)}
-    reference = meta.reference if meta is not None else f"#{number}"
+    # the trailer carries the forge's URL into every adopted commit: one line, checked
+    reference = validate.trailer_value(meta.reference if meta is not None else f"#{number}",
+                                       f"PR #{number} Upstream-PR trailer")
 
     previous_branch = current(repo, f"refs/heads/{branch}") if refresh else None
     previous_head = existing.upstream_head if existing is not None else None

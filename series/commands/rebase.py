@@ -7,6 +7,7 @@ from typing import Any
 
 from series.engine import rebase as engine
 from series.engine import report as reports
+from series import validate
 from series.errors import SeriesError
 from series.git import refs
 from series.git.cli import git
@@ -54,5 +55,7 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         if onto is None:
             raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
         if fetch:
-            git(workdir(repo), "fetch", ws.series.upstream.remote, "--tags")
+            remote = validate.existing_remote(list(repo.remotes.names()), ws.series.upstream.remote,
+                                              "upstream.remote")
+            git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
         return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress))

@@ -231,9 +231,19 @@ def _inject(fault: str | None, point: str) -> None:
         os._exit(99)
 
 
+def read_entry(path: Path) -> Operation:
+    """One journal entry; a corrupt one (edited, truncated, another tool's) is the user's
+    to look at, so it is named, never a crash."""
+    try:
+        return Operation.from_json(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise SeriesError(f"{path}: unreadable journal entry ({type(exc).__name__}: "
+                          f"{str(exc)[:120]}); move it out of {path.parent} to go on") from None
+
+
 def find(repo: pygit2.Repository, op_id: str) -> Operation | None:
     entry = journal_dir(repo) / f"{op_id}.json"
-    return Operation.from_json(entry.read_text()) if entry.exists() else None
+    return read_entry(entry) if entry.exists() else None
 
 
 def finish(repo: pygit2.Repository, op: Operation) -> Operation:
@@ -270,7 +280,7 @@ def revert(repo: pygit2.Repository, op: Operation) -> Operation:
 
 
 def operations(repo: pygit2.Repository) -> list[Operation]:
-    return [Operation.from_json(p.read_text()) for p in sorted(journal_dir(repo).glob("*.json"))]
+    return [read_entry(p) for p in sorted(journal_dir(repo).glob("*.json"))]
 
 
 def undo_last(repo: pygit2.Repository) -> Operation:
