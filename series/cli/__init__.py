@@ -79,6 +79,14 @@ def _register() -> None:
             group.add_command(command)
 
 
+def _start_dir(argv: list[str] | None) -> Path:
+    args = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(args[:-1]):
+        if arg == "-C":
+            return Path(args[i + 1])
+    return Path.cwd()
+
+
 def main(argv: list[str] | None = None) -> None:
     _register()
     try:
@@ -96,6 +104,12 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except Exception as exc:  # a bug: log it, say where, exit with the bug code
+        from series.git.partial import explain
+
+        known = explain(exc, _start_dir(argv))
+        if known is not None:  # a partial or shallow clone lacking an object: the user's to fix
+            click.echo(f"series: error: {known}", err=True)
+            sys.exit(1)
         path = write_bug_log(exc)
         click.echo(f"series: internal error ({type(exc).__name__}: {printable(redact(str(exc)))}); "
                    f"details in {path}; please report it", err=True)

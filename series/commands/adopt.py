@@ -33,6 +33,7 @@ from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
 from series.forge.refs import fetch_commit, fetch_pull
+from series.git import partial
 from series.git.cli import git
 from series.git.refs import Lock, Transaction, current
 from series.git.repo import changed_paths, commits_between, topic_range, workdir
@@ -197,6 +198,7 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
     ws = Workspace(ws.series, repo)
     head = repo[head_sha].peel(pygit2.Commit)
     fork_point = pr_fork_point(repo, remote, head.id, meta.base_sha if meta else None)
+    partial.ensure_blobs(repo, fork_point, [head], ws.base_commit())  # a blobless clone's PR
     own = commits_between(repo, fork_point.id, head.id)
     picks = [c for c in own if len(c.parents) <= 1]
     merges = [str(c.id) for c in own if len(c.parents) > 1]

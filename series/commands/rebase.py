@@ -11,7 +11,8 @@ from series import validate
 from series.errors import SeriesError
 from series.git import refs
 from series.git.cli import git
-from series.git.repo import workdir
+from series.git import partial
+from series.git.repo import resolve_release, workdir
 from series.workspace import Workspace
 
 
@@ -21,6 +22,18 @@ class Result:
     text: str
     path: str
     conflict: bool          # a topic conflicts, or the topics do not combine
+
+
+def _blobs_for(ws: Workspace, onto: str) -> None:
+    """A partial clone also needs the new base's side of every file the topics change."""
+    if not partial.is_partial(ws.repo):
+        return
+    try:
+        target = resolve_release(ws.repo, onto)[1]
+    except SeriesError:
+        return  # the engine names a bad --onto in its own words
+    heads = [ws.head(t) for t in ws.series.active()]
+    partial.ensure_blobs(ws.repo, ws.base_commit(), heads, target)
 
 
 def _finish(ws: Workspace, outcome: engine.Outcome) -> Result:
@@ -58,4 +71,5 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
             remote = validate.existing_remote(list(repo.remotes.names()), ws.series.upstream.remote,
                                               "upstream.remote")
             git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
+        _blobs_for(ws, onto)
         return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress))
