@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import urllib.parse
+from typing import Iterable
 
 from series.errors import SeriesError
 
@@ -89,9 +90,10 @@ def remote_name(value: object, where: str) -> str:
     return value
 
 
-def existing_remote(names: list[str], value: object, where: str) -> str:
+def existing_remote(found: Iterable[str | None], value: object, where: str) -> str:
     """A remote name that this repository has (git remote -v)."""
     name = remote_name(value, where)
+    names = [n for n in found if n]
     if name not in names:
         known = ", ".join(sorted(names)) or "none"
         raise SeriesError(f"{where}: no git remote named '{printable(name)}' in this repository "

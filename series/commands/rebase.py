@@ -68,7 +68,7 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         if onto is None:
             raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
         if fetch:
-            remote = validate.existing_remote(list(repo.remotes.names()), ws.series.upstream.remote,
+            remote = validate.existing_remote(repo.remotes.names(), ws.series.upstream.remote,
                                               "upstream.remote")
             git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
         _blobs_for(ws, onto)

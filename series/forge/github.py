@@ -165,7 +165,7 @@ class GitHubForge(Forge):
         except (UnicodeDecodeError, ValueError, RecursionError):  # the body is only a hint
             message = ""
         if code in (403, 429) and remaining == "0":
-            auth = "" if self._token else "; set GH_TOKEN or GITHUB_TOKEN for a higher limit"
+            auth = "" if self._token else "; set GITHUB_TOKEN or GH_TOKEN for a higher limit"
             return ForgeError(
                 f"GitHub API rate limit exhausted ({code}) while reading {what}; it resets "
                 f"{_when(headers.get('X-RateLimit-Reset') if headers else None)}{auth}, or pass --offline")

@@ -18,7 +18,7 @@ from series.model import Sha
 
 def fetch_pull(repo: pygit2.Repository, remote: str, number: int) -> Sha:
     """Fetch refs/pull/N/head into refs/remotes/<remote>/pr/N; return its sha."""
-    remote = validate.existing_remote(list(repo.remotes.names()), remote, "upstream.remote")
+    remote = validate.existing_remote(repo.remotes.names(), remote, "upstream.remote")
     number = validate.pr_number(number, "pull request number")
     local = pr_ref(remote, number)
     proc = git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
@@ -39,7 +39,7 @@ def fetch_pull(repo: pygit2.Repository, remote: str, number: int) -> Sha:
 
 def fetch_all_pulls(repo: pygit2.Repository, remote: str) -> None:
     """Every PR head into refs/remotes/<remote>/pr/*, plus <remote>'s branches (main)."""
-    remote = validate.existing_remote(list(repo.remotes.names()), remote, "upstream.remote")
+    remote = validate.existing_remote(repo.remotes.names(), remote, "upstream.remote")
     git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
         f"+refs/heads/*:refs/remotes/{remote}/*",
         f"+refs/pull/*/head:refs/remotes/{remote}/pr/*")
@@ -57,7 +57,7 @@ def fetch_commit(repo: pygit2.Repository, remote: str, sha: str) -> bool:
         return True
     except (KeyError, ValueError):
         pass
-    remote = validate.existing_remote(list(repo.remotes.names()), remote, "upstream.remote")
+    remote = validate.existing_remote(repo.remotes.names(), remote, "upstream.remote")
     proc = git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote, sha, check=False)
     if proc.returncode != 0:
         return False

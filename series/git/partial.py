@@ -65,7 +65,7 @@ def _blob_at(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
 
 def _changes(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> Iterable[tuple[str, pygit2.Oid | None, pygit2.Oid | None]]:
     """(path, old blob, new blob) for each changed file: tree entries only, no contents."""
-    for delta in repo.diff(old, new).deltas:
+    for delta in old.diff_to_tree(new).deltas:
         old_id = delta.old_file.id if delta.old_file.id != pygit2.Oid(hex="0" * 40) else None
         new_id = delta.new_file.id if delta.new_file.id != pygit2.Oid(hex="0" * 40) else None
         yield delta.new_file.path or delta.old_file.path, old_id, new_id
