@@ -20,12 +20,13 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from series import validate
 from series.errors import SeriesError
-from series.model import PRNumber, Series, Sha, Status, Topic, Upstream
+from series.model import PRNumber, ProposeSettings, Series, Sha, Status, Topic, Upstream
 
 FILENAME = "series.yaml"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 GITHUB_SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
-TOP_KEYS = ("upstream", "integration", "topics", "resolutions")
+TOP_KEYS = ("upstream", "integration", "topics", "resolutions", "propose")
+PROPOSE_KEYS = ("max_lines", "max_files", "hot_paths", "fork_remote")
 UPSTREAM_KEYS = ("remote", "base", "github", "api_url")
 TOPIC_KEYS = (
     "name", "branch", "status", "summary", "scope", "depends_on", "superseded_by",
@@ -135,6 +136,7 @@ def parse(text: str, path: Path) -> tuple[Series, Any]:
     _check_references(check, raw_topics, topics)
     series = Series(path=path, upstream=upstream, topics=tuple(topics),
                     integration=integration, resolutions=resolutions,
+                    propose=_propose(check, doc),
                     lines=_key_lines(doc, up, raw_topics))
     return series, doc
 
@@ -243,6 +245,33 @@ def _topic(check: _Checker, seq: CommentedSeq, index: int, raw: Any) -> Topic:
         reason=_opt_str(check, raw, "reason", f"{where}.reason"),
         line=_line_of(seq, index),
     )
+
+
+def _propose(check: _Checker, doc: CommentedMap) -> ProposeSettings:
+    """The `propose:` block: first-PR limits for `series propose` (defaults: vLLM's guide)."""
+    raw = doc.get("propose")
+    if raw is None:
+        return ProposeSettings()
+    if not isinstance(raw, CommentedMap):
+        raise check.fail(doc, "propose", "propose", "expected a mapping (max_lines, max_files, hot_paths, fork_remote)")
+    for key in raw:
+        if key not in PROPOSE_KEYS:
+            raise check.fail(raw, key, f"propose.{key}", _unknown(key, PROPOSE_KEYS))
+    values: dict[str, Any] = {}
+    for key in ("max_lines", "max_files"):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise check.fail(raw, key, f"propose.{key}", "expected a positive whole number")
+        values[key] = value
+    if "hot_paths" in raw:
+        values["hot_paths"] = _str_list(check, raw, "hot_paths", "propose.hot_paths")
+    remote = _opt_str(check, raw, "fork_remote", "propose.fork_remote")
+    if remote is not None:
+        _checked(check, raw, "fork_remote", "propose.fork_remote", validate.remote_name)
+        values["fork_remote"] = remote
+    return ProposeSettings(**values)
 
 
 def _check_references(check: _Checker, seq: CommentedSeq, topics: list[Topic]) -> None:

@@ -7,7 +7,8 @@ Upstream history (all offline, made with pygit2, fixed authors and dates):
   v0.31.0   reworks the offload manager's store() (our `offload-stats` conflicts with it),
             ships the ipc change we backported (`ipc-backport` becomes merged), edits the
             scheduler far from our note (clean)
-  v0.32.0   squash-merges #61050 ("... (#61050)"): the adopted PR topic retires
+  v0.32.0   squash-merges #61050 ("... (#61050)"): the adopted PR topic retires; carries a
+            PR template and CODEOWNERS (what `series propose` reads)
 
 The fork's topics are the example series in topics/ (export format, the source of truth):
 the demo clones upstream and runs `series import` on it, as a new clone of a fork would.
@@ -201,6 +202,23 @@ BASE_FILES = {
 }
 
 
+# What `series propose` reads from upstream's main: vLLM's PR template (shortened) and owners.
+PR_TEMPLATE = """\
+## Purpose
+
+<!-- What the change does and why; link the issue it fixes. -->
+
+## Test Plan
+
+## Test Result
+
+---
+
+**BEFORE SUBMITTING, PLEASE READ <https://docs.vllm.ai/en/latest/contributing>** (anything written below this line will be removed by GitHub Actions)
+"""
+CODEOWNERS = "/vllm/v1/kv_offload @kv-offload-owner\n/vllm/entrypoints @frontend-owner\n"
+
+
 def _version_file(version: str) -> str:
     parts = tuple(int(p) for p in version.split("."))
     return f'__version__ = version = "{version}"\n__version_tuple__ = version_tuple = {parts!r}\n'
@@ -252,7 +270,9 @@ def build_upstream(path: Path) -> pygit2.Repository:
                                  "tests/v1/kv_offload/test_lru.py": TEST_LRU_ORDER},
                     "[Bugfix][KV offload] Fix eviction order of touched offloaded blocks (#61050)",
                     Ident(*ADA), "2026-03-02T10:00:00Z", committer=up)
-    v032 = commit(repo, merged, {"vllm/_version.py": _version_file("0.32.0")},
+    v032 = commit(repo, merged, {"vllm/_version.py": _version_file("0.32.0"),
+                                 ".github/PULL_REQUEST_TEMPLATE.md": PR_TEMPLATE,
+                                 ".github/CODEOWNERS": CODEOWNERS},
                   "Release v0.32.0", up, "2026-03-15T00:00:00Z")
     repo.references.create("refs/tags/v0.32.0", v032.id)
     repo.references.create("refs/heads/main", v032.id, force=True)

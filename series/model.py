@@ -45,6 +45,26 @@ class Upstream:
     api_url: str | None = None  # GitHub Enterprise: e.g. https://ghe.example.com/api/v3
 
 
+# What vLLM's first-PR guide asks of a contribution: the `propose:` block of series.yaml
+# overrides these (series.analysis.grade applies them).
+HOT_PATHS = (
+    "vllm/v1/core/sched/", "vllm/core/scheduler.py",                       # the scheduler
+    "vllm/v1/attention/", "vllm/attention/", "vllm/model_executor/layers/attention/",
+    "vllm/model_executor/kernels/attention/", "csrc/attention/",            # attention kernels
+    "*cuda_graph*", "*cudagraph*",                                          # CUDA graphs
+    "vllm/v1/sample/", "vllm/v1/worker/gpu/sample/", "vllm/model_executor/layers/sampler.py",
+    "csrc/sampler.cu",                                                      # samplers
+)
+
+
+@dataclass(frozen=True)
+class ProposeSettings:
+    max_lines: int = 200           # changed lines (added + deleted) in a first PR
+    max_files: int = 3             # changed files in a first PR
+    hot_paths: tuple[str, ...] = HOT_PATHS  # "dir/" prefixes or fnmatch patterns
+    fork_remote: str = "origin"    # the git remote of the user's fork on GitHub
+
+
 @dataclass(frozen=True)
 class Series:
     path: Path
@@ -52,6 +72,7 @@ class Series:
     topics: tuple[Topic, ...] = ()
     integration: str | None = None
     resolutions: str = "resolutions"  # directory beside series.yaml
+    propose: ProposeSettings = field(default_factory=ProposeSettings)
     lines: dict[str, int] = field(default_factory=dict, compare=False)
 
     @property

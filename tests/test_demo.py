@@ -13,7 +13,9 @@ def test_demo_runs_the_whole_story_offline(tmp_path: Path) -> None:
     out = run_series("demo", str(tmp_path / "d"), cwd=tmp_path).stdout
     for expected in ("$ series touches vllm/v1/kv_offload", "touched by 2 of 5 active topics",
                      "$ series adopt-upstream 61050", "CONFLICT", "$ series rebase --continue",
-                     "merged upstream", "Done."):
+                     "merged upstream", "$ series propose offload-stats --dry-run",
+                     "2. grade (first-PR limits; 2 to fix)", "FLAG  dco:", "may be @-mentioned: @kv-offload-owner",
+                     "5. duplicates (open PRs of any age, source: git refs): none share a file", "Done."):
         assert expected in out, f"{expected!r} missing from the demo:\n{out}"
     fork = tmp_path / "d" / "fork"
     status = json.loads(run_series("status", "--json", cwd=fork).stdout)

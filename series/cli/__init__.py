@@ -67,7 +67,7 @@ def emit_json(data: object) -> None:
     click.echo(redact(json.dumps(data, indent=2)))
 
 
-_AREAS = ("basic", "history", "rebase", "upstream", "build", "patches", "demo")
+_AREAS = ("basic", "history", "rebase", "upstream", "propose", "build", "patches", "demo")
 
 
 def _register() -> None:

@@ -67,6 +67,9 @@ STEPS: list[Step] = [
     Step("Upstream CI steps that cover what the series touches:", ("test",)),
     Step("The patched wheel: the release wheel with the series overlaid:",
          ("build", "--wheel", "{wheel}")),
+    Step("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
+         "the guide allows, the description, and the duplicate search last (nothing is sent):",
+         ("propose", "offload-stats", "--dry-run")),
 ]
 
 

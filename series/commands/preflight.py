@@ -8,16 +8,15 @@ topic's exact paths (for an honest PR description) and the DCO check vLLM enforc
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from series.analysis.grade import signed_off
 from series.errors import SeriesError
 from series.forge.base import Forge, PullFile, PullRequest, ranges_overlap, tree_files
 from series.git.repo import topic_range
 from series.workspace import Workspace
 
-_SIGNOFF = re.compile(r"^Signed-off-by:\s*\S.*<[^>]+>\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -54,10 +53,6 @@ class Preflight:
     @property
     def dco_ok(self) -> bool:
         return all(c.signed_off for c in self.commits)
-
-
-def signed_off(message: str) -> bool:
-    return bool(_SIGNOFF.search(message))
 
 
 def rank(topic_files: list[PullFile], pulls: list[PullRequest],

@@ -131,6 +131,11 @@ class Forge(abc.ABC):
     def pull_files(self, number: PRNumber) -> list[PullFile]:
         """The files a PR changes, with old-side hunk ranges when known."""
 
+    def open_pulls(self) -> list[PullRequest]:
+        """Every open PR, whatever its age (offline: every fetched head, state unknown)."""
+        epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        return [p for p in self.list_pulls(epoch) if p.state in ("open", "unknown")]
+
 
 def pr_ref(remote: str, number: int) -> str:
     return f"refs/remotes/{remote}/pr/{number}"

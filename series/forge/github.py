@@ -262,6 +262,59 @@ class GitHubForge(Forge):
     def pull_from_json(self, data: Any, url: str) -> PullRequest:
         return pull_from_json(data, url, self.slug, web_hosts(urllib.parse.urlsplit(self.base).hostname or ""))
 
+    # -- proposing a PR (series propose) ------------------------------------------------
+    def open_pulls(self) -> list[PullRequest]:
+        """Every open PR, of any age: a duplicate opened long ago is still a duplicate."""
+        url = self._url("pulls", state="open", sort="created", direction="desc", per_page=100)
+        items = self._cached(url, "the open pull requests", paginate=True)
+        return [self.pull_from_json(item, url) for item in items]
+
+    def commit_login(self, sha: str) -> str | None:
+        """The GitHub login of a commit's author (for an @-mention), None when GitHub has none."""
+        try:
+            data = self._cached(self._url(f"commits/{sha}"), f"commit {sha[:12]}")
+        except ForgeError:
+            return None  # a hint for the reviewer list, never worth stopping for
+        author = data.get("author") if isinstance(data, dict) else None
+        login = author.get("login") if isinstance(author, dict) else None
+        return login if isinstance(login, str) and re.fullmatch(r"[A-Za-z0-9-]{1,39}", login) else None
+
+    def viewer_login(self) -> str:
+        """The login the token belongs to: the owner of the fork a PR's head lives in."""
+        data = self._cached(f"{self.base}/user", "the authenticated user")
+        login = data.get("login") if isinstance(data, dict) else None
+        if not isinstance(login, str) or not re.fullmatch(r"[A-Za-z0-9-]{1,39}", login):
+            raise ForgeError("the GitHub API did not say whose token this is (GET /user); "
+                             "pass --owner LOGIN (the owner of your fork)")
+        return login
+
+    def create_pull(self, *, head: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
+        """Open a PR (POST /repos/OWNER/REPO/pulls); sent once, never retried: a retry
+        after a lost answer could open it twice."""
+        if not self._token:
+            raise ForgeError("opening a pull request needs a GitHub token: set GH_TOKEN or GITHUB_TOKEN, "
+                             "or run 'gh auth login'")
+        url = self._url("pulls")
+        payload = json.dumps({"title": title, "head": head, "base": base, "body": body,
+                              "draft": draft}).encode("utf-8")
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+                   "User-Agent": f"series/{__version__}", "Content-Type": "application/json"}
+        what = f"a new pull request from {head}"
+        try:
+            answer = self.http.post(url, what, headers, payload)
+        except HttpRefused as exc:
+            raise ForgeError(f"{exc}; nothing was opened as far as series knows") from None
+        except HttpUnreachable as exc:
+            raise ForgeUnreachable(f"{exc} to open the PR; nothing was opened as far as series knows: "
+                                   "check the fork's PR list before retrying") from None
+        except HttpFailed as exc:
+            raise self._http_error(exc, what) from None
+        try:
+            data = json.loads(answer.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise ForgeError(f"the GitHub API sent something that is not JSON for {what} ({url})") from None
+        return self.pull_from_json(data, url)
+
 
 def _parse_time(text: Any, url: str, field: str = "updated_at") -> _dt.datetime:
     if text is None or text == "":

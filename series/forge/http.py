@@ -189,6 +189,30 @@ class ApiClient:
         raise HttpRefused(f"the GitHub API at {self.base} redirected {what} more than "
                           f"{MAX_REDIRECTS} times; refusing")
 
+    def post(self, url: str, what: str, headers: dict[str, str], payload: bytes) -> Answer:
+        """One POST, sent once: never retried (a lost answer could mean it was done) and
+        never redirected (a 30x is refused, the token stays here)."""
+        if _origin(url) != self.origin:
+            raise HttpRefused(f"refusing to send {what} to {one_line(url)}: not the configured "
+                              f"API host {self.base}")
+        send = dict(headers)
+        if self._token:
+            send["Authorization"] = f"Bearer {self._token}"
+        log.debug("POST %s", url)
+        self.requests += 1
+        request = urllib.request.Request(url, data=payload, headers=send, method="POST")
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                return Answer(response.status, response.read(), response.headers.get("Link"), None)
+        except urllib.error.HTTPError as exc:
+            if exc.code in REDIRECTS:
+                raise HttpRefused(f"the GitHub API at {self.base} redirected {what} ({exc.code}); "
+                                  "refusing: only GET requests follow redirects, and only on this host") from None
+            raise HttpFailed(f"HTTP {exc.code}", exc.code, exc.headers, _read(exc)) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise HttpUnreachable(f"cannot reach the GitHub API at {self.base} ({self.scrub(str(reason))})") from None
+
     def _attempts(self, url: str, what: str, headers: dict[str, str],
                   cached: dict[str, str] | None) -> Answer:
         for attempt in range(self.retries + 1):

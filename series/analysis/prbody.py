@@ -1,0 +1,182 @@
+"""A PR description rendered from upstream's own pull request template, filled from a topic.
+
+The template is read from upstream main's tree where GitHub looks for it. Its `## `
+sections are filled by what their heading asks for: the purpose (Purpose, Overview,
+Summary) from the commit messages; the claims from the commit subjects; the test plan
+(Test Plan, Validation) from the upstream CI steps that cover the change (what `series
+test` selects) and the change's own test files; the results (Test Result, and Validation)
+from `series test --run --json` evidence when there is some; the details from the commit
+bodies. Sections it cannot fill keep the template's text. A "Release notes:" line to edit
+goes above the template's footer (GitHub strips what follows its "BEFORE SUBMITTING" line).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pygit2
+
+from series.analysis.grade import Commit, kind, title_tags
+from series.analysis.testmap import Selection
+
+TEMPLATE_PATHS = (".github/pull_request_template.md", ".github/PULL_REQUEST_TEMPLATE.md",
+                  "pull_request_template.md", "PULL_REQUEST_TEMPLATE.md",
+                  "docs/pull_request_template.md", "docs/PULL_REQUEST_TEMPLATE.md")
+# vLLM's template before it was reworded: used when upstream's tree has none.
+FALLBACK = "## Purpose\n\n## Test Plan\n\n## Test Result\n"
+_TRAILER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*: .+$|^\(cherry picked from commit [0-9a-f]+\)$")
+_COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Description:
+    template: str | None       # the template's path in upstream's tree; None: the fallback
+    body: str
+    filled: tuple[str, ...]    # the headings filled in
+    results: bool              # evidence from `series test --run` went in
+
+
+def read_template(repo: pygit2.Repository, tree: pygit2.Tree) -> tuple[str | None, str]:
+    for path in TEMPLATE_PATHS:
+        try:
+            blob = tree[path].peel(pygit2.Blob)
+        except (KeyError, ValueError):
+            continue
+        return path, blob.data.decode("utf-8", "replace")
+    return None, FALLBACK
+
+
+def _body(message: str) -> str:
+    """A commit message without its subject and trailer block."""
+    paragraphs = message.strip().split("\n\n")[1:]
+    if paragraphs and all(_TRAILER.match(l) for l in paragraphs[-1].splitlines()):
+        paragraphs = paragraphs[:-1]
+    return "\n\n".join(p.strip() for p in paragraphs if p.strip())
+
+
+def purpose(title: str, commits: Sequence[Commit]) -> str:
+    first_body = next((_body(c.message) for c in commits if _body(c.message)), "")
+    what = (title_tags(title)[1] or title).rstrip(".")
+    text = what[:1].upper() + what[1:] + "."
+    if first_body:
+        text += "\n\n" + first_body
+    if len(commits) > 1:
+        text += "\n\nCommits:\n" + "\n".join(f"- {c.subject}" for c in commits)
+    return text
+
+
+def claims(commits: Sequence[Commit]) -> str:
+    return "\n".join(f"- {title_tags(c.subject)[1] or c.subject}" for c in commits)
+
+
+def details(commits: Sequence[Commit]) -> str:
+    bodies = [(c.subject, _body(c.message)) for c in commits]
+    bodies = [(s, b) for s, b in bodies if b]
+    if len(bodies) <= 1:
+        return ""
+    return "\n\n".join(f"**{s}**\n\n{b}" for s, b in bodies)
+
+
+def test_plan(selected: Sequence[Selection], paths: Sequence[str]) -> str:
+    own = [p for p in paths if kind(p) == "tests" and p.endswith(".py")]
+    out = []
+    if own:
+        out.append("This change's own tests:\n\n```bash\n" + "\n".join(f"pytest -v {p}" for p in own) + "\n```")
+    if selected:
+        out.append("Upstream CI steps that cover the changed paths (`.buildkite/test_areas`):\n\n" + "\n".join(
+            f"- {s.step.label} (`{s.step.ident}`, {s.step.device or 'GPU'}): "
+            + "; ".join(f"`{c}`" for c in s.step.commands) for s in selected))
+    if not out:
+        out.append("No upstream CI step covers the changed paths; describe how you checked the change.")
+    return "\n\n".join(out)
+
+
+def results(evidence: dict[str, Any]) -> str:
+    """`series test --run --json` as a short table: step, outcome, counts; and the tests
+    that fail without the change (the `--without` evidence)."""
+    rows = ["| step | outcome | passed | failed | skipped |", "|---|---|---|---|---|"]
+    for step in evidence.get("with_series", []):
+        tests: dict[str, str] = {}
+        for command in step.get("commands", []):
+            tests.update(command.get("tests") or {})
+        count = {k: sum(1 for v in tests.values() if v == k) for k in ("passed", "failed", "skipped")}
+        rows.append(f"| {step.get('label', step.get('step', '?'))} | {step.get('status', '?')} | "
+                    f"{count['passed']} | {count['failed']} | {count['skipped']} |")
+    out = ["With this change (`series test --run`):", "", *rows]
+    without = evidence.get("without")
+    if isinstance(without, dict):
+        proof = without.get("evidence") or []
+        if proof:
+            out += ["", "Without this change these tests fail, and pass with it:", ""]
+            out += [f"- `{e.get('test')}` ({e.get('step')})" for e in proof]
+        else:
+            out += ["", "Without this change no selected test fails."]
+    return "\n".join(out)
+
+
+def _heading_kind(heading: str) -> str | None:
+    h = heading.lower()
+    if re.search(r"result", h):
+        return "results"
+    if re.search(r"test plan|validation|testing|how.*test", h):
+        return "plan"
+    if re.search(r"purpose|overview|summary|description|what", h):
+        return "purpose"
+    if "claim" in h:
+        return "claims"
+    if re.search(r"detail|motivation|design", h):
+        return "details"
+    return None
+
+
+def render(template_path: str | None, template: str, title: str, commits: Sequence[Commit],
+           selected: Sequence[Selection], paths: Sequence[str], release_note: str,
+           evidence: dict[str, Any] | None = None) -> Description:
+    lines = template.splitlines()
+    out: list[str] = []
+    filled: list[str] = []
+    i = 0
+    fills = {
+        "purpose": purpose(title, commits),
+        "claims": claims(commits),
+        "plan": test_plan(selected, paths),
+        "results": results(evidence) if evidence else "",
+        "details": details(commits),
+    }
+    kinds_here = {_heading_kind(l[3:]) for l in lines if l.startswith("## ")}
+    if "results" not in kinds_here and evidence:
+        fills["plan"] += "\n\n" + fills["results"]  # one Validation section: plan and results
+    while i < len(lines):
+        line = lines[i]
+        if not line.startswith("## "):
+            out.append(line)
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith("## ") and lines[j].strip() != "---":
+            j += 1
+        section = "\n".join(lines[i + 1:j])
+        what = _heading_kind(line[3:])
+        text = fills.get(what or "", "")
+        out.append(line)
+        if text:
+            filled.append(line[3:].strip())
+            out += ["", *text.splitlines(), ""]
+        else:
+            out.append(section.rstrip("\n") if section.strip() else "")
+        i = j
+    body = "\n".join(out)
+    note = f"Release notes: {release_note}"
+    footer = re.search(r"^(---\s*$|\*\*BEFORE SUBMITTING)", body, re.MULTILINE)
+    if footer:
+        body = body[:footer.start()].rstrip("\n") + f"\n\n{note}\n\n" + body[footer.start():]
+    else:
+        body = body.rstrip("\n") + f"\n\n{note}\n"
+    body = re.sub(r"\n{3,}", "\n\n", body)
+    return Description(template_path, body.rstrip("\n") + "\n", tuple(filled), bool(evidence))
+
+
+def strip_comments(text: str) -> str:
+    """The template's HTML comments out (for a terminal, where they would be noise)."""
+    return _COMMENT.sub("", text)
