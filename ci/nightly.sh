@@ -82,7 +82,9 @@ log "base $BASE -> $ONTO"
 
 # --- does the series still apply? ---------------------------------------------------------------
 if [ "$ONTO" != "$BASE" ]; then
-  $SERIES rebase --onto "$ONTO" --dry-run > "$OUT/rebase-dry-run.txt" 2> "$OUT/rebase-dry-run.err"
+  # --bisect: each conflicting topic's report names the first upstream commit (and PR)
+  # on the target's first-parent line at which it stopped applying
+  $SERIES rebase --onto "$ONTO" --dry-run --bisect > "$OUT/rebase-dry-run.txt" 2> "$OUT/rebase-dry-run.err"
   rc=$?
   if [ $rc -ne 0 ]; then
     {
@@ -94,6 +96,9 @@ if [ "$ONTO" != "$BASE" ]; then
     } >> "$REPORT"
     echo "nightly: the series no longer applies onto $ONTO:" >&2
     cat "$OUT/rebase-dry-run.txt" "$OUT/rebase-dry-run.err" >&2
+    awk '/ CONFLICT /{t=$1} /first breaking upstream commit:/{sub(/^ */, ""); print t ": " $0}' \
+      "$OUT/rebase-dry-run.txt" > "$OUT/first-breaking.txt"
+    while IFS= read -r line; do echo "- $line" >> "$REPORT"; log "$line"; done < "$OUT/first-breaking.txt"
     [ $rc -eq 3 ] && exit 3
     exit 1
   fi

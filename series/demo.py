@@ -4,9 +4,10 @@ Upstream history (all offline, made with pygit2, fixed authors and dates):
   v0.30.0   the base our fork sits on
   PR #61050 refs/pull/61050/head: Ada Upstream's fix of the KV-offload LRU eviction order,
             the same bug our topic `offload-evict-fix` fixes
-  v0.31.0   reworks the offload manager's store() (our `offload-stats` conflicts with it),
-            ships the ipc change we backported (`ipc-backport` becomes merged), edits the
-            scheduler far from our note (clean)
+  v0.31.0   three squash-merged PRs and the release commit: #60990 edits the scheduler
+            far from our note (clean), #61010 reworks the offload manager's store() (our
+            `offload-stats` conflicts with it), #61020 ships the ipc change we backported
+            (`ipc-backport` becomes merged)
   v0.32.0   squash-merges #61050 ("... (#61050)"): the adopted PR topic retires; carries a
             PR template and CODEOWNERS (what `series propose` reads)
 
@@ -259,12 +260,18 @@ def build_upstream(path: Path) -> pygit2.Repository:
                 "Signed-off-by: Ada Upstream <ada@upstream.example>",
                 Ident(*ADA), "2026-02-03T09:30:00Z")
     repo.references.create("refs/pull/61050/head", pr.id)
-    v031 = commit(repo, v030, {
-        "vllm/v1/kv_offload/cpu/manager.py": MANAGER_V031,
-        "vllm/multimodal/ipc.py": "SHM_PREFIX = 'vllm'\nSHM_TIMEOUT_S = 30\n",
-        "vllm/v1/core/sched/scheduler.py": SCHEDULER.replace("return 11\n", "return 11  # v0.31\n"),
-        "vllm/_version.py": _version_file("0.31.0"),
-    }, "Release v0.31.0", up, "2026-02-15T00:00:00Z")
+    # v0.31.0 lands as squash-merged PRs, as vLLM's releases do (the rebase names them)
+    sched = commit(repo, v030, {"vllm/v1/core/sched/scheduler.py": SCHEDULER.replace(
+        "return 11\n", "return 11  # v0.31\n")}, "[Core] Mark the scheduler's v0.31 step (#60990)",
+        Ident("Sam Scheduler", "sam@upstream.example"), "2026-02-05T11:00:00Z", committer=up)
+    rework = commit(repo, sched, {"vllm/v1/kv_offload/cpu/manager.py": MANAGER_V031},
+                    "[KV offload] Evict lazily in store() (#61010)",
+                    Ident("Kai Offload", "kai@upstream.example"), "2026-02-08T15:20:00Z", committer=up)
+    ipc = commit(repo, rework, {"vllm/multimodal/ipc.py": "SHM_PREFIX = 'vllm'\nSHM_TIMEOUT_S = 30\n"},
+                 "[Multimodal] Time out shared-memory handles (#61020)",
+                 Ident("Mia Multimodal", "mia@upstream.example"), "2026-02-11T09:45:00Z", committer=up)
+    v031 = commit(repo, ipc, {"vllm/_version.py": _version_file("0.31.0")}, "Release v0.31.0", up,
+                  "2026-02-15T00:00:00Z")
     repo.references.create("refs/tags/v0.31.0", v031.id)
     merged = commit(repo, v031, {"vllm/v1/kv_offload/cpu/policies/lru.py": LRU_FIXED,
                                  "tests/v1/kv_offload/test_lru.py": TEST_LRU_ORDER},

@@ -50,6 +50,9 @@ def test_adopt_then_a_release_with_the_pr_retires_it_as_merged(adopted: Path, wo
     report = json.loads(proc.stdout)
     text = json.dumps(report)
     assert "(#61050)" in text and "modified" not in text.replace('"modified": false', ""), text
+    squash = sh("git rev-parse v0.30.1~1", adopted).strip()
+    row = next(t for t in report["topics"] if t["name"] == "pr-61050")
+    assert [(e["pr"], e["sha"]) for e in row["evidence"]] == [(61050, squash)], row
     # branches kept: the retired PR topic and the topic it superseded
     assert sh("git rev-parse topic/pr-61050", adopted).strip() == pr_branch
     assert sh("git rev-parse topic/offload-evict-fix", adopted).strip() == ours

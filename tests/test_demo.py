@@ -13,6 +13,9 @@ def test_demo_runs_the_whole_story_offline(tmp_path: Path) -> None:
     out = run_series("demo", str(tmp_path / "d"), cwd=tmp_path).stdout
     for expected in ("$ series touches vllm/v1/kv_offload", "touched by 2 of 5 active topics",
                      "$ series adopt-upstream 61050", "CONFLICT", "$ series rebase --continue",
+                     "as far as possible: stopped at 1 of 4 commits on v0.31.0's first-parent line",
+                     "upstream #61010 rewrote store() in manager.py",
+                     "read it first (git show ", "landed by PR #61020",
                      "merged upstream", "$ series propose offload-stats --dry-run",
                      "2. grade (first-PR limits; 2 to fix)", "FLAG  dco:", "may be @-mentioned: @kv-offload-owner",
                      "5. duplicates (open PRs of any age, source: git refs): none share a file", "Done."):

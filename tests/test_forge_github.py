@@ -51,21 +51,25 @@ def test_merged_pull_has_its_merge_commit(httpserver: HTTPServer) -> None:
 
 
 def _serve_pull_list(server: HTTPServer) -> None:
-    page2 = f"{api(server)}{REPO}/pulls?state=all&sort=updated&direction=desc&per_page=100&page=2"
-    server.expect_request(f"{REPO}/pulls", query_string={
-        "state": "all", "sort": "updated", "direction": "desc", "per_page": "100", "page": "2"}) \
-        .respond_with_json(github_fixture("pulls-page-2"))
-    server.expect_request(f"{REPO}/pulls").respond_with_json(
-        github_fixture("pulls-page-1"),
-        headers={"Link": f'<{page2}>; rel="next", <{page2}>; rel="last"'})
+    """Open PRs on two pages (the second: #58000, open, last updated 90 days ago), then the
+    closed ones, newest update first."""
+    query = {"sort": "updated", "direction": "desc", "per_page": "100"}
+    page2 = f"{api(server)}{REPO}/pulls?state=open&sort=updated&direction=desc&per_page=100&page=2"
+    server.expect_request(f"{REPO}/pulls", query_string={"state": "open", **query, "page": "2"}) \
+        .respond_with_json(github_fixture("pulls-open-page-2"))
+    server.expect_request(f"{REPO}/pulls", query_string={"state": "open", **query}).respond_with_json(
+        github_fixture("pulls-page-1"), headers={"Link": f'<{page2}>; rel="next", <{page2}>; rel="last"'})
+    server.expect_request(f"{REPO}/pulls", query_string={"state": "closed", **query}).respond_with_json(
+        github_fixture("pulls-page-2"))
 
 
-def test_list_pulls_follows_link_pages_and_keeps_open_and_recently_closed(httpserver: HTTPServer) -> None:
+def test_list_pulls_keeps_every_open_pr_whatever_its_age_and_the_recently_closed(httpserver: HTTPServer) -> None:
     _serve_pull_list(httpserver)
     since = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=30)
     pulls = forge_for(httpserver).list_pulls(since)
-    assert [(p.number, p.state) for p in pulls] == [(61200, "open"), (61050, "open"), (61100, "closed")], pulls
-    assert len(httpserver.log) == 2, [r.url for r, _ in httpserver.log]
+    assert [(p.number, p.state) for p in pulls] == [
+        (61200, "open"), (61050, "open"), (58000, "open"), (61100, "closed")], pulls
+    assert len(httpserver.log) == 3, [r.url for r, _ in httpserver.log]
 
 
 def test_pull_files_paginated_with_hunks(httpserver: HTTPServer) -> None:

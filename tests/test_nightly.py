@@ -50,6 +50,8 @@ def test_nightly_stops_with_the_conflict_summary(fork: Path, tmp_path: Path) -> 
     assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
     assert "no longer applies onto v0.31.0" in proc.stderr, proc.stderr
     assert "offload-evict-fix" in proc.stderr and "lru.py" in proc.stderr, proc.stderr
+    assert "offload-evict-fix: first breaking upstream commit: #60001 " in proc.stderr, proc.stderr
+    assert "- offload-evict-fix: first breaking upstream commit: #60001" in (out / "report.md").read_text()
     assert "no longer applies" in (out / "report.md").read_text()
     assert "base: v0.30.0" in (fork / "series.yaml").read_text(), "a dry run must move nothing"
 

@@ -76,19 +76,21 @@ def test_dco_ok_when_every_commit_is_signed_off(served: Path) -> None:
 def _serve_api(server: HTTPServer) -> None:
     base = server.url_for("").rstrip("/")
     repo = "/repos/vllm-project/vllm"
-    page2 = f"{base}{repo}/pulls?state=all&sort=updated&direction=desc&per_page=100&page=2"
-    server.expect_request(f"{repo}/pulls", query_string={
-        "state": "all", "sort": "updated", "direction": "desc", "per_page": "100", "page": "2"}) \
-        .respond_with_json(github_fixture("pulls-page-2", API=base))
-    server.expect_request(f"{repo}/pulls").respond_with_json(
+    query = {"sort": "updated", "direction": "desc", "per_page": "100"}
+    page2 = f"{base}{repo}/pulls?state=open&sort=updated&direction=desc&per_page=100&page=2"
+    server.expect_request(f"{repo}/pulls", query_string={"state": "open", **query, "page": "2"}) \
+        .respond_with_json(github_fixture("pulls-open-page-2", API=base))
+    server.expect_request(f"{repo}/pulls", query_string={"state": "open", **query}).respond_with_json(
         github_fixture("pulls-page-1", API=base), headers={"Link": f'<{page2}>; rel="next"',
                                                            "X-RateLimit-Remaining": "4990"})
+    server.expect_request(f"{repo}/pulls", query_string={"state": "closed", **query}).respond_with_json(
+        github_fixture("pulls-page-2", API=base), headers={"X-RateLimit-Remaining": "4989"})
     files2 = f"{base}{repo}/pulls/61050/files?per_page=100&page=2"
     server.expect_request(f"{repo}/pulls/61050/files", query_string={"per_page": "100", "page": "2"}) \
         .respond_with_json(github_fixture("files-61050-page-2", API=base))
     server.expect_request(f"{repo}/pulls/61050/files").respond_with_json(
         github_fixture("files-61050-page-1", API=base), headers={"Link": f'<{files2}>; rel="next"'})
-    for number in (61100, 61200, 60900):
+    for number in (61100, 61200, 60900, 58000):
         server.expect_request(f"{repo}/pulls/{number}/files").respond_with_json(
             github_fixture(f"files-{number}", API=base))
 
@@ -101,8 +103,10 @@ def test_github_api_ranks_duplicate_first_and_never_shows_the_token(
     lines = [l for l in proc.stdout.splitlines() if l.startswith("  #")]
     assert lines[0].startswith("  #61050 open") and "ada-upstream" in lines[0], proc.stdout
     assert "2 shared files, 2 overlapping hunks" in lines[0], proc.stdout
-    assert lines[1].startswith("  #61100 closed") and "1 shared file, 0 overlapping hunks" in lines[1], proc.stdout
-    assert len(lines) == 2 and "#60900" not in proc.stdout, "closed 90 days ago: outside the window"
+    assert lines[1].startswith("  #58000 open") and "1 shared file, 1 overlapping hunk" in lines[1], \
+        "open for 90 days: still a candidate, whatever its age"
+    assert lines[2].startswith("  #61100 closed") and "1 shared file, 0 overlapping hunks" in lines[2], proc.stdout
+    assert len(lines) == 3 and "#60900" not in proc.stdout, "closed 90 days ago: outside the window"
     assert "source: github" in proc.stdout and "GET " in proc.stderr, proc.stderr
     assert TOKEN not in proc.stdout + proc.stderr
     for path in tmp_path.rglob("*"):
@@ -110,8 +114,8 @@ def test_github_api_ranks_duplicate_first_and_never_shows_the_token(
             assert TOKEN.encode() not in path.read_bytes(), f"token written to {path}"
     auth = {r.headers.get("Authorization") for r, _ in httpserver.log}
     assert auth == {f"Bearer {TOKEN}"}, auth
-    # 2 list pages + files of 61200, 61050 (2 pages), 61100; 60900 is never asked about
-    assert len(httpserver.log) == 6, [r.full_path for r, _ in httpserver.log]
+    # 2 open pages, 1 closed + files of 61200, 61050 (2 pages), 58000, 61100; never 60900
+    assert len(httpserver.log) == 8, [r.full_path for r, _ in httpserver.log]
 
 
 def test_api_rate_limit_is_one_line(fork: Path, httpserver: HTTPServer) -> None:
@@ -146,7 +150,7 @@ def test_preflight_stops_before_exceeding_the_rate_limit(fork: Path, httpserver:
     proc = run_series("preflight", "offload-evict-fix", cwd=fork, expect=1,
                       env={"SERIES_GITHUB_API": httpserver.url_for("")})
     assert "needs 2 GitHub API requests but only 1 remain" in proc.stderr, proc.stderr
-    assert len(httpserver.log) == 1, "no file request was spent"
+    assert len(httpserver.log) == 2, "the open and the closed list; no file request was spent"
     httpserver.expect_request("/repos/vllm-project/vllm/pulls/61200/files").respond_with_json(
         github_fixture("files-61200"))
     out = run_series("preflight", "offload-evict-fix", "--limit", "1", cwd=fork,
@@ -162,3 +166,25 @@ def test_fetched_pr_heads_are_not_upstream_history(served: Path) -> None:
     assert "  #62000" in out and "2 commit(s) over v0.30.0" in out, out
     rows = {t["name"]: t for t in json.loads(run_series("status", "--json", cwd=served).stdout)["topics"]}
     assert rows["offload-evict-fix"]["commits"] == 2, rows["offload-evict-fix"]
+
+
+def test_offline_never_drops_an_old_pr_head_and_knows_merged_ones_from_main(served: Path) -> None:
+    """Without --days every PR head counts, whatever its age (ranked by overlap, then
+    recency); a PR whose squash commit '(#N)' is on main is merged, the rest unknown."""
+    upstream = served.parent / "upstream.git"
+    rewrite = commit_files(upstream, "v0.30.0", {LRU: (served / LRU).read_text() + "# v0.31 draft\n"},
+                           "[KV offload] rewrite LRU touch", "2026-02-01T08:00:00Z")
+    git(upstream, "update-ref", "refs/pull/60001/head", rewrite)  # v0.31.0 is its squash "(#60001)"
+    data = json.loads(run_series("preflight", "offload-evict-fix", "--fetch", "--json", cwd=served).stdout)
+    found = {c["number"]: c for c in data["candidates"]}
+    assert found[50000]["state"] == "unknown" and found[50000]["updated_at"].startswith("2000-01-01"), found
+    assert found[60001]["state"] == "merged", found
+    assert found[60001]["merge_commit"] == sh("git rev-parse v0.31.0", served).strip(), found
+    assert found[61050]["state"] == "unknown", "not on main: open or closed, git cannot tell"
+    order = [c["number"] for c in data["candidates"]]
+    assert order[0] == 61050 and order.index(60001) < order.index(50000), order  # same overlap: newest first
+    assert data["checked"] == 5, data
+    text = run_series("preflight", "offload-evict-fix", "--offline", cwd=served).stdout
+    assert "every head, whatever its age; 5 checked" in text and "(merged as " in text, text
+    narrowed = run_series("preflight", "offload-evict-fix", "--offline", "--days", "3650", cwd=served).stdout
+    assert "#50000" not in narrowed and "older than 3650 days left out (--days)" in narrowed, narrowed

@@ -354,9 +354,13 @@ rebase (dry run) onto v0.31.0 ('v0.31') <sha> from v0.30.0: 2 clean, 1 conflict,
   sched-note         clean      1 commit(s) -> <sha>  range-diff =1
   offload-evict-fix  CONFLICT   <sha> [Bugfix][KV offload] keep request order on touch: \
 vllm/v1/kv_offload/cpu/policies/lru.py
+                       upstream #60001 rewrote touch() in lru.py (<sha>, vLLM Upstream, 2026-02-10): \
+[KV offload] rewrite LRU touch (#60001)
   ipc-backport       merged upstream (every commit is already in v0.31.0); status: merged, branch kept
                        dropped (already upstream): <sha> [Backport] ipc VERSION 2
+                       landed by PR #60001: <sha> [KV offload] rewrite LRU touch (#60001) (vLLM Upstream, 2026-02-10)
   api-hello          clean      1 commit(s) -> <sha>  range-diff =1
+base v0.30.0 is 1 commit (40 days) behind upstream/main
 nothing was changed (dry run)
 report: <file>
 """, text

@@ -150,11 +150,18 @@ def test_between_forecasts_where_the_rebase_hurts(fork: Path) -> None:
         "    upstream +3 -2, ours +1 -0  vllm/v1/kv_offload/cpu/policies/lru.py\n"
         "  ipc-backport       1 file\n"
         "    upstream +1 -1, ours +1 -1  vllm/multimodal/ipc.py  (ours is upstream's new version: already merged?)\n"
+        "By upstream PR (1), the ones meeting most of our files first:\n"
+        "  #60001   2026-02-10 vLLM Upstream    [KV offload] rewrite LRU touch\n"
+        "      vllm/multimodal/ipc.py (ipc-backport), vllm/v1/core/sched/scheduler.py (sched-note), "
+        "vllm/v1/kv_offload/cpu/policies/lru.py (offload-evict-fix)\n"
     ), out
     data = json.loads(run_series("touches", "--json", "--between", "v0.30.0..v0.31.0", "vllm/v1/kv_offload",
                                  cwd=fork).stdout)
     assert [t["name"] for t in data["topics"]] == ["offload-evict-fix"], data
     assert data["topics"][0]["files"][0]["upstream"]["added"] == 3, data
+    assert [(u["pr"], u["author"], u["files"]) for u in data["upstream_pulls"]] == [
+        (60001, "vLLM Upstream", [{"path": "vllm/v1/kv_offload/cpu/policies/lru.py", "topics": ["offload-evict-fix"]}])
+    ], data["upstream_pulls"]
 
 
 def test_between_without_overlap_exits_1(fork: Path) -> None:

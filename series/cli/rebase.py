@@ -33,11 +33,17 @@ class _Progress:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for CI).")
 @click.option("--skip-topic", "skip", multiple=True, metavar="NAME",
               help="Leave this topic out of this rebase (status unchanged). Repeatable.")
+@click.option("--bisect", is_flag=True,
+              help="For each conflicting topic, find the first upstream commit on REF's first-parent "
+                   "line at which it stops applying (in-memory replays, log2 of the commits).")
+@click.option("--as-far-as-possible", "as_far", is_flag=True,
+              help="Move the series to the newest commit on REF's first-parent line where every "
+                   "active topic applies; say which upstream commit blocks the next step.")
 @click.option("--continue", "resume", is_flag=True, help="Go on after resolving a conflict in the worktree.")
 @click.option("--abort", is_flag=True, help="Stop the rebase in progress and put everything back.")
 @pass_ctx
 def rebase(ctx: Context, onto: str | None, fetch: bool, dry_run: bool, as_json: bool,
-           skip: tuple[str, ...], resume: bool, abort: bool) -> None:
+           skip: tuple[str, ...], bisect: bool, as_far: bool, resume: bool, abort: bool) -> None:
     """Replay every active topic from upstream.base onto REF, in memory.
 
     \b
@@ -52,18 +58,26 @@ def rebase(ctx: Context, onto: str | None, fetch: bool, dry_run: bool, as_json: 
       series rebase --onto v0.31 --dry-run     what would happen
       series rebase --onto v0.31               do it
       series rebase --onto upstream/main --fetch --json
+      series rebase --onto upstream/main --dry-run --bisect     which upstream PR broke a topic
+      series rebase --onto upstream/main --as-far-as-possible   up to the first blocking commit
+    \b
+    A conflict names the upstream commits (and PRs, from "(#N)") that changed the lines
+    the topic edits, likeliest first; a merged topic names the upstream commit that
+    landed it.
     """
     from series.commands import rebase as cmd
 
     if sum(bool(x) for x in (onto, resume, abort)) != 1:
         raise click.UsageError("give exactly one of --onto REF, --continue, --abort")
+    if (bisect or as_far) and not onto:
+        raise click.UsageError("--bisect and --as-far-as-possible go with --onto REF")
     ws = ctx.workspace(check_branches=not (resume or abort))
     progress: Any = None
     if sys.stderr.isatty() and not as_json:
         progress = _Progress()
     try:
         result = cmd.run(ws, onto=onto, fetch=fetch, dry_run=dry_run, skip=skip, resume=resume,
-                         abort=abort, progress=progress)
+                         abort=abort, progress=progress, bisect=bisect, as_far_as_possible=as_far)
     finally:
         if progress is not None:
             progress.close()

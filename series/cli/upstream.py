@@ -167,19 +167,22 @@ def drop(ctx: Context, topic: str, reason: str | None, dry_run: bool, as_json: b
 @click.argument("topic")
 @click.option("--fetch", is_flag=True,
               help="First fetch every upstream PR head into refs/remotes/<remote>/pr/* (git).")
-@click.option("--days", type=click.IntRange(min=1), default=30, show_default=True,
-              help="Closed PRs count when closed within this many days.")
+@click.option("--days", type=click.IntRange(min=1),
+              help="Narrow to PRs updated within this many days (offline: head commit date). Without "
+                   "it every PR head counts, whatever its age; from the API every open PR, and PRs "
+                   "closed in the last 30 days.")
 @click.option("--limit", type=click.IntRange(min=1), help="Compare at most this many PRs (most recently updated).")
 @click.option("--offline", is_flag=True, help=_OFFLINE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
-def preflight(ctx: Context, topic: str, fetch: bool, days: int, limit: int | None,
+def preflight(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int | None,
               offline: bool, as_json: bool) -> None:
     """Before posting TOPIC upstream: duplicate PRs, exact paths, DCO sign-offs.
 
     \b
-    Lists upstream PRs (open, or closed in the last --days) that touch the topic's files,
-    most shared files first, then most overlapping hunks: number, state, author, title.
+    Lists upstream PRs that touch the topic's files, most shared files first, then most
+    overlapping hunks, then the most recent: number, state, author, date, title. An old
+    open PR is never left out for its age (only --days narrows).
     Source: the GitHub API when upstream.github is set, else (or with --offline, or
     after --fetch) PR heads fetched into refs/remotes/<remote>/pr/N.
     Also prints the topic's exact touched paths and whether every commit carries

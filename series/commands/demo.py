@@ -56,8 +56,10 @@ STEPS: list[Step] = [
          ("touches", "--between", "v0.30.0..v0.31.0")),
     Step("Upstream PR #61050 fixes the same eviction bug: carry it instead of our topic, "
          "authorship kept:", ("adopt-upstream", "61050", "--replaces", "offload-evict-fix")),
-    Step("A new release is out: rebase every topic onto v0.31 (one topic is already upstream, "
-         "one conflicts):", ("rebase", "--onto", "v0.31"), expect=(3,)),
+    Step("A new release is out. How far along its history does the whole series still apply? "
+         "(a dry run: nothing moves)", ("rebase", "--onto", "v0.31", "--as-far-as-possible", "--dry-run")),
+    Step("Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
+         "report names the upstream PR behind each):", ("rebase", "--onto", "v0.31"), expect=(3,)),
     Step("Resolve in the printed worktree, then go on:", ("rebase", "--continue"),
          before=_resolve_stats_conflict),
     Step("The series after the rebase:", ("status",)),

@@ -1,7 +1,10 @@
 """`series preflight TOPIC`: the last check before posting a topic upstream as a PR.
 
-Is someone upstream already fixing this? Upstream PRs (open, and closed recently) that
-touch the topic's files, ranked by shared files, then by overlapping hunks. Plus the
+Is someone upstream already fixing this? Upstream PRs that touch the topic's files, ranked
+by shared files, then overlapping hunks, then recency; never dropped for age alone (vLLM
+PRs stay open for months), only when --days asks. From the API: every open PR, and PRs
+closed in the last --days (30 by default). Offline: every PR head fetched into git refs,
+found with one path-limited walk (series.forge.scan), merged or "unknown". Plus the
 topic's exact paths (for an honest PR description) and the DCO check vLLM enforces
 (every commit needs a Signed-off-by: trailer).
 """
@@ -13,7 +16,9 @@ from typing import Callable
 
 from series.analysis.grade import signed_off
 from series.errors import SeriesError
-from series.forge.base import Forge, PullFile, PullRequest, ranges_overlap, tree_files
+from series.forge import scan
+from series.forge.base import (Forge, OfflineForge, PullFile, PullRequest, mainline_commit, ranges_overlap,
+                               tree_files)
 from series.git.repo import topic_range
 from series.workspace import Workspace
 
@@ -29,6 +34,8 @@ class Candidate:
     shared_files: list[str]
     overlapping_hunks: int
     own: bool = False  # the PR this topic was adopted from
+    updated_at: str | None = None
+    merge_commit: str | None = None  # upstream's squash of it, when merged
 
 
 @dataclass(frozen=True)
@@ -70,12 +77,19 @@ def rank(topic_files: list[PullFile], pulls: list[PullRequest],
                     hunks += ranges_overlap(mine[path].hunks, theirs.hunks)
         if shared:
             found.append(Candidate(int(pr.number), pr.title, pr.author, pr.state, pr.url,
-                                   sorted(shared), hunks, own=own_pr == pr.number))
-    found.sort(key=lambda c: (-len(c.shared_files), -c.overlapping_hunks, -c.number))
+                                   sorted(shared), hunks, own=own_pr == pr.number,
+                                   updated_at=pr.updated_at, merge_commit=pr.merge_commit))
+    found.sort(key=lambda c: (-len(c.shared_files), -c.overlapping_hunks, -_moment(c.updated_at), -c.number))
     return found
 
 
-def run(ws: Workspace, name: str, forge: Forge, *, days: int = 30,
+def _moment(stamp: str | None) -> float:
+    if not stamp:
+        return 0.0
+    return _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         now: _dt.datetime | None = None, limit: int | None = None,
         progress: Callable[[int, int], None] | None = None) -> Preflight:
     topic = ws.series.topic(name)
@@ -90,22 +104,29 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int = 30,
     commits = [CommitCheck(str(c.id), c.message.split("\n", 1)[0].strip(), signed_off(c.message))
                for c in span.commits]
     moment = now or _dt.datetime.now(_dt.timezone.utc)
-    since = moment - _dt.timedelta(days=days)
-    pulls = forge.list_pulls(since)
+    since = moment - _dt.timedelta(days=days if days is not None else 30)
     notes = []
-    if forge.source != "github":
-        # Without the API, a PR's state and close date are unknown: a head updated in the
-        # window stands in for "open, or closed recently".
-        recent = [p for p in pulls if p.updated_at is None or
-                  _dt.datetime.fromisoformat(p.updated_at.replace("Z", "+00:00")) >= since]
-        notes.append("offline: PR heads from git refs, state unknown, recent by head commit date")
-        if len(recent) < len(pulls):
-            notes.append(f"{len(pulls) - len(recent)} PR head(s) older than {days} days not compared (--days)")
-        pulls = recent
+    scanned: scan.Scan | None = None
+    if isinstance(forge, OfflineForge):
+        scanned = scan.scan(repo, forge.remote, mainline_commit(repo, forge.remote),
+                            [f.path for f in files], len(forge.numbers()))
+        pulls = scanned.pulls
+        notes.append(f"offline: {scanned.heads} PR heads from git refs, searched in one path-limited walk; "
+                     "merged when main has its '(#N)' commit or contains the head, else open or closed: unknown")
+        if not scanned.graph:
+            notes.append("no commit-graph in this clone: 'git commit-graph write --reachable --changed-paths' "
+                         "makes this walk faster")
+        if days is not None:
+            recent = [p for p in pulls if p.updated_at is None or _moment(p.updated_at) >= since.timestamp()]
+            if len(recent) < len(pulls):
+                notes.append(f"{len(pulls) - len(recent)} PR head(s) older than {days} days left out (--days)")
+            pulls = recent
+    else:
+        pulls = forge.list_pulls(since)
     if limit is not None and len(pulls) > limit:
         notes.append(f"checked the {limit} most recently updated of {len(pulls)} PRs (--limit)")
         pulls = pulls[:limit]
-    budget = getattr(forge, "rate_remaining", None)
+    budget = getattr(forge, "rate_remaining", None) if scanned is None else None
     if budget is not None and budget < len(pulls):
         raise SeriesError(
             f"comparing files of {len(pulls)} PRs needs {len(pulls)} GitHub API requests but only "
@@ -117,13 +138,14 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int = 30,
         done += 1
         if progress is not None:
             progress(done, len(pulls))
-        return forge.pull_files(pr.number)
+        return scanned.files[pr.number] if scanned is not None else forge.pull_files(pr.number)
 
     candidates = rank(files, pulls, files_of, own_pr=topic.upstream_pr)
     return Preflight(
         topic=name, base=ws.series.upstream.base, source=forge.source,
-        since=since.date().isoformat(), paths=[f.path for f in files], commits=commits,
-        candidates=candidates, checked=len(pulls), notes=notes,
+        since=since.date().isoformat() if scanned is None or days is not None else "",
+        paths=[f.path for f in files], commits=commits, candidates=candidates,
+        checked=scanned.heads if scanned is not None else len(pulls), notes=notes,
     )
 
 
@@ -144,8 +166,11 @@ def render(result: Preflight) -> str:
         out.append(f"DCO: {len(unsigned)} of {len(result.commits)} commit(s) lack Signed-off-by "
                    "(vLLM requires it; fix with 'git rebase --signoff <base>'):")
         out += [f"  {c.sha[:12]} {c.subject}" for c in unsigned]
-    where = (f"(source: {result.source}; open, or closed since {result.since}; "
-             f"{result.checked} checked)")
+    if result.source == "github":
+        window = f"open, or closed since {result.since}"
+    else:
+        window = f"heads since {result.since}" if result.since else "every head, whatever its age"
+    where = f"(source: {result.source}; {window}; {result.checked} checked)"
     if not result.candidates:
         out.append(f"upstream PRs touching the same files {where}: none")
     else:
@@ -155,7 +180,10 @@ def render(result: Preflight) -> str:
             mark = "  (this topic's PR)" if c.own else ""
             files = f"{len(c.shared_files)} shared file{'s' if len(c.shared_files) != 1 else ''}"
             hunks = f"{c.overlapping_hunks} overlapping hunk{'s' if c.overlapping_hunks != 1 else ''}"
-            out.append(f"  #{c.number:<{width}} {c.state:<8} {c.author:<16} {files}, {hunks}  {c.title}{mark}")
+            when = f"  {c.updated_at[:10]}" if c.updated_at else ""
+            squash = f"  (merged as {c.merge_commit[:12]})" if c.merge_commit else ""
+            out.append(f"  #{c.number:<{width}} {c.state:<8} {c.author:<16} {files}, {hunks}{when}  "
+                       f"{c.title}{mark}{squash}")
             out += [f"  {'':<{width + 2}}{p}" for p in c.shared_files]
     out += [f"note: {n}" for n in result.notes]
     return "\n".join(out)

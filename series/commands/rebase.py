@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from series.commands import rebase_reach as history
 from series.engine import rebase as engine
 from series.engine import report as reports
 from series import validate
@@ -36,14 +37,20 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
     partial.ensure_blobs(ws.repo, ws.base_commit(), heads, target)
 
 
-def _finish(ws: Workspace, outcome: engine.Outcome) -> Result:
+def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
+            reach: tuple[str, Any] | None = None) -> Result:
     report_id = outcome.op_id or (f"dry-run-{engine._stamp()}" if outcome.dry_run else outcome.state.id)
     data = reports.build(ws.repo, outcome, report_id)
+    history.annotate(ws, outcome, data, bisect=bisect)
     text = reports.render(data, ws.series.integration)
+    if reach is not None:
+        data["as_far_as_possible"] = reach[1].as_json()
+        text = history.render_reach(reach[1], reach[0], outcome.state.old_base_name) + "\n" + text
     if outcome.worktree is not None:
         run = outcome.state.topic(outcome.state.current or "")
         text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
                  "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
+        text += "".join(f"\n  {line}" for line in history.read_first(data, run.name))
     elif data["status"] == "conflict":
         text += "\nnothing was changed (dry run)" if outcome.dry_run else ""
     path = reports.write(ws.repo, data, text)
@@ -56,7 +63,8 @@ def _finish(ws: Workspace, outcome: engine.Outcome) -> Result:
 
 def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run: bool = False,
         skip: tuple[str, ...] = (), resume: bool = False, abort: bool = False,
-        progress: engine.Progress | None = None) -> Result:
+        progress: engine.Progress | None = None, bisect: bool = False,
+        as_far_as_possible: bool = False) -> Result:
     repo = ws.repo
     with refs.Lock(repo):
         if abort:
@@ -72,4 +80,21 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
                                               "upstream.remote")
             git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
         _blobs_for(ws, onto)
-        return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress))
+        if as_far_as_possible and engine.in_progress(ws) is None:
+            return _as_far(ws, onto, skip, dry_run, progress)
+        return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress), bisect=bisect)
+
+
+def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
+            progress: engine.Progress | None) -> Result:
+    """Rebase onto the newest commit of REF's first-parent line where every topic applies;
+    move nothing when even the first one blocks."""
+    name, found = history.reach(ws, onto, skip)
+    if found.target is None and found.total:
+        text = history.render_reach(found, name, ws.series.upstream.base)
+        data = {"status": "blocked", "command": "rebase", "dry_run": dry_run,
+                "as_far_as_possible": found.as_json()}
+        return Result(data, text, "", True)
+    target = onto if found.complete or found.target is None else found.target.sha
+    outcome = engine.start(ws, target, skip=skip, dry_run=dry_run, progress=progress)
+    return _finish(ws, outcome, reach=(name, found))

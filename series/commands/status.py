@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TypedDict
 
+from series.analysis import attribution
+from series.analysis.attribution import Behind
 from series.git.repo import file_stats, topic_range
 from series.workspace import Workspace
 
@@ -72,14 +74,22 @@ def halted(ws: Workspace) -> str | None:
             f"'{command} --continue' (or '{command} --abort')")
 
 
+def behind(ws: Workspace) -> Behind | None:
+    return attribution.behind_main(ws.repo, ws.series.upstream.remote, ws.base_commit())
+
+
 def as_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
+    late = behind(ws)
     return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
+            "behind": late.as_json() if late is not None else None,
             "halted": halted(ws), "topics": [asdict(r) for r in rows]}
 
 
 def render(ws: Workspace, rows: list[TopicStatus]) -> str:
+    late = behind(ws)
+    lag = f"; {late.sentence()}" if late is not None else ""
     out = [f"upstream base {ws.series.upstream.base} ({str(ws.base_commit().id)[:12]}), "
-           f"{len(ws.series.active())} active of {len(rows)} topics"]
+           f"{len(ws.series.active())} active of {len(rows)} topics{lag}"]
     width = max([len(r.name) for r in rows] + [5])
     out.append(f"  {'topic':<{width}}  {'status':<10} {'commits':>7} {'files':>5}  lines        notes")
     for r in rows:

@@ -7,13 +7,15 @@ sentence on stdout says so), so `series touches X || echo "we do not touch X"` w
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import pygit2
 
+from series.analysis import attribution
 from series.analysis import touches as analysis
+from series.analysis.attribution import UpstreamCommit
 from series.analysis.touches import Collision, Hotspot, Matrix, PathSpec, TopicDiff, TouchedFile
 from series.errors import SeriesError
 from series.git.repo import resolve_release, workdir
@@ -220,10 +222,37 @@ class ForecastResult:
     new_sha: str
     specs: tuple[PathSpec, ...]
     found: list[tuple[TopicDiff, list[Hotspot]]]
+    pulls: list[UpstreamPull] = field(default_factory=list)
 
     @property
     def touched(self) -> bool:
         return bool(self.found)
+
+
+@dataclass(frozen=True)
+class UpstreamPull:
+    """One upstream commit (a PR's squash, "(#N)") in the range that changes our files."""
+
+    commit: UpstreamCommit
+    files: tuple[tuple[str, tuple[str, ...]], ...]   # (path, the topics that change it)
+
+
+def _pulls(repo: pygit2.Repository, old: pygit2.Commit, new: pygit2.Commit,
+           found: list[tuple[TopicDiff, list[Hotspot]]]) -> list[UpstreamPull]:
+    """The forecast by upstream PR: which of its commits change which of our files; the
+    PRs that meet the most of them first (read those before the rebase)."""
+    users: dict[str, list[str]] = {}
+    for diff, spots in found:
+        for h in spots:
+            users.setdefault(h.path, []).append(diff.topic.name)
+    by_commit: dict[pygit2.Oid, tuple[pygit2.Commit, list[str]]] = {}
+    for path, commits in attribution.path_commits(repo, old.id, new.id, list(users)).items():
+        for commit in commits:
+            by_commit.setdefault(commit.id, (commit, []))[1].append(path)
+    pulls = [UpstreamPull(UpstreamCommit.of(c), tuple((p, tuple(users[p])) for p in sorted(paths)))
+             for c, paths in by_commit.values()]
+    pulls.sort(key=lambda u: (-len(u.files), u.commit.date, u.commit.sha))
+    return pulls
 
 
 def _split_range(between: str) -> tuple[str, str, bool]:
@@ -247,7 +276,8 @@ def run_forecast(ws: Workspace, between: str, paths: Sequence[str], include_all:
     specs = tuple(analysis.parse_spec(p) for p in paths)
     scope, diffs = _scope(ws, include_all)
     found = analysis.forecast(ws.repo, diffs, old, new, specs)
-    return ForecastResult(scope, old_name, new_name, str(old.id), str(new.id), specs, found)
+    return ForecastResult(scope, old_name, new_name, str(old.id), str(new.id), specs, found,
+                          _pulls(ws.repo, old, new, found))
 
 
 def forecast_json(result: ForecastResult) -> dict[str, Any]:
@@ -260,6 +290,8 @@ def forecast_json(result: ForecastResult) -> dict[str, Any]:
                     "files": [{"path": h.path, "upstream": _file_json(h.upstream), "ours": _file_json(h.ours),
                                "same_as_upstream": h.same_as_upstream}
                               for h in spots]} for d, spots in result.found],
+        "upstream_pulls": [{**asdict(u.commit), "files": [{"path": p, "topics": list(t)} for p, t in u.files]}
+                           for u in result.pulls],
         "checked": list(result.scope.checked),
         "skipped_missing_branch": [t.name for t in result.scope.missing],
     }
@@ -285,4 +317,11 @@ def render_forecast(result: ForecastResult) -> str:
             gone = ("  (upstream deletes or moves it)" if u.status == "D" else
                     "  (ours is upstream's new version: already merged?)" if h.same_as_upstream else "")
             out.append(f"    upstream +{u.added} -{u.deleted}, ours +{o.added} -{o.deleted}  {h.path}{gone}")
+    if result.pulls:
+        out.append(f"By upstream PR ({len(result.pulls)}), the ones meeting most of our files first:")
+        for pull in result.pulls:
+            c = pull.commit
+            title = c.subject[:-len(f"(#{c.pr})")].rstrip() if c.pr is not None else c.subject
+            out.append(f"  {c.label:<8} {c.date} {c.author:<16} {title}")
+            out.append("      " + ", ".join(f"{p} ({', '.join(t)})" for p, t in pull.files))
     return "\n".join(out + _notes(scope))

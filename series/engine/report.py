@@ -15,6 +15,7 @@ from typing import Any
 
 import pygit2
 
+from series.analysis.attribution import describe
 from series.config import write_text_atomically
 from series.engine.rebase import Outcome
 from series.engine.state import TopicRun
@@ -134,6 +135,7 @@ def render(report: dict[str, Any], integration_branch: str | None = None) -> str
             out.append(f"  {'':<{width}}    resolved from memory: {r['path']}")
         if t.get("detail"):
             out += [f"  {'':<{width}}    {line}" for line in t["detail"].splitlines()]
+        out += [f"  {'':<{width}}    {line}" for line in upstream_lines(t)]
     integ = report.get("integration")
     if integ is not None:
         if integ["conflicts"]:
@@ -143,8 +145,35 @@ def render(report: dict[str, Any], integration_branch: str | None = None) -> str
             verb = "would be rebuilt" if report["dry_run"] else "rebuilt" if report["operation"] else "unchanged"
             out.append(f"integration {integration_branch} {verb}: {integ['head'][:12]} "
                        f"({len(integ['topics'])} topics)")
+    behind = report.get("behind")
+    if behind and behind["commits"]:
+        base = onto["name"] if report["operation"] else old["name"]
+        n = behind["commits"]
+        out.append(f"base {base} is {n} commit{'s' if n != 1 else ''} ({behind['days']} days) behind "
+                   f"{behind['tip_name']}")
     out += report.get("notes", [])
     return "\n".join(out)
+
+
+def upstream_lines(topic: dict[str, Any]) -> list[str]:
+    """What upstream's history says about one topic's outcome (series.commands.rebase_reach
+    fills the fields): who changed the conflicting lines, which commit landed a merged
+    topic, the first breaking commit."""
+    out = []
+    for path, found in topic.get("upstream", {}).items():
+        out += [describe(c) for c in found["culprits"]]
+        if found["more"]:
+            out.append(f"  (and {found['more']} more upstream commits to {path.rsplit('/', 1)[-1]})")
+    for c in topic.get("evidence", []):
+        label = f"PR #{c['pr']}" if c.get("pr") is not None else "upstream"
+        out.append(f"landed by {label}: {c['sha'][:12]} {c['subject']} ({c['author']}, {c['date']})")
+    first = topic.get("first_breaking")
+    if first:
+        label = f"#{first['pr']}" if first.get("pr") is not None else first["sha"][:12]
+        out.append(f"first breaking upstream commit: {label} {first['sha'][:12]} {first['subject']} "
+                   f"({first['author']}, {first['date']}), {first['position']} of {first['total']} on the "
+                   f"first-parent line ({first['replays']} replays)")
+    return out
 
 
 def write(repo: pygit2.Repository, report: dict[str, Any], text: str) -> Path:

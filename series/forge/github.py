@@ -227,6 +227,8 @@ class GitHubForge(Forge):
         return pr
 
     def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+        """Every open PR, whatever its age (vLLM PRs stay open for months), then the PRs
+        closed at or after `since`."""
         cutoff = since.astimezone(_dt.timezone.utc)
         url = self._url("pulls", state="all", sort="updated", direction="desc", per_page=100)
 
@@ -236,13 +238,16 @@ class GitHubForge(Forge):
             last = items[-1] if items else None
             return isinstance(last, dict) and _parse_time(last.get("updated_at"), url) < cutoff
 
-        items = self._cached(url, "the pull request list", paginate=True, stop=older)
-        pulls = []
-        for item in items:
-            pr = self.pull_from_json(item, url)
-            if pr.state == "open" or (pr.closed_at and _parse_time(pr.closed_at, url) >= cutoff):
-                pulls.append(pr)
-        return pulls
+        open_url = self._url("pulls", state="open", sort="updated", direction="desc", per_page=100)
+        closed_url = self._url("pulls", state="closed", sort="updated", direction="desc", per_page=100)
+        opened = self._cached(open_url, "the open pull requests", paginate=True)
+        closed = self._cached(closed_url, "the closed pull requests", paginate=True, stop=older)
+        pulls: dict[int, PullRequest] = {}  # one closed between the two lists is in both
+        for item, where in [*((i, open_url) for i in opened), *((i, closed_url) for i in closed)]:
+            pr = self.pull_from_json(item, where)
+            if pr.state == "open" or (pr.closed_at and _parse_time(pr.closed_at, where) >= cutoff):
+                pulls.setdefault(int(pr.number), pr)
+        return list(pulls.values())
 
     def pull_files(self, number: PRNumber) -> list[PullFile]:
         url = self._url(f"pulls/{int(number)}/files", per_page=100)

@@ -1,0 +1,298 @@
+"""Upstream's history as a maintainer reads it: which upstream commit (and PR) did what.
+
+    attribute(repo, old, new, ours, path)  the upstream commits between old and new that
+                                           changed `path`, the ones that changed the lines
+                                           our version edits first ("culprits")
+    path_commits(repo, old, new, paths)    every upstream commit old..new per path
+    containing(repo, old, new, tree, paths) the upstream commits whose result is our
+                                           version of those paths (merged, with evidence)
+    pr_commit(repo, old, new, number)      upstream's squash commit "(#N)" in old..new
+    behind(repo, base, tip)                how far `base` trails `tip` (commits, days)
+
+vLLM squash-merges every PR as one commit "[Tag] title (#N)", so an upstream commit
+names its PR. The region a topic edits is tracked forward through each upstream commit
+that touches the file (a zero-context diff per commit, lines shifted past each hunk), so
+"changed the lines we edit" means the lines as they were at that commit, not at the old
+base: an upstream commit that only moved our lines down is not a culprit.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import pygit2
+
+_PR = re.compile(r"\(#(\d+)\)\s*$")
+_SYMBOL = re.compile(rb"^\s*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
+
+Span = tuple[int, int]  # half-open line range [start, end), 1-based; empty = an insertion point
+
+
+def pr_number(subject: str) -> int | None:
+    """The PR a squash-merge subject names: '[Core] fix x (#61234)' -> 61234."""
+    m = _PR.search(subject)
+    return int(m.group(1)) if m else None
+
+
+def subject_of(commit: pygit2.Commit) -> str:
+    return commit.message.split("\n", 1)[0].strip()
+
+
+@dataclass(frozen=True)
+class UpstreamCommit:
+    sha: str
+    subject: str
+    pr: int | None
+    author: str
+    date: str          # the author date, YYYY-MM-DD (UTC)
+
+    @classmethod
+    def of(cls, commit: pygit2.Commit) -> "UpstreamCommit":
+        subject = subject_of(commit)
+        when = _dt.datetime.fromtimestamp(commit.author.time, _dt.timezone.utc)
+        return cls(str(commit.id), subject, pr_number(subject), commit.author.name,
+                   when.date().isoformat())
+
+    @property
+    def label(self) -> str:
+        """How a sentence names it: '#61234' when it is a PR's squash, else its short sha."""
+        return f"#{self.pr}" if self.pr is not None else self.sha[:12]
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """An upstream commit that changed a file our topic edits."""
+
+    commit: UpstreamCommit
+    path: str
+    overlaps: bool          # it changed the lines our version edits (or deleted the file)
+    symbol: str | None      # the def/class those lines sit in, when the file is Python
+    deleted: bool = False   # it deleted (or moved) the file
+
+    def sentence(self) -> str:
+        return describe(self.as_json())
+
+    def as_json(self) -> dict[str, object]:
+        return {"sha": self.commit.sha, "subject": self.commit.subject, "pr": self.commit.pr,
+                "author": self.commit.author, "date": self.commit.date, "path": self.path,
+                "overlaps": self.overlaps, "symbol": self.symbol, "deleted": self.deleted}
+
+
+def describe(c: Mapping[str, Any]) -> str:
+    """One line for a culprit (as Culprit.as_json gives it, or read back from a report):
+    'upstream #61234 rewrote touch() in lru.py (a1b2c3d4e5f6, Ada, 2026-01-13): [KV] ...'"""
+    label = f"#{c['pr']}" if c.get("pr") is not None else str(c["sha"])[:12]
+    verb = "deleted or moved" if c.get("deleted") else "rewrote" if c.get("overlaps") else "also changed"
+    where = f"{c['symbol']}() in " if c.get("symbol") and c.get("overlaps") else ""
+    name = str(c["path"]).rsplit("/", 1)[-1]
+    return f"upstream {label} {verb} {where}{name} ({str(c['sha'])[:12]}, {c['author']}, {c['date']}): {c['subject']}"
+
+
+# -- walking upstream ---------------------------------------------------------------------
+
+def upstream_commits(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid) -> list[pygit2.Commit]:
+    """old..new, oldest first (parents before children)."""
+    walker = repo.walk(new, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+    walker.hide(old)
+    return list(walker)
+
+
+def _entry(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
+    try:
+        return tree[path].id
+    except KeyError:
+        return None
+
+
+def path_commits(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, paths: Iterable[str],
+                 commits: Sequence[pygit2.Commit] | None = None) -> dict[str, list[pygit2.Commit]]:
+    """Per path, the commits of old..new (oldest first) that changed it.
+
+    As git log's default history simplification: a merge counts only when the path differs
+    from every parent (otherwise the change is the side branch's commit, listed itself).
+    One walk for all paths; each commit costs a tree lookup per path.
+    """
+    wanted = list(dict.fromkeys(paths))
+    found: dict[str, list[pygit2.Commit]] = {p: [] for p in wanted}
+    if not wanted:
+        return found
+    seen: dict[pygit2.Oid, list[pygit2.Oid | None]] = {}
+
+    def entries(commit: pygit2.Commit) -> list[pygit2.Oid | None]:
+        got = seen.get(commit.id)
+        if got is None:
+            tree = commit.tree
+            got = seen[commit.id] = [_entry(tree, p) for p in wanted]
+        return got
+
+    for commit in commits if commits is not None else upstream_commits(repo, old, new):
+        mine = entries(commit)
+        parents = [entries(p) for p in commit.parents] or [[None] * len(wanted)]
+        for i, path in enumerate(wanted):
+            if all(parent[i] != mine[i] for parent in parents):
+                found[path].append(commit)
+    return found
+
+
+# -- attribution ----------------------------------------------------------------------------
+
+def _text(repo: pygit2.Repository, oid: pygit2.Oid | None) -> bytes:
+    return repo[oid].peel(pygit2.Blob).data if oid is not None else b""
+
+
+def _hunks(old: bytes, new: bytes) -> list[tuple[Span, Span]]:
+    """(old span, new span) of each change, no context; an insertion is an empty span."""
+    patch = pygit2.Patch.create_from(old, new, context_lines=0)
+    out = []
+    for h in patch.hunks:
+        o = (h.old_start, h.old_start + h.old_lines) if h.old_lines else (h.old_start + 1, h.old_start + 1)
+        n = (h.new_start, h.new_start + h.new_lines) if h.new_lines else (h.new_start + 1, h.new_start + 1)
+        out.append((o, n))
+    return out
+
+
+def _touches(a: Span, b: Span) -> bool:
+    """Overlapping or adjacent: git's merge conflicts on adjacent changes too."""
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def _shift(x: int, hunks: list[tuple[Span, Span]], start: bool) -> int:
+    """Where line boundary x of the old side lands on the new side."""
+    delta = 0
+    for (os, oe), (ns, ne) in hunks:
+        if x < os or (x == os and start):
+            break
+        if x < oe:
+            return ns if start else ne
+        delta = ne - oe
+    return x + delta
+
+
+def _forward(region: list[Span], hunks: list[tuple[Span, Span]]) -> tuple[list[Span], list[Span]]:
+    """The region on the new side, and the old-side spans of the hunks that touched it."""
+    out, hit = [], []
+    for span in region:
+        a, b = _shift(span[0], hunks, True), _shift(span[1], hunks, False)
+        for old, new in hunks:
+            if _touches(span, old):
+                hit.append(old)
+                a, b = min(a, new[0]), max(b, new[1])
+        out.append((a, max(a, b)))
+    return out, hit
+
+
+def _symbol(text: bytes, line: int) -> str | None:
+    """The nearest def/class at or above `line` (1-based): what a Python reader calls the place."""
+    lines = text.splitlines()
+    for i in range(min(line, len(lines)) - 1, -1, -1):
+        m = _SYMBOL.match(lines[i])
+        if m:
+            return m.group(1).decode("utf-8", "replace")
+    return None
+
+
+def region(repo: pygit2.Repository, base: pygit2.Tree, ours: pygit2.Tree, path: str) -> list[Span] | None:
+    """The old-side spans our version of `path` changes against `base`; None when the file
+    is new on our side (then every upstream change to it meets ours)."""
+    before = _entry(base, path)
+    if before is None:
+        return None
+    return [old for old, _ in _hunks(_text(repo, before), _text(repo, _entry(ours, path)))]
+
+
+def attribute(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, ours: pygit2.Tree,
+              path: str, history: Sequence[pygit2.Commit] | None = None) -> list[Culprit]:
+    """The upstream commits old..new that changed `path`, most likely culprit first: those
+    that changed the lines our version (`ours`) edits, oldest first (the first one is where
+    the topic stopped applying), then the ones that changed the file elsewhere, newest first."""
+    commits = path_commits(repo, old, new, [path], history)[path]
+    spans = region(repo, repo[old].peel(pygit2.Commit).tree, ours, path)
+    python = path.endswith(".py")
+    hits: list[Culprit] = []
+    others: list[Culprit] = []
+    for commit in commits:
+        parent = commit.parents[0].tree if commit.parents else None
+        before = _entry(parent, path) if parent is not None else None
+        after = _entry(commit.tree, path)
+        info = UpstreamCommit.of(commit)
+        if after is None:
+            hits.append(Culprit(info, path, True, None, deleted=True))
+            spans = None
+            continue
+        old_text, new_text = _text(repo, before), _text(repo, after)
+        hunks = _hunks(old_text, new_text)
+        if spans is None:  # ours is new: every change meets it
+            line = hunks[0][0][0] if hunks else 1
+            hits.append(Culprit(info, path, True, _symbol(old_text, line) if python else None))
+            continue
+        spans, touched = _forward(spans, hunks)
+        if touched:
+            symbol = _symbol(old_text, max(touched[0][0], 1)) if python else None
+            hits.append(Culprit(info, path, True, symbol))
+        else:
+            others.append(Culprit(info, path, False, None))
+    return hits + others[::-1]
+
+
+# -- merged, with evidence ------------------------------------------------------------------
+
+def containing(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, ours: pygit2.Tree,
+               paths: Sequence[str]) -> list[UpstreamCommit]:
+    """The upstream commits old..new after which a path reads as our version does, in
+    order: the commits that landed what the topic carries. Empty when none matches exactly."""
+    by_path = path_commits(repo, old, new, paths)
+    found: dict[str, UpstreamCommit] = {}
+    for path in paths:
+        want = _entry(ours, path)
+        for commit in by_path[path]:
+            if _entry(commit.tree, path) == want:
+                found.setdefault(str(commit.id), UpstreamCommit.of(commit))
+                break
+    return list(found.values())
+
+
+def pr_commit(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, number: int) -> UpstreamCommit | None:
+    """Upstream's squash-merge of PR #number in old..new (its subject ends in '(#N)')."""
+    walker = repo.walk(new, pygit2.enums.SortMode.TOPOLOGICAL)
+    walker.hide(old)
+    for commit in walker:
+        if pr_number(subject_of(commit)) == number:
+            return UpstreamCommit.of(commit)
+    return None
+
+
+# -- how far behind -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Behind:
+    commits: int        # commits in base..tip
+    days: int           # tip's commit date minus base's, in whole days
+    tip: str            # the sha of tip
+    tip_name: str
+
+    def sentence(self) -> str:
+        if not self.commits:
+            return f"up to date with {self.tip_name}"
+        return f"{self.commits} commit{'s' if self.commits != 1 else ''} ({self.days} days) behind {self.tip_name}"
+
+    def as_json(self) -> dict[str, object]:
+        return {"commits": self.commits, "days": self.days, "tip": self.tip, "tip_name": self.tip_name}
+
+
+def behind(repo: pygit2.Repository, base: pygit2.Commit, tip: pygit2.Commit, tip_name: str) -> Behind:
+    walker = repo.walk(tip.id, pygit2.enums.SortMode.NONE)
+    walker.hide(base.id)
+    count = sum(1 for _ in walker)
+    days = max(0, (tip.commit_time - base.commit_time) // 86400) if count else 0
+    return Behind(count, days, str(tip.id), tip_name)
+
+
+def behind_main(repo: pygit2.Repository, remote: str, base: pygit2.Commit) -> Behind | None:
+    """How far `base` trails <remote>/main (or master); None when neither is fetched."""
+    for name in ("main", "master"):
+        ref = repo.references.get(f"refs/remotes/{remote}/{name}")
+        if ref is not None:
+            return behind(repo, base, ref.peel(pygit2.Commit), f"{remote}/{name}")
+    return None

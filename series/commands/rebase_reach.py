@@ -1,0 +1,129 @@
+"""What `series rebase` says about upstream's history, beyond replaying the topics.
+
+    annotate(ws, outcome, report, bisect=)   add to the report: per conflicting topic and
+                                             file the upstream commits that changed the
+                                             lines it edits (series.analysis.attribution);
+                                             for a merged topic the upstream commit and PR
+                                             that landed it; how far the base is behind
+                                             upstream's main; with bisect, the first
+                                             breaking upstream commit per conflicting topic
+    reach(ws, onto, skip)                    --as-far-as-possible: the newest commit on
+                                             REF's first-parent line where every active
+                                             topic applies (series.engine.bisect)
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import pygit2
+
+from series.analysis import attribution
+from series.engine import bisect as bisection
+from series.engine import rebase as engine
+from series.engine.resolve import hooks as default_hooks
+from series.git.repo import changed_paths, resolve_release
+from series.workspace import Workspace
+
+# A conflict lists its likeliest culprits; the rest of upstream's changes to the file are
+# counted, not listed (a file like vLLM's gpu_model_runner.py sees dozens per release).
+SHOWN = 5
+
+
+def _commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit:
+    return repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit)
+
+
+def _behind(ws: Workspace, base: pygit2.Commit) -> dict[str, object] | None:
+    found = attribution.behind_main(ws.repo, ws.series.upstream.remote, base)
+    return found.as_json() if found is not None else None
+
+
+def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit) -> list[dict[str, object]]:
+    """The upstream commits that landed a merged topic: its PR's squash when it was adopted
+    from one, else the commits after which its files read as the topic has them."""
+    repo = ws.repo
+    topic = ws.series.topic(run.name)
+    if topic.upstream_pr is not None:
+        squash = attribution.pr_commit(repo, old.id, onto.id, int(topic.upstream_pr))
+        if squash is not None:
+            return [asdict(squash)]
+    head = _commit(repo, run.old_head)
+    start = _commit(repo, run.start)
+    paths = [c.path for c in changed_paths(repo, start.tree, head.tree)]
+    return [asdict(c) for c in attribution.containing(repo, old.id, onto.id, head.tree, paths)]
+
+
+def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, bisect: bool = False) -> None:
+    repo = ws.repo
+    state = outcome.state
+    old, onto = _commit(repo, state.old_base_sha), _commit(repo, state.onto_sha)
+    history: list[pygit2.Commit] | None = None
+    rows = {row["name"]: row for row in report["topics"]}
+    for run in state.topics:
+        row = rows[run.name]
+        if run.outcome == "conflict" and run.conflict:
+            if history is None:
+                history = attribution.upstream_commits(repo, old.id, onto.id)
+            ours = _commit(repo, run.conflict["commit"]).tree
+            upstream = {}
+            for path in run.conflict["files"]:
+                found = attribution.attribute(repo, old.id, onto.id, ours, path, history)
+                upstream[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
+                                  "more": max(0, len(found) - SHOWN)}
+            row["upstream"] = upstream
+        elif run.outcome == "merged":
+            row["evidence"] = _evidence(ws, run, old, onto)
+    moved = outcome.finished and not outcome.dry_run and bool(outcome.op_id)
+    report["behind"] = _behind(ws, onto if moved else old)
+    if bisect:
+        conflicting = [r.name for r in state.topics if r.outcome == "conflict"]
+        line = bisection.mainline(repo, old, onto)
+        for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
+                                                 default_hooks(ws.series)):
+            rows[breaking.topic]["first_breaking"] = breaking.as_json()
+
+
+def read_first(report: dict[str, Any], topic: str) -> list[str]:
+    """For the conflict worktree's instructions: the upstream change to read before resolving."""
+    row = next((t for t in report["topics"] if t["name"] == topic), None)
+    out = []
+    for path, found in (row or {}).get("upstream", {}).items():
+        hits = [c for c in found["culprits"] if c["overlaps"]]
+        if hits:
+            c = hits[0]
+            what = f"{c['symbol']}()" if c.get("symbol") else path.rsplit("/", 1)[-1]
+            label = f"#{c['pr']}" if c.get("pr") is not None else c["sha"][:12]
+            out.append(f"upstream {label} rewrote {what} in {path}: read it first "
+                       f"(git show {c['sha'][:12]} -- {path})")
+    return out
+
+
+# -- --as-far-as-possible ---------------------------------------------------------------------
+
+def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bisection.Reach]:
+    """(REF's resolved name, how far the series applies along its first-parent line)."""
+    repo = ws.repo
+    onto_name, onto = resolve_release(repo, onto_spec)
+    runs = engine.plan(ws, onto, skip)
+    line = bisection.mainline(repo, ws.base_commit(), onto)
+    return onto_name, bisection.as_far_as_possible(ws, runs, line, default_hooks(ws.series))
+
+
+def render_reach(found: bisection.Reach, onto_name: str, base: str) -> str:
+    if found.complete:
+        return f"as far as possible: every topic applies at {onto_name} itself ({found.total} commits on its first-parent line)"
+    blocker = found.blocker
+    assert blocker is not None  # not complete: a commit blocks
+    blocked = "; ".join(f"{name} ({', '.join(files) or 'waits for its dependency'})"
+                        for name, files in found.blocked.items())
+    stop = (f"upstream {blocker.label} {blocker.sha[:12]} ({blocker.author}, {blocker.date}) "
+            f"'{blocker.subject}' blocks the next step: {blocked}")
+    if found.target is None:
+        return (f"as far as possible: nothing moved: even the first commit after {base} on "
+                f"{onto_name}'s first-parent line does not apply.\n  {stop}\n"
+                f"  resolve it there: 'series rebase --onto {blocker.sha[:12]}'")
+    t = found.target
+    return (f"as far as possible: stopped at {found.position} of {found.total} commits on {onto_name}'s "
+            f"first-parent line, {t.sha[:12]} '{t.subject}' ({t.date})\n  {stop}\n"
+            f"  ({found.replays} in-memory replays)")
