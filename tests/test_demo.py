@@ -17,7 +17,7 @@ def test_demo_runs_the_whole_story_offline(tmp_path: Path) -> None:
                      "upstream #61010 rewrote store() in manager.py",
                      "read it first (git show ", "landed by PR #61020",
                      "merged upstream", "$ series propose offload-stats --dry-run",
-                     "2. grade (first-PR limits; 2 to fix)", "FLAG  dco:", "may be @-mentioned: @kv-offload-owner",
+                     "2. grade (first-PR limits;", "FLAG  dco:", "may be @-mentioned: @kv-offload-owner",
                      "5. duplicates (open PRs of any age, source: git refs): none share a file", "Done."):
         assert expected in out, f"{expected!r} missing from the demo:\n{out}"
     fork = tmp_path / "d" / "fork"

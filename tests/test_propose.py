@@ -122,6 +122,12 @@ def proposal(tmp_path: Path) -> Path:
     old = commit_files(work, "v0.30.0", {SERVING: serving.replace("lee 8\n", "lee 8 (theirs)\n")},
                        "[Frontend] an old idea about serving", "2019-05-01T00:00:00Z")
     git(work, "update-ref", "refs/pull/50001/head", old)
+    # PR 50003 touched serving.py too, but it is squash-merged into main: not a duplicate
+    merged = commit_files(work, "v0.30.0", {SERVING: serving.replace("kay 3\n", "kay 3 (merged)\n")},
+                          "[Frontend] merged long ago", "2026-01-20T00:00:00Z")
+    git(work, "update-ref", "refs/pull/50003/head", merged)
+    write(work, {"README.md": "# vLLM, merged\n"})
+    commit_all(work, "[Frontend] merged long ago (#50003)", "2026-02-02T00:00:00Z")
     bare = tmp_path / "upstream.git"
     sh(f"git clone -q --mirror {work} {bare}", tmp_path)
     fork = tmp_path / "fork"
@@ -153,7 +159,7 @@ def _serve(server: HTTPServer, fork: Path, created: list[dict[str, object]]) -> 
     lee = git(fork, "log", "-1", "--format=%H", "--author=Lee", "v0.30.0").strip()
     server.expect_request(f"{SLUG}/commits/{lee}").respond_with_json({"sha": lee, "author": {"login": "leewriter"}})
     server.expect_request(f"{SLUG}/pulls", method="GET", query_string={
-        "state": "open", "sort": "created", "direction": "desc", "per_page": "100"}).respond_with_json([
+        "state": "open", "sort": "updated", "direction": "desc", "per_page": "100"}).respond_with_json([
             _pull(50001, "[Frontend] an old idea about serving", "2019-05-01T00:00:00Z"),
             _pull(50002, "[Core] unrelated", "2026-01-05T00:00:00Z")])
     server.expect_request(f"{SLUG}/pulls/50001/files").respond_with_json([
@@ -293,7 +299,9 @@ def test_despite_pushes_to_the_fork_and_opens_a_draft_pr(proposal: Path, httpser
 def test_offline_search_in_git_refs_stops_whatever_the_age(proposal: Path) -> None:
     proc = run_series("propose", "serving-fix", "--dry-run", "--offline", "--fetch", cwd=proposal, expect=1)
     assert "#50001 unknown Ada Upstream: [Frontend] an old idea about serving" in proc.stdout, proc.stdout
-    assert "source: git refs" in proc.stdout, proc.stdout
+    assert "source: git refs" in proc.stdout and "#50003" not in proc.stdout, proc.stdout
+    assert "note: offline: 2 PR heads under refs/remotes/upstream/pr/ searched; 1 that touch these files " \
+           "are merged into upstream/main, left out" in proc.stdout, proc.stdout
     ok = run_series("propose", "offload-note", "--dry-run", "--offline", cwd=proposal).stdout
     assert "5. duplicates (open PRs of any age, source: git refs): none share a file" in ok, ok
     assert "FLAG  tests: code changed" in ok and "OK    title: title tags [KV Offload]" in ok, ok
@@ -332,10 +340,24 @@ def test_evidence_fills_the_results(proposal: Path, tmp_path: Path) -> None:
     body = json.loads(out)["description"]["body"]
     assert "| Entrypoints tests | passed | 2 | 0 | 0 |" in body, body
     assert "- `tests/x.py::test_order` (entrypoints)" in body, body
+    # the per-tree shape: base release, series, without the topic
+    path.write_text(json.dumps({
+        "build": "vllm 0.31.0", "summary": {n: {"passed": p, "failed": f, "error": 0, "skipped": 0,
+                                                "files_from_cache": 0}
+                                            for n, p, f in (("base", 3, 2), ("series", 5, 1),
+                                                            ("without:serving-fix", 4, 2))},
+        "tests": {}, "needed": {"serving-fix": ["tests/x.py::test_order"]}, "worse": {},
+        "machine": ["tests/x.py::test_gpu"]}))
+    out = run_series("propose", "serving-fix", "--dry-run", "--offline", "--despite", "50001", "--json",
+                     "--evidence", str(path), cwd=proposal).stdout
+    body = json.loads(out)["description"]["body"]
+    assert "| passed | 3 | 5 | 4 |" in body and "Without `serving-fix`, 1 tests fail" in body, body
+    assert "1 tests fail on the base release too" in body, body
     path.write_text("[]")
     bad = run_series("propose", "serving-fix", "--dry-run", "--offline", "--evidence", str(path),
                      cwd=proposal, expect=1)
     assert "not the output of 'series test --run --json'" in bad.stderr, bad.stderr
+    assert len(bad.stderr.splitlines()) == 1, bad.stderr
 
 
 def test_a_topic_that_does_not_apply_to_main_is_a_conflict(proposal: Path) -> None:
@@ -343,3 +365,20 @@ def test_a_topic_that_does_not_apply_to_main_is_a_conflict(proposal: Path) -> No
        "git commit -qam 'conflicting' && git checkout -q --detach v0.30.0", proposal)
     proc = run_series("propose", "offload-note", "--dry-run", "--offline", cwd=proposal, expect=3)
     assert "does not apply to upstream/main" in proc.stderr and "lru.py" in proc.stderr, proc.stderr
+
+
+def test_a_refused_pr_says_the_branch_is_pushed(proposal: Path, httpserver: HTTPServer) -> None:
+    httpserver.expect_request(f"{SLUG}/pulls", method="GET").respond_with_json([])
+    httpserver.expect_request(f"{SLUG}/pulls", method="POST").respond_with_json(
+        {"message": "Validation Failed", "errors": [
+            {"resource": "PullRequest", "code": "custom",
+             "message": "A pull request already exists for forkdev:pr/offload-note."}]}, status=422)
+    proc = run_series("propose", "offload-note", "--offline", "--owner", "forkdev", cwd=proposal, expect=1,
+                      env={"SERIES_GITHUB_API": httpserver.url_for("").rstrip("/"), "GITHUB_TOKEN": TOKEN})
+    assert "opening the draft PR needs the GitHub API" in proc.stderr, "offline never opens a PR"
+    proc = run_series("propose", "offload-note", "--owner", "forkdev", cwd=proposal, expect=1,
+                      env={"SERIES_GITHUB_API": httpserver.url_for("").rstrip("/"), "GITHUB_TOKEN": TOKEN})
+    assert "GitHub refused a new pull request from forkdev:pr/offload-note (422): A pull request already " \
+           "exists" in proc.stderr, proc.stderr
+    assert "pr/offload-note is pushed to origin" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "upstream_pr" not in (proposal / "series.yaml").read_text()

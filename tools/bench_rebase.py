@@ -17,6 +17,14 @@ listing the fixture's branches in order:
 Whole processes run with a warm bytecode cache (PYTHONPYCACHEPREFIX, warmed once), as an
 installed package would. Medians of --repeat runs; ratios are git loop / x.
 
+Realistic history (--history, default /tmp/bench/history.git from ../shared/bench/vllm_history.py:
+~700 squash-merged PRs per release, PR heads as refs/pull/N/head): the 23-topic fork over
+it plus two topics that edit files upstream renamed and deleted, rebased onto v0.31.0 and
+onto upstream/main (v0.33.0 and after) by the git loop and by `series rebase --dry-run`
+(the renamed-file topic follows the move; the deleted-file one is a modify/delete
+conflict), and `series rebase` for real without the conflicting topics. Series' cost must
+stay flat (within 1.5x) from v0.31.0 to upstream/main.
+
 Synthetic scaling: pygit2 builds a repository with a ~8,400-file tree and 10 upstream
 commits between base and onto, and one 10x larger on both counts (~84,000 files, 100
 upstream commits), each with 20 topics of 3 commits; the replay (and the whole dry-run
@@ -28,6 +36,7 @@ import argparse
 import atexit
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -41,7 +50,10 @@ from bench_fixture import require  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-ANCHOR = Path("/work/shared/bench/anchor_rebase.py")
+# ../shared/bench beside the checkout (a linked worktree elsewhere falls back to /work/shared)
+SHARED = next((p for p in (ROOT.parent / "shared" / "bench", Path("/work/shared/bench")) if p.is_dir()),
+              ROOT.parent / "shared" / "bench")
+ANCHOR = SHARED / "anchor_rebase.py"
 PY = sys.executable
 ENV = dict(os.environ)
 ENV.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -66,10 +78,18 @@ def fresh(src: Path, work: Path) -> Path:
     return dest
 
 
+CPU: list[float] = []  # CPU seconds (user + sys, the process and its children) of each timed run
+
+
 def timed(cmd: list[str], cwd: Path, ok: tuple[int, ...] = (0,)) -> float:
+    """Wall seconds of one command; its CPU seconds are appended to CPU (on a shared,
+    loaded machine the CPU ratio is the steadier one)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return elapsed
@@ -79,8 +99,9 @@ def series(*args: str) -> list[str]:
     return [PY, "-m", "series", *args]
 
 
-def replay_alone(repo_path: Path, base: str, onto: str, branches: list[str]) -> tuple[float, int, float]:
-    """(seconds, commits, persist seconds) for replaying every branch in one MemOdb."""
+def replay_alone(repo_path: Path, base: str, onto: str, branches: list[str]) -> tuple[float, int, float, float]:
+    """(seconds, commits, persist seconds, fraction of merges answered in memory) for
+    replaying every branch in one MemOdb."""
     import pygit2
 
     from series.engine.odb import MemOdb
@@ -94,36 +115,13 @@ def replay_alone(repo_path: Path, base: str, onto: str, branches: list[str]) -> 
     sig = pygit2.Signature("bench", "bench@example.com", 1767225600, 0)
     t0 = time.perf_counter()
     odb = MemOdb(repo)
+    fast = slow = 0
     for b, commits in zip(branches, lists):
-        replay_commits(repo, commits, onto_c, committer=sig, odb=odb, topic=b)
+        result = replay_commits(repo, commits, onto_c, committer=sig, odb=odb, topic=b)
+        fast, slow = fast + result.in_memory, slow + result.by_git
     t1 = time.perf_counter()
     odb.persist()
-    return t1 - t0, sum(len(c) for c in lists), time.perf_counter() - t1
-
-
-def same_trees_as_naive(repo_path: Path, base: str, onto: str, branches: list[str]) -> tuple[int, int]:
-    """(equal, compared): each clean topic's final tree against libgit2 merge_trees'."""
-    import pygit2
-
-    from series.engine.replay import replay_commits
-    from series.git.repo import commits_between
-
-    repo = pygit2.Repository(str(repo_path))
-    base_c = repo.revparse_single(base).peel(pygit2.Commit)
-    onto_c = repo.revparse_single(onto).peel(pygit2.Commit)
-    sig = pygit2.Signature("bench", "bench@example.com", 1767225600, 0)
-    equal = compared = 0
-    for b in branches:
-        commits = commits_between(repo, base_c.id, repo.branches[b].peel(pygit2.Commit).id)
-        result = replay_commits(repo, commits, onto_c, committer=sig)
-        if not result.ok:
-            continue
-        tree = onto_c.tree
-        for c in commits:
-            tree = repo[repo.merge_trees(c.parents[0].tree, tree, c.tree).write_tree(repo)].peel(pygit2.Tree)
-        compared += 1
-        equal += repo[result.head].peel(pygit2.Commit).tree_id == tree.id
-    return equal, compared
+    return t1 - t0, sum(len(c) for c in lists), time.perf_counter() - t1, fast / max(fast + slow, 1)
 
 
 def median(values: list[float]) -> float:
@@ -133,36 +131,121 @@ def median(values: list[float]) -> float:
 def bench_fork(src: Path, repeat: int) -> dict[str, float]:
     work = Path(tempfile.mkdtemp(prefix="series-bench-"))
     try:
-        results: dict[str, list[float]] = {k: [] for k in
-                                           ("git loop", "naive", "series dry", "series real", "series halt")}
+        keys = ("git loop", "naive", "series dry", "series real", "series halt")
+        results: dict[str, list[float]] = {k: [] for k in keys}
+        cpu: dict[str, list[float]] = {k: [] for k in keys}
         timed(series("rebase", "--onto", "v0.31.0", "--dry-run"), fresh(src, work), ok=(3,))  # warm pyc
         replay: list[float] = []
         persist: list[float] = []
         commits = 0
         for _ in range(repeat):
             results["git loop"].append(timed([PY, str(ANCHOR), str(fresh(src, work)), "cli"], work))
+            cpu["git loop"].append(CPU[-1])
             results["naive"].append(timed([PY, str(ANCHOR), str(fresh(src, work)), "pygit2"], work))
+            cpu["naive"].append(CPU[-1])
             results["series dry"].append(timed(series("rebase", "--onto", "v0.31.0", "--dry-run"),
                                                fresh(src, work), ok=(3,)))
+            cpu["series dry"].append(CPU[-1])
             results["series real"].append(timed(series("rebase", "--onto", "v0.31.0", "--skip-topic",
                                                        "offload-evict-fix"), fresh(src, work)))
+            cpu["series real"].append(CPU[-1])
             results["series halt"].append(timed(series("rebase", "--onto", "v0.31.0"), fresh(src, work), ok=(3,)))
+            cpu["series halt"].append(CPU[-1])
             fork = fresh(src, work)
             branches = (fork / ".git/series-fixture.txt").read_text().split()
-            seconds, commits, persisted = replay_alone(fork, "v0.30.0", "v0.31.0", branches)
+            seconds, commits, persisted, fast = replay_alone(fork, "v0.30.0", "v0.31.0", branches)
             replay.append(seconds)
             persist.append(persisted)
-        fork = fresh(src, work)
-        equal, compared = same_trees_as_naive(fork, "v0.30.0", "v0.31.0",
-                                              (fork / ".git/series-fixture.txt").read_text().split())
         out = {k: median(v) for k, v in results.items()}
-        out["equal"], out["compared"] = equal, compared
+        out.update({f"cpu {k}": median(v) for k, v in cpu.items()})
+        out["fast"] = fast
         out["replay"] = median(replay)
         out["persist"] = median(persist)
         out["commits"] = commits
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# -- realistic history --------------------------------------------------------------------------
+
+def build_history_fork(history: Path, work: Path) -> tuple[Path, list[str]]:
+    """The shared fork over the realistic history, plus topics editing files upstream
+    renamed (v0.30.0 -> v0.31.0) and deleted (v0.30.0 -> main)."""
+    fork = work / "history-fork"
+    subprocess.run([PY, str(SHARED / "fork_fixture.py"), str(history), str(fork)], check=True,
+                   capture_output=True)
+    branches = (fork / ".git/series-fixture.txt").read_text().split()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(fork), *args], check=True, capture_output=True,
+                              text=True).stdout
+
+    renamed = [line.split("\t")[1] for line in git("diff", "-M", "--name-status", "v0.30.0", "v0.31.0").splitlines()
+               if line.startswith("R") and line.split("\t")[1].endswith(".py")]
+    deleted = [line.split("\t")[1] for line in git("diff", "--name-status", "v0.30.0", "upstream/main").splitlines()
+               if line.startswith("D") and line.split("\t")[1].endswith(".py")]
+    for name, path in (("edit-renamed", renamed[0]), ("edit-deleted", deleted[0])):
+        git("checkout", "-q", "-B", f"topic/{name}", "v0.30.0")
+        target = fork / path
+        target.write_text(target.read_text() + "\n# fork: kept downstream\n")
+        git("commit", "-qam", f"[fork] {name}: {path}")
+        branches.append(f"topic/{name}")
+    git("checkout", "-q", "--detach", "v0.30.0")
+    return fork, branches
+
+
+def git_loop(fork: Path, branches: list[str], onto: str) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    for b in branches:
+        r = subprocess.run(["git", "-C", str(fork), "rebase", "--onto", onto, "v0.30.0", b],
+                           capture_output=True, env=ENV)
+        if r.returncode:
+            subprocess.run(["git", "-C", str(fork), "rebase", "--abort"], capture_output=True)
+    elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return elapsed
+
+
+def bench_history(history: Path, repeat: int) -> dict[str, float]:
+    work = Path(tempfile.mkdtemp(prefix="series-bench-hist-"))
+    try:
+        src, branches = build_history_fork(history, work)
+        (src / "series.yaml").write_text(series_yaml(branches, "v0.30.0"))
+        out: dict[str, list[float]] = {}
+        skip = ["--skip-topic", "offload-evict-fix", "--skip-topic", "edit-deleted"]
+        for onto in ("v0.31.0", "upstream/main"):
+            for _ in range(repeat):
+                out.setdefault(f"git {onto}", []).append(git_loop(fresh_copy(src, work), branches, onto))
+                out.setdefault(f"cpu git {onto}", []).append(CPU[-1])
+                out.setdefault(f"dry {onto}", []).append(
+                    timed(series("rebase", "--onto", onto, "--dry-run"), fresh_copy(src, work), ok=(3,)))
+                out.setdefault(f"cpu dry {onto}", []).append(CPU[-1])
+                out.setdefault(f"real {onto}", []).append(
+                    timed(series("rebase", "--onto", onto, *skip), fresh_copy(src, work), ok=(0, 3)))
+                out.setdefault(f"cpu real {onto}", []).append(CPU[-1])
+        result = {k: median(v) for k, v in out.items()}
+        fork = fresh_copy(src, work)
+        for onto in ("v0.31.0", "upstream/main"):
+            _, _, _, fast = replay_alone(fork, "v0.30.0", onto, [b for b in branches if "deleted" not in b
+                                                                  and "evict" not in b])
+            result[f"fast {onto}"] = fast
+        result["commits"] = float(len(subprocess.run(
+            ["git", "-C", str(src), "rev-list", "v0.30.0..upstream/main"], capture_output=True, text=True,
+            check=True).stdout.split()))
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def fresh_copy(src: Path, work: Path) -> Path:
+    dest = work / "copy"
+    if dest.exists():
+        shutil.rmtree(dest)
+    subprocess.run(["cp", "-a", str(src), str(dest)], check=True)
+    return dest
 
 
 # -- synthetic scaling --------------------------------------------------------------------------
@@ -271,7 +354,7 @@ def bench_synthetic(repeat: int) -> dict[str, dict[str, float]]:
             replay, process = [], []
             timed(series("rebase", "--onto", "v1.1.0", "--dry-run"), path)
             for _ in range(repeat):
-                seconds, commits, _ = replay_alone(path, "v1.0.0", "v1.1.0", branches)
+                seconds, commits, _, _ = replay_alone(path, "v1.0.0", "v1.1.0", branches)
                 replay.append(seconds / commits)
                 process.append(timed(series("rebase", "--onto", "v1.1.0", "--dry-run"), path))
             count = files
@@ -292,20 +375,44 @@ def main() -> None:
     ap.add_argument("--fork", type=Path, default=Path("/tmp/bench/fork"))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-synthetic", action="store_true")
+    ap.add_argument("--history", type=Path, default=Path("/tmp/bench/history.git"))
+    ap.add_argument("--no-history", action="store_true")
     a = ap.parse_args()
     require(a.fork)
     r = bench_fork(a.fork, a.repeat)
     git_loop = r["git loop"]
     print(f"vLLM v0.30.0 -> v0.31.0, 23 topics, {int(r['commits'])} commits (median of {a.repeat}, fresh copy each)")
+    print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; CPU = user + sys of the "
+          "process and its children)")
     for key in ("git loop", "naive", "series dry", "series real", "series halt"):
-        print(f"  {key:<12} {r[key] * 1000:8.1f} ms   git loop / x = {git_loop / r[key]:6.1f}")
+        print(f"  {key:<12} {r[key] * 1000:8.1f} ms   git loop / x = {git_loop / r[key]:6.1f}   "
+              f"CPU {r['cpu ' + key] * 1000:7.1f} ms, ratio {r['cpu git loop'] / r['cpu ' + key]:6.1f}")
     per = r["replay"] / r["commits"] * 1000
     print(f"  {'replay':<12} {r['replay'] * 1000:8.1f} ms   git loop / x = {git_loop / r['replay']:6.1f}"
           f"   ({per:.3f} ms per commit; writing the pack after: {r['persist'] * 1000:.1f} ms)")
-    print(f"  correctness: {int(r['equal'])}/{int(r['compared'])} clean topics end on the same tree as "
-          "the naive merge_trees replay")
+    print(f"  merges answered in memory (provably merge-ort's answer): {r['fast']:.0%}; the rest by "
+          "git merge-tree (correctness: tools/differential.py)")
     print(f"  targets: whole process <= 1/20 of the git loop ({git_loop / 20 * 1000:.0f} ms), "
           f"replay <= 1/100 ({git_loop / 100 * 1000:.0f} ms)")
+    if not a.no_history:
+        if not a.history.exists():
+            sys.exit(f"{a.history}: build it with 'python ../shared/bench/vllm_history.py UPSTREAM4 {a.history}' "
+                     "(UPSTREAM4 from vllm_upstream.py with 0.30.0..0.33.0), or pass --no-history")
+        h = bench_history(a.history, a.repeat)
+        print(f"realistic history: 25 topics (23 + edits to a file upstream renamed and one it deleted), "
+              f"{int(h['commits'])} upstream commits v0.30.0..upstream/main")
+        for onto in ("v0.31.0", "upstream/main"):
+            g = h[f"git {onto}"]
+            c = h[f"cpu git {onto}"]
+            print(f"  onto {onto:<14} git loop {g * 1000:8.0f} ms   series dry {h[f'dry {onto}'] * 1000:6.0f} ms "
+                  f"(1/{g / h[f'dry {onto}']:.1f}; CPU 1/{c / h[f'cpu dry {onto}']:.1f})   series real "
+                  f"{h[f'real {onto}'] * 1000:6.0f} ms (1/{g / h[f'real {onto}']:.1f}; CPU "
+                  f"1/{c / h[f'cpu real {onto}']:.1f})   in memory {h[f'fast {onto}']:.0%}")
+        print(f"  growth v0.31.0 -> upstream/main: series dry {h['dry upstream/main'] / h['dry v0.31.0']:.2f}x, "
+              f"real {h['real upstream/main'] / h['real v0.31.0']:.2f}x; CPU: dry "
+              f"{h['cpu dry upstream/main'] / h['cpu dry v0.31.0']:.2f}x, real "
+              f"{h['cpu real upstream/main'] / h['cpu real v0.31.0']:.2f}x (flat: within 1.5x); "
+              f"git loop {h['git upstream/main'] / h['git v0.31.0']:.2f}x")
     if a.no_synthetic:
         return
     s = bench_synthetic(a.repeat)

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import pygit2
 
 from series.analysis.grade import Commit, kind, title_tags
-from series.analysis.testmap import Selection
+from series.analysis.testmap import Selection, unescape
 
 TEMPLATE_PATHS = (".github/pull_request_template.md", ".github/PULL_REQUEST_TEMPLATE.md",
                   "pull_request_template.md", "PULL_REQUEST_TEMPLATE.md",
@@ -26,6 +26,7 @@ TEMPLATE_PATHS = (".github/pull_request_template.md", ".github/PULL_REQUEST_TEMP
 # vLLM's template before it was reworded: used when upstream's tree has none.
 FALLBACK = "## Purpose\n\n## Test Plan\n\n## Test Result\n"
 _TRAILER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*: .+$|^\(cherry picked from commit [0-9a-f]+\)$")
+MAX_STEPS = 8  # a description lists the closest steps; broad ones (on `vllm/`) run anyway
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 
 
@@ -84,17 +85,66 @@ def test_plan(selected: Sequence[Selection], paths: Sequence[str]) -> str:
     if own:
         out.append("This change's own tests:\n\n```bash\n" + "\n".join(f"pytest -v {p}" for p in own) + "\n```")
     if selected:
-        out.append("Upstream CI steps that cover the changed paths (`.buildkite/test_areas`):\n\n" + "\n".join(
+        ranked = sorted(selected, key=lambda s: -_specificity(s))
+        shown = ranked[:MAX_STEPS]
+        text = "Upstream CI steps that cover the changed paths (`.buildkite/test_areas`):\n\n" + "\n".join(
             f"- {s.step.label} (`{s.step.ident}`, {s.step.device or 'GPU'}): "
-            + "; ".join(f"`{c}`" for c in s.step.commands) for s in selected))
+            + "; ".join(f"`{unescape(c)}`" for c in s.step.commands) for s in shown)
+        if len(ranked) > len(shown):
+            text += (f"\n- ... and {len(ranked) - len(shown)} more steps whose dependencies are broader "
+                     "(`series test` lists them all)")
+        out.append(text)
     if not out:
         out.append("No upstream CI step covers the changed paths; describe how you checked the change.")
     return "\n\n".join(out)
 
 
+def _specificity(selection: Selection) -> int:
+    """How closely a step is tied to the paths: its longest dependency that selects one.
+    A step on `vllm/v1/kv_offload` says more about a change there than one on `vllm/`."""
+    best = 0
+    for dep in selection.step.dependencies:
+        if not dep.startswith("!") and any(p.startswith(dep) for p in selection.paths):
+            best = max(best, len(dep))
+    return best
+
+
+def is_evidence(data: object) -> bool:
+    """The JSON of `series test --run --json`: per-tree results against the base release
+    (`summary`, `tests`), or the older per-step shape (`with_series`)."""
+    return isinstance(data, dict) and (isinstance(data.get("with_series"), list) or
+                                       (isinstance(data.get("summary"), dict) and "tests" in data))
+
+
 def results(evidence: dict[str, Any]) -> str:
-    """`series test --run --json` as a short table: step, outcome, counts; and the tests
-    that fail without the change (the `--without` evidence)."""
+    if isinstance(evidence.get("summary"), dict):
+        return _matrix_results(evidence)
+    return _step_results(evidence)
+
+
+def _matrix_results(evidence: dict[str, Any]) -> str:
+    """Per-tree counts (base, series, without:TOPIC, ...), what the change is needed for,
+    what got worse, and the machine's own failures kept apart."""
+    summary: dict[str, dict[str, int]] = evidence["summary"]
+    names = list(summary)
+    outcomes = [k for k in next(iter(summary.values()), {}) if k != "files_from_cache"]
+    out = [f"`series test --run` over `{evidence.get('build', 'the release build')}`:", "",
+           "| | " + " | ".join(f"`{n}`" for n in names) + " |", "|---|" + "---:|" * len(names)]
+    out += [f"| {o} | " + " | ".join(str(summary[n].get(o, 0)) for n in names) + " |" for o in outcomes]
+    for topic, tests in (evidence.get("needed") or {}).items():
+        out += ["", f"Without `{topic}`, {len(tests)} tests fail that pass with it" + (":" if tests else ".")]
+        out += [f"- `{t}`" for t in tests]
+    for tree, tests in (evidence.get("worse") or {}).items():
+        out += ["", f"Worse than the base release in `{tree}`: " + ", ".join(f"`{t}`" for t in tests)]
+    machine = evidence.get("machine") or []
+    if machine:
+        out += ["", f"{len(machine)} tests fail on the base release too (this machine: CPU only, offline); "
+                    "not counted against the change."]
+    return "\n".join(out)
+
+
+def _step_results(evidence: dict[str, Any]) -> str:
+    """The per-step shape: step, outcome, counts; and the tests that fail without the change."""
     rows = ["| step | outcome | passed | failed | skipped |", "|---|---|---|---|---|"]
     for step in evidence.get("with_series", []):
         tests: dict[str, str] = {}

@@ -70,6 +70,7 @@ def propose(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
       series test offload-evict-fix --run --without offload-evict-fix --json > ev.json
       series propose offload-evict-fix --signoff --evidence ev.json --despite 61050
     """
+    from series.analysis import prbody
     from series.commands import propose as cmd
     from series.errors import SeriesError
     from series.forge import open_forge
@@ -81,9 +82,9 @@ def propose(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise SeriesError(f"--evidence {evidence}: not readable JSON ({exc}); write it with "
                               "'series test TOPIC --run --json > FILE'") from None
-        if not isinstance(data, dict) or not isinstance(data.get("with_series"), list):
+        if not prbody.is_evidence(data):
             raise SeriesError(f"--evidence {evidence}: not the output of 'series test --run --json' "
-                              "(no with_series list)")
+                              "(no per-test results in it)")
     ws = ctx.workspace(check_branches=False)
     use_git = offline or os.environ.get("SERIES_OFFLINE") == "1"
     forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)

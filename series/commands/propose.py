@@ -30,7 +30,8 @@ from series.commands.preflight import Candidate, rank
 from series.engine.replay import default_committer, replay_commits
 from series.engine.state import refuse_if_halted
 from series.errors import ConflictError, SeriesError
-from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, tree_files
+from series.forge import scan
+from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
 from series.forge.refs import fetch_all_pulls
 from series.git.cli import git
 from series.git.refs import Lock, Transaction
@@ -39,6 +40,7 @@ from series.model import PRNumber
 from series.workspace import Workspace
 
 STEPS = ("replay", "grade", "reviewers", "description", "duplicates", "push", "pull request")
+_CREDENTIALS = re.compile(r"://[^/@\s]+@")  # user:token@ in a URL git may echo
 _FORK_URL = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?([^/:]+)[:/]+([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)/"
                        r"[^/]+?(?:\.git)?/?$")
 
@@ -257,21 +259,27 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
 
 def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Options,
                notes: list[str]) -> tuple[str, list[Candidate]]:
-    """Open PRs of any age sharing a file with the PR branch, most overlap first."""
+    """Open PRs of any age sharing a file with the PR branch, most overlap first: preflight's
+    ranking; offline, its one path-limited walk over every fetched PR head (forge.scan),
+    with the PRs main has merged left out."""
     remote = ws.series.upstream.remote
-    if opts.fetch and forge.source == OfflineForge.source:
+    if opts.fetch and isinstance(forge, OfflineForge):
         fetch_all_pulls(ws.repo, remote)
-    try:
-        pulls = forge.open_pulls()
-    except ForgeUnreachable as exc:
-        notes.append(f"{exc}; the API is unreachable: searched the PR heads fetched into git refs instead")
-        forge = OfflineForge(ws.repo, remote)
-        pulls = forge.open_pulls()
-    if forge.source == OfflineForge.source:
-        notes.append(f"offline: every PR head under refs/remotes/{remote}/pr/ counts (state unknown); "
-                     "--fetch refreshes them")
-    searched = forge
-    return searched.source, rank(files, pulls, lambda pr: searched.pull_files(pr.number))
+    if not isinstance(forge, OfflineForge):
+        try:
+            pulls = forge.open_pulls()
+            return forge.source, rank(files, pulls, lambda pr: forge.pull_files(pr.number))
+        except ForgeUnreachable as exc:
+            notes.append(f"{exc}; searched the PR heads fetched into git refs instead")
+            forge = OfflineForge(ws.repo, remote)
+    offline = forge if isinstance(forge, OfflineForge) else OfflineForge(ws.repo, remote)
+    found = scan.scan(ws.repo, remote, mainline_commit(ws.repo, remote), [f.path for f in files],
+                      len(offline.numbers()))
+    unmerged = [p for p in found.pulls if not p.merged]
+    notes.append(f"offline: {found.heads} PR heads under refs/remotes/{remote}/pr/ searched; "
+                 f"{len(found.pulls) - len(unmerged)} that touch these files are merged into {remote}/main, "
+                 "left out; open or closed is unknown offline (--fetch refreshes the heads)")
+    return offline.source, rank(files, unmerged, lambda pr: found.files[pr.number])
 
 
 def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str, owner: str | None,
@@ -297,12 +305,16 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
         hint = (f"; the fork already has a different {done.branch}: delete it there "
                 f"('git push {remote} --delete {done.branch}') or pass --branch NAME"
                 if "rejected" in proc.stdout + proc.stderr else "")
-        raise SeriesError(f"git push to {remote} failed: {last}{hint}")
+        raise SeriesError(f"git push to {remote} failed: {_CREDENTIALS.sub('://', last)}{hint}")
     proposal.steps.append("push")
     step("pull request")
     head = f"{owner}:{done.branch}"
-    pr = create(head=head, base=proposal.base_branch, title=proposal.title,
-                body=proposal.description.body, draft=True)
+    try:
+        pr = create(head=head, base=proposal.base_branch, title=proposal.title,
+                    body=proposal.description.body, draft=True)
+    except SeriesError as exc:
+        raise SeriesError(f"{exc}; {done.branch} is pushed to {remote} ({done.head[:12]}), no PR was opened: "
+                          f"fix the cause and open it from that branch, or run again with --branch NAME") from None
     proposal.steps.append("pull request")
     op = record(ws, name, int(pr.number), done)
     return Sent(remote, head, int(pr.number), pr.url, op)

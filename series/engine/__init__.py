@@ -1,7 +1,9 @@
 """The rebase engine. Modules, each building on the one before:
 
     odb.py          trees and commits built in memory; persisted as one pack at the end
-    replay.py       replay_commits(): the path-limited in-memory cherry-pick (public API)
+    merge.py        merge_trees(): the one merge, merge-ort's answer (in memory where provably
+                    the same, git merge-tree --stdin everywhere else)
+    replay.py       replay_commits(): cherry-picks through that merge (public API)
     resolve.py      Conflict, and the resolver/recorder protocol (shared conflict memory)
     merged.py       rules that declare a topic merged upstream (RULES: add yours there)
     integration.py  integrate(): base + topics as a chain of merges, inter-topic conflicts

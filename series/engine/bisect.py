@@ -8,7 +8,8 @@
 
 A probe replays topics onto one upstream commit with the public replay engine
 (series.engine.replay.replay_commits) in memory: no checkout, nothing written but
-objects in a MemOdb that is never persisted. "Applies" is what the rebase would say:
+objects in a MemOdb that is never persisted (git merge-tree's own writes go to its scratch
+directory); renames are merge-ort's, followed per probe. "Applies" is what the rebase would say:
 no conflict left after the series' remembered resolutions, or the topic is merged there.
 Bisection assumes a topic that stops applying at commit k does not apply after k either,
 which is how upstream history behaves for a topic nobody touched in between.
@@ -23,7 +24,7 @@ import pygit2
 from series.analysis.attribution import UpstreamCommit
 from series.engine import merged as merged_rules
 from series.engine.odb import MemOdb
-from series.engine.replay import default_committer, renamed_paths, replay_commits
+from series.engine.replay import default_committer, replay_commits
 from series.engine.resolve import Hooks
 from series.engine.state import TopicRun
 from series.workspace import Workspace
@@ -43,14 +44,6 @@ def mainline(repo: pygit2.Repository, old: pygit2.Commit, new: pygit2.Commit) ->
         commit = commit.parents[0]
     chain.reverse()
     return chain
-
-
-def _has(tree: pygit2.Tree, path: str) -> bool:
-    try:
-        tree[path]
-        return True
-    except KeyError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -83,7 +76,6 @@ class Prober:
     odb: MemOdb = field(init=False)
     good: dict[str, int] = field(default_factory=dict)     # topic -> latest index it applied at
     bad: dict[str, tuple[int, tuple[str, ...]]] = field(default_factory=dict)  # earliest failure
-    _moves: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.odb = MemOdb(self.ws.repo)
@@ -102,9 +94,6 @@ class Prober:
                  and self.bad.get(r.name, (len(self.line), ()))[0] > index}
         needed = self._closure(doubt)
 
-        def renames(path: str) -> str | None:
-            return self._moved(path, index)
-
         heads: dict[str, pygit2.Oid] = {}
         conflicts: dict[str, tuple[str, ...]] = {}
         for run in runs:
@@ -117,7 +106,7 @@ class Prober:
             if run.depends_on and run.depends_on in conflicts:
                 conflicts[run.name] = ()
             else:
-                failed = self._replay(run, point, heads.get(run.depends_on or "", point.id), heads, renames)
+                failed = self._replay(run, point, heads.get(run.depends_on or "", point.id), heads)
                 if failed is not None:
                     conflicts[run.name] = failed
             if run.name in conflicts:
@@ -126,31 +115,8 @@ class Prober:
                 self.good[run.name] = max(index, self.good.get(run.name, -1))
         return Probe(str(point.id), conflicts)
 
-    def _moved(self, path: str, index: int) -> str | None:
-        """Where upstream moved `path` by line[index]: followed commit by commit, as
-        `git log --follow` does, with rename detection on each deleting commit's own diff
-        only. (The engine's detection over the whole old base..REF diff costs seconds per
-        point on vLLM; a probe needs the answer at a dozen points.)"""
-        events = self._moves.get(path)
-        if events is None:
-            events = self._moves[path] = []
-            repo, current = self.ws.repo, path
-            for i, commit in enumerate(self.line):
-                if not commit.parents or _has(commit.tree, current) or not _has(commit.parents[0].tree, current):
-                    continue
-                moved = renamed_paths(repo, commit.parents[0].id, commit.id).get(current)
-                if moved is None:
-                    break
-                current = moved
-                events.append((i, current))
-        found = None
-        for i, name in events:
-            if i <= index:
-                found = name
-        return found
-
-    def _replay(self, run: TopicRun, point: pygit2.Commit, onto: pygit2.Oid, heads: dict[str, pygit2.Oid],
-                renames: Callable[[str], str | None]) -> tuple[str, ...] | None:
+    def _replay(self, run: TopicRun, point: pygit2.Commit, onto: pygit2.Oid,
+                heads: dict[str, pygit2.Oid]) -> tuple[str, ...] | None:
         """Replay one topic; its conflicting files, or None when it applies."""
         repo = self.ws.repo
         commits = tuple(repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits)
@@ -161,7 +127,7 @@ class Prober:
             return None
         self.replays += 1
         result = replay_commits(repo, commits, onto, committer=self.committer, topic=run.name,
-                                odb=self.odb, resolver=self.hooks.resolver, renames=renames)
+                                odb=self.odb, resolver=self.hooks.resolver)
         heads[run.name] = result.head
         if result.conflict is not None:
             return tuple(c.path for c in result.conflict.conflicts)

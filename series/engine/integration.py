@@ -2,7 +2,8 @@
 
 One merge commit per topic on a first-parent chain from the base: parents (chain so far,
 topic head), tree = the chain's tree with the topic's own changes (its start..head diff)
-merged in, path by path, exactly as a replayed commit is. So `git log --first-parent`
+merged in by the same merge as a replayed commit (series.engine.merge: git's merge-ort
+answer, in memory where provably the same). So `git log --first-parent`
 lists the topics, each topic's commits stay reachable, and base..integration is the whole
 series' diff (what the wheel overlay applies).
 
@@ -23,8 +24,9 @@ from typing import Sequence
 
 import pygit2
 
-from series.engine.odb import MemOdb, PathConflict
-from series.engine.replay import _merge_path, signature_line
+from series.engine.merge import merge_trees
+from series.engine.odb import MemOdb
+from series.engine.replay import signature_line
 
 
 @dataclass(frozen=True)
@@ -65,29 +67,16 @@ def integrate(repo: pygit2.Repository, base: pygit2.Oid, parts: Sequence[Integra
     included: list[str] = []
     conflicts: list[InterTopicConflict] = []
     for part in parts:
-        changes = list(store.changed(store.commit_tree(part.start), store.commit_tree(part.head)))
-        updates = {}
-        failed: list[str] = []
-        for path, old, new in changes:
-            ours = store.lookup(tree, path)
-            result = _merge_path(repo, path, old, new, ours, ("base", "integration", part.name))
-            if result.conflict is not None:
-                failed.append(path)
-            else:
-                updates[path] = result.entry
-        new_tree = None
-        if not failed:
-            try:
-                new_tree = store.edit(tree, updates)
-            except PathConflict as exc:
-                failed.append(exc.path)
-        if failed:
-            for path in failed:
+        start_tree = store.commit_tree(part.start)
+        merged = merge_trees(store, start_tree, tree, store.commit_tree(part.head))
+        if not merged.clean:
+            for path in sorted({c.path for c in merged.conflicts}):
                 others = touched.get(path) or ["upstream"]
                 conflicts += [InterTopicConflict(part.name, other, path) for other in others]
             continue
-        for path, _, _ in changes:
+        for path, _, _ in store.changed(start_tree, store.commit_tree(part.head)):
             touched.setdefault(path, []).append(part.name)
+        new_tree = merged.tree
         message = f"Merge topic '{part.name}' into integration\n".encode()
         # By default the merge is signed as the topic head's committer: the same inputs
         # give the same commit ids on any machine (a rebuilt, unchanged series moves nothing).

@@ -8,15 +8,22 @@ the repository's own objects. `persist()` writes everything that is new as a sin
 (plus its .idx) in one go and reads every object back through libgit2 before a ref may
 point at it. A dry run never persists: its objects simply vanish with the process.
 
-Blobs are written straight into the repository: only merges and resolutions create them,
-and libgit2's file merge reads its inputs from there.
+Blobs are written straight into the repository by resolutions. Merges that git answers
+(`git merge-tree`, series.engine.merge) need the in-memory trees on disk and write their
+own blobs and trees: both go to a *scratch* object directory (`scratch_dir()`), an
+alternate of the repository for git and for libgit2 alike. `persist()` takes the scratch
+objects into the same single pack, so a dry run still leaves the repository untouched and
+the scratch directory is removed when the process ends.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
+import shutil
 import struct
+import tempfile
 import zlib
 from pathlib import Path
 from typing import Iterator, Mapping, Optional
@@ -31,8 +38,9 @@ EXEC = 0o100755
 LINK = 0o120000
 GITLINK = 0o160000
 
-_COMMIT, _TREE = 1, 2  # git object type numbers (also pack types)
-_NAMES = {_COMMIT: b"commit", _TREE: b"tree"}
+_COMMIT, _TREE, _BLOB = 1, 2, 3  # git object type numbers (also pack types)
+_NAMES = {_COMMIT: b"commit", _TREE: b"tree", _BLOB: b"blob"}
+_KINDS = {name: kind for kind, name in _NAMES.items()}
 
 Entry = tuple[int, pygit2.Oid]  # (file mode, object id)
 Updates = Mapping[str, Optional[Entry]]  # path -> new entry, None deletes
@@ -105,6 +113,74 @@ class MemOdb:
         self._rowsets: dict[pygit2.Oid, frozenset[bytes]] = {}
         self._commit_trees: dict[pygit2.Oid, pygit2.Oid] = {}
         self._edits: dict[tuple[pygit2.Oid | None, frozenset[tuple[str, Entry | None]]], pygit2.Oid | None] = {}
+        self._scratch: Path | None = None
+        self._flushed: set[pygit2.Oid] = set()
+        self.merger: object | None = None  # series.engine.merge.Merger, made on first use
+
+    # -- where objects live --------------------------------------------------------
+    def objects_dir(self) -> Path:
+        """The repository's object directory (the common one, from a linked worktree)."""
+        git_dir = Path(self.repo.path)
+        commondir = git_dir / "commondir"
+        if commondir.exists():
+            git_dir = (git_dir / commondir.read_text().strip()).resolve()
+        return git_dir / "objects"
+
+    def scratch_dir(self) -> Path:
+        """An object directory for git's own writes and our flushed trees (see the module
+        docstring); an alternate of the repository from now on, removed at exit."""
+        if self._scratch is None:
+            base = self.objects_dir().parent / "series" / "tmp"
+            base.mkdir(parents=True, exist_ok=True)
+            _sweep(base)
+            self._scratch = Path(tempfile.mkdtemp(prefix=f"objects-{os.getpid()}-", dir=base))
+            atexit.register(shutil.rmtree, self._scratch, True)
+            self.repo.odb.add_disk_alternate(str(self._scratch))
+        return self._scratch
+
+    def flush(self, roots: list[pygit2.Oid]) -> Path:
+        """Write the in-memory objects reachable from `roots` (commits, trees) that git has
+        not seen yet, loose, into the scratch directory, so `git merge-tree` can read the
+        trees we built; returns the directory. Only what those roots need: a path-limited
+        edit adds a handful of trees, so this stays a few small files per merge."""
+        scratch = self.scratch_dir()
+        todo = [oid for oid in roots if oid in self.objects]
+        while todo:
+            oid = todo.pop()
+            if oid in self._flushed:
+                continue
+            kind, data = self.objects[oid]
+            if kind == _COMMIT:  # its tree, and its parents (the merge base of the pair)
+                header = data.split(b"\n\n", 1)[0].split(b"\n")
+                todo += [pygit2.Oid(hex=line.split(b" ")[1].decode()) for line in header
+                         if line.startswith((b"tree ", b"parent "))]
+                todo = [o for o in todo if o in self.objects]
+            elif kind == _TREE:
+                todo += [pygit2.Oid(raw=row[-20:]) for row in self._rowmap(oid).values()
+                         if row.startswith(_TREE_ROW) and pygit2.Oid(raw=row[-20:]) in self.objects]
+            hexed = str(oid)
+            folder = scratch / hexed[:2]
+            folder.mkdir(exist_ok=True)
+            (folder / hexed[2:]).write_bytes(_zlib_stored(_NAMES[kind] + b" %d\0" % len(data) + data))
+            self._flushed.add(oid)
+        return scratch
+
+    def _scratch_objects(self) -> list[tuple[pygit2.Oid, int, bytes]]:
+        """The objects git wrote into the scratch directory (merge results: blobs, trees)."""
+        if self._scratch is None:
+            return []
+        found = []
+        for folder in self._scratch.iterdir():
+            if len(folder.name) != 2 or not folder.is_dir():
+                continue
+            for item in folder.iterdir():
+                oid = pygit2.Oid(hex=folder.name + item.name)
+                if oid in self.objects:
+                    continue
+                raw = zlib.decompress(item.read_bytes())
+                header, _, data = raw.partition(b"\0")
+                found.append((oid, _KINDS[header.split(b" ", 1)[0]], data))
+        return found
 
     # -- reading -----------------------------------------------------------------
     def __contains__(self, oid: pygit2.Oid) -> bool:
@@ -269,13 +345,13 @@ class MemOdb:
         """Write the new objects (all, or `only`) as one pack; verify; return the count."""
         # No "already in the repository?" filter: a miss makes libgit2 rescan the pack
         # directory (about 40 us each); a duplicate in a pack is harmless.
+        for oid, kind, data in self._scratch_objects():
+            self.objects[oid] = (kind, data)  # git's merge results join our objects
+            self._flushed.add(oid)
         todo = sorted(oid for oid in self.objects if only is None or oid in only)
         if not todo:
             return 0
-        pack_dir = Path(self.repo.path) / "objects" / "pack"
-        commondir = Path(self.repo.path) / "commondir"
-        if commondir.exists():
-            pack_dir = (Path(self.repo.path) / commondir.read_text().strip()).resolve() / "objects" / "pack"
+        pack_dir = self.objects_dir() / "pack"
         pack_dir.mkdir(parents=True, exist_ok=True)
         _write_pack(pack_dir, [(oid, *self.objects[oid]) for oid in todo])
         for oid in todo:  # every object readable through libgit2 before any ref points at it
@@ -283,6 +359,20 @@ class MemOdb:
             if data != self.objects[oid][1]:
                 raise SeriesError(f"object {oid} did not read back from the new pack; nothing was moved")
         return len(todo)
+
+
+def _sweep(base: Path) -> None:
+    """Remove scratch directories left by processes that no longer run (killed ones)."""
+    for entry in base.glob("objects-*-*"):
+        try:
+            pid = int(entry.name.split("-")[1])
+            os.kill(pid, 0)
+        except (ValueError, IndexError):
+            continue
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except PermissionError:
+            continue
 
 
 def _pack_header(kind: int, size: int) -> bytes:

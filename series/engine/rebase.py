@@ -29,11 +29,12 @@ from series.engine import merged as merged_rules
 from series.engine import state as st
 from series.engine import worktree as wt
 from series.engine import yamledit
+from series.engine.merge import require_git
 from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
                                        integrate)
 from series.engine.odb import MemOdb
-from series.engine.replay import (ReplayStop, _raw_commit, default_committer, renamed_paths,
-                                  replay_commits, signature_line)
+from series.engine.replay import (ReplayStop, _raw_commit, default_committer, replay_commits,
+                                  signature_line)
 from series.engine.resolve import Hooks, hooks as default_hooks
 from series.errors import ConflictError, SeriesError
 from series.git import refs
@@ -114,20 +115,6 @@ def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.T
 
 # -- replay --------------------------------------------------------------------------------
 
-def _upstream_renames(repo: pygit2.Repository, state: st.RebaseState) -> Callable[[str], str | None]:
-    """Where upstream moved a path between the old base and REF (rename detection runs
-    once, and only when a replayed commit edits a path that is gone: ~0.1 s on vLLM)."""
-    found: dict[str, str] | None = None
-
-    def lookup(path: str) -> str | None:
-        nonlocal found
-        if found is None:
-            found = renamed_paths(repo, pygit2.Oid(hex=state.old_base_sha), pygit2.Oid(hex=state.onto_sha))
-        return found.get(path)
-
-    return lookup
-
-
 def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
              rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> None:
     """Replay every topic that can go on; conflicts and blocked topics wait."""
@@ -135,7 +122,6 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
     committer = default_committer(repo)
     onto_commit = repo[pygit2.Oid(hex=state.onto_sha)].peel(pygit2.Commit)
     old_base = repo[pygit2.Oid(hex=state.old_base_sha)].peel(pygit2.Commit)
-    renames = _upstream_renames(repo, state)
     rewrite = adoption.message_rewrite(state)
     total = sum(1 for r in state.topics if r.outcome in ("pending", "blocked"))
     count = 0
@@ -167,7 +153,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
                 continue
         head = run.new_head if run.done > 0 and run.new_head else onto
         result = replay_commits(repo, commits[run.done:], pygit2.Oid(hex=head), committer=committer,
-                                resolver=hooks.resolver, topic=run.name, odb=odb, renames=renames,
+                                resolver=hooks.resolver, topic=run.name, odb=odb,
                                 rewrite_message=rewrite)
         run.mapping.update({str(k): str(v) for k, v in result.mapping.items()})
         run.dropped += [str(c) for c in result.dropped]
@@ -196,7 +182,7 @@ def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOd
     commit = repo[pygit2.Oid(hex=run.commits[run.done])].peel(pygit2.Commit)
     result = replay_commits(repo, [commit], pygit2.Oid(hex=run.new_head or state.onto_sha),
                             committer=default_committer(repo), topic=run.name, odb=odb,
-                            resolver=hooks.resolver, renames=_upstream_renames(repo, state))
+                            resolver=hooks.resolver)
     if result.conflict is None:
         raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
                           f"run '{st.resume_command(state)} --abort' and start again")
@@ -335,6 +321,7 @@ def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run:
           hooks: Hooks | None = None, merged: list[merged_rules.MergedRule] | None = None,
           progress: Progress | None = None) -> Outcome:
     repo = ws.repo
+    require_git()  # before anything: a rebase that could not finish must not start
     existing = st.load(repo)
     if existing is not None and existing.kind != "rebase":
         raise SeriesError(st.halted_message(existing, "series rebase"))

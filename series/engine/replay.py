@@ -1,33 +1,30 @@
-"""The core: replay commits onto a new base in memory, merging only the paths they touch.
+"""The core: replay commits onto a new base in memory, with git's merge-ort answers.
 
-Public API (stable; adopt-upstream and the integration build use it):
+Public API (stable; adopt-upstream, the integration build and bisection use it):
 
     replay_commits(repo, commits, onto, *, committer=None, rewrite_message=None,
                    resolver=None, topic="", odb=None) -> ReplayResult
 
-For each commit, the paths it changes (parent tree -> commit tree, walking only the
-subtrees whose ids differ) are merged against the current head, blob by blob, with the
-cheap answers first: ours == base takes theirs; ours == theirs keeps ours; only a path
-both sides changed goes to libgit2's three-way file merge. The new tree is the head's
-tree with those paths rewritten (only the subtrees on them are rebuilt, in memory:
-series.engine.odb). So a commit's cost follows the paths it touches, not the tree size.
+Each commit is one three-way merge (base: its parent's tree, ours: the new head's tree,
+theirs: its own tree) through series.engine.merge.merge_trees: in memory where that is
+provably git's answer, `git merge-tree` (merge-ort) everywhere else, so renames,
+directory renames, rename/delete and the histogram content merge are git's own. What
+`git rebase` keeps or drops is kept: a commit that becomes empty is dropped (its change is
+already upstream); a commit that was empty in the topic stays; a commit whose parent
+already is the head (and whose message is not rewritten) is kept as it is.
 
 Kept: the author line byte for byte (name, email, time, offset), the raw message and its
 encoding header. The committer is `committer` or `default_committer(repo)` (which
-honours GIT_COMMITTER_NAME/EMAIL/DATE). A commit whose replay leaves the tree unchanged
-is dropped (already upstream). A commit whose parent already is the head (and whose
-message is not rewritten) is kept as it is, so replaying an up-to-date topic is free.
+honours GIT_COMMITTER_NAME/EMAIL/DATE).
 
-Renames are followed as git's merge does (upstream moved a file the commit edits, or the
-commit moves a file upstream edited); upstream's moves come from `renames(path) -> new
-path | None` (the rebase passes git's rename detection between the old and new base,
-computed once and only if needed).
-
-On a conflict the result carries `conflict` (a ReplayStop: the commit, the head it was
-being applied to, the conflicting paths as resolve.Conflict values, and the clean part of
-its changes): everything needed to materialize it in a worktree. When `odb` is None the
-new objects are written to the repository before returning (one pack); callers that pass
-their own MemOdb persist when they decide to (the rebase does it once, at the end).
+On a conflict the resolver (the shared conflict memory) is asked for each textual
+conflict; when it answers every conflicted path the commit goes on with those answers.
+Otherwise the result carries `conflict` (a ReplayStop: the commit, the head it was being
+applied to, git's conflicted paths as resolve.Conflict values, and the resolver's answers
+for the paths it knew), which the conflict worktree lays out with git itself. When `odb`
+is None the new objects are written to the repository before returning (one pack);
+callers that pass their own MemOdb persist when they decide to (the rebase does it once,
+at the end). `renames` is accepted for older callers and ignored: merge-ort finds renames.
 """
 from __future__ import annotations
 
@@ -35,13 +32,16 @@ import datetime as _dt
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Sequence
 
 import pygit2
 
-from series.engine.odb import GITLINK, LINK, TREE, Entry, MemOdb, PathConflict
+from series.engine.merge import PathStages, merge_trees
+from series.engine.odb import GITLINK, TREE, Entry, MemOdb
 from series.engine.resolve import Conflict, Resolver
 from series.errors import SeriesError
+from series.git.cli import git
+from series.git.repo import workdir
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class ReplayStop:
     head: pygit2.Oid                        # what it was being applied onto
     index: int                              # its position in the input list
     conflicts: tuple[Conflict, ...]
-    clean: Mapping[str, Entry | None]       # its other paths, merged cleanly
+    clean: Mapping[str, Entry | None]       # unused since git lays conflicts out (kept for callers)
+    resolved: Mapping[str, bytes] = field(default_factory=dict)  # paths the resolver answered
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class ReplayResult:
     conflict: ReplayStop | None = None
     done: int = 0                                     # input commits fully handled
     new_commits: tuple[pygit2.Oid, ...] = field(default=())  # new ids, in order
+    in_memory: int = 0                                # merges answered without git (provably equal)
+    by_git: int = 0                                   # merges git merge-tree answered
 
     @property
     def ok(self) -> bool:
@@ -152,10 +155,12 @@ def _raw_commit(repo: pygit2.Repository, commit: pygit2.Commit) -> _Raw:
     return _Raw(author, b"".join(extra), message, encoding)
 
 
-# -- merging one path --------------------------------------------------------------------
+# -- what a conflict looks like to the resolver and the report ----------------------------
 
-def _is_binary(data: bytes) -> bool:
-    return b"\0" in data[:8000]
+# git's conflict types (merge-ort's short descriptions) in the words of the report; the
+# rest (rename/delete, rename/rename, file location, ...) keep git's own.
+_TEXTUAL = ("content", "add/add")  # what the conflict memory keys on (markers in the file)
+_KINDS = {"contents": "content", "distinct modes": "mode", "directory rename suggested": "file location"}
 
 
 def _blob(repo: pygit2.Repository, entry: Entry | None) -> bytes | None:
@@ -164,41 +169,57 @@ def _blob(repo: pygit2.Repository, entry: Entry | None) -> bytes | None:
     return repo[entry[1]].data  # type: ignore[attr-defined,no-any-return]
 
 
-def merge_file(repo: pygit2.Repository, path: str, base: Entry | None, ours: Entry, theirs: Entry,
-               labels: tuple[str, str, str]) -> tuple[bool, bytes]:
-    """libgit2's three-way file merge with git's marker labels; (clean, merged bytes)."""
-    from pygit2.errors import check_error
-    from pygit2.ffi import C, ffi  # the labelled, binary-safe variant is not wrapped by pygit2
-
-    keep = []
-
-    def entry(e: Entry | None) -> object:
-        if e is None:
-            return ffi.NULL
-        c = ffi.new("git_index_entry *")
-        ffi.buffer(ffi.addressof(c, "id"))[:] = e[1].raw
-        c.mode = e[0]
-        name = ffi.new("char[]", path.encode("utf-8", "surrogateescape"))
-        keep.append(name)
-        c.path = name
-        keep.append(c)
-        return c
-
-    opts = ffi.new("git_merge_file_options *")
-    opts.version = 1
-    texts = [ffi.new("char[]", label.encode("utf-8", "replace")) for label in labels]
-    opts.ancestor_label, opts.our_label, opts.their_label = texts
-    out = ffi.new("git_merge_file_result *")
-    err = C.git_merge_file_from_index(out, repo._repo, entry(base), entry(ours), entry(theirs), opts)
-    check_error(err)
-    try:
-        return bool(out.automergeable), bytes(ffi.buffer(out.ptr, out.len))
-    finally:
-        C.git_merge_file_result_free(out)
+def _labels(repo: pygit2.Repository, commit: pygit2.Commit,
+            synthetic: tuple[str, str, str] | tuple[()]) -> dict[bytes, bytes]:
+    """git merge-tree labels its markers (and the `path~label` of a file moved aside) with
+    the synthetic commits it was given; the conflict memory, the report and the user see
+    the labels `git rebase` writes instead: HEAD, and "<abbrev> (<subject>)" with git's
+    own abbreviation."""
+    if not synthetic:
+        return {}
+    subject = commit.message.split("\n", 1)[0]
+    found = git(workdir(repo), "rev-parse", "--short", str(commit.id), check=False).stdout.strip()
+    label = f"{found or commit.short_id} ({subject})"
+    base, ours, theirs = synthetic
+    return {base.encode(): f"parent of {label}".encode(), ours.encode(): b"HEAD",
+            theirs.encode(): label.encode("utf-8", "surrogateescape")}
 
 
-def _short(repo: pygit2.Repository, commit: pygit2.Commit) -> str:
-    return f"{str(commit.id)[:7]} ({commit.message.split(chr(10), 1)[0][:60]})"
+def _relabel_path(path: str, labels: dict[bytes, bytes]) -> str:
+    stem, sep, label = path.rpartition("~")
+    found = labels.get(label.encode()) if sep else None
+    if found is None:
+        return path
+    return f"{stem}~" + found.decode("utf-8", "surrogateescape").replace("/", "_")
+
+
+def _relabel(data: bytes, labels: dict[bytes, bytes]) -> bytes:
+    if not labels or b"\n" not in data:
+        return data
+    base = next(iter(labels))  # merge-ort abbreviates the merge base's id in diff3 markers
+    out = []
+    for line in data.split(b"\n"):
+        label = line[8:]
+        if line[:7] in (b"<<<<<<<", b">>>>>>>") and label in labels:
+            line = line[:8] + labels[label]
+        elif line[:7] == b"|||||||" and len(label) >= 4 and base.startswith(label):
+            line = line[:8] + labels[base]
+        out.append(line)
+    return b"\n".join(out)
+
+
+def _conflict(repo: pygit2.Repository, store: MemOdb, tree: pygit2.Oid, found: PathStages,
+              labels: dict[bytes, bytes]) -> Conflict:
+    base, ours, theirs = (found.stages.get(stage) for stage in (1, 2, 3))
+    kind = _KINDS.get(found.kind, found.kind)
+    if kind == "content" and base is None:
+        kind = "add/add"
+    merged = _blob(repo, store.lookup(tree, found.path))
+    merged = _relabel(merged, labels) if merged is not None else None
+    path = _relabel_path(found.path, labels)
+    hexed = [(e[0], str(e[1])) if e is not None else None for e in (base, ours, theirs)]
+    return Conflict(path, kind, _blob(repo, base), _blob(repo, ours), _blob(repo, theirs),
+                    merged if merged is not None else b"", *hexed)
 
 
 def _hunks(old: bytes, new: bytes) -> list[tuple[str, ...]]:
@@ -207,95 +228,25 @@ def _hunks(old: bytes, new: bytes) -> list[tuple[str, ...]]:
     return [tuple(f"{line.origin}{line.content}" for line in hunk.lines) for hunk in patch.hunks]
 
 
-@dataclass
-class _PathResult:
-    entry: Entry | None = None
-    conflict: Conflict | None = None
-    same_patch: bool = True
-
-
-def _merge_path(repo: pygit2.Repository, path: str, base: Entry | None, theirs: Entry | None,
-                ours: Entry | None, labels: tuple[str, str, str]) -> _PathResult:
-    if ours == base:
-        return _PathResult(theirs)
-    if ours == theirs:
-        return _PathResult(ours, same_patch=False)  # upstream made the same change
-
-    def conflict(kind: str, merged: bytes | None = None) -> _PathResult:
-        o, t = _blob(repo, ours), _blob(repo, theirs)
-        hexed = [(e[0], str(e[1])) if e is not None else None for e in (base, ours, theirs)]
-        # no textual merge: the worktree shows the side that still has the file (ours first)
-        fallback = o if o is not None else (t or b"")
-        return _PathResult(conflict=Conflict(
-            path, kind, _blob(repo, base), o, t, merged if merged is not None else fallback, *hexed))
-
-    if any(e is not None and e[0] in (TREE, GITLINK) for e in (ours, theirs)):
-        return conflict("file/directory")
-    if ours is None:
-        return conflict("delete/modify")
-    if theirs is None:
-        return conflict("modify/delete")
-    if base is not None and base[0] != ours[0] and base[0] != theirs[0] and ours[0] != theirs[0]:
-        return conflict("mode")
-    mode = theirs[0] if base is None or ours[0] == base[0] else ours[0]
-    if base is not None and ours[1] == base[1]:
-        return _PathResult((mode, theirs[1]), same_patch=False)
-    if base is not None and theirs[1] == base[1]:
-        return _PathResult((mode, ours[1]), same_patch=False)
-    if ours[1] == theirs[1]:
-        return _PathResult((mode, ours[1]), same_patch=False)
-    sides = [_blob(repo, e) or b"" for e in (base, ours, theirs)]
-    if LINK in (ours[0], theirs[0]) or any(_is_binary(s) for s in sides):
-        return conflict("binary")
-    clean, merged = merge_file(repo, path, base, ours, theirs, labels)
-    if not clean:
-        return conflict("content" if base is not None else "add/add", merged)
-    blob = repo.create_blob(merged)
-    same = _hunks(sides[0], sides[2]) == _hunks(sides[1], merged)
-    return _PathResult((mode, blob), same_patch=same)
-
-
-# -- renames ----------------------------------------------------------------------------------
-
-Change = tuple[str, Optional[Entry], Optional[Entry], Optional[Entry]]  # path, base, theirs, ours
-
-
-def renamed_paths(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid) -> dict[str, str]:
-    """old path -> new path for the files git's rename detection pairs between two trees."""
-    diff = repo[old].peel(pygit2.Tree).diff_to_tree(repo[new].peel(pygit2.Tree))
-    diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
-    return {d.old_file.path: d.new_file.path for d in diff.deltas
-            if d.status == pygit2.enums.DeltaStatus.RENAMED}
-
-
-def _follow_renames(repo: pygit2.Repository, store: MemOdb, parent: pygit2.Commit, commit: pygit2.Commit,
-                    head_tree: pygit2.Oid, upstream: Callable[[str], str | None] | None,
-                    changes: list[tuple[str, Entry | None, Entry | None]]) -> list[Change]:
-    """Pair each change with our side, following renames as git's merge does:
-    - upstream moved a file the commit edits: the edit goes to the new path;
-    - the commit moves a file upstream edited: upstream's edit goes along.
-    Both are looked for only when a path would otherwise conflict (cheap in the common case)."""
-    out: list[Change] = [(path, base, theirs, store.lookup(head_tree, path)) for path, base, theirs in changes]
-    own: dict[str, str] | None = None
-    for i, (path, base, theirs, ours) in enumerate(out):
-        if base is None or ours == base or ours == theirs:
+def _same_patch(repo: pygit2.Repository, store: MemOdb, base: pygit2.Oid, theirs: pygit2.Oid,
+                ours: pygit2.Oid, result: pygit2.Oid) -> bool:
+    """Does the replayed commit change what the original did, hunk for hunk?"""
+    before = {path: (old, new) for path, old, new in store.changed(base, theirs)}
+    after = {path: (old, new) for path, old, new in store.changed(ours, result)}
+    if before.keys() != after.keys():
+        return False
+    for path, (old, new) in before.items():
+        old2, new2 = after[path]
+        if (old, new) == (old2, new2):
             continue
-        if ours is None and theirs is not None and upstream is not None:
-            moved = upstream(path)
-            target = store.lookup(head_tree, moved) if moved else None
-            if moved and target is not None:
-                out[i] = (moved, base, theirs, target)
-        elif theirs is None and ours is not None:
-            if own is None:
-                own = renamed_paths(repo, parent.tree_id, commit.tree_id)
-            moved = own.get(path)
-            if moved is None:
-                continue
-            for j, (other, _, their_new, _) in enumerate(out):
-                if other == moved:
-                    out[j] = (moved, base, their_new, ours)  # upstream's edit follows the move
-            out[i] = (path, ours, None, ours)  # and the old path simply goes
-    return out
+        if (old is None) != (old2 is None) or (new is None) != (new2 is None):
+            return False
+        if (new and new[0]) != (new2 and new2[0]):
+            return False
+        if _hunks(_blob(repo, old) or b"", _blob(repo, new) or b"") != \
+                _hunks(_blob(repo, old2) or b"", _blob(repo, new2) or b""):
+            return False
+    return True
 
 
 # -- replaying a list of commits -------------------------------------------------------------
@@ -319,64 +270,59 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
     resolved: list[tuple[pygit2.Oid, str]] = []
     new_commits: list[pygit2.Oid] = []
     stop: ReplayStop | None = None
-    done = 0
+    done = in_memory = by_git = 0
     for index, commit in enumerate(commits):
         if len(commit.parents) != 1:
             what = "a merge commit" if commit.parents else "a root commit"
             raise SeriesError(f"{topic or 'replay'}: {str(commit.id)[:12]} is {what}; series replays "
                               "linear topics only (linearize it with 'git rebase' first)")
         parent = commit.parents[0]
-        if parent.id == head and rewrite_message is None:
+        if parent.id == head and rewrite_message is None:  # git rebase fast-forwards these too
             mapping[commit.id] = commit.id  # already on the new head: keep it as it is
             head, head_tree = commit.id, commit.tree_id
             new_commits.append(head)
             done = index + 1
             continue
-        labels = (f"parent of {_short(repo, commit)}", "HEAD", _short(repo, commit))
-        updates: dict[str, Entry | None] = {}
-        conflicts: list[Conflict] = []
-        same_patch = True
-        changes = _follow_renames(repo, store, parent, commit, head_tree, renames,
-                                  list(store.changed(parent.tree_id, commit.tree_id)))
-        for path, base, theirs, ours in changes:
-            result = _merge_path(repo, path, base, theirs, ours, labels)
-            same_patch = same_patch and result.same_patch
-            if result.conflict is not None:
-                answer = resolver(topic, path, result.conflict) if resolver else None
-                if answer is None:
-                    conflicts.append(result.conflict)
-                    continue
-                mode = (theirs or ours or (0o100644, None))[0]  # type: ignore[index]
-                result = _PathResult((int(mode), repo.create_blob(answer)), same_patch=False)
-                resolved.append((commit.id, path))
-                same_patch = False
-            updates[path] = result.entry
-        new_tree = None
-        if not conflicts:
-            try:
-                new_tree = store.edit(head_tree, updates)
-            except PathConflict as exc:
-                conflicts.append(Conflict(exc.path, "file/directory", None, None, None, b""))
-        if conflicts:
-            stop = ReplayStop(commit.id, head, index, tuple(conflicts), dict(updates))
-            break
-        if new_tree is None:
-            new_tree = store.tree({})
-        if new_tree == head_tree:
-            dropped.append(commit.id)  # its change is already there: upstream has it
-        else:
+        base_tree, theirs_tree = parent.tree_id, commit.tree_id
+        merged = merge_trees(store, base_tree, head_tree, theirs_tree)
+        in_memory, by_git = in_memory + merged.fast, by_git + (not merged.fast)
+        new_tree = merged.tree
+        if not merged.clean:
+            labels = _labels(repo, commit, merged.labels)
+            conflicts = [_conflict(repo, store, merged.tree, c, labels) for c in merged.conflicts]
+            answers: dict[str, bytes] = {}
+            for c in conflicts:
+                answer = resolver(topic, c.path, c) if resolver and c.kind in _TEXTUAL else None
+                if answer is not None:
+                    answers[c.path] = answer
+            if len(answers) < len(conflicts):
+                resolved += [(commit.id, path) for path in answers]
+                left = tuple(c for c in conflicts if c.path not in answers)
+                stop = ReplayStop(commit.id, head, index, left, {}, answers)
+                break
+            edits: dict[str, Entry | None] = {}
+            for c in conflicts:
+                side = c.ours_entry or c.theirs_entry
+                edits[c.path] = (side[0] if side else 0o100644, repo.create_blob(answers[c.path]))
+                resolved.append((commit.id, c.path))
+            new_tree = store.edit(merged.tree, edits) or store.tree({})
+        if new_tree == head_tree and base_tree != theirs_tree:
+            dropped.append(commit.id)  # it became empty: upstream has its change (git drops it)
+        else:  # a commit that was empty in the topic stays, as git rebase keeps it
             raw = _raw_commit(repo, commit)
             message = raw.message
             if rewrite_message is not None:
                 message = rewrite_message(commit).encode(raw.encoding, "replace")
-            head = store.commit(new_tree, [head], raw.author, committer_line, message, raw.extra)
-            head_tree = new_tree
+            new_head = store.commit(new_tree, [head], raw.author, committer_line, message, raw.extra)
+            if not merged.fast and (merged.conflicts or not _same_patch(
+                    repo, store, base_tree, theirs_tree, head_tree, new_tree)):
+                changed.add(commit.id)
+            head, head_tree = new_head, new_tree
             mapping[commit.id] = head
             new_commits.append(head)
-            if not same_patch:
-                changed.add(commit.id)
         done = index + 1
     if own_odb:
         store.persist()
     return ReplayResult(head=head, mapping=mapping, dropped=tuple(dropped), changed=frozenset(changed),
-                        resolved=tuple(resolved), conflict=stop, done=done, new_commits=tuple(new_commits))
+                        resolved=tuple(resolved), conflict=stop, done=done, new_commits=tuple(new_commits),
+                        in_memory=in_memory, by_git=by_git)

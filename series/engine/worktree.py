@@ -1,11 +1,11 @@
 """Where a human meets the rebase: the conflict worktree, and the user's own checkouts.
 
-A conflict is materialized as git itself would leave it: a worktree detached at the head
-the commit was being applied to, the commit's clean paths staged, each conflicting path
-with its three index stages (ancestor, ours, theirs) and the file with conflict markers,
-so `git add` marks it resolved and `git status`, `git diff` and `git mergetool` work.
-rerere is enabled for the repository (unless the user turned it off) and run once, so a
-resolution this clone has recorded before is reused, and the one made now is recorded.
+A conflict is materialized by git itself: a worktree detached at the head the commit was
+being applied to, and `git cherry-pick --no-commit` of the commit there, which leaves
+exactly what `git rebase` leaves (index stages, markers, the clean paths staged), so
+`git add` marks a path resolved and `git status`, `git diff` and `git mergetool` work.
+rerere is enabled for the repository (unless the user turned it off), so a resolution this
+clone has recorded before is reused, and the one made now is recorded.
 
 Checked-out topic branches: a branch checked out in a dirty worktree is refused before
 anything happens; a clean one gets its files updated after the branch moved
@@ -13,14 +13,12 @@ anything happens; a clean one gets its files updated after the branch moved
 """
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 
-from series.engine.odb import GITLINK, LINK, TREE
 from series.engine.replay import ReplayStop
 from series.engine.state import fault
 from series.errors import SeriesError
@@ -52,55 +50,35 @@ def _rerere_enabled(repo: pygit2.Repository) -> bool:
 
 
 def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop) -> list[str]:
-    """Lay out `stop` in a worktree at `path`; return notes (e.g. rerere reuse)."""
+    """Lay out `stop` in a worktree at `path`; return notes (e.g. rerere reuse).
+
+    git lays it out itself: `git cherry-pick --no-commit` of the commit onto the head it
+    was being applied to is the same merge-ort merge the replay asked `git merge-tree`
+    for, and leaves what `git rebase` would: the markers labelled HEAD and "<abbrev>
+    (<subject>)", the index stages, rerere's preimage. Paths the conflict memory resolved
+    are then written with its answer and staged."""
     root = _main_root(repo)
     _marker(path).unlink(missing_ok=True)
     remove(repo, path)  # also prunes a registration whose directory is gone
     path.parent.mkdir(parents=True, exist_ok=True)
     git(root, "worktree", "add", "--detach", str(path), str(stop.head))
     fault("rebase-mid-worktree")
-    lines: list[str] = []
-    files: dict[str, tuple[bytes | None, int]] = {}
-    for rel, entry in stop.clean.items():
-        if entry is None:
-            lines.append(f"0 {ZERO}\t{rel}")
-            files[rel] = (None, 0)
-        else:
-            lines.append(f"{entry[0]:o} {entry[1]} 0\t{rel}")
-            if entry[0] not in (TREE, GITLINK):
-                files[rel] = (repo[entry[1]].data, entry[0])  # type: ignore[attr-defined]
-    for c in stop.conflicts:
-        lines.append(f"0 {ZERO}\t{c.path}")
-        for stage, side in ((1, c.ancestor_entry), (2, c.ours_entry), (3, c.theirs_entry)):
-            if side is not None and side[0] not in (TREE,):
-                lines.append(f"{side[0]:o} {side[1]} {stage}\t{c.path}")
-        mode = (c.ours_entry or c.theirs_entry or (0o100644, ""))[0]
-        files[c.path] = (c.merged if c.ours is not None or c.theirs is not None else b"", mode)
-    git(path, "update-index", "--index-info", input="\n".join(lines) + "\n")
-    for rel, (data, mode) in files.items():
+    _rerere_enabled(repo)  # switched on (when unset) before git records the preimage
+    picked = git(path, "cherry-pick", "--no-commit", str(stop.commit), check=False)
+    if picked.returncode == 0:
+        raise SeriesError(f"the conflict in {str(stop.commit)[:12]} did not reproduce in {path}; "
+                          "run 'series rebase --abort' and start again")
+    for rel, data in stop.resolved.items():
         target = path / rel
-        if data is None:
-            if target.is_file() or target.is_symlink():
-                target.unlink()
-            continue
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or target.exists():
-            target.unlink()
-        if mode == LINK:
-            os.symlink(data, target)
-        else:
-            target.write_bytes(data)
-            os.chmod(target, 0o755 if mode == 0o100755 else 0o644)
+        target.write_bytes(data)
+        git(path, "add", "--", rel)
     _marker(path).write_text(f"{stop.commit}\n")
     notes = []
-    if _rerere_enabled(repo):
-        git(path, "rerere", check=False)
-        for c in stop.conflicts:
-            target = path / c.path
-            if target.is_file() and target.read_bytes() != c.merged and b"<<<<<<<" not in target.read_bytes():
-                notes.append(f"rerere reused a recorded resolution for {c.path}: check it, then git add it")
+    for line in (picked.stdout + picked.stderr).splitlines():
+        if line.startswith("Resolved '") and "using previous resolution" in line:
+            rel = line.split("'")[1]
+            notes.append(f"rerere reused a recorded resolution for {rel}: check it, then git add it")
     return notes
 
 

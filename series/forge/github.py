@@ -269,8 +269,9 @@ class GitHubForge(Forge):
 
     # -- proposing a PR (series propose) ------------------------------------------------
     def open_pulls(self) -> list[PullRequest]:
-        """Every open PR, of any age: a duplicate opened long ago is still a duplicate."""
-        url = self._url("pulls", state="open", sort="created", direction="desc", per_page=100)
+        """Every open PR, of any age: a duplicate opened long ago is still a duplicate.
+        (The same question as list_pulls' first half, so one run asks it once.)"""
+        url = self._url("pulls", state="open", sort="updated", direction="desc", per_page=100)
         items = self._cached(url, "the open pull requests", paginate=True)
         return [self.pull_from_json(item, url) for item in items]
 
@@ -313,12 +314,28 @@ class GitHubForge(Forge):
             raise ForgeUnreachable(f"{exc} to open the PR; nothing was opened as far as series knows: "
                                    "check the fork's PR list before retrying") from None
         except HttpFailed as exc:
+            if exc.code == 422:  # GitHub's "Validation Failed": the reasons are in errors[]
+                raise ForgeError(f"GitHub refused {what} (422): "
+                                 f"{self.http.scrub(_validation_errors(exc.body))}") from None
             raise self._http_error(exc, what) from None
         try:
             data = json.loads(answer.body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise ForgeError(f"the GitHub API sent something that is not JSON for {what} ({url})") from None
         return self.pull_from_json(data, url)
+
+
+def _validation_errors(body: bytes) -> str:
+    """GitHub's reasons for a 422 ("A pull request already exists for ..."), one line."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):  # the body is only a hint
+        return "Validation Failed"
+    reasons = [str(e.get("message") or e.get("code") or "") for e in data.get("errors") or []
+               if isinstance(e, dict)] if isinstance(data, dict) and isinstance(data.get("errors"), list) else []
+    text = "; ".join(r for r in reasons if r) or (str(data.get("message", "Validation Failed"))
+                                                  if isinstance(data, dict) else "Validation Failed")
+    return " ".join(text.split())[:300]
 
 
 def _parse_time(text: Any, url: str, field: str = "updated_at") -> _dt.datetime:

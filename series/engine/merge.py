@@ -1,0 +1,249 @@
+"""The one merge: three trees in, git's merge-ort answer out.
+
+    merge_trees(store, base, ours, theirs) -> TreeMerge
+
+Every replayed commit (base = its parent's tree, ours = the new head's, theirs = its own)
+and every topic merged into the integration branch goes through here. git is the
+reference, so there are exactly two ways to an answer:
+
+- The fast path, taken only where it is provably merge-ort's answer: every path the
+  commit changes is unchanged on our side (same mode and id as in the base), so the result
+  is our tree with the commit's entries written in. What could make merge-ort do anything
+  else is ruled out first: a rename needs a deletion on one side of a path the other side
+  changed (our side changed none of the commit's paths); a directory rename on our side
+  needs a directory of the base that our side removed and that the commit adds into
+  (refused below); one on the commit's side needs a directory the commit empties that our
+  side added into (refused unless our side left that directory untouched). A path where
+  a file meets a directory is left to git too.
+- Everything else is asked of git: `git merge-tree --write-tree` (merge-ort in memory, no
+  checkout), one long-lived `--stdin` process per run, the user's own git and merge
+  config (rename limits, directory renames, conflict style). git 2.39 has no
+  `--merge-base`, so each merge is two tiny commits with a shared parentless parent
+  carrying the base tree; with one merge base, merge-ort merges exactly those three trees.
+
+The result tree of a conflicted merge holds git's conflicted files (markers and all); the
+conflicted paths come with their index stages and git's conflict kinds.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from typing import IO
+
+import pygit2
+
+from series.engine.odb import TREE, Entry, MemOdb, PathConflict
+from series.errors import SeriesError
+from series.git.cli import clean_env
+
+# The version this design needs: `merge-tree --write-tree --stdin` (merge-ort in memory,
+# many merges in one process).
+GIT_NEEDED = (2, 39)
+
+_IDENT = b"series <series@localhost> 0 +0000"
+
+
+@dataclass(frozen=True)
+class PathStages:
+    """One conflicted path as git leaves it in the index: stage -> (mode, id)."""
+
+    path: str
+    stages: dict[int, Entry]
+    kind: str                      # git's conflict type, e.g. "contents", "rename/delete"
+    message: str = ""              # git's own sentence about it
+
+
+@dataclass(frozen=True)
+class TreeMerge:
+    tree: pygit2.Oid               # the merged tree (git's conflicted files where unclean)
+    conflicts: tuple[PathStages, ...] = ()
+    fast: bool = False             # answered without git (provably the same answer)
+    messages: tuple[str, ...] = ()
+    labels: tuple[str, str, str] | tuple[()] = ()  # git's marker labels: base, ours, theirs
+
+    @property
+    def clean(self) -> bool:
+        return not self.conflicts
+
+
+# -- the fast path --------------------------------------------------------------------
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def fast_updates(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid,
+                 theirs: pygit2.Oid) -> dict[str, Entry | None] | None:
+    """The commit's entries to write over `ours`, when that is provably merge-ort's whole
+    answer (see the module docstring); None when git must decide."""
+    updates: dict[str, Entry | None] = {}
+    emptied: set[str] = set()
+    for path, old, new in store.changed(base, theirs):
+        if store.lookup(ours, path) != old:
+            return None  # our side changed it too (or moved it): a real merge
+        if old is None:  # an addition: no directory on its way may have vanished on our side
+            for parent in _parents(path):
+                here = store.lookup(base, parent)
+                if here is not None and (here[0] != TREE or _kind(store, ours, parent) != TREE):
+                    return None
+        if new is None:
+            emptied.update(p for p in _parents(path) if _kind(store, theirs, p) != TREE)
+        updates[path] = new
+    for folder in emptied:  # the commit removed this directory: ours must not have added to it
+        if store.lookup(ours, folder) != store.lookup(base, folder):
+            return None
+    return updates
+
+
+def _kind(store: MemOdb, tree: pygit2.Oid, path: str) -> int | None:
+    found = store.lookup(tree, path)
+    return None if found is None else found[0]
+
+
+# -- git's answer ---------------------------------------------------------------------
+
+def git_version() -> tuple[int, ...]:
+    try:
+        out = subprocess.run(["git", "version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        raise SeriesError("git is not installed or not on PATH") from None
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+    return tuple(int(x) for x in found.groups(default="0")) if found else (0,)
+
+
+_checked: list[tuple[int, ...]] = []
+
+
+def require_git() -> None:
+    """Refuse, in one line, a git older than this design needs (asked once per process)."""
+    if not _checked:
+        _checked.append(git_version())
+    version = _checked[0]
+    if version[:2] < GIT_NEEDED:
+        raise SeriesError(f"git {'.'.join(map(str, version))} is too old: series rebases with "
+                          f"'git merge-tree --write-tree --stdin' (git {GIT_NEEDED[0]}.{GIT_NEEDED[1]} "
+                          "or newer); install a newer git")
+
+
+class Merger:
+    """A `git merge-tree --write-tree --stdin` process over the store's scratch objects."""
+
+    def __init__(self, store: MemOdb):
+        require_git()
+        self.store = store
+        scratch = store.scratch_dir()
+        env = clean_env({"GIT_OBJECT_DIRECTORY": str(scratch),
+                         "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(store.objects_dir())})
+        self._proc = subprocess.Popen(
+            ["git", "merge-tree", "--write-tree", "--stdin", "-z", "--messages"],
+            cwd=store.repo.path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        self._buffer = b""
+        self._roots: dict[pygit2.Oid, pygit2.Oid] = {}
+        self._sentinel: pygit2.Oid | None = None
+
+    def _commit(self, tree: pygit2.Oid, parents: list[pygit2.Oid]) -> pygit2.Oid:
+        return self.store.commit(tree, parents, _IDENT, _IDENT, b"series merge input\n")
+
+    def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> TreeMerge:
+        root = self._roots.get(base)
+        if root is None:
+            root = self._roots[base] = self._commit(base, [])
+        if self._sentinel is None:
+            self._sentinel = root
+        left, right = self._commit(ours, [root]), self._commit(theirs, [root])
+        self.store.flush([left, right])
+        # git 2.39 flushes a merge's output but not the NUL that ends it: a merge of a
+        # commit with itself after each real one marks where the real answer ends.
+        line = f"{left} {right}\n{self._sentinel} {self._sentinel}\n".encode()
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(line)
+            self._proc.stdin.flush()
+            result = self._read_merge()
+            self._read_merge(sentinel=True)
+            result = TreeMerge(result.tree, result.conflicts, messages=result.messages,
+                               labels=(str(root), str(left), str(right)))
+        except (BrokenPipeError, EOFError):
+            err = self._proc.stderr.read().decode("utf-8", "replace").strip() if self._proc.stderr else ""
+            raise SeriesError(f"git merge-tree stopped: {err.splitlines()[-1] if err else 'no output'}") from None
+        return result
+
+    # -z output of one merge: status, tree, staged conflict entries, "", then messages
+    # (count, paths, type, text), and a "" that git may only flush with the next merge.
+    def _field(self) -> bytes:
+        stdout: IO[bytes] = self._proc.stdout  # type: ignore[assignment]
+        while b"\0" not in self._buffer:
+            chunk = stdout.read1(1 << 16)  # type: ignore[attr-defined]
+            if not chunk:
+                raise EOFError
+            self._buffer += chunk
+        field, _, self._buffer = self._buffer.partition(b"\0")
+        return field
+
+    def _read_merge(self, sentinel: bool = False) -> TreeMerge:
+        status = self._field()
+        while status == b"":  # the previous merge's end marker
+            status = self._field()
+        tree = pygit2.Oid(hex=self._field().decode())
+        staged: dict[str, dict[int, Entry]] = {}
+        while (entry := self._field()) != b"":
+            info, _, raw_path = entry.partition(b"\t")
+            mode, oid, stage = info.split(b" ")
+            path = raw_path.decode("utf-8", "surrogateescape")
+            staged.setdefault(path, {})[int(stage)] = (int(mode, 8), pygit2.Oid(hex=oid.decode()))
+        if sentinel:
+            return TreeMerge(tree)  # a merge of a commit with itself: nothing more follows
+        kinds: dict[str, tuple[str, str]] = {}
+        messages: list[str] = []
+        while True:
+            count = self._field()
+            if count == b"":
+                break
+            paths = [self._field().decode("utf-8", "surrogateescape") for _ in range(int(count))]
+            kind = self._field().decode("utf-8", "replace")
+            text = self._field().decode("utf-8", "replace").rstrip("\n")
+            messages.append(text)
+            if kind.startswith("CONFLICT"):
+                short = kind[len("CONFLICT"):].strip().strip("()")
+                for path in paths:
+                    kinds.setdefault(path, (short, text))
+        conflicts = tuple(PathStages(path, stages, *kinds.get(path, ("contents", "")))
+                          for path, stages in sorted(staged.items()))
+        if not conflicts and status == b"0":
+            # unclean with nothing staged (e.g. a file in the way): report git's paths
+            conflicts = tuple(PathStages(path, {}, kind, text) for path, (kind, text) in sorted(kinds.items()))
+        return TreeMerge(tree, conflicts, messages=tuple(messages))
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+            self._proc.wait()
+
+
+def merger(store: MemOdb) -> Merger:
+    """The store's git merger, started on first use (one process for the whole run)."""
+    if not isinstance(store.merger, Merger):
+        store.merger = Merger(store)
+    return store.merger
+
+
+def merge_trees(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> TreeMerge:
+    """merge-ort's answer for the three trees: the fast path where provably the same,
+    git itself everywhere else."""
+    if ours == base:
+        return TreeMerge(theirs, fast=True)
+    if theirs == base or theirs == ours:
+        return TreeMerge(ours, fast=True)
+    updates = fast_updates(store, base, ours, theirs)
+    if updates is not None:
+        try:
+            tree = store.edit(ours, updates)
+        except PathConflict:
+            pass  # a file where a directory goes: git's file/directory rules decide
+        else:
+            return TreeMerge(tree if tree is not None else store.tree({}), fast=True)
+    return merger(store).merge(base, ours, theirs)
