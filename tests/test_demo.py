@@ -13,6 +13,9 @@ def test_demo_runs_the_whole_story_offline(tmp_path: Path) -> None:
     out = run_series("demo", str(tmp_path / "d"), cwd=tmp_path).stdout
     for expected in ("$ series touches vllm/v1/kv_offload", "touched by 2 of 5 active topics",
                      "$ series adopt-upstream 61050", "CONFLICT", "$ series rebase --continue",
+                     # the evidence run, over the demo's own release wheel in its own venv
+                     "--run --python", "vllm 0.32.0 at ", "tests that fail without offload-stats and pass "
+                     "with it:\n  tests/v1/kv_offload/test_manager.py::test_store_counts_evictions",
                      "as far as possible: stopped at 1 of 4 commits on v0.31.0's first-parent line",
                      "upstream #61010 rewrote store() in manager.py",
                      "read it first (git show ", "landed by PR #61020",

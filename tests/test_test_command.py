@@ -1,52 +1,14 @@
-"""`series test`: selection on the fork, --format outputs, and --run/--without on a fixture
-whose test fails without the topic that fixes the code."""
+"""`series test`: selection on the fork, --format outputs, and how step commands are read
+(the runs themselves: tests/test_evidence.py)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
 from ruamel.yaml import YAML
 
 from series.commands.test import parse_command
-from tests.conftest import run_series, sh
-from tests.repos import write
-
-ORDER_TEST = '''\
-from vllm.v1.kv_offload.cpu.policies.lru import LRUPolicy
-
-
-def test_touch_keeps_request_order():
-    policy = LRUPolicy()
-    for key in (1, 2, 3):
-        policy.blocks[key] = key
-    policy.touch([1, 2])
-    assert [policy.evict(), policy.evict()] == [3, 1]
-'''
-
-SERIES = """\
-upstream:
-  remote: upstream
-  base: v0.30.0
-integration: series/integration
-topics:
-  - name: order-fix
-    branch: topic/order-fix
-  - name: api-hello
-    branch: topic/api-hello
-"""
-
-
-@pytest.fixture
-def fixed(fork: Path) -> Path:
-    """A topic that fixes the LRU touch order and adds the test proving it."""
-    sh("git checkout -q -b topic/order-fix v0.30.0", fork)
-    lru = (fork / "vllm/v1/kv_offload/cpu/policies/lru.py").read_text()
-    write(fork, {"vllm/v1/kv_offload/cpu/policies/lru.py": lru.replace("reversed(list(keys))", "list(keys)"),
-                 "tests/v1/kv_offload/test_order.py": ORDER_TEST})
-    sh("git add vllm tests && git commit -qm 'fix touch order' && git checkout -q --detach v0.30.0", fork)
-    (fork / "series.yaml").write_text(SERIES)
-    return fork
+from tests.conftest import run_series
 
 
 def test_selection_lists_the_step_with_its_topics(fork: Path) -> None:
@@ -70,39 +32,11 @@ def test_formats_for_github_and_buildkite(fork: Path) -> None:
     assert step["commands"] == ["cd tests", "pytest -v -s v1/kv_offload"], step
 
 
-def test_run_and_without_find_the_evidence(fixed: Path) -> None:
-    proc = run_series("test", "--run", "--without", "order-fix", "--json", cwd=fixed)
-    run = json.loads(proc.stdout)["run"]
-    with_series = run["with_series"][0]
-    assert with_series["status"] == "passed", with_series
-    tests = with_series["commands"][0]["tests"]
-    assert tests.get("v1.kv_offload.test_order::test_touch_keeps_request_order") == "passed", tests
-    without = run["without"]
-    assert without["steps"][0]["status"] == "failed", without
-    assert without["evidence"] == [{"step": "kv-offload",
-                                    "test": "v1.kv_offload.test_order::test_touch_keeps_request_order"}], without
-    assert "series-test-" not in sh("git worktree list", fixed), "temporary worktrees are removed"
-
-    from series.commands.test import CommandRun, RunReport, StepRun, render_run
-    step = lambda outcome: StepRun("kv-offload", "KV offload tests", (CommandRun(  # noqa: E731
-        "pytest v1", outcome, "", {"t::order": outcome}),))
-    text = render_run(RunReport([step("passed")], "order-fix", [step("failed")]))
-    assert "tests that fail without order-fix and pass with it:\n  t::order  [kv-offload]" in text, text
-
-
-def test_run_exits_non_zero_when_a_step_fails(fixed: Path) -> None:
-    sh("git checkout -q topic/order-fix && "
-       "printf 'def test_broken():\\n    assert False\\n' > tests/v1/kv_offload/test_broken.py && "
-       "git add tests && git commit -qm broken && git checkout -q --detach v0.30.0", fixed)
-    proc = run_series("test", "--run", cwd=fixed, expect=1)
-    assert "failed  KV offload tests [kv-offload]: 2 passed, 1 failed" in proc.stdout, proc.stdout
-
-
-def test_run_needs_a_runnable_step(fork: Path) -> None:
-    proc = run_series("test", "api-hello", "--run", cwd=fork, expect=1)
-    assert "no selected step can run here" in proc.stderr, proc.stderr
+def test_run_needs_run_for_its_options(fork: Path) -> None:
     proc = run_series("test", "--without", "api-hello", cwd=fork, expect=2)
     assert "go with --run" in proc.stderr
+    proc = run_series("test", "--format", "markdown", cwd=fork, expect=2)
+    assert "add --run" in proc.stderr
 
 
 def test_only_plain_pytest_commands_are_run() -> None:

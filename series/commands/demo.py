@@ -69,10 +69,37 @@ STEPS: list[Step] = [
     Step("Upstream CI steps that cover what the series touches:", ("test",)),
     Step("The patched wheel: the release wheel with the series overlaid:",
          ("build", "--wheel", "{wheel}")),
+    Step("Evidence for a PR comment: upstream's tests over the release build (the v0.32.0 wheel, "
+         "installed in its own environment), with and without the topic whose conflict we resolved:",
+         ("test", "offload-stats", "--run", "--python", "{env}", "--without", "offload-stats")),
     Step("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
          "the guide allows, the description, and the duplicate search last (nothing is sent):",
          ("propose", "offload-stats", "--dry-run")),
 ]
+
+
+def _evidence_env(directory: Path, wheel: Path, python: str) -> Path | None:
+    """A venv holding the release wheel, and this interpreter's pytest (None without one).
+
+    The venv has no pip: the demo wheel is pure Python, so installing it is unpacking it
+    into the venv's site-packages; a .pth line lets the venv import this environment's
+    pytest after its own packages, so its vllm is the wheel's.
+    """
+    import zipfile
+
+    probe = subprocess.run([python, "-c", "import pytest, site; print('\\n'.join(site.getsitepackages()))"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return None
+    env = directory / "release-env"
+    subprocess.run([python, "-m", "venv", "--without-pip", str(env)], check=True, capture_output=True)
+    env_python = env / "bin" / "python"
+    purelib = Path(subprocess.run([str(env_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(purelib)
+    (purelib / "zz-demo-pytest.pth").write_text(probe.stdout)
+    return env_python
 
 
 def run(directory: Path, echo: Callable[[str], None], python: str = sys.executable) -> Path:
@@ -86,12 +113,16 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
     demo.clone_fork(upstream_path, fork)
     topics = demo.example_topics()
     wheel = demo.build_release_wheel(upstream, "v0.32.0", directory / "wheels")
+    env_python = _evidence_env(directory, wheel, python)
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", SERIES_OFFLINE="1")
     for number, step in enumerate(STEPS, 1):
         argv = tuple(a.replace("{wheel}", str(wheel)).replace("{topics}", str(topics))
-                     for a in step.argv)
+                     .replace("{env}", str(env_python)) for a in step.argv)
         echo("")
         echo(f"## {number}. {step.say}")
+        if "{env}" in step.argv and env_python is None:
+            echo(f"(skipped: {python} has no pytest; `pip install pytest` and run the demo again)")
+            continue
         if step.before is not None:
             step.before(fork)
         echo(f"$ series {shlex.join(argv)}")

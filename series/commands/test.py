@@ -1,37 +1,23 @@
-"""`series test`: the upstream CI steps that cover what the series touches; run or export them.
+"""`series test`: the upstream CI steps that cover what the series touches; list or export them.
 
 Selection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
-topic's own diff. `--run` executes the plain pytest commands of the runnable steps (CPU
-ones, or those named with --step) in a temporary worktree of the integration commit, with
-the current interpreter's pytest and the worktree first on PYTHONPATH, reading per-test
-outcomes from JUnit XML. `--without TOPIC` runs the same steps on the integration built
-without that topic, keeping the full series' tests/ so the topic's own tests run against
-code that lacks its fix: the tests that fail without it and pass with it are its evidence.
+topic's own diff. `--run` (series.commands.evidence) runs upstream's tests over the
+installed release build in named trees and compares them with the base; this module
+parses the steps' commands for it and renders the plan.
 """
 from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shlex
-import shutil
-import subprocess
-import sys
-import tempfile
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Callable
 
-import pygit2
-
 from series.analysis import testmap
-from series.analysis.testmap import Selection, Step
+from series.analysis.testmap import Selection
 from series.build import integration
-from series.errors import SeriesError
-from series.git.cli import git
-from series.git.repo import changed_paths, workdir
+from series.build.matrix import Matrix
 from series.workspace import Workspace
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -47,34 +33,6 @@ class Plan:
     problems: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class CommandRun:
-    command: str
-    status: str                          # passed | failed | no-tests | skipped
-    detail: str = ""
-    tests: dict[str, str] = field(default_factory=dict)  # test id -> passed|failed|skipped
-
-
-@dataclass(frozen=True)
-class StepRun:
-    step: str
-    label: str
-    commands: tuple[CommandRun, ...]
-
-    @property
-    def status(self) -> str:
-        ran = [c for c in self.commands if c.status != "skipped"]
-        if not ran:
-            return "skipped"
-        return "failed" if any(c.status == "failed" for c in ran) else "passed"
-
-    def tests(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for c in self.commands:
-            out.update(c.tests)
-        return out
-
-
 def select(ws: Workspace, topics: tuple[str, ...] = (), include_always: bool = False) -> Plan:
     chosen = integration.require_topics(ws, topics) if topics else None
     touched = integration.topic_paths(ws, chosen)
@@ -84,15 +42,16 @@ def select(ws: Workspace, topics: tuple[str, ...] = (), include_always: bool = F
     return Plan(ws.series.upstream.base, touched, selected, tmap.always_count, tmap.problems)
 
 
-def runnable(plan: Plan, steps: tuple[str, ...]) -> list[Step]:
-    if steps:
-        by_id = {s.step.ident: s.step for s in plan.selected}
-        unknown = [k for k in steps if k not in by_id]
-        if unknown:
-            raise SeriesError(f"--step {', '.join(unknown)}: not among the selected steps "
-                              f"({', '.join(by_id) or 'none'})")
-        return [by_id[k] for k in steps]
-    return [s.step for s in plan.selected if s.step.cpu]
+def run(ws: Workspace, plan: Plan, *, python: str, without: str | None = None,
+        compare: tuple[str, str] | None = None, trees: tuple[str, ...] = (), steps: tuple[str, ...] = (),
+        use_cache: bool = True, say: Callable[[str], None] = lambda _: None) -> Matrix:
+    """The evidence run (series.commands.evidence) for the plan's covering steps."""
+    from series.commands import evidence
+
+    names = evidence.tree_names(without, compare, trees)
+    covering = [s.step for s in plan.selected]
+    return evidence.run(ws, covering, sorted(plan.touched), names, python=python, steps=steps,
+                        use_cache=use_cache, say=say)
 
 
 def parse_command(command: str) -> tuple[str, dict[str, str], list[str]] | None:
@@ -141,129 +100,6 @@ def local_args(args: list[str], env: dict[str, str]) -> list[str]:
 
 def _expand(arg: str, env: dict[str, str]) -> str:
     return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), m.group(0)), arg)
-
-
-def _junit(path: Path) -> dict[str, str]:
-    if not path.exists():
-        return {}
-    outcomes: dict[str, str] = {}
-    for case in ET.parse(path).getroot().iter("testcase"):
-        ident = f"{case.get('classname', '')}::{case.get('name', '')}"
-        tags = {child.tag for child in case}
-        outcomes[ident] = ("failed" if tags & {"failure", "error"} else
-                           "skipped" if "skipped" in tags else "passed")
-    return outcomes
-
-
-def run_steps(tree: Path, steps: list[Step], use_installed: bool = False,
-              runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
-              progress: Callable[[str], None] = lambda _: None) -> list[StepRun]:
-    results: list[StepRun] = []
-    scratch = Path(tempfile.mkdtemp(prefix="series-junit-"))
-    try:
-        for number, step in enumerate(steps, 1):
-            progress(f"[{number}/{len(steps)}] {step.label}")
-            env = dict(os.environ)
-            env.update(dict(step.env))
-            env["PYTHONDONTWRITEBYTECODE"] = "1"
-            if not use_installed:
-                env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH")) if p)
-            cwd = tree / step.repo_dir
-            runs = []
-            for index, command in enumerate(step.commands):
-                parsed = parse_command(command)
-                if parsed is None:
-                    runs.append(CommandRun(command, "skipped", "not a plain pytest command"))
-                    continue
-                kind, extra, args = parsed
-                if kind == "export":
-                    env.update({k: os.path.expandvars(v) for k, v in extra.items()})
-                    continue
-                args = local_args(args, {**env, **extra})
-                report = scratch / f"{len(results)}-{index}.xml"
-                argv = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider",
-                        f"--junitxml={report}"]
-                proc = runner(argv, cwd=cwd if cwd.is_dir() else tree, env={**env, **extra},
-                              capture_output=True, text=True)
-                tests = _junit(report)
-                status = {0: "passed", 5: "no-tests"}.get(proc.returncode, "failed")
-                tail = (proc.stdout or "").strip().splitlines()[-1:] or [""]
-                runs.append(CommandRun(command, status, tail[0].strip("= "), tests))
-            results.append(StepRun(step.ident, step.label, tuple(runs)))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return results
-
-
-def _checkout(ws: Workspace, commit: str, tests_from: pygit2.Tree | None) -> Path:
-    scratch = Path(tempfile.mkdtemp(prefix="series-test-"))
-    tree = scratch / "tree"
-    git(workdir(ws.repo), "worktree", "add", "--detach", str(tree), commit)
-    if tests_from is not None:
-        own = ws.repo[commit].peel(pygit2.Commit).tree
-        for change in changed_paths(ws.repo, own, tests_from):
-            if not change.path.startswith("tests/"):
-                continue
-            target = tree / change.path
-            if change.new_id is None:
-                target.unlink(missing_ok=True)
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(ws.repo[change.new_id].peel(pygit2.Blob).data)
-    return tree
-
-
-def _remove(ws: Workspace, tree: Path) -> None:
-    git(workdir(ws.repo), "worktree", "remove", "--force", str(tree), check=False)
-    git(workdir(ws.repo), "worktree", "prune", check=False)
-    shutil.rmtree(tree.parent, ignore_errors=True)
-
-
-@dataclass(frozen=True)
-class RunReport:
-    with_series: list[StepRun]
-    without: str | None = None
-    without_series: list[StepRun] = field(default_factory=list)
-
-    def evidence(self) -> list[tuple[str, str]]:
-        """(step, test) that pass with the series and fail without the topic."""
-        out = []
-        for full, less in zip(self.with_series, self.without_series):
-            before = less.tests()
-            for test, outcome in full.tests().items():
-                if outcome == "passed" and before.get(test) == "failed":
-                    out.append((full.step, test))
-        return out
-
-    @property
-    def failed(self) -> bool:
-        return any(s.status == "failed" for s in self.with_series)
-
-
-def run(ws: Workspace, plan: Plan, steps: tuple[str, ...] = (), without: str | None = None,
-        use_installed: bool = False, progress: Callable[[str], None] = lambda _: None) -> RunReport:
-    chosen = runnable(plan, steps)
-    if not chosen:
-        raise SeriesError("no selected step can run here (none is CPU-marked): name one with "
-                          "--step KEY, or export them with --format github-matrix|buildkite")
-    full = integration.build(ws)
-    tree = _checkout(ws, full.sha, None)
-    try:
-        progress("with the series:")
-        with_series = run_steps(tree, chosen, use_installed, progress=progress)
-    finally:
-        _remove(ws, tree)
-    if without is None:
-        return RunReport(with_series)
-    integration.require_topics(ws, (without,))
-    less = integration.build(integration.without(ws, (without,)))
-    tree = _checkout(ws, less.sha, full.commit.tree)
-    try:
-        progress(f"without {without}:")
-        without_series = run_steps(tree, chosen, use_installed, progress=progress)
-    finally:
-        _remove(ws, tree)
-    return RunReport(with_series, without, without_series)
 
 
 # --- output -------------------------------------------------------------------------------
@@ -330,41 +166,3 @@ def buildkite(plan: Plan) -> str:
     yaml.width = 1 << 16  # one command, one line
     yaml.dump({"steps": steps}, out)
     return out.getvalue()
-
-
-def run_json(report: RunReport) -> dict[str, Any]:
-    def steps(runs: list[StepRun]) -> list[dict[str, Any]]:
-        return [{"step": r.step, "label": r.label, "status": r.status,
-                 "commands": [{"command": c.command, "status": c.status, "detail": c.detail,
-                               "tests": c.tests} for c in r.commands]} for r in runs]
-    data: dict[str, Any] = {"with_series": steps(report.with_series), "failed": report.failed}
-    if report.without:
-        data["without"] = {"topic": report.without, "steps": steps(report.without_series),
-                           "evidence": [{"step": s, "test": t} for s, t in report.evidence()]}
-    return data
-
-
-def render_run(report: RunReport) -> str:
-    lines = []
-
-    def block(title: str, runs: list[StepRun]) -> None:
-        lines.append(title)
-        for r in runs:
-            tests = r.tests()
-            counts = {k: sum(1 for v in tests.values() if v == k) for k in ("passed", "failed", "skipped")}
-            lines.append(f"  {r.status:<7} {r.label} [{r.step}]: {counts['passed']} passed, "
-                         f"{counts['failed']} failed, {counts['skipped']} skipped")
-            for c in r.commands:
-                if c.status in ("failed", "skipped", "no-tests"):
-                    lines.append(f"      {c.status}: {c.command}" + (f" ({c.detail})" if c.detail else ""))
-
-    block("with the series:", report.with_series)
-    if report.without:
-        block(f"without {report.without}:", report.without_series)
-        evidence = report.evidence()
-        if evidence:
-            lines.append(f"tests that fail without {report.without} and pass with it:")
-            lines.extend(f"  {test}  [{step}]" for step, test in evidence)
-        else:
-            lines.append(f"no selected test fails without {report.without}")
-    return "\n".join(lines)

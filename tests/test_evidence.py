@@ -1,0 +1,196 @@
+"""`series test --run`: upstream's tests over an installed release build, tree by tree.
+
+A tiny vLLM wheel (tests/evidence_repos.py) is installed in a throwaway venv; its
+`vllm/_compiled.py` exists only in the wheel, as compiled extensions do.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import evidence_repos as er
+from tests.conftest import run_series, sh
+from tests.fakeenv import make_env
+
+LRU_TESTS = "tests/v1/kv_offload"
+PEEK = "tests/v1/kv_offload/test_peek.py::test_peek_keeps_the_block"
+PEEK_PR = "tests/v1/kv_offload/test_peek_pr.py::test_peek_on_empty"
+
+
+@pytest.fixture
+def fork(tmp_path: Path) -> Path:
+    return er.build(tmp_path / "repos")
+
+
+@pytest.fixture
+def env(tmp_path: Path, fork: Path) -> Path:
+    wheel = er.release_wheel(fork.parent / "upstream", tmp_path / "wheels")
+    return make_env(tmp_path / "env", wheel)
+
+
+def evidence(fork: Path, python: Path, *args: str, expect: int = 0) -> dict:
+    proc = run_series("test", *args, "--run", "--python", str(python), "--json", cwd=fork, expect=expect)
+    return json.loads(proc.stdout)
+
+
+def test_the_run_imports_the_build_not_the_tree(fork: Path, env: Path) -> None:
+    er.series_yaml(fork, "lru-peek")
+    data = evidence(fork, env, "--step", "kv-offload")
+    build = "tests/v1/kv_offload/test_build.py::test_runs_on_the_build"
+    # vllm._compiled is only in the wheel: the test passes in every tree, and the source
+    # tree's vllm/ (which pytest's rootdir insertion would put first) was not imported
+    assert data["tests"][build] == {"base": "passed", "series": "passed"}, data["tests"][build]
+    assert data["tests"][PEEK] == {"base": "failed", "series": "passed"}, "the series' change is laid over the build"
+    assert data["build"].startswith("vllm 0.30.0 at ") and "site-packages" in data["build"]
+
+
+def test_baseline_separates_machine_failures_from_regressions(fork: Path, env: Path) -> None:
+    er.series_yaml(fork, "lru-peek", "manager-break")
+    proc = run_series("test", "--run", "--python", str(env), cwd=fork, expect=5)
+    out = proc.stdout
+    assert "2 tests fail on base too (this machine" in out, out
+    assert "tests/v1/kv_offload/test_machine.py::test_needs_a_gpu" in out
+    assert "series: 2 tests WORSE than on base:" in out, out
+    assert "tests/v1/kv_offload/test_manager.py::test_store  (passed -> failed)" in out, out
+    assert "series: 1 tests pass that do not on base:\n  " + PEEK in out, out
+    data = evidence(fork, env, expect=5)
+    machine = data["tests"]["tests/v1/kv_offload/test_machine.py::test_needs_the_hub"]
+    assert machine == {"base": "error", "series": "error"}, "errors are kept apart from failures"
+    assert data["summary"]["base"]["error"] == 1 and data["summary"]["base"]["failed"] == 2, data["summary"]
+    assert sorted(data["worse"]["series"]) == ["tests/v1/kv_offload/test_manager.py::test_store",
+                                               "tests/v1/kv_offload_gpu/test_roundtrip.py::test_roundtrip"]
+    er.series_yaml(fork, "lru-peek")
+    clean = run_series("test", "--run", "--python", str(env), cwd=fork)
+    assert "no test is worse than on base" in clean.stdout, clean.stdout
+
+
+def test_without_gives_the_evidence_and_markdown_renders_it(fork: Path, env: Path) -> None:
+    er.series_yaml(fork, "lru-peek", "api-note")
+    data = evidence(fork, env, "--without", "lru-peek")
+    assert [t["name"] for t in data["trees"]] == ["base", "series", "without:lru-peek"]
+    assert data["tests"][PEEK] == {"base": "failed", "series": "passed", "without:lru-peek": "failed"}
+    assert data["needed"] == {"lru-peek": [PEEK]}, data["needed"]
+    assert data["worse"] == {}, "a counterfactual tree never fails the run"
+    md = run_series("test", "--run", "--python", str(env), "--without", "lru-peek", "--format", "markdown",
+                    cwd=fork).stdout
+    assert "| passed | 5 | 6 | 5 |" in md, md
+    assert f"**Without `lru-peek`**, 1 tests fail that pass with it:\n- `{PEEK}`\n" in md, md
+    assert "<details><summary>2 tests fail on the base release too" in md
+
+
+def test_compare_runs_each_topic_alone_on_the_base(fork: Path, env: Path) -> None:
+    er.series_yaml(fork, "lru-peek", "peek-pr")  # they conflict: no series tree is built
+    data = evidence(fork, env, "--compare", "lru-peek", "peek-pr")
+    assert [t["name"] for t in data["trees"]] == ["base", "only:lru-peek", "only:peek-pr"]
+    assert data["tests"][PEEK] == {"base": "failed", "only:lru-peek": "passed", "only:peek-pr": "passed"}
+    # their test, on our cut: our peek raises on an empty policy
+    assert data["tests"][PEEK_PR] == {"base": "failed", "only:lru-peek": "failed", "only:peek-pr": "passed"}
+    assert data["worse"] == {}, "failing like the base is not worse"
+    text = run_series("test", "--run", "--python", str(env), "--compare", "lru-peek", "peek-pr", cwd=fork).stdout
+    assert f"only:lru-peek vs only:peek-pr: 1 tests differ:\n  {PEEK_PR}  (failed / passed)" in text, text
+
+
+def test_selection_follows_the_import_graph(fork: Path, env: Path) -> None:
+    er.series_yaml(fork, "lru-peek", "api-note")
+    data = evidence(fork, env)
+    sel = data["selection"]
+    assert sel["steps"] == ["entrypoints", "kv-offload", "kv-offload-gpu"], sel
+    assert sel["files"] == [
+        "tests/entrypoints/test_api.py",              # imports the changed api.py
+        "tests/v1/kv_offload/test_lru.py",            # imports lru.py
+        "tests/v1/kv_offload/test_machine.py",        # `import a.b.c as x` form
+        "tests/v1/kv_offload/test_manager.py",        # through manager.py
+        "tests/v1/kv_offload/test_peek.py",           # the topic's own new test
+        "tests/v1/kv_offload/test_zz_slow.py",
+        "tests/v1/kv_offload_gpu/test_roundtrip.py",  # a GPU step's test that runs on a CPU
+    ], sel
+    assert sel["candidate_files"] == 9, "test_build and test_unrelated import nothing changed"
+    assert data["tests"]["tests/v1/kv_offload_gpu/test_roundtrip.py::test_roundtrip"]["series"] == "passed"
+    er.series_yaml(fork, "api-note")
+    only_api = evidence(fork, env)["selection"]
+    assert only_api["files"] == ["tests/entrypoints/test_api.py"], only_api
+
+
+def test_base_results_are_cached(fork: Path, env: Path) -> None:
+    er.series_yaml(fork, "lru-peek")
+    first = run_series("test", "--run", "--python", str(env), "--json", cwd=fork)
+    assert "from the cache" not in first.stderr
+    second = run_series("test", "--run", "--python", str(env), "--json", cwd=fork)
+    assert "base: 6 test files from the cache" in second.stderr, second.stderr
+    one, two = json.loads(first.stdout), json.loads(second.stdout)
+    assert one["tests"] == two["tests"]
+    assert two["summary"]["base"]["files_from_cache"] == 6
+    # a changed test file reruns; the others come from the cache
+    sh("git checkout -q topic/lru-peek && printf 'def test_more():\\n    pass\\n' >> tests/v1/kv_offload/test_lru.py"
+       " && git commit -qam more && git checkout -q --detach v0.30.0", fork)
+    third = run_series("test", "--run", "--python", str(env), "--json", cwd=fork)
+    assert "base: 5 test files from the cache" in third.stderr, third.stderr
+    assert json.loads(third.stdout)["tests"]["tests/v1/kv_offload/test_lru.py::test_more"]["base"] == "passed"
+
+
+def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, env: Path, tmp_path: Path) -> None:
+    er.series_yaml(fork, "lru-peek")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    marker = tmp_path / "slow-test-started"
+    proc = subprocess.Popen([sys.executable, "-m", "series", "test", "--run", "--python", str(env)], cwd=fork,
+                            env=dict(os.environ, TMPDIR=str(scratch), EVIDENCE_SLOW=str(marker)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):  # wait (up to a minute) until pytest sits in the slow test
+        if marker.exists() and marker.read_text() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert marker.exists(), proc.communicate()
+    pytest_pid = int(marker.read_text())
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, (out, err)
+    assert "INTERRUPTED (SIGTERM): partial results" in out, out
+    assert "tests/v1/kv_offload/test_lru.py" not in out and " passed " in out, out
+    assert "temporary files removed" in err
+    assert list(scratch.iterdir()) == [], "no temporary directory is left"
+    with pytest.raises(ProcessLookupError):
+        os.kill(pytest_pid, 0)
+    assert "series-" not in sh("git worktree list", fork)
+
+
+def test_clear_errors(fork: Path, env: Path, tmp_path: Path) -> None:
+    er.series_yaml(fork, "lru-peek")
+    no_pytest = make_env(tmp_path / "bare", er.release_wheel(fork.parent / "upstream", tmp_path / "w1"),
+                         pytest=False)
+    proc = run_series("test", "--run", "--python", str(no_pytest), cwd=fork, expect=1)
+    assert "has no pytest: " in proc.stderr and "pip install pytest" in proc.stderr, proc.stderr
+    other = make_env(tmp_path / "other", er.release_wheel(fork.parent / "upstream", tmp_path / "w2", "0.29.0"))
+    proc = run_series("test", "--run", "--python", str(other), cwd=fork, expect=1)
+    assert "has vllm 0.29.0 installed, but the series is based on v0.30.0: install vllm==0.30.0" in proc.stderr
+    proc = run_series("test", "--run", "--python", sys.executable, cwd=fork, expect=1)
+    assert "has no vllm installed" in proc.stderr, proc.stderr
+    proc = run_series("test", "--run", "--python", str(env), "--step", "kv-ofload", cwd=fork, expect=1)
+    assert proc.stderr.strip() == ("series: error: --step kv-ofload: no such step in .buildkite/test_areas "
+                                   "(did you mean kv-offload, kv-offload-gpu?)"), proc.stderr
+    proc = run_series("test", "--run", "--python", str(env), "--tree", "with:x", cwd=fork, expect=1)
+    assert "tree 'with:x': not a tree name" in proc.stderr
+    proc = run_series("test", "--without", "lru-peek", cwd=fork, expect=2)
+    assert "go with --run" in proc.stderr
+
+
+def test_the_patched_wheel_is_a_build_too(fork: Path, tmp_path: Path) -> None:
+    """With `series build`'s wheel installed, the series tree is the build itself and base
+    is the build with the series taken back out."""
+    er.series_yaml(fork, "lru-peek")
+    release = er.release_wheel(fork.parent / "upstream", tmp_path / "wheels")
+    patched = Path(run_series("build", "--wheel", str(release), "--out", str(tmp_path / "dist"),
+                              cwd=fork).stdout.strip().splitlines()[-1])
+    python = make_env(tmp_path / "patched-env", patched)
+    data = evidence(fork, python)
+    assert "+series.g" in data["build"], data["build"]
+    changes = {t["name"]: t["package_changes"] for t in data["trees"]}
+    assert changes == {"base": 1, "series": 0}, changes
+    assert data["tests"][PEEK] == {"base": "failed", "series": "passed"}
