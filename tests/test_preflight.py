@@ -73,7 +73,7 @@ def test_dco_ok_when_every_commit_is_signed_off(served: Path) -> None:
     assert not signed_off("x\n\nSigned-off-by: nobody\n")
 
 
-def _serve_api(server: HTTPServer) -> None:
+def _serve_api(server: HTTPServer, **values: str) -> None:
     base = server.url_for("").rstrip("/")
     repo = "/repos/vllm-project/vllm"
     query = {"sort": "updated", "direction": "desc", "per_page": "100"}
@@ -81,7 +81,7 @@ def _serve_api(server: HTTPServer) -> None:
     server.expect_request(f"{repo}/pulls", query_string={"state": "open", **query, "page": "2"}) \
         .respond_with_json(github_fixture("pulls-open-page-2", API=base))
     server.expect_request(f"{repo}/pulls", query_string={"state": "open", **query}).respond_with_json(
-        github_fixture("pulls-page-1", API=base), headers={"Link": f'<{page2}>; rel="next"',
+        github_fixture("pulls-page-1", API=base, **values), headers={"Link": f'<{page2}>; rel="next"',
                                                            "X-RateLimit-Remaining": "4990"})
     server.expect_request(f"{repo}/pulls", query_string={"state": "closed", **query}).respond_with_json(
         github_fixture("pulls-page-2", API=base), headers={"X-RateLimit-Remaining": "4989"})
@@ -188,3 +188,19 @@ def test_offline_never_drops_an_old_pr_head_and_knows_merged_ones_from_main(serv
     assert "every head, whatever its age; 5 checked" in text and "(merged as " in text, text
     narrowed = run_series("preflight", "offload-evict-fix", "--offline", "--days", "3650", cwd=served).stdout
     assert "#50000" not in narrowed and "older than 3650 days left out (--days)" in narrowed, narrowed
+
+
+def test_api_prs_fetched_at_the_same_head_are_compared_from_git_refs(served: Path, httpserver: HTTPServer) -> None:
+    """At vLLM's scale (about a thousand open PRs) an API request per PR is the cost: a PR
+    whose head is fetched at GitHub's head sha is compared from git instead."""
+    run_series("preflight", "offload-evict-fix", "--fetch", cwd=served)
+    head = sh("git rev-parse refs/remotes/upstream/pr/61050", served).strip()
+    _serve_api(httpserver, HEAD_SHA=head)
+    proc = run_series("preflight", "offload-evict-fix", cwd=served,
+                      env={"SERIES_GITHUB_API": httpserver.url_for("")})
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("  #")]
+    assert lines[0].startswith("  #61050 open") and "2 shared files, 2 overlapping hunks" in lines[0], proc.stdout
+    asked = [r.full_path for r, _ in httpserver.log]
+    assert not any("/pulls/61050/files" in p for p in asked), asked
+    assert any("/pulls/61200/files" in p for p in asked), "a head GitHub has newer than ours is asked for"
+    assert "1 of 4 PRs compared from their heads fetched into git refs" in proc.stdout, proc.stdout

@@ -353,6 +353,9 @@ def test_evidence_fills_the_results(proposal: Path, tmp_path: Path) -> None:
     body = json.loads(out)["description"]["body"]
     assert "| passed | 3 | 5 | 4 |" in body and "Without `serving-fix`, 1 tests fail" in body, body
     assert "1 tests fail on the base release too" in body, body
+    bad = run_series("propose", "serving-fix", "--dry-run", "--offline", "--branch", "pr/a..b", cwd=proposal,
+                     expect=1)
+    assert "--branch 'pr/a..b' is not a valid git branch name" in bad.stderr, bad.stderr
     path.write_text("[]")
     bad = run_series("propose", "serving-fix", "--dry-run", "--offline", "--evidence", str(path),
                      cwd=proposal, expect=1)

@@ -88,8 +88,9 @@ def test_attribution_names_the_pr_that_rewrote_the_lines_not_the_others(tmp_path
 def test_the_conflict_worktree_says_what_to_read_first(tmp_path: Path) -> None:
     fork, shas = fork_over(tmp_path, 3)
     text = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3).stdout
-    assert (f"upstream #60012 rewrote touch() in {LRU}: read it first (git show {shas[60012][:12]} -- {LRU})"
-            in text), text
+    read_first = f"upstream #60012 rewrote touch() in {LRU}: read it first (git show {shas[60012][:12]} -- {LRU})"
+    assert read_first in text, text
+    assert f"  {read_first}" in run_series("status", cwd=fork).stdout, "status repeats it while halted"
     run_series("rebase", "--abort", cwd=fork)
 
 
@@ -181,3 +182,31 @@ def test_touches_between_groups_upstream_changes_by_pr(tmp_path: Path) -> None:
     text = run_series("touches", "--between", "v0.30.0..v0.31.0", cwd=fork).stdout
     assert "  #60012   2026-01-04 Lu Rewrite       [KV offload] rewrite LRU touch\n" \
            f"      {LRU} (offload-evict-fix)" in text, text
+
+
+def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None:
+    """Differential: which upstream commits changed a path (git log's default history
+    simplification, merges included) and the first-parent line (git rev-list --first-parent)."""
+    import pygit2
+
+    from series.analysis.attribution import path_commits
+    from series.engine.bisect import mainline
+
+    up = tmp_path / "upstream"
+    history_upstream(up, 3)
+    sh(f"""
+    git checkout -q -b side v0.30.0
+    printf 'side\\n' >> {SCHED} && git commit -qam '[Core] side branch edit'
+    printf 'ipc side\\n' > vllm/multimodal/ipc.py && git commit -qam '[Misc] side ipc'
+    git checkout -q main && git merge -q --no-ff -X theirs side -m 'Merge side (#60020)'
+    printf 'after\\n' >> {LRU} && git commit -qam '[KV offload] after the merge (#60021)'
+    """, up)
+    repo = pygit2.Repository(str(up))
+    old, new = repo.revparse_single("v0.30.0").peel(pygit2.Commit), repo.revparse_single("main").peel(pygit2.Commit)
+    paths = [LRU, SCHED, "vllm/multimodal/ipc.py", "README.md"]
+    ours = path_commits(repo, old.id, new.id, paths)
+    for path in paths:
+        theirs = sh(f"git log --format=%H v0.30.0..main -- {path}", up).split()
+        assert sorted(str(c.id) for c in ours[path]) == sorted(theirs), path
+    line = [str(c.id) for c in mainline(repo, old, new)]
+    assert line == sh("git rev-list --first-parent --reverse v0.30.0..main", up).split()

@@ -214,10 +214,17 @@ def main() -> None:
     print(f"  x{a.multiplier} / real: series {big_real / real:.2f}x (cpu {big_cpu / real_cpu:.2f}x), "
           f"anchor {big_anchor / anchor:.2f}x")
     print(f"  x{a.multiplier} without any commit-graph (one run): {bare:.2f}s")
-    if real > 1.0:
-        failures.append(f"preflight over all PR heads took {real:.2f} s (> 1 s)")
-    if big_real > 2 * real:
-        failures.append(f"preflight over x{a.multiplier} PR heads took {big_real / real:.2f}x (> 2x)")
+    # On a shared machine (load above its cores) wall time measures the neighbours; the
+    # claim is then checked on CPU time, and the wall time is still printed above.
+    busy = load > (os.cpu_count() or 1)
+    first, scaled = (real_cpu, big_cpu / real_cpu) if busy else (real, big_real / real)
+    what = "CPU time (machine loaded)" if busy else "wall time"
+    if first > 1.0:
+        failures.append(f"preflight over all PR heads took {first:.2f} s of {what} (> 1 s)")
+    if scaled > 2:
+        failures.append(f"preflight over x{a.multiplier} PR heads took {scaled:.2f}x the {what} (> 2x)")
+    if busy:
+        print(f"  (load {load:.1f} > {os.cpu_count()} cores: the 1 s / 2x claims are checked on CPU time)")
     shutil.rmtree(big)
     shutil.rmtree(ENV["PYTHONPYCACHEPREFIX"], ignore_errors=True)
     for f in failures:

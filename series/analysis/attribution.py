@@ -108,31 +108,46 @@ def _entry(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
 
 def path_commits(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, paths: Iterable[str],
                  commits: Sequence[pygit2.Commit] | None = None) -> dict[str, list[pygit2.Commit]]:
-    """Per path, the commits of old..new (oldest first) that changed it.
+    """Per path, the commits of old..new (oldest first) that `git log old..new -- PATH` lists.
 
-    As git log's default history simplification: a merge counts only when the path differs
-    from every parent (otherwise the change is the side branch's commit, listed itself).
-    One walk for all paths; each commit costs a tree lookup per path.
+    git's default history simplification, per path: a commit that reads the path as one
+    of its parents inside the range does is left out, and only that parent is followed
+    (so a merge that took one side's version hides the other side's changes, as in git);
+    a merge is listed when it differs from every parent in the range. Tree lookups are
+    cached: each commit costs one per path.
     """
     wanted = list(dict.fromkeys(paths))
-    found: dict[str, list[pygit2.Commit]] = {p: [] for p in wanted}
-    if not wanted:
-        return found
-    seen: dict[pygit2.Oid, list[pygit2.Oid | None]] = {}
+    span = list(commits) if commits is not None else upstream_commits(repo, old, new)
+    inside = {c.id for c in span}
+    seen: dict[pygit2.Oid, dict[str, pygit2.Oid | None]] = {}
 
-    def entries(commit: pygit2.Commit) -> list[pygit2.Oid | None]:
-        got = seen.get(commit.id)
-        if got is None:
-            tree = commit.tree
-            got = seen[commit.id] = [_entry(tree, p) for p in wanted]
-        return got
+    def entry(commit: pygit2.Commit, path: str) -> pygit2.Oid | None:
+        cached = seen.setdefault(commit.id, {})
+        if path not in cached:
+            cached[path] = _entry(commit.tree, path)
+        return cached[path]
 
-    for commit in commits if commits is not None else upstream_commits(repo, old, new):
-        mine = entries(commit)
-        parents = [entries(p) for p in commit.parents] or [[None] * len(wanted)]
-        for i, path in enumerate(wanted):
-            if all(parent[i] != mine[i] for parent in parents):
-                found[path].append(commit)
+    found: dict[str, list[pygit2.Commit]] = {}
+    for path in wanted:
+        shown: set[pygit2.Oid] = set()
+        visited: set[pygit2.Oid] = set()
+        todo = [repo[new].peel(pygit2.Commit)] if new in inside else []
+        while todo:
+            commit = todo.pop()
+            if commit.id in visited:
+                continue
+            visited.add(commit.id)
+            mine = entry(commit, path)
+            parents = commit.parents
+            relevant = [p for p in parents if p.id in inside]
+            same = next((p for p in relevant if entry(p, path) == mine), None)
+            if same is not None:
+                todo.append(same)  # TREESAME: follow that parent only, do not list
+                continue
+            if relevant or (mine is not None if not parents else any(entry(p, path) != mine for p in parents)):
+                shown.add(commit.id)
+            todo.extend(relevant)
+        found[path] = [c for c in span if c.id in shown]
     return found
 
 

@@ -17,8 +17,8 @@ from typing import Callable
 from series.analysis.grade import signed_off
 from series.errors import SeriesError
 from series.forge import scan
-from series.forge.base import (Forge, OfflineForge, PullFile, PullRequest, mainline_commit, ranges_overlap,
-                               tree_files)
+from series.forge.base import (Forge, OfflineForge, PullFile, PullRequest, mainline_commit, pr_ref,
+                               ranges_overlap, tree_files)
 from series.git.repo import topic_range
 from series.workspace import Workspace
 
@@ -121,15 +121,21 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
             if len(recent) < len(pulls):
                 notes.append(f"{len(pulls) - len(recent)} PR head(s) older than {days} days left out (--days)")
             pulls = recent
-    else:
+    local: dict[int, list[PullFile]] = {}
+    if scanned is None:
         pulls = forge.list_pulls(since)
+        local = _fetched_files(ws, pulls, [f.path for f in files])
+        if local:
+            notes.append(f"{len(local)} of {len(pulls)} PRs compared from their heads fetched into git refs "
+                         "(same head as GitHub's), not with an API request each")
     if limit is not None and len(pulls) > limit:
         notes.append(f"checked the {limit} most recently updated of {len(pulls)} PRs (--limit)")
         pulls = pulls[:limit]
     budget = getattr(forge, "rate_remaining", None) if scanned is None else None
-    if budget is not None and budget < len(pulls):
+    asked = sum(1 for p in pulls if int(p.number) not in local)
+    if budget is not None and budget < asked:
         raise SeriesError(
-            f"comparing files of {len(pulls)} PRs needs {len(pulls)} GitHub API requests but only "
+            f"comparing files of {asked} PRs needs {asked} GitHub API requests but only "
             f"{budget} remain this hour; set GITHUB_TOKEN, pass --limit N, or --fetch for git refs")
     done = 0
 
@@ -138,7 +144,11 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         done += 1
         if progress is not None:
             progress(done, len(pulls))
-        return scanned.files[pr.number] if scanned is not None else forge.pull_files(pr.number)
+        if scanned is not None:
+            return scanned.files[pr.number]
+        if int(pr.number) in local:
+            return local[int(pr.number)]
+        return forge.pull_files(pr.number)
 
     candidates = rank(files, pulls, files_of, own_pr=topic.upstream_pr)
     return Preflight(
@@ -147,6 +157,22 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         paths=[f.path for f in files], commits=commits, candidates=candidates,
         checked=scanned.heads if scanned is not None else len(pulls), notes=notes,
     )
+
+
+def _fetched_files(ws: Workspace, pulls: list[PullRequest], paths: list[str]) -> dict[int, list[PullFile]]:
+    """For the API's PRs whose head is fetched here at the same commit: the files among
+    `paths` each changes, from one walk over the PR heads (series.forge.scan) instead of
+    one API request per PR (vLLM has about a thousand open)."""
+    repo, remote = ws.repo, ws.series.upstream.remote
+    same = set()
+    for pr in pulls:
+        ref = repo.references.get(pr_ref(remote, int(pr.number))) if pr.head_sha else None
+        if ref is not None and str(ref.target) == pr.head_sha:
+            same.add(int(pr.number))
+    if not same:
+        return {}
+    found = scan.scan(repo, remote, mainline_commit(repo, remote), paths, len(same))
+    return {n: found.files.get(n, []) for n in same}
 
 
 def as_json(result: Preflight) -> dict[str, object]:

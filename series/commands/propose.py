@@ -163,6 +163,8 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
                           "(the next rebase marks it merged)")
     commits = tuple(grading.Commit(str(oid), repo[oid].peel(pygit2.Commit).message) for oid in result.new_commits)
     branch = opts.branch or f"pr/{name}"
+    if not pygit2.reference_is_valid_name(f"refs/heads/{branch}"):
+        raise SeriesError(f"--branch {branch!r} is not a valid git branch name (see 'git check-ref-format')")
     return (Replayed(branch, str(main.id), main_name, str(result.head), commits, opts.signoff,
                      len(result.dropped)), main, notes)
 

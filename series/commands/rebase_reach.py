@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from typing import Any
 
@@ -21,7 +22,9 @@ import pygit2
 from series.analysis import attribution
 from series.engine import bisect as bisection
 from series.engine import rebase as engine
+from series.engine import state as st
 from series.engine.resolve import hooks as default_hooks
+from series.git.refs import state_dir
 from series.git.repo import changed_paths, resolve_release
 from series.workspace import Workspace
 
@@ -99,6 +102,18 @@ def read_first(report: dict[str, Any], topic: str) -> list[str]:
     return out
 
 
+def halted_read_first(ws: Workspace) -> list[str]:
+    """read_first() for the rebase halted now, from its saved report (for `series status`)."""
+    state = st.load(ws.repo)
+    if state is None or not state.current:
+        return []
+    try:
+        report = json.loads((state_dir(ws.repo) / "reports" / f"{state.id}.json").read_text())
+    except (OSError, ValueError):
+        return []  # an adoption's halt, or a report removed by hand: nothing to add
+    return read_first(report, state.current) if isinstance(report, dict) and "topics" in report else []
+
+
 # -- --as-far-as-possible ---------------------------------------------------------------------
 
 def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bisection.Reach]:
@@ -111,6 +126,8 @@ def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bi
 
 
 def render_reach(found: bisection.Reach, onto_name: str, base: str) -> str:
+    if len(base) == 40 and all(ch in "0123456789abcdef" for ch in base):
+        base = base[:12]  # a base an earlier --as-far-as-possible left as a commit id
     if found.complete:
         return f"as far as possible: every topic applies at {onto_name} itself ({found.total} commits on its first-parent line)"
     blocker = found.blocker

@@ -111,5 +111,8 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         out.append(f"  {r.name:<{width}}  {r.status:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
     sentence = halted(ws)
     if sentence:
+        from series.commands.rebase_reach import halted_read_first
+
         out.append(sentence)
+        out += [f"  {line}" for line in halted_read_first(ws)]
     return "\n".join(out)

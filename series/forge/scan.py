@@ -11,6 +11,9 @@ heads out of it, so preflight says so).
 A PR's state comes from main alone: merged when main has its squash commit "(#N)" or
 contains its head; otherwise open or closed, which git cannot tell ("unknown"). Only
 the candidates' states are looked up, in one walk of main back to the oldest of them.
+A PR merged by fast-forward or rebase (main contains its commits themselves) has no
+commits of its own left to find, so it is not a candidate: its change is upstream
+history, which `series touches --between` and the rebase's attribution show.
 """
 from __future__ import annotations
 
