@@ -169,6 +169,22 @@ def test_a_corrupt_journal_entry_is_named(fork: Path) -> None:
                        "unreadable journal entry")
 
 
+@pytest.mark.parametrize("entry, said", [
+    ({"moves": "not a list"}, "unreadable journal entry"),
+    ({"moves": [{"ref": "refs/heads/a b", "old": None, "new": "a" * 40}]}, "not a ref name"),
+    ({"moves": [{"ref": "refs/heads/x", "old": "--upload-pack=x", "new": None}]}, "not a commit id"),
+    ({"summary": 7}, "'summary' is not a string"),
+])
+def test_a_journal_entry_of_the_wrong_shape_is_named(fork: Path, entry: dict[str, object], said: str) -> None:
+    journal = fork / ".git" / "series" / "journal"
+    journal.mkdir(parents=True, exist_ok=True)
+    good = {"id": "00001-20260201T120000Z", "command": "import", "summary": "s", "moves": [],
+            "state": "done", "time": "", "extra": {}}
+    (journal / "00001-20260201T120000Z.json").write_text(json.dumps({**good, **entry}))
+    for verb in ("log", "undo"):
+        one_line_error(run_series(verb, cwd=fork, expect=None), "00001-20260201T120000Z.json", said)
+
+
 def test_series_diff_of_a_non_utf8_blob_is_exit_1(fork: Path) -> None:
     blob = sh("printf 'upstream:\\n  base: v\\377\\n' | git hash-object -w --stdin", fork).strip()
     tree = sh(f"printf '100644 blob {blob}\\tseries.yaml\\n' | git mktree", fork).strip()

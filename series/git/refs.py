@@ -21,6 +21,7 @@ from typing import Any
 import pygit2
 
 from series.config import write_text_atomically
+from series import validate
 from series.errors import SeriesError
 from series.git.cli import git
 
@@ -149,6 +150,11 @@ def _update_ref_stdin(repo: pygit2.Repository, moves: list[RefMove], message: st
     """All moves in one git transaction; the first `lenient` ones are written whatever
     their current value (backup refs, which a retried operation may find already there)."""
     lines = ["start"]
+    for m in moves:  # the --stdin protocol is space-separated: a bad name would garble it
+        problem = validate.ref_component_problem(m.ref)
+        if problem is not None:
+            raise SeriesError(f"refusing to move '{validate.one_line(m.ref)}': the name {problem} "
+                              "(git check-ref-format rules); nothing was moved")
     for i, m in enumerate(moves):
         if i < lenient:
             lines.append(f"update {m.ref} {m.new}")
@@ -235,10 +241,31 @@ def read_entry(path: Path) -> Operation:
     """One journal entry; a corrupt one (edited, truncated, another tool's) is the user's
     to look at, so it is named, never a crash."""
     try:
-        return Operation.from_json(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        op = Operation.from_json(path.read_bytes().decode("utf-8"))
+        _check_entry(op)
+        return op
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, SeriesError) as exc:
         raise SeriesError(f"{path}: unreadable journal entry ({type(exc).__name__}: "
-                          f"{str(exc)[:120]}); move it out of {path.parent} to go on") from None
+                          f"{validate.one_line(str(exc))[:120]}); move it out of {path.parent} to go on") from None
+
+
+def _check_entry(op: Operation) -> None:
+    """Right JSON, wrong types (edited by hand, another version): a ValueError here."""
+    for name in ("id", "command", "summary", "state", "time"):
+        if not isinstance(getattr(op, name), str):
+            raise ValueError(f"'{name}' is not a string")
+    for name in ("config_path", "config_before", "config_after", "undoes"):
+        if not isinstance(getattr(op, name), (str, type(None))):
+            raise ValueError(f"'{name}' is not a string")
+    if not isinstance(op.extra, dict):
+        raise ValueError("'extra' is not an object")
+    for move in op.moves:
+        if not isinstance(move.ref, str) or not move.ref.startswith("refs/") \
+                or validate.ref_component_problem(move.ref):
+            raise ValueError(f"move of {str(move.ref)[:60]!r}: not a ref name")
+        for value in (move.old, move.new):
+            if value is not None:
+                validate.commit_id(value, f"move of {move.ref}")
 
 
 def find(repo: pygit2.Repository, op_id: str) -> Operation | None:
