@@ -1,24 +1,25 @@
 """series.yaml: find it, validate it once (errors name file, line and key), edit it in place.
 
 ruamel.yaml rather than PyYAML: the tool edits the user's file (a new base after a rebase,
-a topic superseded by an adopted PR) and must keep their comments and key order; PyYAML
-drops comments on load. Edits go through `edit()`, which re-validates before writing.
+a topic superseded by an adopted PR) and must keep their comments and key order, and its
+round-trip nodes carry the line and column of every key. The one editor is
+series.seriesedit (line splices from those positions, re-validated before writing), used
+through the write door in series.workspace.
 """
 from __future__ import annotations
 
-import contextlib
 import difflib
 import io
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from series import validate
+from series import faults, validate
 from series.errors import SeriesError
 from series.model import PRNumber, ProposeSettings, Series, Sha, Status, Topic, Upstream
 
@@ -79,8 +80,24 @@ def _line_of(node: Any, key: str | int | None) -> int:
         return 1
 
 
+_PARSED: dict[tuple[str, Path], tuple[Series, Any]] = {}
+
+
 def parse(text: str, path: Path) -> tuple[Series, Any]:
-    """Validate the whole document; return the Series and the round-trip document."""
+    """Validate the whole document; return the Series and the round-trip document.
+
+    Remembered per text: one command parses the same file several times (open, the write
+    door's compare-and-swap, the editor's check), ~8 ms each on a 23-topic file. Callers
+    must not change the document they get (the editor's fallback loads its own)."""
+    key = (text, path)
+    if key not in _PARSED:
+        if len(_PARSED) > 8:
+            _PARSED.clear()
+        _PARSED[key] = _parse(text, path)
+    return _PARSED[key]
+
+
+def _parse(text: str, path: Path) -> tuple[Series, Any]:
     try:
         doc = _yaml().load(io.StringIO(text))
     except MarkedYAMLError as exc:
@@ -328,106 +345,13 @@ def load(path: Path) -> Series:
     return parse(read_text(path), path)[0]
 
 
-class Document:
-    """A series.yaml being edited: changes touch only the lines they must."""
-
-    def __init__(self, path: Path, doc: CommentedMap):
-        self.path = path
-        self.doc = doc
-
-    def _topics(self) -> CommentedSeq:
-        if self.doc.get("topics") is None:
-            self.doc["topics"] = CommentedSeq()
-        return self.doc["topics"]
-
-    def topic_node(self, name: str) -> CommentedMap:
-        for node in self._topics():
-            if node.get("name") == name:
-                return node
-        raise SeriesError(f"no topic named '{name}' in {self.path.name}")
-
-    def set_base(self, base: str) -> None:
-        self.doc["upstream"]["base"] = base
-
-    def set_integration(self, branch: str) -> None:
-        self.doc["integration"] = branch
-
-    def set_topic(self, name: str, **fields: Any) -> None:
-        """Set (or with None, remove) fields of one topic; new keys go after 'status'."""
-        node = self.topic_node(name)
-        for key, value in fields.items():
-            if key not in TOPIC_KEYS:
-                raise ValueError(f"unknown topic key {key}")
-            if value is None:
-                node.pop(key, None)
-            elif key in node:
-                node[key] = value
-            else:
-                node[key] = value
-
-    def add_topic(self, fields: dict[str, Any], *, before: str | None = None,
-                  after: str | None = None) -> None:
-        node = CommentedMap()
-        for key in TOPIC_KEYS:
-            if fields.get(key) is not None:
-                node[key] = fields[key]
-        seq = self._topics()
-        names = [t.get("name") for t in seq]
-        if before is not None:
-            seq.insert(names.index(before), node)
-        elif after is not None:
-            seq.insert(names.index(after) + 1, node)
-        else:
-            seq.append(node)
-
-    def dump(self) -> str:
-        out = io.StringIO()
-        _yaml().dump(self.doc, out)
-        return out.getvalue()
-
-
-def read_document(path: Path) -> Document:
-    text = read_text(path)
-    _, doc = parse(text, path)
-    return Document(path, doc)
-
-
 def write_text_atomically(path: Path, text: str) -> None:
+    """Readers see the old text or the new, never a part (a full disk leaves the old)."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-@contextlib.contextmanager
-def edit(path: Path) -> Iterator[Document]:
-    """Edit series.yaml; the result is validated before it replaces the file."""
-    document = read_document(path)
-    yield document
-    text = document.dump()
-    parse(text, path)
-    write_text_atomically(path, text)
-
-
-def render_new(upstream: Upstream, integration: str | None, topics: list[dict[str, Any]]) -> str:
-    """A fresh series.yaml with a comment that teaches the format."""
-    lines = [
-        "# series.yaml: the fork's topics over an upstream vLLM release, in order.",
-        "# status: active | superseded | merged | dropped. See 'series --help'.",
-        "upstream:",
-        f"  remote: {upstream.remote}",
-        f"  base: {upstream.base}",
-    ]
-    if upstream.github:
-        lines.append(f"  github: {upstream.github}")
-    if integration:
-        lines.append(f"integration: {integration}")
-    if not topics:
-        lines.append("topics: []")
-    else:
-        lines.append("topics:")
-        for topic in topics:
-            lines.append(f"  - name: {topic['name']}")
-            for key in TOPIC_KEYS[1:]:
-                if topic.get(key) is not None:
-                    lines.append(f"    {key}: {topic[key]}")
-    return "\n".join(lines) + "\n"
+    try:
+        faults.disk(path)
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

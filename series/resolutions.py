@@ -275,24 +275,20 @@ class ResolutionStore:
 
 
 def reachable(series: Series, repo: pygit2.Repository) -> Callable[[Resolution], bool]:
-    """Can a rebase still meet this resolution? Its topic is active and still changes its path."""
-    from series.git.repo import branch_commit, changed_paths, resolve_commit, topic_range
+    """Can a rebase still meet this resolution? Its topic is active and its own commits
+    still change its path (series.topics: dependencies' commits are not its own)."""
+    from series.git.repo import resolve_commit
+    from series.topics import own_work
 
     base = resolve_commit(repo, series.upstream.base, "upstream.base")
-    touched: dict[str, set[str]] = {}
+    touched: dict[str, frozenset[str]] = {}
     for topic in series.active():
-        head = branch_commit(repo, topic.branch)
-        if head is None:
-            continue
-        span = topic_range(repo, base, head, series.upstream.remote)
-        paths: set[str] = set()
-        for commit in span.commits:
-            parent = commit.parents[0].tree if commit.parents else None
-            paths.update(c.path for c in changed_paths(repo, parent, commit.tree))
-        touched[topic.name] = paths
+        own = own_work(repo, series, base, topic)
+        if own is not None:
+            touched[topic.name] = own.commit_paths
 
     def keep(resolution: Resolution) -> bool:
-        return resolution.path in touched.get(resolution.topic, set())
+        return resolution.path in touched.get(resolution.topic, frozenset())
 
     return keep
 

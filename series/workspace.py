@@ -1,21 +1,53 @@
-"""A series.yaml together with the repository that holds its branches."""
+"""A series.yaml together with the repository that holds its branches, and the one door
+every write goes through.
+
+    with ws.operation("drop", "drop x") as op:     # or operation(repo, verb) without a series
+        op.set_topic("x", status="dropped")          # series.yaml edits, by key
+        op.move("refs/heads/topic/x", new)           # ref moves
+        op.commit()                                  # all of it, or none of it
+
+`operation()` takes the repository's kernel lock for the whole operation, finishes or rolls
+back whatever a killed command left half-done (series.git.refs.recover), and refuses while
+a rebase or an adoption is halted (unless it is the command that resumes it). `commit()`
+refuses when a branch it moves is checked out with local changes anywhere, re-reads
+series.yaml and compares-and-swaps the operation's own edits onto it (a key someone else
+changed stops it, named), journals everything, moves every ref in one transaction, writes
+series.yaml, and updates the clean checkouts. `revert()` fills an operation with the
+reverse of an earlier one, which is what undo and an abort commit.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import errno
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterator
 
 import pygit2
 
-from series import config
+from series import config, seriesedit
+from series.engine import state as halted
 from series.errors import SeriesError
+from series.git import checkouts, refs
 from series.git.repo import branch_commit, open_repo, resolve_commit
 from series.model import Series, Topic
+from series.seriesedit import Edit, KeyPath
+from series.topics import OwnWork, own_work
 
 
 @dataclass(frozen=True)
 class Workspace:
     series: Series
     repo: pygit2.Repository
+    text: str | None = None   # series.yaml as `series` was parsed from (what edits compare to)
+    _own: dict[str, OwnWork | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def own(self, topic: Topic) -> OwnWork | None:
+        """The topic's own commits, paths and stats (series.topics), computed once; None
+        when its branch does not exist."""
+        if topic.name not in self._own:
+            self._own[topic.name] = own_work(self.repo, self.series, self.base_commit(), topic)
+        return self._own[topic.name]
 
     @property
     def config_path(self) -> Path:
@@ -40,16 +72,31 @@ class Workspace:
         return commit
 
     def reload(self) -> "Workspace":
-        return Workspace(config.load(self.config_path), self.repo)
+        text = _read(self.config_path)
+        return Workspace(config.parse(text or "", self.config_path)[0], self.repo, text)
+
+    def operation(self, command: str, summary: str = "", *,
+                  resumes: str | None = None) -> contextlib.AbstractContextManager["WriteOperation"]:
+        """The write door for this workspace's series.yaml (see the module docstring)."""
+        return operation(self.repo, command, summary, config_path=self.config_path,
+                         seen=self.text, resumes=resumes)
+
+
+    def draft(self, command: str, summary: str = "") -> "WriteOperation":
+        """An operation that is only previewed (--dry-run): no lock, never committed."""
+        return WriteOperation(self.repo, command, summary, self.config_path, self.text, [], draft=True)
 
 
 def open_workspace(config_file: Path | None, directory: Path | None,
                    check_branches: bool = True) -> Workspace:
     start = directory or Path.cwd()
     path = config.find(start, config_file)
-    series = config.load(path)
+    text = config.read_text(path)  # UTF-8, no NUL: else exit 1 naming the file
     repo = open_repo(path.parent)
-    ws = Workspace(series, repo)
+    if repair(repo):
+        text = config.read_text(path)  # a finished operation may have edited it
+    series = config.parse(text, path)[0]
+    ws = Workspace(series, repo, text)
     if check_branches:
         for topic in series.topics:
             if topic.active:
@@ -72,3 +119,215 @@ def _complete_clone(ws: Workspace) -> None:
              if t.active and ws.repo.references.get(f"refs/heads/{t.branch}") is not None]
     partial.check_shallow(ws.repo, base, heads, ws.series.upstream.base, ws.series.upstream.remote)
     partial.ensure_blobs(ws.repo, base, heads)
+
+
+def repair(repo: pygit2.Repository) -> list[str]:
+    """Before any command reads: finish or roll back an operation a kill left half-done
+    (only ever the newest entry, since every write repairs first), unless a command is
+    running right now (then that entry is its own)."""
+    last = refs.last_operation(repo)
+    if last is None or last.state != "pending":
+        return []
+    try:
+        with refs.Lock(repo, "repair"):
+            return refs.recover(repo)
+    except SeriesError:
+        return []
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return None
+
+
+class WriteOperation:
+    """What one command changes; nothing happens before commit()."""
+
+    def __init__(self, repo: pygit2.Repository, command: str, summary: str,
+                 config_path: Path | None, seen: str | None, notes: list[str], draft: bool = False):
+        self.repo = repo
+        self.draft = draft
+        self.command = command
+        self.txn = refs.Transaction(repo, command, summary)
+        self.config_path = config_path
+        self._seen_text = seen
+        self._seen: seriesedit.Plain | None = None
+        self.edits: list[Edit] = []
+        self.notes = notes          # what the door did on the way (a repaired operation, checkouts)
+        self.committed: refs.Operation | None = None
+        self.restore: dict[Path, str] = {}   # files an undone operation removed (resolutions --prune)
+
+    @property
+    def summary(self) -> str:
+        return self.txn.summary
+
+    @summary.setter
+    def summary(self, text: str) -> None:
+        self.txn.summary = text
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return self.txn.extra
+
+    def reserve_id(self) -> str:
+        return self.txn.reserve_id()
+
+    # -- refs --------------------------------------------------------------------------------
+
+    def move(self, ref: str, new: str | None, *, expect: str | None | object = ...) -> None:
+        self.txn.set(ref, new, expect=expect)
+
+    def verify(self, ref: str, value: str) -> None:
+        """`ref` must still be `value` when the refs move (checked inside git's transaction)."""
+        self.txn.verify.append([ref, value])
+
+    @property
+    def moves(self) -> list[refs.RefMove]:
+        return self.txn.moves
+
+    # -- series.yaml -------------------------------------------------------------------------
+
+    def seen(self, text: str | None = None) -> seriesedit.Plain:
+        """series.yaml as the operation read it (what its edits are relative to)."""
+        if text is not None:
+            self._seen_text, self._seen = text, None
+        if self._seen is None:
+            if self._seen_text is None and self.config_path is not None:
+                self._seen_text = _read(self.config_path)
+            if self._seen_text is None or self.config_path is None:
+                raise SeriesError("no series.yaml to edit: run 'series init --base REF' first")
+            self._seen = seriesedit.load_plain(self._seen_text, self.config_path)
+        return self._seen
+
+    def edit(self, path: KeyPath, new: Any) -> None:
+        self.edits.append(Edit(path, seriesedit.value_at(self.seen(), path), new))
+
+    def set_topic(self, name: str, **fields: Any) -> None:
+        """Set (None: remove) fields of one topic."""
+        for key, value in fields.items():
+            self.edit(("topics", name, key), list(value) if isinstance(value, tuple) else value)
+
+    def add_topic(self, fields: dict[str, Any], *, after: str | None = None,
+                  before: str | None = None) -> None:
+        topic = {k: (list(v) if isinstance(v, tuple) else v) for k, v in fields.items() if v is not None}
+        names = [t["name"] for t in self.seen().get("topics") or []]
+        if after is None and before is None and names:
+            after = names[-1]
+        elif after is not None and before is None and after in names and names.index(after) + 1 < len(names):
+            before = names[names.index(after) + 1]
+        self.edits.append(Edit(("topics", str(topic["name"])), None, topic, after=after, before=before))
+
+    def write_file(self, text: str) -> None:
+        """The whole file (series init): refused at commit if it changed since it was read."""
+        if self._seen_text is None and self.config_path is not None:
+            self._seen_text = _read(self.config_path)
+        self.edits.append(Edit((), self._seen_text, text))
+
+    def preview(self) -> str | None:
+        """series.yaml as this operation would leave it, validated (for --dry-run and checks)."""
+        if not self.edits or self.config_path is None:
+            return self._seen_text
+        return seriesedit.apply(self._seen_text, self.config_path, self.edits)
+
+    def revert(self, target: refs.Operation) -> None:
+        """Fill this operation with the reverse of `target`: its refs back (each must still
+        be where `target` left it), and its own series.yaml edits reversed on the file as it
+        is now (byte for byte when nobody changed the file since)."""
+        for m in reversed(target.moves):
+            now = refs.current(self.repo, m.ref)
+            if now == m.old:
+                continue  # never moved (an operation killed before its refs moved)
+            if now != m.new:
+                raise SeriesError(
+                    f"cannot undo {target.id}: {m.ref} moved since ({(now or 'deleted')[:12]}, expected "
+                    f"{(m.new or 'deleted')[:12]}); its old value is kept at "
+                    f"{refs.BACKUP_PREFIX}/{target.id}/{m.ref[len('refs/'):]}")
+            self.move(m.ref, m.old, expect=now)
+        self.txn.command = "undo"  # what `series undo` and `series log` look for
+        path = refs.config_file(self.repo, target)
+        edits = target.config_edits()
+        if path is not None and edits:
+            self.config_path = path
+            now_text = _read(path)
+            self._seen_text, self._seen = now_text, None
+            if now_text == target.config_after:
+                self.edits = [Edit((), now_text, target.config_before)]
+            else:
+                self.edits = [e.reversed() for e in reversed(edits)]
+        self.txn.undoes = target.id
+        for rel, text in dict(target.extra.get("removed", {})).items():
+            where = refs.resolve_path(self.repo, rel, target.extra.get("worktree"))
+            if where is not None:
+                self.restore[where] = text
+        if self.restore:
+            self.txn.extra["restored"] = sorted(str(p) for p in self.restore)
+
+    # -- commit ------------------------------------------------------------------------------
+
+    def commit(self, fault: str | None = None) -> refs.Operation:
+        if self.draft:
+            raise AssertionError("a draft operation (--dry-run) is never committed")
+        branches = {m.ref[len("refs/heads/"):] for m in self.moves if m.ref.startswith("refs/heads/")}
+        found = checkouts.checkouts(self.repo, branches)
+        for checkout in found:
+            if checkouts.dirty(checkout):
+                raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes; "
+                                  f"commit or stash them, then run 'series {self.command}' again "
+                                  "(nothing was changed)")
+        if self.edits and self.config_path is not None:
+            before = _read(self.config_path)
+            after = seriesedit.apply(before, self.config_path, self.edits)
+            self.txn.write_config(self.config_path, before, after, self.edits)
+        self.txn.extra["checkouts"] = [[str(c.path), c.branch] for c in found]
+        op = self.txn.commit(fault)
+        for where, text in self.restore.items():
+            if not where.exists():  # never over a file someone wrote since
+                where.parent.mkdir(parents=True, exist_ok=True)
+                config.write_text_atomically(where, text)
+        self.committed = op
+        self.notes += refs.settle_checkouts(self.repo, op)
+        return op
+
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def disk_error(exc: OSError) -> SeriesError:
+    """A full disk or a permission problem is the user's to fix: exit 1, with the path."""
+    where = exc.filename or "the repository"
+    what = {errno.ENOSPC: "no space left on the device: free some and run the command again",
+            errno.EDQUOT: "disk quota exceeded: free some space and run the command again",
+            errno.EROFS: "read-only file system"}.get(exc.errno or 0, f"{exc.strerror}: check its permissions")
+    return SeriesError(f"{where}: {what} (the next series command finishes or rolls back "
+                       "anything half-done; nothing is left locked)")
+
+
+@contextlib.contextmanager
+def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
+              config_path: Path | None = None, seen: str | None = None,
+              resumes: str | None = None) -> Iterator[WriteOperation]:
+    """The write door (module docstring). `resumes`: the halted kind ("rebase", "adopt")
+    this command goes on with, which the halt guard then lets through."""
+    try:
+        with refs.Lock(repo, command):
+            notes = refs.recover(repo)
+            state = halted.load(repo)
+            if state is not None and state.kind != resumes:
+                raise SeriesError(halted.halted_message(state, f"series {command}"))
+            yield WriteOperation(repo, command, summary, config_path, seen, notes)
+    except OSError as exc:
+        if exc.errno in NO_SPACE:
+            raise disk_error(exc) from None
+        raise
+
+
+def undoable(repo: pygit2.Repository) -> refs.Operation:
+    """The newest operation that is neither an undo, undone, nor rolled back."""
+    ops = refs.operations(repo)
+    undone = {op.undoes for op in ops if op.undoes}
+    for op in reversed(ops):
+        if op.command != "undo" and op.id not in undone and op.state == "done":
+            return op
+    raise SeriesError("nothing to undo: 'series log' lists no operation that is not undone already")

@@ -106,9 +106,9 @@ def test_import_is_journaled_idempotent_and_undoable(fork: Path, upstream: Path,
     assert {t["action"] for t in json.loads(again)["topics"]} == {"unchanged"}, again
     log = sh("ls .git/series/journal", fresh).split()
     assert len(log) == 1, log
-    from series.git.refs import undo_last
+    from series.commands import undo
 
-    undo_last(pygit2.Repository(str(fresh)))  # what 'series undo' runs
+    undo.run(pygit2.Repository(str(fresh)))  # what 'series undo' runs
     assert "topic/" not in sh("git branch", fresh), "undo removes the imported branches"
 
 

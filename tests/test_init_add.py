@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import fcntl
+import os
+
 from pathlib import Path
 
 import pytest
@@ -152,10 +155,18 @@ def test_add_errors_leave_the_file_alone(fork: Path) -> None:
 
 def test_add_warns_about_a_branch_on_another_base_and_waits_for_a_running_command(fork: Path) -> None:
     sh("git checkout -q -B topic/late v0.31.0 && echo l >> README.md && git commit -qam late && "
-       "git checkout -q --detach v0.30.0 && mkdir -p .git/series && echo \"$(hostname) 1\" > .git/series/lock", fork)
-    proc = run_series("add", "topic/late", cwd=fork, expect=1)
-    assert "another series command is running in this repository" in proc.stderr, proc.stderr
-    (fork / ".git/series/lock").unlink()
+       "git checkout -q --detach v0.30.0 && mkdir -p .git/series", fork)
+    # another process holds the kernel lock (this test's own process, for the test's length)
+    fd = os.open(fork / ".git/series/lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, b"series rebase, pid 4242 on ci-7, since 2026-02-01T12:00:00+00:00\n")
+    try:
+        proc = run_series("add", "topic/late", cwd=fork, expect=1)
+    finally:
+        os.close(fd)
+    assert "another series command is running in this repository (series rebase, pid 4242" in proc.stderr, \
+        proc.stderr
+    assert "topic/late" not in (fork / "series.yaml").read_text()
     out = run_series("add", "topic/late", cwd=fork).stdout
     assert out.splitlines()[1] == ("warning: topic/late does not sit on v0.30.0; "
                                    "'series check' will flag it until it is rebased"), out

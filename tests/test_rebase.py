@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -236,31 +238,54 @@ EOF
     assert topics(report)["api-more"]["outcome"] == "skipped"
 
 
-def test_the_lock_stops_a_second_process(fork: Path) -> None:
+def test_the_lock_stops_a_second_process_and_dies_with_its_holder(fork: Path) -> None:
     lock = fork / ".git/series/lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.write_text(f"{os.uname().nodename} {os.getpid()}\n")
-    proc = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=1)
-    assert "another series command is running" in proc.stderr, proc.stderr
-    lock.write_text(f"{os.uname().nodename} 999999\n")  # a dead process: taken over
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys\n"
+        f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "os.write(fd, b'series rebase, pid 77 on ci-3')\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.read()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        proc = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=1)
+        assert "another series command is running in this repository (series rebase, pid 77 on ci-3)" \
+            in proc.stderr, proc.stderr
+    finally:
+        holder.kill()  # a SIGKILL: the kernel releases the lock with the process
+        holder.wait()
+    assert lock.read_text(), "the dead holder's line is still in the file"
     run_series("rebase", "--onto", "v0.31.0", "--dry-run", "--skip-topic", "offload-evict-fix", cwd=fork)
+    lock.write_text("")  # an empty lock file (a full disk, an older series) blocks nothing either
+    run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork)
 
 
-@pytest.mark.parametrize("layout", ["block"])
-def test_series_yaml_line_edit_matches_a_round_trip(layout: str, tmp_path: Path) -> None:
-    from series import config
-    from series.engine.yamledit import edit
+@pytest.mark.parametrize("layout", ["block", "flow"])
+def test_the_series_yaml_editor_keeps_the_file_and_reads_back(layout: str, tmp_path: Path) -> None:
+    from series import config, seriesedit
+    from series.seriesedit import Edit
     from tests.repos import SERIES_YAML
 
     path = tmp_path / "series.yaml"
-    text = edit(SERIES_YAML, "v0.31.0", {"ipc-backport": "v0.31.0"})
-    assert text is not None
-    series = config.parse(text, path)[0]
-    assert series.upstream.base == "v0.31.0"
-    assert series.topic("ipc-backport").merged_in == "v0.31.0"
+    text = SERIES_YAML if layout == "block" else \
+        "upstream: {remote: upstream, base: v0.30.0}\ntopics: [{name: a, branch: topic/a}, {name: ipc-backport, branch: b}]\n"
+    edits = [Edit(("upstream", "base"), "v0.30.0", "@{-1}"),
+             Edit(("topics", "ipc-backport", "status"), None, "merged"),
+             Edit(("topics", "ipc-backport", "merged_in"), None, "0.31")]
+    out = seriesedit.apply(text, path, edits)
+    assert out is not None
+    series = config.parse(out, path)[0]
+    assert series.upstream.base == "@{-1}" and series.topic("ipc-backport").merged_in == "0.31"
     assert series.topic("ipc-backport").status.value == "merged"
-    assert [t.status.value for t in series.topics].count("merged") == 1
-    assert edit("upstream: {remote: u, base: v1}\ntopics: []\n", "v2", {}) is None, "flow style: fall back"
+    if layout == "block":  # line splices: every other line byte for byte, comments kept
+        changed = [line for line in out.splitlines() if line not in SERIES_YAML.splitlines()]
+        assert changed == ["  base: '@{-1}'   # bumped by 'series rebase'", "    status: merged",
+                           "    merged_in: '0.31'"], changed
+    with pytest.raises(seriesedit.EditConflict, match="upstream.base changed since"):
+        seriesedit.apply(out, path, [Edit(("upstream", "base"), "v0.30.0", "v0.32.0")])
+    assert seriesedit.apply(out, path, edits) == out, "edits already there are left alone"
 
 
 def test_a_dependent_of_a_conflicting_topic_waits_then_follows_the_resolution(fork: Path) -> None:

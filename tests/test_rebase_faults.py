@@ -73,3 +73,25 @@ def test_killed_after_a_resolution_then_continue(fork: Path) -> None:
     assert "refs/heads/topic/offload-evict-fix" in refs_of(fork)
     run_series("rebase", "--continue", cwd=fork)
     assert "# keep request order" in sh(f"git show topic/offload-evict-fix~1:{LRU}", fork)
+
+
+@pytest.mark.parametrize("point", ["rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree",
+                                   "rebase-before-transaction", "after-journal", "after-backup",
+                                   "after-refs", "after-config", "rebase-after-transaction"])
+def test_the_whole_process_group_killed_at_each_rebase_step_then_abort(fork: Path, point: str) -> None:
+    """As a CI cancellation does: SIGKILL to the process group, git children included."""
+    import os
+    import subprocess
+    import sys
+
+    before = snapshot(fork)
+    args = ("--onto", "v0.31.0") if point.startswith("rebase-after-state") or "worktree" in point else \
+        ("--onto", "v0.31.0", *SKIP)
+    proc = subprocess.run([sys.executable, "-m", "series", "rebase", *args], cwd=fork, capture_output=True,
+                          text=True, start_new_session=True,
+                          env=dict(os.environ, SERIES_FAULT=point, SERIES_FAULT_GROUP="1"))
+    assert proc.returncode == -9, (point, proc.returncode, proc.stderr)
+    run_series("rebase", "--abort", cwd=fork)
+    assert snapshot(fork) == before, point
+    assert not list((fork / ".git/refs").rglob("*.lock"))
+    assert "pending" not in run_series("log", cwd=fork).stdout

@@ -145,6 +145,9 @@ def test_cli_lists_and_prunes(fork: Path) -> None:
     assert sorted(r["path"] for r in pruned["pruned"]) == ["vllm/multimodal/ipc.py", "vllm/not/touched.py"]
     assert [r["path"] for r in pruned["resolutions"]] == ["vllm/v1/kv_offload/cpu/policies/lru.py"]
     assert not (fork / "resolutions" / "gone-topic").exists()
+    run_series("undo", cwd=fork)  # the journal kept each file's text: nothing pruned is lost
+    assert len(list((fork / "resolutions").glob("*/*.txt"))) == 3
+    assert (fork / "resolutions" / "gone-topic").is_dir()
 
 
 def test_cli_honours_the_resolutions_key(fork: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pygit2
 
-from series.git.refs import Transaction
+from series.workspace import operation
 from tests.conftest import run_series, sh
 
 
@@ -55,12 +55,11 @@ def test_diff_of_two_journal_operations_around_a_rebase(fork: Path) -> None:
         new_heads[topic] = sh("git rev-parse HEAD", fork).strip()
     sh("git checkout -q --detach v0.30.0", fork)
     repo = pygit2.Repository(str(fork))
-    txn = Transaction(repo, "rebase", "onto v0.31.0")
-    for topic, head in new_heads.items():
-        txn.set(f"refs/heads/topic/{topic}", head)
-    yaml = fork / "series.yaml"
-    txn.write_config(yaml, yaml.read_text().replace("base: v0.30.0", "base: v0.31.0"))
-    op = txn.commit()
+    with operation(repo, "rebase", "onto v0.31.0", config_path=fork / "series.yaml") as door:
+        for topic, head in new_heads.items():
+            door.move(f"refs/heads/topic/{topic}", head)
+        door.edit(("upstream", "base"), "v0.31.0")
+        op = door.commit()
     number = op.id.split("-")[0]
     out = run_series("diff", f"{number}^", number, "--json", cwd=fork).stdout
     data = json.loads(out)

@@ -29,3 +29,19 @@ def test_status_from_a_subdirectory_and_with_C(fork: Path, tmp_path: Path) -> No
     run_series("-C", str(fork), "status", cwd=tmp_path)
     proc = run_series("status", cwd=tmp_path, expect=1)
     assert "no series.yaml" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_status_and_touches_agree_on_a_stacked_topics_own_work(fork: Path) -> None:
+    """series.topics: a stacked topic's dependency commits are not its own, for every verb."""
+    sh("git checkout -q -B topic/offload-more topic/offload-evict-fix && "
+       "echo '# more' >> vllm/v1/kv_offload/cpu/policies/lru.py && git commit -qam more && "
+       "git checkout -q --detach v0.30.0", fork)
+    with (fork / "series.yaml").open("a") as f:
+        f.write("  - name: offload-more\n    branch: topic/offload-more\n    depends_on: [offload-evict-fix]\n")
+    rows = {t["name"]: t for t in json.loads(run_series("status", "--json", cwd=fork).stdout)["topics"]}
+    more = rows["offload-more"]
+    assert (more["commits"], more["files"], more["added"], more["on_base"]) == (1, 1, 1, True), more
+    touched = json.loads(run_series("touches", "--json", "vllm", "tests", cwd=fork).stdout)
+    files = {t["name"]: [f["path"] for f in t["files"]] for t in touched["topics"]}
+    assert len(files["offload-more"]) == more["files"], (files, more)
+    assert "offload-more" not in run_series("check", cwd=fork, expect=1).stdout  # on its dependency: fine

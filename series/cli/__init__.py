@@ -103,6 +103,13 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except OSError as exc:
+        from series.workspace import NO_SPACE, disk_error
+
+        if exc.errno not in NO_SPACE:
+            raise _bug(exc) from None
+        click.echo(f"series: error: {printable(redact(str(disk_error(exc))))}", err=True)  # the user's to fix, never a bug
+        sys.exit(1)
     except Exception as exc:  # a bug: log it, say where, exit with the bug code
         from series.git.partial import explain
 
@@ -110,8 +117,12 @@ def main(argv: list[str] | None = None) -> None:
         if known is not None:  # a partial or shallow clone lacking an object: the user's to fix
             click.echo(f"series: error: {known}", err=True)
             sys.exit(1)
-        path = write_bug_log(exc)
-        click.echo(f"series: internal error ({type(exc).__name__}: {printable(redact(str(exc)))}); "
-                   f"details in {path}; please report it", err=True)
-        sys.exit(EXIT_BUG)
+        raise _bug(exc) from None
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _bug(exc: BaseException) -> SystemExit:
+    path = write_bug_log(exc)
+    click.echo(f"series: internal error ({type(exc).__name__}: {printable(redact(str(exc)))}); "
+               f"details in {path}; please report it", err=True)
+    return SystemExit(EXIT_BUG)

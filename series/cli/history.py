@@ -11,8 +11,11 @@ def _repo(ctx: Context):  # type: ignore[no-untyped-def]
     from pathlib import Path
 
     from series.git.repo import open_repo
+    from series.workspace import repair
 
-    return open_repo(ctx.directory or Path.cwd())
+    repo = open_repo(ctx.directory or Path.cwd())
+    repair(repo)  # an operation a kill interrupted is finished or rolled back before it is listed
+    return repo
 
 
 @click.command()
@@ -20,8 +23,10 @@ def _repo(ctx: Context):  # type: ignore[no-untyped-def]
 def undo(ctx: Context) -> None:
     """Revert the last operation: every ref it moved and series.yaml.
 
-    Repeat to go further back. An operation a killed process left half-done is reverted
-    too. Old values also stay under refs/series/backup/<operation>/.
+    Repeat to go further back. Only the operation's own series.yaml edits are reversed,
+    on the file as it is now: an edit made since to a key it changed stops the undo (the
+    key is named), other edits are kept. An operation a killed process left half-done is
+    finished or rolled back first. Old values also stay under refs/series/backup/<operation>/.
     """
     from series.commands import undo as cmd
 

@@ -1,19 +1,17 @@
 """`series add`: append a topic to series.yaml, touching only the lines it adds.
 
-The edit goes through config.edit (ruamel round-trip), so the user's comments, key
-order and quoting survive, and the result is validated before it replaces the file.
+The edit goes through the write door (series.workspace): the new entry is spliced in,
+the user's comments, key order and quoting survive, the result is validated before it
+replaces the file, and the operation is journaled, so `series undo` takes it out again.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
 
-from ruamel.yaml.comments import CommentedSeq
-
 from series import config
 from series.commands.init import topic_name
 from series.errors import SeriesError
-from series.git.refs import Lock
 from series.git.repo import branch_commit, topic_range
 from series.workspace import Workspace
 
@@ -27,12 +25,6 @@ class AddResult:
     on_base: bool
     position: int
     total: int
-
-
-def _flow(items: Sequence[str]) -> CommentedSeq:
-    seq = CommentedSeq(items)
-    seq.fa.set_flow_style()  # scope: [a/, b/] like the rest of the file
-    return seq
 
 
 def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | None = None,
@@ -67,11 +59,11 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
     hide = [h.id for d in depends_on if (h := branch_commit(repo, known[d].branch)) is not None]
     span = topic_range(repo, base, head, series.upstream.remote, hide=hide)
     fields = {"name": name, "branch": branch, "summary": summary,
-              "scope": _flow(scope) if scope else None,
-              "depends_on": _flow(depends_on) if depends_on else None}
-    with Lock(repo), config.edit(series.path) as document:  # not under a running rebase
-        document.add_topic(fields, after=after)
-    names = [t.name for t in config.load(series.path).topics]
+              "scope": list(scope) or None, "depends_on": list(depends_on) or None}
+    with ws.operation("add", f"add {name} ({branch})") as op:
+        op.add_topic(fields, after=after)
+        op.commit()
+    names = [t.name for t in ws.reload().series.topics]
     return AddResult(name, branch, after, len(span.commits), span.start.id in {base.id, *hide},
                      names.index(name) + 1, len(names))
 

@@ -5,8 +5,10 @@ upstream.base in memory. Authorship is the PR authors': name, email, time and of
 exactly; the committer is the local user, and each message gains `Upstream-PR:` and
 `(cherry picked from commit ...)`, the way `git cherry-pick -x` marks provenance.
 series.yaml gets topic pr-N where the replaced topic stood; the replaced topic becomes
-superseded and its branch is not touched. The branch and the series.yaml edit move in one
-journaled Transaction, so `series undo` reverts the adoption.
+superseded and its branch is not touched. The whole adoption runs inside the write door
+(series.workspace): the lock is held from the first read of upstream.base to the end, so
+a rebase cannot move the base underneath it; the branch and the series.yaml edits move in
+one journaled operation, so `series undo` reverts the adoption.
 
 A PR commit that conflicts with upstream.base halts the adoption in the rebase engine's
 resumable flow (series.engine.adoption): the commit laid out in the worktree with markers,
@@ -21,8 +23,7 @@ from typing import Any, Callable
 
 import pygit2
 
-from series import config, validate
-from series.engine.state import refuse_if_halted
+from series import config, faults, validate
 from series.engine import adoption as adoption_flow
 from series.engine import rebase as engine
 from series.engine import state as st
@@ -33,12 +34,13 @@ from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
 from series.forge.refs import fetch_commit, fetch_pull
-from series.git import partial
+from series.git import checkouts, partial
 from series.git.cli import git
-from series.git.refs import Lock, Transaction, current
-from series.git.repo import changed_paths, commits_between, topic_range, workdir
+from series.git.refs import current
+from series.git.repo import commits_between, workdir
 from series.model import Status, Topic
-from series.workspace import Workspace
+from series.seriesedit import Edit
+from series.workspace import Workspace, WriteOperation
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,8 @@ Confirm = Callable[[Overlap], bool]
 
 
 def _files_of_topic(ws: Workspace, topic: Topic, base: pygit2.Commit) -> set[str]:
-    head = ws.head(topic)
-    span = topic_range(ws.repo, base, head, ws.series.upstream.remote)
-    return {c.path for c in changed_paths(ws.repo, span.start.tree, head.tree)}
+    own = ws.own(topic)
+    return set(own.paths) if own is not None else set()
 
 
 def overlaps(ws: Workspace, pr_files: set[str], exclude: str | None = None) -> list[Overlap]:
@@ -108,14 +109,10 @@ def overlaps(ws: Workspace, pr_files: set[str], exclude: str | None = None) -> l
 
 
 def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
-    listing = git(workdir(repo), "worktree", "list", "--porcelain").stdout
-    path = None
-    for line in listing.splitlines():
-        if line.startswith("worktree "):
-            path = line[len("worktree "):]
-        elif line == f"branch refs/heads/{branch}":
-            return path
-    return None
+    """Where `branch` is checked out (series.git.checkouts, the one finder), if anywhere:
+    this verb rewrites the branch wholesale, so even a clean checkout is refused."""
+    found = checkouts.checkouts(repo, {branch})
+    return str(found[0].path) if found else None
 
 
 def _metadata(forge: Forge | None, number: int, notes: list[str]) -> PullRequest | None:
@@ -158,6 +155,16 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
         no_replace: bool = False, name: str | None = None, refresh: bool = False,
         dry_run: bool = False, confirm: Confirm | None = None,
         note: Callable[[str], None] | None = None) -> Adoption:
+    if dry_run:
+        return _run(ws, None, number, forge, replaces, no_replace, name, refresh, confirm, note)
+    with ws.operation("adopt-upstream", f"PR #{number}") as door:
+        return _run(ws.reload(), door, number, forge, replaces, no_replace, name, refresh, confirm, note)
+
+
+def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge | None,
+         replaces: str | None, no_replace: bool, name: str | None, refresh: bool,
+         confirm: Confirm | None, note: Callable[[str], None] | None) -> Adoption:
+    dry_run = door is None
     repo = ws.repo
     remote = ws.series.upstream.remote
     carried = [t for t in ws.series.topics if t.upstream_pr == number]
@@ -183,8 +190,6 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
     if replaces is not None and replaces == topic_name:
         raise SeriesError(f"--replaces {replaces}: a topic cannot replace itself")
 
-    if not dry_run:
-        refuse_if_halted(ws.repo, "adopt-upstream")
     notes: list[str] = []
     head_sha = fetch_pull(repo, remote, number)
     meta = _metadata(forge, number, notes)
@@ -194,8 +199,9 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
     if meta is not None and meta.base_sha and not fetch_commit(repo, remote, meta.base_sha):
         notes.append(f"GitHub's base {meta.base_sha[:12]} could not be fetched: counting the PR's "
                      f"commits from its merge-base with {remote}/main (fetch {remote} if it is stale)")
+    faults.fault("adopt-fetched")
     repo = pygit2.Repository(repo.path)  # see the objects and refs the fetches brought
-    ws = Workspace(ws.series, repo)
+    ws = Workspace(ws.series, repo, ws.text)
     head = repo[head_sha].peel(pygit2.Commit)
     fork_point = pr_fork_point(repo, remote, head.id, meta.base_sha if meta else None)
     partial.ensure_blobs(repo, fork_point, [head], ws.base_commit())  # a blobless clone's PR
@@ -239,14 +245,15 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
         if refresh and (where := _checked_out(repo, branch)) is not None:
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then run --refresh again")
-        text = _edited_config(ws, number, topic_name, branch, head_sha, meta, picks, replaces, refresh, notes)
+        edits = _edits(ws, number, topic_name, branch, head_sha, meta, replaces, refresh, notes)
         for line in notes:
             if note is not None:
                 note(line)
         template = _result(ws, number, meta, reference, head_sha, fork_point, topic_name, branch, replaces,
                            [], merges, refresh=refresh, previous_head=previous_head,
                            previous_branch=previous_branch, notes=[] if note is not None else notes)
-        return _halt(ws, template, base, picks, text, _summary(number, topic_name, replaces, refresh))
+        assert door is not None
+        return _halt(ws, template, base, picks, edits, _summary(number, topic_name, replaces, refresh), door)
     if result.dropped:
         notes.append(f"{len(result.dropped)} PR commit(s) already in {ws.series.upstream.base}, left out: "
                      + ", ".join(str(c)[:12] for c in result.dropped))
@@ -259,23 +266,22 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
                for old in picks if old.id in result.mapping]
     new_head = str(result.head)
 
-    text = _edited_config(ws, number, topic_name, branch, head_sha, meta, picks, replaces, refresh, notes)
+    edits = _edits(ws, number, topic_name, branch, head_sha, meta, replaces, refresh, notes)
     range_diff = None
     if refresh and previous_branch is not None:
         range_diff = git(workdir(repo), "range-diff", "--no-color", str(base.id), previous_branch,
                          new_head, check=False).stdout
     operation = None
-    if not dry_run:
+    if door is not None:
         if refresh and (where := _checked_out(repo, branch)) is not None:
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then run --refresh again")
-        with Lock(repo):
-            txn = Transaction(repo, "adopt-upstream", _summary(number, topic_name, replaces, refresh))
-            txn.set(f"refs/heads/{branch}", new_head, expect=previous_branch)
-            txn.write_config(ws.config_path, text)
-            txn.extra = {"pr": number, "head": head_sha,
-                         "commits": {a.upstream: a.new for a in adopted}}
-            operation = txn.commit().id
+        door.summary = _summary(number, topic_name, replaces, refresh)
+        door.move(f"refs/heads/{branch}", new_head, expect=previous_branch)
+        door.edits = edits
+        door.extra.update({"pr": number, "head": head_sha,
+                           "commits": {a.upstream: a.new for a in adopted}})
+        operation = door.commit().id
     for line in notes:
         if note is not None:
             note(line)
@@ -293,7 +299,7 @@ def _summary(number: int, topic: str, replaces: str | None, refresh: bool) -> st
 # -- a conflict: the rebase engine's resumable flow ----------------------------------------------
 
 def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[pygit2.Commit],
-          config_after: str, summary: str) -> Adoption:
+          edits: list[Edit], summary: str, door: WriteOperation) -> Adoption:
     """Hand the adoption to the engine (state kind "adopt"): it replays the PR's commits
     again, lays the first conflicting one out in the worktree and saves the state; or, when
     the shared conflict memory resolves everything, commits right away."""
@@ -301,27 +307,25 @@ def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[py
     state = st.RebaseState(
         id=f"adopt-{now.strftime('%Y%m%dT%H%M%SZ')}", onto_spec=template.base, onto_name=template.base,
         onto_sha=str(base.id), old_base_name=template.base, old_base_sha=str(base.id),
-        config_path=str(ws.config_path), config_before=ws.config_path.read_text(),
+        config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
         topics=[st.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
                             start=template.fork_point, commits=[str(c.id) for c in picks])],
         started=now.isoformat(timespec="seconds"), kind=adoption_flow.KIND,
         adoption={"number": template.number, "reference": template.reference, "head": template.head,
                   "branch": template.branch, "expect": template.previous_branch, "summary": summary,
-                  "config_after": config_after, "refresh": template.refresh, "result": asdict(template)})
-    with Lock(ws.repo):
-        return _from_outcome(ws, engine.begin(ws, state))
+                  "edits": [e.to_json() for e in edits], "refresh": template.refresh,
+                  "result": asdict(template)})
+    return _from_outcome(ws, engine.begin(ws, state, door=door))
 
 
 def resume(ws: Workspace) -> Adoption:
     """`series adopt-upstream --continue`: the resolution, the rest of the PR, the Transaction."""
-    with Lock(ws.repo):
-        return _from_outcome(ws, engine.continue_rebase(ws, kind=adoption_flow.KIND))
+    return _from_outcome(ws, engine.continue_rebase(ws, kind=adoption_flow.KIND))
 
 
 def abort(ws: Workspace) -> int:
     """`series adopt-upstream --abort`: worktree and state gone, nothing moved; the PR number."""
-    with Lock(ws.repo):
-        state = engine.abort_rebase(ws, kind=adoption_flow.KIND)
+    state = engine.abort_rebase(ws, kind=adoption_flow.KIND)
     return int((state.adoption or {}).get("number", 0))
 
 
@@ -354,27 +358,25 @@ def _from_outcome(ws: Workspace, outcome: engine.Outcome) -> Adoption:
     return Adoption(**data)
 
 
-def _edited_config(ws: Workspace, number: int, name: str, branch: str, head_sha: str,
-                   meta: PullRequest | None, picks: list[pygit2.Commit], replaces: str | None,
-                   refresh: bool, notes: list[str]) -> str:
-    document = config.read_document(ws.config_path)
+def _edits(ws: Workspace, number: int, name: str, branch: str, head_sha: str,
+           meta: PullRequest | None, replaces: str | None, refresh: bool,
+           notes: list[str]) -> list[Edit]:
+    """The adoption's own series.yaml edits (validated here, applied by the door)."""
+    draft = ws.draft("adopt-upstream")
     if refresh:
-        document.set_topic(name, upstream_head=head_sha)
+        draft.set_topic(name, upstream_head=head_sha)
     else:
         summary = meta.title if meta is not None and meta.title else None
-        fields = {"name": name, "branch": branch, "summary": summary,
-                  "upstream_pr": number, "upstream_head": head_sha}
-        document.add_topic(fields, before=replaces)
+        draft.add_topic({"name": name, "branch": branch, "summary": summary,
+                         "upstream_pr": number, "upstream_head": head_sha}, before=replaces)
         if replaces is not None:
-            document.set_topic(replaces, status=Status.SUPERSEDED.value, superseded_by=name)
+            draft.set_topic(replaces, status=Status.SUPERSEDED.value, superseded_by=name)
             for topic in ws.series.active():
                 if replaces in topic.depends_on:
-                    deps = [name if d == replaces else d for d in topic.depends_on]
-                    document.set_topic(topic.name, depends_on=deps)
+                    draft.set_topic(topic.name, depends_on=[name if d == replaces else d for d in topic.depends_on])
                     notes.append(f"{topic.name} now depends on {name} (was {replaces})")
-    text = document.dump()
-    config.parse(text, ws.config_path)  # never write an invalid series.yaml
-    return text
+    draft.preview()  # never an invalid series.yaml
+    return draft.edits
 
 
 def _result(ws: Workspace, number: int, meta: PullRequest | None, reference: str, head_sha: str,

@@ -20,7 +20,7 @@ import pygit2
 from series.build import fetch, integration, manifest, overlay, source
 from series.build.integration import Integration
 from series.errors import SeriesError
-from series.git.refs import Lock, Transaction, current
+from series.git.refs import current
 from series.git.repo import changed_paths, workdir
 from series.workspace import Workspace
 
@@ -124,13 +124,11 @@ def write_branch(ws: Workspace, integ: Integration) -> tuple[str | None, bool]:
     ref = f"refs/heads/{name}"
     if current(ws.repo, ref) == integ.sha:
         return name, False
-    from series.engine.state import refuse_if_halted
-
-    refuse_if_halted(ws.repo, "series build")  # its --continue/--abort expects the branch unmoved
-    with Lock(ws.repo):
-        txn = Transaction(ws.repo, "build", f"integration {name} -> {integ.sha[:12]}")
-        txn.set(ref, integ.sha)
-        txn.commit()
+    # the door refuses while a rebase is halted (its --continue/--abort expects the branch
+    # unmoved), and refuses or updates a checkout of the integration branch
+    with ws.operation("build", f"integration {name} -> {integ.sha[:12]}") as op:
+        op.move(ref, integ.sha)
+        op.commit()
     return name, True
 
 

@@ -16,7 +16,7 @@ import pygit2
 
 from series.analysis.touches import matches_any, parse_spec
 from series.errors import SeriesError
-from series.git.repo import branch_commit, changed_paths, resolve_commit, topic_range
+from series.git.repo import branch_commit, resolve_commit
 from series.model import Topic
 from series.workspace import Workspace
 
@@ -110,21 +110,19 @@ def run(ws: Workspace) -> Report:
 
 def _check_range(check: _Checker, topic: Topic, base: pygit2.Commit, head: pygit2.Commit,
                  heads: dict[str, pygit2.Commit | None]) -> None:
-    ws, repo = check.ws, check.ws.repo
-    deps = [h for d in topic.depends_on if (h := heads.get(d)) is not None]
-    span = topic_range(repo, base, head, ws.series.upstream.remote, hide=[h.id for h in deps])
-    allowed = {base.id, *(h.id for h in deps)}
-    if not span.commits:
+    ws = check.ws
+    own = ws.own(topic)  # series.topics: upstream's and its dependencies' commits hidden
+    assert own is not None, "checked by the caller: the branch exists"
+    if not own.commits:
         check.warn(topic, "branch", f"'{topic.branch}' has no commits of its own over {ws.series.upstream.base}")
-    elif span.start.id not in allowed:
-        check.problem(topic, "branch", f"'{topic.branch}' sits on {str(span.start.id)[:12]}, not on "
+    elif not own.on_base:
+        check.problem(topic, "branch", f"'{topic.branch}' sits on {str(own.start.id)[:12]}, not on "
                       f"{ws.series.upstream.base}: rebase it onto the base (series rebase)")
     if not topic.scope:
         return
     check.report.scopes_checked += 1
     specs = [parse_spec(s) for s in topic.scope]
-    outside = tuple(c.path for c in changed_paths(repo, span.start.tree, head.tree)
-                    if not matches_any(specs, c.path))
+    outside = tuple(path for path in own.paths if not matches_any(specs, path))
     if outside:
         n = len(outside)
         check.problem(topic, "scope", f"{n} file{'s' if n != 1 else ''} outside scope "

@@ -15,15 +15,14 @@ from pathlib import Path
 import pygit2
 
 from series import config
-from series.engine.state import refuse_if_halted
 from series.errors import SeriesError
+from series.git import checkouts
 from series.git.cli import git
-from series.git.refs import Lock, Transaction
 from series.git.repo import branch_commit, open_repo, workdir
 from series.patches import format as fmt
 from series.patches.export import patch_files, read_order, resolutions_subdir
 from series.patches.importer import make_commit, read_patch_file, signature_from_ident
-from series.workspace import Workspace
+from series.workspace import Workspace, operation
 
 
 @dataclass(frozen=True)
@@ -68,9 +67,12 @@ def ensure_config(start: Path, directory: Path, dry_run: bool = False) -> Path |
         raise SeriesError(f"{source}: is a symbolic link; an export's {config.FILENAME} must be a file")
     if dry_run:
         return source
-    root = workdir(open_repo(start))
+    repo = open_repo(start)
+    root = workdir(repo)
     target = root / config.FILENAME
-    shutil.copyfile(source, target)
+    with operation(repo, "import", f"{config.FILENAME} from {directory.name}/", config_path=target) as op:
+        op.write_file(source.read_text())  # journaled: 'series undo' removes it again
+        op.commit()
     # the recorded conflict resolutions travel with the export
     rel = resolutions_subdir(config.load(target).resolutions)
     if rel is not None and (directory / rel).is_dir() and not (root / rel).exists():
@@ -100,17 +102,10 @@ def _same_commits(repo: pygit2.Repository, existing: pygit2.Commit, new: list[py
 
 
 def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
-    ref = f"refs/heads/{branch}"
-    if not repo.head_is_detached and not repo.head_is_unborn and repo.head.name == ref:
-        return repo.workdir or repo.path
-    for name in repo.list_worktrees():
-        try:
-            wt = pygit2.Repository(repo.lookup_worktree(name).path)
-        except (pygit2.GitError, KeyError):
-            continue
-        if not wt.head_is_detached and not wt.head_is_unborn and wt.head.name == ref:
-            return wt.workdir
-    return None
+    """Where `branch` is checked out (series.git.checkouts, the one finder), if anywhere:
+    this verb rewrites the branch wholesale, so even a clean checkout is refused."""
+    found = checkouts.checkouts(repo, {branch})
+    return str(found[0].path) if found else None
 
 
 def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = False,
@@ -171,13 +166,11 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
     moves = [t for t in result.topics if t.action in ("created", "updated")]
     if dry_run or not moves:
         return result
-    refuse_if_halted(repo, "series import")
-    with Lock(repo):
-        txn = Transaction(repo, "import", f"{len(moves)} topics from {directory.name}/")
+    with ws.operation("import", f"{len(moves)} topics from {directory.name}/") as op:
         for t in moves:
-            txn.set(f"refs/heads/{t.branch}", t.head, expect=t.old_head)
-        txn.extra["directory"] = str(directory)
-        result.operation = txn.commit().id
+            op.move(f"refs/heads/{t.branch}", t.head, expect=t.old_head)
+        op.extra["directory"] = str(directory)
+        result.operation = op.commit().id
     return result
 
 

@@ -4,6 +4,10 @@ Topics are ordered by the author date of each branch's first own commit, then by
 author dates survive rebases, so this is the order the work was started in, which is
 the order a maintainer most often wants to replay it. A branch that contains another
 matched branch's commits (a stacked topic) gets depends_on and comes after it.
+
+The file is built by the one series.yaml editor (a skeleton plus one edit per topic) and
+written through the write door, journaled: `series undo` removes it again (or, after
+--force, puts the file it replaced back), refusing if it was edited since.
 """
 from __future__ import annotations
 
@@ -15,11 +19,10 @@ from typing import Any, Sequence
 
 import pygit2
 
-from series import config, validate
+from series import config, seriesedit, validate
 from series.errors import SeriesError
-from series.git.refs import Lock
 from series.git.repo import open_repo, resolve_release, topic_range, workdir
-from series.model import Upstream
+from series.workspace import operation
 
 _GITHUB_URL = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
 
@@ -125,9 +128,7 @@ def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Se
             raise SeriesError(f"{repo.path} is a bare repository: pass --config FILE to say where "
                               "series.yaml goes")
         target = workdir(repo) / config.FILENAME
-    if target.exists() and not force:
-        raise SeriesError(f"{target} already exists: edit it, or pass --force to overwrite it "
-                          "(its comments and settings would be lost)")
+    _refuse_existing(target, force)
     base_name, base_commit = resolve_release(repo, base)
     warnings: list[str] = []
     # series.yaml's remote reaches 'git fetch': a name this clone has, never an option
@@ -143,16 +144,28 @@ def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Se
     for t in topics:
         if t.commits == 0:
             warnings.append(f"{t.branch} has no commits of its own over {base_name}")
-    fields: list[dict[str, Any]] = [
-        {"name": t.name, "branch": t.branch,
-         "depends_on": f"[{t.depends_on}]" if t.depends_on else None} for t in topics]
-    text = config.render_new(Upstream(remote=remote, base=base_name, github=github), integration, fields)
-    config.parse(text, target)  # never write a file that would not load
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with Lock(repo):  # --force must not replace the file under a running series command
-        config.write_text_atomically(target, text)
+    edits = []
+    for i, t in enumerate(topics):
+        fields: dict[str, Any] = {"name": t.name, "branch": t.branch}
+        if t.depends_on:
+            fields["depends_on"] = [t.depends_on]
+        edits.append(seriesedit.Edit(("topics", t.name), None, fields,
+                                     after=topics[i - 1].name if i else None))
+    text = seriesedit.apply(seriesedit.skeleton(remote, base_name, github, integration), target, edits)
+    assert text is not None
+    with operation(repo, "init", f"{target.name}: {len(topics)} topic(s) over {base_name}",
+                   config_path=target) as op:
+        _refuse_existing(target, force)  # again, under the lock
+        op.write_file(text)
+        op.commit()
     return InitResult(target, base_name, str(base_commit.id), tuple(patterns), tuple(topics),
                       tuple(warnings))
+
+
+def _refuse_existing(target: Path, force: bool) -> None:
+    if target.exists() and not force:
+        raise SeriesError(f"{target} already exists: edit it, or pass --force to overwrite it "
+                          "(its comments and settings would be lost; 'series undo' would bring it back)")
 
 
 def render(result: InitResult) -> str:

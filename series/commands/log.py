@@ -29,7 +29,9 @@ def render(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         notes = []
         if r["state"] != "done":
-            notes.append(f"[{r['state']}: 'series rebase --continue', '--abort' or 'series undo' repairs it]")
+            # every command repairs an interrupted operation before it starts (series.workspace),
+            # so one still pending here belongs to a command running right now
+            notes.append(f"[{r['state']}: another series command is running it]")
         if r["undone_by"]:
             notes.append(f"[undone by {r['undone_by']}]")
         refs_moved = f"{len(r['moves'])} ref(s)" + (", series.yaml" if r["config"] else "")

@@ -23,7 +23,6 @@ from typing import Any, Callable
 
 import pygit2
 
-from series import config
 from series.analysis import grade as grading
 from series.analysis import prbody, reviewers, testmap
 from series.commands.preflight import Candidate, rank
@@ -34,7 +33,6 @@ from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
 from series.forge.refs import fetch_all_pulls
 from series.git.cli import git
-from series.git.refs import Lock, Transaction
 from series.git.repo import file_stats, topic_range, workdir
 from series.model import PRNumber
 from series.workspace import Workspace
@@ -324,15 +322,10 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
 
 def record(ws: Workspace, name: str, number: int, done: Replayed) -> str:
     """upstream_pr: N on the topic and the local PR branch, as one journaled operation."""
-    document = config.read_document(ws.config_path)
-    document.set_topic(name, upstream_pr=number)
-    text = document.dump()
-    config.parse(text, ws.config_path)
-    with Lock(ws.repo):
-        txn = Transaction(ws.repo, "propose", f"{name} proposed upstream as PR #{number}")
-        txn.set(f"refs/heads/{done.branch}", done.head)
-        txn.write_config(ws.config_path, text)
-        return txn.commit().id
+    with ws.operation("propose", f"{name} proposed upstream as PR #{number}") as op:
+        op.set_topic(name, upstream_pr=number)
+        op.move(f"refs/heads/{done.branch}", done.head)
+        return op.commit().id
 
 
 # --- output -------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""`series rebase`: --onto REF, --continue, --abort. The engine is series.engine.rebase;
-this module takes the lock, fetches when asked, and writes the report."""
+"""`series rebase`: --onto REF, --continue, --abort. The engine is series.engine.rebase
+(each step inside the write door); this module fetches when asked and writes the report."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,7 +10,6 @@ from series.engine import rebase as engine
 from series.engine import report as reports
 from series import validate
 from series.errors import SeriesError
-from series.git import refs
 from series.git.cli import git
 from series.git import partial
 from series.git.repo import resolve_release, workdir
@@ -53,6 +52,13 @@ def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
         text += "".join(f"\n  {line}" for line in history.read_first(data, run.name))
     elif data["status"] == "conflict":
         text += "\nnothing was changed (dry run)" if outcome.dry_run else ""
+    by_hand = [p for t in outcome.state.topics for _, p in t.by_hand]
+    store = ws.series.root / ws.series.resolutions
+    if outcome.finished and by_hand and store.is_dir():
+        # the recorder wrote into the work tree: say so, and what the files are for
+        rel = store.relative_to(ws.series.root) if store.is_relative_to(ws.series.root) else store
+        text += (f"\nrecorded how {len(by_hand)} conflict(s) were resolved in {rel}/ (commit it to share "
+                 "the resolutions with CI and the next rebase; 'series resolutions' lists them)")
     path = reports.write(ws.repo, data, text)
     data["report"] = str(path)
     text += f"\nreport: {path}"
@@ -66,23 +72,22 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         progress: engine.Progress | None = None, bisect: bool = False,
         as_far_as_possible: bool = False) -> Result:
     repo = ws.repo
-    with refs.Lock(repo):
-        if abort:
-            state = engine.abort_rebase(ws)
-            text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
-            return Result({"status": "aborted", "id": state.id}, text, "", False)
-        if resume:
-            return _finish(ws, engine.continue_rebase(ws, progress=progress))
-        if onto is None:
-            raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
-        if fetch:
-            remote = validate.existing_remote(repo.remotes.names(), ws.series.upstream.remote,
-                                              "upstream.remote")
-            git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
-        _blobs_for(ws, onto)
-        if as_far_as_possible and engine.in_progress(ws) is None:
-            return _as_far(ws, onto, skip, dry_run, progress)
-        return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress), bisect=bisect)
+    if abort:
+        state = engine.abort_rebase(ws)
+        text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
+        return Result({"status": "aborted", "id": state.id}, text, "", False)
+    if resume:
+        return _finish(ws, engine.continue_rebase(ws, progress=progress))
+    if onto is None:
+        raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
+    if fetch:
+        remote = validate.existing_remote(repo.remotes.names(), ws.series.upstream.remote,
+                                          "upstream.remote")
+        git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
+    _blobs_for(ws, onto)
+    if as_far_as_possible and engine.in_progress(ws) is None:
+        return _as_far(ws, onto, skip, dry_run, progress)
+    return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress), bisect=bisect)
 
 
 def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,

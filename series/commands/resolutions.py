@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from series.git import refs
 from series.resolutions import ResolutionStore, describe, reachable
 from series.workspace import Workspace
 
@@ -18,8 +19,21 @@ def run(ws: Workspace, prune: bool = False, dry_run: bool = False) -> Listing:
     store = ResolutionStore.for_series(ws.series)
     root = ws.series.root
     pruned = []
-    if prune:
-        pruned = describe(store.prune(reachable(ws.series, ws.repo), dry_run=dry_run), root)
+    if prune and dry_run:
+        pruned = describe(store.prune(reachable(ws.series, ws.repo), dry_run=True), root)
+    elif prune:
+        # through the write door: under the lock, never during a halted rebase (which may
+        # be about to use them), journaled with each file's text so nothing is lost
+        keep = reachable(ws.series, ws.repo)
+        with ws.operation("resolutions", "prune") as op:
+            doomed = [r for r in store.all() if not keep(r)]
+            op.summary = f"prune {len(doomed)} resolution(s)"
+            op.extra["removed"] = {refs.relative_config(ws.repo, r.file)[0]: r.file.read_text(errors="replace")
+                                   for r in doomed}
+            op.extra["worktree"] = refs.relative_config(ws.repo, root)[1]  # 'series undo' puts them back
+            if doomed:
+                op.commit()
+            pruned = describe(store.prune(keep), root)
     kept = describe(store.all(), root)
     if dry_run:
         gone = {row["file"] for row in pruned}

@@ -6,7 +6,6 @@ from typing import TypedDict
 
 from series.analysis import attribution
 from series.analysis.attribution import Behind
-from series.git.repo import file_stats, topic_range
 from series.workspace import Workspace
 
 
@@ -39,25 +38,21 @@ class _FromConfig(TypedDict):
 
 
 def run(ws: Workspace) -> list[TopicStatus]:
-    repo = ws.repo
-    base = ws.base_commit()
     rows = []
     for topic in ws.series.topics:
         common = _FromConfig(name=topic.name, branch=topic.branch, status=topic.status.value,
                              upstream_pr=topic.upstream_pr, superseded_by=topic.superseded_by,
                              merged_in=topic.merged_in)
-        ref = repo.references.get(f"refs/heads/{topic.branch}")
-        if ref is None:
+        own = ws.own(topic)  # a stacked topic: its dependencies' commits are not counted
+        if own is None:
             rows.append(TopicStatus(**common, commits=None, files=None, added=None, deleted=None,
                                     on_base=None, fork_point=None, missing=True))
             continue
-        head = ws.head(topic)
-        span = topic_range(repo, base, head, ws.series.upstream.remote)
-        stats = file_stats(repo, span.start.tree, head.tree)
+        stats = own.stats
         rows.append(TopicStatus(
-            **common, commits=len(span.commits),
+            **common, commits=len(own.commits),
             files=len(stats), added=sum(s.added for s in stats), deleted=sum(s.deleted for s in stats),
-            on_base=span.on_base, fork_point=None if span.on_base else str(span.start.id)[:12],
+            on_base=own.on_base, fork_point=None if own.on_base else str(own.start.id)[:12],
         ))
     return rows
 

@@ -1,17 +1,14 @@
 """`series supersede TOPIC --by OTHER`: OTHER now carries what TOPIC carried.
 
 Only series.yaml changes (comments kept); TOPIC's branch stays exactly where it is, so the
-old work is one `git log` away. The edit goes through a ref Transaction (with no ref
-moves) so that `series undo` puts series.yaml back.
+old work is one `git log` away. The edit goes through the write door (journaled, so
+`series undo` reverses it).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from series import config
-from series.engine.state import refuse_if_halted
 from series.errors import SeriesError
-from series.git.refs import Lock, Transaction
 from series.model import Status
 from series.workspace import Workspace
 
@@ -29,17 +26,14 @@ class StatusChange:
 def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run: bool,
                 **fields: object) -> str | None:
     """Change one topic's fields in series.yaml as a journaled operation; its id."""
-    document = config.read_document(ws.config_path)
-    document.set_topic(name, **fields)
-    text = document.dump()
-    config.parse(text, ws.config_path)  # the result must be a valid series.yaml
     if dry_run:
+        draft = ws.draft(command, summary)
+        draft.set_topic(name, **fields)
+        draft.preview()  # the result must be a valid series.yaml
         return None
-    refuse_if_halted(ws.repo, command)
-    with Lock(ws.repo):
-        txn = Transaction(ws.repo, command, summary)
-        txn.write_config(ws.config_path, text)
-        return txn.commit().id
+    with ws.operation(command, summary) as op:
+        op.set_topic(name, **fields)
+        return op.commit().id
 
 
 def run(ws: Workspace, name: str, by: str, reason: str | None = None,

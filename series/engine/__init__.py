@@ -12,5 +12,4 @@
     rebase.py       start / continue_rebase / abort_rebase / build_integration
     adoption.py     adopt-upstream through the same flow: provenance trailers, its end transaction
     report.py       the per-topic report and range-diff summary (.git/series/reports/)
-    yamledit.py     the rebase's two line edits to series.yaml
 """

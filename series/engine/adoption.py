@@ -6,27 +6,28 @@ fault points and recovery. What differs lives here:
 
     with_trailers(...)      the provenance each replayed message gains
     message_rewrite(state)  that rewrite for the engine's replays (None for a rebase)
-    transaction(...)        the end: the new branch and the series.yaml edit recorded at
-                            the halt, in one journaled refs.Transaction, exactly what a
+    fill(door, ...)         the end: the new branch and the series.yaml edits recorded at
+                            the halt, in the write door's one operation, exactly what a
                             clean adopt commits (so `series undo` reverts it the same way)
 
 state.adoption holds: number, reference, head (the PR head fetched), branch, expect (the
-branch's value when the adoption started: None for a new topic), summary, config_after
-(series.yaml as the adoption leaves it), refresh, and result (the command's report
-fields, for series.commands.adopt).
+branch's value when the adoption started: None for a new topic), summary, edits (the
+adoption's own series.yaml edits, series.seriesedit, compared-and-swapped onto the file
+at the end, so a hand edit made during the halt survives), refresh, and result (the
+command's report fields, for series.commands.adopt).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pygit2
 
+from series import seriesedit
 from series.engine import state as st
-from series.engine import worktree as wt
 from series.errors import SeriesError
-from series.git import refs
+from series.git import checkouts, refs
 
 KIND = "adopt"
 
@@ -52,8 +53,8 @@ def message_rewrite(state: st.RebaseState) -> Callable[[pygit2.Commit], str] | N
     return lambda commit: with_trailers(commit.message, reference, str(commit.id))
 
 
-def transaction(repo: pygit2.Repository, state: st.RebaseState) -> refs.Transaction:
-    """The adoption's one Transaction, after checking nothing it depends on moved meanwhile."""
+def fill(door: "WriteOperation", repo: pygit2.Repository, state: st.RebaseState) -> None:
+    """The adoption's one operation, after checking nothing it depends on moved meanwhile."""
     data = state.adoption or {}
     number, branch = data["number"], data["branch"]
     run = state.topics[0]
@@ -61,21 +62,25 @@ def transaction(repo: pygit2.Repository, state: st.RebaseState) -> refs.Transact
     if not run.mapping or not run.new_head:
         raise SeriesError(f"every commit of PR #{number} is already in {state.onto_name} after the "
                           f"resolution: nothing to adopt; {abort} ends it")
-    path = Path(state.config_path)
-    if not path.exists() or path.read_text() != state.config_before:
-        raise SeriesError(f"{path.name} changed while the adoption of PR #{number} was halted; nothing "
-                          f"was changed: put it back, or {abort} and adopt again")
     ref = f"refs/heads/{branch}"
     now = refs.current(repo, ref)
     if now != data["expect"]:
         raise SeriesError(f"{branch} moved while the adoption of PR #{number} was halted "
                           f"({(data['expect'] or 'absent')[:12]} -> {(now or 'deleted')[:12]}); nothing "
                           f"was changed: {abort}, then adopt again")
-    if data.get("refresh") and (found := wt.checkouts(repo, {branch})):
+    if data.get("refresh") and (found := checkouts.checkouts(repo, {branch})):
         raise SeriesError(f"{branch} is checked out in {found[0].path}: switch that worktree to another "
                           "branch first, then 'series adopt-upstream --continue'")
-    txn = refs.Transaction(repo, "adopt-upstream", str(data["summary"]))
-    txn.set(ref, run.new_head, expect=data["expect"])
-    txn.write_config(path, str(data["config_after"]))
-    txn.extra = {"pr": number, "head": data["head"], "commits": dict(run.mapping)}
-    return txn
+    door.summary = str(data["summary"])
+    door.move(ref, run.new_head, expect=data["expect"])
+    door.seen(state.config_before)
+    if "edits" in data:
+        door.edits = [seriesedit.Edit.from_json(e) for e in data["edits"]]
+    else:  # a state written before edits were recorded
+        door.edits = seriesedit.diff(seriesedit.load_plain(state.config_before, door.config_path or Path()),
+                                     seriesedit.load_plain(str(data["config_after"]), door.config_path or Path()))
+    door.extra.update({"pr": number, "head": data["head"], "commits": dict(run.mapping)})
+
+
+if TYPE_CHECKING:
+    from series.workspace import WriteOperation

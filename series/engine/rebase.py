@@ -2,7 +2,8 @@
 
     start(ws, onto_spec, ...)      plan every active topic, replay them all, then either
                                    commit (every branch, the integration branch and
-                                   series.yaml in one refs.Transaction) or halt on conflicts
+                                   series.yaml's edits through the write door, one
+                                   operation) or halt on conflicts
     continue_rebase(ws, ...)       take the worktree's resolution and go on
     abort_rebase(ws)               put everything back
     begin(ws, state)               run a state another command built (adopt-upstream: kind
@@ -10,25 +11,28 @@
     build_integration(ws)          the integration chain of the current branches (series build)
 
 Every topic is tried before anything is reported, so all conflicts show at once; no branch
-under refs/heads moves until every topic is clean. A topic with depends_on goes onto its
+under refs/heads moves until every topic is clean. Each entry point runs inside the write
+door (series.workspace: the lock for the whole step, repair of an interrupted one, the halt
+guard), handed in as `door` or opened here; series.yaml gets only the rebase's own edits
+(upstream.base, topics marked merged), compared-and-swapped onto the file as it is when
+the rebase commits, so a hand edit made during a halt survives. A topic with depends_on goes onto its
 dependency's new head (and waits when that one conflicts). Merged-upstream rules live in
 series.engine.merged; conflict resolvers/recorders in series.engine.resolve.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pygit2
 
-from series import config
 from series.engine import adoption
 from series.engine import merged as merged_rules
 from series.engine import state as st
 from series.engine import worktree as wt
-from series.engine import yamledit
 from series.engine.merge import require_git
 from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
                                        integrate)
@@ -37,9 +41,9 @@ from series.engine.replay import (ReplayStop, _raw_commit, default_committer, re
                                   signature_line)
 from series.engine.resolve import Hooks, hooks as default_hooks
 from series.errors import ConflictError, SeriesError
-from series.git import refs
+from series.git import checkouts, refs
 from series.git.repo import resolve_release, upstream_tips
-from series.workspace import Workspace
+from series.workspace import Workspace, WriteOperation
 
 Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
 
@@ -214,21 +218,14 @@ def _materialize(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks
     return Outcome(state, finished=False, worktree=path, notes=notes, persisted=True)
 
 
-def _new_config(ws: Workspace, state: st.RebaseState) -> str:
-    merged = {run.name: state.onto_name for run in state.topics if run.outcome == "merged"}
-    text = yamledit.edit(state.config_before, state.onto_name, merged)
-    if text is not None:
-        return text
-    path = Path(state.config_path)
-    _, doc = config.parse(state.config_before, path)
-    document = config.Document(path, doc)
-    document.set_base(state.onto_name)
+def _rebase_edits(door: WriteOperation, state: st.RebaseState) -> None:
+    """The rebase's own series.yaml edits, relative to the file as the rebase started."""
+    door.seen(state.config_before)
+    if state.onto_name != state.old_base_name:
+        door.edit(("upstream", "base"), state.onto_name)
     for run in state.topics:
         if run.outcome == "merged":
-            document.set_topic(run.name, status="merged", merged_in=state.onto_name)
-    text = document.dump()
-    config.parse(text, path)
-    return text
+            door.set_topic(run.name, status="merged", merged_in=state.onto_name)
 
 
 def _integration_parts(state: st.RebaseState) -> list[IntegrationPart]:
@@ -237,69 +234,65 @@ def _integration_parts(state: st.RebaseState) -> list[IntegrationPart]:
             for t in state.topics if t.outcome == "clean" and t.commits]
 
 
-def _commit_adoption(ws: Workspace, state: st.RebaseState, odb: MemOdb) -> Outcome:
-    txn = adoption.transaction(ws.repo, state)
+def _commit_adoption(ws: Workspace, state: st.RebaseState, odb: MemOdb, door: WriteOperation) -> Outcome:
+    adoption.fill(door, ws.repo, state)
     odb.persist()
-    state.phase, state.op_id = "committing", txn.reserve_id()
+    state.phase, state.op_id = "committing", door.reserve_id()
     st.save(ws.repo, state)
     st.fault("rebase-before-transaction")
-    return _after_commit(ws, state, txn.commit(), None)
+    return _after_commit(ws, state, door.commit(), None, door)
 
 
-def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool) -> Outcome:
-    repo = ws.repo
-    if state.kind == adoption.KIND:
-        return _commit_adoption(ws, state, odb)
-    integration = integrate(repo, pygit2.Oid(hex=state.onto_sha), _integration_parts(state), odb=odb)
-    if dry_run:
-        return Outcome(state, finished=True, dry_run=True, integration=integration)
+def _moved_meanwhile(ws: Workspace, state: st.RebaseState) -> None:
+    """A branch the rebase moves, or marks merged, must be where the rebase found it: a
+    commit made there during a halt would otherwise be carried by no active topic."""
     for run in state.topics:
-        now = refs.current(repo, f"refs/heads/{run.branch}")
-        if run.outcome == "clean" and now != run.old_head:
-            raise SeriesError(f"{run.branch} moved while the rebase was halted ({run.old_head[:12]} -> "
+        if run.outcome not in ("clean", "merged"):
+            continue
+        now = refs.current(ws.repo, f"refs/heads/{run.branch}")
+        if now != run.old_head:
+            what = "moved" if run.outcome == "clean" else "was found merged upstream, but moved"
+            raise SeriesError(f"{run.branch} {what} while the rebase was halted ({run.old_head[:12]} -> "
                               f"{(now or 'deleted')[:12]}); nothing was changed: 'series rebase --abort', "
                               "then start again")
-    names = {t.branch for t in state.topics if t.outcome == "clean" and t.new_head != t.old_head}
-    found = wt.checkouts(repo, names)
-    for checkout in found:
-        if wt.dirty(checkout):
-            raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes; "
-                              "commit or stash them, then 'series rebase --continue'")
+
+
+def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool,
+            door: WriteOperation | None) -> Outcome:
+    repo = ws.repo
+    if state.kind == adoption.KIND and door is not None:
+        return _commit_adoption(ws, state, odb, door)
+    integration = integrate(repo, pygit2.Oid(hex=state.onto_sha), _integration_parts(state), odb=odb)
+    if dry_run or door is None:
+        return Outcome(state, finished=True, dry_run=True, integration=integration)
+    _moved_meanwhile(ws, state)
     odb.persist()
-    txn = refs.Transaction(repo, "rebase", f"onto {state.onto_name}")
+    door.summary = f"onto {state.onto_name}"
     for run in state.topics:
         if run.outcome == "clean" and run.new_head and run.new_head != run.old_head:
-            txn.set(f"refs/heads/{run.branch}", run.new_head, expect=run.old_head)
+            door.move(f"refs/heads/{run.branch}", run.new_head, expect=run.old_head)
+        elif run.outcome in ("clean", "merged"):
+            door.verify(f"refs/heads/{run.branch}", run.old_head)  # checked inside git's transaction
     branch = ws.series.integration
     if branch and integration.ok:
-        txn.set(f"refs/heads/{branch}", str(integration.head))
-    new_text = _new_config(ws, state)
-    if not txn.moves and new_text == state.config_before:
+        door.move(f"refs/heads/{branch}", str(integration.head))
+    _rebase_edits(door, state)
+    if not door.moves and not door.edits:
         st.clear(repo)  # already there: nothing to journal, nothing for undo to revert
         return Outcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
-    txn.write_config(Path(state.config_path), new_text)
-    txn.extra = {"onto": state.onto_name, "checkouts": [
-        [str(c.path), c.branch] for c in found]}
-    state.phase, state.op_id = "committing", txn.reserve_id()
+    door.extra["onto"] = state.onto_name
+    state.phase, state.op_id = "committing", door.reserve_id()
     st.save(repo, state)
     st.fault("rebase-before-transaction")
-    op = txn.commit()
-    return _after_commit(ws, state, op, integration)
+    op = door.commit()
+    return _after_commit(ws, state, op, integration, door)
 
 
 def _after_commit(ws: Workspace, state: st.RebaseState, op: refs.Operation,
-                  integration: IntegrationResult | None) -> Outcome:
+                  integration: IntegrationResult | None, door: WriteOperation) -> Outcome:
     repo = ws.repo
-    notes = []
-    moved = {m.ref: m for m in op.moves}
-    for path, branch in op.extra.get("checkouts", []):
-        move = moved.get(f"refs/heads/{branch}")
-        if move is None or move.old is None or move.new is None:
-            continue
-        tree = wt.git(Path(path), "write-tree", check=False).stdout.strip()
-        if tree == str(repo[pygit2.Oid(hex=move.old)].peel(pygit2.Commit).tree_id):
-            wt.update(wt.Checkout(Path(path), branch), move.old, move.new)
-            notes.append(f"updated the checkout of {branch} in {path}")
+    # door.commit() settled the checkouts already; again here for a process killed in between
+    notes = door.notes + [n for n in refs.settle_checkouts(repo, op) if n not in door.notes]
     st.fault("rebase-after-transaction")
     wt.remove(repo, st.worktree_path(repo)) if st.worktree_path(repo).exists() else None
     st.clear(repo)
@@ -307,19 +300,36 @@ def _after_commit(ws: Workspace, state: st.RebaseState, op: refs.Operation,
 
 
 def _finish_or_halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool,
-                    hooks: Hooks) -> Outcome:
+                    hooks: Hooks, door: WriteOperation | None) -> Outcome:
     if any(t.outcome == "conflict" for t in state.topics):
         if dry_run:
             return Outcome(state, finished=False, dry_run=True)
         return _halt(ws, state, odb, hooks)
-    return _commit(ws, state, odb, dry_run)
+    return _commit(ws, state, odb, dry_run, door)
+
+
+@contextlib.contextmanager
+def _door(ws: Workspace, door: WriteOperation | None, kind: str,
+          resumes: str | None) -> Iterator[WriteOperation]:
+    """The door the caller handed in, or one opened for this step."""
+    if door is not None:
+        yield door
+        return
+    with ws.operation("adopt-upstream" if kind == adoption.KIND else "rebase", resumes=resumes) as opened:
+        yield opened
+
+
+def _current(ws: Workspace) -> Workspace:
+    """The workspace as it is under the lock (another command may have just finished)."""
+    text = ws.config_path.read_text()
+    return ws if text == ws.text else ws.reload()
 
 
 # -- the entry points ----------------------------------------------------------------------------
 
 def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run: bool = False,
           hooks: Hooks | None = None, merged: list[merged_rules.MergedRule] | None = None,
-          progress: Progress | None = None) -> Outcome:
+          progress: Progress | None = None, door: WriteOperation | None = None) -> Outcome:
     repo = ws.repo
     require_git()  # before anything: a rebase that could not finish must not start
     existing = st.load(repo)
@@ -328,6 +338,16 @@ def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run:
     if existing is not None:
         raise SeriesError(f"a rebase onto {existing.onto_name} is in progress (started {existing.started}); "
                           "'series rebase --continue' or 'series rebase --abort' first")
+    if dry_run:
+        return _start(ws, onto_spec, skip, True, hooks, merged, progress, None)
+    with _door(ws, door, "rebase", None) as opened:
+        return _start(_current(ws), onto_spec, skip, False, hooks, merged, progress, opened)
+
+
+def _start(ws: Workspace, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks | None,
+           merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
+           door: WriteOperation | None) -> Outcome:
+    repo = ws.repo
     if not dry_run:
         st.clear(repo)  # temporary refs of a run killed before it saved its state
     onto_name, onto = resolve_release(repo, onto_spec)
@@ -335,32 +355,34 @@ def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run:
     runs = plan(ws, onto, skip)
     if not dry_run:
         names = {r.branch for r in runs if r.outcome == "pending"}
-        for checkout in wt.checkouts(repo, names):
-            if wt.dirty(checkout):
+        for checkout in checkouts.checkouts(repo, names):
+            if checkouts.dirty(checkout):
                 raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes; "
                                   "commit or stash them first (nothing was changed)")
     state = st.RebaseState(
         id=f"rebase-{_stamp()}", onto_spec=onto_spec, onto_name=onto_name, onto_sha=str(onto.id),
         old_base_name=ws.series.upstream.base, old_base_sha=str(old_base.id),
-        config_path=str(ws.config_path), config_before=ws.config_path.read_text(), topics=runs,
+        config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(), topics=runs,
         skip=list(skip), started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     odb = MemOdb(repo)
     hooks = hooks or default_hooks(ws.series)
     _advance(ws, state, odb, hooks, merged, progress)
-    return _finish_or_halt(ws, state, odb, dry_run, hooks)
+    return _finish_or_halt(ws, state, odb, dry_run, hooks, door)
 
 
-def begin(ws: Workspace, state: st.RebaseState, *, hooks: Hooks | None = None) -> Outcome:
+def begin(ws: Workspace, state: st.RebaseState, *, hooks: Hooks | None = None,
+          door: WriteOperation | None = None) -> Outcome:
     """Replay a state built by another command, then halt on a conflict or commit; what
     `kind` ends with is decided in _commit (series adopt-upstream: kind "adopt")."""
     existing = st.load(ws.repo)
     if existing is not None:
         raise SeriesError(st.halted_message(existing, st.resume_command(state)))
-    st.clear(ws.repo)  # temporary refs of a run killed before it saved its state
-    odb = MemOdb(ws.repo)
-    hooks = hooks or default_hooks(ws.series)
-    _advance(ws, state, odb, hooks, None, None)
-    return _finish_or_halt(ws, state, odb, False, hooks)
+    with _door(ws, door, state.kind, None) as opened:
+        st.clear(ws.repo)  # temporary refs of a run killed before it saved its state
+        odb = MemOdb(ws.repo)
+        hooks = hooks or default_hooks(ws.series)
+        _advance(ws, state, odb, hooks, None, None)
+        return _finish_or_halt(ws, state, odb, False, hooks, opened)
 
 
 _NOTHING = {"rebase": "no rebase in progress: nothing to {verb} (start one with 'series rebase --onto REF')",
@@ -416,20 +438,28 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
 
 def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
                     merged: list[merged_rules.MergedRule] | None = None,
-                    progress: Progress | None = None, kind: str = "rebase") -> Outcome:
+                    progress: Progress | None = None, kind: str = "rebase",
+                    door: WriteOperation | None = None) -> Outcome:
+    _require(ws, "continue", kind)
+    with _door(ws, door, kind, kind) as opened:
+        return _continue(_current(ws), hooks, merged, progress, kind, opened)
+
+
+def _continue(ws: Workspace, hooks: Hooks | None, merged: list[merged_rules.MergedRule] | None,
+              progress: Progress | None, kind: str, door: WriteOperation) -> Outcome:
     repo = ws.repo
     state = _require(ws, "continue", kind)
     hooks = hooks or default_hooks(ws.series)
     odb = MemOdb(repo)
     if state.phase == "committing":
         op = refs.find(repo, state.op_id or "")
-        if op is None:  # killed before the journal entry: nothing moved, commit again
-            return _commit(ws, state, odb, dry_run=False)
-        refs.finish(repo, op)
+        if op is None or op.state == "rolled-back":  # killed before its refs moved: commit again
+            return _commit(ws, state, odb, False, door)
+        refs.finish(repo, op)  # the door's repair has finished it already; idempotent
         if state.kind != "rebase":
-            return _after_commit(ws, state, op, None)
+            return _after_commit(ws, state, op, None, door)
         integration = integrate(repo, pygit2.Oid(hex=state.onto_sha), _integration_parts(state), odb=odb)
-        return _after_commit(ws, state, op, integration)
+        return _after_commit(ws, state, op, integration, door)
     path = st.worktree_path(repo)
     if state.current is not None:  # None: the resolution was taken, a process died after
         if not state.materialized:
@@ -445,22 +475,25 @@ def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
         return _halt(ws, state, odb, hooks)
     if path.exists():
         wt.remove(repo, path)
-    return _commit(ws, state, odb, dry_run=False)
+    return _commit(ws, state, odb, False, door)
 
 
-def abort_rebase(ws: Workspace, kind: str = "rebase") -> st.RebaseState:
-    repo = ws.repo
-    state = _require(ws, "abort", kind)
-    if state.phase == "committing" and state.op_id:
-        op = refs.find(repo, state.op_id)
-        if op is not None:
-            refs.revert(repo, op)
-        config_path = Path(state.config_path)
-        if config_path.exists() and config_path.read_text() != state.config_before:
-            config.write_text_atomically(config_path, state.config_before)
-    wt.remove(repo, st.worktree_path(repo))
-    st.clear(repo)
-    return state
+def abort_rebase(ws: Workspace, kind: str = "rebase", door: WriteOperation | None = None) -> st.RebaseState:
+    """Put everything back: a transaction already committed is reverted through the door
+    (its own series.yaml edits reversed on the file as it is, later edits kept)."""
+    _require(ws, "abort", kind)
+    with _door(ws, door, kind, kind) as opened:
+        repo = ws.repo
+        state = _require(ws, "abort", kind)
+        if state.phase == "committing" and state.op_id:
+            op = refs.find(repo, state.op_id)
+            if op is not None and op.state == "done":
+                opened.summary = f"abort {state.id}: revert {op.id}"
+                opened.revert(op)
+                opened.commit()
+        wt.remove(repo, st.worktree_path(repo))
+        st.clear(repo)
+        return state
 
 
 def in_progress(ws: Workspace) -> st.RebaseState | None:

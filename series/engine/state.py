@@ -19,7 +19,6 @@ go when the rebase finishes or is aborted.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 import pygit2
 
+from series import faults
 from series.config import write_text_atomically
 from series.errors import SeriesError
 from series.git.refs import state_dir
@@ -35,13 +35,7 @@ TEMP_PREFIX = "refs/series/rebase"
 VERSION = 1
 
 
-def _inject(point: str) -> None:
-    """Tests kill the process at a named point (SERIES_FAULT=<point>) to prove recovery."""
-    if os.environ.get("SERIES_FAULT") == point:
-        os._exit(99)
-
-
-fault = _inject
+fault = faults.fault  # kept here: the engine's points are named st.fault(...)
 
 
 @dataclass

@@ -5,12 +5,14 @@ Every operation that moves refs goes through `Transaction.commit()`:
   2.+3. all refs move in one `git update-ref --stdin` transaction with old values checked,
      which also keeps each old value under refs/series/backup/<op>/<ref>,
   4. series.yaml gets its new text, and the entry becomes "done".
-A process killed between steps leaves a pending entry; `series undo` (or the command's
---abort) puts every ref and series.yaml back from it.
+A process killed between steps leaves a pending entry; the next series command, whatever
+it is, finishes it or rolls it back (`recover()`, run by the write door in
+series.workspace before anything else), so refs are all old or all new again.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
 import json
 import os
 import socket
@@ -20,9 +22,11 @@ from typing import Any
 
 import pygit2
 
+from series import faults, seriesedit
 from series.config import write_text_atomically
 from series import validate
 from series.errors import SeriesError
+from series.git import checkouts
 from series.git.cli import git
 
 ZERO = "0" * 40
@@ -31,66 +35,68 @@ BACKUP_PREFIX = "refs/series/backup"
 
 def state_dir(repo: pygit2.Repository) -> Path:
     """.git/series/ of the main repository (shared by all worktrees)."""
-    common = Path(repo.path)
-    commondir = common / "commondir"
-    if commondir.exists():
-        common = (common / commondir.read_text().strip()).resolve()
-    directory = common / "series"
+    directory = checkouts.common_dir(repo) / "series"
     directory.mkdir(parents=True, exist_ok=True)
     return directory
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Lock:
-    """One series process per repository: .git/series/lock holds host and pid."""
+    """One series operation at a time per repository: a kernel lock (fcntl.flock) on
+    .git/series/lock, so a killed process can never leave it held. The file keeps the
+    holder's command, pid and host for the message another command prints; it is never
+    removed (removing a flock'd file lets two processes lock two different files).
+    Re-entrant within a process: an operation that calls another's code keeps the lock."""
 
-    def __init__(self, repo: pygit2.Repository):
+    _held: dict[str, list[int]] = {}   # path -> [fd, depth]
+
+    def __init__(self, repo: pygit2.Repository, command: str = "series"):
         self.path = state_dir(repo) / "lock"
-        self.held = False
+        self.command = command
 
     def __enter__(self) -> "Lock":
-        me = f"{socket.gethostname()} {os.getpid()}\n"
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if self._break_stale():
-                    continue
-                owner = self.path.read_text().strip() if self.path.exists() else "?"
-                raise SeriesError(
-                    f"another series command is running in this repository (lock held by {owner}); "
-                    f"wait for it, or remove {self.path} if that process is gone"
-                ) from None
-            with os.fdopen(fd, "w") as f:
-                f.write(me)
-            self.held = True
+        key = str(self.path)
+        if key in Lock._held:
+            Lock._held[key][1] += 1
             return self
-        raise SeriesError(f"could not take the lock {self.path}")
-
-    def _break_stale(self) -> bool:
-        """A lock left by a dead process on this host is taken over."""
         try:
-            host, pid = self.path.read_text().split()
-        except (OSError, ValueError):
-            return False
-        if host == socket.gethostname() and not _pid_alive(int(pid)):
-            self.path.unlink(missing_ok=True)
-            return True
-        return False
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise SeriesError(f"{self.path}: cannot open the lock file ({exc.strerror}); "
+                              "check the permissions of .git/series") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise SeriesError(
+                f"another series command is running in this repository ({holder or 'its holder is starting'}); "
+                "wait for it to finish (the lock goes when that process ends, even if it is killed)"
+            ) from None
+        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        try:  # the kernel lock is what counts: a full disk only loses the holder line
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"series {self.command}, pid {os.getpid()} on {socket.gethostname()}, "
+                          f"since {stamp}\n".encode(), 0)
+        except OSError:
+            pass
+        Lock._held[key] = [fd, 1]
+        return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.held:
-            self.path.unlink(missing_ok=True)
-            self.held = False
+        key = str(self.path)
+        entry = Lock._held.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del Lock._held[key]
+        try:
+            os.ftruncate(entry[0], 0)
+        except OSError:
+            pass
+        fcntl.flock(entry[0], fcntl.LOCK_UN)
+        os.close(entry[0])
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,15 @@ class RefMove:
 
 @dataclass
 class Operation:
+    """One journal entry: .git/series/journal/<id>.json.
+
+    `config_path` is relative to the top of the worktree the command ran in (`worktree`:
+    None for the main one), so a moved or copied repository journals its own file;
+    `edits` are the operation's own series.yaml edits (series.seriesedit), which undo
+    reverses on the file as it is then. The full texts before and after are kept for
+    `series diff` and for undo when nothing changed the file since.
+    """
+
     id: str
     command: str
     summary: str
@@ -109,10 +124,14 @@ class Operation:
     config_path: str | None = None
     config_before: str | None = None
     config_after: str | None = None
-    state: str = "pending"
+    state: str = "pending"              # pending, done; rolled-back (killed before its commit
+                                        # point) entries move to journal/rolled-back/
     undoes: str | None = None
     time: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    worktree: str | None = None
+    verify: list[list[str]] = field(default_factory=list)   # [ref, value] that must hold
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -124,6 +143,13 @@ class Operation:
         data["moves"] = [RefMove(**m) for m in data["moves"]]
         return cls(**data)
 
+    def config_edits(self) -> list[seriesedit.Edit]:
+        if self.edits:
+            return [seriesedit.Edit.from_json(e) for e in self.edits]
+        if self.config_before == self.config_after:
+            return []
+        return [seriesedit.Edit((), self.config_before, self.config_after)]  # an older entry
+
 
 def journal_dir(repo: pygit2.Repository) -> Path:
     directory = state_dir(repo) / "journal"
@@ -133,8 +159,9 @@ def journal_dir(repo: pygit2.Repository) -> Path:
 
 def _new_op_id(repo: pygit2.Repository) -> str:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    existing = sorted(journal_dir(repo).glob("*.json"))
-    seq = int(existing[-1].name.split("-", 1)[0]) + 1 if existing else 1
+    directory = journal_dir(repo)
+    existing = sorted(p.name for p in [*directory.glob("*.json"), *directory.glob("rolled-back/*.json")])
+    seq = int(existing[-1].split("-", 1)[0]) + 1 if existing else 1
     return f"{seq:05d}-{stamp}"
 
 
@@ -145,8 +172,37 @@ def current(repo: pygit2.Repository, ref: str) -> str | None:
     return str(found.resolve().target)
 
 
+def relative_config(repo: pygit2.Repository, path: Path) -> tuple[str, str | None]:
+    """(path as journaled, worktree name): relative to the worktree the command runs in."""
+    name = checkouts.worktree_name(repo)
+    top = checkouts.worktree_root(repo, name)
+    resolved = path.resolve()
+    if top is not None:
+        try:
+            return str(resolved.relative_to(top.resolve())), name
+        except ValueError:
+            pass
+    return str(resolved), None
+
+
+def config_file(repo: pygit2.Repository, op: Operation) -> Path | None:
+    """The series.yaml `op` edited, in this repository wherever it lives now."""
+    if op.config_path is None:
+        return None
+    return resolve_path(repo, op.config_path, op.worktree)
+
+
+def resolve_path(repo: pygit2.Repository, journaled: str, worktree: str | None) -> Path | None:
+    """A path as relative_config() journaled it, in this repository wherever it lives now."""
+    path = Path(journaled)
+    if path.is_absolute():
+        return path
+    top = checkouts.worktree_root(repo, worktree)
+    return top / path if top is not None else None
+
+
 def _update_ref_stdin(repo: pygit2.Repository, moves: list[RefMove], message: str,
-                      lenient: int = 0) -> None:
+                      lenient: int = 0, verify: list[list[str]] | None = None) -> None:
     """All moves in one git transaction; the first `lenient` ones are written whatever
     their current value (backup refs, which a retried operation may find already there)."""
     lines = ["start"]
@@ -155,6 +211,8 @@ def _update_ref_stdin(repo: pygit2.Repository, moves: list[RefMove], message: st
         if problem is not None:
             raise SeriesError(f"refusing to move '{validate.one_line(m.ref)}': the name {problem} "
                               "(git check-ref-format rules); nothing was moved")
+    for ref, value in verify or []:
+        lines.append(f"verify {ref} {value}")
     for i, m in enumerate(moves):
         if i < lenient:
             lines.append(f"update {m.ref} {m.new}")
@@ -169,17 +227,39 @@ def _update_ref_stdin(repo: pygit2.Repository, moves: list[RefMove], message: st
     git(root, "update-ref", "-m", message, "--stdin", input="\n".join(lines))
 
 
+def _backups(op: Operation) -> list[RefMove]:
+    return [RefMove(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", None, m.old)
+            for m in op.moves if m.old is not None]
+
+
+def _write_entry(repo: pygit2.Repository, op: Operation) -> None:
+    write_text_atomically(journal_dir(repo) / f"{op.id}.json", op.to_json())
+
+
+def _write_config(path: Path, text: str | None) -> None:
+    if text is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomically(path, text)
+
+
 class Transaction:
-    """Collect ref moves (and a new series.yaml text); commit all or none."""
+    """Collect ref moves (and series.yaml's new text); commit all or none. Used by the
+    write door (series.workspace.WriteOperation), which computes the text under the lock."""
 
     def __init__(self, repo: pygit2.Repository, command: str, summary: str):
         self.repo = repo
         self.command = command
         self.summary = summary
         self.moves: list[RefMove] = []
+        self.verify: list[list[str]] = []
         self.config_path: Path | None = None
+        self.config_before: str | None = None
         self.config_after: str | None = None
+        self.edits: list[seriesedit.Edit] = []
         self.extra: dict[str, Any] = {}
+        self.undoes: str | None = None
         self.op_id: str | None = None  # reserve_id(): known before commit(), for resumable callers
 
     def reserve_id(self) -> str:
@@ -192,49 +272,51 @@ class Transaction:
     def set(self, ref: str, new: str | None, *, expect: str | None | object = ...) -> None:
         """Move `ref` to `new`; the old value is the one seen now unless `expect` says."""
         old = current(self.repo, ref) if expect is ... else expect
+        self.moves = [m for m in self.moves if m.ref != ref]
         if old == new:
             return
         self.moves.append(RefMove(ref, old, new))  # type: ignore[arg-type]
 
-    def write_config(self, path: Path, text: str) -> None:
-        self.config_path = path
-        self.config_after = text
+    def write_config(self, path: Path, before: str | None, after: str | None,
+                     edits: list[seriesedit.Edit]) -> None:
+        self.config_path, self.config_before, self.config_after = path, before, after
+        self.edits = list(edits)
 
     def commit(self, fault: str | None = None) -> Operation:
         op = Operation(
             id=self.reserve_id(), command=self.command, summary=self.summary,
             moves=self.moves, time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            extra=self.extra,
+            extra=self.extra, verify=self.verify, undoes=self.undoes,
         )
         if self.config_path is not None:
-            op.config_path = str(self.config_path)
-            op.config_before = self.config_path.read_text() if self.config_path.exists() else None
-            op.config_after = self.config_after
-        entry = journal_dir(self.repo) / f"{op.id}.json"
-        write_text_atomically(entry, op.to_json())
+            op.config_path, op.worktree = relative_config(self.repo, self.config_path)
+            op.config_before, op.config_after = self.config_before, self.config_after
+            op.edits = [e.to_json() for e in self.edits]
+        _write_entry(self.repo, op)
         _inject(fault, "after-journal")
         # The backup refs are created in the same update-ref transaction as the moves: one
         # git process instead of one ref write per topic, and the old commits are reachable
         # from the branches themselves until that transaction commits.
-        backups = [RefMove(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", None, m.old)
-                   for m in self.moves if m.old is not None]
+        backups = _backups(op)
         _inject(fault, "after-backup")
         if self.moves:
             _update_ref_stdin(self.repo, backups + self.moves, f"series {self.command}: {self.summary}",
-                              lenient=len(backups))
+                              lenient=len(backups), verify=self.verify)
         _inject(fault, "after-refs")
-        if self.config_path is not None and self.config_after is not None:
-            write_text_atomically(self.config_path, self.config_after)
+        if self.config_path is not None and self.config_after != self.config_before:
+            _write_config(self.config_path, self.config_after)
+        _inject(fault, "after-config")
         op.state = "done"
-        write_text_atomically(entry, op.to_json())
+        _write_entry(self.repo, op)
         return op
 
 
 def _inject(fault: str | None, point: str) -> None:
-    """Tests kill the process at a named point (SERIES_FAULT) to prove recovery."""
-    wanted = fault or os.environ.get("SERIES_FAULT")
-    if wanted == point:
+    """Tests kill the process at a named point (SERIES_FAULT, series.engine.state) to prove
+    recovery."""
+    if fault == point:
         os._exit(99)
+    faults.fault(point)
 
 
 def read_entry(path: Path) -> Operation:
@@ -273,9 +355,99 @@ def find(repo: pygit2.Repository, op_id: str) -> Operation | None:
     return read_entry(entry) if entry.exists() else None
 
 
+def last_operation(repo: pygit2.Repository) -> Operation | None:
+    entries = sorted(journal_dir(repo).glob("*.json"))
+    return read_entry(entries[-1]) if entries else None
+
+
+def operations(repo: pygit2.Repository) -> list[Operation]:
+    return [read_entry(p) for p in sorted(journal_dir(repo).glob("*.json"))]
+
+
+# -- repairing what a kill interrupted ------------------------------------------------------------
+
+def _own_lock_files(repo: pygit2.Repository, op: Operation) -> list[Path]:
+    """Ref lock files a killed `git update-ref` of `op` left. git writes the new value
+    into <ref>.lock before renaming it over the ref, so a lock file holding exactly the
+    value `op` was writing to that ref is provably its own; a ref it only verifies or
+    deletes gets a lock with nothing or the expected value in it. (We hold the series
+    lock, so no other series process is writing.)"""
+    common = checkouts.common_dir(repo)
+    wanted: dict[str, set[str]] = {}
+    for m in _backups(op) + op.moves:
+        wanted.setdefault(m.ref, set()).add(m.new if m.new is not None else (m.old or ""))
+        if m.new is None:
+            wanted[m.ref].add("")
+    for ref, value in op.verify:
+        wanted.setdefault(ref, set()).update({value, ""})
+    found = []
+    for ref, values in wanted.items():
+        lock = common / f"{ref}.lock"
+        try:
+            text = lock.read_text().strip()
+        except OSError:
+            continue
+        if text in values:
+            found.append(lock)
+    return found
+
+
+def recover(repo: pygit2.Repository) -> list[str]:
+    """Finish or roll back every operation a kill interrupted; what was done, as notes.
+
+    git's files backend commits a multi-ref transaction one rename at a time, so a kill
+    can leave some refs moved and others not: the journal decides. An entry whose refs
+    moved at all (or, without refs, whose series.yaml was written) is finished: the rest of
+    its refs, its backups, its series.yaml edits. One that moved nothing is rolled back:
+    nothing to undo, so it is only marked. Its leftover ref lock files go first."""
+    notes = []
+    for op in operations(repo):
+        if op.state != "pending":
+            continue
+        for lock in _own_lock_files(repo, op):
+            lock.unlink(missing_ok=True)
+            notes.append(f"removed {lock.name}, left by an interrupted git update-ref of {op.id}")
+        now = {m.ref: current(repo, m.ref) for m in op.moves}
+        stray = [m for m in op.moves if now[m.ref] not in (m.old, m.new)]
+        if stray:
+            m = stray[0]
+            raise SeriesError(
+                f"operation {op.id} ({op.command}: {op.summary}) was interrupted, and {m.ref} has moved "
+                f"since (to {(now[m.ref] or 'deleted')[:12]}; it was going from {(m.old or 'nothing')[:12]} "
+                f"to {(m.new or 'nothing')[:12]}): put it back at one of those with 'git update-ref', "
+                "then run the command again")
+        path = config_file(repo, op)
+        if op.moves:
+            committed = any(now[m.ref] == m.new for m in op.moves)
+        else:
+            committed = path is not None and _read(path) == op.config_after
+        if committed:
+            finish(repo, op)
+            notes.append(f"finished {op.id} ({op.command}: {op.summary}), which was interrupted")
+            notes += settle_checkouts(repo, op)
+        else:
+            # nothing happened, so nothing to list or undo: kept aside for the record
+            op.state = "rolled-back"
+            aside = journal_dir(repo) / "rolled-back"
+            aside.mkdir(exist_ok=True)
+            write_text_atomically(aside / f"{op.id}.json", op.to_json())
+            (journal_dir(repo) / f"{op.id}.json").unlink()
+            notes.append(f"rolled back {op.id} ({op.command}: {op.summary}): it was interrupted "
+                         "before anything moved")
+    return notes
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return None
+
+
 def finish(repo: pygit2.Repository, op: Operation) -> Operation:
-    """Complete a pending operation whose process died: backups, the refs not moved yet
-    (each still at its old value), series.yaml, then mark it done. Idempotent."""
+    """Complete an interrupted operation: backups, the refs not moved yet (each still at
+    its old value), its series.yaml edits on the file as it is, then mark it done.
+    Idempotent."""
     if op.state == "done":
         return op
     todo = []
@@ -287,59 +459,41 @@ def finish(repo: pygit2.Repository, op: Operation) -> Operation:
             raise SeriesError(f"cannot finish {op.id}: {m.ref} is at {now or 'nothing'}, "
                               f"expected {m.old or 'nothing'} or {m.new or 'nothing'}")
         todo.append(m)
-    backups = [RefMove(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", None, m.old)
-               for m in op.moves if m.old is not None]
+    backups = _backups(op)
     if todo or backups:
         _update_ref_stdin(repo, backups + todo, f"series {op.command}: {op.summary} (finished)",
                           lenient=len(backups))
-    if op.config_path and op.config_after is not None:
-        path = Path(op.config_path)
-        if not path.exists() or path.read_text() != op.config_after:
-            write_text_atomically(path, op.config_after)
+    path = config_file(repo, op)
+    if path is not None and op.config_after != op.config_before:
+        text = _read(path)
+        if text != op.config_after:
+            try:
+                new = op.config_after if text == op.config_before else \
+                    seriesedit.apply(text, path, op.config_edits())
+            except SeriesError as exc:
+                raise SeriesError(f"operation {op.id} ({op.command}) was interrupted after its refs moved; "
+                                  f"its series.yaml edit cannot be finished: {exc}") from None
+            _write_config(path, new)
     op.state = "done"
-    write_text_atomically(journal_dir(repo) / f"{op.id}.json", op.to_json())
+    _write_entry(repo, op)
     return op
 
 
-def revert(repo: pygit2.Repository, op: Operation) -> Operation:
-    """Put back what `op` moved (done or pending), as a journaled 'undo' operation."""
-    return _revert(repo, op)
-
-
-def operations(repo: pygit2.Repository) -> list[Operation]:
-    return [read_entry(p) for p in sorted(journal_dir(repo).glob("*.json"))]
-
-
-def undo_last(repo: pygit2.Repository) -> Operation:
-    """Revert the newest operation not yet undone: refs back, series.yaml back."""
-    ops = operations(repo)
-    undone = {op.undoes for op in ops if op.undoes}
-    for op in reversed(ops):
-        if op.command == "undo" or op.id in undone:
+def settle_checkouts(repo: pygit2.Repository, op: Operation) -> list[str]:
+    """Bring the clean checkouts `op` recorded (extra["checkouts"]) to their branch's new
+    commit; one still holding the old commit's tree is updated, any other is left alone."""
+    notes = []
+    moved = {m.ref: m for m in op.moves}
+    for path, branch in op.extra.get("checkouts", []):
+        move = moved.get(f"refs/heads/{branch}")
+        if move is None or move.old is None or move.new is None:
             continue
-        return _revert(repo, op)
-    raise SeriesError("nothing to undo: 'series log' lists no operation that is not undone already")
-
-
-def _revert(repo: pygit2.Repository, op: Operation) -> Operation:
-    txn = Transaction(repo, "undo", f"undo {op.id} ({op.command}: {op.summary})")
-    for m in reversed(op.moves):
-        now = current(repo, m.ref)
-        # A pending op may have stopped before its refs moved: then they are already old.
-        if now == m.old:
+        checkout = checkouts.Checkout(Path(path), branch)
+        try:
+            old_tree = str(repo[pygit2.Oid(hex=move.old)].peel(pygit2.Commit).tree_id)
+        except (KeyError, ValueError):
             continue
-        if now != m.new:
-            raise SeriesError(
-                f"cannot undo {op.id}: {m.ref} moved since ({now or 'deleted'}, expected {m.new}); "
-                f"its old value is kept at {BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}"
-            )
-        txn.set(m.ref, m.old, expect=now)
-    if op.config_path and op.config_before is not None:
-        path = Path(op.config_path)
-        if path.exists() and path.read_text() != op.config_before:
-            txn.write_config(path, op.config_before)
-    result = txn.commit()
-    result.undoes = op.id
-    entry = journal_dir(repo) / f"{result.id}.json"
-    write_text_atomically(entry, result.to_json())
-    return result
+        if Path(path).is_dir() and checkouts.index_tree(checkout) == old_tree:
+            checkouts.update(checkout, move.old, move.new)
+            notes.append(f"updated the checkout of {branch} in {path}")
+    return notes

@@ -66,7 +66,8 @@ def _version_key(tag: str) -> tuple[int, ...] | None:
 def resolve_release(repo: pygit2.Repository, spec: str) -> tuple[str, pygit2.Commit]:
     """`v0.31` -> the highest v0.31.N tag; anything else resolves as a ref.
 
-    Returns the resolved name (what series.yaml records) and its commit.
+    Returns the resolved name (what series.yaml records: the tag or branch, else the full
+    commit id) and its commit.
     """
     m = re.match(r"^v?(\d+)\.(\d+)$", spec)
     if m and repo.references.get(f"refs/tags/{spec}") is None:
@@ -81,7 +82,13 @@ def resolve_release(repo: pygit2.Repository, spec: str) -> tuple[str, pygit2.Com
             listing = ", ".join(near) if near else "no release tags here; try --fetch"
             raise SeriesError(f"no release tag matches '{spec}' (nearest: {listing})")
         return best[1], resolve_commit(repo, best[1])
-    return spec, resolve_commit(repo, spec)
+    commit = resolve_commit(repo, spec)
+    names = (f"refs/tags/{spec}", f"refs/heads/{spec}", f"refs/remotes/{spec}", spec)
+    if any(n.startswith("refs/") and repo.references.get(n) is not None for n in names):
+        return spec, commit
+    # HEAD, @{-1}, v0.31.0~2, a sha prefix: their meaning changes over time (or is only
+    # a prefix), so series.yaml gets the commit itself
+    return str(commit.id), commit
 
 
 def nearest_tags(repo: pygit2.Repository, spec: str, count: int = 3) -> list[str]:

@@ -1,0 +1,121 @@
+"""Every write command killed at every step of the write door, with its whole process
+group (git children included, as a CI cancellation does): once the next command has run,
+refs and series.yaml are exactly as before or exactly as an uninterrupted run leaves them,
+no ref lock file is left, every old head is reachable, and series.yaml parses.
+
+The uninterrupted run happens on a copy of the same repository first; the sealed test
+environment fixes every date, so both runs build the very same commits.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from series import config
+from tests.conftest import run_series, sh
+from tests.test_adopt import no_api, served  # noqa: F401  (fixtures)
+from tests.test_rebase import refs_of
+
+POINTS = ["after-journal", "after-refs", "after-config"]
+
+Setup = Callable[[Path, Path], list[str]]   # (repository, scratch dir) -> the command's arguments
+
+
+def _init(repo: Path, scratch: Path) -> list[str]:
+    (repo / "series.yaml").unlink()
+    return ["init", "--base", "v0.30.0"]
+
+
+def _add(repo: Path, scratch: Path) -> list[str]:
+    sh("git branch topic/late v0.30.0", repo)
+    return ["add", "topic/late"]
+
+
+def _import(repo: Path, scratch: Path) -> list[str]:
+    run_series("export", str(scratch / "patches"), cwd=repo)
+    sh("git branch -f topic/api-hello topic/sched-note", repo)
+    return ["import", str(scratch / "patches"), "--force"]
+
+
+def _undo(repo: Path, scratch: Path) -> list[str]:
+    run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=repo)
+    return ["undo"]
+
+
+def _prune(repo: Path, scratch: Path) -> list[str]:
+    from series.resolutions import ResolutionStore
+
+    conflicted = b"a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> 0123abc (x)\nd\n"
+    ResolutionStore(repo / "resolutions").record("gone-topic", "x.py", conflicted, b"a\nbc\nd\n")
+    return ["resolutions", "--prune"]
+
+
+COMMANDS: dict[str, Setup] = {
+    "init": _init,
+    "add": _add,
+    "drop": lambda repo, scratch: ["drop", "api-hello", "--reason", "done upstream"],
+    "supersede": lambda repo, scratch: ["supersede", "offload-evict-fix", "--by", "sched-note"],
+    "rebase": lambda repo, scratch: ["rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix"],
+    "import": _import,
+    "undo": _undo,
+    "build": lambda repo, scratch: ["build"],
+    "resolutions-prune": _prune,
+}
+
+
+def state(repo: Path) -> tuple[dict[str, str], str | None]:
+    """Refs, and series.yaml (with the resolutions it carries)."""
+    path = repo / "series.yaml"
+    text = path.read_text() if path.exists() else None
+    resolutions = sorted(str(p.relative_to(repo)) for p in (repo / "resolutions").rglob("*.txt"))
+    return refs_of(repo), None if text is None else text + "\n".join(resolutions)
+
+
+def check_after_kill(repo: Path, before: tuple[dict[str, str], str | None],
+                     after: tuple[dict[str, str], str | None]) -> None:
+    rows = json.loads(run_series("log", "--json", cwd=repo).stdout)  # the next command
+    assert all(r["state"] == "done" for r in rows), rows
+    assert not list((repo / ".git/refs").rglob("*.lock")), "a ref lock file is left"
+    now = state(repo)
+    assert now in (before, after), "refs and series.yaml are neither all old nor all new"
+    if now[1] is not None:
+        config.load(repo / "series.yaml")
+    for sha in before[0].values():
+        assert sh(f"git for-each-ref --contains {sha} --count=1", repo).strip(), f"{sha} is lost"
+
+
+def killed(repo: Path, args: list[str], point: str) -> None:
+    env = {"SERIES_FAULT": point, "SERIES_FAULT_GROUP": "1"}
+    proc = subprocess.run([sys.executable, "-m", "series", *args], cwd=repo, capture_output=True,
+                          text=True, env={**__import__("os").environ, **env}, start_new_session=True)
+    assert proc.returncode in (-9, 0), (proc.returncode, proc.stderr)  # 0: the point is not on its path
+
+
+@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_write_command_killed_at_every_step(fork: Path, tmp_path: Path, command: str, point: str) -> None:
+    args = COMMANDS[command](fork, tmp_path)
+    reference = tmp_path / "reference"
+    shutil.copytree(fork, reference, symlinks=True)
+    proc = run_series(*args, cwd=reference, expect=None)
+    assert proc.returncode in (0, 3), proc.stderr
+    before = state(fork)
+    killed(fork, args, point)
+    check_after_kill(fork, before, state(reference))
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_adopt_killed_at_every_step(served: Path, tmp_path: Path, point: str) -> None:  # noqa: F811
+    args = ["adopt-upstream", "61050", "--replaces", "offload-evict-fix", "--offline"]
+    reference = tmp_path / "reference"
+    shutil.copytree(served, reference, symlinks=True)
+    run_series(*args, cwd=reference)
+    before = state(served)
+    killed(served, args, point)
+    check_after_kill(served, before, state(reference))
