@@ -135,7 +135,9 @@ def test_base_results_are_cached(fork: Path, env: Path) -> None:
     assert json.loads(third.stdout)["tests"]["tests/v1/kv_offload/test_lru.py::test_more"]["base"] == "passed"
 
 
-def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, env: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["kill", "ctrl-c"])
+def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, env: Path, tmp_path: Path,
+                                                                   signum: int) -> None:
     er.series_yaml(fork, "lru-peek")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -149,10 +151,10 @@ def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, e
         time.sleep(0.1)
     assert marker.exists(), proc.communicate()
     pytest_pid = int(marker.read_text())
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signal.SIGTERM, (out, err)
-    assert "INTERRUPTED (SIGTERM): partial results" in out, out
+    assert proc.returncode == 128 + signum, (out, err)
+    assert f"INTERRUPTED ({signal.Signals(signum).name}): partial results" in out, out
     assert "tests/v1/kv_offload/test_lru.py" not in out and " passed " in out, out
     assert "temporary files removed" in err
     assert list(scratch.iterdir()) == [], "no temporary directory is left"

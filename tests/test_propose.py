@@ -148,19 +148,19 @@ def proposal(tmp_path: Path) -> Path:
     return fork
 
 
-def _pull(number: int, title: str, created: str, user: str = "someone") -> dict[str, object]:
+def _pull(number: int, title: str, created: str, user: str = "someone", head: str = "1" * 40) -> dict[str, object]:
     return {"number": number, "title": title, "state": "open", "user": {"login": user},
             "html_url": f"https://github.com/vllm-project/vllm/pull/{number}", "created_at": created,
             "updated_at": created, "closed_at": None, "merged_at": None,
-            "head": {"sha": "1" * 40}, "base": {"sha": "2" * 40}}
+            "head": {"sha": head}, "base": {"sha": "2" * 40}}
 
 
-def _serve(server: HTTPServer, fork: Path, created: list[dict[str, object]]) -> None:
+def _serve(server: HTTPServer, fork: Path, created: list[dict[str, object]], head_50001: str = "1" * 40) -> None:
     lee = git(fork, "log", "-1", "--format=%H", "--author=Lee", "v0.30.0").strip()
     server.expect_request(f"{SLUG}/commits/{lee}").respond_with_json({"sha": lee, "author": {"login": "leewriter"}})
     server.expect_request(f"{SLUG}/pulls", method="GET", query_string={
         "state": "open", "sort": "updated", "direction": "desc", "per_page": "100"}).respond_with_json([
-            _pull(50001, "[Frontend] an old idea about serving", "2019-05-01T00:00:00Z"),
+            _pull(50001, "[Frontend] an old idea about serving", "2019-05-01T00:00:00Z", head=head_50001),
             _pull(50002, "[Core] unrelated", "2026-01-05T00:00:00Z")])
     server.expect_request(f"{SLUG}/pulls/50001/files").respond_with_json([
         {"filename": SERVING, "status": "modified", "patch": "@@ -8,1 +8,1 @@\n-lee 8\n+lee 8 (theirs)"}])
@@ -385,3 +385,15 @@ def test_a_refused_pr_says_the_branch_is_pushed(proposal: Path, httpserver: HTTP
            "exists" in proc.stderr, proc.stderr
     assert "pr/offload-note is pushed to origin" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert "upstream_pr" not in (proposal / "series.yaml").read_text()
+
+
+def test_a_pr_head_fetched_at_githubs_sha_is_compared_from_git(proposal: Path, httpserver: HTTPServer) -> None:
+    sh("git fetch -q upstream '+refs/pull/*/head:refs/remotes/upstream/pr/*'", proposal)
+    head = git(proposal, "rev-parse", "refs/remotes/upstream/pr/50001").strip()
+    _serve(httpserver, proposal, [], head_50001=head)
+    proc = run_series("propose", "serving-fix", "--dry-run", "--json", cwd=proposal, expect=1, env=_api(httpserver))
+    data = json.loads(proc.stdout)
+    assert [c["number"] for c in data["duplicates"]["candidates"]] == [50001], data["duplicates"]
+    calls = _calls(httpserver)
+    assert "GET /pulls/50001/files" not in calls and "GET /pulls/50002/files" in calls, calls
+    assert any("1 of 2 open PRs compared from their heads fetched into git refs" in n for n in data["notes"])

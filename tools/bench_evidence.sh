@@ -9,7 +9,7 @@
 #
 # Steps: copy the fork, `series init`, drop the topic that conflicts with v0.31.0's rewrite
 # of lru.py, rebase onto v0.31.0, add the new topic, then time a cold run (empty caches)
-# and a warm one. Prints the selection (files vs the covering steps) and both times; the
+# and a warm one. Prints the selection (files vs the covering steps), wall and CPU time; the
 # anchor is the kv_offload step run whole (tests/v1/kv_offload: 658 tests, 273 s per tree
 # on a 2-core machine, per ../shared/bench/README.md).
 set -euo pipefail
@@ -53,19 +53,19 @@ git add -A vllm tests
 git -c user.name="Fork Maintainer" -c user.email=fork@example.com commit -qm "[KV offload] LRUCachePolicy.num_evictable()"
 git checkout -q --detach v0.31.0
 series add topic/lru-evictable-count >/dev/null
+TIMEFORMAT="%R %U %S"  # wall, user, system seconds (children included): the machine may be shared
 for run in cold warm; do
-  start=$(date +%s.%N)
   code=0
-  series test lru-evictable-count --run --python "$venv/bin/python" --without lru-evictable-count \
-    --json > "$work/$run.json" 2> "$work/$run.err" || code=$?
-  end=$(date +%s.%N)
-  python3 - "$work/$run.json" "$run" "$(echo "$end - $start" | bc)" "$code" <<'EOF'
+  { time series test lru-evictable-count --run --python "$venv/bin/python" --without lru-evictable-count \
+      --json > "$work/$run.json" 2> "$work/$run.err" || code=$?; } 2> "$work/$run.time"
+  python3 - "$work/$run.json" "$run" "$(cat "$work/$run.time")" "$code" "$(cut -d' ' -f1 /proc/loadavg)" <<'EOF'
 import json, sys
 data = json.load(open(sys.argv[1]))
 sel = data["selection"]
-print(f"{sys.argv[2]}: {float(sys.argv[3]):.1f} s, exit {sys.argv[4]}; {len(sel['files'])} test files of "
-      f"{sel['candidate_files']} in {len(sel['steps'])} covering steps; summary {data['summary']}; "
-      f"needed {data['needed']}")
+wall, user, system = (float(x) for x in sys.argv[3].split())
+print(f"{sys.argv[2]}: {wall:.1f} s wall, {user + system:.1f} s CPU (load average {sys.argv[5]}), "
+      f"exit {sys.argv[4]}; {len(sel['files'])} test files of {sel['candidate_files']} in "
+      f"{len(sel['steps'])} covering steps; summary {data['summary']}; needed {data['needed']}")
 EOF
 done
 echo "work: $work"

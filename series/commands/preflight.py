@@ -124,7 +124,7 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
     local: dict[int, list[PullFile]] = {}
     if scanned is None:
         pulls = forge.list_pulls(since)
-        local = _fetched_files(ws, pulls, [f.path for f in files])
+        local = fetched_files(ws, pulls, [f.path for f in files])
         if local:
             notes.append(f"{len(local)} of {len(pulls)} PRs compared from their heads fetched into git refs "
                          "(same head as GitHub's), not with an API request each")
@@ -159,7 +159,7 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
     )
 
 
-def _fetched_files(ws: Workspace, pulls: list[PullRequest], paths: list[str]) -> dict[int, list[PullFile]]:
+def fetched_files(ws: Workspace, pulls: list[PullRequest], paths: list[str]) -> dict[int, list[PullFile]]:
     """For the API's PRs whose head is fetched here at the same commit: the files among
     `paths` each changes, from one walk over the PR heads (series.forge.scan) instead of
     one API request per PR (vLLM has about a thousand open)."""

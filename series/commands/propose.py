@@ -25,7 +25,7 @@ import pygit2
 
 from series.analysis import grade as grading
 from series.analysis import prbody, reviewers, testmap
-from series.commands.preflight import Candidate, rank
+from series.commands.preflight import Candidate, fetched_files, rank
 from series.engine.replay import default_committer, replay_commits
 from series.engine.state import refuse_if_halted
 from series.errors import ConflictError, SeriesError
@@ -33,7 +33,7 @@ from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
 from series.forge.refs import fetch_all_pulls
 from series.git.cli import git
-from series.git.repo import file_stats, topic_range, workdir
+from series.git.repo import file_stats, workdir
 from series.model import PRNumber
 from series.workspace import Workspace
 
@@ -140,10 +140,9 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
         git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
             f"+refs/heads/*:refs/remotes/{remote}/*")
     main, main_name, _ = _mainline(ws)
-    head = ws.head(topic)
-    hide = [ws.head(ws.series.topic(dep)).id for dep in topic.depends_on]
-    span = topic_range(repo, ws.base_commit(), head, ws.series.upstream.remote, hide=hide)
-    if not span.commits:
+    ws.head(topic)  # a missing branch: the one error every verb gives
+    span = ws.own(topic)
+    if span is None or not span.commits:
         raise SeriesError(f"topic '{name}' has no commits of its own over {ws.series.upstream.base}: nothing to propose")
     notes = []
     if topic.depends_on:
@@ -268,7 +267,13 @@ def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Options
     if not isinstance(forge, OfflineForge):
         try:
             pulls = forge.open_pulls()
-            return forge.source, rank(files, pulls, lambda pr: forge.pull_files(pr.number))
+            # PRs whose head is fetched here at GitHub's head sha: one git walk, not a request each
+            local = fetched_files(ws, pulls, [f.path for f in files])
+            if local:
+                notes.append(f"{len(local)} of {len(pulls)} open PRs compared from their heads fetched into "
+                             "git refs (same head as GitHub's), not with an API request each")
+            return forge.source, rank(files, pulls, lambda pr: local[int(pr.number)] if int(pr.number) in local
+                                      else forge.pull_files(pr.number))
         except ForgeUnreachable as exc:
             notes.append(f"{exc}; searched the PR heads fetched into git refs instead")
             forge = OfflineForge(ws.repo, remote)
