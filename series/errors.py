@@ -18,6 +18,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_CONFLICT = 3
 EXIT_BUG = 4
+EXIT_WORSE = 5  # series test --run: a test is worse than on the base release (1 stays 'an error you can fix')
 
 
 class SeriesError(Exception):

@@ -6,8 +6,8 @@ from pathlib import Path
 import click
 
 from series.cli import Context, emit, emit_json, pass_ctx
+from series.errors import EXIT_WORSE
 
-EXIT_WORSE = 5  # a test is worse than on the base release (1 stays 'an error you can fix')
 
 
 

@@ -1,4 +1,4 @@
-"""Where a human meets the rebase: the conflict worktree, and the user's own checkouts.
+"""Where a human meets the rebase: the conflict worktree.
 
 A conflict is materialized by git itself: a worktree detached at the head the commit was
 being applied to, and `git cherry-pick --no-commit` of the commit there, which leaves
@@ -7,9 +7,8 @@ exactly what `git rebase` leaves (index stages, markers, the clean paths staged)
 rerere is enabled for the repository (unless the user turned it off), so a resolution this
 clone has recorded before is reused, and the one made now is recorded.
 
-Checked-out topic branches: a branch checked out in a dirty worktree is refused before
-anything happens; a clean one gets its files updated after the branch moved
-(`git read-tree -u -m OLD NEW`, which refuses rather than overwrite anything).
+The user's own checkouts of the branches a command moves (refused when dirty, updated when
+clean) are series.git.checkouts'.
 """
 from __future__ import annotations
 
@@ -25,7 +24,6 @@ from series.errors import SeriesError
 from series.git.cli import git
 from series.git.repo import workdir
 
-ZERO = "0" * 40
 
 
 def _main_root(repo: pygit2.Repository) -> Path:
@@ -130,49 +128,3 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
         entry = index[rel] if rel in index else None
         files[rel] = wt[entry.id].data if entry is not None else b""  # type: ignore[attr-defined]
     return Resolution(tree, files, user_commit)
-
-
-# -- the user's checkouts ---------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Checkout:
-    path: Path
-    branch: str
-
-
-def checkouts(repo: pygit2.Repository, branches: set[str]) -> list[Checkout]:
-    """Worktrees (the main one included) that have one of `branches` checked out."""
-    found = []
-    candidates: list[Path] = []
-    if repo.workdir:
-        candidates.append(Path(repo.workdir))
-    common = Path(repo.path)
-    if (common / "commondir").exists():
-        common = (common / (common / "commondir").read_text().strip()).resolve()
-    main_head = common / "HEAD"
-    heads = [(Path(repo.workdir) if repo.workdir else common, main_head)]
-    wt_dir = common / "worktrees"
-    if wt_dir.is_dir():
-        for entry in sorted(wt_dir.iterdir()):
-            gitdir = entry / "gitdir"
-            if gitdir.exists():
-                heads.append((Path(gitdir.read_text().strip()).parent, entry / "HEAD"))
-    for wt_path, head_file in heads:
-        try:
-            text = head_file.read_text().strip()
-        except OSError:
-            continue
-        if text.startswith("ref: refs/heads/"):
-            branch = text[len("ref: refs/heads/"):]
-            if branch in branches:
-                found.append(Checkout(wt_path, branch))
-    return found
-
-
-def dirty(checkout: Checkout) -> bool:
-    proc = git(checkout.path, "status", "--porcelain", "--untracked-files=no", check=False)
-    return proc.returncode != 0 or bool(proc.stdout.strip())
-
-
-def update(checkout: Checkout, old: str, new: str) -> None:
-    git(checkout.path, "read-tree", "-u", "-m", old, new)

@@ -401,7 +401,9 @@ def recover(repo: pygit2.Repository) -> list[str]:
     its refs, its backups, its series.yaml edits. One that moved nothing is rolled back:
     nothing to undo, so it is only marked. Its leftover ref lock files go first."""
     notes = []
-    for op in operations(repo):
+    # Only the newest entry can be pending: every write runs this first, under the lock,
+    # so reading the whole journal (it grows with every operation) is never needed.
+    for op in [last] if (last := last_operation(repo)) is not None else []:
         if op.state != "pending":
             continue
         for lock in _own_lock_files(repo, op):
