@@ -13,18 +13,19 @@ import io
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from series import faults
+from series import faults, validate
 from series.errors import SeriesError
 from series.model import PRNumber, ProposeSettings, Series, Sha, Status, Topic, Upstream
 
 FILENAME = "series.yaml"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+GITHUB_SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
 TOP_KEYS = ("upstream", "integration", "topics", "resolutions", "propose",
             "ci")  # ci: series.analysis.pipeline
 PROPOSE_KEYS = ("max_lines", "max_files", "hot_paths", "fork_remote")
@@ -111,6 +112,10 @@ def _parse(text: str, path: Path) -> tuple[Series, Any]:
         near = f" (line {line}: {lines[line - 1].strip()!r}; check indentation and brackets)" \
             if 0 < line <= len(lines) and lines[line - 1].strip() else ""
         raise SeriesError(f"{path.name}:{line}: malformed YAML: {exc.problem or exc.context}{near}") from None
+    except YAMLError as exc:  # the reader's refusals (control characters) carry no mark
+        raise SeriesError(f"{path.name}: malformed YAML: {validate.one_line(str(exc))}") from None
+    except RecursionError:
+        raise SeriesError(f"{path.name}: malformed YAML: nested too deeply") from None
     check = _Checker(path)
     if not isinstance(doc, CommentedMap):
         raise SeriesError(f"{path.name}:1: expected a mapping with 'upstream' and 'topics'")
@@ -127,13 +132,17 @@ def _parse(text: str, path: Path) -> tuple[Series, Any]:
         if not isinstance(up.get(key), str) or not up.get(key):
             raise check.fail(up, key, f"upstream.{key}", "required, a non-empty string")
     github = up.get("github")
-    if github is not None and (not isinstance(github, str) or github.count("/") != 1):
+    if github is not None and (not isinstance(github, str) or not GITHUB_SLUG_RE.match(github)):
         raise check.fail(up, "github", "upstream.github", "expected OWNER/REPO, e.g. vllm-project/vllm")
+    api = _opt_str(check, up, "api_url", "upstream.api_url")
     upstream = Upstream(
-        remote=up["remote"], base=str(up["base"]), github=github,
-        api_url=_opt_str(check, up, "api_url", "upstream.api_url"),
+        remote=_checked(check, up, "remote", "upstream.remote", validate.remote_name),
+        base=_checked(check, up, "base", "upstream.base", _revision), github=github,
+        api_url=_checked(check, up, "api_url", "upstream.api_url", validate.api_url) if api else None,
     )
     integration = _opt_str(check, doc, "integration", "integration")
+    if integration is not None:
+        _checked(check, doc, "integration", "integration", validate.branch_name)
     resolutions = _opt_str(check, doc, "resolutions", "resolutions") or "resolutions"
     raw_topics = doc.get("topics")
     if raw_topics is None:
@@ -167,6 +176,27 @@ def _unknown(key: Any, allowed: tuple[str, ...]) -> str:
     close = difflib.get_close_matches(str(key), allowed, n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""
     return f"unknown key ({hint}allowed: {', '.join(allowed)})"
+
+
+def _checked(check: _Checker, node: CommentedMap, key: str, where: str,
+             rule: Callable[[Any, str], Any]) -> Any:
+    """node[key] through one of series.validate's rules; its refusal names file and line."""
+    try:
+        return rule(node.get(key), where)
+    except SeriesError as exc:
+        message = str(exc)
+        prefix = f"{where}: "
+        raise check.fail(node, key, where, message[len(prefix):] if message.startswith(prefix)
+                         else message) from None
+
+
+def _revision(value: Any, where: str) -> str:
+    """A revision (a tag, a sha) that may reach git's command line: never an option."""
+    text = str(value)
+    if text.startswith("-") or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
+        raise SeriesError(f"{where}: {validate.printable(text)!r} is not a revision "
+                          "(no leading '-', spaces or control characters)")
+    return text
 
 
 def _opt_str(check: _Checker, node: CommentedMap, key: str, where: str) -> str | None:
@@ -206,6 +236,7 @@ def _topic(check: _Checker, seq: CommentedSeq, index: int, raw: Any) -> Topic:
     branch = raw.get("branch")
     if not isinstance(branch, str) or not branch:
         raise check.fail(raw, "branch", f"{where}.branch", "required, the topic's branch name")
+    _checked(check, raw, "branch", f"{where}.branch", validate.branch_name)
     status_raw = raw.get("status", "active")
     try:
         status = Status(status_raw)
@@ -216,9 +247,11 @@ def _topic(check: _Checker, seq: CommentedSeq, index: int, raw: Any) -> Topic:
     if pr is not None and (isinstance(pr, bool) or not isinstance(pr, int) or pr <= 0):
         raise check.fail(raw, "upstream_pr", f"{where}.upstream_pr", "expected a pull request number")
     head = _opt_str(check, raw, "upstream_head", f"{where}.upstream_head")
+    if head is not None:
+        _checked(check, raw, "upstream_head", f"{where}.upstream_head", validate.commit_id)
     merged_in = raw.get("merged_in")
     if merged_in is not None:
-        merged_in = str(merged_in)
+        merged_in = _checked(check, raw, "merged_in", f"{where}.merged_in", _revision)
     return Topic(
         name=name, branch=branch, status=status,
         summary=_opt_str(check, raw, "summary", f"{where}.summary"),
@@ -255,6 +288,7 @@ def _propose(check: _Checker, doc: CommentedMap) -> ProposeSettings:
         values["hot_paths"] = _str_list(check, raw, "hot_paths", "propose.hot_paths")
     remote = _opt_str(check, raw, "fork_remote", "propose.fork_remote")
     if remote is not None:
+        _checked(check, raw, "fork_remote", "propose.fork_remote", validate.remote_name)
         values["fork_remote"] = remote
     return ProposeSettings(**values)
 
@@ -284,12 +318,33 @@ def _check_references(check: _Checker, seq: CommentedSeq, topics: list[Topic]) -
                              "superseded needs superseded_by: <topic>")
 
 
-def load(path: Path) -> Series:
+def decode_text(data: bytes, name: str) -> str:
+    """series.yaml's bytes as text: UTF-8 (a BOM is fine), no NUL; else a one-line error."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise SeriesError(f"{name}: is UTF-16; save it as UTF-8")
+    if b"\0" in data:
+        line = data[:data.index(b"\0")].count(b"\n") + 1
+        raise SeriesError(f"{name}:{line}: holds a NUL byte; series.yaml is UTF-8 text")
     try:
-        text = path.read_text()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise SeriesError(f"{name}:{line}: not UTF-8 (byte {data[exc.start]:#04x}); "
+                          "save the file as UTF-8") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_text(path: Path) -> str:
+    """The text of a series.yaml on disk, checked as decode_text checks it."""
+    try:
+        data = path.read_bytes()
     except OSError as exc:
         raise SeriesError(f"{path}: cannot read ({exc.strerror})") from None
-    return parse(text, path)[0]
+    return decode_text(data, path.name)
+
+
+def load(path: Path) -> Series:
+    return parse(read_text(path), path)[0]
 
 
 def write_text_atomically(path: Path, text: str) -> None:

@@ -33,6 +33,22 @@ class ConflictError(SeriesError):
     exit_code = EXIT_CONFLICT
 
 
+# Credentials this process holds (the GitHub token): whatever series prints or writes
+# about an error passes through redact() first, so no code path can leak one.
+_SECRETS: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    if len(value) >= 4:
+        _SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    for secret in _SECRETS:
+        text = text.replace(secret, "[token]")
+    return text
+
+
 def log_dir() -> Path:
     explicit = os.environ.get("SERIES_LOG_DIR")
     if explicit:
@@ -60,5 +76,5 @@ def write_bug_log(exc: BaseException) -> Path:
         "",
         "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
     ]
-    path.write_text("\n".join(lines))
+    path.write_text(redact("\n".join(lines)))
     return path

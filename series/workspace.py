@@ -91,20 +91,34 @@ def open_workspace(config_file: Path | None, directory: Path | None,
                    check_branches: bool = True) -> Workspace:
     start = directory or Path.cwd()
     path = config.find(start, config_file)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SeriesError(f"{path}: cannot read ({exc.strerror})") from None
+    text = config.read_text(path)  # UTF-8, no NUL: else exit 1 naming the file
     repo = open_repo(path.parent)
     if repair(repo):
-        text = path.read_text()  # a finished operation may have edited it
+        text = config.read_text(path)  # a finished operation may have edited it
     series = config.parse(text, path)[0]
     ws = Workspace(series, repo, text)
     if check_branches:
         for topic in series.topics:
             if topic.active:
                 ws.head(topic)
+    _complete_clone(ws)
     return ws
+
+
+def _complete_clone(ws: Workspace) -> None:
+    """A partial clone gets the blobs the topics need; a shallow one is checked (partial.py)."""
+    from series.git import partial
+
+    if not (ws.repo.is_shallow or partial.is_partial(ws.repo)):
+        return
+    try:
+        base = ws.base_commit()
+    except SeriesError:
+        return  # the command says what is wrong with the base in its own words
+    heads = [ws.head(t) for t in ws.series.topics
+             if t.active and ws.repo.references.get(f"refs/heads/{t.branch}") is not None]
+    partial.check_shallow(ws.repo, base, heads, ws.series.upstream.base, ws.series.upstream.remote)
+    partial.ensure_blobs(ws.repo, base, heads)
 
 
 def repair(repo: pygit2.Repository) -> list[str]:

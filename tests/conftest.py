@@ -26,6 +26,7 @@ SEALED = {
     "GIT_TERMINAL_PROMPT": "0",
     "LC_ALL": "C.UTF-8",
     "TZ": "UTC",
+    "SERIES_HTTP_BACKOFF": "0.01",  # retries stay real, their waits short
 }
 
 

@@ -116,6 +116,7 @@ def test_githubs_base_is_fetched_when_our_view_of_main_is_stale(tmp_path: Path, 
     sh(f"git --git-dir={bare} fetch -q {work} '+refs/*:refs/*'", tmp_path)
     fixture = github_fixture("pull-61050", HEAD_SHA=pr, BASE_SHA=m2)
     fixture["number"] = 61400  # type: ignore[index]
+    fixture["html_url"] = "https://github.com/vllm-project/vllm/pull/61400"  # type: ignore[index]
     httpserver.expect_request("/repos/vllm-project/vllm/pulls/61400").respond_with_json(fixture)
     run_series("adopt-upstream", "61400", "--no-replace", cwd=fork, env=env_for(httpserver))
     repo = pygit2.Repository(str(fork))

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
 
 from series.forge import open_forge
 from series.forge.base import ForgeError, ForgeUnreachable, hunks_of_patch, ranges_overlap
@@ -133,35 +132,34 @@ def test_debug_log_names_urls_never_the_token(httpserver: HTTPServer,
     assert "GET " in caplog.text and TOKEN not in caplog.text, caplog.text
 
 
-def test_token_is_not_sent_to_another_host(httpserver: HTTPServer) -> None:
-    seen: list[str | None] = []
-
-    def handler(request: Request) -> Response:
-        seen.append(request.headers.get("Authorization"))
-        return Response("{}", content_type="application/json")
-
-    httpserver.expect_request(f"{REPO}/pulls/1").respond_with_handler(handler)
-    # The API base names the server as "localhost", the request goes to 127.0.0.1.
-    forge = GitHubForge("vllm-project/vllm", api(httpserver).replace("localhost", "127.0.0.1"), TOKEN)
-    forge._host = "api.example.invalid"  # as if a Link header had pointed elsewhere
-    with pytest.raises(ForgeError):
-        forge.pull(PRNumber(1))
-    assert seen == [None], seen
+def test_a_pull_request_naming_another_host_is_refused_before_any_request(httpserver: HTTPServer) -> None:
+    forge = forge_for(httpserver)
+    with pytest.raises(ForgeError, match="another host"):
+        forge._get("http://127.0.0.1:1/repos/x/y/pulls/1", "pull request #1")
+    assert forge.requests == 0 and not httpserver.log
 
 
-def test_token_sources_in_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_token_sources_in_gh_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
     assert find_token() is None, "no env, no gh: anonymous"
     gh = bin_dir / "gh"
-    gh.write_text("#!/bin/sh\n[ \"$1 $2\" = 'auth token' ] && echo gho_fromgh && exit 0\nexit 1\n")
+    gh.write_text("#!/bin/sh\n[ \"$1 $2\" = 'auth token' ] && echo \"gho_fromgh$3$4\" && exit 0\nexit 1\n")
     gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
     assert find_token() == "gho_fromgh"
-    monkeypatch.setenv("GH_TOKEN", "gh_env")
-    assert find_token() == "gh_env"
+    assert find_token("ghe.example.com") == "gho_fromgh--hostnameghe.example.com"
     monkeypatch.setenv("GITHUB_TOKEN", "github_env")
-    assert find_token() == "github_env"
+    assert find_token("api.github.com") == "github_env"
+    monkeypatch.setenv("GH_TOKEN", "gh_env")
+    assert find_token("api.github.com") == "gh_env", "gh reads GH_TOKEN before GITHUB_TOKEN"
+    assert find_token("127.0.0.1") == "gh_env", "a loopback stand-in for github.com"
+    # a github.com token is never sent to an Enterprise host: that takes its own variable
+    assert find_token("ghe.example.com") == "gho_fromgh--hostnameghe.example.com"
+    monkeypatch.setenv("GITHUB_ENTERPRISE_TOKEN", "ghe_second")
+    assert find_token("ghe.example.com") == "ghe_second"
+    monkeypatch.setenv("GH_ENTERPRISE_TOKEN", "ghe_env")
+    assert find_token("ghe.example.com") == "ghe_env"
 
 
 def test_api_base_env_beats_config_and_offline_forge_without_github(monkeypatch: pytest.MonkeyPatch,

@@ -17,7 +17,8 @@ from typing import Any
 import click
 
 from series import __version__
-from series.errors import EXIT_BUG, SeriesError, write_bug_log
+from series.errors import EXIT_BUG, SeriesError, redact, write_bug_log
+from series.validate import printable
 
 
 class Context:
@@ -106,6 +107,8 @@ def emit(text: str) -> None:
     """A verb's text output: nothing with --quiet; coloured and paged on a terminal."""
     if OUTPUT.quiet:
         return
+    # text from outside (PR titles, subjects, server messages) may hold terminal escapes
+    text = printable(redact(text))
     color = OUTPUT.colored(sys.stdout)
     shown = colorize(text) if color else text
     if OUTPUT.pager and sys.stdout.isatty() and text.count("\n") + 1 > shutil.get_terminal_size().lines - 1:
@@ -125,7 +128,7 @@ def emit_json(data: object) -> None:
 
     if isinstance(data, dict) and "schema" not in data:
         data = {"schema": JSON_SCHEMA, **data}
-    click.echo(json.dumps(data, indent=2))
+    click.echo(redact(json.dumps(data, indent=2)))
 
 
 _AREAS = ("basic", "history", "rebase", "upstream", "propose", "build", "patches", "demo", "ci")
@@ -151,6 +154,14 @@ def _register() -> None:
     walk(group)
 
 
+def _start_dir(argv: list[str] | None) -> Path:
+    args = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(args[:-1]):
+        if arg == "-C":
+            return Path(args[i + 1])
+    return Path.cwd()
+
+
 def main(argv: list[str] | None = None) -> None:
     _register()
     try:
@@ -165,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
         prefix = "series: error:"
         if OUTPUT.colored(sys.stderr):
             prefix = click.style(prefix, fg="red", bold=True)
-        click.echo(f"{prefix} {exc}", err=True, color=OUTPUT.colored(sys.stderr))
+        click.echo(f"{prefix} {printable(redact(str(exc)))}", err=True, color=OUTPUT.colored(sys.stderr))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
@@ -175,15 +186,21 @@ def main(argv: list[str] | None = None) -> None:
 
         if exc.errno not in NO_SPACE:
             raise _bug(exc) from None
-        click.echo(f"series: error: {disk_error(exc)}", err=True)  # the user's to fix, never a bug
+        click.echo(f"series: error: {printable(redact(str(disk_error(exc))))}", err=True)  # the user's to fix, never a bug
         sys.exit(1)
     except Exception as exc:  # a bug: log it, say where, exit with the bug code
+        from series.git.partial import explain
+
+        known = explain(exc, _start_dir(argv))
+        if known is not None:  # a partial or shallow clone lacking an object: the user's to fix
+            click.echo(f"series: error: {known}", err=True)
+            sys.exit(1)
         raise _bug(exc) from None
     sys.exit(code if isinstance(code, int) else 0)
 
 
 def _bug(exc: BaseException) -> SystemExit:
     path = write_bug_log(exc)
-    click.echo(f"series: internal error ({type(exc).__name__}: {exc}); "
+    click.echo(f"series: internal error ({type(exc).__name__}: {printable(redact(str(exc)))}); "
                f"details in {path}; please report it", err=True)
     return SystemExit(EXIT_BUG)

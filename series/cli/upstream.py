@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from series.cli import Context, emit, emit_json, pass_ctx
+from series.validate import printable
 
 _OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone.")
 
@@ -116,7 +117,7 @@ def _adopt(ctx: Context, cmd: Any, number: int, replaces: str | None, no_replace
     return cmd.run(ws, number, forge=forge, replaces=replaces, no_replace=no_replace, name=name,
                    refresh=refresh, dry_run=dry_run,
                    confirm=confirm if (_interactive() and not as_json) else None,
-                   note=lambda text: click.echo(f"note: {text}", err=True))
+                   note=lambda text: click.echo(f"note: {printable(text)}", err=True))
 
 
 @click.command()
@@ -206,7 +207,7 @@ def preflight(ctx: Context, topic: str, fetch: bool, days: int | None, limit: in
     try:
         result = cmd.run(ws, topic, forge, days=days, limit=limit, progress=progress)
     except ForgeUnreachable as exc:
-        click.echo(f"note: {exc}; using PR heads fetched into git refs instead", err=True)
+        click.echo(f"note: {printable(str(exc))}; using PR heads fetched into git refs instead", err=True)
         result = cmd.run(ws, topic, _forge(ws, True), days=days, limit=limit)
     if as_json:
         emit_json(cmd.as_json(result))

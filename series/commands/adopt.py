@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import pygit2
 
-from series import config, faults
+from series import config, faults, validate
 from series.engine import adoption as adoption_flow
 from series.engine import rebase as engine
 from series.engine import state as st
@@ -34,7 +34,7 @@ from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
 from series.forge.refs import fetch_commit, fetch_pull
-from series.git import checkouts
+from series.git import checkouts, partial
 from series.git.cli import git
 from series.git.refs import current
 from series.git.repo import commits_between, workdir
@@ -204,6 +204,7 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
     ws = Workspace(ws.series, repo, ws.text)
     head = repo[head_sha].peel(pygit2.Commit)
     fork_point = pr_fork_point(repo, remote, head.id, meta.base_sha if meta else None)
+    partial.ensure_blobs(repo, fork_point, [head], ws.base_commit())  # a blobless clone's PR
     own = commits_between(repo, fork_point.id, head.id)
     picks = [c for c in own if len(c.parents) <= 1]
     merges = [str(c.id) for c in own if len(c.parents) > 1]
@@ -213,7 +214,9 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
         raise SeriesError(f"PR #{number} has no commits of its own over {remote}'s main line "
                           f"(head {head_sha[:12]}): merged already, or empty")
     pr_files = {f.path for f in tree_files(repo, fork_point.tree, head.tree)}
-    reference = meta.reference if meta is not None else f"#{number}"
+    # the trailer carries the forge's URL into every adopted commit: one line, checked
+    reference = validate.trailer_value(meta.reference if meta is not None else f"#{number}",
+                                       f"PR #{number} Upstream-PR trailer")
 
     previous_branch = current(repo, f"refs/heads/{branch}") if refresh else None
     previous_head = existing.upstream_head if existing is not None else None

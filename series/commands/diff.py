@@ -70,7 +70,7 @@ def _state_of_export(ws: Workspace, directory: Path, label: str) -> SeriesState:
     yaml_path = directory / config.FILENAME
     if not yaml_path.is_file():
         raise SeriesError(f"{directory}: export without {config.FILENAME}")
-    series = _parse_yaml(yaml_path.read_text(), label, yaml_path)
+    series = _parse_yaml(config.read_text(yaml_path), label, yaml_path)
     state = SeriesState(label, series)
     try:
         base = ws.repo.revparse_single(series.upstream.base).peel(pygit2.Commit)
@@ -131,7 +131,7 @@ def _state_of_operation(ws: Workspace, ops: list[Operation], index: int, before:
     if text is None:
         text = next((op.config_before for op in after if op.config_before is not None), None)
     if text is None:
-        text = ws.config_path.read_text()
+        text = config.read_text(ws.config_path)
     series = _parse_yaml(text, label, ws.config_path)
     state = SeriesState(label, series)
     for topic in series.topics:
@@ -152,7 +152,7 @@ def read_side(ws: Workspace, spec: str) -> SeriesState:
     if path.is_dir():
         return _state_of_export(ws, path.resolve(), spec)
     if path.is_file():
-        return SeriesState(spec, _parse_yaml(path.read_text(), spec, path.resolve()))
+        return SeriesState(spec, _parse_yaml(config.read_text(path), spec, path.resolve()))
     ops = operations(ws.repo)
     index = _find_operation(ops, spec)
     if index is not None:
@@ -163,7 +163,7 @@ def read_side(ws: Workspace, spec: str) -> SeriesState:
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
             blob = None
         if isinstance(blob, pygit2.Blob):
-            return SeriesState(spec, _parse_yaml(blob.data.decode(), spec, ws.config_path))
+            return SeriesState(spec, _parse_yaml(config.decode_text(blob.data, spec), spec, ws.config_path))
     raise SeriesError(f"'{spec}' is not an export directory, a series.yaml file, a revision like "
                       "HEAD~1:series.yaml, or an operation id from 'series log'")
 

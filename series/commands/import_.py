@@ -60,6 +60,11 @@ def ensure_config(start: Path, directory: Path, dry_run: bool = False) -> Path |
     if not source.is_file():
         raise SeriesError(f"no {config.FILENAME} here and none in {directory}: "
                           "run 'series init' first, or import a complete export")
+    # the export came from elsewhere (a pull request, a CI artifact): it must load, with
+    # every value checked, before it becomes this clone's series.yaml
+    config.load(source)
+    if source.is_symlink():
+        raise SeriesError(f"{source}: is a symbolic link; an export's {config.FILENAME} must be a file")
     if dry_run:
         return source
     repo = open_repo(start)

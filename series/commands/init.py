@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import pygit2
 
-from series import config, seriesedit
+from series import config, seriesedit, validate
 from series.errors import SeriesError
 from series.git.repo import open_repo, resolve_release, topic_range, workdir
 from series.workspace import operation
@@ -130,13 +130,12 @@ def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Se
         target = workdir(repo) / config.FILENAME
     _refuse_existing(target, force)
     base_name, base_commit = resolve_release(repo, base)
-    warnings = []
-    if remote not in [r.name for r in repo.remotes]:
-        warnings.append(f"'{remote}' is not a remote of this repository: "
-                        f"add it with 'git remote add {remote} <vLLM url>' before 'series rebase'")
+    warnings: list[str] = []
+    # series.yaml's remote reaches 'git fetch': a name this clone has, never an option
+    remote = validate.existing_remote([r.name for r in repo.remotes], remote, "--remote")
     if github is None:
         github = _github_from_remote(repo, remote)
-    elif github.count("/") != 1 or not all(github.split("/")):
+    elif not config.GITHUB_SLUG_RE.match(github):
         raise SeriesError(f"--github {github}: expected OWNER/REPO, e.g. vllm-project/vllm")
     topics = _find_topics(repo, base_commit, remote, patterns, integration)
     if not topics:

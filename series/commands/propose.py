@@ -137,7 +137,8 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
     repo = ws.repo
     if opts.fetch:
         remote = ws.series.upstream.remote
-        git(workdir(repo), "fetch", "--quiet", "--no-tags", remote, f"+refs/heads/*:refs/remotes/{remote}/*")
+        git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
+            f"+refs/heads/*:refs/remotes/{remote}/*")
     main, main_name, _ = _mainline(ws)
     ws.head(topic)  # a missing branch: the one error every verb gives
     span = ws.own(topic)
@@ -302,8 +303,8 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
     if owner is None:
         owner = forge.viewer_login()  # type: ignore[attr-defined]
     step("push")
-    proc = git(workdir(repo), "push", "--porcelain", "--", remote, f"{done.head}:refs/heads/{done.branch}",
-               check=False)
+    proc = git(workdir(repo), "push", "--porcelain", "--end-of-options", remote,
+               f"{done.head}:refs/heads/{done.branch}", check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         hint = (f"; the fork already has a different {done.branch}: delete it there "

@@ -8,9 +8,11 @@ from typing import Any
 from series.commands import rebase_reach as history
 from series.engine import rebase as engine
 from series.engine import report as reports
+from series import validate
 from series.errors import SeriesError
 from series.git.cli import git
-from series.git.repo import workdir
+from series.git import partial
+from series.git.repo import resolve_release, workdir
 from series.workspace import Workspace
 
 
@@ -20,6 +22,18 @@ class Result:
     text: str
     path: str
     conflict: bool          # a topic conflicts, or the topics do not combine
+
+
+def _blobs_for(ws: Workspace, onto: str) -> None:
+    """A partial clone also needs the new base's side of every file the topics change."""
+    if not partial.is_partial(ws.repo):
+        return
+    try:
+        target = resolve_release(ws.repo, onto)[1]
+    except SeriesError:
+        return  # the engine names a bad --onto in its own words
+    heads = [ws.head(t) for t in ws.series.active()]
+    partial.ensure_blobs(ws.repo, ws.base_commit(), heads, target)
 
 
 def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
@@ -67,7 +81,10 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
-        git(workdir(repo), "fetch", ws.series.upstream.remote, "--tags")
+        remote = validate.existing_remote(repo.remotes.names(), ws.series.upstream.remote,
+                                          "upstream.remote")
+        git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
+    _blobs_for(ws, onto)
     if as_far_as_possible and engine.in_progress(ws) is None:
         return _as_far(ws, onto, skip, dry_run, progress)
     return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress), bisect=bisect)

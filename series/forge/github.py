@@ -1,13 +1,18 @@
 """The GitHub REST API through urllib (no new dependency), as a Forge.
 
-The token comes from GITHUB_TOKEN, GH_TOKEN or `gh auth token`, in that order. It is held
-only in this object and sent only in the Authorization header to the configured API
-host: it is never logged (URLs are logged, headers are not), never part of an error
-message, and never sent to a host a Link header names if that host is another one.
+The token is read the way gh reads it: GH_TOKEN, then GITHUB_TOKEN for github.com (and a
+local test server or proxy on loopback); GH_ENTERPRISE_TOKEN, then GITHUB_ENTERPRISE_TOKEN
+for any other (Enterprise) host; then `gh auth token`. It is held only in the HTTP client
+(http.py), which sends it only to the configured API host and follows no redirect away
+from it; it is never logged (URLs are logged, headers are not), and a server's message
+is shown only scrubbed of it.
+
+Every answer is checked here, where it enters: types, commit ids as hex, the PR's URL as
+a link to this repository's PR on the configured host (it becomes a commit trailer),
+dates as ISO 8601. A wrong answer is a one-line ForgeError (exit 1) naming the URL.
 
 Each answer is cached for the run (one Forge per command), so preflight's many questions
-about the same PR cost one request each. Errors the user can act on (bad token, unknown
-PR or repository, rate limit) are one line each.
+about the same PR cost one request each, and on disk by ETag across runs (http.py).
 """
 from __future__ import annotations
 
@@ -18,13 +23,13 @@ import os
 import re
 import shutil
 import subprocess
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any, Callable
 
-from series import __version__
+from series import __version__, validate
+from series.errors import SeriesError
 from series.forge.base import Forge, ForgeError, ForgeUnreachable, PullFile, PullRequest, hunks_of_patch
+from series.forge.http import ApiClient, HttpFailed, HttpRefused, HttpUnreachable
 from series.model import PRNumber, Sha
 
 log = logging.getLogger("series.forge")
@@ -32,23 +37,36 @@ log = logging.getLogger("series.forge")
 DEFAULT_API = "https://api.github.com"
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 _MAX_PAGES = 50  # 5,000 items: beyond that the question is wrong, not the page size
+_STATES = ("open", "closed")
 
 
 def api_base(configured: str | None) -> str:
     """SERIES_GITHUB_API (one run) beats upstream.api_url (the team's GitHub Enterprise)."""
-    return (os.environ.get("SERIES_GITHUB_API") or configured or DEFAULT_API).rstrip("/")
+    explicit = os.environ.get("SERIES_GITHUB_API")
+    where = "SERIES_GITHUB_API" if explicit else "upstream.api_url"
+    value = (explicit or configured or DEFAULT_API).rstrip("/")
+    return validate.api_url(value, where)
+
+
+def is_dotcom(host: str | None) -> bool:
+    """github.com's API (or a loopback server standing in for it: tests, a local proxy)."""
+    host = (host or "").lower()
+    return host in ("api.github.com", "github.com") or host.endswith(".ghe.com") or validate.is_loopback(host)
 
 
 def find_token(host: str | None = None, run: Callable[..., Any] = subprocess.run) -> str | None:
-    """GITHUB_TOKEN, GH_TOKEN, then `gh auth token`; None when there is none (anonymous)."""
-    for key in ("GITHUB_TOKEN", "GH_TOKEN"):
+    """gh's order: GH_TOKEN, GITHUB_TOKEN (github.com) or GH_ENTERPRISE_TOKEN,
+    GITHUB_ENTERPRISE_TOKEN (other hosts), then `gh auth token`; None: anonymous."""
+    dotcom = host is None or is_dotcom(host)
+    keys = ("GH_TOKEN", "GITHUB_TOKEN") if dotcom else ("GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
+    for key in keys:
         value = os.environ.get(key, "").strip()
         if value:
             return value
     if shutil.which("gh") is None:
         return None
     cmd = ["gh", "auth", "token"]
-    if host and host not in ("api.github.com", "github.com"):
+    if not dotcom and host:
         cmd += ["--hostname", host]
     try:
         proc = run(cmd, capture_output=True, text=True, timeout=10)
@@ -56,6 +74,19 @@ def find_token(host: str | None = None, run: Callable[..., Any] = subprocess.run
         return None
     token = proc.stdout.strip() if proc.returncode == 0 else ""
     return token or None
+
+
+def web_hosts(api_host: str) -> tuple[str, ...]:
+    """Where this API's PR pages live (html_url): github.com for api.github.com, the same
+    host for Enterprise (https://HOST/api/v3), github.com or itself for a loopback stand-in."""
+    host = api_host.lower()
+    if host == "api.github.com":
+        return ("github.com",)
+    if validate.is_loopback(host):
+        return ("github.com", host)
+    if host.startswith("api."):
+        return (host[4:], host)
+    return (host,)
 
 
 def _when(epoch: str | None) -> str:
@@ -71,18 +102,22 @@ class GitHubForge(Forge):
     source = "github"
 
     def __init__(self, repo_slug: str, api_url: str | None = None, token: str | None = None,
-                 timeout: float = 20.0):
+                 timeout: float = 20.0, client: ApiClient | None = None):
         self.slug = repo_slug
         self.base = api_base(api_url)
         self._host = urllib.parse.urlsplit(self.base).netloc
         self._token = token
         self.timeout = timeout
+        self.http = client or ApiClient(self.base, token, timeout=timeout)
         self._cache: dict[str, Any] = {}
-        self.requests = 0
         self.rate_remaining: int | None = None  # from the last answer's headers
 
     def __repr__(self) -> str:  # never the token
         return f"GitHubForge({self.slug!r}, {self.base!r}, token={'set' if self._token else 'none'})"
+
+    @property
+    def requests(self) -> int:
+        return self.http.requests
 
     # -- HTTP ---------------------------------------------------------------------------
     def _get(self, url: str, what: str) -> tuple[Any, str | None]:
@@ -92,63 +127,59 @@ class GitHubForge(Forge):
             "X-GitHub-Api-Version": "2022-11-28",
             "User-Agent": f"series/{__version__}",
         }
-        if self._token and urllib.parse.urlsplit(url).netloc == self._host:
-            headers["Authorization"] = f"Bearer {self._token}"
-        log.debug("GET %s", url)
-        self.requests += 1
-        request = urllib.request.Request(url, headers=headers)
+        if urllib.parse.urlsplit(url).netloc != self._host:
+            raise ForgeError(f"the GitHub API sent a link to another host ({validate.one_line(url)[:200]}) "
+                             f"for {what}; refusing (the token goes only to {self.base})")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read()
-                link = response.headers.get("Link")
-                remaining = response.headers.get("X-RateLimit-Remaining")
-                if remaining is not None and remaining.isdigit():
-                    self.rate_remaining = int(remaining)
-        except urllib.error.HTTPError as exc:
+            answer = self.http.get(url, what, headers)
+        except HttpRefused as exc:
+            raise ForgeError(str(exc)) from None
+        except HttpUnreachable as exc:
+            raise ForgeUnreachable(f"{exc}; check the network or upstream.api_url, or pass --offline "
+                                   "to work from git alone") from None
+        except HttpFailed as exc:
             raise self._http_error(exc, what) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ForgeUnreachable(
-                f"cannot reach the GitHub API at {self.base} ({reason}); "
-                "check the network or upstream.api_url, or pass --offline to work from git alone"
-            ) from None
+        if answer.rate_remaining is not None:
+            self.rate_remaining = answer.rate_remaining
         try:
-            data = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ForgeError(f"the GitHub API at {self.base} sent something that is not JSON for {what}") from None
+            data = json.loads(answer.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise ForgeError(f"the GitHub API at {self.base} sent something that is not JSON for {what} "
+                             f"({validate.one_line(url)})") from None
         next_url = None
-        if link:
-            m = _LINK_NEXT.search(link)
-            if m:
-                next_url = m.group(1)
+        m = _LINK_NEXT.search(answer.link or "")
+        if m:
+            next_url = m.group(1)
         return data, next_url
 
-    def _http_error(self, exc: urllib.error.HTTPError, what: str) -> ForgeError:
+    def _http_error(self, exc: HttpFailed, what: str) -> ForgeError:
         code = exc.code
         headers = exc.headers
         remaining = headers.get("X-RateLimit-Remaining") if headers else None
         retry_after = headers.get("Retry-After") if headers else None
         message = ""
         try:
-            message = str(json.loads(exc.read().decode("utf-8")).get("message", ""))
-        except Exception:  # the body is only a hint
+            found = json.loads(exc.body.decode("utf-8"))
+            if isinstance(found, dict) and isinstance(found.get("message"), str):
+                message = self.http.scrub(found["message"])[:300]
+        except (UnicodeDecodeError, ValueError, RecursionError):  # the body is only a hint
             message = ""
         if code in (403, 429) and remaining == "0":
             auth = "" if self._token else "; set GITHUB_TOKEN or GH_TOKEN for a higher limit"
             return ForgeError(
                 f"GitHub API rate limit exhausted ({code}) while reading {what}; it resets "
-                f"{_when(headers.get('X-RateLimit-Reset'))}{auth}, or pass --offline")
+                f"{_when(headers.get('X-RateLimit-Reset') if headers else None)}{auth}, or pass --offline")
         if code in (403, 429) and retry_after:
             return ForgeError(
                 f"GitHub API secondary rate limit ({code}) while reading {what}; "
-                f"retry after {retry_after} s, or pass --offline")
+                f"retry after {validate.one_line(retry_after)[:40]} s, or pass --offline")
         if code == 429:
             return ForgeError(f"GitHub API rate limit (429) while reading {what}; retry later, or pass --offline")
         if code == 401:
             source = "the token" if self._token else "anonymous access"
             return ForgeError(
                 f"GitHub API refused {source} (401 Bad credentials) for {what}; "
-                "renew GITHUB_TOKEN / GH_TOKEN or run 'gh auth login'")
+                "renew GH_TOKEN / GITHUB_TOKEN or run 'gh auth login'")
         if code == 404:
             return ForgeError(
                 f"GitHub API: {what} not found (404); check the number and upstream.github "
@@ -170,11 +201,10 @@ class GitHubForge(Forge):
             for _ in range(_MAX_PAGES):
                 if page is None:
                     break
-                if urllib.parse.urlsplit(page).netloc != self._host:
-                    raise ForgeError(f"the GitHub API sent a next page on another host ({page}); refusing")
                 items, page = self._get(page, what)
                 if not isinstance(items, list):
-                    raise ForgeError(f"the GitHub API sent an unexpected answer for {what}")
+                    raise ForgeError(f"the GitHub API sent an unexpected answer for {what} "
+                                     f"(not a list; {validate.one_line(url)})")
                 data.extend(items)
                 if stop is not None and stop(items):
                     break
@@ -189,48 +219,61 @@ class GitHubForge(Forge):
 
     # -- Forge --------------------------------------------------------------------------
     def pull(self, number: PRNumber) -> PullRequest:
-        data = self._cached(self._url(f"pulls/{int(number)}"), f"pull request #{number}")
-        return _pull_from_json(data)
+        url = self._url(f"pulls/{int(number)}")
+        pr = self.pull_from_json(self._cached(url, f"pull request #{number}"), url)
+        if pr.number != number:
+            raise ForgeError(f"the GitHub API answered {url} with pull request #{pr.number}, "
+                             f"not #{number}; refusing it")
+        return pr
 
     def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
         """Every open PR, whatever its age (vLLM PRs stay open for months), then the PRs
         closed at or after `since`."""
         cutoff = since.astimezone(_dt.timezone.utc)
+        url = self._url("pulls", state="all", sort="updated", direction="desc", per_page=100)
 
         def older(items: list[Any]) -> bool:
             # Sorted by last update, newest first: once a page ends before the cutoff,
             # no later page can hold a PR updated (or closed) after it.
             last = items[-1] if items else None
-            return isinstance(last, dict) and _parse_time(last.get("updated_at")) < cutoff
+            return isinstance(last, dict) and _parse_time(last.get("updated_at"), url) < cutoff
 
-        opened = self._cached(
-            self._url("pulls", state="open", sort="updated", direction="desc", per_page=100),
-            "the open pull requests", paginate=True)
-        closed = self._cached(
-            self._url("pulls", state="closed", sort="updated", direction="desc", per_page=100),
-            "the closed pull requests", paginate=True, stop=older)
+        open_url = self._url("pulls", state="open", sort="updated", direction="desc", per_page=100)
+        closed_url = self._url("pulls", state="closed", sort="updated", direction="desc", per_page=100)
+        opened = self._cached(open_url, "the open pull requests", paginate=True)
+        closed = self._cached(closed_url, "the closed pull requests", paginate=True, stop=older)
         pulls: dict[int, PullRequest] = {}  # one closed between the two lists is in both
-        for item in [*opened, *closed]:
-            pr = _pull_from_json(item)
-            if pr.state == "open" or (pr.closed_at and _parse_time(pr.closed_at) >= cutoff):
+        for item, where in [*((i, open_url) for i in opened), *((i, closed_url) for i in closed)]:
+            pr = self.pull_from_json(item, where)
+            if pr.state == "open" or (pr.closed_at and _parse_time(pr.closed_at, where) >= cutoff):
                 pulls.setdefault(int(pr.number), pr)
         return list(pulls.values())
 
     def pull_files(self, number: PRNumber) -> list[PullFile]:
-        items = self._cached(self._url(f"pulls/{int(number)}/files", per_page=100),
-                             f"the files of pull request #{number}", paginate=True)
-        if not all(isinstance(i, dict) and isinstance(i.get("filename"), str) for i in items):
-            raise ForgeError(f"the GitHub API sent a file list without file names for PR #{number}")
-        return [PullFile(path=i["filename"], hunks=hunks_of_patch(i.get("patch")),
-                         previous_path=i.get("previous_filename")) for i in items]
+        url = self._url(f"pulls/{int(number)}/files", per_page=100)
+        items = self._cached(url, f"the files of pull request #{number}", paginate=True)
+        files = []
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("filename"), str) or not item["filename"]:
+                raise ForgeError(f"the GitHub API sent a file list without file names for PR #{number} "
+                                 f"({validate.one_line(url)})")
+            patch, previous = item.get("patch"), item.get("previous_filename")
+            if not isinstance(patch, (str, type(None))) or not isinstance(previous, (str, type(None))):
+                raise ForgeError(f"the GitHub API sent a file entry with a wrong 'patch' or "
+                                 f"'previous_filename' for PR #{number} ({validate.one_line(url)})")
+            files.append(PullFile(path=item["filename"], hunks=hunks_of_patch(patch), previous_path=previous))
+        return files
+
+    def pull_from_json(self, data: Any, url: str) -> PullRequest:
+        return pull_from_json(data, url, self.slug, web_hosts(urllib.parse.urlsplit(self.base).hostname or ""))
 
     # -- proposing a PR (series propose) ------------------------------------------------
     def open_pulls(self) -> list[PullRequest]:
         """Every open PR, of any age: a duplicate opened long ago is still a duplicate.
         (The same question as list_pulls' first half, so one run asks it once.)"""
-        items = self._cached(self._url("pulls", state="open", sort="updated", direction="desc", per_page=100),
-                             "the open pull requests", paginate=True)
-        return [_pull_from_json(item) for item in items]
+        url = self._url("pulls", state="open", sort="updated", direction="desc", per_page=100)
+        items = self._cached(url, "the open pull requests", paginate=True)
+        return [self.pull_from_json(item, url) for item in items]
 
     def commit_login(self, sha: str) -> str | None:
         """The GitHub login of a commit's author (for an @-mention), None when GitHub has none."""
@@ -261,60 +304,100 @@ class GitHubForge(Forge):
         payload = json.dumps({"title": title, "head": head, "base": base, "body": body,
                               "draft": draft}).encode("utf-8")
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
-                   "User-Agent": f"series/{__version__}", "Content-Type": "application/json",
-                   "Authorization": f"Bearer {self._token}"}
-        log.debug("POST %s", url)
-        request = urllib.request.Request(url, data=payload, headers=headers, method="POST")
+                   "User-Agent": f"series/{__version__}", "Content-Type": "application/json"}
         what = f"a new pull request from {head}"
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                answer = response.read()
-        except urllib.error.HTTPError as exc:
+            answer = self.http.post(url, what, headers, payload)
+        except HttpRefused as exc:
+            raise ForgeError(f"{exc}; nothing was opened as far as series knows") from None
+        except HttpUnreachable as exc:
+            raise ForgeUnreachable(f"{exc} to open the PR; nothing was opened as far as series knows: "
+                                   "check the fork's PR list before retrying") from None
+        except HttpFailed as exc:
             if exc.code == 422:  # GitHub's "Validation Failed": the reasons are in errors[]
-                raise ForgeError(f"GitHub refused {what} (422): {_validation_errors(exc)}") from None
+                raise ForgeError(f"GitHub refused {what} (422): "
+                                 f"{self.http.scrub(_validation_errors(exc.body))}") from None
             raise self._http_error(exc, what) from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise ForgeUnreachable(f"cannot reach the GitHub API at {self.base} "
-                                   f"({getattr(exc, 'reason', exc)}) to open the PR; nothing was opened "
-                                   "as far as series knows: check the fork's PR list before retrying") from None
         try:
-            return _pull_from_json(json.loads(answer.decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ForgeError(f"the GitHub API sent something that is not JSON for {what}") from None
+            data = json.loads(answer.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise ForgeError(f"the GitHub API sent something that is not JSON for {what} ({url})") from None
+        return self.pull_from_json(data, url)
 
 
-def _validation_errors(exc: urllib.error.HTTPError) -> str:
+def _validation_errors(body: bytes) -> str:
     """GitHub's reasons for a 422 ("A pull request already exists for ..."), one line."""
     try:
-        data = json.loads(exc.read().decode("utf-8"))
-    except Exception:  # the body is only a hint
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):  # the body is only a hint
         return "Validation Failed"
     reasons = [str(e.get("message") or e.get("code") or "") for e in data.get("errors") or []
-               if isinstance(e, dict)] if isinstance(data, dict) else []
-    text = "; ".join(r for r in reasons if r) or str(data.get("message", "Validation Failed"))
+               if isinstance(e, dict)] if isinstance(data, dict) and isinstance(data.get("errors"), list) else []
+    text = "; ".join(r for r in reasons if r) or (str(data.get("message", "Validation Failed"))
+                                                  if isinstance(data, dict) else "Validation Failed")
     return " ".join(text.split())[:300]
 
-def _parse_time(text: str | None) -> _dt.datetime:
-    if not text:
+
+def _parse_time(text: Any, url: str, field: str = "updated_at") -> _dt.datetime:
+    if text is None or text == "":
         return _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
-    return _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    try:
+        if not isinstance(text, str):
+            raise ValueError(text)
+        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ForgeError(f"the GitHub API sent {field} {validate.one_line(str(text))[:60]!r}, not an "
+                         f"ISO 8601 time ({validate.one_line(url)})") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=_dt.timezone.utc)
 
 
-def _pull_from_json(data: Any) -> PullRequest:
-    if not isinstance(data, dict) or not isinstance(data.get("number"), int):
-        raise ForgeError("the GitHub API sent a pull request without a number; "
-                         "check upstream.api_url points at a GitHub REST API")
+def _text(value: Any) -> str:
+    """A one-line display string from an answer: lone surrogates and controls replaced."""
+    text = value if isinstance(value, str) else ""
+    text = text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate cannot be written
+    return re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", " ", text).strip()
+
+
+def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> PullRequest:
+    """One pull request from the API, every field checked; ForgeError names what is wrong."""
+    def bad(what: str) -> ForgeError:
+        return ForgeError(f"the GitHub API sent a pull request with {what} ({validate.one_line(url)}); "
+                          "check upstream.api_url points at a GitHub REST API")
+
+    if not isinstance(data, dict) or isinstance(data.get("number"), bool) \
+            or not isinstance(data.get("number"), int) or data["number"] <= 0:
+        raise bad("no number")
+    number = data["number"]
+    for key in ("title", "state", "html_url", "merge_commit_sha", "updated_at", "closed_at", "merged_at"):
+        if not isinstance(data.get(key), (str, type(None))):
+            raise bad(f"a '{key}' that is not a string")
+    for key in ("base", "head", "user"):
+        if not isinstance(data.get(key), (dict, type(None))):
+            raise bad(f"a '{key}' that is not an object")
     merged = bool(data.get("merged") or data.get("merged_at"))
-    state = "merged" if merged else str(data.get("state") or "unknown")
+    state = data.get("state") or "unknown"
+    if state not in (*_STATES, "unknown"):
+        raise bad(f"state {validate.one_line(state)[:20]!r}")
     base = data.get("base") or {}
     head = data.get("head") or {}
     user = data.get("user") or {}
-    merge_commit = data.get("merge_commit_sha") if merged else None
+    try:
+        head_sha = validate.commit_id(head["sha"], f"PR #{number} head.sha") if head.get("sha") else None
+        base_sha = validate.commit_id(base["sha"], f"PR #{number} base.sha") if base.get("sha") else None
+        merge_commit = data.get("merge_commit_sha") if merged else None
+        if merge_commit:
+            validate.commit_id(merge_commit, f"PR #{number} merge_commit_sha")
+        html_url = data.get("html_url")
+        if html_url is not None:
+            validate.web_url(html_url, hosts, f"/{slug}/pull/{number}", f"PR #{number} html_url")
+    except SeriesError as exc:
+        raise ForgeError(f"the GitHub API sent {exc} ({validate.one_line(url)})") from None
+    for key in ("updated_at", "closed_at"):
+        _parse_time(data.get(key), url, key)
     return PullRequest(
-        number=PRNumber(int(data["number"])), title=str(data.get("title") or ""),
-        author=str(user.get("login") or "?"), state=state,
-        head_sha=Sha(head["sha"]) if head.get("sha") else None,
-        base_sha=Sha(base["sha"]) if base.get("sha") else None,
+        number=PRNumber(number), title=_text(data.get("title")),
+        author=_text(user.get("login")) or "?", state="merged" if merged else state,
+        head_sha=Sha(head_sha) if head_sha else None, base_sha=Sha(base_sha) if base_sha else None,
         merged=merged, merge_commit=Sha(merge_commit) if merge_commit else None,
-        url=data.get("html_url"), updated_at=data.get("updated_at"), closed_at=data.get("closed_at"),
+        url=html_url, updated_at=data.get("updated_at"), closed_at=data.get("closed_at"),
     )

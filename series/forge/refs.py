@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pygit2
 
+from series import validate
 from series.errors import SeriesError
 from series.forge.base import pr_ref
 from series.git.cli import git
@@ -17,10 +18,10 @@ from series.model import Sha
 
 def fetch_pull(repo: pygit2.Repository, remote: str, number: int) -> Sha:
     """Fetch refs/pull/N/head into refs/remotes/<remote>/pr/N; return its sha."""
-    if remote not in repo.remotes.names():
-        raise SeriesError(f"no git remote named '{remote}' (upstream.remote); add it with 'git remote add'")
+    remote = validate.existing_remote(repo.remotes.names(), remote, "upstream.remote")
+    number = validate.pr_number(number, "pull request number")
     local = pr_ref(remote, number)
-    proc = git(workdir(repo), "fetch", "--quiet", "--no-tags", remote,
+    proc = git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
                f"+refs/pull/{number}/head:{local}", check=False)
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
@@ -28,7 +29,7 @@ def fetch_pull(repo: pygit2.Repository, remote: str, number: int) -> Sha:
             raise SeriesError(
                 f"{remote} has no pull request #{number} (refs/pull/{number}/head not served); "
                 "check the number, or that the remote is GitHub or a mirror with PR refs")
-        raise SeriesError(f"git fetch {remote} refs/pull/{number}/head failed: {detail}")
+        raise SeriesError(f"git fetch {remote} refs/pull/{number}/head failed: {validate.one_line(detail)}")
     ref = repo.references.get(local)
     if ref is None:  # pygit2 caches packed refs; a fresh lookup sees the fetch
         repo = pygit2.Repository(repo.path)
@@ -38,9 +39,8 @@ def fetch_pull(repo: pygit2.Repository, remote: str, number: int) -> Sha:
 
 def fetch_all_pulls(repo: pygit2.Repository, remote: str) -> None:
     """Every PR head into refs/remotes/<remote>/pr/*, plus <remote>'s branches (main)."""
-    if remote not in repo.remotes.names():
-        raise SeriesError(f"no git remote named '{remote}' (upstream.remote); add it with 'git remote add'")
-    git(workdir(repo), "fetch", "--quiet", "--no-tags", remote,
+    remote = validate.existing_remote(repo.remotes.names(), remote, "upstream.remote")
+    git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
         f"+refs/heads/*:refs/remotes/{remote}/*",
         f"+refs/pull/*/head:refs/remotes/{remote}/pr/*")
 
@@ -51,12 +51,14 @@ def fetch_commit(repo: pygit2.Repository, remote: str, sha: str) -> bool:
     Adopt needs GitHub's base sha locally: without it the PR's own commits would be
     counted from a stale <remote>/main and take upstream's commits along.
     """
+    sha = validate.commit_id(sha, "the commit to fetch")
     try:
         repo[sha]
         return True
     except (KeyError, ValueError):
         pass
-    proc = git(workdir(repo), "fetch", "--quiet", "--no-tags", remote, sha, check=False)
+    remote = validate.existing_remote(repo.remotes.names(), remote, "upstream.remote")
+    proc = git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote, sha, check=False)
     if proc.returncode != 0:
         return False
     try:

@@ -35,9 +35,32 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# Commands that talk to a remote: a remote name or object id from outside that reads as
+# an option (--upload-pack=...) would run a program, so their callers must end options.
+_TRANSPORT = {"fetch", "push", "ls-remote", "clone", "pull"}
+
+
+def _subcommand(args: tuple[str, ...]) -> str | None:
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-c", "-C"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
 def git(cwd: Path, *args: str, input: str | None = None, check: bool = True,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run git in `cwd`; a failure becomes a SeriesError with git's own last line."""
+    """Run git in `cwd`; a failure becomes a SeriesError with git's own last line.
+
+    Values from outside (series.yaml, an API answer) go after `--end-of-options` (or
+    `--` where git takes paths): for the transport commands that is enforced here.
+    """
+    if _subcommand(args) in _TRANSPORT and "--end-of-options" not in args:
+        raise AssertionError(f"git {_subcommand(args)} without --end-of-options: {shlex.join(args)}")
     log.debug("$ git %s", shlex.join(args))
     try:
         proc = subprocess.run(

@@ -24,6 +24,7 @@ import pygit2
 
 from series import faults, seriesedit
 from series.config import write_text_atomically
+from series import validate
 from series.errors import SeriesError
 from series.git import checkouts
 from series.git.cli import git
@@ -205,6 +206,11 @@ def _update_ref_stdin(repo: pygit2.Repository, moves: list[RefMove], message: st
     """All moves in one git transaction; the first `lenient` ones are written whatever
     their current value (backup refs, which a retried operation may find already there)."""
     lines = ["start"]
+    for m in moves:  # the --stdin protocol is space-separated: a bad name would garble it
+        problem = validate.ref_component_problem(m.ref)
+        if problem is not None:
+            raise SeriesError(f"refusing to move '{validate.one_line(m.ref)}': the name {problem} "
+                              "(git check-ref-format rules); nothing was moved")
     for ref, value in verify or []:
         lines.append(f"verify {ref} {value}")
     for i, m in enumerate(moves):
@@ -313,18 +319,49 @@ def _inject(fault: str | None, point: str) -> None:
     faults.fault(point)
 
 
+def read_entry(path: Path) -> Operation:
+    """One journal entry; a corrupt one (edited, truncated, another tool's) is the user's
+    to look at, so it is named, never a crash."""
+    try:
+        op = Operation.from_json(path.read_bytes().decode("utf-8"))
+        _check_entry(op)
+        return op
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, SeriesError) as exc:
+        raise SeriesError(f"{path}: unreadable journal entry ({type(exc).__name__}: "
+                          f"{validate.one_line(str(exc))[:120]}); move it out of {path.parent} to go on") from None
+
+
+def _check_entry(op: Operation) -> None:
+    """Right JSON, wrong types (edited by hand, another version): a ValueError here."""
+    for name in ("id", "command", "summary", "state", "time"):
+        if not isinstance(getattr(op, name), str):
+            raise ValueError(f"'{name}' is not a string")
+    for name in ("config_path", "config_before", "config_after", "undoes"):
+        if not isinstance(getattr(op, name), (str, type(None))):
+            raise ValueError(f"'{name}' is not a string")
+    if not isinstance(op.extra, dict):
+        raise ValueError("'extra' is not an object")
+    for move in op.moves:
+        if not isinstance(move.ref, str) or not move.ref.startswith("refs/") \
+                or validate.ref_component_problem(move.ref):
+            raise ValueError(f"move of {str(move.ref)[:60]!r}: not a ref name")
+        for value in (move.old, move.new):
+            if value is not None:
+                validate.commit_id(value, f"move of {move.ref}")
+
+
 def find(repo: pygit2.Repository, op_id: str) -> Operation | None:
     entry = journal_dir(repo) / f"{op_id}.json"
-    return Operation.from_json(entry.read_text()) if entry.exists() else None
+    return read_entry(entry) if entry.exists() else None
 
 
 def last_operation(repo: pygit2.Repository) -> Operation | None:
     entries = sorted(journal_dir(repo).glob("*.json"))
-    return Operation.from_json(entries[-1].read_text()) if entries else None
+    return read_entry(entries[-1]) if entries else None
 
 
 def operations(repo: pygit2.Repository) -> list[Operation]:
-    return [Operation.from_json(p.read_text()) for p in sorted(journal_dir(repo).glob("*.json"))]
+    return [read_entry(p) for p in sorted(journal_dir(repo).glob("*.json"))]
 
 
 # -- repairing what a kill interrupted ------------------------------------------------------------

@@ -87,7 +87,11 @@ def read_order(directory: Path) -> list[str]:
         raise SeriesError(f"{directory}: not a series export (no '{ORDER}' file); "
                           "make one with 'series export DIR'")
     names = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SeriesError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    for number, line in enumerate(text.splitlines(), 1):
         name = line.strip()
         if not name or name.startswith("#"):
             continue

@@ -19,7 +19,9 @@ from typing import Protocol, Sequence
 
 import pygit2
 
+from series import validate
 from series.errors import SeriesError
+from series.validate import printable
 
 PLACEHOLDER_SHA = "0" * 40
 FROM_LINE = f"From {PLACEHOLDER_SHA} Mon Sep 17 00:00:00 2001"
@@ -356,13 +358,34 @@ def _address(name: str, address: str) -> str:
     return f"{name} <{address}>"
 
 
-def _decode_words(value: str) -> str:
+def _decode_words(value: str, source: str = "patch", header: str = "header") -> str:
     """git format-patch writes non-ASCII names and subjects as RFC 2047 encoded words."""
     if "=?" not in value:
         return value
+    import email.errors
     import email.header
 
-    return str(email.header.make_header(email.header.decode_header(value)))
+    try:
+        return str(email.header.make_header(email.header.decode_header(value)))
+    except (email.errors.HeaderParseError, UnicodeError, LookupError, ValueError) as exc:
+        raise SeriesError(f"{source}: unreadable encoded word in '{header}:' "
+                          f"({printable(value)[:80]!r}: {exc})") from None
+
+
+def _date(text: str, source: str) -> tuple[int, int]:
+    """(time, offset in minutes) of a Date: header, within what fsck --strict accepts."""
+    parsed = email.utils.parsedate_tz(text)
+    if parsed is None:
+        raise SeriesError(f"{source}: unreadable 'Date:' header {printable(text)!r}")
+    zone = parsed[9] or 0
+    try:
+        time = int(email.utils.mktime_tz(parsed))
+    except (OverflowError, ValueError, OSError):
+        time = -1  # a year no clock holds: refused below with the header shown
+    if time < 0 or time > validate.MAX_TIME or abs(zone) // 60 > validate.MAX_OFFSET:
+        raise SeriesError(f"{source}: 'Date:' header {printable(text)!r} is outside what a git "
+                          "commit can hold (years 1970-9999, zones up to +/-9959)")
+    return time, zone // 60
 
 
 def render(patch: Patch, stats: list[FileDiffStat] | None = None) -> str:
@@ -399,7 +422,7 @@ def parse(text: str, source: str) -> Patch:
         else:
             m = _HEADER.match(line)
             if m is None:
-                raise SeriesError(f"{source}:{i + 1}: malformed header line {line!r}")
+                raise SeriesError(f"{source}:{i + 1}: malformed header line {printable(line)!r}")
             last = m.group(1).lower()
             headers[last] = m.group(2)
         i += 1
@@ -407,16 +430,13 @@ def parse(text: str, source: str) -> Patch:
         if key not in headers:
             raise SeriesError(f"{source}: missing '{key.capitalize()}:' header")
     name, address = email.utils.parseaddr(headers["from"])
-    name = _decode_words(name)
+    name = _decode_words(name, source, "From")
     if not address:
-        raise SeriesError(f"{source}: 'From:' header has no <email>: {headers['from']!r}")
-    parsed = email.utils.parsedate_tz(headers["date"])
-    if parsed is None:
-        raise SeriesError(f"{source}: unreadable 'Date:' header {headers['date']!r}")
-    time = int(email.utils.mktime_tz(parsed))
-    offset = (parsed[9] or 0) // 60
+        raise SeriesError(f"{source}: 'From:' header has no <email>: {printable(headers['from'])!r}")
+    validate.identity(name, address, f"{source}: From")
+    time, offset = _date(headers["date"], source)
     number, total = 1, 1
-    subject = _decode_words(headers["subject"])
+    subject = _decode_words(headers["subject"], source, "Subject")
     m = re.match(r"^\[PATCH(?: (\d+)/(\d+))?[^\]]*\] ?", subject)
     if m:
         subject = subject[m.end():]

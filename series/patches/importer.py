@@ -258,8 +258,13 @@ def signature_from_ident(ident: str) -> pygit2.Signature:
 def make_commit(repo: pygit2.Repository, parent: pygit2.Commit, patch: Patch,
                 committer: pygit2.Signature, where: str) -> pygit2.Commit:
     tree = apply_patch(repo, parent.tree, patch, where)
-    author = pygit2.Signature(patch.author_name, patch.author_email, patch.author_time,
-                              patch.author_offset)
+    try:
+        author = pygit2.Signature(patch.author_name, patch.author_email, patch.author_time,
+                                  patch.author_offset)
+    except UnicodeEncodeError:
+        raise SeriesError(f"{where}: the author in 'From:' is not UTF-8 text") from None
+    except (ValueError, pygit2.GitError) as exc:  # InvalidError: an empty name or email
+        raise SeriesError(f"{where}: 'From:' is not an author git can store ({exc})") from None
     message = encode(patch.message)  # bytes: keeps a message that is not valid UTF-8 as it was
     oid = repo.create_commit(None, author, committer, message, tree, [parent.id])
     return repo[oid].peel(pygit2.Commit)
