@@ -87,3 +87,11 @@ def work(tmp_path: Path) -> Path:
     path = build_upstream(tmp_path / "upstream-work")
     add_pull_request(path, 61050)
     return path
+
+
+@pytest.fixture
+def served(tmp_path: Path, work: Path) -> Path:
+    """A fork of `work` as GitHub serves it: through a bare mirror (PR heads included)."""
+    bare = tmp_path / "upstream.git"
+    sh(f"git clone -q --mirror {work} {bare}", tmp_path)
+    return build_fork(bare, tmp_path / "fork")

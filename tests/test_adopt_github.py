@@ -10,19 +10,10 @@ from pytest_httpserver import HTTPServer
 
 from series import config
 from tests.conftest import run_series, sh
-from tests.repos import add_pull_request, build_fork, build_upstream, github_fixture
+from tests.repos import build_fork, build_upstream, github_fixture
 
 TOKEN = "ghp_ADOPTsecret1122334455"
 PULL = "/repos/vllm-project/vllm/pulls/61050"
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Path:
-    work = build_upstream(tmp_path / "upstream-work")
-    add_pull_request(work, 61050)
-    bare = tmp_path / "upstream.git"
-    sh(f"git clone -q --mirror {work} {bare}", tmp_path)
-    return build_fork(bare, tmp_path / "fork")
 
 
 def env_for(server: HTTPServer) -> dict[str, str]:

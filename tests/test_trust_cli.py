@@ -12,20 +12,11 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from tests.conftest import run_series, sh
-from tests.repos import add_pull_request, build_fork, build_upstream, github_fixture
+from tests.repos import github_fixture
 
 TOKEN = "ghp_DOORsecret99887766554433"
 PULL = "/repos/vllm-project/vllm/pulls/61050"
 INJECT = "--upload-pack=touch PWNED"
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Path:
-    work = build_upstream(tmp_path / "upstream-work")
-    add_pull_request(work, 61050)
-    bare = tmp_path / "upstream.git"
-    sh(f"git clone -q --mirror {work} {bare}", tmp_path)
-    return build_fork(bare, tmp_path / "fork")
 
 
 def env_for(server: HTTPServer) -> dict[str, str]:
