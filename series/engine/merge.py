@@ -29,13 +29,14 @@ from __future__ import annotations
 import re
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 import pygit2
 
 from series.engine.odb import TREE, Entry, MemOdb, PathConflict
 from series.errors import SeriesError
-from series.git.cli import clean_env
+from series.git.cli import clean_env, git
 
 # The version this design needs: `merge-tree --write-tree --stdin` (merge-ort in memory,
 # many merges in one process).
@@ -59,7 +60,6 @@ class TreeMerge:
     tree: pygit2.Oid               # the merged tree (git's conflicted files where unclean)
     conflicts: tuple[PathStages, ...] = ()
     fast: bool = False             # answered without git (provably the same answer)
-    messages: tuple[str, ...] = ()
     labels: tuple[str, str, str] | tuple[()] = ()  # git's marker labels: base, ours, theirs
 
     @property
@@ -105,10 +105,7 @@ def _kind(store: MemOdb, tree: pygit2.Oid, path: str) -> int | None:
 # -- git's answer ---------------------------------------------------------------------
 
 def git_version() -> tuple[int, ...]:
-    try:
-        out = subprocess.run(["git", "version"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        raise SeriesError("git is not installed or not on PATH") from None
+    out = git(Path.cwd(), "version").stdout
     found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
     return tuple(int(x) for x in found.groups(default="0")) if found else (0,)
 
@@ -164,8 +161,7 @@ class Merger:
             self._proc.stdin.flush()
             result = self._read_merge()
             self._read_merge(sentinel=True)
-            result = TreeMerge(result.tree, result.conflicts, messages=result.messages,
-                               labels=(str(root), str(left), str(right)))
+            result = TreeMerge(result.tree, result.conflicts, labels=(str(root), str(left), str(right)))
         except (BrokenPipeError, EOFError):
             err = self._proc.stderr.read().decode("utf-8", "replace").strip() if self._proc.stderr else ""
             raise SeriesError(f"git merge-tree stopped: {err.splitlines()[-1] if err else 'no output'}") from None
@@ -197,7 +193,6 @@ class Merger:
         if sentinel:
             return TreeMerge(tree)  # a merge of a commit with itself: nothing more follows
         kinds: dict[str, tuple[str, str]] = {}
-        messages: list[str] = []
         while True:
             count = self._field()
             if count == b"":
@@ -205,7 +200,6 @@ class Merger:
             paths = [self._field().decode("utf-8", "surrogateescape") for _ in range(int(count))]
             kind = self._field().decode("utf-8", "replace")
             text = self._field().decode("utf-8", "replace").rstrip("\n")
-            messages.append(text)
             if kind.startswith("CONFLICT"):
                 short = kind[len("CONFLICT"):].strip().strip("()")
                 for path in paths:
@@ -215,13 +209,7 @@ class Merger:
         if not conflicts and status == b"0":
             # unclean with nothing staged (e.g. a file in the way): report git's paths
             conflicts = tuple(PathStages(path, {}, kind, text) for path, (kind, text) in sorted(kinds.items()))
-        return TreeMerge(tree, conflicts, messages=tuple(messages))
-
-    def close(self) -> None:
-        if self._proc.poll() is None:
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-            self._proc.wait()
+        return TreeMerge(tree, conflicts)
 
 
 def merger(store: MemOdb) -> Merger:

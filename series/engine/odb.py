@@ -31,6 +31,8 @@ from typing import Iterator, Mapping, Optional
 import pygit2
 
 from series.errors import SeriesError
+from series.git import checkouts
+from series.git.refs import state_dir
 
 TREE = 0o040000
 BLOB = 0o100644
@@ -120,18 +122,14 @@ class MemOdb:
     # -- where objects live --------------------------------------------------------
     def objects_dir(self) -> Path:
         """The repository's object directory (the common one, from a linked worktree)."""
-        git_dir = Path(self.repo.path)
-        commondir = git_dir / "commondir"
-        if commondir.exists():
-            git_dir = (git_dir / commondir.read_text().strip()).resolve()
-        return git_dir / "objects"
+        return checkouts.common_dir(self.repo) / "objects"
 
     def scratch_dir(self) -> Path:
         """An object directory for git's own writes and our flushed trees (see the module
         docstring); an alternate of the repository from now on, removed at exit."""
         if self._scratch is None:
-            base = self.objects_dir().parent / "series" / "tmp"
-            base.mkdir(parents=True, exist_ok=True)
+            base = state_dir(self.repo) / "tmp"
+            base.mkdir(exist_ok=True)
             _sweep(base)
             self._scratch = Path(tempfile.mkdtemp(prefix=f"objects-{os.getpid()}-", dir=base))
             atexit.register(shutil.rmtree, self._scratch, True)

@@ -24,7 +24,7 @@ applied to, git's conflicted paths as resolve.Conflict values, and the resolver'
 for the paths it knew), which the conflict worktree lays out with git itself. When `odb`
 is None the new objects are written to the repository before returning (one pack);
 callers that pass their own MemOdb persist when they decide to (the rebase does it once,
-at the end). `renames` is accepted for older callers and ignored: merge-ort finds renames.
+at the end).
 """
 from __future__ import annotations
 
@@ -50,7 +50,6 @@ class ReplayStop:
     head: pygit2.Oid                        # what it was being applied onto
     index: int                              # its position in the input list
     conflicts: tuple[Conflict, ...]
-    clean: Mapping[str, Entry | None]       # unused since git lays conflicts out (kept for callers)
     resolved: Mapping[str, bytes] = field(default_factory=dict)  # paths the resolver answered
 
 
@@ -256,8 +255,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
                    committer: pygit2.Signature | None = None,
                    rewrite_message: Callable[[pygit2.Commit], str] | None = None,
                    resolver: Resolver | None = None, topic: str = "",
-                   odb: MemOdb | None = None,
-                   renames: Callable[[str], str | None] | None = None) -> ReplayResult:
+                   odb: MemOdb | None = None) -> ReplayResult:
     """Replay `commits` (oldest first) onto `onto`; see the module docstring."""
     own_odb = odb is None
     store = odb if odb is not None else MemOdb(repo)
@@ -298,7 +296,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
             if len(answers) < len(conflicts):
                 resolved += [(commit.id, path) for path in answers]
                 left = tuple(c for c in conflicts if c.path not in answers)
-                stop = ReplayStop(commit.id, head, index, left, {}, answers)
+                stop = ReplayStop(commit.id, head, index, left, answers)
                 break
             edits: dict[str, Entry | None] = {}
             for c in conflicts:
