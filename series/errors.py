@@ -13,6 +13,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from series.cache import user_cache
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -50,11 +52,7 @@ def redact(text: str) -> str:
 
 
 def log_dir() -> Path:
-    explicit = os.environ.get("SERIES_LOG_DIR")
-    if explicit:
-        return Path(explicit)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "series" / "logs"
+    return user_cache("logs", "SERIES_LOG_DIR")
 
 
 def write_bug_log(exc: BaseException) -> Path:

@@ -35,6 +35,7 @@ from packaging import tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from series.cache import user_cache
 from series.errors import SeriesError
 
 Runner = Callable[[list[str]], subprocess.CompletedProcess]
@@ -71,11 +72,7 @@ class Target:
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get("SERIES_WHEEL_CACHE")
-    if explicit:
-        return Path(explicit)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "series" / "wheels"
+    return user_cache("wheels", "SERIES_WHEEL_CACHE")
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:

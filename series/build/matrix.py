@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from series.cache import user_cache
 from series.build.testrun import Outcome
 
 _RANK = {Outcome.PASSED: 2, Outcome.SKIPPED: 1, Outcome.FAILED: 0, Outcome.ERROR: 0}
@@ -130,11 +131,7 @@ def counts(outcomes: Mapping[str, Outcome]) -> dict[str, int]:
 
 
 def cache_root() -> Path:
-    explicit = os.environ.get("SERIES_TEST_CACHE")
-    if explicit:
-        return Path(explicit)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "series" / "test-results"
+    return user_cache("test-results", "SERIES_TEST_CACHE")
 
 
 def file_key(build_key: str, package_digest: str, inputs: Iterable[tuple[str, str]], args: Iterable[str]) -> str:

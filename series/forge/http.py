@@ -31,6 +31,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Callable
 
+from series.cache import user_cache
 from series.errors import SeriesError, register_secret
 from series.validate import one_line
 
@@ -93,11 +94,7 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get("SERIES_HTTP_CACHE")
-    if explicit:
-        return Path(explicit)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "series" / "http"
+    return user_cache("http", "SERIES_HTTP_CACHE")
 
 
 class ApiClient:
