@@ -246,11 +246,14 @@ def region(repo: pygit2.Repository, base: pygit2.Tree, ours: pygit2.Tree, path: 
 
 
 def attribute(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, ours: pygit2.Tree,
-              path: str, history: Sequence[pygit2.Commit] | None = None) -> list[Culprit]:
+              path: str, history: Sequence[pygit2.Commit] | None = None,
+              commits: Sequence[pygit2.Commit] | None = None) -> list[Culprit]:
     """The upstream commits old..new that changed `path`, most likely culprit first: those
     that changed the lines our version (`ours`) edits, oldest first (the first one is where
-    the topic stopped applying), then the ones that changed the file elsewhere, newest first."""
-    commits = path_commits(repo, old, new, [path], history)[path]
+    the topic stopped applying), then the ones that changed the file elsewhere, newest first.
+    `commits`: path_commits(...)[path] when the caller asked for several paths at once."""
+    if commits is None:
+        commits = path_commits(repo, old, new, [path], history)[path]
     spans = region(repo, repo[old].peel(pygit2.Commit).tree, ours, path)
     python = path.endswith(".py")
     hits: list[Culprit] = []

@@ -74,13 +74,17 @@ def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, 
         return walked[0]
 
     rows = {row["name"]: row for row in report["topics"]}
+    conflicted = [path for run in state.topics if run.outcome == "conflict" and run.conflict
+                  for path in run.conflict["files"]]
+    # every conflicted file's upstream commits in one pass over old..onto
+    by_path = attribution.path_commits(repo, old.id, onto.id, conflicted, history()) if conflicted else {}
     for run in state.topics:
         row = rows[run.name]
         if run.outcome == "conflict" and run.conflict:
             ours = _commit(repo, run.conflict["commit"]).tree
             upstream = {}
             for path in run.conflict["files"]:
-                found = attribution.attribute(repo, old.id, onto.id, ours, path, history())
+                found = attribution.attribute(repo, old.id, onto.id, ours, path, history(), by_path[path])
                 upstream[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
                                   "more": max(0, len(found) - SHOWN)}
             row["upstream"] = upstream
