@@ -50,7 +50,7 @@ Progress = Callable[[str, int, int], None]  # (topic being replayed, its number,
 
 @dataclass
 class Outcome:
-    """What a rebase step ended with; series.commands.rebase turns it into the report."""
+    """What a rebase step ended with; series.verbs.rebase turns it into the report."""
 
     state: st.RebaseState
     finished: bool                      # refs moved (or, dry run: would move)
