@@ -14,7 +14,7 @@ state.adoption holds: number, reference, head (the PR head fetched), branch, exp
 branch's value when the adoption started: None for a new topic), summary, edits (the
 adoption's own series.yaml edits, series.seriesedit, compared-and-swapped onto the file
 at the end, so a hand edit made during the halt survives), refresh, and result (the
-command's report fields, for series.commands.adopt).
+command's report fields, for series.verbs.adopt_upstream.operation).
 """
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ def render(report: dict[str, Any], integration_branch: str | None = None) -> str
 
 
 def upstream_lines(topic: dict[str, Any]) -> list[str]:
-    """What upstream's history says about one topic's outcome (series.commands.rebase_reach
+    """What upstream's history says about one topic's outcome (series.verbs.rebase.reach
     fills the fields): who changed the conflicting lines, which commit landed a merged
     topic, the first breaking commit."""
     out = []
