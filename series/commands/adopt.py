@@ -30,6 +30,7 @@ from series.engine import state as st
 from series.engine.adoption import with_trailers
 from series.engine.replay import replay_commits
 from series.errors import ConflictError, SeriesError
+from series.resolutions import engine_hooks
 from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
@@ -106,13 +107,6 @@ def overlaps(ws: Workspace, pr_files: set[str], exclude: str | None = None) -> l
             found.append(Overlap(topic.name, shared))
     found.sort(key=lambda o: -len(o.shared_files))
     return found
-
-
-def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
-    """Where `branch` is checked out (series.git.checkouts, the one finder), if anywhere:
-    this verb rewrites the branch wholesale, so even a clean checkout is refused."""
-    found = checkouts.checkouts(repo, {branch})
-    return str(found[0].path) if found else None
 
 
 def _metadata(forge: Forge | None, number: int, notes: list[str]) -> PullRequest | None:
@@ -242,7 +236,7 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
             f"apply to {ws.series.upstream.base}: conflicts in {files}; nothing was changed (dry run; "
             "without --dry-run the conflict is laid out in a worktree for you to resolve)")
     if result.conflict is not None:
-        if refresh and (where := _checked_out(repo, branch)) is not None:
+        if refresh and (where := checkouts.checked_out_at(repo, branch)) is not None:
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then run --refresh again")
         edits = _edits(ws, number, topic_name, branch, head_sha, meta, replaces, refresh, notes)
@@ -273,7 +267,7 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
                          new_head, check=False).stdout
     operation = None
     if door is not None:
-        if refresh and (where := _checked_out(repo, branch)) is not None:
+        if refresh and (where := checkouts.checked_out_at(repo, branch)) is not None:
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then run --refresh again")
         door.summary = _summary(number, topic_name, replaces, refresh)
@@ -315,12 +309,12 @@ def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[py
                   "branch": template.branch, "expect": template.previous_branch, "summary": summary,
                   "edits": [e.to_json() for e in edits], "refresh": template.refresh,
                   "result": asdict(template)})
-    return _from_outcome(ws, engine.begin(ws, state, door=door))
+    return _from_outcome(ws, engine.begin(ws, state, hooks=engine_hooks(ws.series), door=door))
 
 
 def resume(ws: Workspace) -> Adoption:
     """`series adopt-upstream --continue`: the resolution, the rest of the PR, the Transaction."""
-    return _from_outcome(ws, engine.continue_rebase(ws, kind=adoption_flow.KIND))
+    return _from_outcome(ws, engine.continue_rebase(ws, hooks=engine_hooks(ws.series), kind=adoption_flow.KIND))
 
 
 def abort(ws: Workspace) -> int:

@@ -9,6 +9,7 @@ from series.commands import rebase_reach as history
 from series.engine import rebase as engine
 from series.engine import report as reports
 from series import validate
+from series.resolutions import engine_hooks
 from series.errors import SeriesError
 from series.git.cli import git
 from series.git import partial
@@ -77,7 +78,7 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
         return Result({"status": "aborted", "id": state.id}, text, "", False)
     if resume:
-        return _finish(ws, engine.continue_rebase(ws, progress=progress))
+        return _finish(ws, engine.continue_rebase(ws, hooks=engine_hooks(ws.series), progress=progress))
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -87,7 +88,8 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
     _blobs_for(ws, onto)
     if as_far_as_possible and engine.in_progress(ws) is None:
         return _as_far(ws, onto, skip, dry_run, progress)
-    return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress), bisect=bisect)
+    outcome = engine.start(ws, onto, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress)
+    return _finish(ws, outcome, bisect=bisect)
 
 
 def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
@@ -101,5 +103,6 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
                 "as_far_as_possible": found.as_json()}
         return Result(data, text, "", True)
     target = onto if found.complete or found.target is None else found.target.sha
-    outcome = engine.start(ws, target, skip=skip, dry_run=dry_run, progress=progress)
+    outcome = engine.start(ws, target, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series),
+                           progress=progress)
     return _finish(ws, outcome, reach=(name, found))

@@ -37,12 +37,11 @@ from series.engine.merge import require_git
 from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
                                        integrate)
 from series.engine.odb import MemOdb
-from series.engine.replay import (ReplayStop, _raw_commit, default_committer, replay_commits,
-                                  signature_line)
-from series.engine.resolve import Hooks, hooks as default_hooks
+from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signature_line
+from series.engine.resolve import NO_HOOKS, Hooks
 from series.errors import ConflictError, SeriesError
 from series.git import checkouts, refs
-from series.git.repo import resolve_release, upstream_tips
+from series.git.repo import committer as git_committer, resolve_release, upstream_tips
 from series.workspace import Workspace, WriteOperation
 
 Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
@@ -123,7 +122,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
              rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> None:
     """Replay every topic that can go on; conflicts and blocked topics wait."""
     repo = ws.repo
-    committer = default_committer(repo)
+    committer = git_committer(repo)
     onto_commit = repo[pygit2.Oid(hex=state.onto_sha)].peel(pygit2.Commit)
     old_base = repo[pygit2.Oid(hex=state.old_base_sha)].peel(pygit2.Commit)
     rewrite = adoption.message_rewrite(state)
@@ -185,7 +184,7 @@ def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOd
     repo = ws.repo
     commit = repo[pygit2.Oid(hex=run.commits[run.done])].peel(pygit2.Commit)
     result = replay_commits(repo, [commit], pygit2.Oid(hex=run.new_head or state.onto_sha),
-                            committer=default_committer(repo), topic=run.name, odb=odb,
+                            committer=git_committer(repo), topic=run.name, odb=odb,
                             resolver=hooks.resolver)
     if result.conflict is None:
         raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
@@ -328,7 +327,7 @@ def _current(ws: Workspace) -> Workspace:
 # -- the entry points ----------------------------------------------------------------------------
 
 def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run: bool = False,
-          hooks: Hooks | None = None, merged: list[merged_rules.MergedRule] | None = None,
+          hooks: Hooks = NO_HOOKS, merged: list[merged_rules.MergedRule] | None = None,
           progress: Progress | None = None, door: WriteOperation | None = None) -> Outcome:
     repo = ws.repo
     require_git()  # before anything: a rebase that could not finish must not start
@@ -344,7 +343,7 @@ def start(ws: Workspace, onto_spec: str, *, skip: tuple[str, ...] = (), dry_run:
         return _start(_current(ws), onto_spec, skip, False, hooks, merged, progress, opened)
 
 
-def _start(ws: Workspace, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks | None,
+def _start(ws: Workspace, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
            merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
            door: WriteOperation | None) -> Outcome:
     repo = ws.repo
@@ -365,12 +364,11 @@ def _start(ws: Workspace, onto_spec: str, skip: tuple[str, ...], dry_run: bool, 
         config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(), topics=runs,
         skip=list(skip), started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     odb = MemOdb(repo)
-    hooks = hooks or default_hooks(ws.series)
     _advance(ws, state, odb, hooks, merged, progress)
     return _finish_or_halt(ws, state, odb, dry_run, hooks, door)
 
 
-def begin(ws: Workspace, state: st.RebaseState, *, hooks: Hooks | None = None,
+def begin(ws: Workspace, state: st.RebaseState, *, hooks: Hooks = NO_HOOKS,
           door: WriteOperation | None = None) -> Outcome:
     """Replay a state built by another command, then halt on a conflict or commit; what
     `kind` ends with is decided in _commit (series adopt-upstream: kind "adopt")."""
@@ -380,7 +378,6 @@ def begin(ws: Workspace, state: st.RebaseState, *, hooks: Hooks | None = None,
     with _door(ws, door, state.kind, None) as opened:
         st.clear(ws.repo)  # temporary refs of a run killed before it saved its state
         odb = MemOdb(ws.repo)
-        hooks = hooks or default_hooks(ws.series)
         _advance(ws, state, odb, hooks, None, None)
         return _finish_or_halt(ws, state, odb, False, hooks, opened)
 
@@ -419,7 +416,7 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
         raw = _raw_commit(repo, commit)
         rewrite = adoption.message_rewrite(state)
         message = rewrite(commit).encode(raw.encoding, "replace") if rewrite else raw.message
-        new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(default_committer(repo)),
+        new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(git_committer(repo)),
                          message, raw.extra)
     if new is None:
         run.dropped.append(str(commit.id))
@@ -436,7 +433,7 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
     st.save(repo, state)
 
 
-def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
+def continue_rebase(ws: Workspace, *, hooks: Hooks = NO_HOOKS,
                     merged: list[merged_rules.MergedRule] | None = None,
                     progress: Progress | None = None, kind: str = "rebase",
                     door: WriteOperation | None = None) -> Outcome:
@@ -445,11 +442,10 @@ def continue_rebase(ws: Workspace, *, hooks: Hooks | None = None,
         return _continue(_current(ws), hooks, merged, progress, kind, opened)
 
 
-def _continue(ws: Workspace, hooks: Hooks | None, merged: list[merged_rules.MergedRule] | None,
+def _continue(ws: Workspace, hooks: Hooks, merged: list[merged_rules.MergedRule] | None,
               progress: Progress | None, kind: str, door: WriteOperation) -> Outcome:
     repo = ws.repo
     state = _require(ws, "continue", kind)
-    hooks = hooks or default_hooks(ws.series)
     odb = MemOdb(repo)
     if state.phase == "committing":
         op = refs.find(repo, state.op_id or "")

@@ -27,7 +27,7 @@ _RANGE_LINE = re.compile(r"^\s*(?:\d+|-):\s+(?:[0-9a-f]+|-+)\s+([=!<>])\s")
 
 
 def _subject(repo: pygit2.Repository, sha: str) -> str:
-    return repo[pygit2.Oid(hex=sha)].message.split("\n", 1)[0]  # type: ignore[attr-defined]
+    return str(repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit).message.split("\n", 1)[0])
 
 
 def _summary(run: TopicRun) -> dict[str, int]:
@@ -179,7 +179,7 @@ def upstream_lines(topic: dict[str, Any]) -> list[str]:
 def write(repo: pygit2.Repository, report: dict[str, Any], text: str) -> Path:
     directory = state_dir(repo) / "reports"
     directory.mkdir(parents=True, exist_ok=True)
-    base = directory / report["id"]
+    base = directory / str(report["id"])
     full = [text]
     for t in report["topics"]:
         if t.get("range_diff_text"):
