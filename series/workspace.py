@@ -308,13 +308,13 @@ def disk_error(exc: OSError) -> SeriesError:
 def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
               config_path: Path | None = None, seen: str | None = None,
               resumes: str | None = None) -> Iterator[WriteOperation]:
-    """The write door (module docstring). `resumes`: the halted kind ("rebase", "adopt")
-    this command goes on with, which the halt guard then lets through."""
+    """The write door (module docstring). `resumes`: the kind of halted operation this
+    command goes on with (series.engine.state.Halt.kind), which the halt guard lets through."""
     try:
         with refs.Lock(repo, command):
             notes = refs.recover(repo)
             state = halted.load(repo)
-            if state is not None and state.kind != resumes:
+            if state is not None and state.halt.kind != resumes:
                 raise SeriesError(halted.halted_message(state, f"series {command}"))
             yield WriteOperation(repo, command, summary, config_path, seen, notes)
     except OSError as exc:

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from series.commands import rebase_reach as history
+from series.commands import rebase_text
 from series.engine import rebase as engine
 from series.engine import report as reports
+from series.engine.ending import Identity, TopicsEnding
 from series import validate
 from series.resolutions import engine_hooks
 from series.errors import SeriesError
@@ -15,6 +17,14 @@ from series.git.cli import git
 from series.git import partial
 from series.git.repo import resolve_release, workdir
 from series.workspace import Workspace
+
+
+# How a rebase ends (series.engine.ending): every topic's branch, the integration branch,
+# upstream.base and the topics found merged; these are its words.
+ENDING = TopicsEnding(Identity(
+    kind="rebase", verb="rebase", resume="series rebase", noun="a rebase",
+    what="a series rebase is in progress",
+    nothing="no rebase in progress: nothing to {action} (start one with 'series rebase --onto REF')"))
 
 
 @dataclass(frozen=True)
@@ -40,9 +50,9 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
 def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
             reach: tuple[str, Any] | None = None) -> Result:
     report_id = outcome.op_id or (f"dry-run-{engine._stamp()}" if outcome.dry_run else outcome.state.id)
-    data = reports.build(ws.repo, outcome, report_id)
+    data = reports.build(ws.repo, outcome, report_id, "rebase")
     history.annotate(ws, outcome, data, bisect=bisect)
-    text = reports.render(data, ws.series.integration)
+    text = rebase_text.render(data, ws.series.integration)
     if reach is not None:
         data["as_far_as_possible"] = reach[1].as_json()
         text = history.render_reach(reach[1], reach[0], outcome.state.old_base_name) + "\n" + text
@@ -74,11 +84,11 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         as_far_as_possible: bool = False) -> Result:
     repo = ws.repo
     if abort:
-        state = engine.abort_rebase(ws)
+        state = engine.abort_rebase(ws, ENDING)
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
         return Result({"status": "aborted", "id": state.id}, text, "", False)
     if resume:
-        return _finish(ws, engine.continue_rebase(ws, hooks=engine_hooks(ws.series), progress=progress))
+        return _finish(ws, engine.continue_rebase(ws, ENDING, hooks=engine_hooks(ws.series), progress=progress))
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -88,7 +98,7 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
     _blobs_for(ws, onto)
     if as_far_as_possible and engine.in_progress(ws) is None:
         return _as_far(ws, onto, skip, dry_run, progress)
-    outcome = engine.start(ws, onto, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress)
+    outcome = engine.start(ws, onto, ENDING, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress)
     return _finish(ws, outcome, bisect=bisect)
 
 
@@ -103,6 +113,6 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
                 "as_far_as_possible": found.as_json()}
         return Result(data, text, "", True)
     target = onto if found.complete or found.target is None else found.target.sha
-    outcome = engine.start(ws, target, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series),
+    outcome = engine.start(ws, target, ENDING, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series),
                            progress=progress)
     return _finish(ws, outcome, reach=(name, found))

@@ -68,9 +68,9 @@ def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, 
         if run.outcome == "conflict" and run.conflict:
             if history is None:
                 history = attribution.upstream_commits(repo, old.id, onto.id)
-            ours = _commit(repo, run.conflict["commit"]).tree
+            ours = _commit(repo, run.conflict.commit).tree
             upstream = {}
-            for path in run.conflict["files"]:
+            for path in run.conflict.files:
                 found = attribution.attribute(repo, old.id, onto.id, ours, path, history)
                 upstream[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
                                   "more": max(0, len(found) - SHOWN)}

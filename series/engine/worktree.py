@@ -99,7 +99,7 @@ class Resolution:
 
 
 def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[str],
-                    command: str = "series rebase") -> Resolution:
+                    command: str) -> Resolution:
     """The resolved tree from the worktree's index; refuse while conflicts remain."""
     if not path.exists():
         raise SeriesError(f"the conflict worktree {path} is missing; run '{command} --abort' "
