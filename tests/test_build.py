@@ -10,7 +10,7 @@ import pygit2
 import pytest
 
 from series.build import fetch
-from series.commands import build as build_cmd
+from series.verbs import build as build_cmd
 from series.workspace import open_workspace
 from tests.conftest import run_series, sh
 from tests.fakewheel import build_wheel, install_wheel, tree_files

@@ -9,7 +9,7 @@ from tests.conftest import run_series
 
 BUG_SCRIPT = """
 import sys
-import series.commands.status as status
+import series.verbs.status as status
 def broken(ws):
     raise RuntimeError("boom from a test")
 status.run = broken

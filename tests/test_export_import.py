@@ -106,7 +106,7 @@ def test_import_is_journaled_idempotent_and_undoable(fork: Path, upstream: Path,
     assert {t["action"] for t in json.loads(again)["topics"]} == {"unchanged"}, again
     log = sh("ls .git/series/journal", fresh).split()
     assert len(log) == 1, log
-    from series.commands import undo
+    from series.verbs import undo
 
     undo.run(pygit2.Repository(str(fresh)))  # what 'series undo' runs
     assert "topic/" not in sh("git branch", fresh), "undo removes the imported branches"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pytest_httpserver import HTTPServer
 
-from series.commands.preflight import signed_off
+from series.verbs.preflight import signed_off
 from tests.conftest import run_series, sh
 from tests.repos import add_pull_request, build_fork, build_upstream, commit_files, git, github_fixture
 

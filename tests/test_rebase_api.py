@@ -8,7 +8,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.commands.rebase import ENDING as REBASE
+from series.verbs.rebase import ENDING as REBASE
 from series.engine import rebase as engine
 from series.engine.merged import MergedContext, MergedVerdict
 from series.engine.replay import replay_commits

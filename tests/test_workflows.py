@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from series.commands import ci
+from series.verbs import ci
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = (ROOT / "README.md", ROOT / "ci" / "README.md")

@@ -42,7 +42,7 @@ BLOB = pygit2.enums.FileMode.BLOB
 BASE = "v0.30.0"
 COPIES = 9
 # what every one of the timed commands imports before doing any work
-IMPORTS = ("import series.cli.basic, series.commands.touches, series.commands.status, "
+IMPORTS = ("import series.cli, series.verbs.touches, series.verbs.status, "
            "series.config, series.workspace, pygit2, ruamel.yaml")
 
 

@@ -53,7 +53,7 @@ Progress = Callable[[str, int, int], None]  # (topic being replayed, its number,
 
 @dataclass
 class Outcome:
-    """What a rebase step ended with; series.commands.rebase turns it into the report."""
+    """What a rebase step ended with; series.verbs.rebase turns it into the report."""
 
     state: st.RebaseState
     finished: bool                      # refs moved (or, dry run: would move)
@@ -214,7 +214,7 @@ def _materialize(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
     path = st.worktree_path(repo)
-    notes = wt.materialize(repo, path, stop)
+    notes = wt.materialize(repo, path, stop, state.halt.resume)
     st.fault("rebase-after-worktree")
     state.materialized = True
     st.save(repo, state)

@@ -1,6 +1,6 @@
 """The core: replay commits onto a new base in memory, with git's merge-ort answers.
 
-Public API (stable; adopt-upstream, the integration build and bisection use it):
+Public API (stable; the adoption of upstream PRs, the integration build and bisection use it):
 
     replay_commits(repo, commits, onto, *, committer=None, rewrite_message=None,
                    resolver=None, topic="", odb=None) -> ReplayResult

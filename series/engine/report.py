@@ -1,6 +1,6 @@
 """The rebase report: per topic clean / conflict (files) / merged upstream / commits dropped,
 with a range-diff summary, kept under .git/series/reports/<id>.json and .txt. The verb
-words it (series.commands.rebase_text) and names itself in it (`command`).
+words it (series.verbs.rebase.text) and names itself in it (`command`).
 
 The range-diff counts (= same patch, ! changed, < dropped, > new) come from the replay
 itself: it knows each old commit's new commit, and whether its patch had to change. For

@@ -8,7 +8,7 @@ replay stops, the engine asks a *resolver*:
 
 Bytes are used as the file's content and the report says "resolved from memory"; None
 leaves the conflict to a human. After the human resolves it in the rebase worktree,
-`series rebase --continue` calls a *recorder* for each path that had conflicted:
+the operation's `--continue` calls a *recorder* for each path that had conflicted:
 
     recorder(topic_name, path, conflict, resolved_bytes) -> None
 

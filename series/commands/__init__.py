@@ -1,1 +1,0 @@
-"""One module per verb; each exposes run(...) taking its collaborators as arguments."""

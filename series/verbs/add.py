@@ -1,0 +1,108 @@
+"""`series add`: append a topic to series.yaml, touching only the lines it adds.
+
+The edit goes through the write door (series.workspace): the new entry is spliced in,
+the user's comments, key order and quoting survive, the result is validated before it
+replaces the file, and the operation is journaled, so `series undo` takes it out again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import click
+
+from series import config
+from series.cli import Context, emit, pass_ctx
+from series.errors import SeriesError
+from series.git.repo import branch_commit, topic_range
+from series.verbs.init import topic_name
+from series.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class AddResult:
+    name: str
+    branch: str
+    after: str | None
+    commits: int
+    on_base: bool
+    position: int
+    total: int
+
+
+def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | None = None,
+        summary: str | None = None, scope: Sequence[str] = (), depends_on: Sequence[str] = ()) -> AddResult:
+    series, repo = ws.series, ws.repo
+    if branch.startswith("refs/heads/"):
+        branch = branch[len("refs/heads/"):]
+    head = branch_commit(repo, branch)
+    if head is None:
+        remote_refs = [r for r in repo.references
+                       if r.startswith("refs/remotes/") and r.endswith(f"/{branch}")]
+        hint = (f": create it from {remote_refs[0][len('refs/remotes/'):]} with "
+                f"'git branch {branch} {remote_refs[0][len('refs/remotes/'):]}'" if remote_refs
+                else ": create it first (git branch NAME START)")
+        raise SeriesError(f"no local branch '{branch}'{hint}")
+    for topic in series.topics:
+        if topic.branch == branch:
+            raise SeriesError(f"{series.path.name}:{topic.line}: branch '{branch}' is already "
+                              f"topic '{topic.name}'")
+    name = name or topic_name(branch)
+    if not config.NAME_RE.match(name):
+        raise SeriesError(f"--name {name}: use lowercase [a-z0-9._-], e.g. offload-evict-fix")
+    known = {t.name: t for t in series.topics}
+    if name in known:
+        raise SeriesError(f"{series.path.name}:{known[name].line}: a topic named '{name}' exists "
+                          f"already: pass --name NAME")
+    for ref in ([after] if after else []) + list(depends_on):
+        if ref not in known:
+            raise SeriesError(f"no topic named '{ref}' in {series.path.name} "
+                              f"(topics: {', '.join(known) or 'none'})")
+    base = ws.base_commit()
+    hide = [h.id for d in depends_on if (h := branch_commit(repo, known[d].branch)) is not None]
+    span = topic_range(repo, base, head, series.upstream.remote, hide=hide)
+    fields = {"name": name, "branch": branch, "summary": summary,
+              "scope": list(scope) or None, "depends_on": list(depends_on) or None}
+    with ws.operation("add", f"add {name} ({branch})") as op:
+        op.add_topic(fields, after=after)
+        op.commit()
+    names = [t.name for t in ws.reload().series.topics]
+    return AddResult(name, branch, after, len(span.commits), span.start.id in {base.id, *hide},
+                     names.index(name) + 1, len(names))
+
+
+def render(ws: Workspace, result: AddResult) -> str:
+    where = f"after {result.after}" if result.after else "at the end"
+    out = [f"added topic {result.name} ({result.branch}, {result.commits} commit"
+           f"{'s' if result.commits != 1 else ''} over {ws.series.upstream.base}) to "
+           f"{ws.series.path.name} {where}: {result.position} of {result.total}"]
+    if not result.on_base:
+        out.append(f"warning: {result.branch} does not sit on {ws.series.upstream.base}; "
+                   "'series check' will flag it until it is rebased")
+    return "\n".join(out)
+
+
+@click.command("add")
+@click.argument("branch")
+@click.option("--name", help="Topic name (default: the branch's last path component, "
+                             "lowercased to [a-z0-9._-]).")
+@click.option("--after", metavar="TOPIC", help="Insert after this topic instead of at the end.")
+@click.option("--summary", help="One line saying what the topic does.")
+@click.option("--scope", multiple=True, metavar="PATH",
+              help="Path the topic claims to stay inside (repeatable; 'series check' enforces it).")
+@click.option("--depends-on", "depends_on", multiple=True, metavar="TOPIC",
+              help="Topic this one is built on (repeatable; must come earlier).")
+@pass_ctx
+def command(ctx: Context, branch: str, name: str | None, after: str | None, summary: str | None,
+        scope: tuple[str, ...], depends_on: tuple[str, ...]) -> None:
+    """Add BRANCH to series.yaml as a topic, keeping the file's comments and order.
+
+    \b
+      series add topic/offload-evict-fix --scope vllm/v1/kv_offload/
+      series add fix/sched --name sched-fix --after offload-evict-fix
+    """
+
+    ws = ctx.workspace(check_branches=False)
+    result = run(ws, branch, name=name, after=after, summary=summary, scope=scope,
+                     depends_on=depends_on)
+    emit(render(ws, result))

@@ -1,0 +1,183 @@
+"""`series check`: series.yaml against the repository, and every scope: claim against
+the real diff. The machine-checked form of "our series does not touch X".
+
+Loading already rejects what the file alone shows (unknown keys, duplicate names,
+dangling depends_on/superseded_by); this adds what needs the repository: the base
+resolves, active branches exist and sit on the base (or on the topics they depend on),
+and each active topic changes only files inside its scope. Every problem is reported,
+not just the first, each with the line of series.yaml to fix.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import click
+import pygit2
+
+from series.analysis.touches import matches_any, parse_spec
+from series.cli import Context, emit, emit_json, pass_ctx
+from series.errors import SeriesError
+from series.git.repo import branch_commit, resolve_commit
+from series.model import Topic
+from series.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Finding:
+    line: int
+    key: str                 # where in series.yaml, e.g. "topics (api-hello).scope"
+    message: str
+    topic: str | None = None
+    files: tuple[str, ...] = ()
+
+
+@dataclass
+class Report:
+    config: str
+    base: str
+    topics: int
+    active: int
+    scopes_checked: int = 0
+    problems: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+class _Checker:
+    def __init__(self, ws: Workspace, report: Report):
+        self.ws, self.report = ws, report
+        self.lines = ws.series.lines
+
+    def _finding(self, topic: Topic | None, key: str, message: str, files: tuple[str, ...] = ()) -> Finding:
+        if topic is None:
+            return Finding(self.lines.get(key, 1), key, message, None, files)
+        line = self.lines.get(f"topics.{topic.name}.{key}", topic.line)
+        return Finding(line, f"topics ({topic.name}).{key}", message, topic.name, files)
+
+    def problem(self, topic: Topic | None, key: str, message: str, files: tuple[str, ...] = ()) -> None:
+        self.report.problems.append(self._finding(topic, key, message, files))
+
+    def warn(self, topic: Topic | None, key: str, message: str) -> None:
+        self.report.warnings.append(self._finding(topic, key, message))
+
+
+def run(ws: Workspace) -> Report:
+    series, repo = ws.series, ws.repo
+    report = Report(config=str(series.path), base=series.upstream.base,
+                    topics=len(series.topics), active=len(series.active()))
+    check = _Checker(ws, report)
+    try:
+        base: pygit2.Commit | None = resolve_commit(repo, series.upstream.base, "ref")
+    except SeriesError as exc:
+        check.problem(None, "upstream.base", str(exc))
+        base = None
+    if series.upstream.remote not in [r.name for r in repo.remotes]:
+        check.warn(None, "upstream.remote", f"'{series.upstream.remote}' is not a remote of this "
+                   f"repository (git remote add {series.upstream.remote} <vLLM url>)")
+    heads = {t.name: branch_commit(repo, t.branch) for t in series.topics}
+    by_name = {t.name: t for t in series.topics}
+    for topic in series.topics:
+        head = heads[topic.name]
+        for target in ([topic.superseded_by] if topic.superseded_by else []):
+            if not by_name[target].active:
+                check.warn(topic, "superseded_by", f"'{target}' is {by_name[target].status.value}, not active")
+        if topic.merged_in is not None:
+            try:
+                resolve_commit(repo, topic.merged_in, "ref")
+            except SeriesError as exc:
+                check.warn(topic, "merged_in", str(exc))
+        if not topic.active:
+            continue
+        if head is None:
+            check.problem(topic, "branch", f"branch '{topic.branch}' does not exist "
+                          "(create it, fix the name, or set status: dropped)")
+            continue
+        for dep in topic.depends_on:
+            if not by_name[dep].active:
+                check.warn(topic, "depends_on", f"'{dep}' is {by_name[dep].status.value}: "
+                           "this topic will be replayed onto what it depends on next, or the base")
+            dep_head = heads[dep]
+            if by_name[dep].active and dep_head is not None and dep_head.id != head.id \
+                    and not repo.descendant_of(head.id, dep_head.id):
+                check.problem(topic, "depends_on", f"branch '{topic.branch}' does not contain "
+                              f"'{by_name[dep].branch}' (rebuild it on that branch, or drop depends_on)")
+        if base is not None:
+            _check_range(check, topic, base, head, heads)
+    return report
+
+
+def _check_range(check: _Checker, topic: Topic, base: pygit2.Commit, head: pygit2.Commit,
+                 heads: dict[str, pygit2.Commit | None]) -> None:
+    ws = check.ws
+    own = ws.own(topic)  # series.topics: upstream's and its dependencies' commits hidden
+    assert own is not None, "checked by the caller: the branch exists"
+    if not own.commits:
+        check.warn(topic, "branch", f"'{topic.branch}' has no commits of its own over {ws.series.upstream.base}")
+    elif not own.on_base:
+        check.problem(topic, "branch", f"'{topic.branch}' sits on {str(own.start.id)[:12]}, not on "
+                      f"{ws.series.upstream.base}: rebase it onto the base (series rebase)")
+    if not topic.scope:
+        return
+    check.report.scopes_checked += 1
+    specs = [parse_spec(s) for s in topic.scope]
+    outside = tuple(path for path in own.paths if not matches_any(specs, path))
+    if outside:
+        n = len(outside)
+        check.problem(topic, "scope", f"{n} file{'s' if n != 1 else ''} outside scope "
+                      f"[{', '.join(topic.scope)}]", outside)
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    data = asdict(report)
+    data["ok"] = report.ok
+    return data
+
+
+def render(report: Report) -> str:
+    name = report.config.rsplit("/", 1)[-1]
+    out = []
+    for f in report.problems:
+        out.append(f"{name}:{f.line}: {f.key}: {f.message}{':' if f.files else ''}")
+        out.extend(f"    {path}" for path in f.files)
+    for f in report.warnings:
+        out.append(f"{name}:{f.line}: warning: {f.key}: {f.message}")
+    if report.ok:
+        n = report.scopes_checked
+        scopes = ("no scope: claims to check" if n == 0 else
+                  "1 scope claim holds" if n == 1 else f"{n} scope claims hold")
+        out.append(f"ok: {report.topics} topics ({report.active} active) over {report.base}: "
+                   f"branches exist and sit on the base, {scopes}")
+    else:
+        topics = {f.topic for f in report.problems if f.topic}
+        n = len(report.problems)
+        out.append(f"check failed: {n} problem{'s' if n != 1 else ''}"
+                   + (f" in {len(topics)} of {report.active} active topics" if topics else ""))
+    return "\n".join(out)
+
+
+@click.command("check")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def command(ctx: Context, as_json: bool) -> int:
+    """Validate series.yaml against the repository, and every scope: claim against the diff.
+
+    \b
+    Checks that upstream.base resolves, that every active topic's branch exists and sits
+    on the base (or on the topics it depends_on, which it must contain), and that each
+    active topic with a scope: changes only files inside it (same matching as
+    'series touches': directories at a '/' boundary, files, globs).
+    Exit 0 with a one-line ok; exit 1 naming each topic, line and file out of place:
+      series check || exit 1     # in CI: "our series does not touch X", enforced
+    """
+
+    ws = ctx.workspace(check_branches=False)
+    report = run(ws)
+    if as_json:
+        emit_json(to_json(report))
+    else:
+        emit(render(report))
+    return 0 if report.ok else 1

@@ -1,0 +1,124 @@
+"""`series ci report`: the nightly's Markdown, for a job summary or an issue body.
+
+Tables, not code blocks: one row per topic (status, commits, lines, and the rebase
+outcome when a `series rebase --json` report is given), a `<details>` block per topic
+with its files, a Mermaid picture of topics x directories (which topics meet where, the
+collisions in red), and the upstream CI steps that cover the series, the long list folded.
+GitHub renders all of it in a job summary and an issue; it stays readable as plain text.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from series.errors import SeriesError
+from series.workspace import Workspace
+
+STEPS_SHOWN = 25
+
+
+def _cell(value: object) -> str:
+    """A table cell: pipes escaped, newlines folded (a cell is one line)."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _load(path: Path | None, what: str) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SeriesError(f"{path}: not a {what} --json document ({exc})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _node(prefix: str, name: str) -> str:
+    return prefix + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def mermaid(matrix: dict[str, Any]) -> list[str]:
+    """flowchart LR: topic --files--> directory; a directory two topics change is red."""
+    lines = ["```mermaid", "flowchart LR"]
+    for topic in matrix.get("topics", []):
+        lines.append(f'  {_node("t_", topic["name"])}(["{topic["name"]}"])')
+    for row in matrix.get("directories", []):
+        node = _node("d_", row["path"])
+        lines.append(f'  {node}["{row["path"]}"]')
+        for name, files in row["topics"].items():
+            lines.append(f"  {_node('t_', name)} -- {files} --> {node}")
+        if len(row["topics"]) > 1:
+            lines.append(f"  style {node} fill:#f8d7da,stroke:#b60205")
+    lines.append("```")
+    return lines
+
+
+def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
+          onto: str | None = None, depth: int = 2) -> str:
+    from series.verbs import status, test, touches
+
+    rows = status.run(ws)
+    rebase_data = _load(rebase, "series rebase")
+    build_data = _load(built, "series build")
+    outcome = {r.get("name"): r for r in rebase_data.get("topics", []) if isinstance(r, dict)}
+    base = ws.series.upstream.base
+    out = [f"# series: {base}" + (f" -> {onto}" if onto and onto != base else ""), ""]
+
+    summary = [("base", f"`{base}` ({str(ws.base_commit().id)[:12]})"),
+               ("active topics", f"{len(ws.series.active())} of {len(rows)}")]
+    if rebase_data:
+        summary.append(("rebase", f"**{rebase_data.get('status', '?')}**"))
+    if build_data.get("wheel"):
+        summary.append(("wheel", f"`{Path(build_data['wheel']).name}`"))
+    if build_data.get("integration", {}).get("branch"):
+        integ = build_data["integration"]
+        summary.append(("integration", f"`{integ['branch']}` at `{str(integ['sha'])[:12]}`"))
+    out += ["| | |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in summary), ""]
+
+    out += ["## Topics", "", "| topic | status | commits | files | lines | rebase |", "|---|---|---:|---:|---|---|"]
+    for r in rows:
+        lines = "" if r.added is None else f"+{r.added} −{r.deleted}"
+        done = outcome.get(r.name, {})
+        result = done.get("outcome", "")
+        conflict = done.get("conflict")
+        if isinstance(conflict, dict):
+            files = ", ".join(f"`{f if isinstance(f, str) else f.get('path', f)}`" for f in conflict.get("files", []))
+            result = f"**conflict** at {str(conflict.get('commit', ''))[:12]} {conflict.get('subject', '')}: {files}"
+        out.append(f"| {_cell(r.name)} | {r.status} | {'' if r.commits is None else r.commits} | "
+                   f"{'' if r.files is None else r.files} | {lines} | {_cell(result)} |")
+    out.append("")
+
+    from series.analysis import touches as analysis
+
+    present, _missing = analysis.select_topics(ws, False)
+    for diff in analysis.topic_diffs(ws, present):
+        paths = sorted(c.path for c in diff.changes)
+        out += [f"<details><summary>{diff.topic.name}: {len(paths)} file(s)</summary>", ""]
+        out += [f"- `{p}`" for p in paths] + ["", "</details>", ""]
+
+    grid = touches.matrix_json(touches.run_matrix(ws, depth, False))
+
+    out += [f"## Topics × directories (depth {depth})", ""] + mermaid(grid) + [""]
+    if grid["collisions"]:
+        out += ["Files more than one topic changes (they meet when replayed):", ""]
+        out += [f"- `{c['path']}`: {', '.join(t['name'] for t in c['topics'])}" for c in grid["collisions"]]
+        out.append("")
+
+    try:
+        plan = test.select(ws)
+    except SeriesError as exc:  # an upstream without test_areas: say so, keep the report
+        out += ["## Upstream CI steps", "", f"not selected: {exc}", ""]
+        return "\n".join(out)
+    out += ["## Upstream CI steps covering the series", "",
+            f"{len(plan.selected)} steps of {plan.base}.", ""]
+    table = ["| step | device | topics | |", "|---|---|---|---|"]
+    table += [f"| {_cell(s.step.label)} | {s.step.device or ''} | {_cell(', '.join(s.topics))} | "
+              f"{'optional' if s.step.optional else ''} |" for s in plan.selected]
+    if len(plan.selected) <= STEPS_SHOWN:
+        out += table
+    else:
+        out += table[:2 + STEPS_SHOWN]
+        out += ["", f"<details><summary>{len(plan.selected) - STEPS_SHOWN} more steps</summary>", ""]
+        out += table[:2] + table[2 + STEPS_SHOWN:] + ["", "</details>"]
+    return "\n".join(out) + "\n"

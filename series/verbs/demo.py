@@ -1,0 +1,163 @@
+"""`series demo`: build a small vLLM-shaped upstream and a fork, then run the tour.
+
+Each step prints the command line a user would type and its real output (the demo runs
+the real CLI as a subprocess in the demo fork), so the demo is also an end-to-end check.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from series import demo
+from series.cli import emit
+from series.errors import SeriesError
+
+
+@dataclass(frozen=True)
+class Step:
+    say: str                      # what the step shows, in one sentence
+    argv: tuple[str, ...]         # series arguments
+    expect: tuple[int, ...] = (0,)
+    before: Callable[[Path], None] | None = field(default=None, compare=False)
+    shell: str | None = None      # a git command the user would type instead
+
+
+def _resolve_stats_conflict(fork: Path) -> None:
+    """What the maintainer does in the conflict worktree: keep both changes, git add."""
+    from series.engine.state import worktree_path
+    from series.git.repo import open_repo
+
+    root = worktree_path(open_repo(fork))  # where the halted rebase laid the conflict out
+    path = root / "vllm/v1/kv_offload/cpu/manager.py"
+    if not path.exists():
+        raise SeriesError(f"demo: the conflict worktree was not found at {root}")
+    text = demo.MANAGER_V031.replace(
+        "            if not self.free:\n                self._evict_one()\n",
+        "            if not self.free:\n                self.evictions += 1\n                self._evict_one()\n",
+    ).replace("        self.free = list(range(num_blocks))\n",
+              "        self.free = list(range(num_blocks))\n        self.evictions = 0\n")
+    path.write_text(text)
+    subprocess.run(["git", "add", "vllm/v1/kv_offload/cpu/manager.py"], cwd=root, check=True)
+    shown = path.relative_to(fork) if path.is_relative_to(fork) else path
+    print(f"  (resolved {shown} by hand and ran `git add` there)")
+
+
+STEPS: list[Step] = [
+    Step("A fresh clone of upstream: bring in the fork's series from its patch files "
+         "(series.yaml comes along):", ("import", "{topics}")),
+    Step("What the fork carries over upstream v0.30.0:", ("status",)),
+    Step("Does our series touch the offload directory? (exit 1 would mean no topic does)",
+         ("touches", "vllm/v1/kv_offload")),
+    Step("Where topics sit across upstream's tree, and where they overlap:", ("touches",)),
+    Step("Every topic's scope claim, checked against its real diff:", ("check",)),
+    Step("Which upstream files changed since our base that our topics also touch:",
+         ("touches", "--between", "v0.30.0..v0.31.0")),
+    Step("Upstream PR #61050 fixes the same eviction bug: carry it instead of our topic, "
+         "authorship kept:", ("adopt-upstream", "61050", "--replaces", "offload-evict-fix")),
+    Step("A new release is out. How far along its history does the whole series still apply? "
+         "(a dry run: nothing moves)", ("rebase", "--onto", "v0.31", "--as-far-as-possible", "--dry-run")),
+    Step("Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
+         "report names the upstream PR behind each):", ("rebase", "--onto", "v0.31"), expect=(3,)),
+    Step("Resolve in the printed worktree, then go on:", ("rebase", "--continue"),
+         before=_resolve_stats_conflict),
+    Step("The series after the rebase:", ("status",)),
+    Step("The operations so far (each can be undone with `series undo`):", ("log",)),
+    Step("v0.32 squash-merges #61050: the adopted PR retires by itself:",
+         ("rebase", "--onto", "v0.32")),
+    Step("Upstream CI steps that cover what the series touches:", ("test",)),
+    Step("The patched wheel: the release wheel with the series overlaid:",
+         ("build", "--wheel", "{wheel}")),
+    Step("Evidence for a PR comment: upstream's tests over the release build (the v0.32.0 wheel, "
+         "installed in its own environment), with and without the topic whose conflict we resolved:",
+         ("test", "offload-stats", "--run", "--python", "{env}", "--without", "offload-stats")),
+    Step("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
+         "the guide allows, the description, and the duplicate search last (nothing is sent):",
+         ("propose", "offload-stats", "--dry-run")),
+]
+
+
+def _evidence_env(directory: Path, wheel: Path, python: str) -> Path | None:
+    """A venv holding the release wheel, and this interpreter's pytest (None without one).
+
+    The venv has no pip: the demo wheel is pure Python, so installing it is unpacking it
+    into the venv's site-packages; a .pth line lets the venv import this environment's
+    pytest after its own packages, so its vllm is the wheel's.
+    """
+    import zipfile
+
+    probe = subprocess.run([python, "-c", "import pytest, site; print('\\n'.join(site.getsitepackages()))"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return None
+    env = directory / "release-env"
+    subprocess.run([python, "-m", "venv", "--without-pip", str(env)], check=True, capture_output=True)
+    env_python = env / "bin" / "python"
+    purelib = Path(subprocess.run([str(env_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(purelib)
+    (purelib / "zz-demo-pytest.pth").write_text(probe.stdout)
+    return env_python
+
+
+def run(directory: Path, echo: Callable[[str], None], python: str = sys.executable) -> Path:
+    directory = directory.resolve()
+    if directory.exists() and any(directory.iterdir()):
+        raise SeriesError(f"{directory} is not empty: give 'series demo' a new directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    upstream_path, fork = directory / "upstream.git", directory / "fork"
+    echo(f"Building a small upstream vLLM in {upstream_path} and a fork in {fork} ...")
+    upstream = demo.build_upstream(upstream_path)
+    demo.clone_fork(upstream_path, fork)
+    topics = demo.example_topics()
+    wheel = demo.build_release_wheel(upstream, "v0.32.0", directory / "wheels")
+    env_python = _evidence_env(directory, wheel, python)
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", SERIES_OFFLINE="1")
+    for number, step in enumerate(STEPS, 1):
+        argv = tuple(a.replace("{wheel}", str(wheel)).replace("{topics}", str(topics))
+                     .replace("{env}", str(env_python)) for a in step.argv)
+        echo("")
+        echo(f"## {number}. {step.say}")
+        if "{env}" in step.argv and env_python is None:
+            echo(f"(skipped: {python} has no pytest; `pip install pytest` and run the demo again)")
+            continue
+        if step.before is not None:
+            step.before(fork)
+        echo(f"$ series {shlex.join(argv)}")
+        proc = subprocess.run([python, "-m", "series", *argv], cwd=fork, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        output = proc.stdout.rstrip()
+        if output:
+            echo(output)
+        if proc.returncode not in step.expect:
+            raise SeriesError(f"demo step {number} (series {shlex.join(argv)}) exited "
+                              f"{proc.returncode}, expected {step.expect}")
+    echo("")
+    echo(f"Done. The fork is in {fork}: cd there and try 'series --help'.")
+    return fork
+
+
+@click.command("demo")
+@click.argument("directory", required=False, type=click.Path(path_type=Path, file_okay=False))
+def command(directory: Path | None) -> None:
+    """Build a small vLLM-shaped upstream and a fork in DIRECTORY, and run the tour.
+
+    \b
+    Works offline. DIRECTORY must be new or empty (default: a new temporary directory). The tour:
+    status, touches, check, adopt-upstream 61050, rebase onto v0.31 with a merged topic
+    and a conflict resolved, retiring the adopted PR on v0.32, test selection, and the
+    patched wheel.
+    """
+
+    if directory is None:
+        import tempfile
+
+        directory = Path(tempfile.mkdtemp(prefix="series-demo-"))
+    run(directory, emit)

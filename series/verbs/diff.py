@@ -1,0 +1,288 @@
+"""`series diff OLD NEW`: what changed between two versions of the series.
+
+OLD and NEW are each one of
+  - an export directory (holds an `order` file; see `series export`),
+  - a series.yaml file, or a git revision of one (`HEAD~1:series.yaml`),
+  - an operation id from `series log` (`00003`, or the full id): the series as that
+    operation left it; `00003^` is the series just before it.
+The report lists topics added, removed and changing status (superseded, merged, ...), a
+base change, and for every topic with commits on both sides a `git range-diff` summary.
+Operations carry commits (the journal keeps every ref's old and new value); an export
+is rebuilt in memory on its base to get commits; a series.yaml alone has none.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import click
+import pygit2
+
+from series import config
+from series.cli import Context, emit, emit_json, pass_ctx
+from series.errors import SeriesError
+from series.git.cli import git
+from series.git.refs import Operation, operations
+from series.git.repo import topic_range, workdir
+from series.model import Series
+from series.workspace import Workspace
+
+_DIFF_SIGNATURE = pygit2.Signature("series diff", "series@localhost", 0, 0)
+
+
+@dataclass
+class SeriesState:
+    label: str
+    series: Series
+    heads: dict[str, str] = field(default_factory=dict)  # topic -> head commit, when known
+
+
+@dataclass(frozen=True)
+class TopicChange:
+    topic: str
+    change: str                 # added, removed, status, commits
+    old_status: str | None = None
+    new_status: str | None = None
+    detail: str | None = None
+    range_diff: tuple[str, ...] = ()
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class SeriesDiff:
+    old: str
+    new: str
+    old_base: str
+    new_base: str
+    changes: list[TopicChange] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- reading one side
+
+def _parse_yaml(text: str, label: str, where: Path) -> Series:
+    return config.parse(text, where)[0]
+
+
+def _state_of_export(ws: Workspace, directory: Path, label: str) -> SeriesState:
+    from series.patches import format as fmt
+    from series.patches.export import patch_files, read_order
+    from series.patches.importer import make_commit, read_patch_file
+
+    yaml_path = directory / config.FILENAME
+    if not yaml_path.is_file():
+        raise SeriesError(f"{directory}: export without {config.FILENAME}")
+    series = _parse_yaml(config.read_text(yaml_path), label, yaml_path)
+    state = SeriesState(label, series)
+    try:
+        base = ws.repo.revparse_single(series.upstream.base).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return state  # base not in this clone: compare topics and statuses only
+    for name in read_order(directory):
+        parent = base
+        topic = next((t for t in series.topics if t.name == name), None)
+        if topic is not None:
+            for dep in topic.depends_on:
+                if dep in state.heads:
+                    parent = ws.repo[state.heads[dep]].peel(pygit2.Commit)
+        try:
+            for path in patch_files(directory, name):
+                patch = fmt.parse(read_patch_file(path), f"{name}/{path.name}")
+                parent = make_commit(ws.repo, parent, patch, _DIFF_SIGNATURE, f"{name}/{path.name}")
+        except SeriesError:
+            continue  # does not apply here: no commits for this topic
+        state.heads[name] = str(parent.id)
+    return state
+
+
+def _find_operation(ops: list[Operation], spec: str) -> int | None:
+    key = spec.rstrip("^")
+    for index, op in enumerate(ops):
+        if op.id == key:
+            return index
+    if re.fullmatch(r"\d{1,5}", key):
+        for index, op in enumerate(ops):
+            if int(op.id.split("-", 1)[0]) == int(key):
+                return index
+    return None
+
+
+def _state_of_operation(ws: Workspace, ops: list[Operation], index: int, before: bool,
+                        label: str) -> SeriesState:
+    """Refs and series.yaml as operation `index` left them (or found them, with `before`).
+
+    A ref's value then is the new value of its last move up to that point; a ref no
+    operation moved up to then has the old value of its first later move, or its value now.
+    """
+    done = [op for op in ops if op.state == "done"]
+    cut = ops[index]
+    upto = [op for op in done if op.id < cut.id or (op.id == cut.id and not before)]
+    after = [op for op in done if op not in upto]
+    refs: dict[str, str | None] = {}
+    for op in upto:
+        for move in op.moves:
+            refs[move.ref] = move.new
+    for op in after:
+        for move in op.moves:
+            refs.setdefault(move.ref, move.old)
+    text = None
+    for op in reversed(upto):
+        if op.config_after is not None:
+            text = op.config_after
+            break
+    if text is None:
+        text = next((op.config_before for op in after if op.config_before is not None), None)
+    if text is None:
+        text = config.read_text(ws.config_path)
+    series = _parse_yaml(text, label, ws.config_path)
+    state = SeriesState(label, series)
+    for topic in series.topics:
+        ref = f"refs/heads/{topic.branch}"
+        value = refs[ref] if ref in refs else _current(ws.repo, ref)
+        if value is not None:
+            state.heads[topic.name] = value
+    return state
+
+
+def _current(repo: pygit2.Repository, ref: str) -> str | None:
+    found = repo.references.get(ref)
+    return str(found.resolve().target) if found is not None else None
+
+
+def read_side(ws: Workspace, spec: str) -> SeriesState:
+    path = Path(spec)
+    if path.is_dir():
+        return _state_of_export(ws, path.resolve(), spec)
+    if path.is_file():
+        return SeriesState(spec, _parse_yaml(config.read_text(path), spec, path.resolve()))
+    ops = operations(ws.repo)
+    index = _find_operation(ops, spec)
+    if index is not None:
+        return _state_of_operation(ws, ops, index, spec.endswith("^"), spec)
+    if ":" in spec:
+        try:
+            blob = ws.repo.revparse_single(spec)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            blob = None
+        if isinstance(blob, pygit2.Blob):
+            return SeriesState(spec, _parse_yaml(config.decode_text(blob.data, spec), spec, ws.config_path))
+    raise SeriesError(f"'{spec}' is not an export directory, a series.yaml file, a revision like "
+                      "HEAD~1:series.yaml, or an operation id from 'series log'")
+
+
+# ---------------------------------------------------------------- comparing
+
+def _base_of(ws: Workspace, state: SeriesState) -> pygit2.Commit | None:
+    try:
+        return ws.repo.revparse_single(state.series.upstream.base).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+
+
+def _range(ws: Workspace, state: SeriesState, topic: str) -> str | None:
+    head = state.heads.get(topic)
+    base = _base_of(ws, state)
+    if head is None or base is None:
+        return None
+    span = topic_range(ws.repo, base, ws.repo[head].peel(pygit2.Commit), state.series.upstream.remote)
+    return f"{span.start.id}..{head}"
+
+
+def range_diff(ws: Workspace, old: str, new: str) -> tuple[tuple[str, ...], dict[str, int]]:
+    out = git(workdir(ws.repo), "range-diff", "--no-color", "-s", old, new).stdout
+    lines = tuple(line for line in out.splitlines() if line.strip())
+    counts = {"equal": 0, "changed": 0, "dropped": 0, "added": 0}
+    for line in lines:
+        m = re.match(r"^\s*[-\d]+:\s+\S+ ([=!<>]) ", line)
+        if m:
+            counts[{"=": "equal", "!": "changed", "<": "dropped", ">": "added"}[m.group(1)]] += 1
+    return lines, counts
+
+
+def run(ws: Workspace, old_spec: str, new_spec: str) -> SeriesDiff:
+    old, new = read_side(ws, old_spec), read_side(ws, new_spec)
+    result = SeriesDiff(old_spec, new_spec, old.series.upstream.base, new.series.upstream.base)
+    old_topics = {t.name: t for t in old.series.topics}
+    new_topics = {t.name: t for t in new.series.topics}
+    for name, topic in new_topics.items():
+        if name not in old_topics:
+            result.changes.append(TopicChange(name, "added", new_status=topic.status.value))
+    for name, topic in old_topics.items():
+        if name not in new_topics:
+            result.changes.append(TopicChange(name, "removed", old_status=topic.status.value))
+    for name, topic in new_topics.items():
+        before = old_topics.get(name)
+        if before is None:
+            continue
+        if before.status != topic.status:
+            detail = None
+            if topic.superseded_by:
+                detail = f"by {topic.superseded_by}"
+            elif topic.merged_in:
+                detail = f"in {topic.merged_in}"
+            result.changes.append(TopicChange(name, "status", before.status.value, topic.status.value, detail))
+        if not (before.active and topic.active):
+            continue  # a merged or superseded topic's kept branch says nothing new
+        old_range, new_range = _range(ws, old, name), _range(ws, new, name)
+        if old_range and new_range:
+            lines, counts = range_diff(ws, old_range, new_range)
+            result.changes.append(TopicChange(name, "commits", before.status.value, topic.status.value,
+                                              range_diff=lines, counts=counts))
+    return result
+
+
+def render(diff: SeriesDiff) -> str:
+    out = [f"series diff {diff.old} -> {diff.new}"]
+    if diff.old_base != diff.new_base:
+        out.append(f"  base: {diff.old_base} -> {diff.new_base}")
+    structural = [c for c in diff.changes if c.change != "commits"]
+    for c in structural:
+        if c.change == "added":
+            out.append(f"  + {c.topic} (added, {c.new_status})")
+        elif c.change == "removed":
+            out.append(f"  - {c.topic} (removed, was {c.old_status})")
+        else:
+            out.append(f"  ~ {c.topic}: {c.old_status} -> {c.new_status}"
+                       + (f" ({c.detail})" if c.detail else ""))
+    commits = [c for c in diff.changes if c.change == "commits"]
+    if commits:
+        out.append("  commits (git range-diff):")
+        for c in commits:
+            parts = [f"{n} {k}" for k, n in c.counts.items() if n]
+            out.append(f"    {c.topic}: {', '.join(parts) or 'no commits'}")
+            out += [f"      {line.strip()}" for line in c.range_diff if not re.search(r" = ", line)]
+    if len(out) == 1:
+        out.append("  no differences")
+    return "\n".join(out)
+
+
+def to_json(diff: SeriesDiff) -> dict[str, object]:
+    data = asdict(diff)
+    for change in data["changes"]:
+        change["range_diff"] = list(change["range_diff"])
+    return data
+
+
+@click.command("diff")
+@click.argument("old")
+@click.argument("new")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def command(ctx: Context, old: str, new: str, as_json: bool) -> None:
+    """Compare two versions of the series: topics added, removed, changing status, and a
+    per-topic 'git range-diff' summary where both sides have commits.
+
+    
+    OLD and NEW are each one of:
+      patches/  old-export/       export directories ('series export')
+      HEAD~1:series.yaml          a series.yaml revision (or a series.yaml file)
+      00003   00003^              an operation from 'series log' (^: just before it)
+    Example, what the last rebase changed:  series diff 00004^ 00004
+    """
+
+    ws = ctx.workspace(check_branches=False)
+    result = run(ws, old, new)
+    if as_json:
+        emit_json(to_json(result))
+    else:
+        emit(render(result))

@@ -1,0 +1,221 @@
+"""`series init`: write a series.yaml for an existing fork clone from its topic branches.
+
+Topics are ordered by the author date of each branch's first own commit, then by name:
+author dates survive rebases, so this is the order the work was started in, which is
+the order a maintainer most often wants to replay it. A branch that contains another
+matched branch's commits (a stacked topic) gets depends_on and comes after it.
+
+The file is built by the one series.yaml editor (a skeleton plus one edit per topic) and
+written through the write door, journaled: `series undo` removes it again (or, after
+--force, puts the file it replaced back), refusing if it was edited since.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import click
+import pygit2
+
+from series import config, seriesedit, validate
+from series.cli import Context, emit, pass_ctx
+from series.errors import SeriesError
+from series.git.repo import open_repo, resolve_release, topic_range, workdir
+from series.workspace import operation
+
+_GITHUB_URL = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
+
+
+def topic_name(branch: str) -> str:
+    """'topic/Offload_Evict Fix' -> 'offload_evict-fix': the last path component, made
+    to fit series.yaml's [a-z0-9._-] names."""
+    last = branch.rstrip("/").rsplit("/", 1)[-1].lower()
+    name = re.sub(r"[^a-z0-9._-]+", "-", last)
+    name = re.sub(r"-{2,}", "-", name).strip("-._")
+    return name or "topic"
+
+
+@dataclass(frozen=True)
+class FoundTopic:
+    name: str
+    branch: str
+    commits: int
+    first_time: int
+    depends_on: str | None
+
+
+@dataclass(frozen=True)
+class InitResult:
+    path: Path
+    base: str
+    base_sha: str
+    patterns: tuple[str, ...]
+    topics: tuple[FoundTopic, ...]
+    warnings: tuple[str, ...]
+
+
+def _github_from_remote(repo: pygit2.Repository, remote: str) -> str | None:
+    try:
+        url = repo.remotes[remote].url or ""
+    except (KeyError, ValueError):
+        return None
+    m = _GITHUB_URL.search(url)
+    return f"{m.group(1)}/{m.group(2)}" if m else None
+
+
+def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
+                 patterns: Sequence[str], integration: str | None) -> list[FoundTopic]:
+    heads: dict[str, pygit2.Commit] = {}
+    for ref in repo.references:
+        if not ref.startswith("refs/heads/"):
+            continue
+        branch = ref[len("refs/heads/"):]
+        if branch != integration and any(fnmatch.fnmatchcase(branch, p) for p in patterns):
+            heads[branch] = repo.references[ref].peel(pygit2.Commit)
+    spans = {b: topic_range(repo, base, h, remote) for b, h in heads.items()}
+    # a stacked branch contains another topic's own commits: the nearest such is its parent
+    parents: dict[str, str] = {}
+    for branch, head in heads.items():
+        best: tuple[int, str] | None = None
+        for other, other_head in heads.items():
+            if other == branch or not spans[other].commits or other_head.id == head.id:
+                continue
+            if repo.descendant_of(head.id, other_head.id):
+                key = (len(spans[other].commits), other)
+                if best is None or key > best:
+                    best = key
+        if best is not None:
+            parents[branch] = best[1]
+    found: dict[str, tuple[str, pygit2.Commit, list[pygit2.Commit]]] = {}
+    for branch, head in heads.items():
+        hide = [heads[parents[branch]].id] if branch in parents else []
+        span = topic_range(repo, base, head, remote, hide=hide) if hide else spans[branch]
+        found[branch] = (branch, head, span.commits)
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for branch in sorted(heads):
+        name, n = topic_name(branch), 2
+        while name in taken:
+            name, n = f"{topic_name(branch)}-{n}", n + 1
+        taken.add(name)
+        names[branch] = name
+
+    def first_time(branch: str) -> int:
+        commits = found[branch][2]
+        return commits[0].author.time if commits else found[branch][1].author.time
+
+    ordered = sorted(heads, key=lambda b: (first_time(b), b))
+    # dependencies first, whatever the dates say (series.yaml requires it)
+    placed: list[str] = []
+    def place(branch: str) -> None:
+        if branch in placed:
+            return
+        if branch in parents:
+            place(parents[branch])
+        placed.append(branch)
+    for branch in ordered:
+        place(branch)
+    return [FoundTopic(names[b], b, len(found[b][2]), first_time(b),
+                       names[parents[b]] if b in parents else None) for b in placed]
+
+
+def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Sequence[str],
+        integration: str | None, force: bool, target: Path | None = None) -> InitResult:
+    repo = open_repo(start)
+    if target is None:
+        if repo.workdir is None:
+            raise SeriesError(f"{repo.path} is a bare repository: pass --config FILE to say where "
+                              "series.yaml goes")
+        target = workdir(repo) / config.FILENAME
+    _refuse_existing(target, force)
+    base_name, base_commit = resolve_release(repo, base)
+    warnings: list[str] = []
+    # series.yaml's remote reaches 'git fetch': a name this clone has, never an option
+    remote = validate.existing_remote([r.name for r in repo.remotes], remote, "--remote")
+    if github is None:
+        github = _github_from_remote(repo, remote)
+    elif not config.GITHUB_SLUG_RE.match(github):
+        raise SeriesError(f"--github {github}: expected OWNER/REPO, e.g. vllm-project/vllm")
+    topics = _find_topics(repo, base_commit, remote, patterns, integration)
+    if not topics:
+        warnings.append(f"no local branch matches {', '.join(patterns)}: "
+                        "add topics with 'series add BRANCH'")
+    for t in topics:
+        if t.commits == 0:
+            warnings.append(f"{t.branch} has no commits of its own over {base_name}")
+    edits = []
+    for i, t in enumerate(topics):
+        fields: dict[str, Any] = {"name": t.name, "branch": t.branch}
+        if t.depends_on:
+            fields["depends_on"] = [t.depends_on]
+        edits.append(seriesedit.Edit(("topics", t.name), None, fields,
+                                     after=topics[i - 1].name if i else None))
+    text = seriesedit.apply(seriesedit.skeleton(remote, base_name, github, integration), target, edits)
+    assert text is not None
+    with operation(repo, "init", f"{target.name}: {len(topics)} topic(s) over {base_name}",
+                   config_path=target) as op:
+        _refuse_existing(target, force)  # again, under the lock
+        op.write_file(text)
+        op.commit()
+    return InitResult(target, base_name, str(base_commit.id), tuple(patterns), tuple(topics),
+                      tuple(warnings))
+
+
+def _refuse_existing(target: Path, force: bool) -> None:
+    if target.exists() and not force:
+        raise SeriesError(f"{target} already exists: edit it, or pass --force to overwrite it "
+                          "(its comments and settings would be lost; 'series undo' would bring it back)")
+
+
+def render(result: InitResult) -> str:
+    n = len(result.topics)
+    out = [f"wrote {result.path}: {n} topic{'s' if n != 1 else ''} over {result.base} "
+           f"({result.base_sha[:12]}) from branches matching {', '.join(result.patterns)}"]
+    if result.topics:
+        nw = max(len(t.name) for t in result.topics)
+        bw = max(len(t.branch) for t in result.topics)
+        for t in result.topics:
+            dep = f"  (on {t.depends_on})" if t.depends_on else ""
+            out.append(f"  {t.name:<{nw}}  {t.branch:<{bw}}  {t.commits} commit{'s' if t.commits != 1 else ''}{dep}")
+    out.extend(f"warning: {w}" for w in result.warnings)
+    out.append("next: 'series status' to see them, 'series check' to validate, "
+               "add scope: claims by hand")
+    return "\n".join(out)
+
+
+@click.command("init")
+@click.option("--base", required=True, metavar="REF",
+              help="Upstream release the topics sit on: a tag (v0.30.0, or v0.30 for its latest "
+                   "patch release), branch or commit.")
+@click.option("--remote", default="upstream", show_default=True, metavar="NAME",
+              help="Git remote of upstream vLLM.")
+@click.option("--github", metavar="OWNER/REPO",
+              help="Upstream on GitHub, for pull requests (default: read from the remote's URL).")
+@click.option("--topics", "patterns", multiple=True, default=("topic/*",), show_default=True,
+              metavar="GLOB", help="Local branches to list as topics (repeatable).")
+@click.option("--integration", metavar="BRANCH", default="series/integration", show_default=True,
+              help="Branch that will hold base + all active topics (never listed as a topic); "
+                   "build and the nightly push it.")
+@click.option("--force", is_flag=True, help="Overwrite an existing series.yaml.")
+@pass_ctx
+def command(ctx: Context, base: str, remote: str, github: str | None, patterns: tuple[str, ...],
+         integration: str | None, force: bool) -> None:
+    """Write series.yaml for an existing fork clone, listing its topic branches.
+
+    \b
+    The file goes to the work tree's root (or --config FILE). Topics are the local
+    branches matching --topics, ordered by the author date of each branch's first
+    commit over the base, then by name (author dates survive rebases: this is the
+    order the work began in). A branch built on another matched branch gets
+    depends_on and follows it. Names come from the branch's last path component.
+    Reorder, add summary: and scope: lines by hand; the tool keeps your edits.
+      series init --base v0.30.0 --topics 'topic/*' --topics 'fix/*'
+    """
+
+    result = run(ctx.directory or Path.cwd(), base=base, remote=remote, github=github,
+                     patterns=patterns, integration=integration, force=force,
+                     target=ctx.config_file)
+    emit(render(result))

@@ -1,0 +1,275 @@
+"""`series preflight TOPIC`: the last check before posting a topic upstream as a PR.
+
+Is someone upstream already fixing this? Upstream PRs that touch the topic's files, ranked
+by shared files, then overlapping hunks, then recency; never dropped for age alone (vLLM
+PRs stay open for months), only when --days asks. From the API: every open PR, and PRs
+closed in the last --days (30 by default). Offline: every PR head fetched into git refs,
+found with one path-limited walk (series.forge.scan), merged or "unknown". Plus the
+topic's exact paths (for an honest PR description) and the DCO check vLLM enforces
+(every commit needs a Signed-off-by: trailer).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import click
+
+from series.analysis.grade import signed_off
+from series.cli import Context, emit, emit_json, pass_ctx
+from series.errors import SeriesError
+from series.forge import open_forge, scan
+from series.forge.base import (Forge, OfflineForge, PullFile, PullRequest, mainline_commit, pr_ref,
+                               ranges_overlap, tree_files)
+from series.git.repo import topic_range
+from series.validate import printable
+from series.workspace import Workspace
+
+
+
+@dataclass(frozen=True)
+class Candidate:
+    number: int
+    title: str
+    author: str
+    state: str
+    url: str | None
+    shared_files: list[str]
+    overlapping_hunks: int
+    own: bool = False  # the PR this topic was adopted from
+    updated_at: str | None = None
+    merge_commit: str | None = None  # upstream's squash of it, when merged
+
+
+@dataclass(frozen=True)
+class CommitCheck:
+    sha: str
+    subject: str
+    signed_off: bool
+
+
+@dataclass(frozen=True)
+class Preflight:
+    topic: str
+    base: str
+    source: str
+    since: str
+    paths: list[str]
+    commits: list[CommitCheck]
+    candidates: list[Candidate]
+    checked: int                        # PRs whose files were compared
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def dco_ok(self) -> bool:
+        return all(c.signed_off for c in self.commits)
+
+
+def rank(topic_files: list[PullFile], pulls: list[PullRequest],
+         files_of: Callable[[PullRequest], list[PullFile]], own_pr: int | None = None) -> list[Candidate]:
+    """PRs sharing a file with the topic: most shared files first, then most overlapping hunks."""
+    mine = {f.path: f for f in topic_files}
+    found = []
+    for pr in pulls:
+        shared: list[str] = []
+        hunks = 0
+        for theirs in files_of(pr):
+            for path in (theirs.path, theirs.previous_path):
+                if path and path in mine and path not in shared:
+                    shared.append(path)
+                    hunks += ranges_overlap(mine[path].hunks, theirs.hunks)
+        if shared:
+            found.append(Candidate(int(pr.number), pr.title, pr.author, pr.state, pr.url,
+                                   sorted(shared), hunks, own=own_pr == pr.number,
+                                   updated_at=pr.updated_at, merge_commit=pr.merge_commit))
+    found.sort(key=lambda c: (-len(c.shared_files), -c.overlapping_hunks, -_moment(c.updated_at), -c.number))
+    return found
+
+
+def _moment(stamp: str | None) -> float:
+    if not stamp:
+        return 0.0
+    return _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
+        now: _dt.datetime | None = None, limit: int | None = None,
+        progress: Callable[[int, int], None] | None = None) -> Preflight:
+    topic = ws.series.topic(name)
+    repo = ws.repo
+    head = ws.head(topic)
+    base = ws.base_commit()
+    hide = [ws.head(ws.series.topic(dep)).id for dep in topic.depends_on]
+    span = topic_range(repo, base, head, ws.series.upstream.remote, hide=hide)
+    if not span.commits:
+        raise SeriesError(f"topic '{name}' has no commits over {ws.series.upstream.base}: nothing to post")
+    files = tree_files(repo, span.start.tree, head.tree)
+    commits = [CommitCheck(str(c.id), c.message.split("\n", 1)[0].strip(), signed_off(c.message))
+               for c in span.commits]
+    moment = now or _dt.datetime.now(_dt.timezone.utc)
+    since = moment - _dt.timedelta(days=days if days is not None else 30)
+    notes = []
+    scanned: scan.Scan | None = None
+    if isinstance(forge, OfflineForge):
+        scanned = scan.scan(repo, forge.remote, mainline_commit(repo, forge.remote),
+                            [f.path for f in files], len(forge.numbers()))
+        pulls = scanned.pulls
+        notes.append(f"offline: {scanned.heads} PR heads from git refs, searched in one path-limited walk; "
+                     "merged when main has its '(#N)' commit or contains the head, else open or closed: unknown")
+        if not scanned.graph:
+            notes.append("no commit-graph in this clone: 'git commit-graph write --reachable --changed-paths' "
+                         "makes this walk faster")
+        if days is not None:
+            recent = [p for p in pulls if p.updated_at is None or _moment(p.updated_at) >= since.timestamp()]
+            if len(recent) < len(pulls):
+                notes.append(f"{len(pulls) - len(recent)} PR head(s) older than {days} days left out (--days)")
+            pulls = recent
+    local: dict[int, list[PullFile]] = {}
+    if scanned is None:
+        pulls = forge.list_pulls(since)
+        local = fetched_files(ws, pulls, [f.path for f in files])
+        if local:
+            notes.append(f"{len(local)} of {len(pulls)} PRs compared from their heads fetched into git refs "
+                         "(same head as GitHub's), not with an API request each")
+    if limit is not None and len(pulls) > limit:
+        notes.append(f"checked the {limit} most recently updated of {len(pulls)} PRs (--limit)")
+        pulls = pulls[:limit]
+    budget = getattr(forge, "rate_remaining", None) if scanned is None else None
+    asked = sum(1 for p in pulls if int(p.number) not in local)
+    if budget is not None and budget < asked:
+        raise SeriesError(
+            f"comparing files of {asked} PRs needs {asked} GitHub API requests but only "
+            f"{budget} remain this hour; set GITHUB_TOKEN, pass --limit N, or --fetch for git refs")
+    done = 0
+
+    def files_of(pr: PullRequest) -> list[PullFile]:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, len(pulls))
+        if scanned is not None:
+            return scanned.files[pr.number]
+        if int(pr.number) in local:
+            return local[int(pr.number)]
+        return forge.pull_files(pr.number)
+
+    candidates = rank(files, pulls, files_of, own_pr=topic.upstream_pr)
+    return Preflight(
+        topic=name, base=ws.series.upstream.base, source=forge.source,
+        since=since.date().isoformat() if scanned is None or days is not None else "",
+        paths=[f.path for f in files], commits=commits, candidates=candidates,
+        checked=scanned.heads if scanned is not None else len(pulls), notes=notes,
+    )
+
+
+def fetched_files(ws: Workspace, pulls: list[PullRequest], paths: list[str]) -> dict[int, list[PullFile]]:
+    """For the API's PRs whose head is fetched here at the same commit: the files among
+    `paths` each changes, from one walk over the PR heads (series.forge.scan) instead of
+    one API request per PR (vLLM has about a thousand open)."""
+    repo, remote = ws.repo, ws.series.upstream.remote
+    same = set()
+    for pr in pulls:
+        ref = repo.references.get(pr_ref(remote, int(pr.number))) if pr.head_sha else None
+        if ref is not None and str(ref.target) == pr.head_sha:
+            same.add(int(pr.number))
+    if not same:
+        return {}
+    found = scan.scan(repo, remote, mainline_commit(repo, remote), paths, len(same))
+    return {n: found.files.get(n, []) for n in same}
+
+
+def to_json(result: Preflight) -> dict[str, object]:
+    data = asdict(result)
+    data["dco_ok"] = result.dco_ok
+    return data
+
+
+def render(result: Preflight) -> str:
+    out = [f"preflight {result.topic}: {len(result.commits)} commit(s) over {result.base}"]
+    out.append(f"touched paths ({len(result.paths)}):")
+    out += [f"  {p}" for p in result.paths]
+    unsigned = [c for c in result.commits if not c.signed_off]
+    if not unsigned:
+        out.append(f"DCO: ok, all {len(result.commits)} commit(s) carry Signed-off-by")
+    else:
+        out.append(f"DCO: {len(unsigned)} of {len(result.commits)} commit(s) lack Signed-off-by "
+                   "(vLLM requires it; fix with 'git rebase --signoff <base>'):")
+        out += [f"  {c.sha[:12]} {c.subject}" for c in unsigned]
+    if result.source == "github":
+        window = f"open, or closed since {result.since}"
+    else:
+        window = f"heads since {result.since}" if result.since else "every head, whatever its age"
+    where = f"(source: {result.source}; {window}; {result.checked} checked)"
+    if not result.candidates:
+        out.append(f"upstream PRs touching the same files {where}: none")
+    else:
+        out.append(f"upstream PRs touching the same files {where}:")
+        width = max(len(str(c.number)) for c in result.candidates)
+        for c in result.candidates:
+            mark = "  (this topic's PR)" if c.own else ""
+            files = f"{len(c.shared_files)} shared file{'s' if len(c.shared_files) != 1 else ''}"
+            hunks = f"{c.overlapping_hunks} overlapping hunk{'s' if c.overlapping_hunks != 1 else ''}"
+            when = f"  {c.updated_at[:10]}" if c.updated_at else ""
+            squash = f"  (merged as {c.merge_commit[:12]})" if c.merge_commit else ""
+            out.append(f"  #{c.number:<{width}} {c.state:<8} {c.author:<16} {files}, {hunks}{when}  "
+                       f"{c.title}{mark}{squash}")
+            out += [f"  {'':<{width + 2}}{p}" for p in c.shared_files]
+    out += [f"note: {n}" for n in result.notes]
+    return "\n".join(out)
+
+
+_OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone.")
+
+
+@click.command("preflight")
+@click.argument("topic")
+@click.option("--fetch", is_flag=True,
+              help="First fetch every upstream PR head into refs/remotes/<remote>/pr/* (git).")
+@click.option("--days", type=click.IntRange(min=1),
+              help="Narrow to PRs updated within this many days (offline: head commit date). Without "
+                   "it every PR head counts, whatever its age; from the API every open PR, and PRs "
+                   "closed in the last 30 days.")
+@click.option("--limit", type=click.IntRange(min=1), help="Compare at most this many PRs (most recently updated).")
+@click.option("--offline", is_flag=True, help=_OFFLINE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int | None,
+              offline: bool, as_json: bool) -> None:
+    """Before posting TOPIC upstream: duplicate PRs, exact paths, DCO sign-offs.
+
+    \b
+    Lists upstream PRs that touch the topic's files, most shared files first, then most
+    overlapping hunks, then the most recent: number, state, author, date, title. An old
+    open PR is never left out for its age (only --days narrows).
+    Source: the GitHub API when upstream.github is set, else (or with --offline, or
+    after --fetch) PR heads fetched into refs/remotes/<remote>/pr/N.
+    Also prints the topic's exact touched paths and whether every commit carries
+    Signed-off-by: (vLLM's DCO check).
+    """
+    from series.forge.refs import fetch_all_pulls
+
+    ws = ctx.workspace(check_branches=False)
+    if fetch:
+        fetch_all_pulls(ws.repo, ws.series.upstream.remote)
+    use_git = offline or fetch or os.environ.get("SERIES_OFFLINE") == "1"
+    forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)
+
+    progress = None
+    if sys.stderr.isatty() and not as_json:
+        def progress(done: int, total: int) -> None:
+            click.echo(f"\rcomparing PR files {done}/{total}", err=True, nl=done == total)
+
+    from series.forge.base import ForgeUnreachable
+
+    try:
+        result = run(ws, topic, forge, days=days, limit=limit, progress=progress)
+    except ForgeUnreachable as exc:
+        click.echo(f"note: {printable(str(exc))}; using PR heads fetched into git refs instead", err=True)
+        result = run(ws, topic, open_forge(ws.repo, ws.series.upstream, offline=True), days=days, limit=limit)
+    if as_json:
+        emit_json(to_json(result))
+    else:
+        emit(render(result))

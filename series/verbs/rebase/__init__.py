@@ -1,0 +1,200 @@
+"""`series rebase`: --onto REF, --continue, --abort. The engine is series.engine.rebase
+(each step inside the write door); this module fetches when asked and writes the report."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from series import validate
+from series.cli import Context, emit, emit_json, pass_ctx
+from series.engine import rebase as engine
+from series.engine import report as reports
+from series.engine.ending import Identity, TopicsEnding
+from series.errors import EXIT_CONFLICT, SeriesError
+from series.git import partial
+from series.git.cli import git
+from series.git.repo import resolve_release, workdir
+from series.resolutions import engine_hooks
+from series.verbs.rebase import reach as history
+from series.verbs.rebase import text as rebase_text
+from series.workspace import Workspace
+
+
+# How a rebase ends (series.engine.ending): every topic's branch, the integration branch,
+# upstream.base and the topics found merged; these are its words.
+ENDING = TopicsEnding(Identity(
+    kind="rebase", verb="rebase", resume="series rebase", noun="a rebase",
+    what="a series rebase is in progress",
+    nothing="no rebase in progress: nothing to {action} (start one with 'series rebase --onto REF')"))
+
+
+@dataclass(frozen=True)
+class Result:
+    report: dict[str, Any]
+    text: str
+    path: str
+    conflict: bool          # a topic conflicts, or the topics do not combine
+
+
+def _blobs_for(ws: Workspace, onto: str) -> None:
+    """A partial clone also needs the new base's side of every file the topics change."""
+    if not partial.is_partial(ws.repo):
+        return
+    try:
+        target = resolve_release(ws.repo, onto)[1]
+    except SeriesError:
+        return  # the engine names a bad --onto in its own words
+    heads = [ws.head(t) for t in ws.series.active()]
+    partial.ensure_blobs(ws.repo, ws.base_commit(), heads, target)
+
+
+def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
+            reach: tuple[str, Any] | None = None) -> Result:
+    report_id = outcome.op_id or (f"dry-run-{engine._stamp()}" if outcome.dry_run else outcome.state.id)
+    data = reports.build(ws.repo, outcome, report_id, "rebase")
+    history.annotate(ws, outcome, data, bisect=bisect)
+    text = rebase_text.render(data, ws.series.integration)
+    if reach is not None:
+        data["as_far_as_possible"] = reach[1].as_json()
+        text = history.render_reach(reach[1], reach[0], outcome.state.old_base_name) + "\n" + text
+    if outcome.worktree is not None:
+        run = outcome.state.topic(outcome.state.current or "")
+        text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
+                 "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
+        text += "".join(f"\n  {line}" for line in history.read_first(data, run.name))
+    elif data["status"] == "conflict":
+        text += "\nnothing was changed (dry run)" if outcome.dry_run else ""
+    by_hand = [p for t in outcome.state.topics for _, p in t.by_hand]
+    store = ws.series.root / ws.series.resolutions
+    if outcome.finished and by_hand and store.is_dir():
+        # the recorder wrote into the work tree: say so, and what the files are for
+        rel = store.relative_to(ws.series.root) if store.is_relative_to(ws.series.root) else store
+        text += (f"\nrecorded how {len(by_hand)} conflict(s) were resolved in {rel}/ (commit it to share "
+                 "the resolutions with CI and the next rebase; 'series resolutions' lists them)")
+    path = reports.write(ws.repo, data, text)
+    data["report"] = str(path)
+    text += f"\nreport: {path}"
+    integ = data.get("integration")
+    conflict = data["status"] == "conflict" or bool(integ and integ["conflicts"])
+    return Result(data, text, str(path), conflict)
+
+
+def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run: bool = False,
+        skip: tuple[str, ...] = (), resume: bool = False, abort: bool = False,
+        progress: engine.Progress | None = None, bisect: bool = False,
+        as_far_as_possible: bool = False) -> Result:
+    repo = ws.repo
+    if abort:
+        state = engine.abort_rebase(ws, ENDING)
+        text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
+        return Result({"status": "aborted", "id": state.id}, text, "", False)
+    if resume:
+        return _finish(ws, engine.continue_rebase(ws, ENDING, hooks=engine_hooks(ws.series), progress=progress))
+    if onto is None:
+        raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
+    if fetch:
+        remote = validate.existing_remote(repo.remotes.names(), ws.series.upstream.remote,
+                                          "upstream.remote")
+        git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
+    _blobs_for(ws, onto)
+    if as_far_as_possible and engine.in_progress(ws) is None:
+        return _as_far(ws, onto, skip, dry_run, progress)
+    outcome = engine.start(ws, onto, ENDING, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress)
+    return _finish(ws, outcome, bisect=bisect)
+
+
+def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
+            progress: engine.Progress | None) -> Result:
+    """Rebase onto the newest commit of REF's first-parent line where every topic applies;
+    move nothing when even the first one blocks."""
+    name, found = history.reach(ws, onto, skip)
+    if found.target is None and found.total:
+        text = history.render_reach(found, name, ws.series.upstream.base)
+        data = {"status": "blocked", "command": "rebase", "dry_run": dry_run,
+                "as_far_as_possible": found.as_json()}
+        return Result(data, text, "", True)
+    target = onto if found.complete or found.target is None else found.target.sha
+    outcome = engine.start(ws, target, ENDING, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series),
+                           progress=progress)
+    return _finish(ws, outcome, reach=(name, found))
+
+
+class _Progress:
+    """A one-line progress display on stderr, only when stderr is a terminal."""
+
+    def __call__(self, name: str, count: int, total: int) -> None:
+        width = 24
+        done = int(width * count / max(total, 1))
+        sys.stderr.write(f"\rreplaying [{'#' * done}{'.' * (width - done)}] "
+                         f"{count}/{total} {name[:30]:<30}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\r" + " " * 80 + "\r")
+        sys.stderr.flush()
+
+
+@click.command("rebase")
+@click.option("--onto", metavar="REF",
+              help="Tag, branch, commit or remote-tracking ref; v0.31 means the highest v0.31.N tag.")
+@click.option("--fetch", is_flag=True, help="Run 'git fetch <remote> --tags' first (your git credentials).")
+@click.option("--dry-run", is_flag=True, help="Compute everything and print the report; move nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for CI).")
+@click.option("--skip-topic", "skip", multiple=True, metavar="NAME",
+              help="Leave this topic out of this rebase (status unchanged). Repeatable.")
+@click.option("--bisect", is_flag=True,
+              help="For each conflicting topic, find the first upstream commit on REF's first-parent "
+                   "line at which it stops applying (in-memory replays, log2 of the commits).")
+@click.option("--as-far-as-possible", "as_far", is_flag=True,
+              help="Move the series to the newest commit on REF's first-parent line where every "
+                   "active topic applies; say which upstream commit blocks the next step.")
+@click.option("--continue", "resume", is_flag=True, help="Go on after resolving a conflict in the worktree.")
+@click.option("--abort", is_flag=True, help="Stop the rebase in progress and put everything back.")
+@pass_ctx
+def command(ctx: Context, onto: str | None, fetch: bool, dry_run: bool, as_json: bool,
+           skip: tuple[str, ...], bisect: bool, as_far: bool, resume: bool, abort: bool) -> None:
+    """Replay every active topic from upstream.base onto REF, in memory.
+
+    \b
+    Nothing moves until every topic replays cleanly; then all branches, the integration
+    branch and series.yaml (upstream.base, merged topics) change in one transaction,
+    journaled for 'series undo'. Commits already upstream are dropped; a topic whose
+    commits all drop is marked merged (branch kept).
+    \b
+    On conflicts (exit 3) every conflicting topic is listed, and the first is laid out
+    in a worktree under .git/series/rebase/: edit, 'git add', 'series rebase --continue'.
+    \b
+      series rebase --onto v0.31 --dry-run     what would happen
+      series rebase --onto v0.31               do it
+      series rebase --onto upstream/main --fetch --json
+      series rebase --onto upstream/main --dry-run --bisect     which upstream PR broke a topic
+      series rebase --onto upstream/main --as-far-as-possible   up to the first blocking commit
+    \b
+    A conflict names the upstream commits (and PRs, from "(#N)") that changed the lines
+    the topic edits, likeliest first; a merged topic names the upstream commit that
+    landed it.
+    """
+
+    if sum(bool(x) for x in (onto, resume, abort)) != 1:
+        raise click.UsageError("give exactly one of --onto REF, --continue, --abort")
+    if (bisect or as_far) and not onto:
+        raise click.UsageError("--bisect and --as-far-as-possible go with --onto REF")
+    ws = ctx.workspace(check_branches=not (resume or abort))
+    progress: Any = None
+    if sys.stderr.isatty() and not as_json:
+        progress = _Progress()
+    try:
+        result = run(ws, onto=onto, fetch=fetch, dry_run=dry_run, skip=skip, resume=resume,
+                         abort=abort, progress=progress, bisect=bisect, as_far_as_possible=as_far)
+    finally:
+        if progress is not None:
+            progress.close()
+    if as_json:
+        emit_json(result.report)
+    else:
+        emit(result.text)
+    if result.conflict:
+        sys.exit(EXIT_CONFLICT)

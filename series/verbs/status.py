@@ -1,0 +1,134 @@
+"""`series status`: one row per topic: what the fork carries over upstream."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TypedDict
+
+import click
+
+from series.analysis import attribution
+from series.analysis.attribution import Behind
+from series.cli import Context, emit, emit_json, pass_ctx
+from series.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    name: str
+    branch: str
+    status: str
+    commits: int | None
+    files: int | None
+    added: int | None
+    deleted: int | None
+    on_base: bool | None       # the branch contains upstream.base
+    fork_point: str | None     # where it really sits, when not on the base
+    upstream_pr: int | None
+    superseded_by: str | None
+    merged_in: str | None
+    missing: bool = False
+
+
+class _FromConfig(TypedDict):
+    """The TopicStatus fields that come from series.yaml, whether or not the branch exists."""
+
+    name: str
+    branch: str
+    status: str
+    upstream_pr: int | None
+    superseded_by: str | None
+    merged_in: str | None
+
+
+def run(ws: Workspace) -> list[TopicStatus]:
+    rows = []
+    for topic in ws.series.topics:
+        common = _FromConfig(name=topic.name, branch=topic.branch, status=topic.status.value,
+                             upstream_pr=topic.upstream_pr, superseded_by=topic.superseded_by,
+                             merged_in=topic.merged_in)
+        own = ws.own(topic)  # a stacked topic: its dependencies' commits are not counted
+        if own is None:
+            rows.append(TopicStatus(**common, commits=None, files=None, added=None, deleted=None,
+                                    on_base=None, fork_point=None, missing=True))
+            continue
+        stats = own.stats
+        rows.append(TopicStatus(
+            **common, commits=len(own.commits),
+            files=len(stats), added=sum(s.added for s in stats), deleted=sum(s.deleted for s in stats),
+            on_base=own.on_base, fork_point=None if own.on_base else str(own.start.id)[:12],
+        ))
+    return rows
+
+
+def halted(ws: Workspace) -> str | None:
+    """A sentence when a rebase or adoption waits on a conflict, else None."""
+    from series.engine import state as st
+
+    state = st.load(ws.repo)
+    if state is None:
+        return None
+    command = state.halt.resume
+    return (f"{state.halt.what}: resolve in {st.worktree_path(ws.repo)}, then "
+            f"'{command} --continue' (or '{command} --abort')")
+
+
+def behind(ws: Workspace) -> Behind | None:
+    return attribution.behind_main(ws.repo, ws.series.upstream.remote, ws.base_commit())
+
+
+def to_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
+    late = behind(ws)
+    return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
+            "behind": late.as_json() if late is not None else None,
+            "halted": halted(ws), "topics": [asdict(r) for r in rows]}
+
+
+def render(ws: Workspace, rows: list[TopicStatus]) -> str:
+    late = behind(ws)
+    lag = f"; {late.sentence()}" if late is not None else ""
+    out = [f"upstream base {ws.series.upstream.base} ({str(ws.base_commit().id)[:12]}), "
+           f"{len(ws.series.active())} active of {len(rows)} topics{lag}"]
+    width = max([len(r.name) for r in rows] + [5])
+    out.append(f"  {'topic':<{width}}  {'status':<10} {'commits':>7} {'files':>5}  lines        notes")
+    for r in rows:
+        notes = []
+        if r.missing:
+            notes.append(f"branch {r.branch} missing")
+        elif not r.on_base and r.status == "active":
+            # superseded, merged and dropped topics keep their old branch by design
+            notes.append(f"warning: not on {ws.series.upstream.base} (forks at {r.fork_point})")
+        if r.upstream_pr:
+            notes.append(f"PR #{r.upstream_pr}")
+        if r.superseded_by:
+            notes.append(f"superseded by {r.superseded_by}")
+        if r.merged_in:
+            notes.append(f"merged in {r.merged_in}")
+        lines = "" if r.added is None else f"+{r.added}/-{r.deleted}"
+        commits = "-" if r.commits is None else str(r.commits)
+        files = "-" if r.files is None else str(r.files)
+        out.append(f"  {r.name:<{width}}  {r.status:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
+    sentence = halted(ws)
+    if sentence:
+        from series.verbs.rebase.reach import halted_read_first
+
+        out.append(sentence)
+        out += [f"  {line}" for line in halted_read_first(ws)]
+    return "\n".join(out)
+
+
+@click.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
+@pass_ctx
+def command(ctx: Context, as_json: bool) -> None:
+    """One row per topic: status, commits and lines over the base, warnings.
+
+    A topic whose branch does not contain upstream.base is flagged: it sits on another
+    base and the next rebase would replay more than its own commits.
+    """
+
+    ws = ctx.workspace(check_branches=False)
+    rows = run(ws)
+    if as_json:
+        emit_json(to_json(ws, rows))
+    else:
+        emit(render(ws, rows))

@@ -1,0 +1,385 @@
+"""`series test --run`: upstream's tests over the installed release build, tree by tree.
+
+1. The environment (`--python`, default this interpreter) must have the series' base
+   release of vLLM installed, or the patched wheel `series build` made from it (its
+   version names the integration commit), and pytest.
+2. Each named tree (base, series, without:T, only:T) becomes a shadow of the installed
+   package with that tree's changes over the build laid in (series.build.testrun).
+3. All trees run the same tests: the base's tests/ with every tree's test changes, so a
+   topic's new test also runs on the base and without the topic.
+4. The test files: those of the upstream CI steps covering the change (GPU steps
+   included: pytest's skips and the baseline sort out what cannot run here) that reach a
+   changed module through the import graph, plus the topics' own tests
+   (series.analysis.imports). `--step KEY` runs whole steps' commands instead.
+5. Results per test id go into series.build.matrix, cached per file.
+"""
+from __future__ import annotations
+
+import difflib
+import posixpath
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+import pygit2
+
+from series.analysis import imports, testmap
+from series.analysis.testmap import Step
+from series.build import integration, matrix, testrun
+from series.build.matrix import Matrix, TreeInfo
+from series.build.testrun import Outcome, Scratch
+from series.errors import SeriesError
+from series.workspace import Workspace
+
+Say = Callable[[str], None]
+TREE_FORMS = "base, series, without:TOPIC, only:TOPIC"
+
+
+class EvidenceInterrupted(Exception):
+    """The run was stopped by a signal; `matrix` holds what finished and the partial tree."""
+
+    def __init__(self, partial: Matrix, signum: int):
+        super().__init__(partial.interrupted or "interrupted")
+        self.matrix = partial
+        self.signum = signum
+
+
+@dataclass(frozen=True)
+class Tree:
+    info: TreeInfo
+    commit: pygit2.Commit
+
+
+def tree_names(without: str | None, compare: tuple[str, str] | None, named: tuple[str, ...] = ()) -> list[str]:
+    names = ["base"]
+    if compare:
+        names += [f"only:{compare[0]}", f"only:{compare[1]}"]
+    else:
+        names.append("series")
+    if without:
+        names.append(f"without:{without}")
+    for name in named:
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def base_release(ws: Workspace) -> str:
+    """The base's release version (v0.31.0 -> 0.31.0), from its name or a tag on it."""
+    pattern = re.compile(r"^v?(\d+\.\d+(?:\.\d+)*(?:(?:rc|a|b|\.post|\.dev)\d+)?)$")
+    m = pattern.match(ws.series.upstream.base)
+    if m:
+        return m.group(1)
+    base = ws.base_commit().id
+    for ref in ws.repo.references:
+        if ref.startswith("refs/tags/") and (m := pattern.match(ref[len("refs/tags/"):])):
+            if ws.repo.references[ref].peel(pygit2.Commit).id == base:
+                return m.group(1)
+    raise SeriesError(f"upstream.base {ws.series.upstream.base} is not a release (no vX.Y.Z tag points "
+                      "at it): --run needs the release the installed build is")
+
+
+def installed_commit(ws: Workspace, env: testrun.Environment) -> pygit2.Commit:
+    """The commit the installed build is: the base release, or the integration commit a
+    patched wheel names (0.31.0+series.g1a2b3c4)."""
+    release = base_release(ws)
+    if env.public_version != release:
+        raise SeriesError(
+            f"--python {env.python} has {env.package_dir.name} {env.version} installed, but the series "
+            f"is based on {ws.series.upstream.base}: install {env.package_dir.name}=={release} there, or "
+            "name an environment that has it")
+    m = re.search(r"series\.g([0-9a-f]{7,40})", env.version.partition("+")[2])
+    if m is None:
+        return ws.base_commit()
+    try:
+        return ws.repo.revparse_single(m.group(1)).peel(pygit2.Commit)
+    except (KeyError, ValueError):
+        raise SeriesError(f"{env.package_dir.name} {env.version} is a patched wheel of commit {m.group(1)}, "
+                          "which this repository does not have: install the release wheel, or fetch "
+                          "that integration branch") from None
+
+
+def resolve_trees(ws: Workspace, names: list[str]) -> list[Tree]:
+    base = ws.base_commit()
+    active = ws.series.active()
+    out = []
+    for name in names:
+        kind, _, topic = name.partition(":")
+        if name == "base":
+            commit, describe = base, f"{ws.series.upstream.base} (the release alone)"
+        elif name == "series":
+            commit, describe = integration.build(ws).commit, f"{ws.series.upstream.base} + {_topics(len(active))}"
+        elif kind == "without" and topic:
+            integration.require_topics(ws, (topic,))
+            commit = integration.build(integration.without(ws, (topic,))).commit
+            describe = f"the series less {topic} ({_topics(len(active) - 1)})"
+        elif kind == "only" and topic:
+            integration.require_topics(ws, (topic,))
+            keep = _with_dependencies(ws, topic)
+            drop = tuple(t.name for t in active if t.name not in keep)
+            commit = integration.build(integration.without(ws, drop)).commit
+            describe = f"{ws.series.upstream.base} + {topic}" + (
+                f" (and {', '.join(sorted(keep - {topic}))} it depends on)" if len(keep) > 1 else "")
+        else:
+            raise SeriesError(f"tree '{name}': not a tree name (use {TREE_FORMS})")
+        out.append(Tree(TreeInfo(name, str(commit.id), describe, 0), commit))
+    return out
+
+
+def _topics(n: int) -> str:
+    return f"{n} topic" if n == 1 else f"{n} topics"
+
+
+def _with_dependencies(ws: Workspace, name: str) -> set[str]:
+    keep, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current not in keep:
+            keep.add(current)
+            todo.extend(ws.series.topic(current).depends_on)
+    return keep
+
+
+def _changes(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> dict[str, pygit2.Oid | None]:
+    from series.git.repo import changed_paths
+
+    return {c.path: c.new_id for c in changed_paths(repo, old, new)}
+
+
+def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[Step]:
+    by_id = {s.ident: s for s in tmap.steps}
+    out = []
+    for key in wanted:
+        if key in by_id:
+            out.append(by_id[key])
+            continue
+        near = difflib.get_close_matches(key, list(by_id), n=3, cutoff=0.6)
+        hint = f"did you mean {', '.join(near)}?" if near else "'series test --all-steps' lists the steps"
+        raise SeriesError(f"--step {key}: no such step in {testmap.TEST_AREAS} ({hint})")
+    return out
+
+
+@dataclass(frozen=True)
+class Selection:
+    files: tuple[str, ...]
+    candidates: int
+    steps: tuple[str, ...]
+
+
+def select_files(graph: imports.ImportGraph, steps: list[Step], tests: Mapping[str, object],
+                 changed: list[str], package: str) -> Selection:
+    """Test files of `steps` that can exercise `changed` (see series.analysis.imports)."""
+    candidates: set[str] = set()
+    for step in steps:
+        targets, ignored = imports.pytest_targets(step.commands, step.repo_dir)
+        candidates |= imports.invoked_files(tests, targets, ignored)
+    reach = graph.reaching([p for p in changed if p in graph.edges])
+    chosen = {c for c in candidates if c in reach}
+    chosen |= {p for p in changed if p in tests and imports.is_test_file(p)}  # the topics' own tests
+    for path in changed:
+        directory = posixpath.dirname(path) + "/"
+        unparsed = path in graph.unparsed
+        if posixpath.basename(path) == "conftest.py" and path.startswith("tests/"):
+            chosen |= {c for c in candidates if c.startswith(directory)}
+        elif unparsed or (path.startswith(package + "/") and not path.endswith(".py")):
+            # data files and unparsable modules: no import edge to follow, so every
+            # test file of the steps covering the path
+            for step in steps:
+                if step.covers(path):
+                    targets, ignored = imports.pytest_targets(step.commands, step.repo_dir)
+                    chosen |= imports.invoked_files(tests, targets, ignored)
+    return Selection(tuple(sorted(chosen)), len(candidates), tuple(s.ident for s in steps))
+
+
+def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str], *, python: str,
+        steps: tuple[str, ...] = (), use_cache: bool = True, say: Say = lambda _: None) -> Matrix:
+    repo = ws.repo
+    env = testrun.probe(python)
+    package = env.package_dir.name
+    built = installed_commit(ws, env)
+    base = ws.base_commit()
+    trees = resolve_trees(ws, names)
+    base_files = imports.flatten(repo, base.tree)
+
+    # One test layout for every tree: the base's tests/ plus each tree's test changes
+    # (not a without: tree's, which would take the left-out topic's tests back out).
+    tests: dict[str, pygit2.Oid] = {p: o for p, o in base_files.items() if _is_test_side(p)}
+    analysis = dict(base_files)
+    owner: dict[str, str] = {}
+    for tree in trees[1:]:
+        for path, oid in _changes(repo, base.tree, tree.commit.tree).items():
+            if oid is not None:
+                analysis[path] = oid  # a deleted module keeps its edges: its importers are affected
+            if not _is_test_side(path) or tree.info.counterfactual:
+                continue
+            if path in owner and tests.get(path) != oid:
+                say(f"note: {path} differs between {owner[path]} and {tree.info.name}; "
+                    f"{tree.info.name}'s version runs in every tree")
+            owner[path] = tree.info.name
+            if oid is None:
+                tests.pop(path, None)
+            else:
+                tests[path] = oid
+
+    tmap = testmap.load(repo, base.tree)
+    chosen_steps = nearest_step(tmap, steps) if steps else []
+    graph = imports.build(repo, analysis, imports.ImportCache(imports.default_cache()))
+    if chosen_steps:
+        selection = Selection((), 0, tuple(s.ident for s in chosen_steps))
+    else:
+        selection = select_files(graph, covering, tests, changed, package)
+        if not selection.files:
+            raise SeriesError("no test file of the covering CI steps imports what the series changes: "
+                              "name steps with --step KEY to run them whole")
+    m = Matrix([t.info for t in trees], selected=selection.files, candidates=selection.candidates,
+               steps=selection.steps, build=f"{package} {env.version} at {env.package_dir}")
+    say(f"{m.build}; pytest {env.pytest}")
+    if selection.files:
+        say(f"{len(selection.files)} test files selected of {selection.candidates} in "
+            f"{len(selection.steps)} covering steps")
+
+    try:
+        with testrun.trapped(), Scratch() as scratch:
+            _run_trees(env, built, trees, m, scratch, repo, tests, graph, selection, chosen_steps,
+                       package, use_cache, say)
+    except testrun.Stopped as stop:  # between two pytest runs
+        m.interrupted = str(stop)
+        raise EvidenceInterrupted(m, stop.signum) from None
+    return m
+
+
+def _run_trees(env: testrun.Environment, built: pygit2.Commit, trees: list[Tree], m: Matrix,
+               scratch: Scratch, repo: pygit2.Repository, tests: Mapping[str, pygit2.Oid],
+               graph: imports.ImportGraph, selection: Selection, chosen_steps: list[Step],
+               package: str, use_cache: bool, say: Say) -> None:
+    layout = scratch.write_tests({p: repo[o].peel(pygit2.Blob).data for p, o in tests.items()})
+    for index, tree in enumerate(trees):
+        changes = {path[len(package) + 1:]: (repo[oid].peel(pygit2.Blob).data if oid is not None else None)
+                   for path, oid in _changes(repo, built.tree, tree.commit.tree).items()
+                   if path.startswith(package + "/")}
+        m.trees[index] = TreeInfo(tree.info.name, tree.info.commit, tree.info.describe, len(changes))
+        shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
+        say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files over the build")
+        try:
+            if chosen_steps:
+                m.results[tree.info.name] = _run_steps(env, scratch, layout, chosen_steps, shadow,
+                                                       tree.info.name, say)
+            else:
+                digest = matrix.package_digest(changes)
+                m.results[tree.info.name], m.from_cache[tree.info.name] = _run_files(
+                    env, scratch, layout, selection.files, shadow, digest, graph, tests,
+                    tree.info.name, use_cache, say)
+        except testrun.Interrupted as stop:
+            m.results[tree.info.name] = stop.partial
+            m.interrupted = stop.args[0]
+            raise EvidenceInterrupted(m, stop.signum) from None
+
+
+def _is_test_side(path: str) -> bool:
+    return path.startswith("tests/") or path in testrun.ROOT_CONFIG
+
+
+def _inputs(graph: imports.ImportGraph, tests: Mapping[str, pygit2.Oid], path: str) -> list[tuple[str, str]]:
+    """The tests/ files one test file loads: its imports there, its conftests and
+    __init__s, and the root configuration: what its cached result depends on."""
+    loads = set(graph.closure(path))
+    parts = path.split("/")[:-1]
+    for i in range(1, len(parts) + 1):
+        for name in ("conftest.py", "__init__.py"):
+            helper = "/".join(parts[:i] + [name])
+            if helper in tests:
+                loads |= graph.closure(helper)
+    loads |= set(testrun.ROOT_CONFIG)
+    return [(p, str(tests[p])) for p in sorted(loads) if p in tests]
+
+
+FILE_ARGS = ("-q", "-rN")
+
+
+def _run_files(env: testrun.Environment, scratch: Scratch, layout: Path, files: tuple[str, ...],
+               shadow: list[Path], digest: str, graph: imports.ImportGraph, tests: Mapping[str, pygit2.Oid],
+               name: str, use_cache: bool, say: Say) -> tuple[dict[str, Outcome], int]:
+    outcomes: dict[str, Outcome] = {}
+    keys = {f: matrix.file_key(env.build_key, digest, _inputs(graph, tests, f), FILE_ARGS) for f in files}
+    todo = []
+    hits = 0
+    for f in files:
+        cached = matrix.cache_get(keys[f]) if use_cache else None
+        if cached is None:
+            todo.append(f)
+        else:
+            outcomes.update(cached)
+            hits += 1
+    if hits:
+        say(f"  {name}: {hits} test files from the cache")
+    if not todo:
+        return outcomes, hits
+    root = layout
+    report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
+    result = testrun.run_pytest(env, root, [*FILE_ARGS, *(f[len("tests/"):] for f in todo)],
+                                pythonpath=shadow, workdir=root / "tests", report=report,
+                                progress=_ticker(name, say))
+    _check_started(result, name)
+    say(f"  {name}: done, {_summary(result.outcomes)}")
+    by_file: dict[str, dict[str, Outcome]] = {f: {} for f in todo}
+    for test, outcome in result.outcomes.items():
+        by_file.setdefault(test.split("::", 1)[0], {})[test] = outcome
+    for f, found in by_file.items():
+        outcomes.update(found)
+        if f in keys and result.returncode in (0, 1, 5):
+            matrix.cache_put(keys[f], found)
+    return outcomes, hits
+
+
+def _run_steps(env: testrun.Environment, scratch: Scratch, layout: Path, steps: list[Step],
+               shadow: list[Path], name: str, say: Say) -> dict[str, Outcome]:
+    from series.verbs.test import local_args, parse_command
+
+    root = layout
+    outcomes: dict[str, Outcome] = {}
+    for step in steps:
+        extra = dict(step.env)
+        workdir = root / step.repo_dir if (root / step.repo_dir).is_dir() else root
+        for command in step.commands:
+            parsed = parse_command(command)
+            if parsed is None:
+                say(f"  {name}: [{step.ident}] not run here (not a plain pytest command): {command}")
+                continue
+            kind, assigned, args = parsed
+            if kind == "export":
+                extra.update(assigned)
+                continue
+            report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
+            result = testrun.run_pytest(env, root, local_args(args, {**extra, **assigned}),
+                                        pythonpath=shadow, workdir=workdir, extra_env={**extra, **assigned},
+                                        report=report, progress=_ticker(f"{name} [{step.ident}]", say))
+            _check_started(result, name)
+            say(f"  {name} [{step.ident}]: done, {_summary(result.outcomes)}")
+            outcomes.update(result.outcomes)
+    return outcomes
+
+
+def _check_started(result: testrun.PytestResult, name: str) -> None:
+    if result.outcomes or result.returncode in (0, 1, 5):
+        return
+    raise SeriesError(f"pytest did not run in tree {name} (exit {result.returncode}):\n{result.log_tail}")
+
+
+def _summary(outcomes: Mapping[str, Outcome]) -> str:
+    return ", ".join(f"{n} {k}" for k, n in matrix.counts(outcomes).items() if n) or "no tests"
+
+
+def _ticker(name: str, say: Say) -> Callable[[testrun.Progress], None]:
+    """Live progress: a line when the counts change, at most every 2 seconds."""
+    last = [""]
+    at = [0.0]
+
+    def tick(progress: testrun.Progress) -> None:
+        line = progress.line()
+        now = time.monotonic()
+        if progress.outcomes and line != last[0] and now - at[0] >= 2.0:
+            say(f"  {name}: {line}")
+            last[0], at[0] = line, now
+    return tick

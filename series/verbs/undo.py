@@ -1,0 +1,57 @@
+"""`series undo`: revert the newest operation not undone yet (refs and series.yaml).
+
+Through the write door: its refs go back only if each is still where the operation left
+it, and its own series.yaml edits are reversed on the file as it is now; an edit made
+since to a key it changed stops the undo, naming the key (later edits are never erased).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pygit2
+
+from series.cli import Context, emit, pass_ctx
+from series.git import refs
+from series.workspace import operation, undoable
+
+
+def run(repo: pygit2.Repository) -> tuple[refs.Operation, refs.Operation, list[str]]:
+    """Returns (the operation undone, the undo operation, notes)."""
+    with operation(repo, "undo") as op:
+        target = undoable(repo)
+        op.summary = f"undo {target.id} ({target.command}: {target.summary})"
+        op.revert(target)
+        undo = op.commit()
+        return target, undo, op.notes
+
+
+def describe(op: refs.Operation) -> str:
+    config = f", {Path(op.config_path).name}" if op.config_path and op.config_before != op.config_after else ""
+    return f"{op.id} {op.command}: {op.summary} ({len(op.moves)} ref(s){config})"
+
+
+def _repo(ctx: Context):  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from series.git.repo import open_repo
+    from series.workspace import repair
+
+    repo = open_repo(ctx.directory or Path.cwd())
+    repair(repo)  # an operation a kill interrupted is finished or rolled back before it is listed
+    return repo
+
+
+@click.command("undo")
+@pass_ctx
+def command(ctx: Context) -> None:
+    """Revert the last operation: every ref it moved and series.yaml.
+
+    Repeat to go further back. Only the operation's own series.yaml edits are reversed,
+    on the file as it is now: an edit made since to a key it changed stops the undo (the
+    key is named), other edits are kept. An operation a killed process left half-done is
+    finished or rolled back first. Old values also stay under refs/series/backup/<operation>/.
+    """
+
+    target, op, notes = run(_repo(ctx))
+    emit("\n".join([f"undid {describe(target)}", f"(as {op.id}; 'series log' lists operations)", *notes]))

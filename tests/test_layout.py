@@ -1,0 +1,112 @@
+"""The layout the README describes: a verb is one module, found by its name, loaded alone.
+
+STYLE rule 5 and the README's Layout section: series/verbs/<verb>.py defines `command`;
+series.cli finds it by the module's name and imports it only when that verb runs; the
+library packages never import click, the CLI or a verb.
+"""
+from __future__ import annotations
+
+import ast
+import pkgutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+
+import series.verbs
+from series.cli import group, module_name, verb_name
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "series"
+
+
+def _verb_modules() -> list[str]:
+    return [m.name for m in pkgutil.iter_modules(series.verbs.__path__) if not m.name.startswith("_")]
+
+
+def test_every_verb_module_defines_its_command_under_its_own_name() -> None:
+    import importlib
+
+    names = _verb_modules()
+    assert {"rebase", "adopt_upstream", "import_", "status", "touches"} <= set(names)
+    for name in names:
+        module = importlib.import_module(f"series.verbs.{name}")
+        command = getattr(module, "command", None)
+        assert isinstance(command, click.Command), f"series/verbs/{name}: no click command named 'command'"
+        assert command.name == verb_name(name), f"series/verbs/{name} defines verb {command.name!r}"
+        assert module_name(verb_name(name)) == name
+    ctx = click.Context(group)
+    assert group.list_commands(ctx) == sorted(verb_name(n) for n in names)
+    assert group.get_command(ctx, "no-such-verb") is None
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+    return found
+
+
+def test_the_library_never_imports_click_the_cli_or_a_verb() -> None:
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel in ("cli.py", "__main__.py") or rel.startswith("verbs/"):
+            continue
+        bad = {m for m in _imports(path)
+               if m == "click" or m.startswith("click.") or m == "series.cli" or m.startswith("series.verbs")}
+        if bad:
+            offenders.append(f"series/{rel}: {', '.join(sorted(bad))}")
+    assert offenders == []
+
+
+def _loaded_verbs(*argv: str, extra_path: Path | None = None) -> tuple[list[str], str]:
+    script = textwrap.dedent(f"""
+        import sys
+        import series.verbs
+        if {str(extra_path)!r} != "None":
+            series.verbs.__path__.append({str(extra_path)!r})
+        from series.cli import main
+        try:
+            main({list(argv)!r})
+        except SystemExit:
+            pass
+        print("LOADED", " ".join(sorted(m for m in sys.modules if m.startswith("series.verbs."))))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("LOADED"))
+    return line.split()[1:], proc.stdout
+
+
+def test_a_verb_loads_only_its_own_module() -> None:
+    loaded, _ = _loaded_verbs("status", "--help")
+    assert loaded == ["series.verbs.status"]
+    loaded, _ = _loaded_verbs("rebase", "--help")
+    assert all(m.startswith("series.verbs.rebase") for m in loaded), loaded
+    assert "series.verbs.rebase" in loaded
+
+
+def test_a_new_verb_is_one_module(tmp_path: Path) -> None:
+    (tmp_path / "say_hello.py").write_text(textwrap.dedent('''
+        """`series say-hello`: a verb nothing else lists."""
+        import click
+
+        from series.cli import emit
+
+
+        @click.command("say-hello")
+        def command() -> None:
+            """Say hello."""
+            emit("hello from one module")
+    '''))
+    loaded, out = _loaded_verbs("say-hello", extra_path=tmp_path)
+    assert "hello from one module" in out
+    assert loaded == ["series.verbs.say_hello"]
+    _, listing = _loaded_verbs("--help", extra_path=tmp_path)
+    assert "say-hello" in listing
