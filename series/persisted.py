@@ -16,49 +16,49 @@ E = TypeVar("E", bound=enum.Enum)
 
 def read_object(value: Json, what: str) -> JsonObject:
     if not isinstance(value, dict):
-        raise ValueError(f"{what}: not an object")
+        raise ValueError(f"'{what}' is not an object")
     return value
 
 
 def read_str(d: JsonObject, key: str) -> str:
     value = d.get(key)
     if not isinstance(value, str):
-        raise ValueError(f"{key}: not a string")
+        raise ValueError(f"'{key}' is not a string")
     return value
 
 
 def read_opt_str(d: JsonObject, key: str) -> str | None:
     value = d.get(key)
     if value is not None and not isinstance(value, str):
-        raise ValueError(f"{key}: not a string")
+        raise ValueError(f"'{key}' is not a string")
     return value
 
 
 def read_int(d: JsonObject, key: str) -> int:
     value = d.get(key)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{key}: not a number")
+        raise ValueError(f"'{key}' is not a number")
     return value
 
 
 def read_bool(d: JsonObject, key: str) -> bool:
     value = d.get(key)
     if not isinstance(value, bool):
-        raise ValueError(f"{key}: not true/false")
+        raise ValueError(f"'{key}' is not true/false")
     return value
 
 
 def read_strs(d: JsonObject, key: str) -> list[str]:
     value = d.get(key)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{key}: not a list of strings")
+        raise ValueError(f"'{key}' is not a list of strings")
     return [str(v) for v in value]
 
 
 def read_str_map(d: JsonObject, key: str) -> dict[str, str]:
     value = d.get(key)
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise ValueError(f"{key}: not a map of strings")
+        raise ValueError(f"'{key}' is not a map of strings")
     return {k: str(v) for k, v in value.items()}
 
 
@@ -66,7 +66,7 @@ def read_pairs(d: JsonObject, key: str) -> list[tuple[str, str]]:
     value = d.get(key)
     if not isinstance(value, list) or not all(
             isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value):
-        raise ValueError(f"{key}: not a list of pairs of strings")
+        raise ValueError(f"'{key}' is not a list of pairs of strings")
     return [(str(v[0]), str(v[1])) for v in value if isinstance(v, list)]
 
 
@@ -75,5 +75,5 @@ def read_enum(kind: type[E], d: JsonObject, key: str) -> E:
     try:
         return kind(value)
     except ValueError:
-        raise ValueError(f"{key}: {value!r} is not one of "
+        raise ValueError(f"'{key}' is {value!r}, not one of "
                          f"{', '.join(str(m.value) for m in kind)}") from None

@@ -72,7 +72,7 @@ def test_a_damaged_state_file_is_a_one_line_error(fork: Path, damage: str) -> No
         assert len(lines) == 1 and "state.json" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
         assert "remove it" in lines[0], lines
     if damage == "outcome-unknown":
-        assert "outcome: 'half-done' is not one of" in proc.stderr, proc.stderr
+        assert "'outcome' is 'half-done', not one of" in proc.stderr, proc.stderr
 
 
 def test_a_state_from_another_series_version_says_so(fork: Path) -> None:

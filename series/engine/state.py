@@ -197,7 +197,7 @@ class RebaseState:
         d = _object(data, "state")
         topics = d.get("topics")
         if not isinstance(topics, list):
-            raise ValueError("topics: not a list")
+            raise ValueError("'topics' is not a list")
         return cls(
             id=_str(d, "id"), onto_spec=_str(d, "onto_spec"), onto_name=_str(d, "onto_name"),
             onto_sha=_str(d, "onto_sha"), old_base_name=_str(d, "old_base_name"),

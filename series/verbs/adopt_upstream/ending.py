@@ -88,7 +88,7 @@ class AdoptionPayload:
     def load(cls, data: JsonObject) -> "AdoptionPayload":
         edits = data.get("edits")
         if not isinstance(edits, list):
-            raise ValueError("edits: not a list")
+            raise ValueError("'edits' is not a list")
         return cls(
             number=read_int(data, "number"), reference=read_str(data, "reference"), head=read_str(data, "head"),
             branch=read_str(data, "branch"), expect=read_opt_str(data, "expect"),

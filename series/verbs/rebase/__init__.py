@@ -54,9 +54,10 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
 def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
             reach: tuple[str, Any] | None = None) -> Result:
     report_id = outcome.op_id or (f"dry-run-{engine._stamp()}" if outcome.dry_run else outcome.state.id)
-    data = reports.build(ws.repo, outcome, report_id, "rebase")
+    report = reports.build(ws.repo, outcome, report_id, "rebase")
+    data: dict[str, Any] = report.dump()
     history.annotate(ws, outcome, data, bisect=bisect)
-    text = rebase_text.render(data, ws.series.integration)
+    text = rebase_text.render(report, data, ws.series.integration)
     if reach is not None:
         data["as_far_as_possible"] = reach[1].as_json()
         text = history.render_reach(reach[1], reach[0], outcome.state.old_base_name) + "\n" + text
@@ -65,7 +66,7 @@ def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
         text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
                  "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
         text += "".join(f"\n  {line}" for line in history.read_first(data, run.name))
-    elif data["status"] == "conflict":
+    elif report.status == reports.ReportStatus.CONFLICT:
         text += "\nnothing was changed (dry run)" if outcome.dry_run else ""
     by_hand = [p for t in outcome.state.topics for _, p in t.by_hand]
     store = ws.series.root / ws.series.resolutions
@@ -74,12 +75,10 @@ def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
         rel = store.relative_to(ws.series.root) if store.is_relative_to(ws.series.root) else store
         text += (f"\nrecorded how {len(by_hand)} conflict(s) were resolved in {rel}/ (commit it to share "
                  "the resolutions with CI and the next rebase; 'series resolutions' lists them)")
-    path = reports.write(ws.repo, data, text)
+    path = reports.write(ws.repo, report, data, text)
     data["report"] = str(path)
     text += f"\nreport: {path}"
-    integ = data.get("integration")
-    conflict = data["status"] == "conflict" or bool(integ and integ["conflicts"])
-    return Result(data, text, str(path), conflict)
+    return Result(data, text, str(path), report.conflict)
 
 
 def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run: bool = False,

@@ -1,64 +1,66 @@
 """`series rebase`'s words: the report (series.engine.report) as the text it prints."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from series.analysis.attribution import describe
+from series.engine.report import RebaseReport
+from series.engine.state import TopicOutcome
 
 
-def render(report: dict[str, Any], integration_branch: str | None = None) -> str:
-    onto, old = report["onto"], report["old_base"]
-    topics = report["topics"]
+def render(report: RebaseReport, document: Mapping[str, Any], integration_branch: str | None = None) -> str:
+    """The report as text; `document` is its JSON with what series.verbs.rebase.reach added
+    (upstream's history per topic, how far behind the base is)."""
     counts: dict[str, int] = {}
-    for t in topics:
-        counts[t["outcome"]] = counts.get(t["outcome"], 0) + 1
-    head = "rebase (dry run)" if report["dry_run"] else "rebase"
-    spec = f" ('{onto['spec']}')" if onto["spec"] != onto["name"] else ""
+    for t in report.topics:
+        counts[t.outcome.value] = counts.get(t.outcome.value, 0) + 1
+    head = "rebase (dry run)" if report.dry_run else "rebase"
+    spec = f" ('{report.onto_spec}')" if report.onto_spec != report.onto_name else ""
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
-    out = [f"{head} onto {onto['name']}{spec} {onto['sha'][:12]} from {old['name']}: {summary}"]
-    width = max([len(t["name"]) for t in topics] + [5])
-    for t in topics:
-        kind = t["outcome"]
-        if kind == "clean":
-            rd = t["range_diff"]
-            text = f"clean      {t['commits']} commit(s) -> {str(t['new_head'])[:12]}  range-diff " + \
+    out = [f"{head} onto {report.onto_name}{spec} {report.onto_sha[:12]} from {report.old_base_name}: {summary}"]
+    width = max([len(t.name) for t in report.topics] + [5])
+    history = {row["name"]: row for row in document.get("topics", [])}
+    for t in report.topics:
+        if t.outcome == TopicOutcome.CLEAN:
+            rd = t.range_diff or {}
+            text = f"clean      {t.commits} commit(s) -> {str(t.new_head)[:12]}  range-diff " + \
                    " ".join(f"{k}{v}" for k, v in rd.items() if v)
-        elif kind == "conflict":
-            c = t["conflict"]
-            text = f"CONFLICT   {c['commit'][:12]} {c['subject']}: {', '.join(c['files'])}"
-        elif kind == "merged":
-            form = "merged upstream in modified form" if t.get("modified") else "merged upstream"
-            text = f"{form} ({t.get('reason', '')}); status: merged, branch kept"
+        elif t.outcome == TopicOutcome.CONFLICT and t.conflict is not None:
+            c = t.conflict
+            text = f"CONFLICT   {c.commit[:12]} {c.subject}: {', '.join(c.files)}"
+        elif t.outcome == TopicOutcome.MERGED:
+            form = "merged upstream in modified form" if t.modified else "merged upstream"
+            text = f"{form} ({t.reason}); status: merged, branch kept"
         else:
-            text = f"{kind:<10} {t.get('reason', '')}"
-        out.append(f"  {t['name']:<{width}}  {text}".rstrip())
-        for d in t["dropped"]:
-            out.append(f"  {'':<{width}}    dropped (already upstream): {d['commit'][:12]} {d['subject']}")
-        for r in t["resolved_from_memory"]:
-            out.append(f"  {'':<{width}}    resolved from memory: {r['path']}")
-        if t.get("detail"):
-            out += [f"  {'':<{width}}    {line}" for line in t["detail"].splitlines()]
-        out += [f"  {'':<{width}}    {line}" for line in upstream_lines(t)]
-    integ = report.get("integration")
+            text = f"{t.outcome.value:<10} {t.reason}"
+        out.append(f"  {t.name:<{width}}  {text}".rstrip())
+        for d in t.dropped:
+            out.append(f"  {'':<{width}}    dropped (already upstream): {d.commit[:12]} {d.subject}")
+        for r in t.resolved_from_memory:
+            out.append(f"  {'':<{width}}    resolved from memory: {r.path}")
+        if t.outcome == TopicOutcome.MERGED and t.detail:
+            out += [f"  {'':<{width}}    {line}" for line in t.detail.splitlines()]
+        out += [f"  {'':<{width}}    {line}" for line in upstream_lines(history.get(t.name, {}))]
+    integ = report.integration
     if integ is not None:
-        if integ["conflicts"]:
+        if integ.conflicts:
             out.append("the topics do not combine (integration not rebuilt):")
-            out += [f"  topic {c['other']} vs topic {c['topic']}, file {c['path']}" for c in integ["conflicts"]]
+            out += [f"  {c}" for c in integ.conflicts]
         elif integration_branch:
-            verb = "would be rebuilt" if report["dry_run"] else "rebuilt" if report["operation"] else "unchanged"
-            out.append(f"integration {integration_branch} {verb}: {integ['head'][:12]} "
-                       f"({len(integ['topics'])} topics)")
-    behind = report.get("behind")
+            verb = "would be rebuilt" if report.dry_run else "rebuilt" if report.operation else "unchanged"
+            out.append(f"integration {integration_branch} {verb}: {integ.head[:12]} "
+                       f"({len(integ.topics)} topics)")
+    behind = document.get("behind")
     if behind and behind["commits"]:
-        base = onto["name"] if report["operation"] else old["name"]
+        base = report.onto_name if report.operation else report.old_base_name
         n = behind["commits"]
         out.append(f"base {base} is {n} commit{'s' if n != 1 else ''} ({behind['days']} days) behind "
                    f"{behind['tip_name']}")
-    out += report.get("notes", [])
+    out += report.notes
     return "\n".join(out)
 
 
-def upstream_lines(topic: dict[str, Any]) -> list[str]:
+def upstream_lines(topic: Mapping[str, Any]) -> list[str]:
     """What upstream's history says about one topic's outcome (series.verbs.rebase.reach
     fills the fields): who changed the conflicting lines, which commit landed a merged
     topic, the first breaking commit."""
