@@ -50,6 +50,14 @@ class Workspace:
             self._own[topic.name] = own_work(self.repo, self.series, self.base_commit(), topic)
         return self._own[topic.name]
 
+    def require_own(self, topic: Topic) -> OwnWork:
+        """`own`, for a verb that needs the branch: the one missing-branch error (`head`)."""
+        own = self.own(topic)
+        if own is None:
+            self.head(topic)  # raises, naming the series.yaml line
+            raise AssertionError(topic.branch)
+        return own
+
     @property
     def config_path(self) -> Path:
         return self.series.path

@@ -455,18 +455,13 @@ def build_integration(ws: Workspace) -> IntegrationResult:
 
     Raises ConflictError naming every inter-topic conflict ("topic X vs topic Y, file F").
     """
-    repo = ws.repo
     base = ws.base_commit()
-    runs = plan(ws, base, ())
-    starts = {r.name: r for r in runs}
-    parts = []
-    for run in runs:
-        start = run.start
-        if run.depends_on:
-            start = starts[run.depends_on].old_head
-        if run.commits:
-            parts.append(IntegrationPart(run.name, pygit2.Oid(hex=start), pygit2.Oid(hex=run.old_head)))
-    result = integrate(repo, base.id, parts)
+    # Each topic contributes its own diff (series.topics), merged onto the chain so far. A
+    # stacked topic's own diff starts where its own commits do: from its dependency's
+    # head *now* it would undo whatever the dependency gained since the stack was made.
+    owns = [ws.require_own(topic) for topic in ws.series.active()]
+    parts = [IntegrationPart(own.topic.name, own.start.id, own.head.id) for own in owns if own.commits]
+    result = integrate(ws.repo, base.id, parts)
     if not result.ok:
         raise ConflictError("the topics do not combine: " + "; ".join(str(c) for c in result.conflicts))
     return result

@@ -195,15 +195,15 @@ def line_counts(repo: pygit2.Repository, change: PathChange) -> tuple[int, int]:
     return added, deleted
 
 
-def file_stats(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
-               with_lines: bool = True) -> list[FileStat]:
-    stats = []
-    for change in changed_paths(repo, old, new):
-        status = "A" if change.old_id is None else "D" if change.new_id is None else (
-            "T" if change.old_id == change.new_id else "M")
-        added, deleted = line_counts(repo, change) if with_lines else (0, 0)
-        stats.append(FileStat(change.path, added, deleted, status))
-    return stats
+def file_stat(repo: pygit2.Repository, change: PathChange) -> FileStat:
+    status = "A" if change.old_id is None else "D" if change.new_id is None else (
+        "T" if change.old_id == change.new_id else "M")
+    added, deleted = line_counts(repo, change)
+    return FileStat(change.path, added, deleted, status)
+
+
+def file_stats(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> list[FileStat]:
+    return [file_stat(repo, change) for change in changed_paths(repo, old, new)]
 
 
 def commits_between(repo: pygit2.Repository, base: pygit2.Oid, head: pygit2.Oid) -> list[pygit2.Commit]:
