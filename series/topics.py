@@ -3,18 +3,26 @@
 "Own" hides two kinds of commits a topic branch also contains: upstream's history (a
 branch rebased by hand onto a newer release carries base..release too) and the commits of
 the topics it depends_on (a stacked branch contains them all). One answer, computed once
-per workspace (`Workspace.own(topic)`), so status, touches, check, export, adopt and
-resolutions cannot disagree about what a topic carries.
+per workspace (`Workspace.own(topic)`), so status, touches, check, export, adopt, diff,
+preflight, test, the integration build and resolutions cannot disagree about what a topic
+carries. Everything past the commits (paths, line counts) is computed when first asked.
+
+`own_work` also answers for a series that is not the workspace's: a version of it read
+from an operation or an export (`series diff`, with those heads), or one being made
+(`series add`, `series init`, with a provisional Series).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Callable
 
 import pygit2
 
-from series.git.repo import FileStat, branch_commit, changed_paths, file_stats, topic_range
+from series.git.repo import FileStat, PathChange, branch_commit, changed_paths, file_stat, topic_range
 from series.model import Series, Topic
+
+HeadOf = Callable[[Topic], pygit2.Commit | None]
 
 
 @dataclass(frozen=True)
@@ -25,15 +33,28 @@ class OwnWork:
     commits: tuple[pygit2.Commit, ...]   # its own commits, oldest first
     on_base: bool                        # start is upstream.base, or a dependency's head
     repo: pygit2.Repository
+    _stats: dict[str, FileStat] = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
+    def changes(self) -> tuple[PathChange, ...]:
+        """Its own diff (start..head), path by path; `changed_paths` descends only into
+        subtrees whose ids differ, so this costs the size of the change, not of the tree."""
+        return tuple(changed_paths(self.repo, self.start.tree, self.head.tree))
+
+    @property
     def paths(self) -> tuple[str, ...]:
-        """Paths its own diff (start..head) changes."""
-        return tuple(c.path for c in changed_paths(self.repo, self.start.tree, self.head.tree))
+        """Paths its own diff changes."""
+        return tuple(c.path for c in self.changes)
 
-    @cached_property
+    def stat(self, change: PathChange) -> FileStat:
+        """Line counts of one of its changes (touches counts only the files it shows)."""
+        if change.path not in self._stats:
+            self._stats[change.path] = file_stat(self.repo, change)
+        return self._stats[change.path]
+
+    @property
     def stats(self) -> tuple[FileStat, ...]:
-        return tuple(file_stats(self.repo, self.start.tree, self.head.tree))
+        return tuple(self.stat(c) for c in self.changes)
 
     @cached_property
     def commit_paths(self) -> frozenset[str]:
@@ -45,14 +66,20 @@ class OwnWork:
         return frozenset(found)
 
 
-def own_work(repo: pygit2.Repository, series: Series, base: pygit2.Commit, topic: Topic) -> OwnWork | None:
-    """None when the topic's branch does not exist."""
-    head = branch_commit(repo, topic.branch)
+def own_work(repo: pygit2.Repository, series: Series, base: pygit2.Commit, topic: Topic,
+             head_of: HeadOf | None = None) -> OwnWork | None:
+    """None when the topic has no head. `head_of` gives a topic's head (default: its
+    branch now); a dependency without one hides nothing."""
+    def branch_head(t: Topic) -> pygit2.Commit | None:
+        return branch_commit(repo, t.branch)
+
+    find = head_of if head_of is not None else branch_head
+    head = find(topic)
     if head is None:
         return None
     deps = [h for d in topic.depends_on
             if (dep := next((t for t in series.topics if t.name == d), None)) is not None
-            and (h := branch_commit(repo, dep.branch)) is not None]
+            and (h := find(dep)) is not None]
     span = topic_range(repo, base, head, series.upstream.remote, hide=[h.id for h in deps])
     on_base = span.start.id in {base.id, *(h.id for h in deps)}
     return OwnWork(topic, head, span.start, tuple(span.commits), on_base, repo)

@@ -1,7 +1,7 @@
 """Which upstream paths each topic touches: path specs, per-topic diffs, matrix, forecast.
 
-Every answer starts from a topic's own diff (the tree before its first own commit against
-its head; `changed_paths` descends only into subtrees whose ids differ), so the cost
+Every answer starts from a topic's own diff (series.topics: the tree before its first own
+commit against its head; `changed_paths` descends only into subtrees whose ids differ), so the cost
 follows the size of the topics' changes, never the size of the vLLM tree. The forecast
 looks up only the paths our topics touch in upstream's two trees: it never diffs
 upstream's whole release against the next one.
@@ -15,8 +15,9 @@ from typing import Iterable, Sequence
 
 import pygit2
 
-from series.git.repo import PathChange, branch_commit, changed_paths, line_counts, topic_range
+from series.git.repo import FileStat, PathChange, file_stat
 from series.model import Topic
+from series.topics import OwnWork
 from series.workspace import Workspace
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -103,39 +104,11 @@ def matches_any(specs: Sequence[PathSpec], path: str) -> bool:
     return any(spec.matches(path) for spec in specs)
 
 
-@dataclass(frozen=True)
-class TopicDiff:
-    """A topic's own change: its first own commit's parent against its head."""
-
-    topic: Topic
-    start: pygit2.Commit
-    head: pygit2.Commit
-    changes: tuple[PathChange, ...]
-
-    @property
-    def paths(self) -> list[str]:
-        return [c.path for c in self.changes]
-
-
-@dataclass(frozen=True)
-class TouchedFile:
-    path: str
-    added: int
-    deleted: int
-    status: str  # A, M, D, T (type/mode change)
-
-
-def _status(change: PathChange) -> str:
-    if change.old_id is None:
-        return "A"
-    if change.new_id is None:
-        return "D"
-    return "T" if change.old_id == change.new_id else "M"
-
-
-def touched_file(repo: pygit2.Repository, change: PathChange) -> TouchedFile:
-    added, deleted = line_counts(repo, change)
-    return TouchedFile(change.path, added, deleted, _status(change))
+# A topic's own change (series.topics: its first own commit's parent against its head, its
+# dependencies' and upstream's commits hidden) and the line counts of its files: the answer
+# status, check and the integration build use, not a second derivation of it.
+TopicDiff = OwnWork
+TouchedFile = FileStat
 
 
 def select_topics(ws: Workspace, include_all: bool) -> tuple[list[Topic], list[Topic]]:
@@ -144,23 +117,13 @@ def select_topics(ws: Workspace, include_all: bool) -> tuple[list[Topic], list[T
     present: list[Topic] = []
     missing: list[Topic] = []
     for topic in chosen:
-        (present if branch_commit(ws.repo, topic.branch) is not None else missing).append(topic)
+        (present if ws.own(topic) is not None else missing).append(topic)
     return present, missing
 
 
 def topic_diffs(ws: Workspace, topics: Iterable[Topic]) -> list[TopicDiff]:
-    repo, base = ws.repo, ws.base_commit()
-    heads = {t.name: branch_commit(repo, t.branch) for t in ws.series.topics}
-    diffs = []
-    for topic in topics:
-        head = heads[topic.name]
-        assert head is not None, topic.branch
-        # a stacked topic's branch contains the topics it depends on: not its own change
-        hide = [h.id for dep in topic.depends_on if (h := heads.get(dep)) is not None]
-        span = topic_range(repo, base, head, ws.series.upstream.remote, hide=hide)
-        changes = tuple(changed_paths(repo, span.start.tree, head.tree))
-        diffs.append(TopicDiff(topic, span.start, head, changes))
-    return diffs
+    """The topics' own work (`select_topics` picked those with a branch)."""
+    return [ws.require_own(topic) for topic in topics]
 
 
 def touching(repo: pygit2.Repository, diffs: Sequence[TopicDiff],
@@ -168,7 +131,7 @@ def touching(repo: pygit2.Repository, diffs: Sequence[TopicDiff],
     """The topics whose changes match a spec, with line counts for the matching files only."""
     found = []
     for diff in diffs:
-        files = [touched_file(repo, c) for c in diff.changes if matches_any(specs, c.path)]
+        files = [diff.stat(c) for c in diff.changes if matches_any(specs, c.path)]
         if files:
             found.append((diff, files))
     return found
@@ -216,11 +179,11 @@ class Collision:
 
 def collisions(repo: pygit2.Repository, diffs: Sequence[TopicDiff]) -> list[Collision]:
     """Files changed by more than one topic: where the topics will meet in a rebase."""
-    by_path: dict[str, list[tuple[str, PathChange]]] = defaultdict(list)
+    by_path: dict[str, list[tuple[str, TouchedFile]]] = defaultdict(list)
     for diff in diffs:
         for change in diff.changes:
-            by_path[change.path].append((diff.topic.name, change))
-    return [Collision(path, tuple((name, touched_file(repo, c)) for name, c in users))
+            by_path[change.path].append((diff.topic.name, diff.stat(change)))
+    return [Collision(path, tuple(users))
             for path, users in sorted(by_path.items()) if len(users) > 1]
 
 
@@ -260,12 +223,12 @@ def forecast(repo: pygit2.Repository, diffs: Sequence[TopicDiff], old: pygit2.Co
                 if old_id == new_id and old_mode == new_mode:
                     upstream_cache[change.path] = None
                 else:
-                    upstream_cache[change.path] = touched_file(
+                    upstream_cache[change.path] = file_stat(
                         repo, PathChange(change.path, old_id, new_id, old_mode, new_mode))
             upstream = upstream_cache[change.path]
             if upstream is not None:
                 same = change.new_id == _entry(new.tree, change.path)[0]
-                spots.append(Hotspot(change.path, upstream, touched_file(repo, change), same))
+                spots.append(Hotspot(change.path, upstream, diff.stat(change), same))
         if spots:
             found.append((diff, spots))
     return found

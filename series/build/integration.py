@@ -13,7 +13,6 @@ import pygit2
 
 from series.engine.rebase import build_integration
 from series.errors import SeriesError
-from series.git.repo import TopicRange, changed_paths, topic_range
 from series.model import Status, Topic
 from series.workspace import Workspace
 
@@ -45,22 +44,12 @@ def build(ws: Workspace) -> Integration:
     return built
 
 
-def _span(ws: Workspace, topic: Topic, base: pygit2.Commit, head: pygit2.Commit) -> TopicRange:
-    """The topic's own commits: upstream history and its dependencies' commits hidden."""
-    hide = [ws.head(ws.series.topic(dep)).id for dep in topic.depends_on]
-    return topic_range(ws.repo, base, head, ws.series.upstream.remote, hide=hide)
-
-
 def topic_paths(ws: Workspace, topics: tuple[Topic, ...] | None = None) -> dict[str, tuple[str, ...]]:
-    """{path: topics touching it} over each topic's own diff (fork point..head)."""
-    repo = ws.repo
-    base = ws.base_commit()
+    """{path: topics touching it} over each topic's own diff (series.topics)."""
     touched: dict[str, list[str]] = {}
     for topic in topics if topics is not None else ws.series.active():
-        head = ws.head(topic)
-        span = _span(ws, topic, base, head)
-        for change in changed_paths(repo, span.start.tree, head.tree):
-            touched.setdefault(change.path, []).append(topic.name)
+        for path in ws.require_own(topic).paths:
+            touched.setdefault(path, []).append(topic.name)
     return {p: tuple(t) for p, t in touched.items()}
 
 

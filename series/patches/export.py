@@ -16,11 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pygit2
-
 from series.config import FILENAME, NAME_RE
 from series.errors import SeriesError
-from series.git.repo import branch_commit, topic_range
 from series.model import Topic
 from series.patches import format as fmt
 from series.workspace import Workspace
@@ -46,20 +43,10 @@ class ExportResult:
     notes: list[str] = field(default_factory=list)
 
 
-def own_commits(ws: Workspace, topic: Topic) -> tuple[list[pygit2.Commit], bool]:
-    """The topic's own commits, oldest first, without those of the topics it depends on."""
-    repo = ws.repo
-    hide = []
-    for dep in topic.depends_on:
-        head = branch_commit(repo, ws.series.topic(dep).branch)
-        if head is not None:
-            hide.append(head.id)
-    span = topic_range(repo, ws.base_commit(), ws.head(topic), ws.series.upstream.remote, hide=hide)
-    return span.commits, span.on_base or bool(hide)
-
-
 def topic_patches(ws: Workspace, topic: Topic) -> TopicPatches:
-    commits, on_base = own_commits(ws, topic)
+    # its own commits (series.topics): a stacked topic's file holds none of its dependencies'
+    own = ws.require_own(topic)
+    commits, on_base = own.commits, own.on_base
     files = []
     total = len(commits)
     for number, commit in enumerate(commits, 1):
@@ -176,8 +163,10 @@ def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResul
                               f"with the export's own '{topic.name}' (rename the topic)")
         patches = topic_patches(ws, topic)
         if patches.files and not patches.on_base:
-            result.notes.append(f"{topic.name}: branch does not sit on {ws.series.upstream.base}; "
-                                "its own commits are exported, import puts them on the base")
+            where = (f"the head of {' or '.join(topic.depends_on)}" if topic.depends_on
+                     else ws.series.upstream.base)
+            result.notes.append(f"{topic.name}: branch does not sit on {where}; "
+                                "its own commits are exported, import puts them there")
         result.topics.append(patches)
     if dry_run:
         return result

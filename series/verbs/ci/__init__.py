@@ -92,7 +92,6 @@ def init(target: str, root: Path, force: bool = False, dry_run: bool = False) ->
 def owners_of(ws: object, names: list[str]) -> list[str]:
     """@handles (or names) for these topics, one per person, in topic order."""
     from series.analysis import pipeline
-    from series.patches.export import own_commits
 
     series = ws.series  # type: ignore[attr-defined]
     declared = pipeline.load_settings(series.path).owners
@@ -101,9 +100,8 @@ def owners_of(ws: object, names: list[str]) -> list[str]:
         if name in declared:
             handles = [h if h.startswith("@") else f"@{h}" for h in declared[name].split()]
         else:
-            commits, _ = own_commits(ws, series.topic(name))  # type: ignore[arg-type]
             handles = []
-            for commit in commits:
+            for commit in ws.require_own(series.topic(name)).commits:  # type: ignore[attr-defined]
                 m = _NOREPLY.match(commit.author.email or "")
                 handles.append(f"@{m['login']}" if m else commit.author.name)
         out.extend(h for h in handles if h and h not in out)
