@@ -312,7 +312,7 @@ def clone_fork(upstream: Path, path: Path) -> pygit2.Repository:
     repo.config["user.name"], repo.config["user.email"] = MAINTAINER
     base = repo.revparse_single("v0.30.0").peel(pygit2.Commit)
     # Detached on the base, so every topic branch is free to move.
-    repo.checkout_tree(base.tree, strategy=pygit2.enums.CheckoutStrategy.FORCE)
+    repo.checkout_tree(base.tree, strategy=pygit2.enums.CheckoutStrategy.FORCE)  # type: ignore[no-untyped-call]
     repo.set_head(base.id)
     return repo
 

@@ -68,7 +68,7 @@ def write_bug_log(exc: BaseException) -> Path:
     lines = [
         f"series {__version__}",
         f"python {platform.python_version()} ({sys.executable})",
-        f"pygit2 {pygit2.__version__}, libgit2 {pygit2.LIBGIT2_VERSION}",
+        f"pygit2 {getattr(pygit2, '__version__', '?')}, libgit2 {pygit2.LIBGIT2_VERSION}",
         f"platform {platform.platform()}",
         f"argv {' '.join(sys.argv[1:])}",
         "",

@@ -29,6 +29,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from series import config
 from series.errors import SeriesError
+from series.persisted import Json, JsonObject, read_opt_str, read_strs
 
 Plain = dict[str, Any]
 KeyPath = tuple[str, ...]
@@ -60,13 +61,17 @@ class Edit:
     def reversed(self) -> "Edit":
         return Edit(self.path, self.new, self.old, self.after, self.before)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {"path": list(self.path), "old": self.old, "new": self.new,
                 "after": self.after, "before": self.before}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Edit":
-        return cls(tuple(data["path"]), data["old"], data["new"], data.get("after"), data.get("before"))
+    def from_json(cls, data: JsonObject) -> "Edit":
+        """An edit as a journal entry or a halted state kept it, validated (ValueError)."""
+        path = read_strs(data, "path")
+        if "old" not in data or "new" not in data:
+            raise ValueError("edit: no old or new value")
+        return cls(tuple(path), data["old"], data["new"], read_opt_str(data, "after"), read_opt_str(data, "before"))
 
 
 def describe(path: KeyPath) -> str:

@@ -30,6 +30,7 @@ from series.engine import state as halted
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.git.repo import branch_commit, open_repo, resolve_commit
+from series.persisted import Json
 from series.model import Series, Topic
 from series.seriesedit import Edit, KeyPath
 from series.topics import OwnWork, own_work
@@ -134,7 +135,7 @@ def repair(repo: pygit2.Repository) -> list[str]:
     (only ever the newest entry, since every write repairs first), unless a command is
     running right now (then that entry is its own)."""
     last = refs.last_operation(repo)
-    if last is None or last.state != "pending":
+    if last is None or last.state != refs.OpState.PENDING:
         return []
     try:
         with refs.Lock(repo, "repair"):
@@ -176,7 +177,7 @@ class WriteOperation:
         self.txn.summary = text
 
     @property
-    def extra(self) -> dict[str, Any]:
+    def extra(self) -> dict[str, Json]:
         return self.txn.extra
 
     def reserve_id(self) -> str:
@@ -189,7 +190,7 @@ class WriteOperation:
 
     def verify(self, ref: str, value: str) -> None:
         """`ref` must still be `value` when the refs move (checked inside git's transaction)."""
-        self.txn.verify.append([ref, value])
+        self.txn.verify.append((ref, value))
 
     @property
     def moves(self) -> list[refs.RefMove]:
@@ -265,12 +266,12 @@ class WriteOperation:
             else:
                 self.edits = [e.reversed() for e in reversed(edits)]
         self.txn.undoes = target.id
-        for rel, text in dict(target.extra.get("removed", {})).items():
-            where = refs.resolve_path(self.repo, rel, target.extra.get("worktree"))
+        for rel, text in target.removed_files().items():
+            where = refs.resolve_path(self.repo, rel, target.extra_text("worktree"))
             if where is not None:
                 self.restore[where] = text
         if self.restore:
-            self.txn.extra["restored"] = sorted(str(p) for p in self.restore)
+            self.txn.extra["restored"] = [str(p) for p in sorted(self.restore)]
 
     # -- commit ------------------------------------------------------------------------------
 
@@ -316,13 +317,13 @@ def disk_error(exc: OSError) -> SeriesError:
 def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
               config_path: Path | None = None, seen: str | None = None,
               resumes: str | None = None) -> Iterator[WriteOperation]:
-    """The write door (module docstring). `resumes`: the halted kind ("rebase", "adopt")
-    this command goes on with, which the halt guard then lets through."""
+    """The write door (module docstring). `resumes`: the kind of halted operation this
+    command goes on with (series.engine.state.Halt.kind), which the halt guard lets through."""
     try:
         with refs.Lock(repo, command):
             notes = refs.recover(repo)
             state = halted.load(repo)
-            if state is not None and state.kind != resumes:
+            if state is not None and state.halt.kind != resumes:
                 raise SeriesError(halted.halted_message(state, f"series {command}"))
             yield WriteOperation(repo, command, summary, config_path, seen, notes)
     except OSError as exc:
@@ -336,6 +337,6 @@ def undoable(repo: pygit2.Repository) -> refs.Operation:
     ops = refs.operations(repo)
     undone = {op.undoes for op in ops if op.undoes}
     for op in reversed(ops):
-        if op.command != "undo" and op.id not in undone and op.state == "done":
+        if op.command != "undo" and op.id not in undone and op.state == refs.OpState.DONE:
             return op
     raise SeriesError("nothing to undo: 'series log' lists no operation that is not undone already")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from series.verbs.rebase import ENDING as REBASE
 from series.engine import rebase as engine
 from series.engine.merged import MergedContext, MergedVerdict
 from series.engine.replay import replay_commits
@@ -63,16 +64,16 @@ def test_a_resolver_answer_is_used_and_reported_recorder_sees_the_human_fix(fork
         return conflict.ours.replace(b"        for key in keys", b"        # remembered\n        for key in keys")
 
     ws = open_workspace(None, fork)
-    outcome = engine.start(ws, "v0.31.0", hooks=Hooks(resolver=resolver), dry_run=True)
+    outcome = engine.start(ws, "v0.31.0", REBASE, hooks=Hooks(resolver=resolver), dry_run=True)
     run = outcome.state.topic("offload-evict-fix")
-    assert run.outcome == "clean" and run.resolved == [[run.commits[0], LRU]], run
+    assert run.outcome == "clean" and run.resolved == [(run.commits[0], LRU)], run
     assert [(t, p) for t, p, _ in seen] == [("offload-evict-fix", LRU)]
     recorded: list[tuple[str, str, bytes]] = []
     ws = open_workspace(None, fork)
-    outcome = engine.start(ws, "v0.31.0")
+    outcome = engine.start(ws, "v0.31.0", REBASE)
     assert outcome.worktree is not None
     resolve_lru(outcome.worktree)
-    engine.continue_rebase(open_workspace(None, fork), hooks=Hooks(
+    engine.continue_rebase(open_workspace(None, fork), REBASE, hooks=Hooks(
         recorder=lambda t, p, c, resolved: recorded.append((t, p, resolved))))
     assert [(t, p) for t, p, _ in recorded] == [("offload-evict-fix", LRU)]
     assert b"# keep request order" in recorded[0][2] and b"<<<<<<<" not in recorded[0][2]
@@ -85,7 +86,7 @@ def test_an_extra_merged_rule_retires_a_topic_without_replaying_it(fork: Path) -
         return None
 
     ws = open_workspace(None, fork)
-    outcome = engine.start(ws, "v0.31.0", merged=[rule])
+    outcome = engine.start(ws, "v0.31.0", REBASE, merged=[rule])
     assert outcome.finished and not outcome.conflicts
     text = (fork / "series.yaml").read_text()
     assert text.count("status: merged") == 2 and text.count("merged_in: v0.31.0") == 2, text
@@ -137,10 +138,10 @@ EOF2
     def resolver(topic: str, path: str, conflict: Conflict) -> bytes | None:
         return conflict.ours + b"# remembered\n" if path == LRU and conflict.ours else None
 
-    outcome = engine.start(open_workspace(None, fork), "v0.31.0", skip=("offload-evict-fix",),
+    outcome = engine.start(open_workspace(None, fork), "v0.31.0", REBASE, skip=("offload-evict-fix",),
                            hooks=Hooks(resolver=resolver))
     assert outcome.worktree is not None
     status = sh("git status --porcelain --untracked-files=no", outcome.worktree)
     assert f"UU {sched}" in status and f"M  {LRU}" in status, status
     run = outcome.state.topic("both")
-    assert run.conflict["files"] == [sched] and [p for _, p in run.resolved] == [LRU], run
+    assert run.conflict is not None and run.conflict.files == (sched,) and [p for _, p in run.resolved] == [LRU], run

@@ -120,7 +120,9 @@ class Step:
     def _rules(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(includes, exclusions), normalized once: covers() runs for every path x step."""
         deps = self.all_dependencies
-        norm = lambda ds: tuple(n for n in (d.rstrip("/") for d in ds) if n)  # noqa: E731
+        def norm(ds: Iterable[str]) -> tuple[str, ...]:
+            return tuple(n for n in (d.rstrip("/") for d in ds) if n)
+
         return (norm(d for d in deps if not d.startswith("!")),
                 norm(d[1:] for d in deps if d.startswith("!")))
 

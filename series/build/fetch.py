@@ -38,7 +38,7 @@ from packaging.version import InvalidVersion, Version
 from series.cache import user_cache
 from series.errors import SeriesError
 
-Runner = Callable[[list[str]], subprocess.CompletedProcess]
+Runner = Callable[[list[str]], subprocess.CompletedProcess[str]]
 _SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!_-]+)$")
 DEFAULT_INDEX = "https://pypi.org/simple/"
 
@@ -75,7 +75,7 @@ def cache_dir() -> Path:
     return user_cache("wheels", "SERIES_WHEEL_CACHE")
 
 
-def _run(cmd: list[str]) -> subprocess.CompletedProcess:
+def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
     """On a terminal pip shows its own progress bar (a 320 MB download takes a while)."""
     if sys.stderr.isatty():
         return subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr, text=True)

@@ -37,7 +37,7 @@ REQUIREMENTS = (
 _NEEDED = {"torch": "torch", "setuptools": "setuptools", "setuptools_scm": "setuptools-scm",
            "wheel": "wheel", "packaging": "packaging", "jinja2": "jinja2"}
 
-Runner = Callable[..., subprocess.CompletedProcess]
+Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @dataclass(frozen=True)

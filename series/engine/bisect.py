@@ -24,7 +24,8 @@ import pygit2
 from series.analysis.attribution import UpstreamCommit
 from series.engine import merged as merged_rules
 from series.engine.odb import MemOdb
-from series.engine.replay import default_committer, replay_commits
+from series.engine.replay import replay_commits
+from series.git.repo import committer as git_committer
 from series.engine.resolve import Hooks
 from series.engine.state import TopicRun
 from series.workspace import Workspace
@@ -79,7 +80,7 @@ class Prober:
 
     def __post_init__(self) -> None:
         self.odb = MemOdb(self.ws.repo)
-        self.committer = default_committer(self.ws.repo)
+        self.committer = git_committer(self.ws.repo)
         self.old_base = self.ws.base_commit()
 
     def probe(self, index: int, only: set[str] | None = None) -> Probe:

@@ -119,7 +119,7 @@ def require_git() -> None:
         _checked.append(git_version())
     version = _checked[0]
     if version[:2] < GIT_NEEDED:
-        raise SeriesError(f"git {'.'.join(map(str, version))} is too old: series rebases with "
+        raise SeriesError(f"git {'.'.join(map(str, version))} is too old: series replays with "
                           f"'git merge-tree --write-tree --stdin' (git {GIT_NEEDED[0]}.{GIT_NEEDED[1]} "
                           "or newer); install a newer git")
 

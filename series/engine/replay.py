@@ -1,6 +1,6 @@
 """The core: replay commits onto a new base in memory, with git's merge-ort answers.
 
-Public API (stable; adopt-upstream, the integration build and bisection use it):
+Public API (stable; the adoption of upstream PRs, the integration build and bisection use it):
 
     replay_commits(repo, commits, onto, *, committer=None, rewrite_message=None,
                    resolver=None, topic="", odb=None) -> ReplayResult
@@ -14,8 +14,8 @@ already upstream); a commit that was empty in the topic stays; a commit whose pa
 already is the head (and whose message is not rewritten) is kept as it is.
 
 Kept: the author line byte for byte (name, email, time, offset), the raw message and its
-encoding header. The committer is `committer` or `default_committer(repo)` (which
-honours GIT_COMMITTER_NAME/EMAIL/DATE).
+encoding header. The committer is `committer` or the one git itself would record
+(series.git.repo.committer).
 
 On a conflict the resolver (the shared conflict memory) is asked for each textual
 conflict; when it answers every conflicted path the commit goes on with those answers.
@@ -28,9 +28,6 @@ at the end).
 """
 from __future__ import annotations
 
-import datetime as _dt
-import os
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -41,7 +38,7 @@ from series.engine.odb import GITLINK, TREE, Entry, MemOdb
 from series.engine.resolve import Conflict, Resolver
 from series.errors import SeriesError
 from series.git.cli import git
-from series.git.repo import workdir
+from series.git.repo import committer as git_committer, workdir
 
 
 @dataclass(frozen=True)
@@ -77,54 +74,6 @@ def _offset_text(minutes: int) -> str:
     sign = "-" if minutes < 0 else "+"
     minutes = abs(minutes)
     return f"{sign}{minutes // 60:02d}{minutes % 60:02d}"
-
-
-def _parse_date(text: str) -> tuple[int, int] | None:
-    """git's common date forms: '@1700000000 +0100', '1700000000 +0100', ISO 8601, RFC 2822."""
-    text = text.strip()
-    m = re.match(r"^@?(\d+)(?:\s+([+-])(\d\d)(\d\d))?$", text)
-    if m:
-        offset = 0
-        if m.group(2):
-            offset = (int(m.group(3)) * 60 + int(m.group(4))) * (-1 if m.group(2) == "-" else 1)
-        return int(m.group(1)), offset
-    try:
-        when = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        import email.utils
-
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError):
-            return None
-    if when.tzinfo is None:
-        when = when.astimezone()
-    delta = when.utcoffset() or _dt.timedelta(0)
-    return int(when.timestamp()), int(delta.total_seconds() // 60)
-
-
-def default_committer(repo: pygit2.Repository) -> pygit2.Signature:
-    """The committer git would use: GIT_COMMITTER_* from the environment, else user.* config."""
-    config = repo.config
-
-    def conf(key: str) -> str | None:
-        try:
-            return str(config[key])
-        except KeyError:
-            return None
-
-    name = os.environ.get("GIT_COMMITTER_NAME") or conf("user.name")
-    email = os.environ.get("GIT_COMMITTER_EMAIL") or conf("user.email")
-    if not name or not email:
-        raise SeriesError("no committer identity: set user.name and user.email "
-                          "(git config --global user.name 'You'), or GIT_COMMITTER_NAME/EMAIL")
-    date = os.environ.get("GIT_COMMITTER_DATE")
-    parsed = _parse_date(date) if date else None
-    if parsed is None:
-        now = _dt.datetime.now().astimezone()
-        offset = int((now.utcoffset() or _dt.timedelta(0)).total_seconds() // 60)
-        parsed = int(now.timestamp()), offset
-    return pygit2.Signature(name, email, parsed[0], parsed[1])
 
 
 def signature_line(sig: pygit2.Signature) -> bytes:
@@ -261,7 +210,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
     store = odb if odb is not None else MemOdb(repo)
     head = onto.id if isinstance(onto, pygit2.Commit) else onto
     head_tree = store.commit_tree(head)
-    committer_line = signature_line(committer or default_committer(repo))
+    committer_line = signature_line(committer or git_committer(repo))
     mapping: dict[pygit2.Oid, pygit2.Oid] = {}
     dropped: list[pygit2.Oid] = []
     changed: set[pygit2.Oid] = set()

@@ -1,5 +1,6 @@
 """The rebase report: per topic clean / conflict (files) / merged upstream / commits dropped,
-with a range-diff summary, printed and kept under .git/series/reports/<id>.json and .txt.
+with a range-diff summary, kept under .git/series/reports/<id>.json and .txt. The verb
+words it (series.verbs.rebase.text) and names itself in it (`command`).
 
 The range-diff counts (= same patch, ! changed, < dropped, > new) come from the replay
 itself: it knows each old commit's new commit, and whether its patch had to change. For
@@ -8,17 +9,20 @@ written) and its counts and text are used; an unchanged topic needs no subproces
 """
 from __future__ import annotations
 
+import enum
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Mapping
 
 import pygit2
 
-from series.analysis.attribution import describe
 from series.config import write_text_atomically
+from series.engine.integration import InterTopicConflict
 from series.engine.rebase import Outcome
-from series.engine.state import TopicRun
+from series.engine.state import HaltedCommit, TopicOutcome, TopicRun
+from series.persisted import Json
 from series.git.cli import git
 from series.git.refs import state_dir
 from series.git.repo import workdir
@@ -27,7 +31,7 @@ _RANGE_LINE = re.compile(r"^\s*(?:\d+|-):\s+(?:[0-9a-f]+|-+)\s+([=!<>])\s")
 
 
 def _subject(repo: pygit2.Repository, sha: str) -> str:
-    return repo[pygit2.Oid(hex=sha)].message.split("\n", 1)[0]  # type: ignore[attr-defined]
+    return str(repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit).message.split("\n", 1)[0])
 
 
 def _summary(run: TopicRun) -> dict[str, int]:
@@ -56,134 +60,161 @@ def range_diff(repo: pygit2.Repository, run: TopicRun) -> tuple[dict[str, int], 
     return counts, proc.stdout
 
 
-def build(repo: pygit2.Repository, outcome: Outcome, report_id: str) -> dict[str, Any]:
-    state = outcome.state
-    topics = []
-    for run in state.topics:
-        row: dict[str, Any] = {
-            "name": run.name, "branch": run.branch, "outcome": run.outcome,
-            "commits": len(run.commits), "old_head": run.old_head,
-            "new_head": run.new_head if run.outcome == "clean" else None,
-            "depends_on": run.depends_on,
+class ReportStatus(str, enum.Enum):
+    DRY_RUN = "dry-run"
+    DONE = "done"
+    CONFLICT = "conflict"
+
+
+@dataclass(frozen=True)
+class CommitPath:
+    commit: str
+    path: str
+
+
+@dataclass(frozen=True)
+class DroppedCommit:
+    commit: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class TopicReport:
+    """One topic's line of the report."""
+
+    name: str
+    branch: str
+    outcome: TopicOutcome
+    commits: int
+    old_head: str
+    new_head: str | None                # clean: where its branch goes
+    depends_on: str | None
+    reason: str = ""
+    merged_in: str | None = None        # merged: the release that carries it
+    modified: bool = False
+    detail: str = ""
+    dropped: tuple[DroppedCommit, ...] = ()
+    conflict: HaltedCommit | None = None
+    resolved_from_memory: tuple[CommitPath, ...] = ()
+    resolved_by_hand: tuple[CommitPath, ...] = ()
+    range_diff: Mapping[str, int] | None = None    # clean: "=" "!" "<" ">" counts
+    range_diff_text: str | None = None
+
+    def dump(self) -> dict[str, Json]:
+        row: dict[str, Json] = {"name": self.name, "branch": self.branch, "outcome": self.outcome.value,
+                                "commits": self.commits, "old_head": self.old_head, "new_head": self.new_head,
+                                "depends_on": self.depends_on}
+        if self.reason:
+            row["reason"] = self.reason
+        if self.outcome == TopicOutcome.MERGED:
+            row["merged_in"] = self.merged_in
+            row["modified"] = self.modified
+            if self.detail:
+                row["detail"] = self.detail
+        row["dropped"] = [{"commit": d.commit, "subject": d.subject} for d in self.dropped]
+        if self.conflict:
+            row["conflict"] = self.conflict.dump()
+        row["resolved_from_memory"] = [{"commit": r.commit, "path": r.path} for r in self.resolved_from_memory]
+        row["resolved_by_hand"] = [{"commit": r.commit, "path": r.path} for r in self.resolved_by_hand]
+        if self.range_diff_text is not None:
+            row["range_diff_text"] = self.range_diff_text
+        if self.range_diff is not None:
+            row["range_diff"] = dict(self.range_diff)
+        return row
+
+
+@dataclass(frozen=True)
+class IntegrationReport:
+    head: str
+    topics: tuple[str, ...]
+    conflicts: tuple[InterTopicConflict, ...]
+
+    def dump(self) -> dict[str, Json]:
+        return {"head": self.head, "topics": list(self.topics),
+                "conflicts": [{"topic": c.topic, "other": c.other, "path": c.path} for c in self.conflicts]}
+
+
+@dataclass(frozen=True)
+class RebaseReport:
+    """The report of one step of an operation over the topics (module docstring)."""
+
+    id: str
+    command: str
+    status: ReportStatus
+    dry_run: bool
+    onto_spec: str
+    onto_name: str
+    onto_sha: str
+    old_base_name: str
+    old_base_sha: str
+    topics: tuple[TopicReport, ...]
+    integration: IntegrationReport | None
+    operation: str | None
+    worktree: str | None
+    notes: tuple[str, ...]
+
+    @property
+    def conflict(self) -> bool:
+        """A topic conflicts, or the topics do not combine."""
+        return self.status == ReportStatus.CONFLICT or bool(self.integration and self.integration.conflicts)
+
+    def dump(self) -> dict[str, Json]:
+        return {
+            "id": self.id, "command": self.command, "status": self.status.value, "dry_run": self.dry_run,
+            "onto": {"spec": self.onto_spec, "name": self.onto_name, "sha": self.onto_sha},
+            "old_base": {"name": self.old_base_name, "sha": self.old_base_sha},
+            "topics": [t.dump() for t in self.topics],
+            "integration": self.integration.dump() if self.integration else None,
+            "operation": self.operation, "worktree": self.worktree, "notes": list(self.notes),
         }
-        if run.reason:
-            row["reason"] = run.reason
-        if run.outcome == "merged":
-            row["merged_in"] = state.onto_name
-            row["modified"] = run.modified
-            if run.detail:
-                row["detail"] = run.detail
-        row["dropped"] = [{"commit": c, "subject": _subject(repo, c)} for c in run.dropped]
-        if run.conflict:
-            row["conflict"] = run.conflict
-        row["resolved_from_memory"] = [{"commit": c, "path": p} for c, p in run.resolved]
-        row["resolved_by_hand"] = [{"commit": c, "path": p} for c, p in run.by_hand]
-        if run.outcome == "clean":
-            counts = _summary(run)
-            if counts["!"] and outcome.persisted and run.new_start and run.new_head:
-                counts, text = range_diff(repo, run)
-                row["range_diff_text"] = text
-            row["range_diff"] = counts
-        topics.append(row)
+
+
+def _topic(repo: pygit2.Repository, outcome: Outcome, run: TopicRun) -> TopicReport:
+    counts: dict[str, int] | None = None
+    text: str | None = None
+    if run.outcome == TopicOutcome.CLEAN:
+        counts = _summary(run)
+        if counts["!"] and outcome.persisted and run.new_start and run.new_head:
+            counts, text = range_diff(repo, run)
+    merged = run.outcome == TopicOutcome.MERGED
+    return TopicReport(
+        name=run.name, branch=run.branch, outcome=run.outcome, commits=len(run.commits), old_head=run.old_head,
+        new_head=run.new_head if run.outcome == TopicOutcome.CLEAN else None, depends_on=run.depends_on,
+        reason=run.reason, merged_in=outcome.state.onto_name if merged else None, modified=run.modified,
+        detail=run.detail, dropped=tuple(DroppedCommit(c, _subject(repo, c)) for c in run.dropped),
+        conflict=run.conflict, resolved_from_memory=tuple(CommitPath(c, p) for c, p in run.resolved),
+        resolved_by_hand=tuple(CommitPath(c, p) for c, p in run.by_hand), range_diff=counts,
+        range_diff_text=text)
+
+
+def build(repo: pygit2.Repository, outcome: Outcome, report_id: str, command: str) -> RebaseReport:
+    state = outcome.state
+    topics = tuple(_topic(repo, outcome, run) for run in state.topics)
     integ = outcome.integration
-    integration: dict[str, Any] | None = None
+    integration = None
     if integ is not None:
-        integration = {"head": str(integ.head), "topics": list(integ.topics),
-                       "conflicts": [{"topic": c.topic, "other": c.other, "path": c.path}
-                                     for c in integ.conflicts]}
-    status = "dry-run" if outcome.dry_run else "done" if outcome.finished else "conflict"
-    if any(t["outcome"] == "conflict" for t in topics):
-        status = "conflict"
-    return {
-        "id": report_id, "command": "rebase", "status": status, "dry_run": outcome.dry_run,
-        "onto": {"spec": state.onto_spec, "name": state.onto_name, "sha": state.onto_sha},
-        "old_base": {"name": state.old_base_name, "sha": state.old_base_sha},
-        "topics": topics, "integration": integration, "operation": outcome.op_id,
-        "worktree": str(outcome.worktree) if outcome.worktree else None, "notes": outcome.notes,
-    }
+        integration = IntegrationReport(str(integ.head), tuple(integ.topics), tuple(integ.conflicts))
+    status = (ReportStatus.DRY_RUN if outcome.dry_run else ReportStatus.DONE if outcome.finished
+              else ReportStatus.CONFLICT)
+    if any(t.outcome == TopicOutcome.CONFLICT for t in topics):
+        status = ReportStatus.CONFLICT
+    return RebaseReport(
+        id=report_id, command=command, status=status, dry_run=outcome.dry_run, onto_spec=state.onto_spec,
+        onto_name=state.onto_name, onto_sha=state.onto_sha, old_base_name=state.old_base_name,
+        old_base_sha=state.old_base_sha, topics=topics, integration=integration, operation=outcome.op_id,
+        worktree=str(outcome.worktree) if outcome.worktree else None, notes=tuple(outcome.notes))
 
 
-def render(report: dict[str, Any], integration_branch: str | None = None) -> str:
-    onto, old = report["onto"], report["old_base"]
-    topics = report["topics"]
-    counts: dict[str, int] = {}
-    for t in topics:
-        counts[t["outcome"]] = counts.get(t["outcome"], 0) + 1
-    head = "rebase (dry run)" if report["dry_run"] else "rebase"
-    spec = f" ('{onto['spec']}')" if onto["spec"] != onto["name"] else ""
-    summary = ", ".join(f"{n} {k}" for k, n in counts.items())
-    out = [f"{head} onto {onto['name']}{spec} {onto['sha'][:12]} from {old['name']}: {summary}"]
-    width = max([len(t["name"]) for t in topics] + [5])
-    for t in topics:
-        kind = t["outcome"]
-        if kind == "clean":
-            rd = t["range_diff"]
-            text = f"clean      {t['commits']} commit(s) -> {str(t['new_head'])[:12]}  range-diff " + \
-                   " ".join(f"{k}{v}" for k, v in rd.items() if v)
-        elif kind == "conflict":
-            c = t["conflict"]
-            text = f"CONFLICT   {c['commit'][:12]} {c['subject']}: {', '.join(c['files'])}"
-        elif kind == "merged":
-            form = "merged upstream in modified form" if t.get("modified") else "merged upstream"
-            text = f"{form} ({t.get('reason', '')}); status: merged, branch kept"
-        else:
-            text = f"{kind:<10} {t.get('reason', '')}"
-        out.append(f"  {t['name']:<{width}}  {text}".rstrip())
-        for d in t["dropped"]:
-            out.append(f"  {'':<{width}}    dropped (already upstream): {d['commit'][:12]} {d['subject']}")
-        for r in t["resolved_from_memory"]:
-            out.append(f"  {'':<{width}}    resolved from memory: {r['path']}")
-        if t.get("detail"):
-            out += [f"  {'':<{width}}    {line}" for line in t["detail"].splitlines()]
-        out += [f"  {'':<{width}}    {line}" for line in upstream_lines(t)]
-    integ = report.get("integration")
-    if integ is not None:
-        if integ["conflicts"]:
-            out.append("the topics do not combine (integration not rebuilt):")
-            out += [f"  topic {c['other']} vs topic {c['topic']}, file {c['path']}" for c in integ["conflicts"]]
-        elif integration_branch:
-            verb = "would be rebuilt" if report["dry_run"] else "rebuilt" if report["operation"] else "unchanged"
-            out.append(f"integration {integration_branch} {verb}: {integ['head'][:12]} "
-                       f"({len(integ['topics'])} topics)")
-    behind = report.get("behind")
-    if behind and behind["commits"]:
-        base = onto["name"] if report["operation"] else old["name"]
-        n = behind["commits"]
-        out.append(f"base {base} is {n} commit{'s' if n != 1 else ''} ({behind['days']} days) behind "
-                   f"{behind['tip_name']}")
-    out += report.get("notes", [])
-    return "\n".join(out)
-
-
-def upstream_lines(topic: dict[str, Any]) -> list[str]:
-    """What upstream's history says about one topic's outcome (series.verbs.rebase.reach
-    fills the fields): who changed the conflicting lines, which commit landed a merged
-    topic, the first breaking commit."""
-    out = []
-    for path, found in topic.get("upstream", {}).items():
-        out += [describe(c) for c in found["culprits"]]
-        if found["more"]:
-            out.append(f"  (and {found['more']} more upstream commits to {path.rsplit('/', 1)[-1]})")
-    for c in topic.get("evidence", []):
-        label = f"PR #{c['pr']}" if c.get("pr") is not None else "upstream"
-        out.append(f"landed by {label}: {c['sha'][:12]} {c['subject']} ({c['author']}, {c['date']})")
-    first = topic.get("first_breaking")
-    if first:
-        label = f"#{first['pr']}" if first.get("pr") is not None else first["sha"][:12]
-        out.append(f"first breaking upstream commit: {label} {first['sha'][:12]} {first['subject']} "
-                   f"({first['author']}, {first['date']}), {first['position']} of {first['total']} on the "
-                   f"first-parent line ({first['replays']} replays)")
-    return out
-
-
-def write(repo: pygit2.Repository, report: dict[str, Any], text: str) -> Path:
+def write(repo: pygit2.Repository, report: RebaseReport, document: Mapping[str, Json], text: str) -> Path:
+    """The report as JSON (`document`: its dump, with what the verb added) and as text, with
+    the range-diffs."""
     directory = state_dir(repo) / "reports"
     directory.mkdir(parents=True, exist_ok=True)
-    base = directory / report["id"]
+    base = directory / report.id
     full = [text]
-    for t in report["topics"]:
-        if t.get("range_diff_text"):
-            full += ["", f"range-diff {t['name']}:", t["range_diff_text"].rstrip()]
-    write_text_atomically(base.with_suffix(".json"), json.dumps(report, indent=2) + "\n")
+    for t in report.topics:
+        if t.range_diff_text:
+            full += ["", f"range-diff {t.name}:", t.range_diff_text.rstrip()]
+    write_text_atomically(base.with_suffix(".json"), json.dumps(document, indent=2) + "\n")
     write_text_atomically(base.with_suffix(".txt"), "\n".join(full) + "\n")
     return base.with_suffix(".txt")

@@ -8,19 +8,20 @@ replay stops, the engine asks a *resolver*:
 
 Bytes are used as the file's content and the report says "resolved from memory"; None
 leaves the conflict to a human. After the human resolves it in the rebase worktree,
-`series rebase --continue` calls a *recorder* for each path that had conflicted:
+the operation's `--continue` calls a *recorder* for each path that had conflicted:
 
     recorder(topic_name, path, conflict, resolved_bytes) -> None
 
-Where they come from: `hooks(series)`. When the module `series.resolutions` (the shared
-conflict memory, issue 6) defines `engine_hooks(series) -> Hooks`, that is used;
-otherwise the no-op pair below. The call points are `series.engine.replay.replay_commits`
+Where they come from: the caller. A verb hands the engine its `Hooks` (the shared conflict
+memory's are `series.resolutions.engine_hooks(series)`); the engine never imports that
+store (STYLE rule 4, and no import cycle: the store imports these types). Without hooks
+the no-op pair below is used. The call points are `series.engine.replay.replay_commits`
 (resolver) and `series.engine.rebase.continue_rebase` (recorder).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Conflict:
     ours_entry: tuple[int, str] | None = None
     theirs_entry: tuple[int, str] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"path": self.path, "kind": self.kind, "ancestor": self.ancestor_entry,
                 "ours": self.ours_entry, "theirs": self.theirs_entry}
 
@@ -72,8 +73,4 @@ class Hooks:
     recorder: Recorder = no_recorder
 
 
-def hooks(series: Any) -> Hooks:
-    """The resolver and recorder for this series (see the module docstring)."""
-    from series import resolutions  # the store; it imports this module's types
-
-    return resolutions.engine_hooks(series)
+NO_HOOKS = Hooks()

@@ -1,28 +1,37 @@
-"""A rebase in progress, on disk: .git/series/rebase/state.json.
+"""A halted operation, on disk: .git/series/rebase/state.json.
 
-Written (atomically) whenever the rebase halts or is about to move refs, so that another
-shell, or the same command after the process was killed at any point, can go on with
-`series rebase --continue` or put everything back with `--abort`.
+Written (atomically) whenever the operation halts or is about to move refs, so that
+another shell, or the same command after the process was killed at any point, can go on
+with `--continue` or put everything back with `--abort`.
 
-The same machinery carries an adoption (`series adopt-upstream N`) that conflicts:
-`kind` says which operation is halted ("rebase" or "adopt") and so which command goes on
-with it; an adoption also records in `adoption` what its end commits (series.engine.adoption).
+Every operation that runs through the engine's resumable flow (a rebase, an adoption)
+uses this one file. What it is and how to go on with it is data, not code: `halt` names
+the operation's ending (`Halt.kind`, the identity the verb that resumes it hands in
+again), the sentence the halt guard shows (`Halt.what`), the command whose
+`--continue` / `--abort` go on with it (`Halt.resume`), and the ending's own payload
+(JSON that the ending validates when it reads it back). The engine never names a verb:
+`halted_message()` words a refusal from that record alone, so any verb (or `series
+status`) can say what is halted and how to go on without importing the one that halted.
 Only one operation can be halted at a time: every other verb that moves refs or edits
-series.yaml refuses meanwhile (`halted_message`).
+series.yaml refuses meanwhile.
 
-Phases: "conflict" (a conflict is materialized, or about to be, in the worktree
-.git/series/rebase/worktree; no branch has moved) and "committing" (every topic is
-replayed; the journal entry `op_id` is being applied). The new commits of a halted rebase
-are reachable from refs/series/rebase/<topic> so `git gc` cannot prune them; those refs
-go when the rebase finishes or is aborted.
+Phases: CONFLICT (a conflict is materialized, or about to be, in the worktree
+.git/series/rebase/worktree; no branch has moved) and COMMITTING (every topic is
+replayed; the journal entry `op_id` is being applied). The new commits of a halted
+operation are reachable from refs/series/rebase/<topic> so `git gc` cannot prune them;
+those refs go when it finishes or is aborted.
+
+What is read back is validated field by field (`RebaseState.load`): a state file someone
+edited or truncated is a one-line error naming the file and the field, never a traceback.
 """
 from __future__ import annotations
 
+import enum
 import json
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Mapping
 
 import pygit2
 
@@ -30,17 +39,74 @@ from series import faults
 from series.config import write_text_atomically
 from series.errors import SeriesError
 from series.git.refs import state_dir
+from series.persisted import (Json, JsonObject, read_bool as _bool, read_enum as _enum, read_int as _int,
+                              read_object as _object, read_opt_str as _opt_str, read_pairs as _pairs,
+                              read_str as _str, read_str_map as _str_map, read_strs as _strs)
 
 TEMP_PREFIX = "refs/series/rebase"
-VERSION = 1
-
+VERSION = 2   # 2: `halt` (the ending's identity and payload) replaced `kind` and `adoption`
 
 fault = faults.fault  # kept here: the engine's points are named st.fault(...)
 
 
+class TopicOutcome(str, enum.Enum):
+    """Where one topic stands in the operation (the str mixin keeps the JSON value)."""
+
+    PENDING = "pending"
+    CLEAN = "clean"
+    CONFLICT = "conflict"
+    MERGED = "merged"
+    BLOCKED = "blocked"
+    SKIPPED = "skipped"
+
+
+class Phase(str, enum.Enum):
+    CONFLICT = "conflict"
+    COMMITTING = "committing"
+
+
+@dataclass(frozen=True)
+class HaltedCommit:
+    """The commit a topic stopped at: what the report and the verbs show of a conflict."""
+
+    commit: str
+    subject: str
+    files: tuple[str, ...]
+    kinds: Mapping[str, str]       # path -> resolve.Conflict.kind
+
+    def dump(self) -> dict[str, Json]:
+        return {"commit": self.commit, "subject": self.subject, "files": list(self.files),
+                "kinds": dict(self.kinds)}
+
+    @classmethod
+    def load(cls, data: Json) -> "HaltedCommit":
+        d = _object(data, "conflict")
+        return cls(_str(d, "commit"), _str(d, "subject"), tuple(_strs(d, "files")),
+                   _str_map(d, "kinds"))
+
+
+@dataclass(frozen=True)
+class Halt:
+    """Which ending a halted operation has, in data (module docstring)."""
+
+    kind: str                       # the ending's identity: the resuming verb hands it in again
+    what: str                       # "a series rebase is in progress"
+    resume: str                     # "series rebase": its --continue / --abort go on with it
+    payload: JsonObject = field(default_factory=dict)   # the ending's own data
+
+    def dump(self) -> dict[str, Json]:
+        return {"kind": self.kind, "what": self.what, "resume": self.resume, "payload": dict(self.payload)}
+
+    @classmethod
+    def load(cls, data: Json) -> "Halt":
+        d = _object(data, "halt")
+        return cls(_str(d, "kind"), _str(d, "what"), _str(d, "resume"), _object(d.get("payload", {}), "payload"))
+
+
 @dataclass
 class TopicRun:
-    """One topic's progress through the rebase (mutable while the rebase runs)."""
+    """One topic's progress through the operation: the working record, updated in place
+    while the replay runs, dumped and loaded with the state."""
 
     name: str
     branch: str
@@ -48,19 +114,43 @@ class TopicRun:
     start: str                          # the old commit its own commits sit on
     commits: list[str]                  # its own commits, oldest first
     depends_on: str | None = None       # the topic whose new head it goes onto (None: REF)
-    outcome: str = "pending"            # pending clean conflict merged blocked skipped
+    outcome: TopicOutcome = TopicOutcome.PENDING
     new_head: str | None = None         # clean/merged: final; conflict: the partial head
     new_start: str | None = None        # what it was replayed onto
     done: int = 0                       # commits handled so far
     mapping: dict[str, str] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
-    resolved: list[list[str]] = field(default_factory=list)   # [commit, path] from memory
-    by_hand: list[list[str]] = field(default_factory=list)    # [commit, path] in the worktree
-    conflict: dict[str, Any] | None = None                    # {commit, subject, files: [...]}
+    resolved: list[tuple[str, str]] = field(default_factory=list)   # (commit, path) from memory
+    by_hand: list[tuple[str, str]] = field(default_factory=list)    # (commit, path) in the worktree
+    conflict: HaltedCommit | None = None
     reason: str = ""                    # merged / skipped / blocked: why
     modified: bool = False              # merged upstream in modified form
     detail: str = ""
+
+    def dump(self) -> dict[str, Json]:
+        return {
+            "name": self.name, "branch": self.branch, "old_head": self.old_head, "start": self.start,
+            "commits": list(self.commits), "depends_on": self.depends_on, "outcome": self.outcome.value,
+            "new_head": self.new_head, "new_start": self.new_start, "done": self.done,
+            "mapping": dict(self.mapping), "dropped": list(self.dropped), "changed": list(self.changed),
+            "resolved": [[c, p] for c, p in self.resolved], "by_hand": [[c, p] for c, p in self.by_hand],
+            "conflict": self.conflict.dump() if self.conflict else None, "reason": self.reason,
+            "modified": self.modified, "detail": self.detail,
+        }
+
+    @classmethod
+    def load(cls, data: Json) -> "TopicRun":
+        d = _object(data, "topics[]")
+        conflict = d.get("conflict")
+        return cls(
+            name=_str(d, "name"), branch=_str(d, "branch"), old_head=_str(d, "old_head"),
+            start=_str(d, "start"), commits=_strs(d, "commits"), depends_on=_opt_str(d, "depends_on"),
+            outcome=_enum(TopicOutcome, d, "outcome"), new_head=_opt_str(d, "new_head"),
+            new_start=_opt_str(d, "new_start"), done=_int(d, "done"), mapping=dict(_str_map(d, "mapping")),
+            dropped=_strs(d, "dropped"), changed=_strs(d, "changed"), resolved=_pairs(d, "resolved"),
+            by_hand=_pairs(d, "by_hand"), conflict=HaltedCommit.load(conflict) if conflict is not None else None,
+            reason=_str(d, "reason"), modified=_bool(d, "modified"), detail=_str(d, "detail"))
 
 
 @dataclass
@@ -74,15 +164,14 @@ class RebaseState:
     config_path: str
     config_before: str
     topics: list[TopicRun]
+    halt: Halt
     skip: list[str] = field(default_factory=list)
-    phase: str = "conflict"
+    phase: Phase = Phase.CONFLICT
     current: str | None = None          # the topic materialized in the worktree
     materialized: bool = False
     op_id: str | None = None
     started: str = ""
     version: int = VERSION
-    kind: str = "rebase"                # "rebase", or "adopt" (series.engine.adoption)
-    adoption: dict[str, Any] | None = None  # kind "adopt": the PR, the branch, series.yaml after
 
     def topic(self, name: str) -> TopicRun:
         for run in self.topics:
@@ -90,32 +179,41 @@ class RebaseState:
                 return run
         raise KeyError(name)
 
+    def dump(self) -> dict[str, Json]:
+        return {
+            "version": self.version, "id": self.id, "onto_spec": self.onto_spec, "onto_name": self.onto_name,
+            "onto_sha": self.onto_sha, "old_base_name": self.old_base_name, "old_base_sha": self.old_base_sha,
+            "config_path": self.config_path, "config_before": self.config_before,
+            "topics": [t.dump() for t in self.topics], "halt": self.halt.dump(), "skip": list(self.skip),
+            "phase": self.phase.value, "current": self.current, "materialized": self.materialized,
+            "op_id": self.op_id, "started": self.started,
+        }
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self))  # compact: the C encoder, ~5x faster than indent=
+        return json.dumps(self.dump())  # compact: the C encoder, ~5x faster than indent=
 
     @classmethod
-    def from_json(cls, text: str) -> "RebaseState":
-        data = json.loads(text)
-        data["topics"] = [TopicRun(**t) for t in data["topics"]]
-        return cls(**data)
+    def load(cls, data: Json) -> "RebaseState":
+        d = _object(data, "state")
+        topics = d.get("topics")
+        if not isinstance(topics, list):
+            raise ValueError("'topics' is not a list")
+        return cls(
+            id=_str(d, "id"), onto_spec=_str(d, "onto_spec"), onto_name=_str(d, "onto_name"),
+            onto_sha=_str(d, "onto_sha"), old_base_name=_str(d, "old_base_name"),
+            old_base_sha=_str(d, "old_base_sha"), config_path=_str(d, "config_path"),
+            config_before=_str(d, "config_before"), topics=[TopicRun.load(t) for t in topics],
+            halt=Halt.load(d.get("halt")), skip=_strs(d, "skip"), phase=_enum(Phase, d, "phase"),
+            current=_opt_str(d, "current"), materialized=_bool(d, "materialized"),
+            op_id=_opt_str(d, "op_id"), started=_str(d, "started"), version=_int(d, "version"))
 
 
-def resume_command(state: RebaseState) -> str:
-    """The command whose --continue / --abort go on with this halted operation."""
-    return "series adopt-upstream" if state.kind == "adopt" else "series rebase"
-
-
-def halted_what(state: RebaseState) -> str:
-    if state.kind == "adopt":
-        number = (state.adoption or {}).get("number", "?")
-        return f"an adoption of PR #{number} is halted on a conflict"
-    return "a series rebase is in progress"
-
+# -- the halted operation in words, from its record alone ----------------------------------------
 
 def halted_message(state: RebaseState, verb: str) -> str:
     """The one-line refusal for `verb` while an operation is halted."""
-    command = resume_command(state)
-    return (f"{halted_what(state)}: finish it with '{command} --continue' or '{command} --abort' "
+    command = state.halt.resume
+    return (f"{state.halt.what}: finish it with '{command} --continue' or '{command} --abort' "
             f"before '{verb}'")
 
 
@@ -133,16 +231,23 @@ def state_file(repo: pygit2.Repository) -> Path:
 
 def load(repo: pygit2.Repository) -> RebaseState | None:
     path = state_file(repo)
-    if not path.exists():
-        return None
     try:
-        state = RebaseState.from_json(path.read_text())
-    except (ValueError, TypeError, KeyError) as exc:
-        raise SeriesError(f"{path}: unreadable rebase state ({exc}); remove it and "
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SeriesError(f"{path}: cannot read the halted operation's state ({exc}); "
+                          "fix the file's permissions, or remove it and 'git worktree prune' to start over") from None
+    try:
+        data = json.loads(text)
+        version = data.get("version") if isinstance(data, dict) else None
+        if isinstance(version, int) and version != VERSION:
+            raise SeriesError(f"{path}: written by another series version (state version {version}); "
+                              "finish it with that version")
+        return RebaseState.load(data)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise SeriesError(f"{path}: unreadable state of a halted operation ({exc}); remove it and "
                           f"'git worktree prune' to start over") from None
-    if state.version != VERSION:
-        raise SeriesError(f"{path}: written by another series version; finish it with that version")
-    return state
 
 
 def save(repo: pygit2.Repository, state: RebaseState) -> None:
@@ -152,7 +257,7 @@ def save(repo: pygit2.Repository, state: RebaseState) -> None:
 
 
 def clear(repo: pygit2.Repository) -> None:
-    """Forget the rebase: temporary refs, then the state (the worktree is removed before)."""
+    """Forget the operation: temporary refs, then the state (the worktree is removed before)."""
     for name in list(repo.references):
         if name.startswith(TEMP_PREFIX + "/"):
             repo.references.delete(name)
@@ -163,7 +268,7 @@ def clear(repo: pygit2.Repository) -> None:
 
 
 def protect(repo: pygit2.Repository, state: RebaseState) -> None:
-    """Keep every new commit of a halted rebase reachable (refs/series/rebase/<topic>)."""
+    """Keep every new commit of a halted operation reachable (refs/series/rebase/<topic>)."""
     wanted = {f"{TEMP_PREFIX}/{t.name}": t.new_head for t in state.topics
               if t.new_head and t.new_head != t.new_start and t.new_head != t.old_head}
     for name in list(repo.references):
@@ -174,8 +279,8 @@ def protect(repo: pygit2.Repository, state: RebaseState) -> None:
 
 
 def refuse_if_halted(repo: pygit2.Repository, verb: str) -> None:
-    """A halted rebase (or adoption) rewrites series.yaml and the branches when it finishes;
-    a change made in between would be lost or would block its --abort."""
+    """A halted operation rewrites series.yaml and the branches when it finishes; a change
+    made in between would be lost or would block its --abort."""
     halted = load(repo)
     if halted is not None:
         raise SeriesError(halted_message(halted, verb))

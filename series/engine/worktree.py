@@ -47,7 +47,7 @@ def _rerere_enabled(repo: pygit2.Repository) -> bool:
         return True
 
 
-def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop) -> list[str]:
+def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop, command: str) -> list[str]:
     """Lay out `stop` in a worktree at `path`; return notes (e.g. rerere reuse).
 
     git lays it out itself: `git cherry-pick --no-commit` of the commit onto the head it
@@ -65,7 +65,7 @@ def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop) -> list[s
     picked = git(path, "cherry-pick", "--no-commit", str(stop.commit), check=False)
     if picked.returncode == 0:
         raise SeriesError(f"the conflict in {str(stop.commit)[:12]} did not reproduce in {path}; "
-                          "run 'series rebase --abort' and start again")
+                          f"run '{command} --abort' and start again")
     for rel, data in stop.resolved.items():
         target = path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +99,7 @@ class Resolution:
 
 
 def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[str],
-                    command: str = "series rebase") -> Resolution:
+                    command: str) -> Resolution:
     """The resolved tree from the worktree's index; refuse while conflicts remain."""
     if not path.exists():
         raise SeriesError(f"the conflict worktree {path} is missing; run '{command} --abort' "

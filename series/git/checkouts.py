@@ -90,6 +90,13 @@ def checkouts(repo: pygit2.Repository, branches: set[str]) -> list[Checkout]:
     return found
 
 
+def checked_out_at(repo: pygit2.Repository, branch: str) -> Path | None:
+    """Where `branch` is checked out (the first worktree found), if anywhere: for the verbs
+    that rewrite a branch wholesale and so refuse even a clean checkout."""
+    found = checkouts(repo, {branch})
+    return found[0].path if found else None
+
+
 def dirty(checkout: Checkout) -> bool:
     proc = git(checkout.path, "status", "--porcelain", "--untracked-files=no", check=False)
     return proc.returncode != 0 or bool(proc.stdout.strip())

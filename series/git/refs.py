@@ -16,9 +16,9 @@ import fcntl
 import json
 import os
 import socket
-from dataclasses import asdict, dataclass, field
+import enum
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pygit2
 
@@ -28,6 +28,8 @@ from series import validate
 from series.errors import SeriesError
 from series.git import checkouts
 from series.git.cli import git
+from series.persisted import (Json, JsonObject, read_enum, read_object, read_opt_str, read_pairs, read_str,
+                              read_str_map)
 
 ZERO = "0" * 40
 BACKUP_PREFIX = "refs/series/backup"
@@ -106,6 +108,14 @@ class RefMove:
     new: str | None   # None: delete the ref
 
 
+class OpState(str, enum.Enum):
+    """Where a journal entry stands (the str mixin keeps the JSON value)."""
+
+    PENDING = "pending"
+    DONE = "done"
+    ROLLED_BACK = "rolled-back"     # killed before its commit point: moved to journal/rolled-back/
+
+
 @dataclass
 class Operation:
     """One journal entry: .git/series/journal/<id>.json.
@@ -114,7 +124,9 @@ class Operation:
     None for the main one), so a moved or copied repository journals its own file;
     `edits` are the operation's own series.yaml edits (series.seriesedit), which undo
     reverses on the file as it is then. The full texts before and after are kept for
-    `series diff` and for undo when nothing changed the file since.
+    `series diff` and for undo when nothing changed the file since. `extra` is what the
+    command adds for `series log` and for its own undo (read back through the typed
+    accessors below). Read back with every field checked (`read_entry`).
     """
 
     id: str
@@ -124,31 +136,70 @@ class Operation:
     config_path: str | None = None
     config_before: str | None = None
     config_after: str | None = None
-    state: str = "pending"              # pending, done; rolled-back (killed before its commit
-                                        # point) entries move to journal/rolled-back/
+    state: OpState = OpState.PENDING
     undoes: str | None = None
     time: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    edits: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Json] = field(default_factory=dict)
+    edits: list[seriesedit.Edit] = field(default_factory=list)
     worktree: str | None = None
-    verify: list[list[str]] = field(default_factory=list)   # [ref, value] that must hold
+    verify: list[tuple[str, str]] = field(default_factory=list)   # (ref, value) that must hold
 
     def to_json(self) -> str:
-        data = asdict(self)
+        data: dict[str, Json] = {
+            "id": self.id, "command": self.command, "summary": self.summary,
+            "moves": [{"ref": m.ref, "old": m.old, "new": m.new} for m in self.moves],
+            "config_path": self.config_path, "config_before": self.config_before,
+            "config_after": self.config_after, "state": self.state.value, "undoes": self.undoes,
+            "time": self.time, "extra": dict(self.extra), "edits": [e.to_json() for e in self.edits],
+            "worktree": self.worktree, "verify": [[ref, value] for ref, value in self.verify],
+        }
         return json.dumps(data, indent=1, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "Operation":
-        data = json.loads(text)
-        data["moves"] = [RefMove(**m) for m in data["moves"]]
-        return cls(**data)
+        """An entry read back, every field's type checked (ValueError); fields an older
+        series did not write take their defaults."""
+        d = read_object(json.loads(text), "entry")
+        moves = d.get("moves")
+        if not isinstance(moves, list):
+            raise ValueError("'moves' is not a list")
+        edits, verify, extra = d.get("edits", []), d.get("verify", []), d.get("extra", {})
+        if not isinstance(edits, list):
+            raise ValueError("'edits' is not a list")
+        if not isinstance(extra, dict):
+            raise ValueError("'extra' is not an object")
+        return cls(
+            id=read_str(d, "id"), command=read_str(d, "command"), summary=read_str(d, "summary"),
+            moves=[_move(read_object(m, "moves[]")) for m in moves], config_path=read_opt_str(d, "config_path"),
+            config_before=read_opt_str(d, "config_before"), config_after=read_opt_str(d, "config_after"),
+            state=read_enum(OpState, d, "state"), undoes=read_opt_str(d, "undoes"),
+            time=read_str(d, "time") if "time" in d else "", extra=dict(extra),
+            edits=[seriesedit.Edit.from_json(read_object(e, "edits[]")) for e in edits],
+            worktree=read_opt_str(d, "worktree"), verify=read_pairs({"verify": verify}, "verify"))
 
     def config_edits(self) -> list[seriesedit.Edit]:
         if self.edits:
-            return [seriesedit.Edit.from_json(e) for e in self.edits]
+            return list(self.edits)
         if self.config_before == self.config_after:
             return []
         return [seriesedit.Edit((), self.config_before, self.config_after)]  # an older entry
+
+    # -- what commands put in `extra`, read back typed --------------------------------------------
+
+    def recorded_checkouts(self) -> list[tuple[str, str]]:
+        """(path, branch) of the clean checkouts the operation found (the write door's)."""
+        return read_pairs({"checkouts": self.extra.get("checkouts", [])}, "checkouts")
+
+    def removed_files(self) -> dict[str, str]:
+        """Files the operation removed (path as journaled -> text), which undo puts back."""
+        return read_str_map({"removed": self.extra.get("removed", {})}, "removed")
+
+    def extra_text(self, key: str) -> str | None:
+        return read_opt_str(self.extra, key)
+
+
+def _move(d: JsonObject) -> RefMove:
+    return RefMove(read_str(d, "ref"), read_opt_str(d, "old"), read_opt_str(d, "new"))
 
 
 def journal_dir(repo: pygit2.Repository) -> Path:
@@ -202,7 +253,7 @@ def resolve_path(repo: pygit2.Repository, journaled: str, worktree: str | None) 
 
 
 def _update_ref_stdin(repo: pygit2.Repository, moves: list[RefMove], message: str,
-                      lenient: int = 0, verify: list[list[str]] | None = None) -> None:
+                      lenient: int = 0, verify: list[tuple[str, str]] | None = None) -> None:
     """All moves in one git transaction; the first `lenient` ones are written whatever
     their current value (backup refs, which a retried operation may find already there)."""
     lines = ["start"]
@@ -253,12 +304,12 @@ class Transaction:
         self.command = command
         self.summary = summary
         self.moves: list[RefMove] = []
-        self.verify: list[list[str]] = []
+        self.verify: list[tuple[str, str]] = []
         self.config_path: Path | None = None
         self.config_before: str | None = None
         self.config_after: str | None = None
         self.edits: list[seriesedit.Edit] = []
-        self.extra: dict[str, Any] = {}
+        self.extra: dict[str, Json] = {}
         self.undoes: str | None = None
         self.op_id: str | None = None  # reserve_id(): known before commit(), for resumable callers
 
@@ -291,7 +342,7 @@ class Transaction:
         if self.config_path is not None:
             op.config_path, op.worktree = relative_config(self.repo, self.config_path)
             op.config_before, op.config_after = self.config_before, self.config_after
-            op.edits = [e.to_json() for e in self.edits]
+            op.edits = list(self.edits)
         _write_entry(self.repo, op)
         _inject(fault, "after-journal")
         # The backup refs are created in the same update-ref transaction as the moves: one
@@ -306,7 +357,7 @@ class Transaction:
         if self.config_path is not None and self.config_after != self.config_before:
             _write_config(self.config_path, self.config_after)
         _inject(fault, "after-config")
-        op.state = "done"
+        op.state = OpState.DONE
         _write_entry(self.repo, op)
         return op
 
@@ -333,14 +384,6 @@ def read_entry(path: Path) -> Operation:
 
 def _check_entry(op: Operation) -> None:
     """Right JSON, wrong types (edited by hand, another version): a ValueError here."""
-    for name in ("id", "command", "summary", "state", "time"):
-        if not isinstance(getattr(op, name), str):
-            raise ValueError(f"'{name}' is not a string")
-    for name in ("config_path", "config_before", "config_after", "undoes"):
-        if not isinstance(getattr(op, name), (str, type(None))):
-            raise ValueError(f"'{name}' is not a string")
-    if not isinstance(op.extra, dict):
-        raise ValueError("'extra' is not an object")
     for move in op.moves:
         if not isinstance(move.ref, str) or not move.ref.startswith("refs/") \
                 or validate.ref_component_problem(move.ref):
@@ -404,7 +447,7 @@ def recover(repo: pygit2.Repository) -> list[str]:
     # Only the newest entry can be pending: every write runs this first, under the lock,
     # so reading the whole journal (it grows with every operation) is never needed.
     for op in [last] if (last := last_operation(repo)) is not None else []:
-        if op.state != "pending":
+        if op.state != OpState.PENDING:
             continue
         for lock in _own_lock_files(repo, op):
             lock.unlink(missing_ok=True)
@@ -429,7 +472,7 @@ def recover(repo: pygit2.Repository) -> list[str]:
             notes += settle_checkouts(repo, op)
         else:
             # nothing happened, so nothing to list or undo: kept aside for the record
-            op.state = "rolled-back"
+            op.state = OpState.ROLLED_BACK
             aside = journal_dir(repo) / "rolled-back"
             aside.mkdir(exist_ok=True)
             write_text_atomically(aside / f"{op.id}.json", op.to_json())
@@ -450,7 +493,7 @@ def finish(repo: pygit2.Repository, op: Operation) -> Operation:
     """Complete an interrupted operation: backups, the refs not moved yet (each still at
     its old value), its series.yaml edits on the file as it is, then mark it done.
     Idempotent."""
-    if op.state == "done":
+    if op.state == OpState.DONE:
         return op
     todo = []
     for m in op.moves:
@@ -476,7 +519,7 @@ def finish(repo: pygit2.Repository, op: Operation) -> Operation:
                 raise SeriesError(f"operation {op.id} ({op.command}) was interrupted after its refs moved; "
                                   f"its series.yaml edit cannot be finished: {exc}") from None
             _write_config(path, new)
-    op.state = "done"
+    op.state = OpState.DONE
     _write_entry(repo, op)
     return op
 
@@ -486,7 +529,7 @@ def settle_checkouts(repo: pygit2.Repository, op: Operation) -> list[str]:
     commit; one still holding the old commit's tree is updated, any other is left alone."""
     notes = []
     moved = {m.ref: m for m in op.moves}
-    for path, branch in op.extra.get("checkouts", []):
+    for path, branch in op.recorded_checkouts():
         move = moved.get(f"refs/heads/{branch}")
         if move is None or move.old is None or move.new is None:
             continue

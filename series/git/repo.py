@@ -13,6 +13,7 @@ from typing import Iterator, cast
 import pygit2
 
 from series.errors import SeriesError
+from series.git.cli import git
 from series.model import Sha
 
 TREE_MODE = pygit2.enums.FileMode.TREE
@@ -27,6 +28,31 @@ def open_repo(path: Path) -> pygit2.Repository:
 
 def workdir(repo: pygit2.Repository) -> Path:
     return Path(repo.workdir) if repo.workdir else Path(repo.path)
+
+
+_IDENT = re.compile(r"^(.*) <(.*)> (\d+) ([+-])(\d\d)(\d\d)$")
+
+
+def signature_from_ident(ident: str) -> pygit2.Signature:
+    """'Name <email> 1700000000 +0100' (git var GIT_COMMITTER_IDENT) as a signature."""
+    m = _IDENT.match(ident.strip())
+    if m is None:
+        raise SeriesError(f"cannot read committer identity {ident!r}")
+    offset = int(m.group(5)) * 60 + int(m.group(6))
+    return pygit2.Signature(m.group(1), m.group(2), int(m.group(3)),
+                            -offset if m.group(4) == "-" else offset)
+
+
+def committer(repo: pygit2.Repository) -> pygit2.Signature:
+    """The committer git itself would record (the one answer, STYLE rule 3): `git var
+    GIT_COMMITTER_IDENT` honours GIT_COMMITTER_NAME/EMAIL/DATE in every date form git
+    reads, user.* from every config file git reads (includes too), and git's fallbacks."""
+    proc = git(workdir(repo), "var", "GIT_COMMITTER_IDENT", check=False)
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise SeriesError(f"no committer identity ({detail}): set user.name and user.email "
+                          "(git config --global user.name 'You'), or GIT_COMMITTER_NAME/EMAIL")
+    return signature_from_ident(proc.stdout)
 
 
 def resolve_commit(repo: pygit2.Repository, ref: str, what: str = "ref") -> pygit2.Commit:

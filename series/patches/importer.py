@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 import pygit2
-from unidiff import Hunk, PatchSet
+from unidiff.patch import Hunk, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from series.errors import SeriesError
@@ -243,16 +243,6 @@ def apply_patch(repo: pygit2.Repository, tree: pygit2.Tree, patch: Patch, where:
     if not edits:
         return tree.id
     return edit_tree(repo, tree, edits, where)
-
-
-def signature_from_ident(ident: str) -> pygit2.Signature:
-    """'Name <email> 1700000000 +0100' (git var GIT_COMMITTER_IDENT) as a signature."""
-    m = re.match(r"^(.*) <(.*)> (\d+) ([+-])(\d\d)(\d\d)$", ident.strip())
-    if m is None:
-        raise SeriesError(f"cannot read committer identity {ident!r}")
-    offset = int(m.group(5)) * 60 + int(m.group(6))
-    return pygit2.Signature(m.group(1), m.group(2), int(m.group(3)),
-                            -offset if m.group(4) == "-" else offset)
 
 
 def make_commit(repo: pygit2.Repository, parent: pygit2.Commit, patch: Patch,

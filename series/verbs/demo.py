@@ -31,20 +31,22 @@ class Step:
 
 def _resolve_stats_conflict(fork: Path) -> None:
     """What the maintainer does in the conflict worktree: keep both changes, git add."""
-    state = fork / ".git" / "series"
-    worktrees = [p for p in state.glob("**/vllm/v1/kv_offload/cpu/manager.py")]
-    if not worktrees:
-        raise SeriesError("demo: the conflict worktree was not found under .git/series/")
-    path = worktrees[0]
+    from series.engine.state import worktree_path
+    from series.git.repo import open_repo
+
+    root = worktree_path(open_repo(fork))  # where the halted rebase laid the conflict out
+    path = root / "vllm/v1/kv_offload/cpu/manager.py"
+    if not path.exists():
+        raise SeriesError(f"demo: the conflict worktree was not found at {root}")
     text = demo.MANAGER_V031.replace(
         "            if not self.free:\n                self._evict_one()\n",
         "            if not self.free:\n                self.evictions += 1\n                self._evict_one()\n",
     ).replace("        self.free = list(range(num_blocks))\n",
               "        self.free = list(range(num_blocks))\n        self.evictions = 0\n")
     path.write_text(text)
-    root = path.parents[4]
     subprocess.run(["git", "add", "vllm/v1/kv_offload/cpu/manager.py"], cwd=root, check=True)
-    print(f"  (resolved {path.relative_to(fork)} by hand and ran `git add` there)")
+    shown = path.relative_to(fork) if path.is_relative_to(fork) else path
+    print(f"  (resolved {shown} by hand and ran `git add` there)")
 
 
 STEPS: list[Step] = [

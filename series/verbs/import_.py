@@ -19,11 +19,10 @@ from series import config
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import checkouts
-from series.git.cli import git
-from series.git.repo import branch_commit, open_repo, workdir
+from series.git.repo import branch_commit, committer as git_committer, open_repo, workdir
 from series.patches import format as fmt
 from series.patches.export import patch_files, read_order, resolutions_subdir
-from series.patches.importer import make_commit, read_patch_file, signature_from_ident
+from series.patches.importer import make_commit, read_patch_file
 from series.workspace import Workspace, operation
 
 
@@ -82,12 +81,6 @@ def ensure_config(start: Path, directory: Path, dry_run: bool = False) -> Path |
     return target
 
 
-def committer(repo: pygit2.Repository) -> pygit2.Signature:
-    """The committer as git itself would pick it (GIT_COMMITTER_*, user.name, ...)."""
-    ident = git(workdir(repo), "var", "GIT_COMMITTER_IDENT").stdout
-    return signature_from_ident(ident)
-
-
 def _same_commits(repo: pygit2.Repository, existing: pygit2.Commit, new: list[pygit2.Commit],
                   parent: pygit2.Oid) -> bool:
     """Does `existing` hold the same patches as `new` on the same parent?"""
@@ -103,20 +96,13 @@ def _same_commits(repo: pygit2.Repository, existing: pygit2.Commit, new: list[py
     return here.id == parent
 
 
-def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
-    """Where `branch` is checked out (series.git.checkouts, the one finder), if anywhere:
-    this verb rewrites the branch wholesale, so even a clean checkout is refused."""
-    found = checkouts.checkouts(repo, {branch})
-    return str(found[0].path) if found else None
-
-
 def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = False,
         signer: pygit2.Signature | None = None) -> ImportResult:
     repo = ws.repo
     base = ws.base_commit()
     names = read_order(directory)
     result = ImportResult(directory, ws.series.upstream.base)
-    who = signer or committer(repo)
+    who = signer or git_committer(repo)
     new_heads: dict[str, pygit2.Commit] = {}
     refused = []
     for name in names:
@@ -155,7 +141,7 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
         else:
             action = "refused"
             refused.append(topic.branch)
-        if action == "updated" and (where := _checked_out(repo, topic.branch)):
+        if action == "updated" and (where := checkouts.checked_out_at(repo, topic.branch)):
             raise SeriesError(f"branch {topic.branch} is checked out in {where}; "
                               "check out something else there first")
         result.topics.append(TopicImport(name, topic.branch, len(commits), str(new_heads[name].id),

@@ -67,8 +67,8 @@ def halted(ws: Workspace) -> str | None:
     state = st.load(ws.repo)
     if state is None:
         return None
-    command = st.resume_command(state)
-    return (f"{st.halted_what(state)}: resolve in {st.worktree_path(ws.repo)}, then "
+    command = state.halt.resume
+    return (f"{state.halt.what}: resolve in {st.worktree_path(ws.repo)}, then "
             f"'{command} --continue' (or '{command} --abort')")
 
 

@@ -11,25 +11,27 @@ a rebase cannot move the base underneath it; the branch and the series.yaml edit
 one journaled operation, so `series undo` reverts the adoption.
 
 A PR commit that conflicts with upstream.base halts the adoption in the rebase engine's
-resumable flow (series.engine.adoption): the commit laid out in the worktree with markers,
+resumable flow, with this verb's ending (series.verbs.adopt_upstream.ending): the commit laid out
+in the worktree with markers,
 state on disk; `--continue` (resume) takes the resolution, replays the rest and commits the
 same Transaction; `--abort` (abort) leaves everything as it was.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import pygit2
 
 from series import config, faults, validate
-from series.engine import adoption as adoption_flow
+from series.verbs.adopt_upstream.ending import ENDING, AdoptionPayload, payload, with_trailers
 from series.engine import rebase as engine
 from series.engine import state as st
-from series.engine.adoption import with_trailers
 from series.engine.replay import replay_commits
 from series.errors import ConflictError, SeriesError
+from series.resolutions import engine_hooks
 from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
@@ -83,7 +85,7 @@ class Adoption:
     operation: str | None = None
     notes: list[str] = field(default_factory=list)
     worktree: str | None = None                 # halted on a conflict: where to resolve it
-    conflict: dict[str, Any] | None = None      # {commit, subject, files, kinds}
+    conflict: st.HaltedCommit | None = None
 
 
 Confirm = Callable[[Overlap], bool]
@@ -106,13 +108,6 @@ def overlaps(ws: Workspace, pr_files: set[str], exclude: str | None = None) -> l
             found.append(Overlap(topic.name, shared))
     found.sort(key=lambda o: -len(o.shared_files))
     return found
-
-
-def _checked_out(repo: pygit2.Repository, branch: str) -> str | None:
-    """Where `branch` is checked out (series.git.checkouts, the one finder), if anywhere:
-    this verb rewrites the branch wholesale, so even a clean checkout is refused."""
-    found = checkouts.checkouts(repo, {branch})
-    return str(found[0].path) if found else None
 
 
 def _metadata(forge: Forge | None, number: int, notes: list[str]) -> PullRequest | None:
@@ -242,7 +237,7 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
             f"apply to {ws.series.upstream.base}: conflicts in {files}; nothing was changed (dry run; "
             "without --dry-run the conflict is laid out in a worktree for you to resolve)")
     if result.conflict is not None:
-        if refresh and (where := _checked_out(repo, branch)) is not None:
+        if refresh and (where := checkouts.checked_out_at(repo, branch)) is not None:
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then run --refresh again")
         edits = _edits(ws, number, topic_name, branch, head_sha, meta, replaces, refresh, notes)
@@ -273,7 +268,7 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
                          new_head, check=False).stdout
     operation = None
     if door is not None:
-        if refresh and (where := _checked_out(repo, branch)) is not None:
+        if refresh and (where := checkouts.checked_out_at(repo, branch)) is not None:
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then run --refresh again")
         door.summary = _summary(number, topic_name, replaces, refresh)
@@ -300,39 +295,44 @@ def _summary(number: int, topic: str, replaces: str | None, refresh: bool) -> st
 
 def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[pygit2.Commit],
           edits: list[Edit], summary: str, door: WriteOperation) -> Adoption:
-    """Hand the adoption to the engine (state kind "adopt"): it replays the PR's commits
+    """Hand the adoption to the engine with this verb's ending: it replays the PR's commits
     again, lays the first conflicting one out in the worktree and saves the state; or, when
     the shared conflict memory resolves everything, commits right away."""
     now = _dt.datetime.now(_dt.timezone.utc)
+    data = AdoptionPayload(
+        number=template.number, reference=template.reference, head=template.head, branch=template.branch,
+        expect=template.previous_branch, summary=summary, edits=tuple(edits), refresh=template.refresh,
+        topic=template.topic, title=template.title, author=template.author, source=template.source,
+        fork_point=template.fork_point, base=template.base, replaces=template.replaces,
+        previous_head=template.previous_head, skipped_merges=tuple(template.skipped_merges),
+        notes=tuple(template.notes))
+    halt = ENDING.identity.halt(data.dump(), what=f"an adoption of PR #{template.number} is halted on a conflict")
     state = st.RebaseState(
         id=f"adopt-{now.strftime('%Y%m%dT%H%M%SZ')}", onto_spec=template.base, onto_name=template.base,
         onto_sha=str(base.id), old_base_name=template.base, old_base_sha=str(base.id),
         config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
         topics=[st.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
                             start=template.fork_point, commits=[str(c.id) for c in picks])],
-        started=now.isoformat(timespec="seconds"), kind=adoption_flow.KIND,
-        adoption={"number": template.number, "reference": template.reference, "head": template.head,
-                  "branch": template.branch, "expect": template.previous_branch, "summary": summary,
-                  "edits": [e.to_json() for e in edits], "refresh": template.refresh,
-                  "result": asdict(template)})
-    return _from_outcome(ws, engine.begin(ws, state, door=door))
+        halt=halt, started=now.isoformat(timespec="seconds"))
+    return _from_outcome(ws, engine.begin(ws, state, ENDING, hooks=engine_hooks(ws.series), door=door))
 
 
 def resume(ws: Workspace) -> Adoption:
     """`series adopt-upstream --continue`: the resolution, the rest of the PR, the Transaction."""
-    return _from_outcome(ws, engine.continue_rebase(ws, kind=adoption_flow.KIND))
+    return _from_outcome(ws, engine.continue_rebase(ws, ENDING, hooks=engine_hooks(ws.series)))
 
 
 def abort(ws: Workspace) -> int:
     """`series adopt-upstream --abort`: worktree and state gone, nothing moved; the PR number."""
-    state = engine.abort_rebase(ws, kind=adoption_flow.KIND)
-    return int((state.adoption or {}).get("number", 0))
+    state = engine.abort_rebase(ws, ENDING)
+    number = state.halt.payload.get("number")  # not validated: an abort must work on a damaged state
+    return number if isinstance(number, int) else 0
 
 
 def _from_outcome(ws: Workspace, outcome: engine.Outcome) -> Adoption:
     repo = ws.repo
     state = outcome.state
-    data = dict((state.adoption or {})["result"])
+    data = payload(state)
     run = state.topics[0]
     adopted = []
     for sha in run.commits:
@@ -341,21 +341,26 @@ def _from_outcome(ws: Workspace, outcome: engine.Outcome) -> Adoption:
             adopted.append(AdoptedCommit(sha, run.mapping[sha], f"{old.author.name} <{old.author.email}>",
                                          old.author.time, old.author.offset,
                                          old.message.split("\n", 1)[0].strip()))
-    data["commits"] = adopted
+    result = Adoption(
+        number=data.number, reference=data.reference, title=data.title, author=data.author,
+        source=data.source, head=data.head, fork_point=data.fork_point, topic=data.topic, branch=data.branch,
+        base=data.base, replaces=data.replaces, commits=adopted, skipped_merges=list(data.skipped_merges),
+        refresh=data.refresh, previous_head=data.previous_head, previous_branch=data.expect,
+        notes=list(data.notes))
     notes = list(outcome.notes)
     if not outcome.finished:
-        data.update(worktree=str(outcome.worktree), conflict=run.conflict, notes=data["notes"] + notes)
-        return Adoption(**data)
+        return dataclasses.replace(result, worktree=str(outcome.worktree), conflict=run.conflict,
+                                   notes=result.notes + notes)
     notes += [f"{path}: resolved by hand in {sha[:12]}" for sha, path in run.by_hand]
     notes += [f"{path}: resolved from memory (recorded resolution) in {sha[:12]}" for sha, path in run.resolved]
     if run.dropped:
         notes.append(f"{len(run.dropped)} PR commit(s) already in {state.onto_name}, left out: "
                      + ", ".join(c[:12] for c in run.dropped))
-    if data["refresh"] and data["previous_branch"] and run.new_head:
-        data["range_diff"] = git(workdir(repo), "range-diff", "--no-color", state.onto_sha,
-                                 data["previous_branch"], run.new_head, check=False).stdout
-    data.update(operation=outcome.op_id, notes=notes)
-    return Adoption(**data)
+    range_diff = None
+    if data.refresh and data.expect and run.new_head:
+        range_diff = git(workdir(repo), "range-diff", "--no-color", state.onto_sha,
+                         data.expect, run.new_head, check=False).stdout
+    return dataclasses.replace(result, range_diff=range_diff, operation=outcome.op_id, notes=notes)
 
 
 def _edits(ws: Workspace, number: int, name: str, branch: str, head_sha: str,
@@ -421,10 +426,9 @@ def render(result: Adoption) -> str:
 
 
 def _render_halt(what: str, result: Adoption) -> str:
-    conflict = result.conflict or {}
-    commit, subject = str(conflict.get("commit", "")), str(conflict.get("subject", ""))
-    kinds = conflict.get("kinds") or {}
-    files = ", ".join(f"{f} ({kinds.get(f, 'content')})" for f in conflict.get("files", []))
+    conflict = result.conflict
+    commit, subject = (conflict.commit, conflict.subject) if conflict else ("", "")
+    files = ", ".join(f"{f} ({conflict.kinds.get(f, 'content')})" for f in conflict.files) if conflict else ""
     out = [f"adopting {what} (head {result.head[:12]}) as {result.topic}: halted on a conflict",
            f"  commit {commit[:12]} '{subject}' does not apply to {result.base}: conflicts in {files}"]
     if result.commits:

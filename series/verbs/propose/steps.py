@@ -25,14 +25,14 @@ import pygit2
 
 from series.analysis import grade as grading
 from series.analysis import prbody, reviewers, testmap
-from series.engine.replay import default_committer, replay_commits
+from series.engine.replay import replay_commits
 from series.engine.state import refuse_if_halted
 from series.errors import ConflictError, SeriesError
 from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
 from series.forge.refs import fetch_all_pulls
 from series.git.cli import git
-from series.git.repo import file_stats, workdir
+from series.git.repo import committer as git_committer, file_stats, workdir
 from series.model import PRNumber
 from series.verbs.preflight import Candidate, fetched_files, rank
 from series.workspace import Workspace
@@ -147,7 +147,7 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
     notes = []
     if topic.depends_on:
         notes.append(f"depends on {', '.join(topic.depends_on)}: those commits are not part of this PR")
-    me = default_committer(repo)
+    me = git_committer(repo)
     result = replay_commits(repo, span.commits, main, committer=me, topic=name,
                             rewrite_message=_signoff(me) if opts.signoff else None)
     if result.conflict is not None:
@@ -217,7 +217,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     proposal.steps.append("grade")
     # 3. reviewers
     step("reviewers")
-    me = default_committer(repo)
+    me = git_committer(repo)
     owner = opts.owner or fork_owner(repo, opts.fork_remote or settings.fork_remote)
     login_of = getattr(forge, "commit_login", None)
     proposal.reviewers = reviewers.suggest(repo, main, files, login_of=login_of,

@@ -12,12 +12,23 @@ from series import validate
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.engine import rebase as engine
 from series.engine import report as reports
+from series.engine.ending import Identity, TopicsEnding
 from series.errors import EXIT_CONFLICT, SeriesError
 from series.git import partial
 from series.git.cli import git
 from series.git.repo import resolve_release, workdir
+from series.resolutions import engine_hooks
 from series.verbs.rebase import reach as history
+from series.verbs.rebase import text as rebase_text
 from series.workspace import Workspace
+
+
+# How a rebase ends (series.engine.ending): every topic's branch, the integration branch,
+# upstream.base and the topics found merged; these are its words.
+ENDING = TopicsEnding(Identity(
+    kind="rebase", verb="rebase", resume="series rebase", noun="a rebase",
+    what="a series rebase is in progress",
+    nothing="no rebase in progress: nothing to {action} (start one with 'series rebase --onto REF')"))
 
 
 @dataclass(frozen=True)
@@ -43,9 +54,10 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
 def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
             reach: tuple[str, Any] | None = None) -> Result:
     report_id = outcome.op_id or (f"dry-run-{engine._stamp()}" if outcome.dry_run else outcome.state.id)
-    data = reports.build(ws.repo, outcome, report_id)
+    report = reports.build(ws.repo, outcome, report_id, "rebase")
+    data: dict[str, Any] = report.dump()
     history.annotate(ws, outcome, data, bisect=bisect)
-    text = reports.render(data, ws.series.integration)
+    text = rebase_text.render(report, data, ws.series.integration)
     if reach is not None:
         data["as_far_as_possible"] = reach[1].as_json()
         text = history.render_reach(reach[1], reach[0], outcome.state.old_base_name) + "\n" + text
@@ -54,7 +66,7 @@ def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
         text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
                  "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
         text += "".join(f"\n  {line}" for line in history.read_first(data, run.name))
-    elif data["status"] == "conflict":
+    elif report.status == reports.ReportStatus.CONFLICT:
         text += "\nnothing was changed (dry run)" if outcome.dry_run else ""
     by_hand = [p for t in outcome.state.topics for _, p in t.by_hand]
     store = ws.series.root / ws.series.resolutions
@@ -63,12 +75,10 @@ def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
         rel = store.relative_to(ws.series.root) if store.is_relative_to(ws.series.root) else store
         text += (f"\nrecorded how {len(by_hand)} conflict(s) were resolved in {rel}/ (commit it to share "
                  "the resolutions with CI and the next rebase; 'series resolutions' lists them)")
-    path = reports.write(ws.repo, data, text)
+    path = reports.write(ws.repo, report, data, text)
     data["report"] = str(path)
     text += f"\nreport: {path}"
-    integ = data.get("integration")
-    conflict = data["status"] == "conflict" or bool(integ and integ["conflicts"])
-    return Result(data, text, str(path), conflict)
+    return Result(data, text, str(path), report.conflict)
 
 
 def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run: bool = False,
@@ -77,11 +87,11 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         as_far_as_possible: bool = False) -> Result:
     repo = ws.repo
     if abort:
-        state = engine.abort_rebase(ws)
+        state = engine.abort_rebase(ws, ENDING)
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
         return Result({"status": "aborted", "id": state.id}, text, "", False)
     if resume:
-        return _finish(ws, engine.continue_rebase(ws, progress=progress))
+        return _finish(ws, engine.continue_rebase(ws, ENDING, hooks=engine_hooks(ws.series), progress=progress))
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -91,7 +101,8 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
     _blobs_for(ws, onto)
     if as_far_as_possible and engine.in_progress(ws) is None:
         return _as_far(ws, onto, skip, dry_run, progress)
-    return _finish(ws, engine.start(ws, onto, skip=skip, dry_run=dry_run, progress=progress), bisect=bisect)
+    outcome = engine.start(ws, onto, ENDING, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress)
+    return _finish(ws, outcome, bisect=bisect)
 
 
 def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
@@ -105,7 +116,8 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
                 "as_far_as_possible": found.as_json()}
         return Result(data, text, "", True)
     target = onto if found.complete or found.target is None else found.target.sha
-    outcome = engine.start(ws, target, skip=skip, dry_run=dry_run, progress=progress)
+    outcome = engine.start(ws, target, ENDING, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series),
+                           progress=progress)
     return _finish(ws, outcome, reach=(name, found))
 
 

@@ -23,8 +23,8 @@ from series.analysis import attribution
 from series.engine import bisect as bisection
 from series.engine import rebase as engine
 from series.engine import state as st
-from series.engine.resolve import hooks as default_hooks
 from series.git.refs import state_dir
+from series.resolutions import engine_hooks
 from series.git.repo import changed_paths, resolve_release
 from series.workspace import Workspace
 
@@ -70,9 +70,9 @@ def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, 
         if run.outcome == "conflict" and run.conflict:
             if history is None:
                 history = attribution.upstream_commits(repo, old.id, onto.id)
-            ours = _commit(repo, run.conflict["commit"]).tree
+            ours = _commit(repo, run.conflict.commit).tree
             upstream = {}
-            for path in run.conflict["files"]:
+            for path in run.conflict.files:
                 found = attribution.attribute(repo, old.id, onto.id, ours, path, history)
                 upstream[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
                                   "more": max(0, len(found) - SHOWN)}
@@ -85,7 +85,7 @@ def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, 
         conflicting = [r.name for r in state.topics if r.outcome == "conflict"]
         line = bisection.mainline(repo, old, onto)
         for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
-                                                 default_hooks(ws.series)):
+                                                 engine_hooks(ws.series)):
             rows[breaking.topic]["first_breaking"] = breaking.as_json()
 
 
@@ -124,7 +124,7 @@ def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bi
     onto_name, onto = resolve_release(repo, onto_spec)
     runs = engine.plan(ws, onto, skip)
     line = bisection.mainline(repo, ws.base_commit(), onto)
-    return onto_name, bisection.as_far_as_possible(ws, runs, line, default_hooks(ws.series))
+    return onto_name, bisection.as_far_as_possible(ws, runs, line, engine_hooks(ws.series))
 
 
 def render_reach(found: bisection.Reach, onto_name: str, base: str) -> str:

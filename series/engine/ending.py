@@ -1,0 +1,123 @@
+"""How an operation that runs through the engine's resumable flow ends: handed in by the verb.
+
+The engine replays, halts on a conflict, takes the resolution and goes on the same way for
+every operation; what differs is the *ending*, which the verb hands in (STYLE rule 4: the
+engine never names a verb, and does not branch on which one is running):
+
+    Ending.identity       the verb's words (kind, door command, how to go on, the sentence
+                          the halt guard shows): stored in the state as a st.Halt record,
+                          so the next process reads them back as data
+    Ending.detects_merged ask the merged-upstream rules (series.engine.merged) first
+    Ending.rewrite(state) the message rewrite for replayed commits, or None
+    Ending.integration    the integration chain the report shows (None: not rebuilt)
+    Ending.fill           the operation's own ref moves and series.yaml edits, into the
+                          write door's operation (checks first that nothing it depends
+                          on moved during a halt)
+
+`TopicsEnding` is the ending of an operation over the planned topics (a rebase): every
+clean topic's branch moves to its new head, the integration branch is rebuilt, and
+series.yaml gets upstream.base and the topics found merged. The verb gives it its words.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Protocol
+
+import pygit2
+
+from series.engine import state as st
+from series.engine.integration import IntegrationPart, IntegrationResult, integrate
+from series.engine.odb import MemOdb
+from series.errors import SeriesError
+from series.persisted import JsonObject
+from series.git import refs
+
+if TYPE_CHECKING:
+    from series.workspace import Workspace, WriteOperation
+
+Rewrite = Callable[[pygit2.Commit], str]
+
+
+@dataclass(frozen=True)
+class Identity:
+    """An ending's words, all chosen by the verb."""
+
+    kind: str       # st.Halt.kind: the verb that resumes a halted state hands the same in
+    verb: str       # the write door's command, as the journal and `series log` show it
+    resume: str     # the command whose --continue / --abort go on with it ("series rebase")
+    noun: str       # "a rebase": in "..., not a rebase"
+    what: str       # "a series rebase is in progress": the halt guard's sentence
+    nothing: str    # when nothing is halted; {action} is "continue" or "abort"
+
+    def halt(self, payload: JsonObject | None = None, what: str | None = None) -> st.Halt:
+        return st.Halt(self.kind, what or self.what, self.resume, dict(payload or {}))
+
+
+class Ending(Protocol):
+    @property
+    def identity(self) -> Identity: ...
+
+    @property
+    def detects_merged(self) -> bool: ...
+
+    def rewrite(self, state: st.RebaseState) -> Rewrite | None: ...
+
+    def integration(self, ws: "Workspace", state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
+
+    def fill(self, door: "WriteOperation", ws: "Workspace", state: st.RebaseState,
+             integration: IntegrationResult | None) -> None: ...
+
+
+@dataclass(frozen=True)
+class TopicsEnding:
+    """The ending of an operation over the planned topics (module docstring)."""
+
+    identity: Identity
+    detects_merged: bool = True
+
+    def rewrite(self, state: st.RebaseState) -> Rewrite | None:
+        return None
+
+    def integration(self, ws: "Workspace", state: st.RebaseState, odb: MemOdb) -> IntegrationResult:
+        return integrate(ws.repo, pygit2.Oid(hex=state.onto_sha), integration_parts(state), odb=odb)
+
+    def fill(self, door: "WriteOperation", ws: "Workspace", state: st.RebaseState,
+             integration: IntegrationResult | None) -> None:
+        _moved_meanwhile(ws, state, self.identity.verb)
+        door.summary = f"onto {state.onto_name}"
+        for run in state.topics:
+            if run.outcome == st.TopicOutcome.CLEAN and run.new_head and run.new_head != run.old_head:
+                door.move(f"refs/heads/{run.branch}", run.new_head, expect=run.old_head)
+            elif run.outcome in (st.TopicOutcome.CLEAN, st.TopicOutcome.MERGED):
+                door.verify(f"refs/heads/{run.branch}", run.old_head)  # checked inside git's transaction
+        branch = ws.series.integration
+        if branch and integration is not None and integration.ok:
+            door.move(f"refs/heads/{branch}", str(integration.head))
+        # series.yaml: the operation's own edits, relative to the file as it started
+        door.seen(state.config_before)
+        if state.onto_name != state.old_base_name:
+            door.edit(("upstream", "base"), state.onto_name)
+        for run in state.topics:
+            if run.outcome == st.TopicOutcome.MERGED:
+                door.set_topic(run.name, status="merged", merged_in=state.onto_name)
+        door.extra["onto"] = state.onto_name
+
+
+def integration_parts(state: st.RebaseState) -> list[IntegrationPart]:
+    return [IntegrationPart(t.name, pygit2.Oid(hex=t.new_start or state.onto_sha),
+                            pygit2.Oid(hex=t.new_head or state.onto_sha))
+            for t in state.topics if t.outcome == st.TopicOutcome.CLEAN and t.commits]
+
+
+def _moved_meanwhile(ws: "Workspace", state: st.RebaseState, verb: str) -> None:
+    """A branch the operation moves, or marks merged, must be where it found it: a commit
+    made there during a halt would otherwise be carried by no active topic."""
+    for run in state.topics:
+        if run.outcome not in (st.TopicOutcome.CLEAN, st.TopicOutcome.MERGED):
+            continue
+        now = refs.current(ws.repo, f"refs/heads/{run.branch}")
+        if now != run.old_head:
+            what = "moved" if run.outcome == st.TopicOutcome.CLEAN else "was found merged upstream, but moved"
+            raise SeriesError(f"{run.branch} {what} while the {verb} was halted "
+                              f"({run.old_head[:12]} -> {(now or 'deleted')[:12]}); nothing was changed: "
+                              f"'{state.halt.resume} --abort', then start again")

@@ -1,0 +1,81 @@
+"""`series rebase`'s words: the report (series.engine.report) as the text it prints."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from series.analysis.attribution import describe
+from series.engine.report import RebaseReport
+from series.engine.state import TopicOutcome
+
+
+def render(report: RebaseReport, document: Mapping[str, Any], integration_branch: str | None = None) -> str:
+    """The report as text; `document` is its JSON with what series.verbs.rebase.reach added
+    (upstream's history per topic, how far behind the base is)."""
+    counts: dict[str, int] = {}
+    for t in report.topics:
+        counts[t.outcome.value] = counts.get(t.outcome.value, 0) + 1
+    head = "rebase (dry run)" if report.dry_run else "rebase"
+    spec = f" ('{report.onto_spec}')" if report.onto_spec != report.onto_name else ""
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items())
+    out = [f"{head} onto {report.onto_name}{spec} {report.onto_sha[:12]} from {report.old_base_name}: {summary}"]
+    width = max([len(t.name) for t in report.topics] + [5])
+    history = {row["name"]: row for row in document.get("topics", [])}
+    for t in report.topics:
+        if t.outcome == TopicOutcome.CLEAN:
+            rd = t.range_diff or {}
+            text = f"clean      {t.commits} commit(s) -> {str(t.new_head)[:12]}  range-diff " + \
+                   " ".join(f"{k}{v}" for k, v in rd.items() if v)
+        elif t.outcome == TopicOutcome.CONFLICT and t.conflict is not None:
+            c = t.conflict
+            text = f"CONFLICT   {c.commit[:12]} {c.subject}: {', '.join(c.files)}"
+        elif t.outcome == TopicOutcome.MERGED:
+            form = "merged upstream in modified form" if t.modified else "merged upstream"
+            text = f"{form} ({t.reason}); status: merged, branch kept"
+        else:
+            text = f"{t.outcome.value:<10} {t.reason}"
+        out.append(f"  {t.name:<{width}}  {text}".rstrip())
+        for d in t.dropped:
+            out.append(f"  {'':<{width}}    dropped (already upstream): {d.commit[:12]} {d.subject}")
+        for r in t.resolved_from_memory:
+            out.append(f"  {'':<{width}}    resolved from memory: {r.path}")
+        if t.outcome == TopicOutcome.MERGED and t.detail:
+            out += [f"  {'':<{width}}    {line}" for line in t.detail.splitlines()]
+        out += [f"  {'':<{width}}    {line}" for line in upstream_lines(history.get(t.name, {}))]
+    integ = report.integration
+    if integ is not None:
+        if integ.conflicts:
+            out.append("the topics do not combine (integration not rebuilt):")
+            out += [f"  {c}" for c in integ.conflicts]
+        elif integration_branch:
+            verb = "would be rebuilt" if report.dry_run else "rebuilt" if report.operation else "unchanged"
+            out.append(f"integration {integration_branch} {verb}: {integ.head[:12]} "
+                       f"({len(integ.topics)} topics)")
+    behind = document.get("behind")
+    if behind and behind["commits"]:
+        base = report.onto_name if report.operation else report.old_base_name
+        n = behind["commits"]
+        out.append(f"base {base} is {n} commit{'s' if n != 1 else ''} ({behind['days']} days) behind "
+                   f"{behind['tip_name']}")
+    out += report.notes
+    return "\n".join(out)
+
+
+def upstream_lines(topic: Mapping[str, Any]) -> list[str]:
+    """What upstream's history says about one topic's outcome (series.verbs.rebase.reach
+    fills the fields): who changed the conflicting lines, which commit landed a merged
+    topic, the first breaking commit."""
+    out = []
+    for path, found in topic.get("upstream", {}).items():
+        out += [describe(c) for c in found["culprits"]]
+        if found["more"]:
+            out.append(f"  (and {found['more']} more upstream commits to {path.rsplit('/', 1)[-1]})")
+    for c in topic.get("evidence", []):
+        label = f"PR #{c['pr']}" if c.get("pr") is not None else "upstream"
+        out.append(f"landed by {label}: {c['sha'][:12]} {c['subject']} ({c['author']}, {c['date']})")
+    first = topic.get("first_breaking")
+    if first:
+        label = f"#{first['pr']}" if first.get("pr") is not None else first["sha"][:12]
+        out.append(f"first breaking upstream commit: {label} {first['sha'][:12]} {first['subject']} "
+                   f"({first['author']}, {first['date']}), {first['position']} of {first['total']} on the "
+                   f"first-parent line ({first['replays']} replays)")
+    return out

@@ -1,0 +1,86 @@
+"""STYLE rule 4: the engine is a library. Nothing under series/engine imports the verbs, the
+CLI or the conflict store (the store is handed in as hooks), not even lazily inside a
+function or under TYPE_CHECKING; and no text it produces names a verb or is printed (an
+operation's words come from its ending, series.engine.ending). Read from the source, so a
+new import or message anywhere fails."""
+from __future__ import annotations
+
+import ast
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import series.verbs
+from series.cli import verb_name
+
+ENGINE = Path(__file__).resolve().parent.parent / "series" / "engine"
+FORBIDDEN = ("series.resolutions", "series.commands", "series.cli", "series.verbs")
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """Every module `path` imports (absolute names; relative ones resolved)."""
+    package = "series.engine"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            found.append((node.lineno, base))
+            # `from series import resolutions` names the module in the alias
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _forbidden(name: str) -> bool:
+    return any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
+
+
+@pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
+def test_engine_module_imports_no_verb_cli_or_store(path: Path) -> None:
+    bad = [f"{path.name}:{line}: {name}" for line, name in _imports(path) if _forbidden(name)]
+    assert not bad, "the engine imports what must be handed to it:\n" + "\n".join(bad)
+
+
+def test_the_check_sees_every_form_of_import(tmp_path: Path) -> None:
+    """The walk finds top-level, lazy, aliased and relative imports (else the test above
+    could pass on an engine that imports the store)."""
+    sample = tmp_path / "sample.py"
+    sample.write_text("import series.cli\n"
+                      "def f():\n    from series import resolutions\n"
+                      "def g():\n    from ..commands import rebase\n"
+                      "if True:\n    import series.verbs.rebase as v\n")
+    names = {name for _, name in _imports(sample) if _forbidden(name)}
+    assert names >= {"series.cli", "series.resolutions", "series.commands", "series.verbs.rebase"}
+
+
+def _texts(path: Path) -> list[tuple[int, str]]:
+    """Every string the module's code can produce (docstrings left out: they explain)."""
+    tree = ast.parse(path.read_text(), str(path))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def _verbs() -> list[str]:
+    return [verb_name(m.name) for m in pkgutil.iter_modules(series.verbs.__path__) if not m.name.startswith("_")]
+
+
+@pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
+def test_engine_module_names_no_verb_and_prints_nothing(path: Path) -> None:
+    verbs = _verbs()
+    assert "rebase" in verbs and "adopt-upstream" in verbs, verbs
+    named = [f"{path.name}:{line}: {text!r}" for line, text in _texts(path)
+             for verb in verbs if f"series {verb}" in text]
+    printed = [f"{path.name}:{node.lineno}: print()" for node in ast.walk(ast.parse(path.read_text()))
+               if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
+    assert not named + printed, "the engine words or prints what the verb should:\n" + "\n".join(named + printed)
