@@ -410,9 +410,9 @@ def main() -> None:
     print(f"  {'replay':<12} {r['replay'] * 1000:8.1f} ms   git loop / x = {git_loop / r['replay']:6.1f}"
           f"   ({per:.3f} ms per commit; writing the pack after: {r['persist'] * 1000:.1f} ms)")
     imports = r["cpu imports"] - r["cpu interpreter"]
-    print(f"  start-up CPU: interpreter {r['cpu interpreter'] * 1000:.0f} ms, + what `series rebase` imports "
-          f"{imports * 1000:.0f} ms: {(r['cpu imports']) / r['cpu series dry']:.0%} of the dry run, "
-          f"{r['cpu imports'] / r['cpu series real']:.0%} of the real run")
+    print(f"  start-up CPU: interpreter {r['cpu interpreter'] * 1000:.0f} ms + what `series rebase` imports "
+          f"{imports * 1000:.0f} ms = {r['cpu imports'] * 1000:.0f} ms: {r['cpu imports'] / r['cpu series dry']:.0%} "
+          f"of the dry run, {r['cpu imports'] / r['cpu series real']:.0%} of the real run")
     print(f"  merges answered in memory (provably merge-ort's answer): {r['fast']:.0%}; the rest by "
           "git merge-tree (correctness: tools/differential.py)")
     print(f"  targets: whole process <= 1/20 of the git loop ({git_loop / 20 * 1000:.0f} ms), "
