@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from typing import Callable, Sequence
 
 import pygit2
 
-from series.git.repo import FileStat, PathChange, branch_commit, changed_paths, file_stat, topic_range
+from series.git.repo import FileStat, PathChange, branch_commit, changed_paths, file_stat, upstream_tips
 from series.model import Series, Topic
 
 HeadOf = Callable[[Topic], pygit2.Commit | None]
@@ -69,7 +69,8 @@ class OwnWork:
 def own_work(repo: pygit2.Repository, series: Series, base: pygit2.Commit, topic: Topic,
              head_of: HeadOf | None = None) -> OwnWork | None:
     """None when the topic has no head. `head_of` gives a topic's head (default: its
-    branch now); a dependency without one hides nothing."""
+    branch now); a dependency without one hides nothing (its commits are the stack's
+    now, and the rebase replays them with it)."""
     def branch_head(t: Topic) -> pygit2.Commit | None:
         return branch_commit(repo, t.branch)
 
@@ -80,6 +81,28 @@ def own_work(repo: pygit2.Repository, series: Series, base: pygit2.Commit, topic
     deps = [h for d in topic.depends_on
             if (dep := next((t for t in series.topics if t.name == d), None)) is not None
             and (h := find(dep)) is not None]
-    span = topic_range(repo, base, head, series.upstream.remote, hide=[h.id for h in deps])
-    on_base = span.start.id in {base.id, *(h.id for h in deps)}
-    return OwnWork(topic, head, span.start, tuple(span.commits), on_base, repo)
+    start, commits = _own_range(repo, base, head, series.upstream.remote, [h.id for h in deps])
+    on_base = start.id in {base.id, *(h.id for h in deps)}
+    return OwnWork(topic, head, start, commits, on_base, repo)
+
+
+def _own_range(repo: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, remote: str,
+               hide: Sequence[pygit2.Oid]) -> tuple[pygit2.Commit, tuple[pygit2.Commit, ...]]:
+    """(what the own commits sit on, the own commits oldest first) of a branch.
+
+    A topic that was rebased by hand onto a newer upstream contains base..newer too: those
+    commits are upstream's (every remote branch and release tag, series.git.repo
+    .upstream_tips), not the topic's. `hide` adds the heads of the topics it depends_on.
+    """
+    merge_base = repo.merge_base(base.id, head.id)
+    walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+    if merge_base is not None:
+        walker.hide(merge_base)
+    for tip in upstream_tips(repo, remote):
+        walker.hide(tip)
+    for oid in hide:
+        walker.hide(oid)
+    own = tuple(walker)
+    if not own:
+        return head, own
+    return (own[0].parents[0] if own[0].parents else base), own

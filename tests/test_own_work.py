@@ -7,6 +7,7 @@ topic must see the same own commits and paths as `series status`.
 """
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -118,3 +119,64 @@ def test_export_flags_a_stacked_topic_off_its_dependency_as_status_does(stacked:
     assert sorted(n.split(":")[0] for n in export["notes"]) == ["api-hello", "offload-more"], export["notes"]
     assert "offload-more: branch does not sit on the head of offload-evict-fix;" in export["notes"][-1], export
     assert {t["name"]: t["patches"] for t in export["topics"]}["offload-more"] == ["0001-KV-offload-more.patch"]
+
+
+def test_a_dependency_dropped_with_its_branch_gone_leaves_its_commits_to_the_stack(
+        stacked: Path, httpserver: HTTPServer) -> None:
+    """The rebase replays them with the stacked topic, so every verb counts them as its own."""
+    text = (stacked / "series.yaml").read_text()
+    (stacked / "series.yaml").write_text(text.replace(
+        "    branch: topic/offload-evict-fix\n", "    branch: topic/offload-evict-fix\n    status: dropped\n"))
+    sh("git branch -D -q topic/offload-evict-fix", stacked)
+    status = _status(stacked)
+    assert status["offload-more"]["commits"] == 3 and status["offload-more"]["files"] == 2, status
+    assert _touched(stacked)["offload-more"] == [TEST_LRU, LRU]
+    assert _selected(stacked) == {"kv-offload": ["offload-more"]}
+    report = _preflight(stacked, httpserver, "offload-more")
+    assert report["paths"] == [TEST_LRU, LRU] and len(report["commits"]) == 3, report
+
+
+def test_diff_compares_a_stacked_topics_own_commits(stacked: Path, tmp_path: Path) -> None:
+    run_series("export", str(tmp_path / "one"), cwd=stacked)
+    sh(f"git checkout -q topic/offload-more && echo '# again' >> {LRU} && "
+       "git commit -qam '[KV offload] again' && git checkout -q --detach v0.30.0", stacked)
+    run_series("export", str(tmp_path / "two"), cwd=stacked)
+    out = _json(stacked, "diff", str(tmp_path / "one"), str(tmp_path / "two"))
+    counts = {c["topic"]: c["counts"] for c in out["changes"] if c["change"] == "commits"}
+    # its dependency's two commits are offload-evict-fix's, not offload-more's
+    assert counts["offload-more"] == {"equal": 1, "changed": 0, "dropped": 0, "added": 1}, counts
+    assert counts["api-hello"] == {"equal": 1, "changed": 0, "dropped": 0, "added": 0}, counts
+
+
+def test_init_and_add_count_what_status_counts(stacked: Path) -> None:
+    """Before series.yaml exists (init) or holds the topic (add), the same answer."""
+    commits = {n: t["commits"] for n, t in _status(stacked).items()}
+    (stacked / "series.yaml").unlink()
+    out = run_series("init", "--base", "v0.30.0", cwd=stacked).stdout
+    found = {line.split()[0]: line.split()[2:] for line in out.splitlines() if line.startswith("  ")}
+    assert found["offload-more"] == ["1", "commit", "(on", "offload-evict-fix)"], out
+    assert found["api-hello"] == ["1", "commit"], out
+    assert {n: t["commits"] for n, t in _status(stacked).items()} == commits
+    text = (stacked / "series.yaml").read_text()
+    (stacked / "series.yaml").write_text(text[:text.index("  - name: offload-more\n")])
+    out = run_series("add", "topic/offload-more", "--depends-on", "offload-evict-fix", cwd=stacked).stdout
+    assert out.startswith("added topic offload-more (topic/offload-more, 1 commit over v0.30.0)"), out
+    assert "warning" not in out, "it sits on its dependency's head"
+    assert {n: t["commits"] for n, t in _status(stacked).items()} == commits
+
+
+def test_only_series_topics_separates_a_branchs_own_commits() -> None:
+    """STYLE rule 3: which of a branch's commits are its own (not upstream's, not a
+    dependency's) is decided in series.topics, and every verb asks it. The rebase plan is
+    the one documented exception (series.engine.rebase.plan says why)."""
+    root = Path(__file__).resolve().parent.parent / "series"
+    users: dict[str, set[str]] = {"upstream_tips": set(), "_own_range": set(), "topic_range": set()}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else \
+                [node.id] if isinstance(node, ast.Name) else [node.attr] if isinstance(node, ast.Attribute) else []
+            for name in names:
+                if name in users:
+                    users[name].add(str(path.relative_to(root.parent)))
+    assert users == {"upstream_tips": {"series/topics.py", "series/engine/rebase.py"},
+                     "_own_range": {"series/topics.py"}, "topic_range": set()}, users

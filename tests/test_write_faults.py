@@ -119,3 +119,41 @@ def test_adopt_killed_at_every_step(served: Path, tmp_path: Path, point: str) ->
     before = state(served)
     killed(served, args, point)
     check_after_kill(served, before, state(reference))
+
+
+@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("ending", ["--continue", "--abort"])
+def test_a_halted_rebase_killed_while_it_ends(fork: Path, upstream: Path, tmp_path: Path, ending: str,
+                                              point: str) -> None:
+    """--continue and --abort are write commands too. The reference is a second fork built
+    the same way (a copy would carry the conflict worktree's links to the first one). As
+    with git, a rebase killed before it ended stays in progress, refs all old or all new
+    (the journal finished or rolled back its transaction), and ending it again gives the
+    reference's result; the resolution --continue recorded is the user's work, kept."""
+    from tests.repos import build_fork
+    from tests.test_rebase import resolve_lru
+
+    reference = build_fork(upstream, tmp_path / "reference")
+    for repo in (fork, reference):
+        proc = run_series("rebase", "--onto", "v0.31.0", cwd=repo, expect=3)
+        assert "resolve offload-evict-fix" in proc.stdout, proc.stdout
+        if ending == "--continue":
+            resolve_lru(repo / ".git/series/rebase/worktree")
+    run_series("rebase", ending, cwd=reference)
+    before, after = state(fork), state(reference)
+    killed(fork, ["rebase", ending], point)
+    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)  # the next command repairs
+    assert all(r["state"] == "done" for r in rows), rows
+    assert not list((fork / ".git/refs").rglob("*.lock")), "a ref lock file is left"
+    now = state(fork)
+    assert now[0] in (before[0], after[0]), "refs are neither all old nor all new"
+    config.load(fork / "series.yaml")
+    for sha in before[0].values():
+        assert sh(f"git for-each-ref --contains {sha} --count=1", fork).strip(), f"{sha} is lost"
+    if (fork / ".git/series/rebase/state.json").exists():  # killed before it ended
+        if now[0] != before[0]:
+            assert now == after, "refs all new, but series.yaml is not"
+        else:
+            assert now[1] is not None and before[1] is not None and now[1].startswith(before[1])
+        run_series("rebase", ending, cwd=fork)
+    assert state(fork) == after

@@ -76,7 +76,12 @@ def _stamp() -> str:
 
 
 def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicRun]:
-    """Each active topic's own commits and where it goes; pure (reads only)."""
+    """Each active topic's own commits and where it goes; pure (reads only).
+
+    The one place besides series.topics that separates a branch's own commits from
+    upstream's (tests/test_own_work.py holds it to that): the rebase also counts REF's
+    history as upstream's when REF is no remote branch or release tag, and walks upstream
+    once for all topics."""
     repo = ws.repo
     for name in skip:
         ws.series.topic(name)  # an unknown name is a clear error

@@ -11,11 +11,12 @@ import abc
 import datetime as _dt
 import re
 from dataclasses import dataclass
+from typing import Iterable
 
 import pygit2
 
 from series.errors import SeriesError
-from series.git.repo import changed_paths
+from series.git.repo import PathChange, changed_paths
 from series.model import PRNumber, Sha
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
@@ -180,8 +181,13 @@ def pr_fork_point(repo: pygit2.Repository, remote: str, head: pygit2.Oid,
 
 def tree_files(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> list[PullFile]:
     """Changed files between two trees, with old-side hunk ranges (3 lines of context off)."""
+    return change_files(repo, changed_paths(repo, old, new))
+
+
+def change_files(repo: pygit2.Repository, changes: Iterable[PathChange]) -> list[PullFile]:
+    """`tree_files` of changes already found (a topic's own: series.topics)."""
     files = []
-    for change in changed_paths(repo, old, new):
+    for change in changes:
         old_data = repo[change.old_id].peel(pygit2.Blob).data if change.old_id is not None else b""
         new_data = repo[change.new_id].peel(pygit2.Blob).data if change.new_id is not None else b""
         hunks: tuple[tuple[int, int], ...] = ()

@@ -118,8 +118,9 @@ def check(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
     if ref is None:
         return Verdict(MERGED, reason, str(merge.id))
     head = ref.peel(pygit2.Commit)
-    # The PR's files: what the adopted head changes over the base it sits on. (Not
-    # topic_range: an adopted head may still be the PR's own commits, an upstream ref.)
+    # The PR's files: what the adopted head changes over the base it sits on. (Not the
+    # topic's own work, series.topics: an adopted head may still be the PR's own commits,
+    # reachable from an upstream ref, which own work hides as upstream's history.)
     fork_point = repo.merge_base(old_base.id, head.id)
     start = repo[fork_point].peel(pygit2.Commit) if fork_point is not None else old_base
     paths = [c.path for c in changed_paths(repo, start.tree, head.tree)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence, cast
+from typing import Iterator, cast
 
 import pygit2
 
@@ -239,37 +239,6 @@ def upstream_tips(repo: pygit2.Repository, remote: str) -> list[pygit2.Oid]:
             except (pygit2.GitError, pygit2.InvalidSpecError, ValueError):
                 continue
     return tips
-
-
-@dataclass(frozen=True)
-class TopicRange:
-    start: pygit2.Commit           # the commit the topic's own commits sit on
-    commits: list[pygit2.Commit]   # the topic's own commits, oldest first
-    on_base: bool                  # start is the base itself
-
-
-def topic_range(repo: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit,
-                remote: str, hide: Sequence[pygit2.Oid] = ()) -> TopicRange:
-    """Separate a branch's own commits from the upstream history it may also contain.
-
-    A topic that was rebased by hand onto a newer upstream contains base..newer too;
-    those commits are upstream's, not the topic's. `hide` adds commits that are not the
-    topic's own either: the heads of the topics it depends_on (stacked branches).
-    """
-    merge_base = repo.merge_base(base.id, head.id)
-    walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
-    if merge_base is not None:
-        walker.hide(merge_base)
-    for tip in upstream_tips(repo, remote):
-        walker.hide(tip)
-    for oid in hide:
-        walker.hide(oid)
-    own = list(walker)
-    if own:
-        start = own[0].parents[0] if own[0].parents else base
-    else:
-        start = head
-    return TopicRange(start=start, commits=own, on_base=start.id == base.id)
 
 
 def edit_tree(repo: pygit2.Repository, tree: pygit2.Tree | None,

@@ -14,7 +14,7 @@ import click
 from series import config
 from series.cli import Context, emit, pass_ctx
 from series.errors import SeriesError
-from series.git.repo import branch_commit, topic_range
+from series.git.repo import branch_commit
 from series.verbs.init import topic_name
 from series.workspace import Workspace
 
@@ -58,16 +58,17 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
         if ref not in known:
             raise SeriesError(f"no topic named '{ref}' in {series.path.name} "
                               f"(topics: {', '.join(known) or 'none'})")
-    base = ws.base_commit()
-    hide = [h.id for d in depends_on if (h := branch_commit(repo, known[d].branch)) is not None]
-    span = topic_range(repo, base, head, series.upstream.remote, hide=hide)
+    ws.base_commit()  # a bad upstream.base: said before anything is written
     fields = {"name": name, "branch": branch, "summary": summary,
               "scope": list(scope) or None, "depends_on": list(depends_on) or None}
     with ws.operation("add", f"add {name} ({branch})") as op:
         op.add_topic(fields, after=after)
         op.commit()
-    names = [t.name for t in ws.reload().series.topics]
-    return AddResult(name, branch, after, len(span.commits), span.start.id in {base.id, *hide},
+    added = ws.reload()
+    # what status says of it from now on (series.topics): the series as just written
+    own = added.require_own(added.series.topic(name))
+    names = [t.name for t in added.series.topics]
+    return AddResult(name, branch, after, len(own.commits), own.on_base,
                      names.index(name) + 1, len(names))
 
 

@@ -24,8 +24,9 @@ from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git.cli import git
 from series.git.refs import Operation, operations
-from series.git.repo import topic_range, workdir
-from series.model import Series
+from series.git.repo import workdir
+from series.model import Series, Topic
+from series.topics import own_work
 from series.workspace import Workspace
 
 _DIFF_SIGNATURE = pygit2.Signature("series diff", "series@localhost", 0, 0)
@@ -180,12 +181,19 @@ def _base_of(ws: Workspace, state: SeriesState) -> pygit2.Commit | None:
 
 
 def _range(ws: Workspace, state: SeriesState, topic: str) -> str | None:
-    head = state.heads.get(topic)
+    """The topic's own commits on that side (series.topics), with that side's base and heads:
+    a stacked topic's range holds none of its dependency's commits, which its dependency's
+    own range compares."""
     base = _base_of(ws, state)
-    if head is None or base is None:
+    if base is None:
         return None
-    span = topic_range(ws.repo, base, ws.repo[head].peel(pygit2.Commit), state.series.upstream.remote)
-    return f"{span.start.id}..{head}"
+
+    def head_of(t: Topic) -> pygit2.Commit | None:
+        sha = state.heads.get(t.name)
+        return ws.repo[sha].peel(pygit2.Commit) if sha is not None else None
+
+    own = own_work(ws.repo, state.series, base, state.series.topic(topic), head_of)
+    return f"{own.start.id}..{own.head.id}" if own is not None else None
 
 
 def range_diff(ws: Workspace, old: str, new: str) -> tuple[tuple[str, ...], dict[str, int]]:

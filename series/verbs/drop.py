@@ -8,7 +8,7 @@ import click
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.model import Status
-from series.verbs.supersede import StatusChange, edit_status
+from series.verbs.supersede import StatusChange, edit_status, reason_and_undo
 from series.workspace import Workspace
 
 
@@ -29,11 +29,7 @@ def run(ws: Workspace, name: str, reason: str | None = None, dry_run: bool = Fal
 def render(change: StatusChange, branch: str) -> str:
     verb = "would drop" if change.operation is None else "dropped"
     text = f"{verb} '{change.topic}' (was {change.old_status}); branch {branch} kept as it is"
-    if change.reason:
-        text += f"\n  reason: {change.reason}"
-    if change.operation:
-        text += f"\n  'series undo' reverts this ({change.operation})"
-    return text
+    return text + reason_and_undo(change)
 
 
 @click.command("drop")

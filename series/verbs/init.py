@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -23,7 +23,9 @@ import pygit2
 from series import config, seriesedit, validate
 from series.cli import Context, emit, pass_ctx
 from series.errors import SeriesError
-from series.git.repo import open_repo, resolve_release, topic_range, workdir
+from series.git.repo import open_repo, resolve_release, workdir
+from series.model import Series, Topic, Upstream
+from series.topics import OwnWork, own_work
 from series.workspace import operation
 
 _GITHUB_URL = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
@@ -67,7 +69,7 @@ def _github_from_remote(repo: pygit2.Repository, remote: str) -> str | None:
 
 
 def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
-                 patterns: Sequence[str], integration: str | None) -> list[FoundTopic]:
+                 patterns: Sequence[str], integration: str | None, target: Path) -> list[FoundTopic]:
     heads: dict[str, pygit2.Commit] = {}
     for ref in repo.references:
         if not ref.startswith("refs/heads/"):
@@ -75,7 +77,18 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
         branch = ref[len("refs/heads/"):]
         if branch != integration and any(fnmatch.fnmatchcase(branch, p) for p in patterns):
             heads[branch] = repo.references[ref].peel(pygit2.Commit)
-    spans = {b: topic_range(repo, base, h, remote) for b, h in heads.items()}
+    # There is no series yet: each branch's own commits come from the one answer
+    # (series.topics) asked of a provisional series, first with no dependencies, then with
+    # the ones found, which is what `series status` answers once the file is written.
+    alone = {b: Topic(b, b) for b in heads}  # named by branch: provisional, never written
+    provisional = Series(target, Upstream(remote=remote), tuple(alone.values()))
+
+    def own_of(series: Series, branch: str) -> OwnWork:
+        own = own_work(repo, series, base, series.topic(branch))
+        assert own is not None, branch  # found among the branches just now
+        return own
+
+    spans = {b: own_of(provisional, b) for b in heads}
     # a stacked branch contains another topic's own commits: the nearest such is its parent
     parents: dict[str, str] = {}
     for branch, head in heads.items():
@@ -89,11 +102,12 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
                     best = key
         if best is not None:
             parents[branch] = best[1]
-    found: dict[str, tuple[str, pygit2.Commit, list[pygit2.Commit]]] = {}
+    stacked = replace(provisional, topics=tuple(
+        replace(t, depends_on=(parents[b],)) if b in parents else t for b, t in alone.items()))
+    found: dict[str, tuple[str, pygit2.Commit, tuple[pygit2.Commit, ...]]] = {}
     for branch, head in heads.items():
-        hide = [heads[parents[branch]].id] if branch in parents else []
-        span = topic_range(repo, base, head, remote, hide=hide) if hide else spans[branch]
-        found[branch] = (branch, head, span.commits)
+        own = own_of(stacked, branch) if branch in parents else spans[branch]
+        found[branch] = (branch, head, own.commits)
     names: dict[str, str] = {}
     taken: set[str] = set()
     for branch in sorted(heads):
@@ -139,7 +153,7 @@ def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Se
         github = _github_from_remote(repo, remote)
     elif not config.GITHUB_SLUG_RE.match(github):
         raise SeriesError(f"--github {github}: expected OWNER/REPO, e.g. vllm-project/vllm")
-    topics = _find_topics(repo, base_commit, remote, patterns, integration)
+    topics = _find_topics(repo, base_commit, remote, patterns, integration, target)
     if not topics:
         warnings.append(f"no local branch matches {', '.join(patterns)}: "
                         "add topics with 'series add BRANCH'")

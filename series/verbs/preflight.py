@@ -22,9 +22,8 @@ from series.analysis.grade import signed_off
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.forge import open_forge, scan
-from series.forge.base import (Forge, OfflineForge, PullFile, PullRequest, mainline_commit, pr_ref,
-                               ranges_overlap, tree_files)
-from series.git.repo import topic_range
+from series.forge.base import (Forge, OfflineForge, PullFile, PullRequest, change_files, mainline_commit,
+                               pr_ref, ranges_overlap)
 from series.validate import printable
 from series.workspace import Workspace
 
@@ -100,15 +99,12 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         progress: Callable[[int, int], None] | None = None) -> Preflight:
     topic = ws.series.topic(name)
     repo = ws.repo
-    head = ws.head(topic)
-    base = ws.base_commit()
-    hide = [ws.head(ws.series.topic(dep)).id for dep in topic.depends_on]
-    span = topic_range(repo, base, head, ws.series.upstream.remote, hide=hide)
-    if not span.commits:
+    own = ws.require_own(topic)  # series.topics: upstream's and its dependencies' commits hidden
+    if not own.commits:
         raise SeriesError(f"topic '{name}' has no commits over {ws.series.upstream.base}: nothing to post")
-    files = tree_files(repo, span.start.tree, head.tree)
+    files = change_files(repo, own.changes)
     commits = [CommitCheck(str(c.id), c.message.split("\n", 1)[0].strip(), signed_off(c.message))
-               for c in span.commits]
+               for c in own.commits]
     moment = now or _dt.datetime.now(_dt.timezone.utc)
     since = moment - _dt.timedelta(days=days if days is not None else 30)
     notes = []

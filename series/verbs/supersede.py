@@ -57,15 +57,19 @@ def run(ws: Workspace, name: str, by: str, reason: str | None = None,
                         operation=op)
 
 
+def reason_and_undo(change: StatusChange) -> str:
+    """The lines a status change ends with (drop's too): why, and how to take it back."""
+    text = f"\n  reason: {change.reason}" if change.reason else ""
+    if change.operation:
+        text += f"\n  'series undo' reverts this ({change.operation})"
+    return text
+
+
 def render(change: StatusChange, branch: str) -> str:
     verb = "would mark" if change.operation is None else "marked"
     text = f"{verb} '{change.topic}' superseded by '{change.by}' (was {change.old_status}); " \
            f"branch {branch} kept as it is"
-    if change.reason:
-        text += f"\n  reason: {change.reason}"
-    if change.operation:
-        text += f"\n  'series undo' reverts this ({change.operation})"
-    return text
+    return text + reason_and_undo(change)
 
 
 @click.command("supersede")

@@ -51,6 +51,8 @@ def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit) 
         squash = attribution.pr_commit(repo, old.id, onto.id, int(topic.upstream_pr))
         if squash is not None:
             return [asdict(squash)]
+    # Not ws.own: the topic's own diff as the rebase planned it (run.start..run.old_head);
+    # by now the rebase may have moved its branch and upstream.base
     head = _commit(repo, run.old_head)
     start = _commit(repo, run.start)
     paths = [c.path for c in changed_paths(repo, start.tree, head.tree)]
