@@ -278,12 +278,12 @@ def reachable(series: Series, repo: pygit2.Repository) -> Callable[[Resolution],
     """Can a rebase still meet this resolution? Its topic is active and its own commits
     still change its path (series.topics: dependencies' commits are not its own)."""
     from series.git.repo import resolve_commit
-    from series.topics import own_work
+    from series.topics import OwnWorks
 
-    base = resolve_commit(repo, series.upstream.base, "upstream.base")
+    works = OwnWorks(repo, series, resolve_commit(repo, series.upstream.base, "upstream.base"))
     touched: dict[str, frozenset[str]] = {}
     for topic in series.active():
-        own = own_work(repo, series, base, topic)
+        own = works.of(topic)
         if own is not None:
             touched[topic.name] = own.commit_paths
 

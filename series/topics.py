@@ -3,11 +3,11 @@
 "Own" hides two kinds of commits a topic branch also contains: upstream's history (a
 branch rebased by hand onto a newer release carries base..release too) and the commits of
 the topics it depends_on (a stacked branch contains them all). One answer, computed once
-per workspace (`Workspace.own(topic)`), so status, touches, check, export, adopt, diff,
+per workspace (`Workspace.own(topic)`, an `OwnWorks`), so status, touches, check, export, adopt, diff,
 preflight, test, the integration build and resolutions cannot disagree about what a topic
 carries. Everything past the commits (paths, line counts) is computed when first asked.
 
-`own_work` also answers for a series that is not the workspace's: a version of it read
+`OwnWorks` also answers for a series that is not the workspace's: a version of it read
 from an operation or an export (`series diff`, with those heads), or one being made
 (`series add`, `series init`, with a provisional Series).
 """
@@ -66,39 +66,59 @@ class OwnWork:
         return frozenset(found)
 
 
-def own_work(repo: pygit2.Repository, series: Series, base: pygit2.Commit, topic: Topic,
-             head_of: HeadOf | None = None) -> OwnWork | None:
-    """None when the topic has no head. `head_of` gives a topic's head (default: its
-    branch now); a dependency without one hides nothing (its commits are the stack's
-    now, and the rebase replays them with it)."""
-    def branch_head(t: Topic) -> pygit2.Commit | None:
-        return branch_commit(repo, t.branch)
+class OwnWorks:
+    """The own work of one series' topics, each computed once when first asked, with
+    upstream's tips listed once (a clone with every PR head fetched holds thousands of refs:
+    listing them per topic was most of `series status`)."""
 
-    find = head_of if head_of is not None else branch_head
-    head = find(topic)
-    if head is None:
-        return None
-    deps = [h for d in topic.depends_on
-            if (dep := next((t for t in series.topics if t.name == d), None)) is not None
-            and (h := find(dep)) is not None]
-    start, commits = _own_range(repo, base, head, series.upstream.remote, [h.id for h in deps])
-    on_base = start.id in {base.id, *(h.id for h in deps)}
-    return OwnWork(topic, head, start, commits, on_base, repo)
+    def __init__(self, repo: pygit2.Repository, series: Series, base: pygit2.Commit,
+                 head_of: HeadOf | None = None) -> None:
+        """`head_of` gives a topic's head (default: its branch now)."""
+        self.repo, self.series, self.base = repo, series, base
+        self._head_of = head_of
+        self._found: dict[str, OwnWork | None] = {}
+        self._tips: list[pygit2.Oid] | None = None
+
+    def head(self, topic: Topic) -> pygit2.Commit | None:
+        if self._head_of is not None:
+            return self._head_of(topic)
+        return branch_commit(self.repo, topic.branch)
+
+    def of(self, topic: Topic) -> OwnWork | None:
+        """None when the topic has no head; a dependency without one hides nothing (its
+        commits are the stack's now, and the rebase replays them with it)."""
+        if topic.name not in self._found:
+            self._found[topic.name] = self._compute(topic)
+        return self._found[topic.name]
+
+    def _compute(self, topic: Topic) -> OwnWork | None:
+        head = self.head(topic)
+        if head is None:
+            return None
+        deps = [h for d in topic.depends_on
+                if (dep := next((t for t in self.series.topics if t.name == d), None)) is not None
+                and (h := self.head(dep)) is not None]
+        if self._tips is None:
+            self._tips = upstream_tips(self.repo, self.series.upstream.remote)
+        start, commits = _own_range(self.repo, self.base, head, self._tips, [h.id for h in deps])
+        on_base = start.id in {self.base.id, *(h.id for h in deps)}
+        return OwnWork(topic, head, start, commits, on_base, self.repo)
 
 
-def _own_range(repo: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit, remote: str,
+def _own_range(repo: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit,
+               upstream: Sequence[pygit2.Oid],
                hide: Sequence[pygit2.Oid]) -> tuple[pygit2.Commit, tuple[pygit2.Commit, ...]]:
     """(what the own commits sit on, the own commits oldest first) of a branch.
 
     A topic that was rebased by hand onto a newer upstream contains base..newer too: those
-    commits are upstream's (every remote branch and release tag, series.git.repo
+    commits are upstream's (`upstream`: every remote branch and release tag, series.git.repo
     .upstream_tips), not the topic's. `hide` adds the heads of the topics it depends_on.
     """
     merge_base = repo.merge_base(base.id, head.id)
     walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
     if merge_base is not None:
         walker.hide(merge_base)
-    for tip in upstream_tips(repo, remote):
+    for tip in upstream:
         walker.hide(tip)
     for oid in hide:
         walker.hide(oid)

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -33,7 +34,7 @@ from series.git.repo import branch_commit, open_repo, resolve_commit
 from series.persisted import Json
 from series.model import Series, Topic
 from series.seriesedit import Edit, KeyPath
-from series.topics import OwnWork, own_work
+from series.topics import OwnWork, OwnWorks
 
 
 @dataclass(frozen=True)
@@ -41,14 +42,15 @@ class Workspace:
     series: Series
     repo: pygit2.Repository
     text: str | None = None   # series.yaml as `series` was parsed from (what edits compare to)
-    _own: dict[str, OwnWork | None] = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def _own(self) -> OwnWorks:
+        return OwnWorks(self.repo, self.series, self.base_commit())
 
     def own(self, topic: Topic) -> OwnWork | None:
         """The topic's own commits, paths and stats (series.topics), computed once; None
         when its branch does not exist."""
-        if topic.name not in self._own:
-            self._own[topic.name] = own_work(self.repo, self.series, self.base_commit(), topic)
-        return self._own[topic.name]
+        return self._own.of(topic)
 
     def require_own(self, topic: Topic) -> OwnWork:
         """`own`, for a verb that needs the branch: the one missing-branch error (`head`)."""

@@ -126,7 +126,7 @@ def topic_diffs(ws: Workspace, topics: Iterable[Topic]) -> list[TopicDiff]:
     return [ws.require_own(topic) for topic in topics]
 
 
-def touching(repo: pygit2.Repository, diffs: Sequence[TopicDiff],
+def touching(diffs: Sequence[TopicDiff],
              specs: Sequence[PathSpec]) -> list[tuple[TopicDiff, list[TouchedFile]]]:
     """The topics whose changes match a spec, with line counts for the matching files only."""
     found = []
@@ -177,7 +177,7 @@ class Collision:
     files: tuple[tuple[str, TouchedFile], ...]  # (topic name, its change), series order
 
 
-def collisions(repo: pygit2.Repository, diffs: Sequence[TopicDiff]) -> list[Collision]:
+def collisions(diffs: Sequence[TopicDiff]) -> list[Collision]:
     """Files changed by more than one topic: where the topics will meet in a rebase."""
     by_path: dict[str, list[tuple[str, TouchedFile]]] = defaultdict(list)
     for diff in diffs:

@@ -26,7 +26,7 @@ from series.git.cli import git
 from series.git.refs import Operation, operations
 from series.git.repo import workdir
 from series.model import Series, Topic
-from series.topics import own_work
+from series.topics import OwnWorks
 from series.workspace import Workspace
 
 _DIFF_SIGNATURE = pygit2.Signature("series diff", "series@localhost", 0, 0)
@@ -180,10 +180,10 @@ def _base_of(ws: Workspace, state: SeriesState) -> pygit2.Commit | None:
         return None
 
 
-def _range(ws: Workspace, state: SeriesState, topic: str) -> str | None:
-    """The topic's own commits on that side (series.topics), with that side's base and heads:
-    a stacked topic's range holds none of its dependency's commits, which its dependency's
-    own range compares."""
+def _own_works(ws: Workspace, state: SeriesState) -> OwnWorks | None:
+    """Own work on that side (series.topics), with that side's series, base and heads: a
+    stacked topic's range holds none of its dependency's commits, which its dependency's
+    own range compares. None when that side's base is not in this clone."""
     base = _base_of(ws, state)
     if base is None:
         return None
@@ -192,7 +192,11 @@ def _range(ws: Workspace, state: SeriesState, topic: str) -> str | None:
         sha = state.heads.get(t.name)
         return ws.repo[sha].peel(pygit2.Commit) if sha is not None else None
 
-    own = own_work(ws.repo, state.series, base, state.series.topic(topic), head_of)
+    return OwnWorks(ws.repo, state.series, base, head_of)
+
+
+def _range(works: OwnWorks | None, topic: str) -> str | None:
+    own = works.of(works.series.topic(topic)) if works is not None else None
     return f"{own.start.id}..{own.head.id}" if own is not None else None
 
 
@@ -212,6 +216,7 @@ def run(ws: Workspace, old_spec: str, new_spec: str) -> SeriesDiff:
     result = SeriesDiff(old_spec, new_spec, old.series.upstream.base, new.series.upstream.base)
     old_topics = {t.name: t for t in old.series.topics}
     new_topics = {t.name: t for t in new.series.topics}
+    old_works, new_works = _own_works(ws, old), _own_works(ws, new)
     for name, topic in new_topics.items():
         if name not in old_topics:
             result.changes.append(TopicChange(name, "added", new_status=topic.status.value))
@@ -231,7 +236,7 @@ def run(ws: Workspace, old_spec: str, new_spec: str) -> SeriesDiff:
             result.changes.append(TopicChange(name, "status", before.status.value, topic.status.value, detail))
         if not (before.active and topic.active):
             continue  # a merged or superseded topic's kept branch says nothing new
-        old_range, new_range = _range(ws, old, name), _range(ws, new, name)
+        old_range, new_range = _range(old_works, name), _range(new_works, name)
         if old_range and new_range:
             lines, counts = range_diff(ws, old_range, new_range)
             result.changes.append(TopicChange(name, "commits", before.status.value, topic.status.value,

@@ -25,7 +25,7 @@ from series.cli import Context, emit, pass_ctx
 from series.errors import SeriesError
 from series.git.repo import open_repo, resolve_release, workdir
 from series.model import Series, Topic, Upstream
-from series.topics import OwnWork, own_work
+from series.topics import OwnWork, OwnWorks
 from series.workspace import operation
 
 _GITHUB_URL = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
@@ -83,12 +83,12 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
     alone = {b: Topic(b, b) for b in heads}  # named by branch: provisional, never written
     provisional = Series(target, Upstream(remote=remote), tuple(alone.values()))
 
-    def own_of(series: Series, branch: str) -> OwnWork:
-        own = own_work(repo, series, base, series.topic(branch))
+    def own_of(works: OwnWorks, branch: str) -> OwnWork:
+        own = works.of(works.series.topic(branch))
         assert own is not None, branch  # found among the branches just now
         return own
 
-    spans = {b: own_of(provisional, b) for b in heads}
+    spans = {b: own_of(OwnWorks(repo, provisional, base), b) for b in heads}
     # a stacked branch contains another topic's own commits: the nearest such is its parent
     parents: dict[str, str] = {}
     for branch, head in heads.items():
@@ -102,8 +102,8 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
                     best = key
         if best is not None:
             parents[branch] = best[1]
-    stacked = replace(provisional, topics=tuple(
-        replace(t, depends_on=(parents[b],)) if b in parents else t for b, t in alone.items()))
+    stacked = OwnWorks(repo, replace(provisional, topics=tuple(
+        replace(t, depends_on=(parents[b],)) if b in parents else t for b, t in alone.items())), base)
     found: dict[str, tuple[str, pygit2.Commit, tuple[pygit2.Commit, ...]]] = {}
     for branch, head in heads.items():
         own = own_of(stacked, branch) if branch in parents else spans[branch]

@@ -84,7 +84,7 @@ def repo_paths(ws: Workspace, paths: Sequence[str], cwd: Path) -> tuple[str, ...
 def run_paths(ws: Workspace, paths: Sequence[str], include_all: bool) -> PathsResult:
     specs = tuple(analysis.parse_spec(p) for p in paths)
     scope, diffs = _scope(ws, include_all)
-    found = analysis.touching(ws.repo, diffs, specs)
+    found = analysis.touching(diffs, specs)
     base_tree = ws.base_commit().tree
     ours = {p for d in diffs for p in d.paths}
     unknown = tuple(s.text for s in specs if not analysis.exists_in(base_tree, s)
@@ -165,7 +165,7 @@ def run_matrix(ws: Workspace, depth: int, include_all: bool) -> MatrixResult:
     if depth < 1:
         raise SeriesError(f"--depth {depth}: expected 1 or more directory levels")
     scope, diffs = _scope(ws, include_all)
-    return MatrixResult(scope, analysis.matrix(diffs, depth), analysis.collisions(ws.repo, diffs),
+    return MatrixResult(scope, analysis.matrix(diffs, depth), analysis.collisions(diffs),
                         {d.topic.name: len(d.changes) for d in diffs})
 
 
