@@ -208,5 +208,15 @@ def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None
     for path in paths:
         theirs = sh(f"git log --format=%H v0.30.0..main -- {path}", up).split()
         assert sorted(str(c.id) for c in ours[path]) == sorted(theirs), path
+    # main before the merge is one chain: the one-pass path (vLLM's squash-merged main)
+    from series.analysis.attribution import _linear, upstream_commits
+
+    before = repo.revparse_single("main~2").peel(pygit2.Commit)
+    assert _linear(upstream_commits(repo, old.id, before.id), before.id)
+    assert not _linear(upstream_commits(repo, old.id, new.id), new.id)
+    chain = path_commits(repo, old.id, before.id, paths)
+    for path in paths:
+        theirs = sh(f"git log --format=%H --reverse v0.30.0..main~2 -- {path}", up).split()
+        assert [str(c.id) for c in chain[path]] == theirs, path
     line = [str(c.id) for c in mainline(repo, old, new)]
     assert line == sh("git rev-list --first-parent --reverse v0.30.0..main", up).split()

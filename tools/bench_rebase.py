@@ -15,7 +15,10 @@ listing the fixture's branches in order:
                worktree (a full checkout of vLLM: the price of a conflict, not of a rebase)
   replay       series.engine.replay.replay_commits alone, in this process, per commit
 Whole processes run with a warm bytecode cache (PYTHONPYCACHEPREFIX, warmed once), as an
-installed package would. Medians of --repeat runs; ratios are git loop / x.
+installed package would. Medians of --repeat runs; ratios are git loop / x. CPU counts the
+process and every child it waits for: series reaps its `git merge-tree` at exit, so git's
+merges are in it. Start-up: the CPU of a bare interpreter and of one that only imports what
+`series rebase` imports (the share of the dry run that is start-up, not work).
 
 Realistic history (--history, default /tmp/bench/history.git from ../shared/bench/vllm_history.py:
 ~700 squash-merged PRs per release, PR heads as refs/pull/N/head): the 23-topic fork over
@@ -100,6 +103,11 @@ def series(*args: str) -> list[str]:
     return [PY, "-m", "series", *args]
 
 
+# what `python -m series rebase` imports before it does anything (the verb table loads the
+# verb's module on demand)
+IMPORTS = "import series.cli, series.verbs.rebase"
+
+
 def replay_alone(repo_path: Path, base: str, onto: str, branches: list[str]) -> tuple[float, int, float, float]:
     """(seconds, commits, persist seconds, fraction of merges answered in memory) for
     replaying every branch in one MemOdb."""
@@ -132,10 +140,11 @@ def median(values: list[float]) -> float:
 def bench_fork(src: Path, repeat: int) -> dict[str, float]:
     work = Path(tempfile.mkdtemp(prefix="series-bench-"))
     try:
-        keys = ("git loop", "naive", "series dry", "series real", "series halt")
+        keys = ("git loop", "naive", "series dry", "series real", "series halt", "interpreter", "imports")
         results: dict[str, list[float]] = {k: [] for k in keys}
         cpu: dict[str, list[float]] = {k: [] for k in keys}
         timed(series("rebase", "--onto", "v0.31.0", "--dry-run"), fresh(src, work), ok=(3,))  # warm pyc
+        startup = {"interpreter": [PY, "-c", "pass"], "imports": [PY, "-c", IMPORTS]}
         replay: list[float] = []
         persist: list[float] = []
         commits = 0
@@ -152,6 +161,9 @@ def bench_fork(src: Path, repeat: int) -> dict[str, float]:
             cpu["series real"].append(CPU[-1])
             results["series halt"].append(timed(series("rebase", "--onto", "v0.31.0"), fresh(src, work), ok=(3,)))
             cpu["series halt"].append(CPU[-1])
+            for key, cmd in startup.items():
+                results[key].append(timed(cmd, work))
+                cpu[key].append(CPU[-1])
             fork = fresh(src, work)
             branches = (fork / ".git/series-fixture.txt").read_text().split()
             seconds, commits, persisted, fast = replay_alone(fork, "v0.30.0", "v0.31.0", branches)
@@ -397,6 +409,10 @@ def main() -> None:
     per = r["replay"] / r["commits"] * 1000
     print(f"  {'replay':<12} {r['replay'] * 1000:8.1f} ms   git loop / x = {git_loop / r['replay']:6.1f}"
           f"   ({per:.3f} ms per commit; writing the pack after: {r['persist'] * 1000:.1f} ms)")
+    imports = r["cpu imports"] - r["cpu interpreter"]
+    print(f"  start-up CPU: interpreter {r['cpu interpreter'] * 1000:.0f} ms, + what `series rebase` imports "
+          f"{imports * 1000:.0f} ms: {(r['cpu imports']) / r['cpu series dry']:.0%} of the dry run, "
+          f"{r['cpu imports'] / r['cpu series real']:.0%} of the real run")
     print(f"  merges answered in memory (provably merge-ort's answer): {r['fast']:.0%}; the rest by "
           "git merge-tree (correctness: tools/differential.py)")
     print(f"  targets: whole process <= 1/20 of the git loop ({git_loop / 20 * 1000:.0f} ms), "

@@ -118,6 +118,8 @@ def path_commits(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, path
     """
     wanted = list(dict.fromkeys(paths))
     span = list(commits) if commits is not None else upstream_commits(repo, old, new)
+    if _linear(span, new):
+        return _linear_path_commits(span, wanted)
     inside = {c.id for c in span}
     seen: dict[pygit2.Oid, dict[str, pygit2.Oid | None]] = {}
 
@@ -148,6 +150,32 @@ def path_commits(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, path
                 shown.add(commit.id)
             todo.extend(relevant)
         found[path] = [c for c in span if c.id in shown]
+    return found
+
+
+def _linear(span: Sequence[pygit2.Commit], new: pygit2.Oid) -> bool:
+    """Is old..new one chain of single-parent commits, oldest first, ending at new (vLLM's
+    squash-merged main)?"""
+    if not span or span[-1].id != new or len(span[0].parent_ids) > 1:
+        return False
+    return all(c.parent_ids == [p.id] for p, c in zip(span, span[1:]))
+
+
+def _linear_path_commits(span: Sequence[pygit2.Commit], wanted: list[str]) -> dict[str, list[pygit2.Commit]]:
+    """path_commits on a chain: a commit is listed when it reads the path otherwise than
+    its parent (a root commit: when it has the path), which is all git's simplification
+    does without merges; one pass, one tree lookup per commit and path."""
+    first = span[0]
+    parent = first.parents[0].tree if first.parent_ids else None
+    previous = {path: _entry(parent, path) if parent is not None else None for path in wanted}
+    found: dict[str, list[pygit2.Commit]] = {path: [] for path in wanted}
+    for commit in span:
+        tree = commit.tree
+        for path in wanted:
+            mine = _entry(tree, path)
+            if mine != previous[path]:
+                found[path].append(commit)
+                previous[path] = mine
     return found
 
 
@@ -218,11 +246,14 @@ def region(repo: pygit2.Repository, base: pygit2.Tree, ours: pygit2.Tree, path: 
 
 
 def attribute(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, ours: pygit2.Tree,
-              path: str, history: Sequence[pygit2.Commit] | None = None) -> list[Culprit]:
+              path: str, history: Sequence[pygit2.Commit] | None = None,
+              commits: Sequence[pygit2.Commit] | None = None) -> list[Culprit]:
     """The upstream commits old..new that changed `path`, most likely culprit first: those
     that changed the lines our version (`ours`) edits, oldest first (the first one is where
-    the topic stopped applying), then the ones that changed the file elsewhere, newest first."""
-    commits = path_commits(repo, old, new, [path], history)[path]
+    the topic stopped applying), then the ones that changed the file elsewhere, newest first.
+    `commits`: path_commits(...)[path] when the caller asked for several paths at once."""
+    if commits is None:
+        commits = path_commits(repo, old, new, [path], history)[path]
     spans = region(repo, repo[old].peel(pygit2.Commit).tree, ours, path)
     python = path.endswith(".py")
     hits: list[Culprit] = []
@@ -254,10 +285,11 @@ def attribute(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, ours: p
 # -- merged, with evidence ------------------------------------------------------------------
 
 def containing(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, ours: pygit2.Tree,
-               paths: Sequence[str]) -> list[UpstreamCommit]:
+               paths: Sequence[str], history: Sequence[pygit2.Commit] | None = None) -> list[UpstreamCommit]:
     """The upstream commits old..new after which a path reads as our version does, in
-    order: the commits that landed what the topic carries. Empty when none matches exactly."""
-    by_path = path_commits(repo, old, new, paths)
+    order: the commits that landed what the topic carries. Empty when none matches exactly.
+    `history`: upstream_commits(old, new) when the caller has it already."""
+    by_path = path_commits(repo, old, new, paths, history)
     found: dict[str, UpstreamCommit] = {}
     for path in paths:
         want = _entry(ours, path)
@@ -296,18 +328,27 @@ class Behind:
         return {"commits": self.commits, "days": self.days, "tip": self.tip, "tip_name": self.tip_name}
 
 
-def behind(repo: pygit2.Repository, base: pygit2.Commit, tip: pygit2.Commit, tip_name: str) -> Behind:
-    walker = repo.walk(tip.id, pygit2.enums.SortMode.NONE)
-    walker.hide(base.id)
-    count = sum(1 for _ in walker)
+def behind(repo: pygit2.Repository, base: pygit2.Commit, tip: pygit2.Commit, tip_name: str,
+           commits: Sequence[pygit2.Commit] | None = None) -> Behind:
+    """`commits`: base..tip when the caller walked it already (counted, not walked again)."""
+    if commits is None:
+        walker = repo.walk(tip.id, pygit2.enums.SortMode.NONE)
+        walker.hide(base.id)
+        count = sum(1 for _ in walker)
+    else:
+        count = len(commits)
     days = max(0, (tip.commit_time - base.commit_time) // 86400) if count else 0
     return Behind(count, days, str(tip.id), tip_name)
 
 
-def behind_main(repo: pygit2.Repository, remote: str, base: pygit2.Commit) -> Behind | None:
-    """How far `base` trails <remote>/main (or master); None when neither is fetched."""
+def behind_main(repo: pygit2.Repository, remote: str, base: pygit2.Commit,
+                walked: tuple[pygit2.Oid, pygit2.Oid, Sequence[pygit2.Commit]] | None = None) -> Behind | None:
+    """How far `base` trails <remote>/main (or master); None when neither is fetched.
+    `walked`: (old, new, upstream_commits(old, new)) the caller has, used when it is base..main."""
     for name in ("main", "master"):
         ref = repo.references.get(f"refs/remotes/{remote}/{name}")
         if ref is not None:
-            return behind(repo, base, ref.peel(pygit2.Commit), f"{remote}/{name}")
+            tip = ref.peel(pygit2.Commit)
+            known = walked[2] if walked is not None and (walked[0], walked[1]) == (base.id, tip.id) else None
+            return behind(repo, base, tip, f"{remote}/{name}", known)
     return None

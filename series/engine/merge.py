@@ -26,6 +26,7 @@ conflicted paths come with their index stages and git's conflict kinds.
 """
 from __future__ import annotations
 
+import atexit
 import re
 import subprocess
 from dataclasses import dataclass
@@ -137,9 +138,23 @@ class Merger:
             ["git", "merge-tree", "--write-tree", "--stdin", "-z", "--messages"],
             cwd=store.repo.path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE)
+        # Reaped before the scratch directory it reads is removed (atexit runs handlers
+        # last-registered first; the directory's was registered above): no git left
+        # running over removed objects, and its CPU counts as this process's child's.
+        atexit.register(self._reap)
         self._buffer = b""
         self._roots: dict[pygit2.Oid, pygit2.Oid] = {}
         self._sentinel: pygit2.Oid | None = None
+
+    def _reap(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                if self._proc.stdin is not None:
+                    self._proc.stdin.close()  # end of input: git exits
+                self._proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self._proc.kill()
+                self._proc.wait()
 
     def _commit(self, tree: pygit2.Oid, parents: list[pygit2.Oid]) -> pygit2.Oid:
         return self.store.commit(tree, parents, _IDENT, _IDENT, b"series merge input\n")

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pygit2
 
 from series.analysis import attribution
-from series.engine import bisect as bisection
 from series.engine import rebase as engine
 from series.engine import state as st
 from series.git.refs import state_dir
 from series.resolutions import engine_hooks
 from series.git.repo import changed_paths, resolve_release
 from series.workspace import Workspace
+
+if TYPE_CHECKING:  # the engine's bisection is imported by the two paths that use it
+    from series.engine import bisect as bisection
 
 # A conflict lists its likeliest culprits; the rest of upstream's changes to the file are
 # counted, not listed (a file like vLLM's gpu_model_runner.py sees dozens per release).
@@ -37,12 +39,14 @@ def _commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit:
     return repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit)
 
 
-def _behind(ws: Workspace, base: pygit2.Commit) -> dict[str, object] | None:
-    found = attribution.behind_main(ws.repo, ws.series.upstream.remote, base)
+def _behind(ws: Workspace, base: pygit2.Commit,
+            walked: tuple[pygit2.Oid, pygit2.Oid, Sequence[pygit2.Commit]] | None) -> dict[str, object] | None:
+    found = attribution.behind_main(ws.repo, ws.series.upstream.remote, base, walked)
     return found.as_json() if found is not None else None
 
 
-def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit) -> list[dict[str, object]]:
+def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit,
+              history: Callable[[], list[pygit2.Commit]]) -> list[dict[str, object]]:
     """The upstream commits that landed a merged topic: its PR's squash when it was adopted
     from one, else the commits after which its files read as the topic has them."""
     repo = ws.repo
@@ -56,32 +60,43 @@ def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit) 
     head = _commit(repo, run.old_head)
     start = _commit(repo, run.start)
     paths = [c.path for c in changed_paths(repo, start.tree, head.tree)]
-    return [asdict(c) for c in attribution.containing(repo, old.id, onto.id, head.tree, paths)]
+    return [asdict(c) for c in attribution.containing(repo, old.id, onto.id, head.tree, paths, history())]
 
 
 def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, bisect: bool = False) -> None:
     repo = ws.repo
     state = outcome.state
     old, onto = _commit(repo, state.old_base_sha), _commit(repo, state.onto_sha)
-    history: list[pygit2.Commit] | None = None
+    walked: list[list[pygit2.Commit]] = []
+
+    def history() -> list[pygit2.Commit]:
+        """old..onto, walked once for every topic that needs it (thousands of commits)."""
+        if not walked:
+            walked.append(attribution.upstream_commits(repo, old.id, onto.id))
+        return walked[0]
+
     rows = {row["name"]: row for row in report["topics"]}
+    conflicted = [path for run in state.topics if run.outcome == "conflict" and run.conflict
+                  for path in run.conflict.files]
+    # every conflicted file's upstream commits in one pass over old..onto
+    by_path = attribution.path_commits(repo, old.id, onto.id, conflicted, history()) if conflicted else {}
     for run in state.topics:
         row = rows[run.name]
         if run.outcome == "conflict" and run.conflict:
-            if history is None:
-                history = attribution.upstream_commits(repo, old.id, onto.id)
             ours = _commit(repo, run.conflict.commit).tree
             upstream = {}
             for path in run.conflict.files:
-                found = attribution.attribute(repo, old.id, onto.id, ours, path, history)
+                found = attribution.attribute(repo, old.id, onto.id, ours, path, history(), by_path[path])
                 upstream[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
                                   "more": max(0, len(found) - SHOWN)}
             row["upstream"] = upstream
         elif run.outcome == "merged":
-            row["evidence"] = _evidence(ws, run, old, onto)
+            row["evidence"] = _evidence(ws, run, old, onto, history)
     moved = outcome.finished and not outcome.dry_run and bool(outcome.op_id)
-    report["behind"] = _behind(ws, onto if moved else old)
+    report["behind"] = _behind(ws, onto if moved else old, (old.id, onto.id, walked[0]) if walked else None)
     if bisect:
+        from series.engine import bisect as bisection
+
         conflicting = [r.name for r in state.topics if r.outcome == "conflict"]
         line = bisection.mainline(repo, old, onto)
         for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
@@ -120,6 +135,8 @@ def halted_read_first(ws: Workspace) -> list[str]:
 
 def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bisection.Reach]:
     """(REF's resolved name, how far the series applies along its first-parent line)."""
+    from series.engine import bisect as bisection
+
     repo = ws.repo
     onto_name, onto = resolve_release(repo, onto_spec)
     runs = engine.plan(ws, onto, skip)
