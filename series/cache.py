@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 
-def user_cache(kind: str, override: str) -> Path:
-    explicit = os.environ.get(override)
+def user_cache(kind: str, override: str | None = None) -> Path:
+    explicit = os.environ.get(override) if override else None
     if explicit:
         return Path(explicit)
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

@@ -66,7 +66,7 @@ def test_a_resolver_answer_is_used_and_reported_recorder_sees_the_human_fix(fork
     ws = open_workspace(None, fork)
     outcome = engine.start(ws, "v0.31.0", REBASE, hooks=Hooks(resolver=resolver), dry_run=True)
     run = outcome.state.topic("offload-evict-fix")
-    assert run.outcome == "clean" and run.resolved == [(run.commits[0], LRU)], run
+    assert run.outcome == "clean" and run.resolved == ((run.commits[0], LRU),), run
     assert [(t, p) for t, p, _ in seen] == [("offload-evict-fix", LRU)]
     recorded: list[tuple[str, str, bytes]] = []
     ws = open_workspace(None, fork)

@@ -36,6 +36,8 @@ from typing import Iterable, Mapping
 
 import pygit2
 
+from series.cache import user_cache
+
 from series.git.repo import named_entries
 
 TREE_MODE = pygit2.enums.FileMode.TREE
@@ -138,8 +140,7 @@ class ImportCache:
 
 
 def default_cache() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "series" / "imports.json"
+    return user_cache("imports.json")
 
 
 @dataclass

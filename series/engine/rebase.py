@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -52,7 +52,7 @@ from series.workspace import Workspace, WriteOperation
 Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
     """What a rebase step ended with; series.verbs.rebase turns it into the report."""
 
@@ -94,12 +94,13 @@ def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.T
         head, start, commits = own.head, own.start.id, own.commits
         active_deps = [d for d in topic.depends_on if d in by_name]
         run = st.TopicRun(name=topic.name, branch=topic.branch, old_head=str(head.id), start=str(start),
-                          commits=[str(c.id) for c in commits],
+                          commits=tuple(str(c.id) for c in commits),
                           depends_on=active_deps[-1] if active_deps else None)
         if topic.name in skip:
-            run.outcome, run.reason = st.TopicOutcome.SKIPPED, "left out with --skip-topic"
+            run = replace(run, outcome=st.TopicOutcome.SKIPPED, reason="left out with --skip-topic")
         elif run.depends_on and by_name[run.depends_on].outcome == st.TopicOutcome.SKIPPED:
-            run.outcome, run.reason = st.TopicOutcome.SKIPPED, f"depends on {run.depends_on}, which is skipped"
+            run = replace(run, outcome=st.TopicOutcome.SKIPPED,
+                          reason=f"depends on {run.depends_on}, which is skipped")
         runs.append(run)
         by_name[topic.name] = run
     return runs
@@ -108,8 +109,9 @@ def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.T
 # -- replay --------------------------------------------------------------------------------
 
 def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-             rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> None:
-    """Replay every topic that can go on; conflicts and blocked topics wait."""
+             rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> st.RebaseState:
+    """Replay every topic that can go on; conflicts and blocked topics wait. The state
+    after it, with each topic's new record."""
     repo = ws.repo
     committer = git_committer(repo)
     onto_commit = repo[pygit2.Oid(hex=state.onto_sha)].peel(pygit2.Commit)
@@ -118,9 +120,10 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
     waiting = (st.TopicOutcome.PENDING, st.TopicOutcome.BLOCKED)
     total = sum(1 for r in state.topics if r.outcome in waiting)
     count = 0
-    for run in state.topics:
+    for name in [r.name for r in state.topics]:
+        run = state.topic(name)  # the state as the earlier topics left it (a dependency's new head)
         if run.outcome == st.TopicOutcome.BLOCKED:
-            run.outcome = st.TopicOutcome.PENDING
+            run = replace(run, outcome=st.TopicOutcome.PENDING)
         if run.outcome != st.TopicOutcome.PENDING:
             continue
         count += 1
@@ -130,40 +133,45 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
         if run.depends_on:
             dep = state.topic(run.depends_on)
             if dep.outcome in (st.TopicOutcome.CONFLICT, *waiting):
-                run.outcome, run.reason = st.TopicOutcome.BLOCKED, f"waits for {dep.name} (conflict)"
+                state = state.with_topic(replace(run, outcome=st.TopicOutcome.BLOCKED,
+                                                 reason=f"waits for {dep.name} (conflict)"))
                 continue
             onto = dep.new_head or state.onto_sha
         commits = [repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits]
         if run.done == 0:
-            run.new_start = onto
+            run = replace(run, new_start=onto)
         if run.done == 0 and ending.detects_merged:
             topic = ws.series.topic(run.name)
             verdict = merged_rules.first_verdict(merged_rules.MergedContext(
                 repo, topic, old_base, onto_commit, state.onto_name, tuple(commits)), rules)
             if verdict is not None:
-                run.outcome, run.reason = st.TopicOutcome.MERGED, verdict.reason
-                run.modified, run.detail, run.new_head = verdict.modified, verdict.detail, onto
+                state = state.with_topic(replace(
+                    run, outcome=st.TopicOutcome.MERGED, reason=verdict.reason, modified=verdict.modified,
+                    detail=verdict.detail, new_head=onto))
                 continue
         head = run.new_head if run.done > 0 and run.new_head else onto
         result = replay_commits(repo, commits[run.done:], pygit2.Oid(hex=head), committer=committer,
                                 resolver=hooks.resolver, topic=run.name, odb=odb,
                                 rewrite_message=rewrite)
-        run.mapping.update({str(k): str(v) for k, v in result.mapping.items()})
-        run.dropped += [str(c) for c in result.dropped]
-        run.changed += [str(c) for c in result.changed]
-        run.resolved += [(str(c), p) for c, p in result.resolved]
-        run.done += result.done
-        run.new_head = str(result.head)
+        run = replace(
+            run, mapping={**run.mapping, **{str(k): str(v) for k, v in result.mapping.items()}},
+            dropped=run.dropped + tuple(str(c) for c in result.dropped),
+            changed=run.changed + tuple(str(c) for c in result.changed),
+            resolved=run.resolved + tuple((str(c), p) for c, p in result.resolved),
+            done=run.done + result.done, new_head=str(result.head))
         if result.conflict is not None:
             stop = result.conflict
             subject = repo[stop.commit].message.split("\n", 1)[0]  # type: ignore[attr-defined]
-            run.outcome, run.new_head = st.TopicOutcome.CONFLICT, str(stop.head)
-            run.conflict = st.HaltedCommit(str(stop.commit), subject, tuple(c.path for c in stop.conflicts),
-                                           {c.path: c.kind for c in stop.conflicts})
+            run = replace(run, outcome=st.TopicOutcome.CONFLICT, new_head=str(stop.head),
+                          conflict=st.HaltedCommit(str(stop.commit), subject,
+                                                   tuple(c.path for c in stop.conflicts),
+                                                   {c.path: c.kind for c in stop.conflicts}))
         elif run.commits and not run.mapping:
-            run.outcome, run.reason = st.TopicOutcome.MERGED, f"every commit is already in {state.onto_name}"
+            run = replace(run, outcome=st.TopicOutcome.MERGED, reason=f"every commit is already in {state.onto_name}")
         else:
-            run.outcome = st.TopicOutcome.CLEAN
+            run = replace(run, outcome=st.TopicOutcome.CLEAN)
+        state = state.with_topic(run)
+    return state
 
 
 def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
@@ -188,7 +196,7 @@ def _halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Ou
     odb.persist()
     st.protect(repo, state)
     current = next(t for t in state.topics if t.outcome == st.TopicOutcome.CONFLICT)
-    state.phase, state.current, state.materialized = st.Phase.CONFLICT, current.name, False
+    state = replace(state, phase=st.Phase.CONFLICT, current=current.name, materialized=False)
     st.save(repo, state)
     st.fault("rebase-after-state")
     return _materialize(ws, state, odb, hooks)
@@ -201,7 +209,7 @@ def _materialize(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks
     path = st.worktree_path(repo)
     notes = wt.materialize(repo, path, stop, state.halt.resume)
     st.fault("rebase-after-worktree")
-    state.materialized = True
+    state = replace(state, materialized=True)
     st.save(repo, state)
     return Outcome(state, finished=False, worktree=path, notes=notes, persisted=True)
 
@@ -218,7 +226,7 @@ def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool, en
         st.clear(repo)  # already there: nothing to journal, nothing for undo to revert
         return Outcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
     odb.persist()
-    state.phase, state.op_id = st.Phase.COMMITTING, door.reserve_id()
+    state = replace(state, phase=st.Phase.COMMITTING, op_id=door.reserve_id())
     st.save(repo, state)
     st.fault("rebase-before-transaction")
     op = door.commit()
@@ -304,11 +312,11 @@ def _start(ws: Workspace, onto_spec: str, skip: tuple[str, ...], dry_run: bool, 
     state = st.RebaseState(
         id=f"{ending.identity.kind}-{_stamp()}", onto_spec=onto_spec, onto_name=onto_name, onto_sha=str(onto.id),
         old_base_name=ws.series.upstream.base, old_base_sha=str(old_base.id),
-        config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(), topics=runs,
-        halt=ending.identity.halt(), skip=list(skip),
+        config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
+        topics=tuple(runs), halt=ending.identity.halt(), skip=tuple(skip),
         started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     odb = MemOdb(repo)
-    _advance(ws, state, odb, hooks, ending, merged, progress)
+    state = _advance(ws, state, odb, hooks, ending, merged, progress)
     return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, door)
 
 
@@ -322,7 +330,7 @@ def begin(ws: Workspace, state: st.RebaseState, ending: Ending, *, hooks: Hooks 
     with _door(ws, door, ending, False) as opened:
         st.clear(ws.repo)  # temporary refs of a run killed before it saved its state
         odb = MemOdb(ws.repo)
-        _advance(ws, state, odb, hooks, ending, None, None)
+        state = _advance(ws, state, odb, hooks, ending, None, None)
         return _finish_or_halt(ws, state, odb, False, hooks, ending, opened)
 
 
@@ -338,8 +346,9 @@ def _require(ws: Workspace, action: str, ending: Ending) -> st.RebaseState:
 
 
 def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-                     path: Path) -> None:
-    """Commit what the user resolved in the worktree; the topic goes on from there."""
+                     path: Path) -> st.RebaseState:
+    """Commit what the user resolved in the worktree; the topic goes on from there (the
+    state saved with it)."""
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
@@ -360,18 +369,17 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
         new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(git_committer(repo)),
                          message, raw.extra)
     if new is None:
-        run.dropped.append(str(commit.id))
+        run = replace(run, dropped=run.dropped + (str(commit.id),))
     else:
-        run.mapping[str(commit.id)] = str(new)
-        run.changed.append(str(commit.id))
-        run.new_head = str(new)
-    run.by_hand += [(str(commit.id), c.path) for c in stop.conflicts]
-    run.done += 1
-    run.outcome, run.conflict = st.TopicOutcome.PENDING, None
-    state.current, state.materialized = None, False
+        run = replace(run, mapping={**run.mapping, str(commit.id): str(new)},
+                      changed=run.changed + (str(commit.id),), new_head=str(new))
+    run = replace(run, by_hand=run.by_hand + tuple((str(commit.id), c.path) for c in stop.conflicts),
+                  done=run.done + 1, outcome=st.TopicOutcome.PENDING, conflict=None)
+    state = replace(state.with_topic(run), current=None, materialized=False)
     odb.persist()
     st.protect(repo, state)
     st.save(repo, state)
+    return state
 
 
 def continue_rebase(ws: Workspace, ending: Ending, *, hooks: Hooks = NO_HOOKS,
@@ -400,10 +408,10 @@ def _continue(ws: Workspace, hooks: Hooks, ending: Ending, merged: list[merged_r
             # may have worked there already)
             if not wt.laid_out(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
                 return _materialize(ws, state, odb, hooks)
-            state.materialized = True
-        _take_resolution(ws, state, odb, hooks, ending, path)
+            state = replace(state, materialized=True)
+        state = _take_resolution(ws, state, odb, hooks, ending, path)
     st.fault("continue-after-commit")
-    _advance(ws, state, odb, hooks, ending, merged, progress)
+    state = _advance(ws, state, odb, hooks, ending, merged, progress)
     if any(t.outcome == st.TopicOutcome.CONFLICT for t in state.topics):
         return _halt(ws, state, odb, hooks)
     if path.exists():

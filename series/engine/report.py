@@ -205,10 +205,16 @@ def build(repo: pygit2.Repository, outcome: Outcome, report_id: str, command: st
         worktree=str(outcome.worktree) if outcome.worktree else None, notes=tuple(outcome.notes))
 
 
+def report_dir(repo: pygit2.Repository) -> Path:
+    """Where reports are kept: <id>.json and <id>.txt (the id of the operation, or of the
+    halted state, or dry-run-<time>)."""
+    return state_dir(repo) / "reports"
+
+
 def write(repo: pygit2.Repository, report: RebaseReport, document: Mapping[str, Json], text: str) -> Path:
     """The report as JSON (`document`: its dump, with what the verb added) and as text, with
     the range-diffs."""
-    directory = state_dir(repo) / "reports"
+    directory = report_dir(repo)
     directory.mkdir(parents=True, exist_ok=True)
     base = directory / report.id
     full = [text]

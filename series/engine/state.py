@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import json
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -103,26 +103,26 @@ class Halt:
         return cls(_str(d, "kind"), _str(d, "what"), _str(d, "resume"), _object(d.get("payload", {}), "payload"))
 
 
-@dataclass
+@dataclass(frozen=True)
 class TopicRun:
-    """One topic's progress through the operation: the working record, updated in place
-    while the replay runs, dumped and loaded with the state."""
+    """One topic's progress through the operation (a value: each step makes a new one,
+    dataclasses.replace, and RebaseState.with_topic puts it in a new state)."""
 
     name: str
     branch: str
     old_head: str
     start: str                          # the old commit its own commits sit on
-    commits: list[str]                  # its own commits, oldest first
+    commits: tuple[str, ...]            # its own commits, oldest first
     depends_on: str | None = None       # the topic whose new head it goes onto (None: REF)
     outcome: TopicOutcome = TopicOutcome.PENDING
     new_head: str | None = None         # clean/merged: final; conflict: the partial head
     new_start: str | None = None        # what it was replayed onto
     done: int = 0                       # commits handled so far
-    mapping: dict[str, str] = field(default_factory=dict)
-    dropped: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    resolved: list[tuple[str, str]] = field(default_factory=list)   # (commit, path) from memory
-    by_hand: list[tuple[str, str]] = field(default_factory=list)    # (commit, path) in the worktree
+    mapping: Mapping[str, str] = field(default_factory=dict)      # old commit -> new commit
+    dropped: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    resolved: tuple[tuple[str, str], ...] = ()    # (commit, path) from memory
+    by_hand: tuple[tuple[str, str], ...] = ()     # (commit, path) in the worktree
     conflict: HaltedCommit | None = None
     reason: str = ""                    # merged / skipped / blocked: why
     modified: bool = False              # merged upstream in modified form
@@ -145,15 +145,15 @@ class TopicRun:
         conflict = d.get("conflict")
         return cls(
             name=_str(d, "name"), branch=_str(d, "branch"), old_head=_str(d, "old_head"),
-            start=_str(d, "start"), commits=_strs(d, "commits"), depends_on=_opt_str(d, "depends_on"),
+            start=_str(d, "start"), commits=tuple(_strs(d, "commits")), depends_on=_opt_str(d, "depends_on"),
             outcome=_enum(TopicOutcome, d, "outcome"), new_head=_opt_str(d, "new_head"),
             new_start=_opt_str(d, "new_start"), done=_int(d, "done"), mapping=dict(_str_map(d, "mapping")),
-            dropped=_strs(d, "dropped"), changed=_strs(d, "changed"), resolved=_pairs(d, "resolved"),
-            by_hand=_pairs(d, "by_hand"), conflict=HaltedCommit.load(conflict) if conflict is not None else None,
+            dropped=tuple(_strs(d, "dropped")), changed=tuple(_strs(d, "changed")),
+            resolved=tuple(_pairs(d, "resolved")), by_hand=tuple(_pairs(d, "by_hand")), conflict=HaltedCommit.load(conflict) if conflict is not None else None,
             reason=_str(d, "reason"), modified=_bool(d, "modified"), detail=_str(d, "detail"))
 
 
-@dataclass
+@dataclass(frozen=True)
 class RebaseState:
     id: str
     onto_spec: str
@@ -163,9 +163,9 @@ class RebaseState:
     old_base_sha: str
     config_path: str
     config_before: str
-    topics: list[TopicRun]
+    topics: tuple[TopicRun, ...]
     halt: Halt
-    skip: list[str] = field(default_factory=list)
+    skip: tuple[str, ...] = ()
     phase: Phase = Phase.CONFLICT
     current: str | None = None          # the topic materialized in the worktree
     materialized: bool = False
@@ -178,6 +178,10 @@ class RebaseState:
             if run.name == name:
                 return run
         raise KeyError(name)
+
+    def with_topic(self, run: TopicRun) -> "RebaseState":
+        """This state with `run` in place of the topic of the same name."""
+        return replace(self, topics=tuple(run if t.name == run.name else t for t in self.topics))
 
     def dump(self) -> dict[str, Json]:
         return {
@@ -202,8 +206,8 @@ class RebaseState:
             id=_str(d, "id"), onto_spec=_str(d, "onto_spec"), onto_name=_str(d, "onto_name"),
             onto_sha=_str(d, "onto_sha"), old_base_name=_str(d, "old_base_name"),
             old_base_sha=_str(d, "old_base_sha"), config_path=_str(d, "config_path"),
-            config_before=_str(d, "config_before"), topics=[TopicRun.load(t) for t in topics],
-            halt=Halt.load(d.get("halt")), skip=_strs(d, "skip"), phase=_enum(Phase, d, "phase"),
+            config_before=_str(d, "config_before"), topics=tuple(TopicRun.load(t) for t in topics),
+            halt=Halt.load(d.get("halt")), skip=tuple(_strs(d, "skip")), phase=_enum(Phase, d, "phase"),
             current=_opt_str(d, "current"), materialized=_bool(d, "materialized"),
             op_id=_opt_str(d, "op_id"), started=_str(d, "started"), version=_int(d, "version"))
 

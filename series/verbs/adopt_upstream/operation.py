@@ -311,8 +311,8 @@ def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[py
         id=f"adopt-{now.strftime('%Y%m%dT%H%M%SZ')}", onto_spec=template.base, onto_name=template.base,
         onto_sha=str(base.id), old_base_name=template.base, old_base_sha=str(base.id),
         config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
-        topics=[st.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
-                            start=template.fork_point, commits=[str(c.id) for c in picks])],
+        topics=(st.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
+                            start=template.fork_point, commits=tuple(str(c.id) for c in picks)),),
         halt=halt, started=now.isoformat(timespec="seconds"))
     return _from_outcome(ws, engine.begin(ws, state, ENDING, hooks=engine_hooks(ws.series), door=door))
 

@@ -22,7 +22,7 @@ import pygit2
 from series.analysis import attribution
 from series.engine import rebase as engine
 from series.engine import state as st
-from series.git.refs import state_dir
+from series.engine.report import report_dir
 from series.resolutions import engine_hooks
 from series.git.repo import changed_paths, resolve_release
 from series.workspace import Workspace
@@ -125,7 +125,7 @@ def halted_read_first(ws: Workspace) -> list[str]:
     if state is None or not state.current:
         return []
     try:
-        report = json.loads((state_dir(ws.repo) / "reports" / f"{state.id}.json").read_text())
+        report = json.loads((report_dir(ws.repo) / f"{state.id}.json").read_text())
     except (OSError, ValueError):
         return []  # an adoption's halt, or a report removed by hand: nothing to add
     return read_first(report, state.current) if isinstance(report, dict) and "topics" in report else []

@@ -1,0 +1,50 @@
+"""STYLE rule 3: one answer per question, read from the source so a second copy fails here.
+
+    who is the committer        series.git.repo.committer (git var GIT_COMMITTER_IDENT)
+    where is a branch checked   series.git.checkouts (the only reader of commondir and
+    out                         .git/worktrees/)
+    where is the state dir      series.git.refs.state_dir (series.cache for user caches)
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Callable
+
+PACKAGE = Path(__file__).resolve().parent.parent / "series"
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    return [(n.lineno, n.value) for n in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _where(predicate: Callable[[str], bool]) -> set[str]:
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for _, text in _strings(path):
+            if predicate(text):
+                found.add(path.relative_to(PACKAGE).as_posix())
+    return found
+
+
+def test_one_committer_resolver() -> None:
+    # the git wrapper passes the variables through; only repo.py asks who the committer is
+    assert _where(lambda s: "GIT_COMMITTER_" in s) <= {"git/cli.py", "git/repo.py"}
+    assert _where(lambda s: s == "GIT_COMMITTER_IDENT") == {"git/repo.py"}
+
+
+def test_one_checkout_finder() -> None:
+    assert _where(lambda s: s in ("commondir", "worktrees")) == {"git/checkouts.py"}
+
+
+def test_one_state_dir_resolver() -> None:
+    """`<something> / "series"` builds a directory of ours: the state dir (refs.state_dir)
+    or the user cache (cache.user_cache), nowhere else."""
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
+                    and isinstance(node.right, ast.Constant) and node.right.value == "series"):
+                found.add(path.relative_to(PACKAGE).as_posix())
+    assert found == {"git/refs.py", "cache.py"}, found
