@@ -3,13 +3,13 @@
 "Own" hides two kinds of commits a topic branch also contains: upstream's history (a
 branch rebased by hand onto a newer release carries base..release too) and the commits of
 the topics it depends_on (a stacked branch contains them all). One answer, computed once
-per workspace (`Workspace.own(topic)`, an `OwnWorks`), so status, touches, check, export, adopt, diff,
-preflight, test, the integration build and resolutions cannot disagree about what a topic
-carries. Everything past the commits (paths, line counts) is computed when first asked.
+per workspace (`Workspace.own(topic)`, an `OwnWorks`), so status, touches, check, export,
+adopt, diff, preflight, test, the rebase plan, the integration build and resolutions cannot
+disagree about what a topic carries. Paths and line counts are computed when first asked.
 
 `OwnWorks` also answers for a series that is not the workspace's: a version of it read
-from an operation or an export (`series diff`, with those heads), or one being made
-(`series add`, `series init`, with a provisional Series).
+from an operation or an export (`series diff`, with those heads), one being made (`series
+init`, a provisional Series), or a rebase's (its --onto REF counted as upstream's too).
 """
 from __future__ import annotations
 
@@ -67,17 +67,21 @@ class OwnWork:
 
 
 class OwnWorks:
-    """The own work of one series' topics, each computed once when first asked, with
-    upstream's tips listed once (a clone with every PR head fetched holds thousands of refs:
-    listing them per topic was most of `series status`)."""
+    """The own work of one series' topics, each computed once when first asked.
+
+    Upstream's history is walked once for all topics, not once per topic: on a clone
+    with every PR head fetched that is thousands of refs and commits.
+    """
 
     def __init__(self, repo: pygit2.Repository, series: Series, base: pygit2.Commit,
-                 head_of: HeadOf | None = None) -> None:
-        """`head_of` gives a topic's head (default: its branch now)."""
+                 head_of: HeadOf | None = None, upstream: Sequence[pygit2.Oid] = ()) -> None:
+        """`head_of` gives a topic's head (default: its branch now); `upstream` adds
+        commits whose history is upstream's besides its remote branches and release tags
+        (a rebase's --onto REF)."""
         self.repo, self.series, self.base = repo, series, base
         self._head_of = head_of
+        self._upstream = tuple(upstream)
         self._found: dict[str, OwnWork | None] = {}
-        self._tips: list[pygit2.Oid] | None = None
 
     def head(self, topic: Topic) -> pygit2.Commit | None:
         if self._head_of is not None:
@@ -91,6 +95,23 @@ class OwnWorks:
             self._found[topic.name] = self._compute(topic)
         return self._found[topic.name]
 
+    @cached_property
+    def _beyond_upstream(self) -> frozenset[pygit2.Oid]:
+        """The commits of every topic's branch that neither the base nor upstream's
+        history (series.git.repo.upstream_tips: remote branches, release tags) contains.
+        A branch rebased by hand onto a newer release contains base..release too: those
+        are upstream's, not the topic's."""
+        walker = self.repo.walk(self.base.id, pygit2.enums.SortMode.NONE)
+        walker.reset()
+        for topic in self.series.topics:
+            head = self.head(topic)
+            if head is not None:
+                walker.push(head.id)
+        walker.hide(self.base.id)
+        for tip in [*upstream_tips(self.repo, self.series.upstream.remote), *self._upstream]:
+            walker.hide(tip)
+        return frozenset(c.id for c in walker)
+
     def _compute(self, topic: Topic) -> OwnWork | None:
         head = self.head(topic)
         if head is None:
@@ -98,31 +119,13 @@ class OwnWorks:
         deps = [h for d in topic.depends_on
                 if (dep := next((t for t in self.series.topics if t.name == d), None)) is not None
                 and (h := self.head(dep)) is not None]
-        if self._tips is None:
-            self._tips = upstream_tips(self.repo, self.series.upstream.remote)
-        start, commits = _own_range(self.repo, self.base, head, self._tips, [h.id for h in deps])
+        # the topic's commits over where it forks from the base, its dependencies' hidden
+        walker = self.repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+        fork = self.repo.merge_base(self.base.id, head.id)
+        walker.hide(fork if fork is not None else self.base.id)
+        for dep_head in deps:
+            walker.hide(dep_head.id)
+        commits = tuple(c for c in walker if c.id in self._beyond_upstream)
+        start = (commits[0].parents[0] if commits[0].parents else self.base) if commits else head
         on_base = start.id in {self.base.id, *(h.id for h in deps)}
         return OwnWork(topic, head, start, commits, on_base, self.repo)
-
-
-def _own_range(repo: pygit2.Repository, base: pygit2.Commit, head: pygit2.Commit,
-               upstream: Sequence[pygit2.Oid],
-               hide: Sequence[pygit2.Oid]) -> tuple[pygit2.Commit, tuple[pygit2.Commit, ...]]:
-    """(what the own commits sit on, the own commits oldest first) of a branch.
-
-    A topic that was rebased by hand onto a newer upstream contains base..newer too: those
-    commits are upstream's (`upstream`: every remote branch and release tag, series.git.repo
-    .upstream_tips), not the topic's. `hide` adds the heads of the topics it depends_on.
-    """
-    merge_base = repo.merge_base(base.id, head.id)
-    walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
-    if merge_base is not None:
-        walker.hide(merge_base)
-    for tip in upstream:
-        walker.hide(tip)
-    for oid in hide:
-        walker.hide(oid)
-    own = tuple(walker)
-    if not own:
-        return head, own
-    return (own[0].parents[0] if own[0].parents else base), own

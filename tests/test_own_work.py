@@ -167,10 +167,10 @@ def test_init_and_add_count_what_status_counts(stacked: Path) -> None:
 
 def test_only_series_topics_separates_a_branchs_own_commits() -> None:
     """STYLE rule 3: which of a branch's commits are its own (not upstream's, not a
-    dependency's) is decided in series.topics, and every verb asks it. The rebase plan is
-    the one documented exception (series.engine.rebase.plan says why)."""
+    dependency's) is decided in series.topics, and every verb, the rebase plan included,
+    asks it: nothing else reads upstream's tips or walks a branch's own range."""
     root = Path(__file__).resolve().parent.parent / "series"
-    users: dict[str, set[str]] = {"upstream_tips": set(), "_own_range": set(), "topic_range": set()}
+    users: dict[str, set[str]] = {"upstream_tips": set(), "topic_range": set(), "own_work": set()}
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else \
@@ -178,5 +178,4 @@ def test_only_series_topics_separates_a_branchs_own_commits() -> None:
             for name in names:
                 if name in users:
                     users[name].add(str(path.relative_to(root.parent)))
-    assert users == {"upstream_tips": {"series/topics.py", "series/engine/rebase.py"},
-                     "_own_range": {"series/topics.py"}, "topic_range": set()}, users
+    assert users == {"upstream_tips": {"series/topics.py"}, "topic_range": set(), "own_work": set()}, users

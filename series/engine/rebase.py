@@ -45,7 +45,8 @@ from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signat
 from series.engine.resolve import NO_HOOKS, Hooks
 from series.errors import ConflictError, SeriesError
 from series.git import checkouts, refs
-from series.git.repo import committer as git_committer, resolve_release, upstream_tips
+from series.git.repo import committer as git_committer, resolve_release
+from series.topics import OwnWorks
 from series.workspace import Workspace, WriteOperation
 
 Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
@@ -76,42 +77,21 @@ def _stamp() -> str:
 
 
 def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicRun]:
-    """Each active topic's own commits and where it goes; pure (reads only).
-
-    The one place besides series.topics that separates a branch's own commits from
-    upstream's (tests/test_own_work.py holds it to that): the rebase also counts REF's
-    history as upstream's when REF is no remote branch or release tag, and walks upstream
-    once for all topics."""
+    """Each active topic's own commits and where it goes; pure (reads only)."""
     repo = ws.repo
     for name in skip:
         ws.series.topic(name)  # an unknown name is a clear error
-    old_base = ws.base_commit()
-    tips = upstream_tips(repo, ws.series.upstream.remote) + [onto.id]
-    heads = {t.name: ws.head(t) for t in ws.series.topics
-             if t.active or repo.references.get(f"refs/heads/{t.branch}") is not None}
-    # Upstream's history (every tag and remote branch, REF included) is walked once for
-    # all topics, not once per topic: on a real vLLM clone that is thousands of commits.
-    everything = repo.walk(old_base.id, pygit2.enums.SortMode.NONE)
-    everything.reset()
-    active = ws.series.active()
-    for topic in active:
-        everything.push(heads[topic.name].id)
-    everything.hide(old_base.id)
-    for tip in tips:
-        everything.hide(tip)
-    own = {c.id for c in everything}
+    # What is replayed is what status counts (series.topics), REF's history counted as
+    # upstream's too: REF need not be a remote branch or a release tag.
+    works = OwnWorks(repo, ws.series, ws.base_commit(), upstream=(onto.id,))
     runs: list[st.TopicRun] = []
     by_name: dict[str, st.TopicRun] = {}
-    for topic in active:
-        head = heads[topic.name]
-        walker = repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
-        fork = repo.merge_base(old_base.id, head.id)
-        walker.hide(fork if fork is not None else old_base.id)
-        for dep in topic.depends_on:
-            if dep in heads:
-                walker.hide(heads[dep].id)
-        commits = [c for c in walker if c.id in own]
-        start = commits[0].parents[0].id if commits and commits[0].parents else head.id
+    for topic in ws.series.active():
+        own = works.of(topic)
+        if own is None:
+            ws.head(topic)  # raises: the one missing-branch error
+            raise AssertionError(topic.branch)
+        head, start, commits = own.head, own.start.id, own.commits
         active_deps = [d for d in topic.depends_on if d in by_name]
         run = st.TopicRun(name=topic.name, branch=topic.branch, old_head=str(head.id), start=str(start),
                           commits=tuple(str(c.id) for c in commits),
