@@ -66,6 +66,12 @@ class OwnWork:
         return frozenset(found)
 
 
+def meant_start(topic: Topic, base: str) -> str:
+    """What a topic's own commits are meant to sit on, in words: the base, or for a stacked
+    topic its dependency's head (status, check and export say it alike)."""
+    return f"the head of {' or '.join(topic.depends_on)}" if topic.depends_on else base
+
+
 class OwnWorks:
     """The own work of one series' topics, each computed once when first asked.
 

@@ -115,6 +115,11 @@ def test_a_dependency_that_moved_on_is_not_undone_by_the_integration_build(stack
 def test_export_flags_a_stacked_topic_off_its_dependency_as_status_does(stacked: Path, tmp_path: Path) -> None:
     _dependency_moves_on(stacked)
     assert _status(stacked)["offload-more"]["on_base"] is False
+    line = next(l for l in run_series("status", cwd=stacked).stdout.splitlines() if "offload-more" in l)
+    assert "warning: not on the head of offload-evict-fix (forks at " in line, line
+    problems = {p["key"]: p["message"] for p in _json(stacked, "check", expect=1)["problems"]}
+    assert "not on the head of offload-evict-fix: rebuild it on that branch" in \
+        problems["topics (offload-more).branch"], problems
     export = _json(stacked, "export", str(tmp_path / "patches"))
     assert sorted(n.split(":")[0] for n in export["notes"]) == ["api-hello", "offload-more"], export["notes"]
     assert "offload-more: branch does not sit on the head of offload-evict-fix;" in export["notes"][-1], export

@@ -20,6 +20,7 @@ from series.config import FILENAME, NAME_RE
 from series.errors import SeriesError
 from series.model import Topic
 from series.patches import format as fmt
+from series.topics import meant_start
 from series.workspace import Workspace
 
 ORDER = "order"
@@ -163,9 +164,8 @@ def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResul
                               f"with the export's own '{topic.name}' (rename the topic)")
         patches = topic_patches(ws, topic)
         if patches.files and not patches.on_base:
-            where = (f"the head of {' or '.join(topic.depends_on)}" if topic.depends_on
-                     else ws.series.upstream.base)
-            result.notes.append(f"{topic.name}: branch does not sit on {where}; "
+            on = meant_start(topic, ws.series.upstream.base)
+            result.notes.append(f"{topic.name}: branch does not sit on {on}; "
                                 "its own commits are exported, import puts them there")
         result.topics.append(patches)
     if dry_run:

@@ -20,6 +20,7 @@ from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git.repo import branch_commit, resolve_commit
 from series.model import Topic
+from series.topics import meant_start
 from series.workspace import Workspace
 
 
@@ -118,8 +119,10 @@ def _check_range(check: _Checker, topic: Topic, base: pygit2.Commit, head: pygit
     if not own.commits:
         check.warn(topic, "branch", f"'{topic.branch}' has no commits of its own over {ws.series.upstream.base}")
     elif not own.on_base:
+        fix = "rebase it onto the base (series rebase)" if not topic.depends_on else \
+            "rebuild it on that branch (series rebase replays it there)"
         check.problem(topic, "branch", f"'{topic.branch}' sits on {str(own.start.id)[:12]}, not on "
-                      f"{ws.series.upstream.base}: rebase it onto the base (series rebase)")
+                      f"{meant_start(topic, ws.series.upstream.base)}: {fix}")
     if not topic.scope:
         return
     check.report.scopes_checked += 1

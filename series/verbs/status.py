@@ -9,6 +9,7 @@ import click
 from series.analysis import attribution
 from series.analysis.attribution import Behind
 from series.cli import Context, emit, emit_json, pass_ctx
+from series.topics import meant_start
 from series.workspace import Workspace
 
 
@@ -96,7 +97,8 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
             notes.append(f"branch {r.branch} missing")
         elif not r.on_base and r.status == "active":
             # superseded, merged and dropped topics keep their old branch by design
-            notes.append(f"warning: not on {ws.series.upstream.base} (forks at {r.fork_point})")
+            on = meant_start(ws.series.topic(r.name), ws.series.upstream.base)
+            notes.append(f"warning: not on {on} (forks at {r.fork_point})")
         if r.upstream_pr:
             notes.append(f"PR #{r.upstream_pr}")
         if r.superseded_by:
