@@ -48,6 +48,14 @@ def read_bool(d: JsonObject, key: str) -> bool:
     return value
 
 
+def read_list(d: JsonObject, key: str, default: list[Json] | None = None) -> list[Json]:
+    """A list field; `default` when an older series did not write it."""
+    value = d.get(key, default)
+    if not isinstance(value, list):
+        raise ValueError(f"'{key}' is not a list")
+    return value
+
+
 def read_strs(d: JsonObject, key: str) -> list[str]:
     value = d.get(key)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

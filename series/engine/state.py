@@ -39,7 +39,7 @@ from series import faults
 from series.config import write_text_atomically
 from series.errors import SeriesError
 from series.git.refs import state_dir
-from series.persisted import (Json, JsonObject, read_bool as _bool, read_enum as _enum, read_int as _int,
+from series.persisted import (Json, JsonObject, read_bool as _bool, read_list, read_enum as _enum, read_int as _int,
                               read_object as _object, read_opt_str as _opt_str, read_pairs as _pairs,
                               read_str as _str, read_str_map as _str_map, read_strs as _strs)
 
@@ -199,9 +199,7 @@ class RebaseState:
     @classmethod
     def load(cls, data: Json) -> "RebaseState":
         d = _object(data, "state")
-        topics = d.get("topics")
-        if not isinstance(topics, list):
-            raise ValueError("'topics' is not a list")
+        topics = read_list(d, "topics")
         return cls(
             id=_str(d, "id"), onto_spec=_str(d, "onto_spec"), onto_name=_str(d, "onto_name"),
             onto_sha=_str(d, "onto_sha"), old_base_name=_str(d, "old_base_name"),

@@ -28,7 +28,7 @@ from series import validate
 from series.errors import SeriesError
 from series.git import checkouts
 from series.git.cli import git
-from series.persisted import (Json, JsonObject, read_enum, read_object, read_opt_str, read_pairs, read_str,
+from series.persisted import (Json, JsonObject, read_enum, read_list, read_object, read_opt_str, read_pairs, read_str,
                               read_str_map)
 
 ZERO = "0" * 40
@@ -160,12 +160,8 @@ class Operation:
         """An entry read back, every field's type checked (ValueError); fields an older
         series did not write take their defaults."""
         d = read_object(json.loads(text), "entry")
-        moves = d.get("moves")
-        if not isinstance(moves, list):
-            raise ValueError("'moves' is not a list")
-        edits, verify, extra = d.get("edits", []), d.get("verify", []), d.get("extra", {})
-        if not isinstance(edits, list):
-            raise ValueError("'edits' is not a list")
+        moves, edits = read_list(d, "moves"), read_list(d, "edits", [])
+        verify, extra = d.get("verify", []), d.get("extra", {})
         if not isinstance(extra, dict):
             raise ValueError("'extra' is not an object")
         return cls(

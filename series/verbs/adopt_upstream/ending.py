@@ -25,7 +25,7 @@ from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
 from series.errors import SeriesError
 from series.git import checkouts, refs
-from series.persisted import (Json, JsonObject, read_bool, read_int, read_object, read_opt_str, read_str,
+from series.persisted import (Json, JsonObject, read_bool, read_int, read_list, read_object, read_opt_str, read_str,
                               read_strs)
 from series.seriesedit import Edit
 
@@ -86,9 +86,7 @@ class AdoptionPayload:
 
     @classmethod
     def load(cls, data: JsonObject) -> "AdoptionPayload":
-        edits = data.get("edits")
-        if not isinstance(edits, list):
-            raise ValueError("'edits' is not a list")
+        edits = read_list(data, "edits")
         return cls(
             number=read_int(data, "number"), reference=read_str(data, "reference"), head=read_str(data, "head"),
             branch=read_str(data, "branch"), expect=read_opt_str(data, "expect"),
