@@ -2,7 +2,8 @@
 
     odb.py          trees and commits built in memory; persisted as one pack at the end
     merge.py        merge_trees(): the one merge, merge-ort's answer (in memory where provably
-                    the same, git merge-tree --stdin everywhere else)
+                    the same, git merge-tree --stdin everywhere else; prefetch() sends
+                    merges known ahead to a second merge-tree)
     replay.py       replay_commits(): cherry-picks through that merge (public API)
     resolve.py      Conflict, and the resolver/recorder protocol (shared conflict memory)
     merged.py       rules that declare a topic merged upstream (RULES: add yours there)

@@ -16,7 +16,8 @@ reference, so there are exactly two ways to an answer:
   side added into (refused unless our side left that directory untouched). A path where
   a file meets a directory is left to git too.
 - Everything else is asked of git: `git merge-tree --write-tree` (merge-ort in memory, no
-  checkout), one long-lived `--stdin` process per run, the user's own git and merge
+  checkout), long-lived `--stdin` processes (two with two cores: one for the merges
+  known ahead, see Mergers), the user's own git and merge
   config (rename limits, directory renames, conflict style). git 2.39 has no
   `--merge-base`, so each merge is two tiny commits with a shared parentless parent
   carrying the base tree; with one merge base, merge-ort merges exactly those three trees.
@@ -27,11 +28,14 @@ conflicted paths come with their index stages and git's conflict kinds.
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import subprocess
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 import pygit2
 
@@ -125,15 +129,20 @@ def require_git() -> None:
                           "or newer); install a newer git")
 
 
+Triple = tuple[pygit2.Oid, pygit2.Oid, pygit2.Oid]  # base, ours, theirs
+
+
 class Merger:
-    """A `git merge-tree --write-tree --stdin` process over the store's scratch objects."""
+    """A `git merge-tree --write-tree --stdin` process over the store's scratch objects.
+    Merges are sent ahead (`submit`) and answered in the order sent (`answer`)."""
 
     def __init__(self, store: MemOdb):
         require_git()
         self.store = store
         scratch = store.scratch_dir()
         env = clean_env({"GIT_OBJECT_DIRECTORY": str(scratch),
-                         "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(store.objects_dir())})
+                         "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(
+                             [str(store.objects_dir()), str(store.inputs_dir())])})
         self._proc = subprocess.Popen(
             ["git", "merge-tree", "--write-tree", "--stdin", "-z", "--messages"],
             cwd=store.repo.path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -145,6 +154,7 @@ class Merger:
         self._buffer = b""
         self._roots: dict[pygit2.Oid, pygit2.Oid] = {}
         self._sentinel: pygit2.Oid | None = None
+        self.pending: deque[tuple[Triple, tuple[str, str, str]]] = deque()  # sent, not yet read
 
     def _reap(self) -> None:
         if self._proc.poll() is None:
@@ -159,7 +169,8 @@ class Merger:
     def _commit(self, tree: pygit2.Oid, parents: list[pygit2.Oid]) -> pygit2.Oid:
         return self.store.commit(tree, parents, _IDENT, _IDENT, b"series merge input\n")
 
-    def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> TreeMerge:
+    def submit(self, triple: Triple) -> None:
+        base, ours, theirs = triple
         root = self._roots.get(base)
         if root is None:
             root = self._roots[base] = self._commit(base, [])
@@ -174,13 +185,23 @@ class Merger:
         try:
             self._proc.stdin.write(line)
             self._proc.stdin.flush()
+        except BrokenPipeError:
+            self._stopped()
+        self.pending.append((triple, (str(root), str(left), str(right))))
+
+    def answer(self) -> tuple[Triple, TreeMerge]:
+        """The answer to the oldest merge sent and not yet read."""
+        triple, labels = self.pending.popleft()
+        try:
             result = self._read_merge()
             self._read_merge(sentinel=True)
-            result = TreeMerge(result.tree, result.conflicts, labels=(str(root), str(left), str(right)))
-        except (BrokenPipeError, EOFError):
-            err = self._proc.stderr.read().decode("utf-8", "replace").strip() if self._proc.stderr else ""
-            raise SeriesError(f"git merge-tree stopped: {err.splitlines()[-1] if err else 'no output'}") from None
-        return result
+        except EOFError:
+            self._stopped()
+        return triple, TreeMerge(result.tree, result.conflicts, labels=labels)
+
+    def _stopped(self) -> NoReturn:
+        err = self._proc.stderr.read().decode("utf-8", "replace").strip() if self._proc.stderr else ""
+        raise SeriesError(f"git merge-tree stopped: {err.splitlines()[-1] if err else 'no output'}")
 
     # -z output of one merge: status, tree, staged conflict entries, "", then messages
     # (count, paths, type, text), and a "" that git may only flush with the next merge.
@@ -227,16 +248,71 @@ class Merger:
         return TreeMerge(tree, conflicts)
 
 
-def merger(store: MemOdb) -> Merger:
-    """The store's git merger, started on first use (one process for the whole run)."""
-    if not isinstance(store.merger, Merger):
-        store.merger = Merger(store)
+class Mergers:
+    """git's merges for one run. Merges of different topics do not depend on each other:
+    those known ahead (each topic's first commit, onto the same new base) are sent at
+    once to a merge-tree process of their own, so git works on them while the replay
+    goes on; the merges the replay needs now (a topic's later commits, each onto the
+    one before) go to another process, never behind that queue. With one core, one
+    process does both. Each process answers in the order it was asked."""
+
+    _AHEAD = 64  # merges sent ahead but unread: far below what a pipe holds
+
+    def __init__(self, store: MemOdb):
+        self.store = store
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        self._parallel = cores > 1
+        self._now: Merger | None = None
+        self._ahead: Merger | None = None
+        self._sent: set[Triple] = set()
+        self._answers: dict[Triple, TreeMerge] = {}
+
+    def _process(self, ahead: bool) -> Merger:
+        if self._now is None:
+            self._now = Merger(self.store)
+        if ahead and self._parallel:
+            if self._ahead is None:
+                self._ahead = Merger(self.store)
+            return self._ahead
+        return self._now
+
+    def submit(self, triple: Triple) -> None:
+        """Send a merge ahead of its need."""
+        if triple in self._sent or triple in self._answers:
+            return
+        proc = self._process(ahead=True)
+        if len(proc.pending) >= self._AHEAD:
+            self._read_one(proc)
+        proc.submit(triple)
+        self._sent.add(triple)
+
+    def _read_one(self, proc: Merger) -> None:
+        triple, result = proc.answer()
+        self._sent.discard(triple)
+        self._answers[triple] = result
+
+    def merge(self, triple: Triple) -> TreeMerge:
+        if triple in self._sent:
+            proc = self._process(ahead=True)
+        else:
+            proc = self._process(ahead=False)
+            if triple not in self._answers:
+                proc.submit(triple)
+                self._sent.add(triple)
+        while triple not in self._answers:
+            self._read_one(proc)
+        return self._answers.pop(triple)
+
+
+def _mergers(store: MemOdb) -> Mergers:
+    """The store's git mergers, started on first use."""
+    if not isinstance(store.merger, Mergers):
+        store.merger = Mergers(store)
     return store.merger
 
 
-def merge_trees(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> TreeMerge:
-    """merge-ort's answer for the three trees: the fast path where provably the same,
-    git itself everywhere else."""
+def _in_memory(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> TreeMerge | None:
+    """merge-ort's answer where it is provably the fast path's; None when git must decide."""
     if ours == base:
         return TreeMerge(theirs, fast=True)
     if theirs == base or theirs == ours:
@@ -246,7 +322,21 @@ def merge_trees(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit
         try:
             tree = store.edit(ours, updates)
         except PathConflict:
-            pass  # a file where a directory goes: git's file/directory rules decide
-        else:
-            return TreeMerge(tree if tree is not None else store.tree({}), fast=True)
-    return merger(store).merge(base, ours, theirs)
+            return None  # a file where a directory goes: git's file/directory rules decide
+        return TreeMerge(tree if tree is not None else store.tree({}), fast=True)
+    return None
+
+
+def merge_trees(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> TreeMerge:
+    """merge-ort's answer for the three trees: the fast path where provably the same,
+    git itself everywhere else."""
+    return _in_memory(store, base, ours, theirs) or _mergers(store).merge((base, ours, theirs))
+
+
+def prefetch(store: MemOdb, triples: Iterable[Triple]) -> None:
+    """Send git, now, the merges among `triples` that will need it (see Mergers); a later
+    merge_trees of one of them reads the answer. One that is never asked for costs only
+    git's time."""
+    for triple in triples:
+        if _in_memory(store, *triple) is None:
+            _mergers(store).submit(triple)

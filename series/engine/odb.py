@@ -10,7 +10,8 @@ point at it. A dry run never persists: its objects simply vanish with the proces
 
 Blobs are written straight into the repository by resolutions. Merges that git answers
 (`git merge-tree`, series.engine.merge) need the in-memory trees on disk and write their
-own blobs and trees: both go to a *scratch* object directory (`scratch_dir()`), an
+own blobs and trees: both go to a *scratch* object directory (`scratch_dir()`, ours as a
+small pack per merge, git's loose), an
 alternate of the repository for git and for libgit2 alike. `persist()` takes the scratch
 objects into the same single pack, so a dry run still leaves the repository untouched and
 the scratch directory is removed when the process ends.
@@ -117,7 +118,7 @@ class MemOdb:
         self._edits: dict[tuple[pygit2.Oid | None, frozenset[tuple[str, Entry | None]]], pygit2.Oid | None] = {}
         self._scratch: Path | None = None
         self._flushed: set[pygit2.Oid] = set()
-        self.merger: object | None = None  # series.engine.merge.Merger, made on first use
+        self.merger: object | None = None  # series.engine.merge.Mergers, made on first use
 
     # -- where objects live --------------------------------------------------------
     def objects_dir(self) -> Path:
@@ -136,18 +137,28 @@ class MemOdb:
             self.repo.odb.add_disk_alternate(str(self._scratch))
         return self._scratch
 
+    def inputs_dir(self) -> Path:
+        """The object directory of our trees that `flush` writes for git: an alternate of
+        git's only. libgit2 reads those from memory, and with them in an alternate it
+        shares, a lookup of a loose object git had written failed now and then (libgit2
+        1.9.7, a couple of hundred small packs there)."""
+        return self.scratch_dir() / "inputs"
+
     def flush(self, roots: list[pygit2.Oid]) -> Path:
         """Write the in-memory objects reachable from `roots` (commits, trees) that git has
-        not seen yet, loose, into the scratch directory, so `git merge-tree` can read the
-        trees we built; returns the directory. Only what those roots need: a path-limited
-        edit adds a handful of trees, so this stays a few small files per merge."""
-        scratch = self.scratch_dir()
+        not seen yet, so `git merge-tree` can read the trees we built; returns where (see
+        inputs_dir). Only what those roots need: a path-limited edit adds a handful of
+        trees. They go as one small pack, not loose: a loose object is a file in a fan-out
+        directory that must be made first, several per merge; git finds a pack that
+        appeared after it started the way it finds any new pack (it rescans its pack
+        directories on a miss)."""
         todo = [oid for oid in roots if oid in self.objects]
+        batch: dict[pygit2.Oid, tuple[int, bytes]] = {}
         while todo:
             oid = todo.pop()
-            if oid in self._flushed:
+            if oid in self._flushed or oid in batch:
                 continue
-            kind, data = self.objects[oid]
+            kind, data = batch[oid] = self.objects[oid]
             if kind == _COMMIT:  # its tree, and its parents (the merge base of the pair)
                 header = data.split(b"\n\n", 1)[0].split(b"\n")
                 todo += [pygit2.Oid(hex=line.split(b" ")[1].decode()) for line in header
@@ -156,12 +167,12 @@ class MemOdb:
             elif kind == _TREE:
                 todo += [pygit2.Oid(raw=row[-20:]) for row in self._rowmap(oid).values()
                          if row.startswith(_TREE_ROW) and pygit2.Oid(raw=row[-20:]) in self.objects]
-            hexed = str(oid)
-            folder = scratch / hexed[:2]
-            folder.mkdir(exist_ok=True)
-            (folder / hexed[2:]).write_bytes(_zlib_stored(_NAMES[kind] + b" %d\0" % len(data) + data))
-            self._flushed.add(oid)
-        return scratch
+        if batch:
+            pack_dir = self.inputs_dir() / "pack"
+            pack_dir.mkdir(parents=True, exist_ok=True)
+            _write_pack(pack_dir, [(oid, *batch[oid]) for oid in sorted(batch)])
+            self._flushed.update(batch)
+        return self.inputs_dir()
 
     def _scratch_objects(self) -> list[tuple[pygit2.Oid, int, bytes]]:
         """The objects git wrote into the scratch directory (merge results: blobs, trees)."""
@@ -233,13 +244,9 @@ class MemOdb:
                 yield path, x_blob, y_blob
 
     def lookup(self, tree_id: pygit2.Oid, path: str) -> Entry | None:
-        """The entry at `path` under a tree; None when absent (or under a file)."""
-        if tree_id not in self.objects:
-            try:
-                entry = self.repo[tree_id][path]  # type: ignore[index]
-            except KeyError:
-                return None
-            return int(entry.filemode), entry.id
+        """The entry at `path` under a tree; None when absent (or under a file). Walked
+        here, not by libgit2, for every tree: a tree git's merge wrote may hold one of
+        ours, which libgit2 cannot read (see inputs_dir)."""
         head, _, rest = path.partition("/")
         row = self._rowmap(tree_id).get(head.encode("utf-8", "surrogateescape"))
         if row is None:

@@ -37,7 +37,7 @@ from series.engine import merged as merged_rules
 from series.engine import state as st
 from series.engine import worktree as wt
 from series.engine.ending import Ending
-from series.engine.merge import require_git
+from series.engine.merge import prefetch, require_git
 from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
                                        integrate)
 from series.engine.odb import MemOdb
@@ -120,6 +120,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
     waiting = (st.TopicOutcome.PENDING, st.TopicOutcome.BLOCKED)
     total = sum(1 for r in state.topics if r.outcome in waiting)
     count = 0
+    _prefetch_first_commits(repo, state, odb)
     for name in [r.name for r in state.topics]:
         run = state.topic(name)  # the state as the earlier topics left it (a dependency's new head)
         if run.outcome == st.TopicOutcome.BLOCKED:
@@ -172,6 +173,21 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
             run = replace(run, outcome=st.TopicOutcome.CLEAN)
         state = state.with_topic(run)
     return state
+
+
+def _prefetch_first_commits(repo: pygit2.Repository, state: st.RebaseState, odb: MemOdb) -> None:
+    """Each independent topic's first commit goes onto the new base itself: those merges
+    are known before any is done, so git can start on the ones it must answer."""
+    onto = pygit2.Oid(hex=state.onto_sha)
+    onto_tree = odb.commit_tree(onto)
+    triples = []
+    for run in state.topics:
+        if run.outcome != st.TopicOutcome.PENDING or run.depends_on or run.done or not run.commits:
+            continue
+        first = repo[pygit2.Oid(hex=run.commits[0])].peel(pygit2.Commit)
+        if len(first.parents) == 1 and first.parents[0].id != onto:
+            triples.append((first.parents[0].tree_id, onto_tree, first.tree_id))
+    prefetch(odb, triples)
 
 
 def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,

@@ -1,0 +1,90 @@
+"""Merges sent to git ahead of their need (series.engine.merge.prefetch / Mergers): each
+answer is the one its own merge gets, whatever order the replay asks in, and the merges
+the replay needs now never wait behind the queue sent ahead."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from series.engine import merge
+from series.engine.odb import MemOdb
+from tests.conftest import sh
+
+
+def _repo(tmp_path: Path, topics: int) -> tuple[pygit2.Repository, list[merge.Triple]]:
+    """A base with one file per topic, an upstream editing the top of each, and topics
+    editing the bottom (clean merges) or the top (conflicts) of theirs: every first commit
+    needs git."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    script = ["git init -q", "for i in $(seq 0 %d); do seq 1 40 > f$i.txt; done" % (topics - 1),
+              "git add . && git commit -qm base && git tag base",
+              "for i in $(seq 0 %d); do sed -i '1s/.*/upstream $i/' f$i.txt; done" % (topics - 1),
+              "git commit -qam upstream && git tag onto"]
+    for i in range(topics):
+        line = 2 if i % 3 == 0 else 40  # every third one conflicts (adjacent to upstream's line)
+        script += [f"git checkout -q -b t{i} base", f"sed -i '{line}s/.*/topic {i}/' f{i}.txt",
+                   f"git commit -qam 'topic {i}'"]
+    sh("\n".join(script), root)
+    repo = pygit2.Repository(str(root))
+    onto = repo.revparse_single("onto").peel(pygit2.Commit).tree_id
+    triples = []
+    for i in range(topics):
+        commit = repo.revparse_single(f"t{i}").peel(pygit2.Commit)
+        triples.append((commit.parents[0].tree_id, onto, commit.tree_id))
+    return repo, triples
+
+
+def _answer(result: merge.TreeMerge) -> tuple[object, ...]:
+    return result.tree, tuple((c.path, c.kind, tuple(sorted(c.stages.items()))) for c in result.conflicts), \
+        result.labels
+
+
+def test_answers_sent_ahead_match_their_own_merge_in_any_order(tmp_path: Path) -> None:
+    repo, triples = _repo(tmp_path, 7)
+    alone = [_answer(merge.merge_trees(MemOdb(repo), *t)) for t in triples]
+    assert any(a[1] for a in alone) and any(not a[1] for a in alone)  # both kinds are in it
+    store = MemOdb(repo)
+    merge.prefetch(store, triples)
+    order = [3, 0, 6, 1, 5, 2, 4]
+    got = {i: _answer(merge.merge_trees(store, *triples[i])) for i in order}
+    assert [got[i] for i in range(len(triples))] == alone
+
+
+def test_a_merge_needed_now_does_not_wait_behind_the_queue(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, triples = _repo(tmp_path, 6)
+    store = MemOdb(repo)
+    mergers = merge._mergers(store)
+    monkeypatch.setattr(mergers, "_parallel", True)  # two processes even on one core
+    merge.prefetch(store, triples[:5])
+    ahead = mergers._ahead
+    assert ahead is not None and len(ahead.pending) == 5
+    merge.merge_trees(store, *triples[5])  # not sent ahead: answered by the other process
+    assert len(ahead.pending) == 5
+    assert _answer(merge.merge_trees(store, *triples[2])) == _answer(merge.merge_trees(MemOdb(repo), *triples[2]))
+
+
+def test_fast_path_merges_are_not_sent_to_git(tmp_path: Path) -> None:
+    repo, triples = _repo(tmp_path, 2)
+    store = MemOdb(repo)
+    base, _, theirs = triples[0]
+    merge.prefetch(store, [(base, base, theirs)])  # our side unchanged: the commit itself
+    assert store.merger is None
+
+
+def test_a_tree_git_merged_around_one_of_ours_is_read_through_the_store(tmp_path: Path) -> None:
+    """git keeps our side's new a/ tree whole in its answer; that tree reached git only (the
+    packs flush writes for it), so reading into the answer goes through the store, not
+    libgit2."""
+    repo, triples = _repo(tmp_path, 2)
+    store = MemOdb(repo)
+    base, onto, theirs = triples[1]  # a clean merge git must answer (f1.txt, both sides)
+    blob = repo.create_blob(b"new file\n")
+    ours = store.edit(onto, {"a/new.py": (0o100644, blob)})
+    assert ours is not None
+    answer = merge.merge_trees(store, base, ours, theirs)
+    assert not answer.fast and answer.clean
+    assert store.lookup(answer.tree, "a/new.py") == (0o100644, blob)
