@@ -10,6 +10,7 @@ import pytest
 
 from series.engine import merge
 from series.engine.odb import MemOdb
+from series.git.cli import git_many
 from tests.conftest import sh
 
 
@@ -73,6 +74,16 @@ def test_fast_path_merges_are_not_sent_to_git(tmp_path: Path) -> None:
     base, _, theirs = triples[0]
     merge.prefetch(store, [(base, base, theirs)])  # our side unchanged: the commit itself
     assert store.merger is None
+
+
+def test_git_many_runs_side_by_side_and_keeps_order(tmp_path: Path) -> None:
+    repo, _ = _repo(tmp_path, 3)
+    root = Path(repo.workdir)
+    out = git_many(root, [("rev-parse", f"t{i}") for i in range(3)] + [("rev-parse", "no-such-ref")], width=2)
+    assert [p.stdout.strip() for p in out[:3]] == [str(repo.revparse_single(f"t{i}").id) for i in range(3)]
+    assert out[3].returncode != 0
+    with pytest.raises(AssertionError):
+        git_many(root, [("fetch", "origin")])
 
 
 def test_a_tree_git_merged_around_one_of_ours_is_read_through_the_store(tmp_path: Path) -> None:

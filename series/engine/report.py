@@ -23,7 +23,7 @@ from series.engine.integration import InterTopicConflict
 from series.engine.rebase import Outcome
 from series.engine.state import HaltedCommit, TopicOutcome, TopicRun
 from series.persisted import Json
-from series.git.cli import git
+from series.git.cli import git_many
 from series.git.refs import state_dir
 from series.git.repo import workdir
 
@@ -47,17 +47,23 @@ def _summary(run: TopicRun) -> dict[str, int]:
     return counts
 
 
-def range_diff(repo: pygit2.Repository, run: TopicRun) -> tuple[dict[str, int], str]:
-    proc = git(workdir(repo), "range-diff", "--no-color",
-               f"{run.start}..{run.old_head}", f"{run.new_start}..{run.new_head}", check=False)
-    if proc.returncode != 0:
-        return _summary(run), ""
-    counts = {"=": 0, "!": 0, "<": 0, ">": 0}
-    for line in proc.stdout.splitlines():
-        m = _RANGE_LINE.match(line)
-        if m:
-            counts[m.group(1)] += 1
-    return counts, proc.stdout
+def range_diffs(repo: pygit2.Repository, runs: list[TopicRun]) -> list[tuple[dict[str, int], str]]:
+    """`git range-diff` of each topic (old range, new range): counts and text; run side by
+    side, one git process per topic."""
+    procs = git_many(workdir(repo), [("range-diff", "--no-color", f"{run.start}..{run.old_head}",
+                                      f"{run.new_start}..{run.new_head}") for run in runs])
+    out = []
+    for run, proc in zip(runs, procs):
+        if proc.returncode != 0:
+            out.append((_summary(run), ""))
+            continue
+        counts = {"=": 0, "!": 0, "<": 0, ">": 0}
+        for line in proc.stdout.splitlines():
+            m = _RANGE_LINE.match(line)
+            if m:
+                counts[m.group(1)] += 1
+        out.append((counts, proc.stdout))
+    return out
 
 
 class ReportStatus(str, enum.Enum):
@@ -169,13 +175,18 @@ class RebaseReport:
         }
 
 
-def _topic(repo: pygit2.Repository, outcome: Outcome, run: TopicRun) -> TopicReport:
+def _needs_range_diff(outcome: Outcome, run: TopicRun) -> bool:
+    """A clean topic whose patch changed, once its new commits are written."""
+    return (run.outcome == TopicOutcome.CLEAN and _summary(run)["!"] > 0 and outcome.persisted
+            and bool(run.new_start and run.new_head))
+
+
+def _topic(repo: pygit2.Repository, outcome: Outcome, run: TopicRun,
+           diffed: tuple[dict[str, int], str] | None) -> TopicReport:
     counts: dict[str, int] | None = None
     text: str | None = None
     if run.outcome == TopicOutcome.CLEAN:
-        counts = _summary(run)
-        if counts["!"] and outcome.persisted and run.new_start and run.new_head:
-            counts, text = range_diff(repo, run)
+        counts, text = diffed if diffed is not None else (_summary(run), None)
     merged = run.outcome == TopicOutcome.MERGED
     return TopicReport(
         name=run.name, branch=run.branch, outcome=run.outcome, commits=len(run.commits), old_head=run.old_head,
@@ -189,7 +200,9 @@ def _topic(repo: pygit2.Repository, outcome: Outcome, run: TopicRun) -> TopicRep
 
 def build(repo: pygit2.Repository, outcome: Outcome, report_id: str, command: str) -> RebaseReport:
     state = outcome.state
-    topics = tuple(_topic(repo, outcome, run) for run in state.topics)
+    diffing = [run for run in state.topics if _needs_range_diff(outcome, run)]
+    diffed = dict(zip((run.name for run in diffing), range_diffs(repo, diffing)))
+    topics = tuple(_topic(repo, outcome, run, diffed.get(run.name)) for run in state.topics)
     integ = outcome.integration
     integration = None
     if integ is not None:

@@ -74,3 +74,27 @@ def git(cwd: Path, *args: str, input: str | None = None, check: bool = True,
         last = detail[-1] if detail else f"exit {proc.returncode}"
         raise SeriesError(f"git {args[0]} failed: {last}")
     return proc
+
+
+def git_many(cwd: Path, commands: list[tuple[str, ...]], width: int = 4) -> list[subprocess.CompletedProcess[str]]:
+    """Run independent read-only git commands side by side, `width` at a time; their
+    results in order, unchecked. For work like one range-diff per topic, where the git
+    processes, not this one, do the work."""
+    for args in commands:
+        if _subcommand(args) in _TRANSPORT:
+            raise AssertionError(f"git {_subcommand(args)} is not run side by side: {shlex.join(args)}")
+    done: list[subprocess.CompletedProcess[str]] = []
+    for start in range(0, len(commands), width):
+        batch = commands[start:start + width]
+        for args in batch:
+            log.debug("$ git %s &", shlex.join(args))
+        try:
+            procs = [subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      stdin=subprocess.DEVNULL, text=True, env=clean_env())
+                     for args in batch]
+        except FileNotFoundError:
+            raise SeriesError("git is not installed or not on PATH") from None
+        for args, proc in zip(batch, procs):
+            out, err = proc.communicate()
+            done.append(subprocess.CompletedProcess(["git", *args], proc.returncode, out, err))
+    return done
