@@ -99,3 +99,16 @@ def test_a_tree_git_merged_around_one_of_ours_is_read_through_the_store(tmp_path
     answer = merge.merge_trees(store, base, ours, theirs)
     assert not answer.fast and answer.clean
     assert store.lookup(answer.tree, "a/new.py") == (0o100644, blob)
+
+
+def test_answers_never_asked_for_do_not_hold_up_the_exit(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    repo, triples = _repo(tmp_path, 6)
+    store = MemOdb(repo)
+    mergers = merge._mergers(store)
+    monkeypatch.setattr(mergers, "_parallel", True)
+    merge.prefetch(store, triples)
+    ahead = mergers._ahead
+    assert ahead is not None and ahead.pending
+    ahead._reap()  # at exit: stopped, not waited for through merges nobody will read
+    assert ahead._proc.returncode == -9

@@ -157,7 +157,12 @@ class Merger:
         self.pending: deque[tuple[Triple, tuple[str, str, str]]] = deque()  # sent, not yet read
 
     def _reap(self) -> None:
-        if self._proc.poll() is None:
+        if self._proc.poll() is None and self.pending:
+            # answers nobody asked for (a topic found merged before its replay): git may
+            # be blocked writing them, and its writes go to the scratch directory only
+            self._proc.kill()
+            self._proc.wait()
+        elif self._proc.poll() is None:
             try:
                 if self._proc.stdin is not None:
                     self._proc.stdin.close()  # end of input: git exits
