@@ -273,12 +273,14 @@ class Mergers:
         self._answers: dict[Triple, TreeMerge] = {}
 
     def _process(self, ahead: bool) -> Merger:
-        if self._now is None:
-            self._now = Merger(self.store)
+        """Each process starts when first needed: a run whose merges git answers only
+        ahead, or only now, starts one."""
         if ahead and self._parallel:
             if self._ahead is None:
                 self._ahead = Merger(self.store)
             return self._ahead
+        if self._now is None:
+            self._now = Merger(self.store)
         return self._now
 
     def submit(self, triple: Triple) -> None:
@@ -341,7 +343,9 @@ def merge_trees(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit
 def prefetch(store: MemOdb, triples: Iterable[Triple]) -> None:
     """Send git, now, the merges among `triples` that will need it (see Mergers); a later
     merge_trees of one of them reads the answer. One that is never asked for costs only
-    git's time."""
-    for triple in triples:
-        if _in_memory(store, *triple) is None:
+    git's time. A single one is left to be asked for: a process of its own would cost
+    more than it saves."""
+    needed = [triple for triple in triples if _in_memory(store, *triple) is None]
+    if len(needed) > 1:
+        for triple in needed:
             _mergers(store).submit(triple)
