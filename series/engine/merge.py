@@ -157,19 +157,21 @@ class Merger:
         self.pending: deque[tuple[Triple, tuple[str, str, str]]] = deque()  # sent, not yet read
 
     def _reap(self) -> None:
-        if self._proc.poll() is None and self.pending:
+        if self._proc.poll() is not None:
+            return
+        if self.pending:
             # answers nobody asked for (a topic found merged before its replay): git may
             # be blocked writing them, and its writes go to the scratch directory only
             self._proc.kill()
-            self._proc.wait()
-        elif self._proc.poll() is None:
+        else:
             try:
                 if self._proc.stdin is not None:
                     self._proc.stdin.close()  # end of input: git exits
                 self._proc.wait(timeout=10)
+                return
             except (OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
-                self._proc.wait()
+        self._proc.wait()
 
     def _commit(self, tree: pygit2.Oid, parents: list[pygit2.Oid]) -> pygit2.Oid:
         return self.store.commit(tree, parents, _IDENT, _IDENT, b"series merge input\n")
@@ -298,16 +300,23 @@ class Mergers:
         self._sent.discard(triple)
         self._answers[triple] = result
 
+    def knows(self, triple: Triple) -> bool:
+        """Sent ahead, or answered already (by git, or in memory by `prefetch`)."""
+        return triple in self._sent or triple in self._answers
+
+    def keep(self, triple: Triple, answer: TreeMerge) -> None:
+        self._answers[triple] = answer
+
     def merge(self, triple: Triple) -> TreeMerge:
-        if triple in self._sent:
-            proc = self._process(ahead=True)
-        else:
-            proc = self._process(ahead=False)
-            if triple not in self._answers:
+        if triple not in self._answers:  # an answer at hand starts no process
+            if triple in self._sent:
+                proc = self._process(ahead=True)
+            else:
+                proc = self._process(ahead=False)
                 proc.submit(triple)
                 self._sent.add(triple)
-        while triple not in self._answers:
-            self._read_one(proc)
+            while triple not in self._answers:
+                self._read_one(proc)
         return self._answers.pop(triple)
 
 
@@ -337,15 +346,24 @@ def _in_memory(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2
 def merge_trees(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> TreeMerge:
     """merge-ort's answer for the three trees: the fast path where provably the same,
     git itself everywhere else."""
-    return _in_memory(store, base, ours, theirs) or _mergers(store).merge((base, ours, theirs))
+    triple = (base, ours, theirs)
+    if isinstance(store.merger, Mergers) and store.merger.knows(triple):
+        return store.merger.merge(triple)  # prefetch decided it already
+    return _in_memory(store, *triple) or _mergers(store).merge(triple)
 
 
 def prefetch(store: MemOdb, triples: Iterable[Triple]) -> None:
     """Send git, now, the merges among `triples` that will need it (see Mergers); a later
     merge_trees of one of them reads the answer. One that is never asked for costs only
     git's time. A single one is left to be asked for: a process of its own would cost
-    more than it saves."""
-    needed = [triple for triple in triples if _in_memory(store, *triple) is None]
+    more than it saves. When merges go ahead, the answers found in memory meanwhile are
+    kept too, not worked out again."""
+    answers = {triple: _in_memory(store, *triple) for triple in triples}
+    needed = [triple for triple, answer in answers.items() if answer is None]
     if len(needed) > 1:
-        for triple in needed:
-            _mergers(store).submit(triple)
+        mergers = _mergers(store)
+        for triple, answer in answers.items():
+            if answer is None:
+                mergers.submit(triple)
+            else:
+                mergers.keep(triple, answer)
