@@ -59,3 +59,26 @@ def test_random_edits_match_libgit2_and_the_pack_is_valid(tmp_path: Path) -> Non
         if ours is not None:
             tree = ours
     sh("git fsck --no-dangling", tmp_path / "repo")
+
+
+def test_reads_look_in_packs_first_and_still_find_loose_objects_and_new_packs(tmp_path: Path) -> None:
+    """MemOdb.raw reads packs first (no loose probe per read); what is only loose, or in a
+    pack that appeared after the first read, must still be found, byte for byte."""
+    sh("git init -q repo && cd repo && echo one > a && git add a && git commit -qm packed && git gc -q "
+       "&& echo two > b && git add b && git commit -qm loose", tmp_path)
+    repo = pygit2.Repository(str(tmp_path / "repo"))
+    head = repo.head.peel(pygit2.Commit)
+    packed, loose = head.parents[0].id, head.id
+    assert (tmp_path / "repo/.git/objects" / str(loose)[:2] / str(loose)[2:]).exists()
+    odb = MemOdb(repo)
+    for oid in (packed, loose, head.tree_id):
+        assert odb.raw(oid) == repo.odb.read(oid)
+    fresh = odb.edit(head.tree_id, {"c": (0o100644, repo.create_blob(b"three\n"))})
+    assert fresh is not None and odb.persist() == 1  # a new pack, after the pack-only odb was opened
+    assert odb.raw(fresh)[1] == repo.odb.read(fresh)[1]
+    try:
+        odb.raw(pygit2.Oid(hex="1" * 40))
+    except KeyError:
+        pass
+    else:
+        raise AssertionError("a missing object must raise KeyError, as repo.odb.read does")

@@ -118,6 +118,7 @@ class MemOdb:
         self._edits: dict[tuple[pygit2.Oid | None, frozenset[tuple[str, Entry | None]]], pygit2.Oid | None] = {}
         self._scratch: Path | None = None
         self._flushed: set[pygit2.Oid] = set()
+        self._packs: pygit2.Odb | None = None
         self.merger: object | None = None  # series.engine.merge.Mergers, made on first use
 
     # -- where objects live --------------------------------------------------------
@@ -192,6 +193,23 @@ class MemOdb:
         return found
 
     # -- reading -----------------------------------------------------------------
+    def raw(self, oid: pygit2.Oid) -> tuple[int, bytes]:
+        """A repository object's (type, bytes), looked for in its packs first, as git does.
+
+        pygit2's `Odb.read` is a prefix read, which asks every backend so it can rule out an
+        ambiguous id: each read also probes the object's loose path, a failed stat that
+        costs more than the read (1,300 of them in a 23-topic rebase, 30-120 us each on
+        a fresh clone). A pack-only odb asks nothing else; a miss (a loose object, an
+        alternate's) falls back to the whole odb. An id names one content wherever it is
+        stored, and libgit2 checks the hash of what it reads, so the answer is the same."""
+        if self._packs is None:
+            self._packs = pygit2.Odb()
+            self._packs.add_backend(pygit2.OdbBackendPack(str(self.objects_dir())), 1)
+        try:
+            return self._packs.read(oid)
+        except KeyError:
+            return self.repo.odb.read(oid)
+
     def __contains__(self, oid: pygit2.Oid) -> bool:
         return oid in self.objects
 
@@ -199,7 +217,7 @@ class MemOdb:
         """A tree's raw bytes, read from the pack once however many views need it."""
         found = self._raw.get(tree_id)
         if found is None:
-            found = self.objects[tree_id][1] if tree_id in self.objects else self.repo.odb.read(tree_id)[1]
+            found = self.objects[tree_id][1] if tree_id in self.objects else self.raw(tree_id)[1]
             self._raw[tree_id] = found
         return found
 
@@ -260,7 +278,7 @@ class MemOdb:
 
     def header(self, commit_id: pygit2.Oid, name: bytes) -> bytes:
         """A commit's raw header value (b"committer" -> b"Name <email> 1700000000 +0000")."""
-        data = self.objects[commit_id][1] if commit_id in self.objects else self.repo.odb.read(commit_id)[1]
+        data = self.objects[commit_id][1] if commit_id in self.objects else self.raw(commit_id)[1]
         for line in data.split(b"\n\n", 1)[0].split(b"\n"):
             if line.startswith(name + b" "):
                 return line[len(name) + 1:]
@@ -359,8 +377,8 @@ class MemOdb:
         pack_dir = self.objects_dir() / "pack"
         pack_dir.mkdir(parents=True, exist_ok=True)
         _write_pack(pack_dir, [(oid, *self.objects[oid]) for oid in todo])
-        for oid in todo:  # every object readable through libgit2 before any ref points at it
-            kind, data = self.repo.odb.read(oid)
+        for oid in todo:  # every object readable through libgit2 (from a pack) before any ref points at it
+            kind, data = self.raw(oid)
             if data != self.objects[oid][1]:
                 raise SeriesError(f"object {oid} did not read back from the new pack; nothing was moved")
         return len(todo)

@@ -379,7 +379,7 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
     elif resolution.tree == odb.commit_tree(stop.head):
         new = None  # resolved to nothing: the commit is dropped, as git rebase would
     else:
-        raw = _raw_commit(repo, commit)
+        raw = _raw_commit(odb, commit)
         rewrite = ending.rewrite(state)
         message = rewrite(commit).encode(raw.encoding, "replace") if rewrite else raw.message
         new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(git_committer(repo)),

@@ -88,8 +88,8 @@ class _Raw:
     encoding: str
 
 
-def _raw_commit(repo: pygit2.Repository, commit: pygit2.Commit) -> _Raw:
-    _, data = repo.odb.read(commit.id)
+def _raw_commit(store: MemOdb, commit: pygit2.Commit) -> _Raw:
+    _, data = store.raw(commit.id)
     head, _, message = data.partition(b"\n\n")
     author = b""
     extra: list[bytes] = []
@@ -256,7 +256,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
         if new_tree == head_tree and base_tree != theirs_tree:
             dropped.append(commit.id)  # it became empty: upstream has its change (git drops it)
         else:  # a commit that was empty in the topic stays, as git rebase keeps it
-            raw = _raw_commit(repo, commit)
+            raw = _raw_commit(store, commit)
             message = raw.message
             if rewrite_message is not None:
                 message = rewrite_message(commit).encode(raw.encoding, "replace")
