@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from series import config
+from series import blockyaml, config
 from series.errors import SeriesError
+from series.config import Mapping, Sequence
 from series.persisted import Json, JsonObject, read_opt_str, read_strs
 
 Plain = dict[str, Any]
@@ -119,8 +119,13 @@ def plain(node: Any) -> Any:
 
 
 def load_plain(text: str, path: Path) -> Plain:
-    """Parse and validate; the document as plain data."""
-    return dict(plain(config.parse(text, path)[1]))
+    """Parse and validate; the document as plain data (series.blockyaml's reading where
+    it has one: the same data as ruamel's)."""
+    doc = blockyaml.load(text)
+    if doc is None:
+        return dict(plain(config.parse(text, path)[1]))
+    config.read(text, path)
+    return dict(plain(doc))
 
 
 def _topic_index(data: Plain, name: str) -> int | None:
@@ -320,7 +325,7 @@ Splice = tuple[int, int, list[str], int]   # replace lines [start, end) by these
 
 
 class _Splicer:
-    def __init__(self, text: str, doc: CommentedMap):
+    def __init__(self, text: str, doc: Mapping):
         self.lines = text.splitlines(keepends=True)
         if self.lines and not self.lines[-1].endswith("\n"):
             self.lines[-1] += "\n"
@@ -336,12 +341,12 @@ class _Splicer:
             lines[start:end] = new
         return "".join(lines)
 
-    def _block_map(self, node: Any) -> CommentedMap:
-        if not isinstance(node, CommentedMap) or node.fa.flow_style():
+    def _block_map(self, node: Any) -> Mapping:
+        if not isinstance(node, dict) or getattr(node, "fa").flow_style():
             raise _Unsupported("flow-style mapping")
         return node
 
-    def set_key(self, node: CommentedMap, key: str, value: Any, column: int | None = None) -> None:
+    def set_key(self, node: Mapping, key: str, value: Any, column: int | None = None) -> None:
         node = self._block_map(node)
         if value is None:
             if key not in node:
@@ -352,7 +357,7 @@ class _Splicer:
             return
         if key in node:
             line, col = node.lc.value(key)
-            if line != node.lc.key(key)[0] or isinstance(node[key], CommentedMap):
+            if line != node.lc.key(key)[0] or isinstance(node[key], dict):
                 raise _Unsupported("value on its own line")
             text = self.lines[line]
             stop = _value_end(text, col)
@@ -368,15 +373,15 @@ class _Splicer:
         end = _block_end(self.lines, last_line, key_col)
         self.add(end, end, [" " * key_col + f"{key}: {scalar(value)}\n"])
 
-    def _topics(self) -> CommentedSeq | None:
+    def _topics(self) -> Sequence | None:
         seq = self.doc.get("topics")
-        if isinstance(seq, CommentedSeq) and seq and not seq.fa.flow_style():
+        if isinstance(seq, list) and seq and not getattr(seq, "fa").flow_style():
             return seq
         if seq:
             raise _Unsupported("flow-style topics")
         return None
 
-    def _item_span(self, seq: CommentedSeq, index: int) -> tuple[int, int, int, int]:
+    def _item_span(self, seq: Sequence, index: int) -> tuple[int, int, int, int]:
         """(first line, end line, dash column, key column) of topic `index`."""
         line, key_col = seq.lc.item(index)
         head = self.lines[line][:key_col].rstrip()
@@ -417,7 +422,7 @@ class _Splicer:
         self.add(first, end, [])
 
 
-def _splice(text: str, doc: CommentedMap, current: Plain, edits: list[Edit]) -> str:
+def _splice(text: str, doc: Mapping, current: Plain, edits: list[Edit]) -> str:
     splicer = _Splicer(text, doc)
     names = [t.get("name") for t in current.get("topics") or []]
     seq = doc.get("topics")
@@ -438,9 +443,11 @@ def _splice(text: str, doc: CommentedMap, current: Plain, edits: list[Edit]) -> 
     return splicer.result()
 
 
-def _roundtrip(doc: CommentedMap, expected: Plain) -> str:
+def _roundtrip(doc: Any, expected: Plain) -> str:
     """The fallback editor: ruamel's round-trip of the expected data over the parsed
     document (comments on untouched keys survive)."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
     def merge(node: Any, want: Any) -> Any:
         if isinstance(node, CommentedMap) and isinstance(want, dict):
             for key in [k for k in node if k not in want]:
@@ -461,6 +468,8 @@ def _roundtrip(doc: CommentedMap, expected: Plain) -> str:
 
 
 def _fresh(value: Any) -> Any:
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
     if isinstance(value, dict):
         node = CommentedMap()
         for key, item in value.items():
@@ -494,7 +503,11 @@ def apply(text: str | None, path: Path, edits: list[Edit]) -> str | None:
         return edit.new  # type: ignore[no-any-return]
     if text is None:
         raise SeriesError(f"{path}: missing (moved or deleted?); put it back, or pass --config FILE")
-    series_doc = config.parse(text, path)[1]
+    series_doc = blockyaml.load(text)  # its positions, when it reads the file: ruamel's
+    if series_doc is None:
+        series_doc = config.parse(text, path)[1]
+    else:
+        config.read(text, path)
     current = dict(plain(series_doc))
     expected = copy.deepcopy(current)
     todo = []

@@ -84,7 +84,7 @@ class Workspace:
 
     def reload(self) -> "Workspace":
         text = _read(self.config_path)
-        return Workspace(config.parse(text or "", self.config_path)[0], self.repo, text)
+        return Workspace(config.read(text or "", self.config_path), self.repo, text)
 
     def operation(self, command: str, summary: str = "", *,
                   resumes: str | None = None) -> contextlib.AbstractContextManager["WriteOperation"]:
@@ -106,7 +106,7 @@ def open_workspace(config_file: Path | None, directory: Path | None,
     repo = open_repo(path.parent)
     if repair(repo):
         text = config.read_text(path)  # a finished operation may have edited it
-    series = config.parse(text, path)[0]
+    series = config.read(text, path)
     ws = Workspace(series, repo, text)
     if check_branches:
         for topic in series.topics:

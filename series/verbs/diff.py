@@ -62,7 +62,7 @@ class SeriesDiff:
 # ---------------------------------------------------------------- reading one side
 
 def _parse_yaml(text: str, label: str, where: Path) -> Series:
-    return config.parse(text, where)[0]
+    return config.read(text, where)
 
 
 def _state_of_export(ws: Workspace, directory: Path, label: str) -> SeriesState:
