@@ -35,7 +35,9 @@ class Positions:
     def __init__(self, line: int):
         self.line = line
         self.keys: dict[str, tuple[int, int]] = {}
-        self.values: dict[str, tuple[int, int]] = {}  # inline scalars only; else KeyError
+        # inline values only; else KeyError (ruamel's answer for an empty value is where the
+        # next token starts, which no splice uses)
+        self.values: dict[str, tuple[int, int]] = {}
         self.items: list[tuple[int, int]] = []
 
     def key(self, key: str) -> tuple[int, int]:

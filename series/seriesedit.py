@@ -23,12 +23,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
+from typing import Any, Iterator
 
 from series import blockyaml, config
-from series.errors import SeriesError
 from series.config import Mapping, Sequence
+from series.errors import SeriesError
 from series.persisted import Json, JsonObject, read_opt_str, read_strs
 
 Plain = dict[str, Any]
@@ -521,16 +520,26 @@ def apply(text: str | None, path: Path, edits: list[Edit]) -> str | None:
         todo.append(edit)
     if not todo:
         return text
-    try:
-        result = _splice(text, series_doc, current, todo)
-        if load_plain(result, path) == expected:
-            return result
-    except (_Unsupported, SeriesError, KeyError, ValueError, IndexError):
-        pass
+    for doc in _positions(series_doc, text, path):
+        try:
+            result = _splice(text, doc, current, todo)
+            if load_plain(result, path) == expected:
+                return result
+        except (_Unsupported, SeriesError, KeyError, ValueError, IndexError):
+            pass
     result = _roundtrip(config._yaml().load(io.StringIO(text)), expected)  # its own copy: it is changed
     if load_plain(result, path) != expected:
         raise AssertionError(f"series.yaml editor: {describe(todo[0].path)} did not read back")
     return result
+
+
+def _positions(doc: Mapping, text: str, path: Path) -> Iterator[Mapping]:
+    """The documents to splice at: series.blockyaml's, then ruamel's when blockyaml's has
+    no position for what the edit needs (an empty value's), so a splice ruamel's positions
+    allow is never given up for the round trip."""
+    yield doc
+    if isinstance(doc, blockyaml.BlockMap):
+        yield config.parse(text, path)[1]
 
 
 def _first_change(old: str | None, now: str | None, path: Path) -> str:

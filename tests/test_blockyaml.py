@@ -79,6 +79,8 @@ def _document(rng: random.Random) -> str:
                 lines += [f"{inner}  - {_scalar(rng)}" for _ in range(rng.randint(1, 2))]
             elif key in ("scope", "depends_on") and rng.random() < 0.7:
                 lines.append(f"{inner}{key}: {_list(rng)}{_comment(rng)}")
+            elif key == "reason" and rng.random() < 0.4:
+                lines.append(f"{inner}{key}:{rng.choice(['', '  # none yet', ' #x'])}")
             elif key == "upstream_pr":
                 lines.append(f"{inner}{key}: {rng.choice(['61050', '0', '-3', 'abc', 'true', ''])}")
             else:
@@ -169,3 +171,43 @@ def test_the_files_series_writes_are_read_fast() -> None:
     text = seriesedit.skeleton("upstream", "v0.31.0", "vllm-project/vllm", "series/integration")
     assert blockyaml.load(text) is not None
     assert blockyaml.load((Path(__file__).parent.parent / "topics" / "series.yaml").read_text()) is not None
+
+
+def test_the_editor_splices_the_same_bytes_at_either_reader_s_positions() -> None:
+    """seriesedit splices at blockyaml's positions when it reads the file: the bytes of
+    each splice (or its refusal) must be those it makes at ruamel's."""
+    from series import seriesedit
+    from series.seriesedit import Edit
+
+    def edits_for(data: dict[str, Any]) -> list[list[Edit]]:
+        names = [t["name"] for t in data.get("topics") or []]
+        out = [[Edit(("upstream", "base"), data["upstream"]["base"], "v0.32.0")],
+               [Edit(("integration",), data.get("integration"), "series/next")],
+               [Edit(("topics", "added"), None, {"name": "added", "branch": "topic/added"},
+                     after=names[-1] if names else None)]]
+        for name in names[:2]:
+            topic = next(t for t in data["topics"] if t["name"] == name)
+            out += [[Edit(("topics", name, "status"), topic.get("status"), "dropped")],
+                    [Edit(("topics", name, "reason"), topic.get("reason"), "upstream has it")],
+                    [Edit(("topics", name), topic, None)]]
+        return out
+
+    def splice(text: str, doc: Any, edits: list[Edit]) -> str:
+        try:
+            return seriesedit._splice(text, doc, seriesedit.plain(doc), edits)
+        except Exception as exc:  # noqa: BLE001 - the refusal's kind is compared too
+            return f"refused: {type(exc).__name__}"
+
+    rng = random.Random(11)
+    spliced = 0
+    for _ in range(300):
+        text = _document(rng)
+        fast = blockyaml.load(text)
+        if fast is None or isinstance(_outcome(config.read, text), str):
+            continue
+        slow = config._yaml().load(io.StringIO(text))
+        for edits in edits_for(seriesedit.plain(fast)):
+            ours = splice(text, fast, edits)
+            assert ours == splice(text, slow, edits), (edits, text)
+            spliced += not ours.startswith("refused")
+    assert spliced > 50, spliced
