@@ -4,11 +4,12 @@ ruamel.yaml reads any YAML and keeps every comment, which the editor needs; its 
 one parse of a 23-topic file cost about 20 ms, a tenth of a whole `series rebase --dry-run`,
 and most commands only read the file. This reader takes the subset series.yaml is written
 in: block mappings of simple keys, block sequences, plain one-line scalars that can only be
-strings, whole numbers, true/false or null, and one-line quoted strings without escapes.
-For anything else (flow collections, anchors, tags, block scalars, tabs, a scalar over two
-lines, a key twice, any plain word YAML could read as something other than a string) it
-answers None and the caller asks ruamel, whose answer (and error message) stays the
-reference. Where it answers, the data and the line of every key and item equal ruamel's:
+strings, whole numbers, true/false or null, one-line quoted strings without escapes, and
+one-line flow lists of those (the editor writes `scope: [a, b]`). For anything else (flow
+mappings, anchors, tags, block scalars, tabs, a scalar over two lines, a key twice, any
+plain word YAML could read as something other than a string) it answers None and the
+caller asks ruamel, whose answer (and error message) stays the reference. Where it
+answers, the data and the position of every key, value and item equal ruamel's:
 tests/test_blockyaml.py checks that on generated and mutated files.
 """
 from __future__ import annotations
@@ -17,9 +18,9 @@ import re
 from typing import Any
 
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: +(.*))?$")
+_INT = re.compile(r"[1-9][0-9]{0,17}$")  # ruamel reads "0" and "007" as its ScalarInt: declined
 # YAML 1.2 (as ruamel resolves it) reads a plain scalar that starts with a letter as a
 # string, but for these words (any case; the last six are YAML 1.1's booleans)
-_INT = re.compile(r"[1-9][0-9]{0,17}$")
 _NOT_STRINGS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n"}
 _SPECIAL_START = set("-?:,[]{}#&*!|>'\"%@`")
 
@@ -104,7 +105,8 @@ def load(text: str) -> BlockMap | None:
 
 
 def _content_lines(text: str) -> list[tuple[int, int, str]]:
-    """(line number, indent, content without its comment) of each line that holds data."""
+    """(line number, indent, content) of each line that holds data; comments and blank
+    lines hold none (a trailing comment is dropped where its scalar is read)."""
     if "\t" in text or "\r" in text or text.startswith(("%", "---")) or "\n---" in text or "\n..." in text:
         raise Unsupported
     out = []
