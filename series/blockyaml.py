@@ -21,7 +21,7 @@ _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: +(.*))?$")
 _INT = re.compile(r"[1-9][0-9]{0,17}$")  # ruamel reads "0" and "007" as its ScalarInt: declined
 # YAML 1.2 (as ruamel resolves it) reads a plain scalar that starts with a letter as a
 # string, but for these words (any case; the last six are YAML 1.1's booleans)
-_NOT_STRINGS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n"}
+NOT_STRINGS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n"}
 _SPECIAL_START = set("-?:,[]{}#&*!|>'\"%@`")
 
 
@@ -254,7 +254,7 @@ def _scalar(value: str) -> Any:
         return value == "true"
     if _INT.match(value):
         return int(value)
-    if not value[0].isascii() or not value[0].isalpha() or value.lower() in _NOT_STRINGS \
+    if not value[0].isascii() or not value[0].isalpha() or value.lower() in NOT_STRINGS \
             or ": " in value or value.endswith(":"):
         raise Unsupported
     return value

@@ -224,7 +224,6 @@ def diff(before: Plain, after: Plain) -> list[Edit]:
 
 _PLAIN_OK = re.compile(r"^[A-Za-z0-9_./(~$][^#:\[\]{},'\"\n\t]*$")
 _SURELY_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./+-]*$")   # a name, a ref, a path: never a number
-_KEYWORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
 
 
 def scalar(value: Any, flow: bool = False) -> str:
@@ -236,7 +235,7 @@ def scalar(value: Any, flow: bool = False) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(scalar(v, flow=True) for v in value) + "]"
     text = str(value)
-    if _SURELY_PLAIN.match(text) and text.lower() not in _KEYWORDS:
+    if _SURELY_PLAIN.match(text) and text.lower() not in blockyaml.NOT_STRINGS:
         return text
     if _PLAIN_OK.match(text) and text == text.strip() and " #" not in text and _reads_back(text):
         return text
@@ -246,6 +245,11 @@ def scalar(value: Any, flow: bool = False) -> str:
 
 
 def _reads_back(text: str) -> bool:
+    """Does `k: TEXT` read back as the string TEXT? blockyaml's answer where it has one
+    (ruamel's too, tests/test_blockyaml.py), so the editor loads ruamel only for the rest."""
+    doc = blockyaml.load(f"k: {text}\n")
+    if doc is not None:
+        return type(doc.get("k")) is str and doc["k"] == text
     try:
         got = config._yaml().load(io.StringIO(f"k: {text}\n"))
     except Exception:  # noqa: BLE001 - anything ruamel cannot read back must be quoted

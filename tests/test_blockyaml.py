@@ -211,3 +211,18 @@ def test_the_editor_splices_the_same_bytes_at_either_reader_s_positions() -> Non
             assert ours == splice(text, slow, edits), (edits, text)
             spliced += not ours.startswith("refused")
     assert spliced > 50, spliced
+
+
+def test_the_editor_quotes_a_value_exactly_when_ruamel_would_misread_it(monkeypatch: Any) -> None:
+    """seriesedit.scalar asks blockyaml whether a plain value reads back; its answer must
+    be the one ruamel gives."""
+    from series import seriesedit
+
+    real_load = blockyaml.load
+    words = WORDS + TAME + ["a b", "x  # y", "v1.2.3-rc1", "Yes", "~x", "(x)", "$HOME", "./path", "a,b", "1_000"]
+    for text in words + [f"{a} {b}" for a in words[:8] for b in words[:8]]:
+        ours = seriesedit.scalar(text)
+        monkeypatch.setattr(blockyaml, "load", lambda t: None)
+        theirs = seriesedit.scalar(text)
+        monkeypatch.setattr(blockyaml, "load", real_load)
+        assert ours == theirs, text
