@@ -112,3 +112,29 @@ def test_answers_never_asked_for_do_not_hold_up_the_exit(tmp_path: Path,
     assert ahead is not None and ahead.pending
     ahead._reap()  # at exit: stopped, not waited for through merges nobody will read
     assert ahead._proc.returncode == -9
+
+
+def test_abbreviations_are_gits_own_asked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conflict labels name commits with git's own abbreviation: one git call for all
+    the run's commits; an id git cannot read spoils the batch and is asked alone."""
+    from series.git import repo as git_repo
+
+    repo, _ = _repo(tmp_path, 3)
+    root = Path(repo.workdir)
+    sh("git config core.abbrev 11", root)  # not libgit2's default: git's answer is asked for
+    ids = [repo.revparse_single(f"t{i}").id for i in range(3)]
+    calls: list[tuple[str, ...]] = []
+    real = git_repo.git
+
+    def counted(cwd: Path, *args: str, **kw: object) -> object:
+        calls.append(args)
+        return real(cwd, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(git_repo, "git", counted)
+    abbreviate = git_repo.Abbreviations(repo, ids)
+    assert [abbreviate(i) for i in reversed(ids)] == [sh(f"git rev-parse --short {i}", root).strip()
+                                                       for i in reversed(ids)]
+    assert len(calls) == 1 and all(len(a) == 11 for a in map(abbreviate, ids))
+    missing = pygit2.Oid(hex="1" * 40)
+    spoilt = git_repo.Abbreviations(repo, [missing, ids[0]])
+    assert spoilt(ids[0]) == sh(f"git rev-parse --short {ids[0]}", root).strip() and len(calls) == 3

@@ -45,7 +45,7 @@ from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signat
 from series.engine.resolve import NO_HOOKS, Hooks
 from series.errors import ConflictError, SeriesError
 from series.git import checkouts, refs
-from series.git.repo import committer as git_committer, resolve_release
+from series.git.repo import Abbreviations, committer as git_committer, resolve_release
 from series.topics import OwnWorks
 from series.workspace import Workspace, WriteOperation
 
@@ -121,6 +121,9 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
     total = sum(1 for r in state.topics if r.outcome in waiting)
     count = 0
     _prefetch_first_commits(repo, state, odb)
+    # a conflict's labels name its commit as git does: one git call for every waiting commit
+    abbreviate = Abbreviations(repo, (pygit2.Oid(hex=c) for r in state.topics if r.outcome in waiting
+                                      for c in r.commits[r.done:]))
     for name in [r.name for r in state.topics]:
         run = state.topic(name)  # the state as the earlier topics left it (a dependency's new head)
         if run.outcome == st.TopicOutcome.BLOCKED:
@@ -153,7 +156,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
         head = run.new_head if run.done > 0 and run.new_head else onto
         result = replay_commits(repo, commits[run.done:], pygit2.Oid(hex=head), committer=committer,
                                 resolver=hooks.resolver, topic=run.name, odb=odb,
-                                rewrite_message=rewrite)
+                                rewrite_message=rewrite, abbreviate=abbreviate)
         run = replace(
             run, mapping={**run.mapping, **{str(k): str(v) for k, v in result.mapping.items()}},
             dropped=run.dropped + tuple(str(c) for c in result.dropped),

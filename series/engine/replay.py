@@ -3,7 +3,7 @@
 Public API (stable; the adoption of upstream PRs, the integration build and bisection use it):
 
     replay_commits(repo, commits, onto, *, committer=None, rewrite_message=None,
-                   resolver=None, topic="", odb=None) -> ReplayResult
+                   resolver=None, topic="", odb=None, abbreviate=None) -> ReplayResult
 
 Each commit is one three-way merge (base: its parent's tree, ours: the new head's tree,
 theirs: its own tree) through series.engine.merge.merge_trees: in memory where that is
@@ -37,8 +37,7 @@ from series.engine.merge import PathStages, merge_trees
 from series.engine.odb import GITLINK, TREE, Entry, MemOdb
 from series.engine.resolve import Conflict, Resolver
 from series.errors import SeriesError
-from series.git.cli import git
-from series.git.repo import committer as git_committer, workdir
+from series.git.repo import Abbreviations, committer as git_committer
 
 
 @dataclass(frozen=True)
@@ -117,8 +116,8 @@ def _blob(repo: pygit2.Repository, entry: Entry | None) -> bytes | None:
     return repo[entry[1]].data  # type: ignore[attr-defined,no-any-return]
 
 
-def _labels(repo: pygit2.Repository, commit: pygit2.Commit,
-            synthetic: tuple[str, str, str] | tuple[()]) -> dict[bytes, bytes]:
+def _labels(commit: pygit2.Commit, synthetic: tuple[str, str, str] | tuple[()],
+            abbreviate: Callable[[pygit2.Oid], str]) -> dict[bytes, bytes]:
     """git merge-tree labels its markers (and the `path~label` of a file moved aside) with
     the synthetic commits it was given; the conflict memory, the report and the user see
     the labels `git rebase` writes instead: HEAD, and "<abbrev> (<subject>)" with git's
@@ -126,8 +125,7 @@ def _labels(repo: pygit2.Repository, commit: pygit2.Commit,
     if not synthetic:
         return {}
     subject = commit.message.split("\n", 1)[0]
-    found = git(workdir(repo), "rev-parse", "--short", str(commit.id), check=False).stdout.strip()
-    label = f"{found or commit.short_id} ({subject})"
+    label = f"{abbreviate(commit.id)} ({subject})"
     base, ours, theirs = synthetic
     return {base.encode(): f"parent of {label}".encode(), ours.encode(): b"HEAD",
             theirs.encode(): label.encode("utf-8", "surrogateescape")}
@@ -204,8 +202,10 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
                    committer: pygit2.Signature | None = None,
                    rewrite_message: Callable[[pygit2.Commit], str] | None = None,
                    resolver: Resolver | None = None, topic: str = "",
-                   odb: MemOdb | None = None) -> ReplayResult:
-    """Replay `commits` (oldest first) onto `onto`; see the module docstring."""
+                   odb: MemOdb | None = None,
+                   abbreviate: Callable[[pygit2.Oid], str] | None = None) -> ReplayResult:
+    """Replay `commits` (oldest first) onto `onto`; see the module docstring. `abbreviate`:
+    git's abbreviation of a commit for conflict labels (a run's shared Abbreviations)."""
     own_odb = odb is None
     store = odb if odb is not None else MemOdb(repo)
     head = onto.id if isinstance(onto, pygit2.Commit) else onto
@@ -235,7 +235,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
         in_memory, by_git = in_memory + merged.fast, by_git + (not merged.fast)
         new_tree = merged.tree
         if not merged.clean:
-            labels = _labels(repo, commit, merged.labels)
+            labels = _labels(commit, merged.labels, abbreviate or Abbreviations(repo))
             conflicts = [_conflict(repo, store, merged.tree, c, labels) for c in merged.conflicts]
             answers: dict[str, bytes] = {}
             for c in conflicts:

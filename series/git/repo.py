@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, cast
+from typing import Iterable, Iterator, cast
 
 import pygit2
 
@@ -53,6 +53,34 @@ def committer(repo: pygit2.Repository) -> pygit2.Signature:
         raise SeriesError(f"no committer identity ({detail}): set user.name and user.email "
                           "(git config --global user.name 'You'), or GIT_COMMITTER_NAME/EMAIL")
     return signature_from_ident(proc.stdout)
+
+
+class Abbreviations:
+    """git's own abbreviations of commits (what `git rev-parse --short` and git rebase's
+    labels give: core.abbrev, or a length that grows with the repository, longer where a
+    prefix is ambiguous), asked for `commits` all at once the first time one is needed:
+    a rebase that stops in five topics starts git once for their labels, not five times.
+    (rev-parse --short takes one revision; rev-list's %h is the same abbreviation.)"""
+
+    _BATCH = 2000  # ids per call: far below any command-line limit
+
+    def __init__(self, repo: pygit2.Repository, commits: Iterable[pygit2.Oid] = ()):
+        self.repo = repo
+        self._wanted = list(dict.fromkeys(commits))
+        self._known: dict[pygit2.Oid, str] = {}
+
+    def __call__(self, oid: pygit2.Oid) -> str:
+        if oid not in self._known:
+            batch = [oid, *(c for c in self._wanted if c != oid and c not in self._known)][:self._BATCH]
+            proc = git(workdir(self.repo), "rev-list", "--no-walk=unsorted", "--format=%H%x09%h",
+                       *map(str, batch), check=False)
+            found = dict(line.split("\t") for line in proc.stdout.splitlines() if "\t" in line)
+            if proc.returncode == 0 and all(str(c) in found for c in batch):
+                self._known.update((c, found[str(c)]) for c in batch)
+            else:  # one id git cannot read spoils the batch: ask for this one alone
+                alone = git(workdir(self.repo), "rev-parse", "--short", str(oid), check=False).stdout.strip()
+                self._known[oid] = alone or str(oid)[:7]
+        return self._known[oid]
 
 
 def resolve_commit(repo: pygit2.Repository, ref: str, what: str = "ref") -> pygit2.Commit:
