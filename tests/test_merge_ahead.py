@@ -38,6 +38,11 @@ def _repo(tmp_path: Path, topics: int) -> tuple[pygit2.Repository, list[merge.Tr
     return repo, triples
 
 
+def _ahead(triples: list[merge.Triple]) -> dict[int, merge.Chain]:
+    """Each triple as a chain of one commit, as the rebase hands them to prefetch."""
+    return {i: (ours, [(base, theirs)]) for i, (base, ours, theirs) in enumerate(triples)}
+
+
 def _answer(result: merge.TreeMerge) -> tuple[object, ...]:
     return result.tree, tuple((c.path, c.kind, tuple(sorted(c.stages.items()))) for c in result.conflicts), \
         result.labels
@@ -48,7 +53,7 @@ def test_answers_sent_ahead_match_their_own_merge_in_any_order(tmp_path: Path) -
     alone = [_answer(merge.merge_trees(MemOdb(repo), *t)) for t in triples]
     assert any(a[1] for a in alone) and any(not a[1] for a in alone)  # both kinds are in it
     store = MemOdb(repo)
-    merge.prefetch(store, triples)
+    merge.prefetch(store, _ahead(triples))
     order = [3, 0, 6, 1, 5, 2, 4]
     got = {i: _answer(merge.merge_trees(store, *triples[i])) for i in order}
     assert [got[i] for i in range(len(triples))] == alone
@@ -60,7 +65,7 @@ def test_a_merge_needed_now_does_not_wait_behind_the_queue(tmp_path: Path,
     store = MemOdb(repo)
     mergers = merge._mergers(store)
     monkeypatch.setattr(mergers, "_parallel", True)  # two processes even on one core
-    merge.prefetch(store, triples[:5])
+    merge.prefetch(store, _ahead(triples[:5]))
     ahead = mergers._ahead
     assert ahead is not None and len(ahead.pending) == 5
     merge.merge_trees(store, *triples[5])  # not sent ahead: answered by the other process
@@ -72,8 +77,9 @@ def test_fast_path_merges_are_not_sent_to_git(tmp_path: Path) -> None:
     repo, triples = _repo(tmp_path, 2)
     store = MemOdb(repo)
     base, _, theirs = triples[0]
-    merge.prefetch(store, [(base, base, theirs)])  # our side unchanged: the commit itself
-    assert store.merger is None
+    merge.prefetch(store, _ahead([(base, base, theirs)]))  # our side unchanged: the commit itself
+    mergers = merge._mergers(store)
+    assert mergers._ahead is None and mergers._now is None and not mergers._slow
 
 
 def test_git_many_runs_side_by_side_and_keeps_order(tmp_path: Path) -> None:
@@ -107,11 +113,64 @@ def test_answers_never_asked_for_do_not_hold_up_the_exit(tmp_path: Path,
     store = MemOdb(repo)
     mergers = merge._mergers(store)
     monkeypatch.setattr(mergers, "_parallel", True)
-    merge.prefetch(store, triples)
+    merge.prefetch(store, _ahead(triples))
     ahead = mergers._ahead
     assert ahead is not None and ahead.pending
     ahead._reap()  # at exit: stopped, not waited for through merges nobody will read
     assert ahead._proc.returncode == -9
+
+
+def test_a_chain_is_worked_out_in_memory_up_to_the_merge_git_must_answer(tmp_path: Path) -> None:
+    """Two topics, each a commit git need not merge (a file upstream left alone) and then
+    one it must (the file upstream edited): prefetch finds the second merge before the
+    replay, sends it, and its answer is the one that merge gets alone."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    sh("git init -q && seq 1 40 > f0.txt && seq 1 40 > f1.txt && seq 1 9 > g0.txt && seq 1 9 > g1.txt"
+       " && git add . && git commit -qm base && git tag base"
+       " && sed -i '1s/.*/upstream/' f0.txt f1.txt && git commit -qam upstream && git tag onto"
+       " && for i in 0 1; do git checkout -q -b t$i base && echo mine >> g$i.txt && git commit -qam g$i"
+       " && sed -i '40s/.*/topic/' f$i.txt && git commit -qam f$i; done", root)
+    repo = pygit2.Repository(str(root))
+    onto = repo.revparse_single("onto").peel(pygit2.Commit).tree_id
+    chains, second, alone = {}, {}, {}
+    for i in range(2):
+        tip = repo.revparse_single(f"t{i}").peel(pygit2.Commit)
+        first = tip.parents[0]
+        chains[i] = (onto, [(first.parents[0].tree_id, first.tree_id), (first.tree_id, tip.tree_id)])
+        own = MemOdb(repo)  # the replay's way: one merge after the other
+        fast = merge.merge_trees(own, first.parents[0].tree_id, onto, first.tree_id)
+        assert fast.fast
+        second[i] = (first.tree_id, fast.tree, tip.tree_id)
+        alone[i] = _answer(merge.merge_trees(own, *second[i]))
+    store = MemOdb(repo)
+    assert merge.prefetch(store, chains) == [0, 1]
+    mergers = merge._mergers(store)
+    assert all(mergers.knows(t) for t in second.values()), "the second merges were sent before the replay"
+    for i in range(2):
+        got = merge.merge_trees(store, *second[i])
+        assert not got.fast and _answer(got)[:2] == alone[i][:2]
+
+
+def test_a_merge_that_looks_for_renames_goes_apart_and_last(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit editing a file upstream deleted makes merge-ort search every added file for
+    a rename: that merge goes to a process of its own, the quick ones are not queued
+    behind it, and its topic is named last."""
+    repo, triples = _repo(tmp_path, 4)
+    root = Path(repo.workdir)
+    sh("git checkout -q --detach onto && git rm -q f0.txt && git commit -qm 'delete f0' && git tag gone", root)
+    gone = repo.revparse_single("gone").peel(pygit2.Commit).tree_id
+    triples = [(base, gone, theirs) for base, _, theirs in triples]
+    store = MemOdb(repo)
+    mergers = merge._mergers(store)
+    monkeypatch.setattr(mergers, "_parallel", True)
+    assert merge.prefetch(store, _ahead(triples)) == [1, 2, 3, 0]
+    assert len(mergers._slow) == 1 and [t for t, _ in mergers._slow[0].pending] == [triples[0]]
+    assert mergers._ahead is not None and [t for t, _ in mergers._ahead.pending] == triples[1:]
+    alone = [_answer(merge.merge_trees(MemOdb(repo), *t)) for t in triples]
+    assert alone[0][1] and alone[0][1][0][1] == "modify/delete"
+    assert [_answer(merge.merge_trees(store, *t)) for t in triples] == alone
 
 
 def test_abbreviations_are_gits_own_asked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,7 @@
     odb.py          trees and commits built in memory; persisted as one pack at the end
     merge.py        merge_trees(): the one merge, merge-ort's answer (in memory where provably
                     the same, git merge-tree --stdin everywhere else; prefetch() sends
-                    merges known ahead to a second merge-tree)
+                    merges known ahead to merge-tree processes of their own)
     replay.py       replay_commits(): cherry-picks through that merge (public API)
     resolve.py      Conflict, and the resolver/recorder protocol (shared conflict memory)
     merged.py       rules that declare a topic merged upstream (RULES: add yours there)

@@ -16,8 +16,8 @@ reference, so there are exactly two ways to an answer:
   side added into (refused unless our side left that directory untouched). A path where
   a file meets a directory is left to git too.
 - Everything else is asked of git: `git merge-tree --write-tree` (merge-ort in memory, no
-  checkout), long-lived `--stdin` processes (two with two cores: one for the merges
-  known ahead, see Mergers), the user's own git and merge
+  checkout), long-lived `--stdin` processes (with two cores, the merges known ahead
+  go to processes apart from the ones needed now, see Mergers), the user's own git and merge
   config (rename limits, directory renames, conflict style). git 2.39 has no
   `--merge-base`, so each merge is two tiny commits with a shared parentless parent
   carrying the base tree; with one merge base, merge-ort merges exactly those three trees.
@@ -32,10 +32,10 @@ import os
 import re
 import subprocess
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, NoReturn, TypeVar
 
 import pygit2
 
@@ -130,6 +130,7 @@ def require_git() -> None:
 
 
 Triple = tuple[pygit2.Oid, pygit2.Oid, pygit2.Oid]  # base, ours, theirs
+K = TypeVar("K")
 
 
 class Merger:
@@ -257,13 +258,18 @@ class Merger:
 
 class Mergers:
     """git's merges for one run. Merges of different topics do not depend on each other:
-    those known ahead (each topic's first commit, onto the same new base) are sent at
-    once to a merge-tree process of their own, so git works on them while the replay
-    goes on; the merges the replay needs now (a topic's later commits, each onto the
-    one before) go to another process, never behind that queue. With one core, one
-    process does both. Each process answers in the order it was asked."""
+    those known ahead (each topic's first merge git must answer) are sent at once to
+    merge-tree processes of their own, so git works on them while the replay goes on;
+    the merges the replay needs now (a topic's later commits, each onto the one before)
+    go to another process, never behind that queue. A merge where git looks for a
+    rename (the commit changes a file our side no longer has: merge-ort compares it with
+    every file our side added) can take a hundred times longer than another, so those
+    sent ahead go to processes of their own (at most two), not in front of the quick
+    ones. With one core, one process does all. Each process answers in the order it was
+    asked."""
 
-    _AHEAD = 64  # merges sent ahead but unread: far below what a pipe holds
+    _AHEAD = 64  # merges sent to one process but unread: far below what a pipe holds
+    _SLOW_LANES = 2
 
     def __init__(self, store: MemOdb):
         self.store = store
@@ -271,33 +277,44 @@ class Mergers:
         self._parallel = cores > 1
         self._now: Merger | None = None
         self._ahead: Merger | None = None
-        self._sent: set[Triple] = set()
+        self._slow: list[Merger] = []
+        self._sent: dict[Triple, Merger] = {}
         self._answers: dict[Triple, TreeMerge] = {}
 
-    def _process(self, ahead: bool) -> Merger:
-        """Each process starts when first needed: a run whose merges git answers only
-        ahead, or only now, starts one."""
-        if ahead and self._parallel:
-            if self._ahead is None:
-                self._ahead = Merger(self.store)
-            return self._ahead
+    def _now_process(self) -> Merger:
         if self._now is None:
             self._now = Merger(self.store)
         return self._now
 
-    def submit(self, triple: Triple) -> None:
-        """Send a merge ahead of its need."""
+    def _process_for(self, slow: bool) -> Merger:
+        """Where a merge sent ahead goes; each process starts when first needed."""
+        if not self._parallel:
+            return self._now_process()
+        if not slow:
+            if self._ahead is None:
+                self._ahead = Merger(self.store)
+            return self._ahead
+        idle = [proc for proc in self._slow if not proc.pending]
+        if idle:
+            return idle[0]
+        if len(self._slow) < self._SLOW_LANES:
+            self._slow.append(Merger(self.store))
+            return self._slow[-1]
+        return min(self._slow, key=lambda proc: len(proc.pending))
+
+    def submit(self, triple: Triple, slow: bool = False) -> None:
+        """Send a merge ahead of its need (`slow`: git will look for a rename)."""
         if triple in self._sent or triple in self._answers:
             return
-        proc = self._process(ahead=True)
+        proc = self._process_for(slow)
         if len(proc.pending) >= self._AHEAD:
             self._read_one(proc)
         proc.submit(triple)
-        self._sent.add(triple)
+        self._sent[triple] = proc
 
     def _read_one(self, proc: Merger) -> None:
         triple, result = proc.answer()
-        self._sent.discard(triple)
+        self._sent.pop(triple, None)
         self._answers[triple] = result
 
     def knows(self, triple: Triple) -> bool:
@@ -309,12 +326,11 @@ class Mergers:
 
     def merge(self, triple: Triple) -> TreeMerge:
         if triple not in self._answers:  # an answer at hand starts no process
-            if triple in self._sent:
-                proc = self._process(ahead=True)
-            else:
-                proc = self._process(ahead=False)
+            proc = self._sent.get(triple)
+            if proc is None:
+                proc = self._now_process()
                 proc.submit(triple)
-                self._sent.add(triple)
+                self._sent[triple] = proc
             while triple not in self._answers:
                 self._read_one(proc)
         return self._answers.pop(triple)
@@ -352,18 +368,44 @@ def merge_trees(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit
     return _in_memory(store, *triple) or _mergers(store).merge(triple)
 
 
-def prefetch(store: MemOdb, triples: Iterable[Triple]) -> None:
-    """Send git, now, the merges among `triples` that will need it (see Mergers); a later
-    merge_trees of one of them reads the answer. One that is never asked for costs only
-    git's time. A single one is left to be asked for: a process of its own would cost
-    more than it saves. When merges go ahead, the answers found in memory meanwhile are
-    kept too, not worked out again."""
-    answers = {triple: _in_memory(store, *triple) for triple in triples}
-    needed = [triple for triple, answer in answers.items() if answer is None]
-    if len(needed) > 1:
-        mergers = _mergers(store)
-        for triple, answer in answers.items():
+def _looks_for_renames(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> bool:
+    """Does the commit change a path our side no longer has? Then merge-ort looks for
+    where our side moved it, against every file our side added: a slow merge."""
+    return any(old is not None and store.lookup(ours, path) is None
+               for path, old, _ in store.changed(base, theirs))
+
+
+Chain = tuple[pygit2.Oid, Sequence[tuple[pygit2.Oid, pygit2.Oid]]]  # ours, then (base, theirs) per commit
+
+
+def prefetch(store: MemOdb, chains: Mapping[K, Chain]) -> list[K]:
+    """Work out now what can be known before the replay: for each chain (a topic's
+    commits onto the new base: ours for the first, then each commit's parent tree and
+    own tree), the answers in memory one after another, up to the first merge git must
+    answer, which is sent to git at once (see Mergers); the chains that will make git
+    look for a rename go first. A later merge_trees of any of them reads the answer. One
+    never asked for costs only git's time. A single merge for git is left to be asked
+    for: a process of its own would cost more than it saves. The chains whose next merge
+    went to git are returned, in the order their answers can be expected: slow ones last."""
+    mergers = _mergers(store)
+    first: tuple[K, Triple] | None = None  # sent once a second one shows up
+    sent: dict[K, bool] = {}  # -> slow
+    # the chains with a slow merge in them first: git starts on those soonest
+    order = sorted(chains.items(), key=lambda item: not any(
+        _looks_for_renames(store, base, item[1][0], theirs) for base, theirs in item[1][1]))
+    for key, (ours, commits) in order:
+        for base, theirs in commits:
+            triple = (base, ours, theirs)
+            answer = _in_memory(store, *triple)
             if answer is None:
-                mergers.submit(triple)
-            else:
-                mergers.keep(triple, answer)
+                if first is None:
+                    first = (key, triple)
+                    break
+                for k, t in ((first[0], first[1]), (key, triple)):
+                    if k not in sent:
+                        sent[k] = _looks_for_renames(store, *t)
+                        mergers.submit(t, slow=sent[k])
+                break
+            mergers.keep(triple, answer)
+            ours = answer.tree
+    return sorted(sent, key=sent.__getitem__)

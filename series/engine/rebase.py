@@ -120,11 +120,11 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
     waiting = (st.TopicOutcome.PENDING, st.TopicOutcome.BLOCKED)
     total = sum(1 for r in state.topics if r.outcome in waiting)
     count = 0
-    _prefetch_first_commits(repo, state, odb)
+    with_git = _prefetch(repo, state, odb)
     # a conflict's labels name its commit as git does: one git call for every waiting commit
     abbreviate = Abbreviations(repo, (pygit2.Oid(hex=c) for r in state.topics if r.outcome in waiting
                                       for c in r.commits[r.done:]))
-    for name in [r.name for r in state.topics]:
+    for name in _replay_order(state, with_git):
         run = state.topic(name)  # the state as the earlier topics left it (a dependency's new head)
         if run.outcome == st.TopicOutcome.BLOCKED:
             run = replace(run, outcome=st.TopicOutcome.PENDING)
@@ -178,19 +178,42 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
     return state
 
 
-def _prefetch_first_commits(repo: pygit2.Repository, state: st.RebaseState, odb: MemOdb) -> None:
-    """Each independent topic's first commit goes onto the new base itself: those merges
-    are known before any is done, so git can start on the ones it must answer."""
+def _replay_order(state: st.RebaseState, with_git: list[str]) -> list[str]:
+    """The topics in series order, except that those whose next merge git is answering
+    (and the topics that depend on them) come last, in the order their answers can be
+    expected: the replay does the rest meanwhile instead of waiting behind a slow merge.
+    Topics are independent but for depends_on, so the order changes no result."""
+    later = set(with_git)
+    for run in state.topics:  # a dependency comes before its dependent in series order
+        if run.depends_on in later:
+            later.add(run.name)
+    rank = {name: i for i, name in enumerate(with_git)}
+    deferred = sorted((r.name for r in state.topics if r.name in later),
+                      key=lambda name: rank.get(name, len(rank)))
+    return [r.name for r in state.topics if r.name not in later] + deferred
+
+
+def _prefetch(repo: pygit2.Repository, state: st.RebaseState, odb: MemOdb) -> list[str]:
+    """Each independent topic goes onto the new base itself: its merges up to the first
+    one git must answer are known before the replay starts, so git can start on those
+    at once (series.engine.merge.prefetch). The topics waiting for git are returned,
+    the slow merges' last."""
     onto = pygit2.Oid(hex=state.onto_sha)
     onto_tree = odb.commit_tree(onto)
-    triples = []
+    chains = {}
     for run in state.topics:
         if run.outcome != st.TopicOutcome.PENDING or run.depends_on or run.done or not run.commits:
             continue
-        first = repo[pygit2.Oid(hex=run.commits[0])].peel(pygit2.Commit)
-        if len(first.parents) == 1 and first.parents[0].id != onto:
-            triples.append((first.parents[0].tree_id, onto_tree, first.tree_id))
-    prefetch(odb, triples)
+        commits = [repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits]
+        if commits[0].parent_ids == [onto]:
+            continue  # already on the new base: replayed as it is
+        steps = []
+        for commit in commits:
+            if len(commit.parents) != 1:
+                break  # the replay refuses it
+            steps.append((commit.parents[0].tree_id, commit.tree_id))
+        chains[run.name] = (onto_tree, steps)
+    return prefetch(odb, chains)
 
 
 def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
