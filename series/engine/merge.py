@@ -382,30 +382,37 @@ def prefetch(store: MemOdb, chains: Mapping[K, Chain]) -> list[K]:
     """Work out now what can be known before the replay: for each chain (a topic's
     commits onto the new base: ours for the first, then each commit's parent tree and
     own tree), the answers in memory one after another, up to the first merge git must
-    answer, which is sent to git at once (see Mergers); the chains that will make git
-    look for a rename go first. A later merge_trees of any of them reads the answer. One
-    never asked for costs only git's time. A single merge for git is left to be asked
-    for: a process of its own would cost more than it saves. The chains whose next merge
-    went to git are returned, in the order their answers can be expected: slow ones last."""
+    answer, which is sent to git at once (see Mergers). The chains go a commit at a time,
+    all first commits first, so git starts early on the merges that wait for it. A later
+    merge_trees of any of them reads the answer. One never asked for costs only git's
+    time. A single merge for git is left to be asked for: a process of its own would
+    cost more than it saves. The chains whose next merge went to git are returned, in
+    the order their answers can be expected: the slow ones last."""
     mergers = _mergers(store)
     first: tuple[K, Triple] | None = None  # sent once a second one shows up
     sent: dict[K, bool] = {}  # -> slow
-    # the chains with a slow merge in them first: git starts on those soonest
-    order = sorted(chains.items(), key=lambda item: not any(
-        _looks_for_renames(store, base, item[1][0], theirs) for base, theirs in item[1][1]))
-    for key, (ours, commits) in order:
-        for base, theirs in commits:
-            triple = (base, ours, theirs)
+    ours = {key: chain[0] for key, chain in chains.items()}  # where each chain has got to
+    depth = 0
+    while ours:
+        for key in list(ours):
+            commits = chains[key][1]
+            if depth >= len(commits):
+                del ours[key]
+                continue
+            base, theirs = commits[depth]
+            triple = (base, ours[key], theirs)
             answer = _in_memory(store, *triple)
-            if answer is None:
-                if first is None:
-                    first = (key, triple)
-                    break
-                for k, t in ((first[0], first[1]), (key, triple)):
-                    if k not in sent:
-                        sent[k] = _looks_for_renames(store, *t)
-                        mergers.submit(t, slow=sent[k])
-                break
-            mergers.keep(triple, answer)
-            ours = answer.tree
+            if answer is not None:
+                mergers.keep(triple, answer)
+                ours[key] = answer.tree
+                continue
+            del ours[key]
+            if first is None:
+                first = (key, triple)
+                continue
+            for k, t in (first, (key, triple)):
+                if k not in sent:
+                    sent[k] = _looks_for_renames(store, *t)
+                    mergers.submit(t, slow=sent[k])
+        depth += 1
     return sorted(sent, key=sent.__getitem__)
