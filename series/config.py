@@ -112,11 +112,28 @@ def read(text: str, path: Path) -> Series:
     Both go through the one validator, so they refuse the same way, naming the same line."""
     key = (text, path)
     if key not in _READ:
-        if len(_READ) > 8:
-            _READ.clear()
         doc = blockyaml.load(text)
-        _READ[key] = _validated(doc, path) if doc is not None else parse(text, path)[0]
+        _remember(key, _validated(doc, path) if doc is not None else parse(text, path)[0])
     return _READ[key]
+
+
+def read_document(text: str, path: Path) -> tuple[Series, Any]:
+    """The validated Series and a document that knows its positions (`lc`), for the
+    editor to read (not change): series.blockyaml's where it reads the file, else
+    ruamel's round-trip document (`parse`)."""
+    doc = blockyaml.load(text)
+    if doc is None:
+        return parse(text, path)
+    key = (text, path)
+    if key not in _READ:
+        _remember(key, _validated(doc, path))
+    return _READ[key], doc
+
+
+def _remember(key: tuple[str, Path], series: Series) -> None:
+    if len(_READ) > 8:
+        _READ.clear()
+    _READ[key] = series
 
 
 def _parse(text: str, path: Path) -> tuple[Series, Any]:

@@ -120,11 +120,7 @@ def plain(node: Any) -> Any:
 def load_plain(text: str, path: Path) -> Plain:
     """Parse and validate; the document as plain data (series.blockyaml's reading where
     it has one: the same data as ruamel's)."""
-    doc = blockyaml.load(text)
-    if doc is None:
-        return dict(plain(config.parse(text, path)[1]))
-    config.read(text, path)
-    return dict(plain(doc))
+    return dict(plain(config.read_document(text, path)[1]))
 
 
 def _topic_index(data: Plain, name: str) -> int | None:
@@ -506,11 +502,7 @@ def apply(text: str | None, path: Path, edits: list[Edit]) -> str | None:
         return edit.new  # type: ignore[no-any-return]
     if text is None:
         raise SeriesError(f"{path}: missing (moved or deleted?); put it back, or pass --config FILE")
-    series_doc = blockyaml.load(text)  # its positions, when it reads the file: ruamel's
-    if series_doc is None:
-        series_doc = config.parse(text, path)[1]
-    else:
-        config.read(text, path)
+    series_doc = config.read_document(text, path)[1]  # blockyaml's positions are ruamel's
     current = dict(plain(series_doc))
     expected = copy.deepcopy(current)
     todo = []
