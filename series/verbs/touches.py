@@ -6,7 +6,6 @@ sentence on stdout says so), so `series touches X || echo "we do not touch X"` w
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,7 +19,7 @@ from series.analysis.attribution import UpstreamCommit
 from series.analysis.touches import Collision, Hotspot, Matrix, PathSpec, TopicDiff, TouchedFile
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
-from series.git.repo import resolve_release, workdir
+from series.git.repo import repo_path, resolve_release
 from series.model import Topic
 from series.workspace import Workspace
 
@@ -62,23 +61,6 @@ class PathsResult:
     @property
     def touched(self) -> bool:
         return bool(self.found)
-
-
-def repo_paths(ws: Workspace, paths: Sequence[str], cwd: Path) -> tuple[str, ...]:
-    """PATHs are upstream paths from the repository root; one written the shell's way
-    (absolute, ./x or ../x, as tab completion in a subdirectory gives them) is taken
-    relative to the current directory instead."""
-    root = workdir(ws.repo).resolve()
-    out = []
-    for path in paths:
-        if os.path.isabs(path) or path.startswith(("./", "../")) or path in (".", ".."):
-            rel = os.path.relpath(os.path.normpath(os.path.join(cwd.resolve(), path)), root)
-            if rel == ".." or rel.startswith("../"):
-                raise SeriesError(f"{path}: outside the repository ({root})")
-            out.append(rel if not path.endswith("/") or rel == "." else rel + "/")
-        else:
-            out.append(path)
-    return tuple(out)
 
 
 def run_paths(ws: Workspace, paths: Sequence[str], include_all: bool) -> PathsResult:
@@ -348,8 +330,8 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
 
     \b
     PATH is a directory (matched at a '/' boundary: vllm/v1 is not vllm/v10),
-    a file, or a glob ('*' within a path component, '**' across them), from the
-    repository root (./x, ../x and absolute paths: from the current directory):
+    a file, or a glob ('*' within a path component, '**' across them), relative to the
+    current directory as in git (from vllm/v1, kv_offload is vllm/v1/kv_offload):
       series touches vllm/v1/kv_offload
       series touches 'vllm/**/lru.py' tests/v1
     Exit status is grep's: 0 when a topic touches PATH, 1 when none does, 2 on an error
@@ -366,11 +348,12 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     """
     from series.errors import SeriesError
 
+    here = ctx.directory or Path.cwd()  # where the command runs: PATHs are read from here
     try:
         # a missing active branch is an error, not a skip: a silent skip would let
         # `series touches X || echo "not touched"` claim something nobody checked
         ws = ctx.workspace(check_branches=True)
-        paths = repo_paths(ws, paths, ctx.directory or Path.cwd())
+        paths = tuple(repo_path(ws.repo, p, here) for p in paths)
         output: dict[str, object] | str
         if between is not None:
             forecast = run_forecast(ws, between, paths, include_all)
