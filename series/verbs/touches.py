@@ -19,6 +19,7 @@ from series.analysis.attribution import UpstreamCommit
 from series.analysis.touches import Collision, Hotspot, Matrix, PathSpec, TopicDiff, TouchedFile
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
+from series.git import partial
 from series.git.repo import repo_path, resolve_release
 from series.model import Topic
 from series.workspace import Workspace
@@ -45,6 +46,15 @@ def _scope(ws: Workspace, include_all: bool) -> tuple[Scope, list[TopicDiff]]:
                  tuple(t.name for t in present), tuple(missing), inactive), diffs
 
 
+def _fetch_blobs(ws: Workspace, diffs: Sequence[TopicDiff], specs: Sequence[PathSpec] = (),
+                 trees: Sequence[pygit2.Tree] = ()) -> None:
+    """A blobless clone has every tree but not every blob: opening the workspace fetched
+    the active topics' (series.git.partial); --all's other topics and --between's upstream
+    ends are fetched here, in one batch, or the run fails saying why (exit 2), never a
+    libgit2 crash that would exit 1, 'not touched'."""
+    partial.ensure_objects(ws.repo, analysis.blobs_read(diffs, specs, trees))
+
+
 def _topics_word(scope: Scope) -> str:
     return "topics" if scope.include_all else "active topics"
 
@@ -66,6 +76,7 @@ class PathsResult:
 def run_paths(ws: Workspace, paths: Sequence[str], include_all: bool) -> PathsResult:
     specs = tuple(analysis.parse_spec(p) for p in paths)
     scope, diffs = _scope(ws, include_all)
+    _fetch_blobs(ws, diffs, specs)
     found = analysis.touching(diffs, specs)
     base_tree = ws.base_commit().tree
     ours = {p for d in diffs for p in d.paths}
@@ -147,6 +158,7 @@ def run_matrix(ws: Workspace, depth: int, include_all: bool) -> MatrixResult:
     if depth < 1:
         raise SeriesError(f"--depth {depth}: expected 1 or more directory levels")
     scope, diffs = _scope(ws, include_all)
+    _fetch_blobs(ws, diffs)
     return MatrixResult(scope, analysis.matrix(diffs, depth), analysis.collisions(diffs),
                         {d.topic.name: len(d.changes) for d in diffs})
 
@@ -259,6 +271,7 @@ def run_forecast(ws: Workspace, between: str, paths: Sequence[str], include_all:
         old = ws.repo[merge_base].peel(pygit2.Commit)
     specs = tuple(analysis.parse_spec(p) for p in paths)
     scope, diffs = _scope(ws, include_all)
+    _fetch_blobs(ws, diffs, specs, (old.tree, new.tree))
     found = analysis.forecast(ws.repo, diffs, old, new, specs)
     return ForecastResult(scope, old_name, new_name, str(old.id), str(new.id), specs, found,
                           _pulls(ws.repo, old, new, found))
@@ -375,4 +388,13 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
         # grep's convention: 1 means "no topic touches it", so an error must not be 1 too
         exc.exit_code = EXIT_TOUCHES_ERROR
         raise
+    except (KeyError, pygit2.GitError) as exc:
+        # an object a partial or shallow clone lacks (one _fetch_blobs could not foresee, or
+        # a treeless clone): main() would say so with exit 1, which here means 'not touched'
+        known = partial.explain(exc, here)
+        if known is None:
+            raise
+        error = SeriesError(known)
+        error.exit_code = EXIT_TOUCHES_ERROR
+        raise error from None
     return 0 if touched else 1
