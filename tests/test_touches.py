@@ -196,7 +196,59 @@ def test_shell_style_paths_are_relative_to_the_current_directory(fork: Path) -> 
     expected = run_series("touches", "vllm/v1/kv_offload", cwd=fork).stdout
     assert run_series("touches", "./kv_offload", cwd=sub).stdout == expected
     assert run_series("touches", str(sub / "kv_offload"), cwd=fork).stdout == expected
-    out = run_series("touches", "vllm/multimodal", cwd=sub).stdout  # no ./: from the root
+    out = run_series("touches", "../multimodal", cwd=sub).stdout  # as in git (test_paths_relative)
     assert "ipc-backport" in out, out
     proc = run_series("touches", "../../..", cwd=sub, expect=2)
     assert "outside the repository" in proc.stderr, proc.stderr
+
+
+# -- partial clones (issue 22, item 17) --------------------------------------------------------
+# Which files a topic changes is a tree diff, and a blobless clone has every tree; the line
+# counts read blobs. Opening the workspace fetches the active topics' blobs; what touches
+# reads beyond them (--all's inactive topics, --between's upstream ends) it fetches itself.
+
+def _drop_ipc(fork: Path) -> None:
+    yaml = fork / "series.yaml"
+    yaml.write_text(yaml.read_text().replace(
+        "    branch: topic/ipc-backport\n", "    branch: topic/ipc-backport\n    status: dropped\n"))
+
+
+_QUESTIONS = [("vllm",), ("--all", "vllm"), ("--all",), ("--json", "--all", "vllm/multimodal"),
+              ("--between", "v0.30.0..v0.31.0"), ("--all", "--between", "v0.30.0..v0.31.0", "vllm")]
+
+
+def test_a_blobless_clone_finds_what_a_full_clone_finds(fork: Path, tmp_path: Path) -> None:
+    from tests.test_trust_cli import blobless
+
+    _drop_ipc(fork)
+    part = blobless(fork, tmp_path)
+    assert "?" in sh("git rev-list --objects --missing=print --all", part), "blobs are missing"
+    for args in _QUESTIONS:
+        full = run_series("touches", *args, cwd=fork, expect=None)
+        got = run_series("touches", *args, cwd=part, expect=None)
+        assert (got.returncode, got.stdout, got.stderr) == (full.returncode, full.stdout, full.stderr), args
+        assert full.returncode == 0, (args, full.stdout)
+
+
+def test_a_blobless_clone_that_cannot_fetch_says_so_never_not_touched(fork: Path, tmp_path: Path) -> None:
+    from tests.test_trust_cli import blobless
+
+    _drop_ipc(fork)
+    part = blobless(fork, tmp_path)
+    run_series("touches", "vllm", cwd=part)  # the active topics' blobs are here now
+    sh(f"git remote set-url upstream file://{tmp_path / 'gone.git'}", part)
+    run_series("touches", "vllm", cwd=part)  # and need no fetch
+    for args in (("--all", "vllm"), ("--between", "v0.30.0..v0.31.0")):
+        proc = run_series("touches", *args, cwd=part, expect=2)  # 1 would say 'not touched'
+        err = proc.stderr.strip()
+        assert len(err.splitlines()) == 1 and err.startswith("series: error: this is a partial clone"), err
+        assert "git fetch --refetch upstream" in err and proc.stdout == "", err
+
+
+def test_a_treeless_clone_is_an_error_not_untouched(fork: Path, tmp_path: Path) -> None:
+    from tests.test_trust_cli import blobless
+
+    part = blobless(fork, tmp_path, keep="tree:0")
+    sh(f"git remote set-url upstream file://{tmp_path / 'gone.git'}", part)
+    proc = run_series("touches", "vllm", cwd=part, expect=2)  # was exit 4, a bug; 1 is 'not touched'
+    assert "partial clone" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -137,6 +137,21 @@ def touching(diffs: Sequence[TopicDiff],
     return found
 
 
+def blobs_read(diffs: Sequence[TopicDiff], specs: Sequence[PathSpec] = (),
+               trees: Sequence[pygit2.Tree] = ()) -> set[pygit2.Oid]:
+    """The blobs the line counts read: both sides of each diff's files that match `specs`
+    (every file without specs), and those files in `trees` (upstream's two ends of a
+    forecast). Which files a topic changes needs trees only; how many lines, the blobs."""
+    oids: set[pygit2.Oid] = set()
+    for diff in diffs:
+        for change in diff.changes:
+            if specs and not matches_any(specs, change.path):
+                continue
+            oids.update(o for o in (change.old_id, change.new_id) if o is not None)
+            oids.update(o for t in trees if (o := _entry(t, change.path)[0]) is not None)
+    return oids
+
+
 def exists_in(tree: pygit2.Tree, spec: PathSpec) -> bool:
     if spec.is_glob or not spec.pattern:
         return True

@@ -132,7 +132,16 @@ def ensure_blobs(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[p
     """In a partial clone, fetch the blobs the topics need; return how many were fetched."""
     if not is_partial(repo):
         return 0
-    want = missing(repo, needed_blobs(repo, base, heads, onto))
+    return ensure_objects(repo, needed_blobs(repo, base, heads, onto))
+
+
+def ensure_objects(repo: pygit2.Repository, oids: Iterable[pygit2.Oid]) -> int:
+    """In a partial clone, fetch those of `oids` it lacks in one batch (a command that reads
+    more than the active topics' blobs, e.g. touches --all or --between); return how many
+    were fetched. Fails with how to get a full clone when the promisor cannot serve them."""
+    if not is_partial(repo):
+        return 0
+    want = missing(repo, oids)
     if not want:
         return 0
     fetch_objects(repo, want)
@@ -169,7 +178,8 @@ def explain(exc: BaseException, start: Path) -> str | None:
     """A missing-object crash in a partial or shallow clone, as a message; else None."""
     text = str(exc)
     looks_missing = (isinstance(exc, KeyError) and re.fullmatch(r"'?[0-9a-f]{40}'?", text)) or \
-        (isinstance(exc, pygit2.GitError) and "object not found" in text.lower())
+        (isinstance(exc, pygit2.GitError) and re.search(r"object not found|unable to read (tree|blob)",
+                                                        text, re.IGNORECASE) is not None)
     if not looks_missing:
         return None
     try:

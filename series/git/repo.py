@@ -5,6 +5,8 @@ its cost follows the size of the change, not of the vLLM tree (about 8,500 files
 """
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,50 @@ def open_repo(path: Path) -> pygit2.Repository:
 
 def workdir(repo: pygit2.Repository) -> Path:
     return Path(repo.workdir) if repo.workdir else Path(repo.path)
+
+
+def repo_path(repo: pygit2.Repository, path: str, cwd: Path) -> str:
+    """A path the user typed, as a '/'-separated path from the repository root, read the
+    way git reads a pathspec (the one answer for every verb that takes a PATH).
+
+    Relative to `cwd` when that is inside the work tree (from vllm/v1, kv_offload is
+    vllm/v1/kv_offload); from the root when it is not (the .git directory, a bare
+    repository, a directory outside the repository with --config), as git does there.
+    `cwd` is where the command runs: -C DIR's, else the process's (git -C changes the
+    directory first). An absolute path must lie in the work tree; '..' is normalised and
+    may not climb out of the root; a trailing '/' is kept. A path outside is an error,
+    never a path that nothing touches.
+    """
+    if not path:
+        raise SeriesError("an empty PATH: give a path, or '.' for the whole repository")
+    gitdir = Path(repo.path).resolve()
+    here = os.path.abspath(cwd)
+    # in a bare repository or inside .git, git reads no work tree: paths are from the root
+    # and no absolute path is inside (git: "is outside repository at '.git/.'")
+    tree = Path(repo.workdir).resolve() if repo.workdir and _under(gitdir, here) is None else None
+    if os.path.isabs(path):
+        rel = _under(tree, path) if tree is not None else None
+    else:
+        prefix = _under(tree, here) if tree is not None else None
+        joined = posixpath.normpath(posixpath.join(prefix or ".", path))
+        rel = None if joined == ".." or joined.startswith("../") else joined
+    if rel is None:
+        where = tree or Path(repo.workdir or gitdir).resolve()
+        hint = ("" if tree is not None or not os.path.isabs(path) else
+                ": a bare repository takes paths from its root" if not repo.workdir else
+                ": in the git directory paths are from the root (or run from the work tree)")
+        raise SeriesError(f"path {path} is outside the repository at {where}{hint}")
+    return rel + "/" if path.endswith("/") and rel != "." else rel
+
+
+def _under(root: Path, path: str) -> str | None:
+    """`path` (absolute) relative to `root`, or None outside it; a symlink on the way
+    (the repository reached through a link) is followed when the plain path is outside."""
+    for candidate in (os.path.normpath(path), os.path.realpath(path)):
+        rel = os.path.relpath(candidate, root)
+        if rel != ".." and not rel.startswith("../"):
+            return Path(rel).as_posix()
+    return None
 
 
 _IDENT = re.compile(r"^(.*) <(.*)> (\d+) ([+-])(\d\d)(\d\d)$")

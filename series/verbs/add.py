@@ -7,6 +7,7 @@ replaces the file, and the operation is journaled, so `series undo` takes it out
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import click
@@ -14,7 +15,7 @@ import click
 from series import config
 from series.cli import Context, emit, pass_ctx
 from series.errors import SeriesError
-from series.git.repo import branch_commit
+from series.git.repo import branch_commit, repo_path
 from series.verbs.init import topic_name
 from series.workspace import Workspace
 
@@ -90,7 +91,8 @@ def render(ws: Workspace, result: AddResult) -> str:
 @click.option("--after", metavar="TOPIC", help="Insert after this topic instead of at the end.")
 @click.option("--summary", help="One line saying what the topic does.")
 @click.option("--scope", multiple=True, metavar="PATH",
-              help="Path the topic claims to stay inside (repeatable; 'series check' enforces it).")
+              help="Path the topic claims to stay inside, relative to the current directory as in git "
+                   "(repeatable; 'series check' enforces it).")
 @click.option("--depends-on", "depends_on", multiple=True, metavar="TOPIC",
               help="Topic this one is built on (repeatable; must come earlier).")
 @pass_ctx
@@ -104,6 +106,8 @@ def command(ctx: Context, branch: str, name: str | None, after: str | None, summ
     """
 
     ws = ctx.workspace(check_branches=False)
+    here = ctx.directory or Path.cwd()  # a scope is a repository path: from here, as in git
+    scope = tuple(repo_path(ws.repo, s, here) for s in scope)
     result = run(ws, branch, name=name, after=after, summary=summary, scope=scope,
                      depends_on=depends_on)
     emit(render(ws, result))

@@ -6,7 +6,6 @@ sentence on stdout says so), so `series touches X || echo "we do not touch X"` w
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,7 +19,8 @@ from series.analysis.attribution import UpstreamCommit
 from series.analysis.touches import Collision, Hotspot, Matrix, PathSpec, TopicDiff, TouchedFile
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
-from series.git.repo import resolve_release, workdir
+from series.git import partial
+from series.git.repo import repo_path, resolve_release
 from series.model import Topic
 from series.workspace import Workspace
 
@@ -46,6 +46,15 @@ def _scope(ws: Workspace, include_all: bool) -> tuple[Scope, list[TopicDiff]]:
                  tuple(t.name for t in present), tuple(missing), inactive), diffs
 
 
+def _fetch_blobs(ws: Workspace, diffs: Sequence[TopicDiff], specs: Sequence[PathSpec] = (),
+                 trees: Sequence[pygit2.Tree] = ()) -> None:
+    """A blobless clone has every tree but not every blob: opening the workspace fetched
+    the active topics' (series.git.partial); --all's other topics and --between's upstream
+    ends are fetched here, in one batch, or the run fails saying why (exit 2), never a
+    libgit2 crash that would exit 1, 'not touched'."""
+    partial.ensure_objects(ws.repo, analysis.blobs_read(diffs, specs, trees))
+
+
 def _topics_word(scope: Scope) -> str:
     return "topics" if scope.include_all else "active topics"
 
@@ -64,26 +73,10 @@ class PathsResult:
         return bool(self.found)
 
 
-def repo_paths(ws: Workspace, paths: Sequence[str], cwd: Path) -> tuple[str, ...]:
-    """PATHs are upstream paths from the repository root; one written the shell's way
-    (absolute, ./x or ../x, as tab completion in a subdirectory gives them) is taken
-    relative to the current directory instead."""
-    root = workdir(ws.repo).resolve()
-    out = []
-    for path in paths:
-        if os.path.isabs(path) or path.startswith(("./", "../")) or path in (".", ".."):
-            rel = os.path.relpath(os.path.normpath(os.path.join(cwd.resolve(), path)), root)
-            if rel == ".." or rel.startswith("../"):
-                raise SeriesError(f"{path}: outside the repository ({root})")
-            out.append(rel if not path.endswith("/") or rel == "." else rel + "/")
-        else:
-            out.append(path)
-    return tuple(out)
-
-
 def run_paths(ws: Workspace, paths: Sequence[str], include_all: bool) -> PathsResult:
     specs = tuple(analysis.parse_spec(p) for p in paths)
     scope, diffs = _scope(ws, include_all)
+    _fetch_blobs(ws, diffs, specs)
     found = analysis.touching(diffs, specs)
     base_tree = ws.base_commit().tree
     ours = {p for d in diffs for p in d.paths}
@@ -165,6 +158,7 @@ def run_matrix(ws: Workspace, depth: int, include_all: bool) -> MatrixResult:
     if depth < 1:
         raise SeriesError(f"--depth {depth}: expected 1 or more directory levels")
     scope, diffs = _scope(ws, include_all)
+    _fetch_blobs(ws, diffs)
     return MatrixResult(scope, analysis.matrix(diffs, depth), analysis.collisions(diffs),
                         {d.topic.name: len(d.changes) for d in diffs})
 
@@ -277,6 +271,7 @@ def run_forecast(ws: Workspace, between: str, paths: Sequence[str], include_all:
         old = ws.repo[merge_base].peel(pygit2.Commit)
     specs = tuple(analysis.parse_spec(p) for p in paths)
     scope, diffs = _scope(ws, include_all)
+    _fetch_blobs(ws, diffs, specs, (old.tree, new.tree))
     found = analysis.forecast(ws.repo, diffs, old, new, specs)
     return ForecastResult(scope, old_name, new_name, str(old.id), str(new.id), specs, found,
                           _pulls(ws.repo, old, new, found))
@@ -348,8 +343,8 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
 
     \b
     PATH is a directory (matched at a '/' boundary: vllm/v1 is not vllm/v10),
-    a file, or a glob ('*' within a path component, '**' across them), from the
-    repository root (./x, ../x and absolute paths: from the current directory):
+    a file, or a glob ('*' within a path component, '**' across them), relative to the
+    current directory as in git (from vllm/v1, kv_offload is vllm/v1/kv_offload):
       series touches vllm/v1/kv_offload
       series touches 'vllm/**/lru.py' tests/v1
     Exit status is grep's: 0 when a topic touches PATH, 1 when none does, 2 on an error
@@ -366,11 +361,12 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     """
     from series.errors import SeriesError
 
+    here = ctx.directory or Path.cwd()  # where the command runs: PATHs are read from here
     try:
         # a missing active branch is an error, not a skip: a silent skip would let
         # `series touches X || echo "not touched"` claim something nobody checked
         ws = ctx.workspace(check_branches=True)
-        paths = repo_paths(ws, paths, ctx.directory or Path.cwd())
+        paths = tuple(repo_path(ws.repo, p, here) for p in paths)
         output: dict[str, object] | str
         if between is not None:
             forecast = run_forecast(ws, between, paths, include_all)
@@ -392,4 +388,13 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
         # grep's convention: 1 means "no topic touches it", so an error must not be 1 too
         exc.exit_code = EXIT_TOUCHES_ERROR
         raise
+    except (KeyError, pygit2.GitError) as exc:
+        # an object a partial or shallow clone lacks (one _fetch_blobs could not foresee, or
+        # a treeless clone): main() would say so with exit 1, which here means 'not touched'
+        known = partial.explain(exc, here)
+        if known is None:
+            raise
+        error = SeriesError(known)
+        error.exit_code = EXIT_TOUCHES_ERROR
+        raise error from None
     return 0 if touched else 1
