@@ -96,3 +96,30 @@ def test_open_prs_without_an_end_stop_the_proposal(proposal: Path, httpserver: H
     one_line_error(proc, "the open pull requests", "pages")
     assert proc.stdout == "" and refs(proposal) == before and len(seen) > 50, (proc.stdout, len(seen))
     assert git(proposal, "ls-remote", "origin") == ""
+
+
+# --- 12. --evidence of the wrong shape -----------------------------------------------------
+
+@pytest.mark.parametrize("content, said", [
+    (b"[]", "not an object"),
+    (b"{}", "no per-test results"),
+    (b"not json", "not JSON"),
+    (b"\xff\xfe{}", "not UTF-8"),
+    (b'{"with_series": [1]}', "with_series[0]"),
+    (b'{"with_series": [{"commands": [{"tests": ["a"]}]}]}', "tests"),
+    (b'{"with_series": [], "without": {"evidence": [{"test": 3}]}}', "without.evidence[0].test"),
+    (b'{"summary": {"base": 5}, "tests": {}}', "summary.base"),
+    (b'{"summary": {"base": {"passed": "x"}}, "tests": {}}', "summary.base.passed"),
+    (b'{"summary": {}, "tests": {}, "needed": {"t": 1}}', "needed.t"),
+    (b'{"summary": {}, "tests": {}, "worse": ["a"]}', "worse"),
+    (b'{"summary": {}, "tests": {}, "machine": {"a": 1}}', "machine"),
+    (b'{"summary": {}, "tests": {}, "build": ["x"]}', "build"),
+    (b"[" * 100000, "not JSON"),
+])
+def test_evidence_of_the_wrong_shape_is_one_line_naming_the_file(
+        proposal: Path, tmp_path: Path, content: bytes, said: str) -> None:
+    path = tmp_path / "ev.json"
+    path.write_bytes(content)
+    proc = run_series("propose", "serving-fix", "--dry-run", "--offline", "--despite", "50001",
+                      "--evidence", str(path), cwd=proposal, expect=1)
+    one_line_error(proc, str(path), said)
