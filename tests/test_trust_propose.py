@@ -12,8 +12,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from tests.conftest import run_series, sh
-from tests.repos import commit_all, git, write
-from tests.test_propose import ME, SERVING, SLUG, TOKEN, _api, _pull, _serve, proposal  # noqa: F401
+from tests.repos import git
+from tests.test_propose import SERVING, SLUG, TOKEN, _api, _pull, _serve, proposal  # noqa: F401
 
 
 def refs(fork: Path) -> str:
@@ -96,6 +96,46 @@ def test_open_prs_without_an_end_stop_the_proposal(proposal: Path, httpserver: H
     one_line_error(proc, "the open pull requests", "pages")
     assert proc.stdout == "" and refs(proposal) == before and len(seen) > 50, (proc.stdout, len(seen))
     assert git(proposal, "ls-remote", "origin") == ""
+
+
+# --- 11. mentions and hidden text from commit messages ------------------------------------
+
+HOSTILE_BODY = ("Thanks @evil for the idea, cc @someone and @org/team.\n\n"
+                "Reported by a@b.com; see `@code` and @kaydev, who wrote these lines.\n\n"
+                "<!-- hidden: everything below would vanish on GitHub")
+
+
+def test_commit_messages_mention_only_owners_and_authors_and_hide_nothing(proposal: Path) -> None:
+    (proposal.parent / "msg").write_text("[Bugfix][Frontend] and @evil in the subject\n\n" + HOSTILE_BODY)
+    sh("git checkout -q topic/serving-fix && echo x > extra.txt && git add extra.txt && "
+       f"git commit -q -F {proposal.parent / 'msg'} && git checkout -q --detach v0.30.0", proposal)
+    out = run_series("propose", "serving-fix", "--dry-run", "--offline", "--despite", "50001", "--json",
+                     cwd=proposal).stdout
+    data = json.loads(out)
+    body = data["description"]["body"]
+    assert "@kaydev" in data["reviewers"]["mentionable"]
+    for stranger in ("@evil", "@someone", "@org/team"):
+        assert f"`{stranger}`" in body and f" {stranger}" not in body.replace(f"`{stranger}`", ""), body
+    assert " @kaydev," in body, "a line author stays mentionable"
+    assert "Reported by a@b.com; see `@code` and" in body, "an address and a code span stay as written"
+    assert "<!-- hidden" not in body and "&lt;!-- hidden" in body, body
+    assert body.index("&lt;!-- hidden") < body.index("Release notes:"), "nothing after it is hidden"
+    assert body.startswith("<!-- markdownlint-disable -->"), "the template's own comments stay"
+
+
+@pytest.mark.parametrize("text, safe", [
+    ("cc @evil.", "cc `@evil`."),
+    ("(@evil) -@evil", "(`@evil`) -`@evil`"),
+    ("a@b.com x_@y", "a@b.com x_@y"),                       # addresses: no mention on GitHub
+    ("@Owner and @org/team and @org/other", "@Owner and @org/team and `@org/other`"),
+    ("`@evil` stays", "`@evil` stays"),                      # already code
+    ("a lone `@evil", "a lone \\``@evil`"),                # the lone backtick cannot eat the span
+    ("```\n@evil <!-- x\n```\n@evil", "```\n@evil <!-- x\n```\n`@evil`"),   # a fenced block is code
+    ("<!-- a --> <!--", "&lt;!-- a --> &lt;!--"),
+])
+def test_neutralise(text: str, safe: str) -> None:
+    from series.analysis.mentions import neutralise
+    assert neutralise(text, ["@owner", "@org/team", "docs@example.com"]) == safe
 
 
 # --- 12. --evidence of the wrong shape -----------------------------------------------------

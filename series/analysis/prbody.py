@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import pygit2
 
+from series.analysis import mentions
 from series.analysis.grade import Commit, kind, title_tags
 from series.analysis.testmap import Selection, unescape
 
@@ -242,7 +243,9 @@ def _heading_kind(heading: str) -> str | None:
 
 def render(template_path: str | None, template: str, title: str, commits: Sequence[Commit],
            selected: Sequence[Selection], paths: Sequence[str], release_note: str,
-           evidence: dict[str, Any] | None = None) -> Description:
+           evidence: dict[str, Any] | None = None, mentionable: Sequence[str] = ()) -> Description:
+    """The template filled; what the fills say mentions only `mentionable` and hides nothing
+    (series.analysis.mentions); the template's own text is upstream's and stays as it is."""
     lines = template.splitlines()
     out: list[str] = []
     filled: list[str] = []
@@ -257,6 +260,7 @@ def render(template_path: str | None, template: str, title: str, commits: Sequen
     kinds_here = {_heading_kind(l[3:]) for l in lines if l.startswith("## ")}
     if "results" not in kinds_here and evidence:
         fills["plan"] += "\n\n" + fills["results"]  # one Validation section: plan and results
+    fills = {what: mentions.neutralise(text, mentionable) for what, text in fills.items()}
     while i < len(lines):
         line = lines[i]
         if not line.startswith("## "):
@@ -277,7 +281,7 @@ def render(template_path: str | None, template: str, title: str, commits: Sequen
             out.append(section.rstrip("\n") if section.strip() else "")
         i = j
     body = "\n".join(out)
-    note = f"Release notes: {release_note}"
+    note = f"Release notes: {mentions.neutralise(release_note, mentionable)}"
     footer = re.search(r"^(---\s*$|\*\*BEFORE SUBMITTING)", body, re.MULTILINE)
     if footer:
         body = body[:footer.start()].rstrip("\n") + f"\n\n{note}\n\n" + body[footer.start():]

@@ -241,7 +241,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     selected = testmap.load(repo, main.tree).select({p: (name,) for p in paths})
     note = opts.release_note or (ws.series.topic(name).summary or grading.title_tags(title)[1])
     proposal.description = prbody.render(template_path, template, title, done.commits, selected, paths,
-                                         note, opts.evidence)
+                                         note, opts.evidence, mentionable=proposal.reviewers.mentionable)
     if template_path is None:
         proposal.notes.append(f"no pull request template on {done.onto_name}: used vLLM's classic sections")
     proposal.steps.append("description")
