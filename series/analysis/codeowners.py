@@ -24,7 +24,7 @@ The `codeowners` package on PyPI translates to re the same way, and keeps '[ ]' 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Callable, Sequence, TypeVar, Union
 
 _STAR = object()       # '*' inside a component
 _ONE = object()        # '?'
@@ -32,6 +32,8 @@ Token = Union[str, object]
 Glob = tuple[Token, ...]
 _DSTAR: Glob = (object(),)  # a whole-component '**': zero or more components (compared by identity)
 _ANY: Glob = (_STAR,)   # one component, whatever it is
+P = TypeVar("P")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -111,47 +113,37 @@ def compile_pattern(pattern: str) -> tuple[Glob, ...]:
     return tuple(segments)
 
 
-def _match_glob(glob: Glob, name: str) -> bool:
-    """One component against one glob: the greedy walk, back to the last '*' only."""
-    g = n = 0
-    star_g, star_n = -1, 0
-    while n < len(name):
-        if g < len(glob) and glob[g] is not _STAR and (glob[g] is _ONE or glob[g] == name[n]):
-            g += 1
-            n += 1
-        elif g < len(glob) and glob[g] is _STAR:
-            star_g, star_n = g, n
-            g += 1
-        elif star_g >= 0:
-            star_n += 1
-            g, n = star_g + 1, star_n
+def _wildcard(pattern: Sequence[P], subject: Sequence[S], star: Callable[[P], bool],
+              one: Callable[[P, S], bool]) -> bool:
+    """The greedy wildcard walk: on a mismatch, back to the last star only, which then takes
+    one more item. At most len(pattern) * len(subject) steps, never exponential."""
+    p = s = 0
+    star_p, star_s = -1, 0
+    while s < len(subject):
+        if p < len(pattern) and not star(pattern[p]) and one(pattern[p], subject[s]):
+            p += 1
+            s += 1
+        elif p < len(pattern) and star(pattern[p]):
+            star_p, star_s = p, s
+            p += 1
+        elif star_p >= 0:
+            star_s += 1
+            p, s = star_p + 1, star_s
         else:
             return False
-    while g < len(glob) and glob[g] is _STAR:
-        g += 1
-    return g == len(glob)
+    while p < len(pattern) and star(pattern[p]):
+        p += 1
+    return p == len(pattern)
+
+
+def _match_glob(glob: Glob, name: str) -> bool:
+    """One component against one glob: '*' the star, '?' any one character."""
+    return _wildcard(glob, name, lambda t: t is _STAR, lambda t, c: t is _ONE or t == c)
 
 
 def _match_components(segments: Sequence[Glob], parts: Sequence[str]) -> bool:
-    """The same walk over components, '**' the star: each component glob is tried at most
-    once per (segment, component) pair."""
-    s = p = 0
-    star_s, star_p = -1, 0
-    while p < len(parts):
-        if s < len(segments) and segments[s] is not _DSTAR and _match_glob(segments[s], parts[p]):
-            s += 1
-            p += 1
-        elif s < len(segments) and segments[s] is _DSTAR:
-            star_s, star_p = s, p
-            s += 1
-        elif star_s >= 0:
-            star_p += 1
-            s, p = star_s + 1, star_p
-        else:
-            return False
-    while s < len(segments) and segments[s] is _DSTAR:
-        s += 1
-    return s == len(segments)
+    """The path's components against the segments: '**' the star, a glob per component."""
+    return _wildcard(segments, parts, lambda g: g is _DSTAR, _match_glob)
 
 
 def parse(text: str) -> list[OwnerRule]:
