@@ -213,3 +213,39 @@ def test_github_pull_with_random_fields(change: dict[str, Any]) -> None:
     pull.update(change)
     ask(json.dumps(pull).encode())
     ask(json.dumps([pull]).encode())
+
+
+# --- `series propose --evidence FILE`: whatever passes the check renders ---------------------
+
+leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=6),
+                   st.sampled_from(["passed", "failed", "base", "t::a"]))
+anything = st.recursive(leaves, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)), max_leaves=12)
+names = st.sampled_from(["base", "series", "passed", "failed", "t::a", ""])
+evidence_values = st.fixed_dictionaries({}, optional={
+    "summary": st.one_of(anything, st.dictionaries(names, st.one_of(anything, st.dictionaries(
+        names, anything, max_size=3)), max_size=3)),
+    "tests": anything, "build": anything, "machine": anything,
+    "needed": st.one_of(anything, st.dictionaries(names, anything, max_size=2)),
+    "worse": st.one_of(anything, st.dictionaries(names, anything, max_size=2)),
+    "with_series": st.one_of(anything, st.lists(st.one_of(anything, st.fixed_dictionaries({}, optional={
+        "label": anything, "step": anything, "status": anything,
+        "commands": st.one_of(anything, st.lists(st.one_of(anything, st.fixed_dictionaries(
+            {}, optional={"tests": st.one_of(anything, st.dictionaries(names, anything))})), max_size=2))})),
+        max_size=2)),
+    "without": st.one_of(anything, st.fixed_dictionaries({}, optional={
+        "evidence": st.one_of(anything, st.lists(st.one_of(anything, st.dictionaries(
+            st.sampled_from(["test", "step"]), anything)), max_size=2))})),
+})
+
+
+@FAST
+@given(st.one_of(evidence_values, anything))
+def test_evidence_that_passes_the_check_renders(data: Any) -> None:
+    from series.analysis import prbody
+    try:
+        checked = prbody.check_evidence(data)
+    except ValueError as exc:
+        assert "\n" not in str(exc), str(exc)
+        return
+    assert isinstance(prbody.results(checked), str)

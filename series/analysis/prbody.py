@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import pygit2
 
+from series.analysis import mentions
 from series.analysis.grade import Commit, kind, title_tags
 from series.analysis.testmap import Selection, unescape
 
@@ -109,15 +110,75 @@ def _specificity(selection: Selection) -> int:
     return best
 
 
-def is_evidence(data: object) -> bool:
-    """The JSON of `series test --run --json`: per-tree results against the base release
-    (`summary`, `tests`), or the older per-step shape (`with_series`)."""
-    return isinstance(data, dict) and (isinstance(data.get("with_series"), list) or
-                                       (isinstance(data.get("summary"), dict) and "tests" in data))
+def check_evidence(data: object) -> dict[str, Any]:
+    """The JSON of `series test --run --json`, every field `results()` reads checked for its
+    type: per-tree results against the base release (`summary`, `tests`), or the older
+    per-step shape (`with_series`). A wrong one is a ValueError naming the field."""
+    if not isinstance(data, dict):
+        raise ValueError("not an object")
+    if _per_tree(data):
+        for tree, counts in _object(data["summary"], "summary").items():
+            for outcome in _object(counts, f"summary.{tree}"):
+                _int(counts, outcome, f"summary.{tree}.{outcome}")
+        _str(data, "build", "build", optional=True)
+        for key in ("needed", "worse"):
+            for name, tests in _object(data.get(key) or {}, key).items():
+                _strs(tests, f"{key}.{name}")
+        _strs(data.get("machine") or [], "machine")
+        return data
+    if "with_series" not in data:
+        raise ValueError("no per-test results in it (neither 'summary' and 'tests' nor 'with_series')")
+    for i, step in enumerate(_list(data["with_series"], "with_series")):
+        where = f"with_series[{i}]"
+        for key in ("label", "step", "status"):
+            _str(_object(step, where), key, f"{where}.{key}", optional=True)
+        for j, command in enumerate(_list(step.get("commands", []), f"{where}.commands")):
+            tests = _object(_object(command, f"{where}.commands[{j}]").get("tests") or {},
+                            f"{where}.commands[{j}].tests")
+            for test in tests:
+                _str(tests, test, f"{where}.commands[{j}].tests.{test}")
+    without = data.get("without")
+    if without is not None:
+        for i, proof in enumerate(_list(_object(without, "without").get("evidence") or [], "without.evidence")):
+            for key in ("test", "step"):
+                _str(_object(proof, f"without.evidence[{i}]"), key, f"without.evidence[{i}].{key}")
+    return data
+
+
+def _object(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"'{where}' is not an object")
+    return value
+
+
+def _list(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError(f"'{where}' is not a list")
+    return value
+
+
+def _str(d: dict[str, Any], key: str, where: str, optional: bool = False) -> None:
+    if not isinstance(d.get(key), str) and not (optional and d.get(key) is None):
+        raise ValueError(f"'{where}' is not a string")
+
+
+def _int(d: dict[str, Any], key: str, where: str) -> None:
+    if not isinstance(d.get(key), int) or isinstance(d.get(key), bool):
+        raise ValueError(f"'{where}' is not a number")
+
+
+def _strs(value: object, where: str) -> None:
+    if not all(isinstance(v, str) for v in _list(value, where)):
+        raise ValueError(f"'{where}' is not a list of strings")
+
+
+def _per_tree(evidence: dict[str, Any]) -> bool:
+    """Which of the two shapes: the check and the rendering ask this one question."""
+    return "summary" in evidence and "tests" in evidence
 
 
 def results(evidence: dict[str, Any]) -> str:
-    if isinstance(evidence.get("summary"), dict):
+    if _per_tree(evidence):
         return _matrix_results(evidence)
     return _step_results(evidence)
 
@@ -182,7 +243,9 @@ def _heading_kind(heading: str) -> str | None:
 
 def render(template_path: str | None, template: str, title: str, commits: Sequence[Commit],
            selected: Sequence[Selection], paths: Sequence[str], release_note: str,
-           evidence: dict[str, Any] | None = None) -> Description:
+           evidence: dict[str, Any] | None = None, mentionable: Sequence[str] = ()) -> Description:
+    """The template filled; what the fills say mentions only `mentionable` and hides nothing
+    (series.analysis.mentions); the template's own text is upstream's and stays as it is."""
     lines = template.splitlines()
     out: list[str] = []
     filled: list[str] = []
@@ -197,6 +260,7 @@ def render(template_path: str | None, template: str, title: str, commits: Sequen
     kinds_here = {_heading_kind(l[3:]) for l in lines if l.startswith("## ")}
     if "results" not in kinds_here and evidence:
         fills["plan"] += "\n\n" + fills["results"]  # one Validation section: plan and results
+    fills = {what: mentions.neutralise(text, mentionable) for what, text in fills.items()}
     while i < len(lines):
         line = lines[i]
         if not line.startswith("## "):
@@ -217,7 +281,7 @@ def render(template_path: str | None, template: str, title: str, commits: Sequen
             out.append(section.rstrip("\n") if section.strip() else "")
         i = j
     body = "\n".join(out)
-    note = f"Release notes: {release_note}"
+    note = f"Release notes: {mentions.neutralise(release_note, mentionable)}"
     footer = re.search(r"^(---\s*$|\*\*BEFORE SUBMITTING)", body, re.MULTILINE)
     if footer:
         body = body[:footer.start()].rstrip("\n") + f"\n\n{note}\n\n" + body[footer.start():]

@@ -2,8 +2,8 @@
 
 vLLM's guide allows @-mentions of two kinds of people only: those who own a path in
 CODEOWNERS, and those who touched the lines (git blame). Both are read from upstream's
-main line: CODEOWNERS as GitHub reads it (the first of .github/, the root, docs/; the last
-matching pattern wins, a pattern with no owners unowns; gitignore-style patterns), and
+main line: CODEOWNERS as GitHub reads it (the first of .github/, the root, docs/; matched
+as GitHub documents it, in series.analysis.codeowners), and
 blame of the old side of every hunk the PR changes. A blamed author is mentionable only
 with a GitHub login: from a users.noreply.github.com address, or asked of the forge
 (`login_of`); without one the person is named, not @-mentioned.
@@ -16,19 +16,13 @@ from typing import Callable, Sequence
 
 import pygit2
 
+from series.analysis import codeowners
+from series.analysis.codeowners import OwnerRule
 from series.forge.base import PullFile
 
 CODEOWNERS_PATHS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 _NOREPLY = re.compile(r"^(?:\d+\+)?([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)@users\.noreply\.github\.com$")
 MAX_LOOKUPS = 8  # forge questions for blamed authors' logins, most lines first
-
-
-@dataclass(frozen=True)
-class OwnerRule:
-    pattern: str
-    owners: tuple[str, ...]
-    line: int
-    regex: re.Pattern[str]
 
 
 @dataclass(frozen=True)
@@ -64,53 +58,13 @@ class Reviewers:
                 "mentionable": list(self.mentionable), "not_mentionable": list(self.unmentionable)}
 
 
-def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    """gitignore semantics as CODEOWNERS uses them: '/x' and 'a/b' anchor at the root, a
-    bare name matches at any depth, 'dir/' matches what is below, '*' stays in one
-    component, '**' crosses them."""
-    directory = pattern.endswith("/")
-    body = pattern.strip("/")
-    anchored = pattern.startswith("/") or "/" in body
-    out = []
-    i = 0
-    while i < len(body):
-        if body.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif body.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif body[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif body[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(body[i]))
-            i += 1
-    head = "^" if anchored else "^(?:.*/)?"
-    tail = "/.*$" if directory else "(?:/.*)?$"
-    return re.compile(head + "".join(out) + tail)
-
-
 def parse_codeowners(text: str) -> list[OwnerRule]:
-    rules = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        words = line.split()
-        owners = tuple(w for w in words[1:] if w.startswith("@") or "@" in w)
-        rules.append(OwnerRule(words[0], owners, number, _pattern_regex(words[0])))
-    return rules
+    return codeowners.parse(text)
 
 
 def owners_of(rules: Sequence[OwnerRule], path: str) -> Owned:
-    for rule in reversed(rules):  # the last matching pattern takes precedence
-        if rule.regex.match(path):
-            return Owned(path, rule.owners, f"{rule.pattern} (line {rule.line})")
-    return Owned(path, ())
+    rule = codeowners.decide(rules, path)  # the last matching pattern takes precedence
+    return Owned(path, rule.owners, f"{rule.pattern} (line {rule.line})") if rule else Owned(path, ())
 
 
 def read_codeowners(repo: pygit2.Repository, tree: pygit2.Tree) -> tuple[str | None, list[OwnerRule]]:

@@ -36,7 +36,9 @@ log = logging.getLogger("series.forge")
 
 DEFAULT_API = "https://api.github.com"
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
-_MAX_PAGES = 50  # 5,000 items: beyond that the question is wrong, not the page size
+# 20,000 items at 100 a page (vLLM has a few thousand open PRs): a list still going on
+# past it is an error, never a silent cut (a duplicate on page 201 is still a duplicate)
+MAX_PAGES = 200
 _STATES = ("open", "closed")
 
 
@@ -197,17 +199,20 @@ class GitHubForge(Forge):
             data, _ = self._get(url, what)
         else:
             data = []
-            page: str | None = url
-            for _ in range(_MAX_PAGES):
-                if page is None:
-                    break
-                items, page = self._get(page, what)
+            page = url
+            for _ in range(MAX_PAGES):
+                items, following = self._get(page, what)
                 if not isinstance(items, list):
                     raise ForgeError(f"the GitHub API sent an unexpected answer for {what} "
                                      f"(not a list; {validate.one_line(url)})")
                 data.extend(items)
-                if stop is not None and stop(items):
+                if following is None or (stop is not None and stop(items)):
                     break
+                page = following
+            else:
+                raise ForgeError(f"the GitHub API had more than {MAX_PAGES} pages of {what} "
+                                 f"({len(data)} items so far); stopped rather than go on with part of "
+                                 f"them ({validate.one_line(url)[:200]})")
         self._cache[url] = data
         return data
 

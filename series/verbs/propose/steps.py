@@ -27,6 +27,7 @@ from series.analysis import grade as grading
 from series.analysis import prbody, reviewers, testmap
 from series.engine.replay import replay_commits
 from series.engine.state import refuse_if_halted
+from series import validate
 from series.errors import ConflictError, SeriesError
 from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
@@ -189,10 +190,21 @@ def fork_owner(repo: pygit2.Repository, remote: str) -> str | None:
     return m.group(2) if m else None
 
 
+def fork_remote(ws: Workspace, opts: Options) -> str:
+    """The fork's remote, checked before anything runs: a name git reads as a remote (never
+    an option: '--receive-pack=...'), and, unless --dry-run, one this repository has."""
+    where = "--fork" if opts.fork_remote else "propose.fork_remote"
+    name = opts.fork_remote or ws.series.propose.fork_remote
+    if opts.dry_run:
+        return validate.remote_name(name, where)  # a missing one is a note: the dry run is for setting up
+    return validate.existing_remote(ws.repo.remotes.names(), name, where)
+
+
 def run(ws: Workspace, name: str, forge: Forge, opts: Options,
         step: Callable[[str], None] = lambda _: None) -> Proposal:
     repo = ws.repo
     settings = ws.series.propose
+    remote = fork_remote(ws, opts)
     # 1. replay
     step("replay")
     done, main, notes = replay(ws, name, opts)
@@ -218,7 +230,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     # 3. reviewers
     step("reviewers")
     me = git_committer(repo)
-    owner = opts.owner or fork_owner(repo, opts.fork_remote or settings.fork_remote)
+    owner = opts.owner or fork_owner(repo, remote)
     login_of = getattr(forge, "commit_login", None)
     proposal.reviewers = reviewers.suggest(repo, main, files, login_of=login_of,
                                            me=[me.email] + ([owner] if owner else []))
@@ -229,7 +241,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     selected = testmap.load(repo, main.tree).select({p: (name,) for p in paths})
     note = opts.release_note or (ws.series.topic(name).summary or grading.title_tags(title)[1])
     proposal.description = prbody.render(template_path, template, title, done.commits, selected, paths,
-                                         note, opts.evidence)
+                                         note, opts.evidence, mentionable=proposal.reviewers.mentionable)
     if template_path is None:
         proposal.notes.append(f"no pull request template on {done.onto_name}: used vLLM's classic sections")
     proposal.steps.append("description")
@@ -241,7 +253,6 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
         if number not in {c.number for c in proposal.candidates}:
             proposal.notes.append(f"--despite {number}: #{number} shares no file with this PR")
     proposal.steps.append("duplicates")
-    remote = opts.fork_remote or settings.fork_remote
     head_ref = f"{owner or '<your GitHub login>'}:{done.branch}"
     proposal.command = [f"git push {remote} {done.head}:refs/heads/{done.branch}",
                         f"POST /repos/{ws.series.upstream.github or 'OWNER/REPO'}/pulls "
@@ -296,9 +307,6 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
     if create is None or not ws.series.upstream.github:
         raise SeriesError("opening the draft PR needs the GitHub API: set upstream.github in series.yaml "
                           "and drop --offline (or SERIES_OFFLINE); --dry-run shows the rest")
-    if remote not in repo.remotes.names():
-        raise SeriesError(f"no git remote '{remote}' for your fork: add it ('git remote add {remote} URL') "
-                          "or pass --fork REMOTE (setting: propose.fork_remote)")
     refuse_if_halted(repo, "propose")
     if owner is None:
         owner = forge.viewer_login()  # type: ignore[attr-defined]
