@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
+import pkgutil
 import re
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import click
 
 from series import __version__
 from series.errors import EXIT_BUG, SeriesError, redact, write_bug_log
+from series.output import Output, page
 from series.validate import printable
 
 
@@ -35,21 +36,6 @@ class Context:
 
 
 pass_ctx = click.make_pass_decorator(Context)
-
-
-@dataclass
-class Output:
-    """How text reaches the user: set once by the global options, read by emit()."""
-    quiet: bool = False
-    color: str = "auto"      # auto | always | never
-    pager: bool = True
-
-    def colored(self, stream: object) -> bool:
-        if self.color == "never" or (self.color == "auto" and os.environ.get("NO_COLOR")):
-            return False  # https://no-color.org: any non-empty NO_COLOR means no colour
-        if self.color == "always":
-            return True
-        return bool(getattr(stream, "isatty", lambda: False)()) and os.environ.get("TERM") != "dumb"
 
 
 OUTPUT = Output()
@@ -70,22 +56,82 @@ class VerbTable(click.Group):
     """The verbs, one per module of series.verbs, imported when asked for."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        import pkgutil
-
-        import series.verbs
-
-        return sorted(verb_name(m.name) for m in pkgutil.iter_modules(series.verbs.__path__)
-                      if not m.name.startswith("_"))
+        return sorted(_verb_modules())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         import importlib
 
-        if cmd_name not in self.list_commands(ctx):
+        if cmd_name not in _verb_modules():
             return None
         module = importlib.import_module(f"series.verbs.{module_name(cmd_name)}")
         command: click.Command = module.command
         _complete_topic_names(command)
+        _accept_output_options(command)
         return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and not ctx.resilient_parsing and args[0] not in _verb_modules() and not args[0].startswith("-"):
+            ctx.fail(unknown_verb(args[0], self.list_commands(ctx)))
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's listing, but each line read from the verb's source: `series --help`
+        imports no verb (and so not pygit2). tests/test_layout.py proves the lines equal
+        the imported commands' own short help."""
+        verbs = self.list_commands(ctx)
+        if verbs:
+            limit = formatter.width - 6 - max(len(v) for v in verbs)
+            with formatter.section("Commands"):
+                formatter.write_dl([(v, self.listed_help(ctx, v, limit)) for v in verbs])
+
+    def listed_help(self, ctx: click.Context, verb: str, limit: int) -> str:
+        """The verb's short help, made by click from its command's docstring read from the
+        source; a module this cannot read is imported instead."""
+        info = _verb_modules()[verb]
+        path = getattr(info.module_finder, "path", None)
+        if path is not None:
+            source = Path(path) / info.name / "__init__.py" if info.ispkg else Path(path) / f"{info.name}.py"
+            doc = _command_docstring(source)
+            if doc is not None:
+                return click.Command(verb, help=doc).get_short_help_str(limit)
+        command = self.get_command(ctx, verb)
+        return command.get_short_help_str(limit) if command is not None else ""
+
+
+def _verb_modules() -> dict[str, pkgutil.ModuleInfo]:
+    import series.verbs
+
+    return {verb_name(m.name): m for m in pkgutil.iter_modules(series.verbs.__path__) if not m.name.startswith("_")}
+
+
+def unknown_verb(name: str, verbs: list[str]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(name, verbs, n=1)
+    return f"No such command {name!r}." + (f" Did you mean {near[0]!r}?" if near else "")
+
+
+def _command_docstring(source: Path) -> str | None:
+    """The docstring of the function the module names `command` (`command = ci` names ci),
+    parsed from that def to its end: the rest of the module is not parsed."""
+    import ast
+
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    alias = re.search(r"^command = (\w+)$", text, re.M)
+    start = re.search(rf"^def {alias.group(1) if alias else 'command'}\(", text, re.M)
+    if start is None:
+        return None
+    lines = text[start.start():].split("\n")
+    end = next((i for i, line in enumerate(lines[1:], 1) if line[:1] not in ("", " ", "\t", "#", ")")), len(lines))
+    try:
+        tree = ast.parse("\n".join(lines[:end]))
+    except SyntaxError:
+        return None
+    func = tree.body[0]
+    return ast.get_docstring(func) if isinstance(func, ast.FunctionDef) else None
 
 
 def verb_name(module: str) -> str:
@@ -100,22 +146,107 @@ def module_name(verb: str) -> str:
     return name + "_" if keyword.iskeyword(name) else name
 
 
-@click.group(cls=VerbTable, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="series")
+# The output options: the group's, and accepted after the verb too (`series status --color
+# always`): get_command gives every verb hidden copies whose callbacks override the group's.
+_OUTPUT_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+    (("-v", "--verbose"), {"is_flag": True, "help": "Log git commands and timings to stderr."}),
+    (("-q", "--quiet"), {"is_flag": True,
+                         "help": "Print only errors and --json documents; the exit code tells the outcome."}),
+    (("--color",), {"type": click.Choice(["auto", "always", "never"]),
+                    "help": "Colour: on a terminal (auto, the default), always, or never. Under auto, "
+                            "NO_COLOR=1 means never, else CLICOLOR_FORCE=1 means always."}),
+    (("--no-pager",), {"is_flag": True,
+                       "help": "Do not page long output on a terminal (pager: $SERIES_PAGER, $GIT_PAGER, "
+                               "core.pager, $PAGER, else less -FRX)."}),
+)
+
+
+def _output_options(func: Any) -> Any:
+    for decls, attrs in reversed(_OUTPUT_OPTIONS):
+        func = click.option(*decls, **attrs)(func)
+    return func
+
+
+def _accept_output_options(command: click.Command) -> None:
+    if not any(p.name == "color" for p in command.params):
+        command.params += [click.Option(list(decls), expose_value=False, hidden=True, callback=_late_output, **attrs)
+                           for decls, attrs in _OUTPUT_OPTIONS]
+    for sub in getattr(command, "commands", {}).values():
+        _accept_output_options(sub)
+
+
+def _late_output(ctx: click.Context, param: click.Parameter, value: object) -> None:
+    """An output option after the verb: the group has set the output up, this amends it."""
+    if value is None or value is False:
+        return
+    if param.name == "color":
+        OUTPUT.color = str(value)
+    elif param.name == "no_pager":
+        OUTPUT.pager = False
+    elif param.name == "verbose":
+        OUTPUT.verbose = True
+    elif param.name == "quiet" and not OUTPUT.quiet:
+        OUTPUT.quiet = True
+        _silence(ctx.find_root())
+    logging.getLogger().setLevel(OUTPUT.log_level())
+
+
+def _silence(ctx: click.Context) -> None:
+    """--quiet: progress lines go to stderr from many verbs; silence them all, errors excepted."""
+    saved, sys.stderr = sys.stderr, open(os.devnull, "w")  # noqa: SIM115 (closed below)
+
+    def restore() -> None:
+        sys.stderr.close()
+        sys.stderr = saved
+    ctx.call_on_close(restore)  # before main() prints an error
+
+
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(versions())
+        ctx.exit()
+
+
+def versions() -> str:
+    """series, and what it runs on: a bug report wants all three, even when one is missing."""
+    from series.git.cli import git
+
+    lines = [f"series {__version__}"]
+    try:
+        lines.append(git(Path(os.sep), "--version").stdout.strip())
+    except SeriesError as exc:
+        lines.append(f"git: {exc}")
+    try:
+        import pygit2
+    except ImportError as exc:
+        lines.append(f"pygit2: cannot be imported ({exc})")
+    else:
+        lines.append(f"pygit2 {getattr(pygit2, '__version__', '?')} (libgit2 {pygit2.LIBGIT2_VERSION})")
+    return "\n".join(lines)
+
+
+EPILOG = """\b
+The output options (-v, -q, --color, --no-pager) may also follow the verb.
+'series help VERB' is 'series VERB --help'.
+\b
+Exit codes: 0 ok, 1 an error you can fix (the message says how), 2 usage,
+3 conflict, 4 a bug in series (the message names a log file), 5 'test --run':
+a test got worse than on the base release. touches: 0 touched, 1 not touched,
+2 an error.
+"""
+
+
+@click.group(cls=VerbTable, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show the versions of series, git, pygit2 and libgit2, and exit.")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
               help="series.yaml to use (default: found in this directory or its parents).")
 @click.option("-C", "directory", type=click.Path(path_type=Path, file_okay=False),
               help="Run as if started in DIR.")
-@click.option("-v", "--verbose", is_flag=True, help="Log git commands and timings to stderr.")
-@click.option("-q", "--quiet", is_flag=True,
-              help="Print only errors and --json documents; the exit code tells the outcome.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
-              help="Colour: on a terminal (auto), always, or never. NO_COLOR=1 means never.")
-@click.option("--no-pager", is_flag=True,
-              help="Do not page long output on a terminal (default: $PAGER, else less -FRX).")
+@_output_options
 @click.pass_context
 def group(ctx: click.Context, config_file: Path | None, directory: Path | None, verbose: bool,
-          quiet: bool, color: str, no_pager: bool) -> None:
+          quiet: bool, color: str | None, no_pager: bool) -> None:
     """Manage a downstream fork of vLLM as an ordered series of topic branches.
 
     \b
@@ -126,16 +257,11 @@ def group(ctx: click.Context, config_file: Path | None, directory: Path | None, 
       series adopt-upstream 61050        carry an upstream PR instead of our topic
     Try 'series demo' for a five-minute tour in a scratch directory.
     """
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.ERROR if quiet else logging.WARNING,
-                        format="%(name)s: %(message)s", stream=sys.stderr)
-    OUTPUT.quiet, OUTPUT.color, OUTPUT.pager = quiet, color, not no_pager
-    if quiet:  # progress lines go to stderr from many verbs: silence them all, errors excepted
-        saved, sys.stderr = sys.stderr, open(os.devnull, "w")  # noqa: SIM115 (closed below)
-
-        def restore() -> None:
-            sys.stderr.close()
-            sys.stderr = saved
-        ctx.call_on_close(restore)  # before main() prints an error
+    OUTPUT.quiet, OUTPUT.verbose, OUTPUT.color, OUTPUT.pager = quiet, verbose, color or "auto", not no_pager
+    OUTPUT.directory = directory
+    logging.basicConfig(level=OUTPUT.log_level(), format="%(name)s: %(message)s", stream=sys.stderr)
+    if quiet:
+        _silence(ctx)
     ctx.obj = Context(config_file, directory)
 
 
@@ -148,9 +274,9 @@ def emit(text: str) -> None:
     color = OUTPUT.colored(sys.stdout)
     shown = colorize(text) if color else text
     if OUTPUT.pager and sys.stdout.isatty() and text.count("\n") + 1 > shutil.get_terminal_size().lines - 1:
-        os.environ.setdefault("LESS", "FRX")  # quit when it fits, keep colour, leave it on screen
-        click.echo_via_pager(shown if shown.endswith("\n") else shown + "\n", color=color)
-        return
+        pager = OUTPUT.pager_command()
+        if pager is not None and page(pager, shown if shown.endswith("\n") else shown + "\n"):
+            return
     click.echo(shown, nl=not text.endswith("\n"), color=color)
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import run_series
+from tests.repos import git
 
 
 def complete(words: str, cwd: Path) -> list[str]:
@@ -33,6 +34,10 @@ def test_completion_scripts_and_topic_names(fork: Path) -> None:
 def test_json_documents_lead_with_the_schema(fork: Path) -> None:
     data = json.loads(run_series("status", "--json", cwd=fork).stdout)
     assert next(iter(data)) == "schema" and data["schema"] == 1, list(data)[:3]
+    run_series("drop", "api-hello", cwd=fork)
+    data = json.loads(run_series("log", "--json", cwd=fork).stdout)
+    assert list(data) == ["schema", "operations"] and data["schema"] == 1, data
+    assert [op["command"] for op in data["operations"]] == ["drop"], data
 
 
 def test_touches_not_touched_is_1_and_an_error_is_2(fork: Path) -> None:
@@ -81,7 +86,11 @@ def on_a_terminal(args: list[str], cwd: Path, **env: str) -> str:
     return b"".join(chunks).decode(errors="replace")
 
 
-PAGER = f"{sys.executable} -c \"import sys; sys.stdout.write('PAGED>' + sys.stdin.read())\""
+def pager(tag: str) -> str:
+    return f"{sys.executable} -c \"import sys; sys.stdout.write('{tag}>' + sys.stdin.read())\""
+
+
+PAGER = pager("PAGED")
 
 
 def test_long_output_on_a_terminal_goes_through_the_pager(fork: Path) -> None:
@@ -92,6 +101,21 @@ def test_long_output_on_a_terminal_goes_through_the_pager(fork: Path) -> None:
     assert "PAGED>" not in on_a_terminal(["--no-pager", "touches"], fork, PAGER=PAGER, LINES="5")
 
 
+def test_the_pager_is_chosen_as_git_does_with_series_pager_first(fork: Path) -> None:
+    def paged_by(**env: str) -> str:
+        out = on_a_terminal(["touches"], fork, LINES="5", COLUMNS="100", **env)
+        assert "topics over v0.30.0" in out, out
+        return out.split(">", 1)[0].strip() if ">" in out.split("topics over", 1)[0] else ""
+
+    assert paged_by(PAGER=pager("PAGER"), GIT_PAGER=pager("GIT")) == "GIT"
+    assert paged_by(PAGER=pager("PAGER"), GIT_PAGER=pager("GIT"), SERIES_PAGER=pager("SERIES")) == "SERIES"
+    assert paged_by(GIT_PAGER=pager("GIT"), SERIES_PAGER="") == ""      # set but empty: no pager
+    assert paged_by(PAGER=pager("PAGER"), GIT_PAGER="cat") == ""        # cat: no pager, as in git
+    git(fork, "config", "core.pager", pager("CORE"))
+    assert paged_by(PAGER=pager("PAGER")) == "CORE"
+    assert paged_by(PAGER=pager("PAGER"), GIT_PAGER=pager("GIT")) == "GIT"
+
+
 def test_colour_on_a_terminal_honours_no_color_and_the_flag(fork: Path) -> None:
     sh_fail = ["rebase", "--onto", "v0.31.0", "--dry-run"]     # reports a conflict
     assert "\x1b[" in on_a_terminal(sh_fail, fork, LINES="200")
@@ -100,6 +124,31 @@ def test_colour_on_a_terminal_honours_no_color_and_the_flag(fork: Path) -> None:
     piped = run_series("--color", "always", *sh_fail, cwd=fork, expect=None).stdout
     assert "\x1b[31m" in piped, piped
     assert "\x1b[" not in run_series(*sh_fail, cwd=fork, expect=None).stdout
+
+
+def test_clicolor_force_colours_a_pipe_unless_no_color_or_the_flag_says_no(fork: Path) -> None:
+    sh_fail = ["rebase", "--onto", "v0.31.0", "--dry-run"]     # reports a conflict
+
+    def coloured(*args: str, **env: str) -> bool:
+        return "\x1b[31m" in run_series(*args, *sh_fail, cwd=fork, expect=None, env=env).stdout
+
+    assert coloured(CLICOLOR_FORCE="1")
+    assert not coloured(CLICOLOR_FORCE="0")
+    assert not coloured(CLICOLOR_FORCE="1", NO_COLOR="1")              # no-color.org wins over bixense
+    assert not coloured("--color", "never", CLICOLOR_FORCE="1")        # the flag wins over both
+    assert coloured("--color", "always", NO_COLOR="1")
+
+
+def test_output_options_are_accepted_after_the_verb_too(fork: Path) -> None:
+    sh_fail = ["rebase", "--onto", "v0.31.0", "--dry-run"]
+    proc = run_series(*sh_fail, "--color=always", "-v", cwd=fork, expect=None)
+    assert "\x1b[31m" in proc.stdout and "series.git: $ git" in proc.stderr, proc
+    assert "\x1b[" not in run_series("--color", "always", *sh_fail, "--color", "never",
+                                     cwd=fork, expect=None).stdout  # the later one wins
+    proc = run_series("status", "-q", cwd=fork)
+    assert proc.stdout == "" and proc.stderr == ""
+    assert run_series("ci", "report", "--quiet", cwd=fork).stdout == ""  # a verb's own verb too
+    assert "PAGED>" not in on_a_terminal(["touches", "--no-pager"], fork, PAGER=PAGER, LINES="5")
 
 
 def test_quiet_prints_only_errors(fork: Path) -> None:

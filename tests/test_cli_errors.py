@@ -45,3 +45,31 @@ def test_usage_error_exits_2(fork: Path) -> None:
 def test_help_teaches(fork: Path) -> None:
     out = run_series("--help", cwd=fork).stdout
     assert "series.yaml" in out and "rebase --onto" in out, out
+    assert "Exit codes: 0 ok, 1 an error you can fix" in out and "4 a bug in series" in out, out
+    assert "5 'test --run'" in out and "touches: 0 touched, 1 not touched" in out, out
+
+
+def test_a_mistyped_verb_names_the_nearest(fork: Path) -> None:
+    proc = run_series("stauts", cwd=fork, expect=2)
+    assert "No such command 'stauts'. Did you mean 'status'?" in proc.stderr, proc.stderr
+    assert "Did you mean" not in run_series("xyzzy", cwd=fork, expect=2).stderr
+    proc = run_series("help", "rebsae", cwd=fork, expect=2)
+    assert "Did you mean 'rebase'?" in proc.stderr, proc.stderr
+
+
+def test_help_verb_is_the_verbs_own_help(fork: Path) -> None:
+    assert run_series("help", cwd=fork).stdout == run_series("--help", cwd=fork).stdout
+    for verb in (["rebase"], ["add"], ["ci", "report"]):   # add has a required argument
+        assert run_series("help", *verb, cwd=fork).stdout == run_series(*verb, "--help", cwd=fork).stdout
+    assert "Usage: series ci report" in run_series("help", "ci", "report", cwd=fork).stdout
+    run_series("help", "status", "extra", cwd=fork, expect=2)
+
+
+def test_version_names_git_pygit2_and_libgit2(fork: Path) -> None:
+    import pygit2
+
+    lines = run_series("--version", cwd=fork).stdout.splitlines()
+    assert lines[0].startswith("series ") and lines[1].startswith("git version "), lines
+    assert lines[2] == f"pygit2 {pygit2.__version__} (libgit2 {pygit2.LIBGIT2_VERSION})", lines
+    lines = run_series("--version", cwd=fork, env={"PATH": str(fork)}).stdout.splitlines()  # no git on PATH
+    assert lines[1] == "git: git is not installed or not on PATH", lines

@@ -183,7 +183,7 @@ def test_a_full_disk_is_exit_1_with_the_path_and_leaves_nothing_locked(fork: Pat
     assert snapshot(fork) == before
     run_series("drop", "api-hello", cwd=fork)  # nothing left locked, nothing half-done
     assert parsed(fork).topic("api-hello").status.value == "dropped"
-    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)
+    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
     assert [r["state"] for r in rows] == ["done"], rows
 
 

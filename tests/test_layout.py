@@ -78,6 +78,7 @@ def _loaded_verbs(*argv: str, extra_path: Path | None = None) -> tuple[list[str]
         except SystemExit:
             pass
         print("LOADED", " ".join(sorted(m for m in sys.modules if m.startswith("series.verbs."))))
+        print("PYGIT2", "pygit2" in sys.modules)
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("LOADED"))
@@ -90,6 +91,27 @@ def test_a_verb_loads_only_its_own_module() -> None:
     loaded, _ = _loaded_verbs("rebase", "--help")
     assert all(m.startswith("series.verbs.rebase") for m in loaded), loaded
     assert "series.verbs.rebase" in loaded
+
+
+def test_help_loads_no_verb_and_not_pygit2() -> None:
+    loaded, out = _loaded_verbs("--help")
+    assert loaded == [] and "PYGIT2 False" in out and "undo " in out, (loaded, out)
+
+
+def test_status_loads_no_other_verb(fork: Path) -> None:
+    loaded, out = _loaded_verbs("-C", str(fork), "status")
+    assert "offload-evict-fix" in out, out
+    assert loaded == ["series.verbs.status"], loaded
+
+
+def test_the_listing_read_from_source_is_each_commands_own_short_help() -> None:
+    import importlib
+
+    ctx = click.Context(group)
+    for verb in group.list_commands(ctx):
+        command = importlib.import_module(f"series.verbs.{module_name(verb)}").command
+        for limit in (20, 45, 80):
+            assert group.listed_help(ctx, verb, limit) == command.get_short_help_str(limit), verb
 
 
 def test_a_new_verb_is_one_module(tmp_path: Path) -> None:

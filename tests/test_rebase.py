@@ -316,7 +316,7 @@ def test_rebasing_again_onto_the_same_release_moves_nothing(fork: Path) -> None:
     proc = run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork)
     assert "already up to date" in proc.stdout, proc.stdout
     assert snapshot(fork) == before
-    assert len(json.loads(run_series("log", "--json", cwd=fork).stdout)) == 1
+    assert len(json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]) == 1
 
 
 def test_a_branch_moved_during_a_halted_rebase_is_caught_before_anything_moves(fork: Path) -> None:

@@ -22,7 +22,7 @@ def test_undo_restores_refs_and_series_yaml_byte_for_byte(fork: Path) -> None:
     assert refs_after == before[0], (refs_after, before[0])
     proc = run_series("undo", cwd=fork, expect=1)
     assert "nothing to undo" in proc.stderr, proc.stderr
-    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)
+    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
     assert [r["command"] for r in rows] == ["undo", "rebase"], rows
     assert rows[1]["undone_by"] == rows[0]["id"] and rows[0]["undoes"] == rows[1]["id"]
     text = run_series("log", cwd=fork).stdout
@@ -65,4 +65,4 @@ def test_undo_updates_a_clean_checkout(fork: Path) -> None:
 
 def test_log_with_no_operations(fork: Path) -> None:
     assert "no operations yet" in run_series("log", cwd=fork).stdout
-    assert json.loads(run_series("log", "--json", cwd=fork).stdout) == []
+    assert json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"] == []

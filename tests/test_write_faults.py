@@ -79,7 +79,7 @@ def state(repo: Path) -> tuple[dict[str, str], str | None]:
 
 def check_after_kill(repo: Path, before: tuple[dict[str, str], str | None],
                      after: tuple[dict[str, str], str | None]) -> None:
-    rows = json.loads(run_series("log", "--json", cwd=repo).stdout)  # the next command
+    rows = json.loads(run_series("log", "--json", cwd=repo).stdout)["operations"]  # the next command
     assert all(r["state"] == "done" for r in rows), rows
     assert not list((repo / ".git/refs").rglob("*.lock")), "a ref lock file is left"
     now = state(repo)
@@ -142,7 +142,7 @@ def test_a_halted_rebase_killed_while_it_ends(fork: Path, upstream: Path, tmp_pa
     run_series("rebase", ending, cwd=reference)
     before, after = state(fork), state(reference)
     killed(fork, ["rebase", ending], point)
-    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)  # the next command repairs
+    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]  # the next command repairs
     assert all(r["state"] == "done" for r in rows), rows
     assert not list((fork / ".git/refs").rglob("*.lock")), "a ref lock file is left"
     now = state(fork)

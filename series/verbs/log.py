@@ -60,6 +60,6 @@ def command(ctx: Context, as_json: bool) -> None:
 
     rows = run(_repo(ctx))
     if as_json:
-        emit_json(rows)
+        emit_json({"operations": rows})
     else:
         emit(render(rows))
