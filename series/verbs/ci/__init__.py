@@ -11,7 +11,6 @@ commits' authors where their address is GitHub's no-reply one, else their names.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,14 +109,9 @@ def owners_of(ws: object, names: list[str]) -> list[str]:
 
 def conflicting_topics(report: Path) -> list[str]:
     """The topics a `series rebase --dry-run --json` report names as conflicting."""
-    try:
-        data = json.loads(report.read_text())
-    except (OSError, ValueError) as exc:
-        raise SeriesError(f"{report}: not a series rebase --json report ({exc})") from None
-    rows = data.get("topics") if isinstance(data, dict) else None
-    if not isinstance(rows, list):
-        raise SeriesError(f"{report}: not a series rebase --json report (no 'topics')")
-    return [str(r["name"]) for r in rows if isinstance(r, dict) and r.get("conflict") and r.get("name")]
+    from series.verbs.ci.report import read_rebase
+
+    return [row.name for row in read_rebase(report).topics if row.conflict]
 
 
 @click.group("ci")
