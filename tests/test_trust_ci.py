@@ -9,15 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_series
-
-
-def one_line_error(proc: object, *named: str) -> str:
-    err = proc.stderr.strip()  # type: ignore[attr-defined]
-    assert proc.returncode == 1 and len(err.splitlines()) == 1, err  # type: ignore[attr-defined]
-    assert err.startswith("series: error: ") and "Traceback" not in err, err
-    for word in named:
-        assert word in err, (word, err)
-    return err
+from tests.test_trust_cli import one_line_error
 
 
 # -- ci report --rebase / ci owners --report ------------------------------------------------
