@@ -107,6 +107,7 @@ def load(text: str) -> BlockMap | None:
 def _content_lines(text: str) -> list[tuple[int, int, str]]:
     """(line number, indent, content) of each line that holds data; comments and blank
     lines hold none (a trailing comment is dropped where its scalar is read)."""
+    text = text.replace("\r\n", "\n")  # one line break to YAML too, and no column moves
     if "\t" in text or "\r" in text or text.startswith(("%", "---")) or "\n---" in text or "\n..." in text:
         raise Unsupported
     out = []

@@ -293,7 +293,7 @@ def _block_end(lines: list[str], first: int, column: int) -> int:
 
 def _value_end(line: str, col: int) -> int:
     """Where the one-line value starting at `col` ends (its comment excluded)."""
-    rest = line[col:].rstrip("\n")
+    rest = line[col:].rstrip("\r\n")
     if not rest:
         raise _Unsupported("value on its own line")
     if rest[0] in "'\"":
@@ -323,21 +323,36 @@ def _value_end(line: str, col: int) -> int:
 Splice = tuple[int, int, list[str], int]   # replace lines [start, end) by these; seq for order
 
 
+def line_end(text: str) -> str:
+    """The file's line end: CRLF when most of its lines end so (a Windows editor's file)."""
+    return "\r\n" if text.count("\r\n") * 2 > text.count("\n") else "\n"
+
+
 class _Splicer:
+    """Lines are replaced whole; each untouched line keeps its own end, and the lines
+    written end as most of the file's do."""
+
     def __init__(self, text: str, doc: Mapping):
+        self.eol = line_end(text)
         self.lines = text.splitlines(keepends=True)
-        if self.lines and not self.lines[-1].endswith("\n"):
-            self.lines[-1] += "\n"
+        self.unterminated = bool(self.lines) and not self.lines[-1].endswith("\n")
+        if self.unterminated:
+            self.lines[-1] += self.eol
         self.doc = doc
         self.splices: list[Splice] = []
 
-    def add(self, start: int, end: int, new: list[str]) -> None:
+    def add(self, start: int, end: int, new: list[str], fresh: bool = True) -> None:
+        if fresh:  # written here with "\n": end them as the file does
+            new = [line[:-1] + self.eol if line.endswith("\n") and not line.endswith("\r\n") else line
+                   for line in new]
         self.splices.append((start, end, new, len(self.splices)))
 
     def result(self) -> str:
         lines = list(self.lines)
         for start, end, new, _ in sorted(self.splices, key=lambda s: (s[0], s[3]), reverse=True):
             lines[start:end] = new
+        if self.unterminated and lines and lines[-1] == self.lines[-1]:
+            lines[-1] = lines[-1][:-len(self.eol)]  # its last line untouched: still without an end
         return "".join(lines)
 
     def _block_map(self, node: Any) -> Mapping:
@@ -362,7 +377,7 @@ class _Splicer:
             stop = _value_end(text, col)
             if _block_end(self.lines, line, node.lc.key(key)[1]) != line + 1:
                 raise _Unsupported("value continues on the next line")
-            self.add(line, line + 1, [text[:col] + scalar(value) + text[stop:]])
+            self.add(line, line + 1, [text[:col] + scalar(value) + text[stop:]], fresh=False)
             return
         keys = list(node)
         if not keys:
@@ -524,6 +539,7 @@ def apply(text: str | None, path: Path, edits: list[Edit]) -> str | None:
         except (_Unsupported, SeriesError, KeyError, ValueError, IndexError):
             pass
     result = _roundtrip(config._yaml().load(io.StringIO(text)), expected)  # its own copy: it is changed
+    result = re.sub(r"\r?\n", line_end(text), result)  # ruamel writes "\n"
     if load_plain(result, path) != expected:
         raise AssertionError(f"series.yaml editor: {describe(todo[0].path)} did not read back")
     return result

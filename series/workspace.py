@@ -148,7 +148,8 @@ def repair(repo: pygit2.Repository) -> list[str]:
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text()
+        with open(path, encoding="utf-8", newline="") as f:  # CRLF kept: the editor keeps it
+            return f.read()
     except FileNotFoundError:
         return None
 

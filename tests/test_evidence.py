@@ -196,3 +196,70 @@ def test_the_patched_wheel_is_a_build_too(fork: Path, tmp_path: Path) -> None:
     changes = {t["name"]: t["package_changes"] for t in data["trees"]}
     assert changes == {"base": 1, "series": 0}, changes
     assert data["tests"][PEEK] == {"base": "failed", "series": "passed"}
+
+
+# -- what is not a Python interpreter; what a killed run leaves ------------------------------
+
+def test_a_python_that_is_not_one_is_refused(fork: Path, tmp_path: Path) -> None:
+    er.series_yaml(fork, "lru-peek")
+    other_json = tmp_path / "other-json"
+    other_json.write_text("#!/bin/sh\necho '{\"python\": \"3.12\", \"version\": \"0.30.0\"}'\n")
+    wrong_types = tmp_path / "wrong-types"
+    wrong_types.write_text("#!/bin/sh\necho '{\"series_probe\": \"vllm-series probe 1\", \"version\": 5, "
+                           "\"location\": [], \"executable\": \"x\"}'\n")
+    for script in (other_json, wrong_types):
+        script.chmod(0o755)
+    for python, said in (("/bin/true", "it printed nothing"), ("/bin/echo", "when asked to run a Python script"),
+                         (str(other_json), "not the probe's JSON"), (str(wrong_types), "'version' is not a string"),
+                         (str(tmp_path / "nosuch"), "cannot run it"), (str(tmp_path), "cannot run it")):
+        proc = run_series("test", "--run", "--python", python, cwd=fork, expect=1)
+        err = proc.stderr.strip()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+        assert err.startswith(f"series: error: --python {python} is not a Python interpreter: "), err
+        assert said in err, (said, err)
+
+
+def _scratch_in(temp: Path) -> tuple[subprocess.Popen[str], Path]:
+    """A process that made its scratch directory in `temp` and sleeps in it."""
+    code = ("import sys, time; from series.build.testrun import Scratch; s = Scratch(); "
+            "print(s.root, flush=True); time.sleep(120)")
+    proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(temp)),
+                            stdout=subprocess.PIPE, text=True)
+    root = Path(proc.stdout.readline().strip())  # type: ignore[union-attr]
+    assert root.is_dir() and root.parent == temp, root
+    return proc, root
+
+
+def test_the_next_run_removes_what_a_killed_run_left_and_keeps_a_live_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from series.build import testrun
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    killed, stale = _scratch_in(temp)
+    live, running = _scratch_in(temp)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    unlocked = temp / f"series-evidence-{dead}-abcd"   # killed before it took its lock
+    unlocked.mkdir()
+    starting = temp / f"series-evidence-{os.getpid()}-efgh"  # alive, not locked yet
+    starting.mkdir()
+    other = temp / "series-evidence-notapid"
+    other.mkdir()
+    try:
+        assert stale.is_dir() and (stale / "layout").is_dir()
+        with testrun.Scratch() as mine:
+            assert not stale.exists() and not unlocked.exists()
+            assert running.is_dir() and starting.is_dir() and other.is_dir()
+            assert mine.root.is_dir()
+        assert not mine.root.exists()
+    finally:
+        live.kill()
+        live.wait()
+    assert running.is_dir()  # its owner's lock went with it: the next run takes it
+    assert testrun.remove_stale(temp) == [running]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import string
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +250,35 @@ def test_evidence_that_passes_the_check_renders(data: Any) -> None:
         assert "\n" not in str(exc), str(exc)
         return
     assert isinstance(prbody.results(checked), str)
+
+
+def read_rebase_report(body: bytes) -> None:
+    """`ci report --rebase FILE` and `ci owners --report FILE`: a report or one line naming the file."""
+    from series.verbs.ci.report import read_rebase
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rebase.json"
+        path.write_bytes(body)
+        try:
+            read_rebase(path)
+        except SeriesError as exc:
+            assert "\n" not in str(exc) and str(path) in str(exc), str(exc)
+
+
+rebase_rows = st.dictionaries(st.sampled_from(["name", "outcome", "conflict", "commit", "subject", "files"]),
+                              json_values, max_size=5)
+
+
+@STRUCTURED
+@given(st.one_of(json_values, st.fixed_dictionaries(
+    {"schema": st.sampled_from([1, 1, "1", None]), "status": json_values,
+     "topics": st.one_of(json_values, st.lists(st.one_of(rebase_rows, st.fixed_dictionaries(
+         {"name": st.text(max_size=5), "outcome": st.text(max_size=5), "conflict": rebase_rows})), max_size=3))})))
+def test_rebase_report_random_json(value: Any) -> None:
+    read_rebase_report(json.dumps(value).encode())
+
+
+@FAST
+@given(st.binary(max_size=200))
+def test_rebase_report_random_bytes(body: bytes) -> None:
+    read_rebase_report(body)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import hashlib
+import fcntl
 import json
 import os
 import shutil
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
+from series.build.interpreter import Environment
 from series.errors import SeriesError
 
 
@@ -44,64 +45,6 @@ class Outcome(str, enum.Enum):
     @property
     def bad(self) -> bool:
         return self in (Outcome.FAILED, Outcome.ERROR)
-
-
-# --- the environment -------------------------------------------------------------------
-
-_PROBE = r"""
-import hashlib, importlib.metadata as md, importlib.util as u, json, os, sys
-out = {"python": sys.version.split()[0], "executable": sys.executable}
-spec = u.find_spec(PACKAGE)
-out["location"] = list(spec.submodule_search_locations or []) if spec else []
-try:
-    dist = md.distribution(PACKAGE)
-    out["version"] = dist.version
-    record = dist.read_text("RECORD") or ""
-    out["record"] = hashlib.sha256(record.encode()).hexdigest()
-except md.PackageNotFoundError:
-    out["version"] = None
-out["pytest"] = md.version("pytest") if u.find_spec("pytest") else None
-print(json.dumps(out))
-"""
-
-
-@dataclass(frozen=True)
-class Environment:
-    python: str
-    version: str              # the installed package's version, e.g. 0.31.0 or 0.31.0+series.g1a2b3c4
-    package_dir: Path         # the installed package, e.g. .../site-packages/vllm
-    pytest: str
-    build_key: str            # what the cached results of this build are keyed by
-
-    @property
-    def public_version(self) -> str:
-        return self.version.partition("+")[0]
-
-
-def probe(python: str, package: str = "vllm") -> Environment:
-    """What PY has installed; SeriesError when it has no package or no pytest."""
-    exe = shutil.which(python) or python
-    if os.sep in exe:
-        exe = os.path.abspath(exe)  # pytest runs in the scratch layout, not here
-    try:
-        proc = subprocess.run([exe, "-I", "-c", _PROBE.replace("PACKAGE", repr(package))],
-                              capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SeriesError(f"--python {python}: cannot run it ({exc})") from None
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or [""])[-1]
-        raise SeriesError(f"--python {python}: it failed to start ({tail})")
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
-    if not data["version"] or not data["location"]:
-        raise SeriesError(f"--python {python} has no {package} installed: install the base release "
-                          f"there (pip install {package}==VERSION) or name another interpreter")
-    if not data["pytest"]:
-        raise SeriesError(f"--python {python} has no pytest: `{exe} -m pip install pytest` "
-                          "(upstream's tests/conftest.py also needs pytest-asyncio and friends; "
-                          "see the README)")
-    location = Path(data["location"][0])
-    key = hashlib.sha256(f"{data['executable']}\0{data['version']}\0{data['record']}".encode())
-    return Environment(exe, data["version"], location, data["pytest"], key.hexdigest()[:20])
 
 
 # --- the layout ------------------------------------------------------------------------
@@ -144,15 +87,25 @@ def pytest_runtest_logreport(report):
 '''
 
 
+SCRATCH_PREFIX = "series-evidence-"
+SCRATCH_LOCK = "owner.lock"
+
+
 class Scratch:
     """One temporary directory for a whole run: the tests layout, the shadows, the reports.
 
     `close()` removes it; callers use it as a context manager so an interrupted run
-    leaves nothing behind.
+    leaves nothing behind. A SIGKILL skips that: the directory is named with its owner's
+    pid and holds a lock file the owner keeps flock'd, and each new run removes the ones
+    whose lock is free and whose owner is gone (series-evidence-PID-XXXX).
     """
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="series-evidence-"))
+        temp = Path(tempfile.gettempdir())
+        remove_stale(temp)
+        self.root = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=temp))
+        self._lock = os.open(self.root / SCRATCH_LOCK, os.O_WRONLY | os.O_CREAT, 0o600)
+        fcntl.flock(self._lock, fcntl.LOCK_EX)  # held until close(), or the kernel drops it at death
         self.tests_root = self.root / "layout"
         self.tests_root.mkdir()
         plugin_dir = self.root / "plugin"
@@ -169,6 +122,7 @@ class Scratch:
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        os.close(self._lock)
 
     def fresh(self, what: str) -> Path:
         self._count += 1
@@ -185,6 +139,43 @@ class Scratch:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         return self.tests_root
+
+
+def remove_stale(temp: Path) -> list[Path]:
+    """Remove the scratch directories killed runs left in `temp`; never a live run's: its
+    lock is held (a directory without one yet is a run starting: its pid is alive)."""
+    removed = []
+    for path in temp.glob(f"{SCRATCH_PREFIX}*"):
+        pid = path.name[len(SCRATCH_PREFIX):].partition("-")[0]
+        if not pid.isdigit() or path.is_symlink() or not path.is_dir() or _alive(int(pid)):
+            continue
+        try:
+            fd = os.open(path / SCRATCH_LOCK, os.O_RDONLY)
+        except FileNotFoundError:
+            fd = -1  # an owner killed before it locked: its pid is gone all the same
+        except OSError:
+            continue  # someone else's: not ours to judge
+        try:
+            if fd >= 0:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # held: a live run whose pid we cannot see (another pid namespace)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def shadow(installed: Path, changes: Mapping[str, bytes | None], into: Path) -> Path:

@@ -11,7 +11,7 @@ commits' authors where their address is GitHub's no-reply one, else their names.
 """
 from __future__ import annotations
 
-import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,27 +66,63 @@ def init(target: str, root: Path, force: bool = False, dry_run: bool = False) ->
 
     if target not in TARGETS:
         raise SeriesError(f"unknown CI {target!r}: choose one of {', '.join(TARGETS)}")
-    out = []
-    for source, dest in TARGETS[target]:
+    planned = []
+    for source, dest in TARGETS[target]:  # every target checked before the first is written
         text = _pinned(path(source).read_text())
-        where = root / dest
-        if where.is_file():
-            if where.read_text() == text:
-                out.append(Written(dest, "unchanged"))
-                continue
-            if not force:
-                raise SeriesError(f"{dest} exists and differs from the template: keep your edits, or "
-                                  "pass --force to replace it (see the difference with --dry-run --force)")
-            state = "updated"
-        else:
-            state = "created"
-        if dry_run:
-            out.append(Written(dest, f"would {state[:-1]}"))
+        where = _inside(root, dest)
+        state = _state(where, dest, text, force)
+        planned.append((dest, where, text, state))
+    out = []
+    for dest, where, text, state in planned:
+        if state == "unchanged" or dry_run:
+            out.append(Written(dest, state if state == "unchanged" else f"would {state[:-1]}"))
             continue
-        where.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise SeriesError(f"{dest}: a part of {where.parent.relative_to(root.resolve())} is a file, "
+                              "not a directory: move it away and run this again") from None
         write_text_atomically(where, text)
         out.append(Written(dest, state))
     return out
+
+
+def _inside(root: Path, dest: str) -> Path:
+    """Where `dest` really is. A symlink on the way (.github, workflows, the file itself) may
+    lead anywhere: a fork's clone is not to be trusted to keep ci init inside it."""
+    top = root.resolve()
+    try:
+        real = (top / dest).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise SeriesError(f"{dest}: cannot follow its symlinks ({exc})") from None
+    if real.is_relative_to(top) and not real.is_relative_to(top / ".git"):
+        return real
+    link = next((top.joinpath(*Path(dest).parts[:n]) for n in range(1, len(Path(dest).parts) + 1)
+                 if top.joinpath(*Path(dest).parts[:n]).is_symlink()), top / dest)
+    raise SeriesError(f"{dest}: {link.relative_to(top)} is a symlink to {os.readlink(link)}, which leads "
+                      f"to {real}, outside the repository's work tree {top}: ci init writes only inside "
+                      "it (with or without --force); replace the symlink with a directory")
+
+
+def _state(where: Path, dest: str, text: str, force: bool) -> str:
+    """created | updated | unchanged; a file that differs is replaced only with --force."""
+    if not where.exists():
+        return "created"
+    if not where.is_file():
+        kind = "a directory" if where.is_dir() else "not a regular file"
+        raise SeriesError(f"{dest} is {kind}: ci init writes the workflow file there; move it away "
+                          "and run this again")
+    try:
+        same = where.read_bytes().decode("utf-8").replace("\r\n", "\n") == text
+        differs = "differs from the template"
+    except UnicodeDecodeError:
+        same, differs = False, "is not UTF-8 (so not the template)"
+    if same:
+        return "unchanged"
+    if not force:
+        raise SeriesError(f"{dest} exists and {differs}: keep your edits, or pass --force to "
+                          "replace it (see the difference with --dry-run --force)")
+    return "updated"
 
 
 def owners_of(ws: object, names: list[str]) -> list[str]:
@@ -110,14 +146,9 @@ def owners_of(ws: object, names: list[str]) -> list[str]:
 
 def conflicting_topics(report: Path) -> list[str]:
     """The topics a `series rebase --dry-run --json` report names as conflicting."""
-    try:
-        data = json.loads(report.read_text())
-    except (OSError, ValueError) as exc:
-        raise SeriesError(f"{report}: not a series rebase --json report ({exc})") from None
-    rows = data.get("topics") if isinstance(data, dict) else None
-    if not isinstance(rows, list):
-        raise SeriesError(f"{report}: not a series rebase --json report (no 'topics')")
-    return [str(r["name"]) for r in rows if isinstance(r, dict) and r.get("conflict") and r.get("name")]
+    from series.verbs.ci.report import read_rebase
+
+    return [row.name for row in read_rebase(report).topics if row.conflict]
 
 
 @click.group("ci")

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from series import persisted
 from series.errors import SeriesError
 from series.workspace import Workspace
 
@@ -32,6 +34,66 @@ def _load(path: Path | None, what: str) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise SeriesError(f"{path}: not a {what} --json document ({exc})") from None
     return data if isinstance(data, dict) else {}
+
+
+@dataclass(frozen=True)
+class RebaseConflict:
+    commit: str
+    subject: str
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RebaseRow:
+    name: str
+    outcome: str
+    conflict: RebaseConflict | None
+
+
+@dataclass(frozen=True)
+class RebaseSummary:
+    """What the report (and `ci owners`) read of a `series rebase --json` document."""
+
+    status: str
+    topics: tuple[RebaseRow, ...]
+
+
+def parse_rebase(data: persisted.Json) -> RebaseSummary:
+    """Every field read is checked: a ValueError names the one that is wrong."""
+    d = persisted.read_object(data, "the document")
+    if d.get("schema") != 1:
+        raise ValueError(f"'schema' is {d.get('schema')!r}, not 1")
+    rows = []
+    # a blocked --as-far-as-possible or an --abort has no topics
+    for n, item in enumerate(persisted.read_list(d, "topics", [])):
+        row = persisted.read_object(item, f"topics[{n}]")
+        try:
+            conflict = None
+            if row.get("conflict") is not None:
+                c = persisted.read_object(row["conflict"], "conflict")
+                conflict = RebaseConflict(persisted.read_str(c, "commit"), persisted.read_str(c, "subject"),
+                                          tuple(persisted.read_strs(c, "files")))
+            rows.append(RebaseRow(persisted.read_str(row, "name"), persisted.read_str(row, "outcome"), conflict))
+        except ValueError as exc:
+            raise ValueError(f"topics[{n}]: {exc}") from None
+    return RebaseSummary(persisted.read_str(d, "status"), tuple(rows))
+
+
+def read_rebase(path: Path) -> RebaseSummary:
+    """A `series rebase --json` report from a file, or a one-line error naming the file and field."""
+    what = "not a 'series rebase --json' report"
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise SeriesError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise SeriesError(f"{path}: {what} (not UTF-8 at byte {exc.start})") from None
+    except ValueError as exc:
+        raise SeriesError(f"{path}: {what} (not JSON: {exc})") from None
+    try:
+        return parse_rebase(data)
+    except ValueError as exc:
+        raise SeriesError(f"{path}: {what}: {exc}") from None
 
 
 def _node(prefix: str, name: str) -> str:
@@ -59,16 +121,16 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
     from series.verbs import status, test, touches
 
     rows = status.run(ws)
-    rebase_data = _load(rebase, "series rebase")
+    rebased = read_rebase(rebase) if rebase is not None else None
     build_data = _load(built, "series build")
-    outcome = {r.get("name"): r for r in rebase_data.get("topics", []) if isinstance(r, dict)}
+    outcome = {r.name: r for r in rebased.topics} if rebased else {}
     base = ws.series.upstream.base
     out = [f"# series: {base}" + (f" -> {onto}" if onto and onto != base else ""), ""]
 
     summary = [("base", f"`{base}` ({str(ws.base_commit().id)[:12]})"),
                ("active topics", f"{len(ws.series.active())} of {len(rows)}")]
-    if rebase_data:
-        summary.append(("rebase", f"**{rebase_data.get('status', '?')}**"))
+    if rebased:
+        summary.append(("rebase", f"**{rebased.status}**"))
     if build_data.get("wheel"):
         summary.append(("wheel", f"`{Path(build_data['wheel']).name}`"))
     if build_data.get("integration", {}).get("branch"):
@@ -79,12 +141,11 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
     out += ["## Topics", "", "| topic | status | commits | files | lines | rebase |", "|---|---|---:|---:|---|---|"]
     for r in rows:
         lines = "" if r.added is None else f"+{r.added} −{r.deleted}"
-        done = outcome.get(r.name, {})
-        result = done.get("outcome", "")
-        conflict = done.get("conflict")
-        if isinstance(conflict, dict):
-            files = ", ".join(f"`{f if isinstance(f, str) else f.get('path', f)}`" for f in conflict.get("files", []))
-            result = f"**conflict** at {str(conflict.get('commit', ''))[:12]} {conflict.get('subject', '')}: {files}"
+        done = outcome.get(r.name)
+        result = done.outcome if done else ""
+        if done and done.conflict:
+            files = ", ".join(f"`{f}`" for f in done.conflict.files)
+            result = f"**conflict** at {done.conflict.commit[:12]} {done.conflict.subject}: {files}"
         out.append(f"| {_cell(r.name)} | {r.status} | {'' if r.commits is None else r.commits} | "
                    f"{'' if r.files is None else r.files} | {lines} | {_cell(result)} |")
     out.append("")

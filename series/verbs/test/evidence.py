@@ -27,7 +27,8 @@ import pygit2
 
 from series.analysis import imports, testmap
 from series.analysis.testmap import Step
-from series.build import integration, matrix, testrun
+from series.build import integration, interpreter, matrix, testrun
+from series.build.interpreter import Environment
 from series.build.matrix import Matrix, TreeInfo
 from series.build.testrun import Outcome, Scratch
 from series.errors import SeriesError
@@ -81,7 +82,7 @@ def base_release(ws: Workspace) -> str:
                       "at it): --run needs the release the installed build is")
 
 
-def installed_commit(ws: Workspace, env: testrun.Environment) -> pygit2.Commit:
+def installed_commit(ws: Workspace, env: Environment) -> pygit2.Commit:
     """The commit the installed build is: the base release, or the integration commit a
     patched wheel names (0.31.0+series.g1a2b3c4)."""
     release = base_release(ws)
@@ -196,7 +197,7 @@ def select_files(graph: imports.ImportGraph, steps: list[Step], tests: Mapping[s
 def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str], *, python: str,
         steps: tuple[str, ...] = (), use_cache: bool = True, say: Say = lambda _: None) -> Matrix:
     repo = ws.repo
-    env = testrun.probe(python)
+    env = interpreter.probe(python)
     package = env.package_dir.name
     built = installed_commit(ws, env)
     base = ws.base_commit()
@@ -250,7 +251,7 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
     return m
 
 
-def _run_trees(env: testrun.Environment, built: pygit2.Commit, trees: list[Tree], m: Matrix,
+def _run_trees(env: Environment, built: pygit2.Commit, trees: list[Tree], m: Matrix,
                scratch: Scratch, repo: pygit2.Repository, tests: Mapping[str, pygit2.Oid],
                graph: imports.ImportGraph, selection: Selection, chosen_steps: list[Step],
                package: str, use_cache: bool, say: Say) -> None:
@@ -298,7 +299,7 @@ def _inputs(graph: imports.ImportGraph, tests: Mapping[str, pygit2.Oid], path: s
 FILE_ARGS = ("-q", "-rN")
 
 
-def _run_files(env: testrun.Environment, scratch: Scratch, layout: Path, files: tuple[str, ...],
+def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[str, ...],
                shadow: list[Path], digest: str, graph: imports.ImportGraph, tests: Mapping[str, pygit2.Oid],
                name: str, use_cache: bool, say: Say) -> tuple[dict[str, Outcome], int]:
     outcomes: dict[str, Outcome] = {}
@@ -333,7 +334,7 @@ def _run_files(env: testrun.Environment, scratch: Scratch, layout: Path, files: 
     return outcomes, hits
 
 
-def _run_steps(env: testrun.Environment, scratch: Scratch, layout: Path, steps: list[Step],
+def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[Step],
                shadow: list[Path], name: str, say: Say) -> dict[str, Outcome]:
     from series.verbs.test import local_args, parse_command
 

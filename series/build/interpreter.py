@@ -1,0 +1,112 @@
+"""The interpreter `series test --run --python PY` names, asked what it has installed.
+
+A probe script runs in PY (isolated: -I) and prints one JSON line with a marker key;
+anything else at that path (/bin/true, /bin/echo, a script printing other JSON, a
+directory) is refused as not a Python interpreter, one line, exit 1. The answer is read
+with every field checked (series.persisted).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from series import persisted
+from series.errors import SeriesError
+
+_PROBE = r"""
+import hashlib, importlib.metadata as md, importlib.util as u, json, os, sys
+out = {"series_probe": MARKER, "python": sys.version.split()[0], "executable": sys.executable}
+spec = u.find_spec(PACKAGE)
+out["location"] = list(spec.submodule_search_locations or []) if spec else []
+try:
+    dist = md.distribution(PACKAGE)
+    out["version"] = dist.version
+    record = dist.read_text("RECORD") or ""
+    out["record"] = hashlib.sha256(record.encode()).hexdigest()
+except md.PackageNotFoundError:
+    out["version"] = None
+out["pytest"] = md.version("pytest") if u.find_spec("pytest") else None
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class Environment:
+    python: str
+    version: str              # the installed package's version, e.g. 0.31.0 or 0.31.0+series.g1a2b3c4
+    package_dir: Path         # the installed package, e.g. .../site-packages/vllm
+    pytest: str
+    build_key: str            # what the cached results of this build are keyed by
+
+    @property
+    def public_version(self) -> str:
+        return self.version.partition("+")[0]
+
+
+def probe(python: str, package: str = "vllm") -> Environment:
+    """What PY has installed; SeriesError when it has no package or no pytest."""
+    exe = shutil.which(python) or python
+    if os.sep in exe:
+        exe = os.path.abspath(exe)  # pytest runs in the scratch layout, not here
+    not_python = f"--python {python} is not a Python interpreter"
+    try:
+        proc = subprocess.run([exe, "-I", "-c", _PROBE.replace("PACKAGE", repr(package)).replace(
+                               "MARKER", repr(_MARKER))], capture_output=True, text=True, timeout=120,
+                              errors="replace")
+    except subprocess.TimeoutExpired:
+        raise SeriesError(f"{not_python}: it did not answer in 120 seconds") from None
+    except OSError as exc:
+        raise SeriesError(f"{not_python}: cannot run it ({exc.strerror or exc})") from None
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or [""])[-1]
+        raise SeriesError(f"--python {python}: it failed to start (exit {proc.returncode}: {tail})")
+    try:
+        found = _probed(proc.stdout)
+    except ValueError as exc:
+        raise SeriesError(f"{not_python}: {exc}") from None
+    if not found.version or not found.location:
+        raise SeriesError(f"--python {python} has no {package} installed: install the base release "
+                          f"there (pip install {package}==VERSION) or name another interpreter")
+    if not found.pytest:
+        raise SeriesError(f"--python {python} has no pytest: `{exe} -m pip install pytest` "
+                          "(upstream's tests/conftest.py also needs pytest-asyncio and friends; "
+                          "see the README)")
+    key = hashlib.sha256(f"{found.executable}\0{found.version}\0{found.record}".encode())
+    return Environment(exe, found.version, Path(found.location[0]), found.pytest, key.hexdigest()[:20])
+
+
+_MARKER = "vllm-series probe 1"
+
+
+@dataclass(frozen=True)
+class _Answer:
+    version: str | None
+    location: list[str]
+    pytest: str | None
+    executable: str
+    record: str | None
+
+
+def _probed(stdout: str) -> _Answer:
+    """The probe's answer, or a ValueError saying what is wrong with it: anything can sit
+    at a --python path (/bin/true, /bin/echo, a script printing other JSON)."""
+    lines = stdout.strip().splitlines()
+    if not lines:
+        raise ValueError("it printed nothing when asked to run a Python script")
+    try:
+        data = persisted.read_object(json.loads(lines[-1]), "answer")
+    except ValueError:
+        raise ValueError(f"it answered {lines[-1][:60]!r} when asked to run a Python script") from None
+    if data.get("series_probe") != _MARKER:
+        raise ValueError(f"it answered {lines[-1][:60]!r}, not the probe's JSON")
+    try:
+        return _Answer(persisted.read_opt_str(data, "version"), persisted.read_strs(data, "location"),
+                       persisted.read_opt_str(data, "pytest"), persisted.read_str(data, "executable"),
+                       persisted.read_opt_str(data, "record"))
+    except ValueError as exc:
+        raise ValueError(f"its answer is not the probe's ({exc})") from None
