@@ -220,3 +220,52 @@ def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None
         assert [str(c.id) for c in chain[path]] == theirs, path
     line = [str(c.id) for c in mainline(repo, old, new)]
     assert line == sh("git rev-list --first-parent --reverse v0.30.0..main", up).split()
+
+
+def _crafted_upstream_commit(fork: Path, tmp_path: Path, header: bytes, subject: bytes) -> str:
+    """A commit on top of v0.31.0 that changes lru.py (a file a topic edits), written
+    byte for byte (git hash-object --literally), tagged v0.31.1."""
+    sh("git checkout -q --detach v0.31.0", fork)
+    (fork / LRU).write_text((fork / LRU).read_text() + "# tail\n")
+    tree = sh(f"git add {LRU} && git write-tree", fork).strip()
+    sh("git checkout -q -f --detach v0.30.0", fork)
+    tip = sh("git rev-parse v0.31.0", fork).strip()
+    raw = (f"tree {tree}\nparent {tip}\nauthor Bo Gus <bo@example.com> 1767400000 +0000\n"
+           f"committer Bo Gus <bo@example.com> 1767400000 +0000\n").encode() + header + b"\n" + subject + b"\n"
+    (tmp_path / "crafted").write_bytes(raw)
+    sha = sh(f"git hash-object -t commit -w --literally {tmp_path / 'crafted'}", fork).strip()
+    sh(f"git tag v0.31.1 {sha}", fork)
+    return sha
+
+
+def _every_reader(fork: Path, sha: str) -> list[dict]:
+    """The crafted commit as rebase, --bisect, touches --between and --as-far-as-possible
+    describe it (every one of them exit 0 or 3, never 4)."""
+    rebased = json.loads(run_series("rebase", "--onto", "v0.31.1", "--dry-run", "--bisect", "--json",
+                                    cwd=fork, expect=3).stdout)
+    culprits = rows(rebased)["offload-evict-fix"]["upstream"][LRU]["culprits"]
+    between = json.loads(run_series("touches", "--between", "v0.31.0..v0.31.1", "--json", cwd=fork).stdout)
+    text = (fork / "series.yaml").read_text()
+    (fork / "series.yaml").write_text(text.replace("  - name: offload-evict-fix\n",
+                                                   "  - name: offload-evict-fix\n    status: dropped\n"))
+    reach = json.loads(run_series("rebase", "--onto", "v0.31.1", "--as-far-as-possible", "--dry-run", "--json",
+                                  cwd=fork).stdout)["as_far_as_possible"]
+    (fork / "series.yaml").write_text(text)
+    found = [c for c in culprits if c["sha"] == sha] + [c for c in between["upstream_pulls"] if c["sha"] == sha]
+    assert len(found) == 2 and reach["target"]["sha"] == sha, (culprits, between, reach)
+    return [*found, reach["target"]]
+
+
+def test_a_subject_ending_in_thousands_of_digits_names_no_pr(tmp_path: Path) -> None:
+    fork, _ = fork_over(tmp_path, 3)
+    sha = _crafted_upstream_commit(fork, tmp_path, b"", b"[Misc] huge (#" + b"9" * 5000 + b")")
+    for seen in _every_reader(fork, sha):
+        assert seen["pr"] is None and seen["subject"].endswith("9" * 100 + ")"), seen
+
+
+def test_an_upstream_commit_in_an_unknown_encoding_reads_as_its_bytes(tmp_path: Path) -> None:
+    fork, _ = fork_over(tmp_path, 3)
+    sha = _crafted_upstream_commit(fork, tmp_path, b"encoding bogus-charset\n",
+                                   "[Misc] caf\u00e9 (#60020)".encode())
+    for seen in _every_reader(fork, sha):
+        assert (seen["pr"], seen["subject"], seen["author"]) == (60020, "[Misc] caf\u00e9 (#60020)", "Bo Gus"), seen

@@ -45,7 +45,7 @@ from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signat
 from series.engine.resolve import NO_HOOKS, Hooks
 from series.errors import ConflictError, SeriesError
 from series.git import checkouts, refs
-from series.git.repo import Abbreviations, committer as git_committer, resolve_release
+from series.git.repo import Abbreviations, committer as git_committer, message as commit_message, resolve_release
 from series.topics import OwnWorks
 from series.workspace import Workspace, WriteOperation
 
@@ -165,7 +165,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
             done=run.done + result.done, new_head=str(result.head))
         if result.conflict is not None:
             stop = result.conflict
-            subject = repo[stop.commit].message.split("\n", 1)[0]  # type: ignore[attr-defined]
+            subject = commit_message(repo[stop.commit].peel(pygit2.Commit)).split("\n", 1)[0]
             run = replace(run, outcome=st.TopicOutcome.CONFLICT, new_head=str(stop.head),
                           conflict=st.HaltedCommit(str(stop.commit), subject,
                                                    tuple(c.path for c in stop.conflicts),
