@@ -412,10 +412,27 @@ def load(path: Path) -> Series:
 
 def write_text_atomically(path: Path, text: str) -> None:
     """Readers see the old text or the new, never a part (a full disk leaves the old)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    replace_staged(stage_text(path, text), path)
+
+
+def stage_text(path: Path, text: str, tmp: Path | None = None) -> Path:
+    """The first half of an atomic write: `text` in a file beside `path` (the half a full
+    disk stops). The write door stages series.yaml before any ref moves."""
+    tmp = tmp or path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         faults.disk(path)
         tmp.write_text(text)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def replace_staged(tmp: Path, path: Path) -> None:
+    """The second half: the staged file over `path` in one rename (which still fails on an
+    immutable or busy file, even as root)."""
+    try:
+        faults.replace(path)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -268,10 +268,21 @@ def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool, en
         st.clear(repo)  # already there: nothing to journal, nothing for undo to revert
         return Outcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
     odb.persist()
+    before = st.load(repo)  # None when this run never halted
     state = replace(state, phase=st.Phase.COMMITTING, op_id=door.reserve_id())
     st.save(repo, state)
     st.fault("rebase-before-transaction")
-    op = door.commit()
+    try:
+        op = door.commit()
+    except SeriesError:
+        # The door refused (a dirty checkout) or put every ref back (series.yaml could not
+        # be replaced): nothing moved, so the run is where it was before, not "committing"
+        # (which would read as a halt to go on with), and the command can simply be run again.
+        if before is None:
+            st.clear(repo)
+        else:
+            st.save(repo, before)
+        raise
     return _after_commit(ws, state, op, integration, door)
 
 
