@@ -269,3 +269,42 @@ def test_an_upstream_commit_in_an_unknown_encoding_reads_as_its_bytes(tmp_path: 
                                    "[Misc] caf\u00e9 (#60020)".encode())
     for seen in _every_reader(fork, sha):
         assert (seen["pr"], seen["subject"], seen["author"]) == (60020, "[Misc] caf\u00e9 (#60020)", "Bo Gus"), seen
+
+
+def _a_topic_that_clashes_with_api_hello(fork: Path) -> None:
+    """topic/api-bye edits the lines api-hello edits: each applies anywhere, never together."""
+    yaml = (fork / "series.yaml").read_text()
+    (fork / "series.yaml").unlink()
+    sh("git checkout -q -B topic/api-bye v0.30.0", fork)
+    write(fork, {"vllm/entrypoints/openai/api_server.py": "def serve():\n    return 'ok'\n\n\ndef bye():\n    return 'bye'\n"})
+    commit_all(fork, "[Fork] bye endpoint", "2026-01-20T12:00:00Z")
+    sh("git checkout -q --detach v0.30.0", fork)
+    (fork / "series.yaml").write_text(yaml + "  - name: api-bye\n    branch: topic/api-bye\n")
+
+
+def test_as_far_as_possible_moves_nothing_when_the_topics_do_not_combine_there(tmp_path: Path) -> None:
+    fork, _ = fork_over(tmp_path, 4)
+    _a_topic_that_clashes_with_api_hello(fork)
+    refs, text = sh("git for-each-ref", fork), (fork / "series.yaml").read_bytes()
+    proc = run_series("rebase", "--onto", "v0.31.0", "--as-far-as-possible", cwd=fork, expect=1)
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "as far as possible: nothing moved: every topic applies at" in proc.stderr, proc.stderr
+    assert "(3 of 5 on v0.31.0's first-parent line), but the topics do not combine there (topic api-hello " \
+           "vs topic api-bye, file vllm/entrypoints/openai/api_server.py), so the integration branch " \
+           "series/integration could not be rebuilt" in proc.stderr, proc.stderr
+    assert sh("git for-each-ref", fork) == refs and (fork / "series.yaml").read_bytes() == text
+    assert not (fork / ".git/series/rebase").exists()
+
+
+def test_as_far_as_possible_with_the_integration_branch_dirty_moves_nothing(tmp_path: Path) -> None:
+    fork, _ = fork_over(tmp_path, 4)
+    run_series("build", cwd=fork)
+    sh(f"git worktree add -q {tmp_path / 'integ'} series/integration", fork)
+    (tmp_path / "integ/README.md").write_text("local change\n")
+    refs, text = sh("git for-each-ref", fork), (fork / "series.yaml").read_bytes()
+    proc = run_series("rebase", "--onto", "v0.31.0", "--as-far-as-possible", cwd=fork, expect=1)
+    assert "series/integration is checked out in" in proc.stderr and "nothing was changed" in proc.stderr
+    assert sh("git for-each-ref", fork) == refs and (fork / "series.yaml").read_bytes() == text
+    assert "in progress" not in run_series("status", cwd=fork).stdout
+    sh("git checkout -q -- README.md", tmp_path / "integ")
+    assert rebase(fork, "--as-far-as-possible")["as_far_as_possible"]["position"] == 3
