@@ -136,6 +136,22 @@ def _remember(key: tuple[str, Path], series: Series) -> None:
     _READ[key] = series
 
 
+_LONG_NUMBER = re.compile(r"^[ \t-]*([^\s:#'\"][^:#]*?):[ \t]+[-+]?([0-9][0-9_]{999,})[ \t]*(?:#.*)?$", re.M)
+
+
+def _long_number(text: str, path: Path, exc: ValueError) -> SeriesError:
+    """ruamel reads a plain run of digits as an int, and Python's int() refuses one of
+    thousands of digits (a ValueError without a position): find the line that has it."""
+    m = _LONG_NUMBER.search(text)
+    if m is None:
+        return SeriesError(f"{path.name}: malformed YAML: {validate.one_line(str(exc))[:120]}")
+    line = text.count("\n", 0, m.start()) + 1
+    digits = len(m.group(2).replace("_", ""))
+    return SeriesError(f"{path.name}:{line}: {m.group(1).strip()}: a number of {digits} digits is no value "
+                       "series.yaml takes (a pull request number has at most "
+                       f"{validate.PR_DIGITS} digits)")
+
+
 def _parse(text: str, path: Path) -> tuple[Series, Any]:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -155,6 +171,8 @@ def _parse(text: str, path: Path) -> tuple[Series, Any]:
         raise SeriesError(f"{path.name}: malformed YAML: {validate.one_line(str(exc))}") from None
     except RecursionError:
         raise SeriesError(f"{path.name}: malformed YAML: nested too deeply") from None
+    except ValueError as exc:  # int() of a number past Python's limit (4,300 digits)
+        raise _long_number(text, path, exc) from None
     return _validated(doc, path), doc
 
 
@@ -288,8 +306,9 @@ def _topic(check: _Checker, seq: Sequence, index: int, raw: Any) -> Topic:
         allowed = ", ".join(s.value for s in Status)
         raise check.fail(raw, "status", f"{where}.status", f"'{status_raw}' is not one of {allowed}") from None
     pr = raw.get("upstream_pr")
-    if pr is not None and (isinstance(pr, bool) or not isinstance(pr, int) or pr <= 0):
-        raise check.fail(raw, "upstream_pr", f"{where}.upstream_pr", "expected a pull request number")
+    if pr is not None and (isinstance(pr, bool) or not isinstance(pr, int) or not 0 < pr <= validate.MAX_PR):
+        raise check.fail(raw, "upstream_pr", f"{where}.upstream_pr",
+                         f"expected a pull request number (at most {validate.PR_DIGITS} digits)")
     head = _opt_str(check, raw, "upstream_head", f"{where}.upstream_head")
     if head is not None:
         _checked(check, raw, "upstream_head", f"{where}.upstream_head", validate.commit_id)
@@ -393,10 +412,27 @@ def load(path: Path) -> Series:
 
 def write_text_atomically(path: Path, text: str) -> None:
     """Readers see the old text or the new, never a part (a full disk leaves the old)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    replace_staged(stage_text(path, text), path)
+
+
+def stage_text(path: Path, text: str, tmp: Path | None = None) -> Path:
+    """The first half of an atomic write: `text` in a file beside `path` (the half a full
+    disk stops). The write door stages series.yaml before any ref moves."""
+    tmp = tmp or path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         faults.disk(path)
         tmp.write_text(text)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def replace_staged(tmp: Path, path: Path) -> None:
+    """The second half: the staged file over `path` in one rename (which still fails on an
+    immutable or busy file, even as root)."""
+    try:
+        faults.replace(path)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -5,6 +5,8 @@
                                   too), as a CI cancellation does
     SERIES_FAULT=enospc:<name>    writing a file called <name>, or in a directory called
                                   <name>, fails: no space left
+    SERIES_FAULT=ebusy:<name>     replacing a file called <name> fails (EBUSY; eperm:<name>
+                                  fails as over an immutable file), after it was written
     SERIES_PAUSE=<point>          wait at that point while SERIES_PAUSE_FILE exists (the
                                   test creates it, and removes it to let go), so a test can
                                   run another command while this one holds the lock
@@ -29,6 +31,13 @@ def fault(point: str) -> None:
         (marker.parent / (marker.name + ".reached")).write_text(str(os.getpid()))
         while marker.exists():
             time.sleep(0.02)
+
+
+def replace(path: Path) -> None:
+    """Before renaming a written file over `path`: fail as a busy or immutable file does."""
+    for code in (errno.EBUSY, errno.EPERM):
+        if os.environ.get("SERIES_FAULT") == f"{errno.errorcode[code].lower()}:{path.name}":
+            raise OSError(code, os.strerror(code), str(path))
 
 
 def disk(path: Path) -> None:

@@ -109,9 +109,16 @@ def commit_id(value: object, where: str) -> str:
     return value
 
 
+# GitHub's PR numbers are far below a billion: a longer run of digits is not one (and one
+# of 5,000 digits is past what Python's int() reads at all)
+PR_DIGITS = 9
+MAX_PR = 10 ** PR_DIGITS - 1
+
+
 def pr_number(value: object, where: str) -> int:
-    """A pull request number: a positive integer (not a bool, not a string)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    """A pull request number: a positive integer of at most PR_DIGITS digits (not a
+    bool, not a string)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_PR:
         raise SeriesError(f"{where}: {printable(str(value))[:40]!r} is not a pull request number")
     return value
 

@@ -53,6 +53,13 @@ def _fails(fork: Path, text: str, *args: str) -> str:
                  "series.yaml:5: topics[0].name: required, lowercase [a-z0-9._-]", id="bad-name"),
     pytest.param("upstream:\n  remote: upstream\ntopics: []\n",
                  "series.yaml:2: upstream.base: required, a non-empty string", id="missing-base"),
+    # past Python's int() limit (4,300 digits): ruamel's ValueError has no position
+    pytest.param(HEAD + "  - name: a\n    branch: topic/api-hello\n    upstream_pr: " + "9" * 5000 + "\n",
+                 "series.yaml:7: upstream_pr: a number of 5000 digits is no value series.yaml takes "
+                 "(a pull request number has at most 9 digits)", id="upstream_pr-5000-digits"),
+    pytest.param(HEAD + "  - name: a\n    branch: topic/api-hello\n    upstream_pr: 12345678901\n",
+                 "series.yaml:7: topics[0] (a).upstream_pr: expected a pull request number (at most 9 digits)",
+                 id="upstream_pr-11-digits"),
 ])
 def test_config_error(fork: Path, text: str, expected: str) -> None:
     message = _fails(fork, text)

@@ -2,6 +2,7 @@
 then recovered with --continue or --abort: nothing lost, nothing half-done."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,58 @@ def test_the_whole_process_group_killed_at_each_rebase_step_then_abort(fork: Pat
     assert snapshot(fork) == before, point
     assert not list((fork / ".git/refs").rglob("*.lock"))
     assert "pending" not in run_series("log", cwd=fork).stdout
+
+
+def _all_refs(fork: Path) -> str:
+    return sh("git for-each-ref --format='%(refname) %(objectname)'", fork)
+
+
+def _immutable(path: Path) -> bool:
+    """chattr +i: a rename over the file fails even as root (where chmod does not count)."""
+    return subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("how", ["ebusy:series.yaml", "eperm:series.yaml", "immutable"])
+def test_series_yaml_that_cannot_be_replaced_rolls_the_refs_back(fork: Path, how: str) -> None:
+    run_series("build", cwd=fork)  # an integration branch to move as well
+    refs, text = _all_refs(fork), (fork / "series.yaml").read_bytes()
+    env = {} if how == "immutable" else {"SERIES_FAULT": how}
+    if how == "immutable" and not _immutable(fork / "series.yaml"):
+        pytest.skip("chattr +i is not possible here")
+    try:
+        proc = run_series("rebase", "--onto", "v0.31.0", *SKIP, cwd=fork, expect=1, env=env)
+    finally:
+        subprocess.run(["chattr", "-i", str(fork / "series.yaml")], capture_output=True)
+    assert proc.stderr.count("\n") == 1 and "cannot replace it" in proc.stderr, proc.stderr
+    assert "every ref was put back, nothing was changed" in proc.stderr, proc.stderr
+    # refs (backups too) and series.yaml as before; no staged copy, no halted rebase
+    assert _all_refs(fork) == refs and (fork / "series.yaml").read_bytes() == text
+    assert sorted(p.name for p in fork.iterdir() if p.name.startswith(".series.yaml")) == []
+    assert not (fork / ".git/series/rebase").exists()
+    assert "rebase" not in run_series("log", cwd=fork).stdout
+    assert list((fork / ".git/series/journal/rolled-back").glob("*.json")), "the journal keeps it, rolled back"
+    # and it is simply run again
+    run_series("rebase", "--onto", "v0.31.0", *SKIP, cwd=fork)
+    assert "base: v0.31.0" in (fork / "series.yaml").read_text()
+
+
+def test_killed_after_staging_series_yaml_leaves_no_copy(fork: Path) -> None:
+    killed(fork, "after-backup", "--onto", "v0.31.0", *SKIP)
+    assert list(fork.glob(".series.yaml.*.tmp")), "staged before the refs move"
+    run_series("rebase", "--abort", cwd=fork)
+    assert not list(fork.glob(".series.yaml.*")), "the repair removes it"
+
+
+def test_a_refused_commit_leaves_no_halted_rebase(fork: Path) -> None:
+    """A dirty checkout of the integration branch is found only when the refs would move:
+    nothing moved, and the rebase is not left 'committing' (which reads as a halt)."""
+    run_series("build", cwd=fork)
+    sh(f"git worktree add -q {fork.parent / 'integ'} series/integration", fork)
+    (fork.parent / "integ/README.md").write_text("local change\n")
+    before = _all_refs(fork)
+    proc = run_series("rebase", "--onto", "v0.31.0", *SKIP, cwd=fork, expect=1)
+    assert "series/integration is checked out in" in proc.stderr, proc.stderr
+    assert _all_refs(fork) == before and not (fork / ".git/series/rebase").exists()
+    assert "in progress" not in run_series("status", cwd=fork).stdout
+    sh("git checkout -q -- README.md", fork.parent / "integ")
+    run_series("rebase", "--onto", "v0.31.0", *SKIP, cwd=fork)

@@ -220,3 +220,91 @@ def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None
         assert [str(c.id) for c in chain[path]] == theirs, path
     line = [str(c.id) for c in mainline(repo, old, new)]
     assert line == sh("git rev-list --first-parent --reverse v0.30.0..main", up).split()
+
+
+def _crafted_upstream_commit(fork: Path, tmp_path: Path, header: bytes, subject: bytes) -> str:
+    """A commit on top of v0.31.0 that changes lru.py (a file a topic edits), written
+    byte for byte (git hash-object --literally), tagged v0.31.1."""
+    sh("git checkout -q --detach v0.31.0", fork)
+    (fork / LRU).write_text((fork / LRU).read_text() + "# tail\n")
+    tree = sh(f"git add {LRU} && git write-tree", fork).strip()
+    sh("git checkout -q -f --detach v0.30.0", fork)
+    tip = sh("git rev-parse v0.31.0", fork).strip()
+    raw = (f"tree {tree}\nparent {tip}\nauthor Bo Gus <bo@example.com> 1767400000 +0000\n"
+           f"committer Bo Gus <bo@example.com> 1767400000 +0000\n").encode() + header + b"\n" + subject + b"\n"
+    (tmp_path / "crafted").write_bytes(raw)
+    sha = sh(f"git hash-object -t commit -w --literally {tmp_path / 'crafted'}", fork).strip()
+    sh(f"git tag v0.31.1 {sha}", fork)
+    return sha
+
+
+def _every_reader(fork: Path, sha: str) -> list[dict]:
+    """The crafted commit as rebase, --bisect, touches --between and --as-far-as-possible
+    describe it (every one of them exit 0 or 3, never 4)."""
+    rebased = json.loads(run_series("rebase", "--onto", "v0.31.1", "--dry-run", "--bisect", "--json",
+                                    cwd=fork, expect=3).stdout)
+    culprits = rows(rebased)["offload-evict-fix"]["upstream"][LRU]["culprits"]
+    between = json.loads(run_series("touches", "--between", "v0.31.0..v0.31.1", "--json", cwd=fork).stdout)
+    text = (fork / "series.yaml").read_text()
+    (fork / "series.yaml").write_text(text.replace("  - name: offload-evict-fix\n",
+                                                   "  - name: offload-evict-fix\n    status: dropped\n"))
+    reach = json.loads(run_series("rebase", "--onto", "v0.31.1", "--as-far-as-possible", "--dry-run", "--json",
+                                  cwd=fork).stdout)["as_far_as_possible"]
+    (fork / "series.yaml").write_text(text)
+    found = [c for c in culprits if c["sha"] == sha] + [c for c in between["upstream_pulls"] if c["sha"] == sha]
+    assert len(found) == 2 and reach["target"]["sha"] == sha, (culprits, between, reach)
+    return [*found, reach["target"]]
+
+
+def test_a_subject_ending_in_thousands_of_digits_names_no_pr(tmp_path: Path) -> None:
+    fork, _ = fork_over(tmp_path, 3)
+    sha = _crafted_upstream_commit(fork, tmp_path, b"", b"[Misc] huge (#" + b"9" * 5000 + b")")
+    for seen in _every_reader(fork, sha):
+        assert seen["pr"] is None and seen["subject"].endswith("9" * 100 + ")"), seen
+
+
+def test_an_upstream_commit_in_an_unknown_encoding_reads_as_its_bytes(tmp_path: Path) -> None:
+    fork, _ = fork_over(tmp_path, 3)
+    sha = _crafted_upstream_commit(fork, tmp_path, b"encoding bogus-charset\n",
+                                   "[Misc] caf\u00e9 (#60020)".encode())
+    for seen in _every_reader(fork, sha):
+        assert (seen["pr"], seen["subject"], seen["author"]) == (60020, "[Misc] caf\u00e9 (#60020)", "Bo Gus"), seen
+
+
+def _a_topic_that_clashes_with_api_hello(fork: Path) -> None:
+    """topic/api-bye edits the lines api-hello edits: each applies anywhere, never together."""
+    yaml = (fork / "series.yaml").read_text()
+    (fork / "series.yaml").unlink()
+    sh("git checkout -q -B topic/api-bye v0.30.0", fork)
+    write(fork, {"vllm/entrypoints/openai/api_server.py": "def serve():\n    return 'ok'\n\n\ndef bye():\n    return 'bye'\n"})
+    commit_all(fork, "[Fork] bye endpoint", "2026-01-20T12:00:00Z")
+    sh("git checkout -q --detach v0.30.0", fork)
+    (fork / "series.yaml").write_text(yaml + "  - name: api-bye\n    branch: topic/api-bye\n")
+
+
+def test_as_far_as_possible_moves_nothing_when_the_topics_do_not_combine_there(tmp_path: Path) -> None:
+    fork, _ = fork_over(tmp_path, 4)
+    _a_topic_that_clashes_with_api_hello(fork)
+    refs, text = sh("git for-each-ref", fork), (fork / "series.yaml").read_bytes()
+    proc = run_series("rebase", "--onto", "v0.31.0", "--as-far-as-possible", cwd=fork, expect=1)
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "as far as possible: nothing moved: every topic applies at" in proc.stderr, proc.stderr
+    assert "(3 of 5 on v0.31.0's first-parent line), but the topics do not combine there (topic api-hello " \
+           "vs topic api-bye, file vllm/entrypoints/openai/api_server.py), so the integration branch " \
+           "series/integration could not be rebuilt" in proc.stderr, proc.stderr
+    assert sh("git for-each-ref", fork) == refs and (fork / "series.yaml").read_bytes() == text
+    assert not (fork / ".git/series/rebase").exists()
+
+
+def test_as_far_as_possible_with_the_integration_branch_dirty_moves_nothing(tmp_path: Path) -> None:
+    fork, _ = fork_over(tmp_path, 4)
+    run_series("build", cwd=fork)
+    sh(f"git worktree add -q {tmp_path / 'integ'} series/integration", fork)
+    (tmp_path / "integ/README.md").write_text("local change\n")
+    refs, text = sh("git for-each-ref", fork), (fork / "series.yaml").read_bytes()
+    proc = run_series("rebase", "--onto", "v0.31.0", "--as-far-as-possible", cwd=fork, expect=1)
+    assert "series/integration is checked out in" in proc.stderr and "nothing was changed" in proc.stderr
+    assert sh("git for-each-ref", fork) == refs and (fork / "series.yaml").read_bytes() == text
+    assert "in progress" not in run_series("status", cwd=fork).stdout
+    sh("git checkout -q -- README.md", tmp_path / "integ")
+    assert rebase(fork, "--as-far-as-possible")["as_far_as_possible"]["position"] == 3

@@ -24,20 +24,25 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pygit2
 
-_PR = re.compile(r"\(#(\d+)\)\s*$")
+from series.git.repo import person, subject as commit_subject
+from series.validate import PR_DIGITS
+
+# "(#N)" at the end of a subject; a longer run of digits than a PR number has is no PR
+_PR = re.compile(rf"\(#([1-9][0-9]{{0,{PR_DIGITS - 1}}})\)\s*$")
 _SYMBOL = re.compile(rb"^\s*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
 
 Span = tuple[int, int]  # half-open line range [start, end), 1-based; empty = an insertion point
 
 
 def pr_number(subject: str) -> int | None:
-    """The PR a squash-merge subject names: '[Core] fix x (#61234)' -> 61234."""
+    """The PR a squash-merge subject names: '[Core] fix x (#61234)' -> 61234 (the one
+    reading of "(#N)": attribution, bisection, touches --between, retire, the forge scan)."""
     m = _PR.search(subject)
     return int(m.group(1)) if m else None
 
 
 def subject_of(commit: pygit2.Commit) -> str:
-    return commit.message.split("\n", 1)[0].strip()
+    return commit_subject(commit)
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,7 @@ class UpstreamCommit:
     def of(cls, commit: pygit2.Commit) -> "UpstreamCommit":
         subject = subject_of(commit)
         when = _dt.datetime.fromtimestamp(commit.author.time, _dt.timezone.utc)
-        return cls(str(commit.id), subject, pr_number(subject), commit.author.name,
+        return cls(str(commit.id), subject, pr_number(subject), person(commit, commit.author)[0],
                    when.date().isoformat())
 
     @property

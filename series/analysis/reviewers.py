@@ -19,6 +19,7 @@ import pygit2
 from series.analysis import codeowners
 from series.analysis.codeowners import OwnerRule
 from series.forge.base import PullFile
+from series.git.repo import person
 
 CODEOWNERS_PATHS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
 _NOREPLY = re.compile(r"^(?:\d+\+)?([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)@users\.noreply\.github\.com$")
@@ -112,8 +113,8 @@ def blame_authors(repo: pygit2.Repository, main: pygit2.Commit, files: Sequence[
         for first, last in _blame_lines(f.hunks, total):
             for hunk in repo.blame(f.path, newest_commit=main.id, min_line=first, max_line=last):
                 commit = repo[hunk.final_commit_id].peel(pygit2.Commit)
-                tally = seen.setdefault(commit.author.email.lower(),
-                                        _Tally(commit.author.name, commit.author.email, str(commit.id)))
+                name, email = person(commit, commit.author)
+                tally = seen.setdefault(email.lower(), _Tally(name, email, str(commit.id)))
                 tally.lines += hunk.lines_in_hunk
                 if f.path not in tally.files:
                     tally.files.append(f.path)

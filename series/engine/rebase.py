@@ -45,7 +45,7 @@ from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signat
 from series.engine.resolve import NO_HOOKS, Hooks
 from series.errors import ConflictError, SeriesError
 from series.git import checkouts, refs
-from series.git.repo import Abbreviations, committer as git_committer, resolve_release
+from series.git.repo import Abbreviations, committer as git_committer, message as commit_message, resolve_release
 from series.topics import OwnWorks
 from series.workspace import Workspace, WriteOperation
 
@@ -165,7 +165,7 @@ def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, en
             done=run.done + result.done, new_head=str(result.head))
         if result.conflict is not None:
             stop = result.conflict
-            subject = repo[stop.commit].message.split("\n", 1)[0]  # type: ignore[attr-defined]
+            subject = commit_message(repo[stop.commit].peel(pygit2.Commit)).split("\n", 1)[0]
             run = replace(run, outcome=st.TopicOutcome.CONFLICT, new_head=str(stop.head),
                           conflict=st.HaltedCommit(str(stop.commit), subject,
                                                    tuple(c.path for c in stop.conflicts),
@@ -268,10 +268,21 @@ def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool, en
         st.clear(repo)  # already there: nothing to journal, nothing for undo to revert
         return Outcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
     odb.persist()
+    before = st.load(repo)  # None when this run never halted
     state = replace(state, phase=st.Phase.COMMITTING, op_id=door.reserve_id())
     st.save(repo, state)
     st.fault("rebase-before-transaction")
-    op = door.commit()
+    try:
+        op = door.commit()
+    except SeriesError:
+        # The door refused (a dirty checkout) or put every ref back (series.yaml could not
+        # be replaced): nothing moved, so the run is where it was before, not "committing"
+        # (which would read as a halt to go on with), and the command can simply be run again.
+        if before is None:
+            st.clear(repo)
+        else:
+            st.save(repo, before)
+        raise
     return _after_commit(ws, state, op, integration, door)
 
 

@@ -37,7 +37,7 @@ from series.engine.merge import PathStages, merge_trees
 from series.engine.odb import GITLINK, TREE, Entry, MemOdb
 from series.engine.resolve import Conflict, Resolver
 from series.errors import SeriesError
-from series.git.repo import Abbreviations, committer as git_committer
+from series.git.repo import Abbreviations, committer as git_committer, message as commit_message
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def _labels(commit: pygit2.Commit, synthetic: tuple[str, str, str] | tuple[()],
     own abbreviation."""
     if not synthetic:
         return {}
-    subject = commit.message.split("\n", 1)[0]
+    subject = commit_message(commit).split("\n", 1)[0]
     label = f"{abbreviate(commit.id)} ({subject})"
     base, ours, theirs = synthetic
     return {base.encode(): f"parent of {label}".encode(), ours.encode(): b"HEAD",

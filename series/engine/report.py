@@ -25,13 +25,13 @@ from series.engine.state import HaltedCommit, TopicOutcome, TopicRun
 from series.persisted import Json
 from series.git.cli import git_many
 from series.git.refs import state_dir
-from series.git.repo import workdir
+from series.git.repo import message, workdir
 
 _RANGE_LINE = re.compile(r"^\s*(?:\d+|-):\s+(?:[0-9a-f]+|-+)\s+([=!<>])\s")
 
 
 def _subject(repo: pygit2.Repository, sha: str) -> str:
-    return str(repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit).message.split("\n", 1)[0])
+    return message(repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit)).split("\n", 1)[0]
 
 
 def _summary(run: TopicRun) -> dict[str, int]:

@@ -16,7 +16,7 @@ from typing import Iterable
 import pygit2
 
 from series.errors import SeriesError
-from series.git.repo import PathChange, changed_paths
+from series.git.repo import PathChange, changed_paths, person, subject
 from series.model import PRNumber, Sha
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
@@ -228,8 +228,7 @@ class OfflineForge(Forge):
                 f"fetch it with 'git fetch {self.remote} +refs/pull/{number}/head:{pr_ref(self.remote, number)}'")
         when = _dt.datetime.fromtimestamp(head.commit_time, _dt.timezone.utc)
         return PullRequest(
-            number=number, title=head.message.split("\n", 1)[0].strip(),
-            author=head.author.name, state="unknown", head_sha=Sha(str(head.id)),
+            number=number, title=subject(head), author=person(head, head.author)[0], state="unknown", head_sha=Sha(str(head.id)),
             updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z"),
         )
 

@@ -11,11 +11,11 @@ whether anything of the adopted version is lost when the topic retires.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import pygit2
 
+from series.analysis.attribution import pr_number, subject_of
 from series.forge.base import Forge, ForgeUnreachable
 from series.git.repo import changed_paths
 from series.model import Topic
@@ -38,11 +38,10 @@ class Verdict:
 
 def _subject_commit(repo: pygit2.Repository, number: int, old_base: pygit2.Oid,
                     new_base: pygit2.Oid) -> pygit2.Commit | None:
-    tail = re.compile(rf"\(#{number}\)\s*$")
     walker = repo.walk(new_base, pygit2.enums.SortMode.TOPOLOGICAL)
     walker.hide(old_base)
     for commit in walker:
-        if tail.search(commit.message.split("\n", 1)[0]):
+        if pr_number(subject_of(commit)) == number:
             return commit
     return None
 
@@ -107,7 +106,7 @@ def check(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
     if merge is None:
         merge = _subject_commit(repo, number, old_base.id, new_base.id)
         if merge is not None:
-            subject = merge.message.split("\n", 1)[0].strip()
+            subject = subject_of(merge)
             reason = f"upstream commit {str(merge.id)[:12]} '{subject}'"
     if merge is None and not replay_empty:
         return None

@@ -26,7 +26,7 @@ import pygit2
 from series.analysis.attribution import pr_number, subject_of
 from series.forge.base import PullFile, PullRequest, pr_ref
 from series.git.cli import git
-from series.git.repo import workdir
+from series.git.repo import person, workdir
 from series.model import PRNumber, Sha
 
 _RECORD, _FIELD = "\x1e", "\x1f"
@@ -123,7 +123,7 @@ def scan(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, paths
         merged = states.get(number)
         squash = merged if isinstance(merged, pygit2.Commit) else None
         pulls.append(PullRequest(
-            number=PRNumber(number), title=subject_of(head), author=head.author.name,
+            number=PRNumber(number), title=subject_of(head), author=person(head, head.author)[0],
             state="merged" if merged else "unknown", head_sha=Sha(str(head.id)), merged=bool(merged),
             merge_commit=Sha(str(squash.id)) if squash is not None else None,
             updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z")))

@@ -4,10 +4,13 @@ Every operation that moves refs goes through `Transaction.commit()`:
   1. the journal entry is written with every old and new value (state "pending"),
   2.+3. all refs move in one `git update-ref --stdin` transaction with old values checked,
      which also keeps each old value under refs/series/backup/<op>/<ref>,
-  4. series.yaml gets its new text, and the entry becomes "done".
+  4. series.yaml's new text, written beside it before step 2 (the write a full disk
+     stops), is renamed over it, and the entry becomes "done".
 A process killed between steps leaves a pending entry; the next series command, whatever
 it is, finishes it or rolls it back (`recover()`, run by the write door in
-series.workspace before anything else), so refs are all old or all new again.
+series.workspace before anything else), so refs are all old or all new again. A rename
+that fails (a busy or immutable series.yaml: root's permissions do not help there) puts
+every ref back at once: refs and series.yaml never disagree.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from pathlib import Path
 import pygit2
 
 from series import faults, seriesedit
-from series.config import write_text_atomically
+from series.config import replace_staged, stage_text, write_text_atomically
 from series import validate
 from series.errors import SeriesError
 from series.git import checkouts
@@ -283,6 +286,37 @@ def _write_entry(repo: pygit2.Repository, op: Operation) -> None:
     write_text_atomically(journal_dir(repo) / f"{op.id}.json", op.to_json())
 
 
+def _staged(path: Path, op: Operation) -> Path:
+    """Where an operation's series.yaml text waits for its refs to move."""
+    return path.with_name(f".{path.name}.{op.id}.tmp")
+
+
+def _set_aside(repo: pygit2.Repository, op: Operation) -> None:
+    """An entry that moved nothing in the end: kept in journal/rolled-back/ for the
+    record, out of what log, undo and repair read."""
+    op.state = OpState.ROLLED_BACK
+    aside = journal_dir(repo) / "rolled-back"
+    aside.mkdir(exist_ok=True)
+    write_text_atomically(aside / f"{op.id}.json", op.to_json())
+    (journal_dir(repo) / f"{op.id}.json").unlink(missing_ok=True)
+
+
+def _roll_back(repo: pygit2.Repository, op: Operation, path: Path, exc: OSError) -> SeriesError:
+    """series.yaml could not be replaced after the refs moved: every ref (and backup) back
+    where it was, the entry set aside; the error to raise."""
+    undo = [RefMove(m.ref, m.new, m.old) for m in op.moves] + [RefMove(b.ref, b.new, None) for b in _backups(op)]
+    why = f"{path}: cannot replace it ({exc.strerror or exc})"
+    try:
+        if undo:
+            _update_ref_stdin(repo, undo, f"series {op.command}: {op.summary} (rolled back)")
+    except (SeriesError, OSError) as again:
+        return SeriesError(f"{why}, and the refs could not be put back ({validate.one_line(str(again))[:120]}); "
+                           "the next series command finishes the operation")
+    _set_aside(repo, op)
+    return SeriesError(f"{why}: every ref was put back, nothing was changed; make the file replaceable "
+                       "(nothing holding it, not immutable: lsattr, chattr -i) and run the command again")
+
+
 def _write_config(path: Path, text: str | None) -> None:
     if text is None:
         path.unlink(missing_ok=True)
@@ -341,6 +375,11 @@ class Transaction:
             op.edits = list(self.edits)
         _write_entry(self.repo, op)
         _inject(fault, "after-journal")
+        path = self.config_path if self.config_after != self.config_before else None
+        staged = None
+        if path is not None and self.config_after is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            staged = stage_text(path, self.config_after, _staged(path, op))
         # The backup refs are created in the same update-ref transaction as the moves: one
         # git process instead of one ref write per topic, and the old commits are reachable
         # from the branches themselves until that transaction commits.
@@ -350,8 +389,14 @@ class Transaction:
             _update_ref_stdin(self.repo, backups + self.moves, f"series {self.command}: {self.summary}",
                               lenient=len(backups), verify=self.verify)
         _inject(fault, "after-refs")
-        if self.config_path is not None and self.config_after != self.config_before:
-            _write_config(self.config_path, self.config_after)
+        if path is not None:
+            try:
+                if staged is not None:
+                    replace_staged(staged, path)
+                else:
+                    path.unlink(missing_ok=True)  # the undo of an init
+            except OSError as exc:
+                raise _roll_back(self.repo, op, path, exc) from None
         _inject(fault, "after-config")
         op.state = OpState.DONE
         _write_entry(self.repo, op)
@@ -458,6 +503,8 @@ def recover(repo: pygit2.Repository) -> list[str]:
                 f"to {(m.new or 'nothing')[:12]}): put it back at one of those with 'git update-ref', "
                 "then run the command again")
         path = config_file(repo, op)
+        if path is not None:
+            _staged(path, op).unlink(missing_ok=True)  # its text, if the kill came before the rename
         if op.moves:
             committed = any(now[m.ref] == m.new for m in op.moves)
         else:
@@ -467,12 +514,7 @@ def recover(repo: pygit2.Repository) -> list[str]:
             notes.append(f"finished {op.id} ({op.command}: {op.summary}), which was interrupted")
             notes += settle_checkouts(repo, op)
         else:
-            # nothing happened, so nothing to list or undo: kept aside for the record
-            op.state = OpState.ROLLED_BACK
-            aside = journal_dir(repo) / "rolled-back"
-            aside.mkdir(exist_ok=True)
-            write_text_atomically(aside / f"{op.id}.json", op.to_json())
-            (journal_dir(repo) / f"{op.id}.json").unlink()
+            _set_aside(repo, op)  # nothing happened, so nothing to list or undo
             notes.append(f"rolled back {op.id} ({op.command}: {op.summary}): it was interrupted "
                          "before anything moved")
     return notes

@@ -5,6 +5,7 @@ its cost follows the size of the change, not of the vLLM tree (about 8,500 files
 """
 from __future__ import annotations
 
+import codecs
 import os
 import posixpath
 import re
@@ -19,6 +20,35 @@ from series.git.cli import git
 from series.model import Sha
 
 TREE_MODE = pygit2.enums.FileMode.TREE
+
+
+# -- a commit's text, decoded as git shows it ------------------------------------------------
+
+def _codec(commit: pygit2.Commit) -> str:
+    """The codec of a commit's `encoding` header (UTF-8 without one). One Python does not
+    know ('bogus-charset', which anyone can write with git hash-object) reads as UTF-8:
+    git, failing to reencode, shows the bytes as they are; pygit2's .message raises."""
+    try:
+        return codecs.lookup(commit.message_encoding or "utf-8").name
+    except LookupError:
+        return "utf-8"
+
+
+def message(commit: pygit2.Commit) -> str:
+    """The commit message as text (STYLE rule 3: every reader of a message asks here);
+    bytes the encoding cannot read become U+FFFD, as pygit2 decodes a known encoding."""
+    return commit.raw_message.decode(_codec(commit), "replace")
+
+
+def subject(commit: pygit2.Commit) -> str:
+    """The first line of the message, stripped."""
+    return message(commit).split("\n", 1)[0].strip()
+
+
+def person(commit: pygit2.Commit, who: pygit2.Signature) -> tuple[str, str]:
+    """(name, email) of the commit's author or committer, decoded as `message` is."""
+    codec = _codec(commit)
+    return who.raw_name.decode(codec, "replace"), who.raw_email.decode(codec, "replace")
 
 
 def open_repo(path: Path) -> pygit2.Repository:

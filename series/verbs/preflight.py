@@ -26,6 +26,7 @@ from series.forge.base import (Forge, OfflineForge, PullFile, PullRequest, chang
                                pr_ref, ranges_overlap)
 from series.validate import printable
 from series.workspace import Workspace
+from series.git.repo import message, subject
 
 
 
@@ -103,7 +104,7 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
     if not own.commits:
         raise SeriesError(f"topic '{name}' has no commits over {ws.series.upstream.base}: nothing to post")
     files = change_files(repo, own.changes)
-    commits = [CommitCheck(str(c.id), c.message.split("\n", 1)[0].strip(), signed_off(c.message))
+    commits = [CommitCheck(str(c.id), subject(c), signed_off(message(c)))
                for c in own.commits]
     moment = now or _dt.datetime.now(_dt.timezone.utc)
     since = moment - _dt.timedelta(days=days if days is not None else 30)

@@ -21,6 +21,7 @@ import click
 from series import __version__
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
+from series.git.repo import person
 
 TARGETS = {
     "github": (("github/nightly.yml", ".github/workflows/series-nightly.yml"),),
@@ -138,8 +139,9 @@ def owners_of(ws: object, names: list[str]) -> list[str]:
         else:
             handles = []
             for commit in ws.require_own(series.topic(name)).commits:  # type: ignore[attr-defined]
-                m = _NOREPLY.match(commit.author.email or "")
-                handles.append(f"@{m['login']}" if m else commit.author.name)
+                who, email = person(commit, commit.author)
+                m = _NOREPLY.match(email or "")
+                handles.append(f"@{m['login']}" if m else who)
         out.extend(h for h in handles if h and h not in out)
     return out
 

@@ -33,7 +33,7 @@ from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
 from series.forge.refs import fetch_all_pulls
 from series.git.cli import git
-from series.git.repo import committer as git_committer, file_stats, workdir
+from series.git.repo import committer as git_committer, file_stats, message, workdir
 from series.model import PRNumber
 from series.verbs.preflight import Candidate, fetched_files, rank
 from series.workspace import Workspace
@@ -109,10 +109,10 @@ def _signoff(identity: pygit2.Signature) -> Callable[[pygit2.Commit], str]:
     line = f"Signed-off-by: {identity.name} <{identity.email}>"
 
     def rewrite(commit: pygit2.Commit) -> str:
-        text = commit.message.rstrip()
+        text = message(commit).rstrip()
         last = text.rsplit("\n\n", 1)[-1].splitlines() if "\n\n" in text else []
         if line in last:
-            return commit.message  # git commit -s leaves an existing sign-off alone too
+            return message(commit)  # git commit -s leaves an existing sign-off alone too
         trailers = bool(last) and all(re.match(r"^[A-Za-z][A-Za-z0-9-]*: ", l) for l in last)
         return text + ("\n" if trailers else "\n\n") + line + "\n"
     return rewrite
@@ -159,7 +159,7 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
     if result.head == main.id:
         raise SeriesError(f"every commit of '{name}' is already in {main_name}: nothing to propose "
                           "(the next rebase marks it merged)")
-    commits = tuple(grading.Commit(str(oid), repo[oid].peel(pygit2.Commit).message) for oid in result.new_commits)
+    commits = tuple(grading.Commit(str(oid), message(repo[oid].peel(pygit2.Commit))) for oid in result.new_commits)
     branch = opts.branch or f"pr/{name}"
     if not pygit2.reference_is_valid_name(f"refs/heads/{branch}"):
         raise SeriesError(f"--branch {branch!r} is not a valid git branch name (see 'git check-ref-format')")

@@ -116,7 +116,8 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
                 "as_far_as_possible": found.as_json()}
         return Result(data, text, "", True)
     target = onto if found.complete or found.target is None else found.target.sha
-    outcome = engine.start(ws, target, ENDING, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series),
+    ending = history.ReachEnding(ENDING, history.render_target(found, name), ws.series.integration)
+    outcome = engine.start(ws, target, ending, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series),
                            progress=progress)
     return _finish(ws, outcome, reach=(name, found))
 

@@ -10,11 +10,13 @@
     reach(ws, onto, skip)                    --as-far-as-possible: the newest commit on
                                              REF's first-parent line where every active
                                              topic applies (series.engine.bisect)
+    ReachEnding                              its ending: the rebase's, but all or nothing
+                                             with the integration branch
 """
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pygit2
@@ -22,10 +24,14 @@ import pygit2
 from series.analysis import attribution
 from series.engine import rebase as engine
 from series.engine import state as st
+from series.engine.ending import Identity, Rewrite, TopicsEnding
+from series.engine.integration import IntegrationResult
+from series.engine.odb import MemOdb
+from series.errors import SeriesError
 from series.engine.report import report_dir
 from series.resolutions import engine_hooks
 from series.git.repo import changed_paths, resolve_release
-from series.workspace import Workspace
+from series.workspace import Workspace, WriteOperation
 
 if TYPE_CHECKING:  # the engine's bisection is imported by the two paths that use it
     from series.engine import bisect as bisection
@@ -142,6 +148,53 @@ def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bi
     runs = engine.plan(ws, onto, skip)
     line = bisection.mainline(repo, ws.base_commit(), onto)
     return onto_name, bisection.as_far_as_possible(ws, runs, line, engine_hooks(ws.series))
+
+
+@dataclass(frozen=True)
+class ReachEnding:
+    """--as-far-as-possible ends as a rebase does, except when the topics, each of which
+    applies at the commit it reached, do not combine there: then it moves nothing (exit 1)
+    rather than move every branch and the base and leave the integration branch behind.
+    A plain rebase reports that as a conflict (exit 3) and moves the rest; the user who asked
+    for "as far as possible" asked for a series that works there, and a half-moved series
+    whose integration branch still sits on the old base is not one (refs, series.yaml and
+    the integration branch never disagree)."""
+
+    rebase: TopicsEnding
+    reached: str                 # where it got to, for the message
+    integration_branch: str | None
+
+    @property
+    def identity(self) -> Identity:
+        return self.rebase.identity
+
+    @property
+    def detects_merged(self) -> bool:
+        return self.rebase.detects_merged
+
+    def rewrite(self, state: st.RebaseState) -> Rewrite | None:
+        return self.rebase.rewrite(state)
+
+    def integration(self, ws: Workspace, state: st.RebaseState, odb: MemOdb) -> IntegrationResult:
+        return self.rebase.integration(ws, state, odb)
+
+    def fill(self, door: WriteOperation, ws: Workspace, state: st.RebaseState,
+             integration: IntegrationResult | None) -> None:
+        if integration is not None and not integration.ok:
+            branch = f"the integration branch {self.integration_branch}" if self.integration_branch \
+                else "the integration chain"
+            raise SeriesError(
+                f"as far as possible: nothing moved: every topic applies at {self.reached}, but the topics "
+                f"do not combine there ({'; '.join(str(c) for c in integration.conflicts)}), so {branch} "
+                "could not be rebuilt; make them combine (series build names the files), then run it again")
+        self.rebase.fill(door, ws, state, integration)
+
+
+def render_target(found: bisection.Reach, onto_name: str) -> str:
+    """The commit --as-far-as-possible reached, in a sentence's words."""
+    if found.complete or found.target is None:
+        return onto_name
+    return f"{found.target.sha[:12]} ({found.position} of {found.total} on {onto_name}'s first-parent line)"
 
 
 def render_reach(found: bisection.Reach, onto_name: str, base: str) -> str:
