@@ -397,3 +397,19 @@ def test_a_pr_head_fetched_at_githubs_sha_is_compared_from_git(proposal: Path, h
     calls = _calls(httpserver)
     assert "GET /pulls/50001/files" not in calls and "GET /pulls/50002/files" in calls, calls
     assert any("1 of 2 open PRs compared from their heads fetched into git refs" in n for n in data["notes"])
+
+
+def test_signoff_on_a_commit_in_an_unknown_encoding_reads_it_as_its_bytes(proposal: Path,
+                                                                          httpserver: HTTPServer) -> None:
+    """A topic commit whose header says 'encoding bogus-charset' (anyone can write one with
+    git hash-object) is signed off as git shows it, its bytes as UTF-8, not a crash (exit 4)."""
+    raw = git(proposal, "cat-file", "commit", "topic/serving-fix")
+    head, body = raw.split("\n\n", 1)
+    crafted = proposal.parent / "crafted"
+    crafted.write_bytes(f"{head}\nencoding bogus-charset\n\n{body}".encode())
+    sha = git(proposal, "hash-object", "-t", "commit", "-w", "--literally", str(crafted)).strip()
+    git(proposal, "update-ref", "refs/heads/topic/serving-fix", sha)
+    _serve(httpserver, proposal, [])
+    dry = run_series("propose", "serving-fix", "--dry-run", "--despite", "50001", "--signoff",
+                     cwd=proposal, env=_api(httpserver)).stdout
+    assert "OK    dco: all 1 commit(s) carry Signed-off-by" in dry, dry

@@ -45,7 +45,8 @@ from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signat
 from series.engine.resolve import NO_HOOKS, Hooks
 from series.errors import ConflictError, SeriesError
 from series.git import checkouts, refs
-from series.git.repo import Abbreviations, committer as git_committer, message as commit_message, resolve_release
+from series.git.repo import (Abbreviations, committer as git_committer, encode_message, message as commit_message,
+                             resolve_release)
 from series.topics import OwnWorks
 from series.workspace import Workspace, WriteOperation
 
@@ -418,7 +419,7 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
     else:
         raw = _raw_commit(odb, commit)
         rewrite = ending.rewrite(state)
-        message = rewrite(commit).encode(raw.encoding, "replace") if rewrite else raw.message
+        message = encode_message(rewrite(commit), raw.encoding) if rewrite else raw.message
         new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(git_committer(repo)),
                          message, raw.extra)
     if new is None:

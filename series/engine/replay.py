@@ -37,7 +37,7 @@ from series.engine.merge import PathStages, merge_trees
 from series.engine.odb import GITLINK, TREE, Entry, MemOdb
 from series.engine.resolve import Conflict, Resolver
 from series.errors import SeriesError
-from series.git.repo import Abbreviations, committer as git_committer, message as commit_message
+from series.git.repo import Abbreviations, committer as git_committer, encode_message, message as commit_message
 
 
 @dataclass(frozen=True)
@@ -259,7 +259,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
             raw = _raw_commit(store, commit)
             message = raw.message
             if rewrite_message is not None:
-                message = rewrite_message(commit).encode(raw.encoding, "replace")
+                message = encode_message(rewrite_message(commit), raw.encoding)
             new_head = store.commit(new_tree, [head], raw.author, committer_line, message, raw.extra)
             if not merged.fast and (merged.conflicts or not _same_patch(
                     repo, store, base_tree, theirs_tree, head_tree, new_tree)):

@@ -40,6 +40,16 @@ def message(commit: pygit2.Commit) -> str:
     return commit.raw_message.decode(_codec(commit), "replace")
 
 
+def encode_message(text: str, encoding: str) -> bytes:
+    """A rewritten message as bytes for a commit whose `encoding` header says `encoding`:
+    the codec `message` read it with, so an unknown one writes UTF-8, as it was read."""
+    try:
+        codec = codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        codec = "utf-8"
+    return text.encode(codec, "replace")
+
+
 def subject(commit: pygit2.Commit) -> str:
     """The first line of the message, stripped."""
     return message(commit).split("\n", 1)[0].strip()

@@ -25,6 +25,7 @@ from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
 from series.errors import SeriesError
 from series.git import checkouts, refs
+from series.git.repo import message
 from series.persisted import (Json, JsonObject, read_bool, read_int, read_list, read_object, read_opt_str, read_str,
                               read_strs)
 from series.seriesedit import Edit
@@ -116,7 +117,7 @@ class AdoptEnding:
 
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
         reference = payload(state).reference
-        return lambda commit: with_trailers(commit.message, reference, str(commit.id))
+        return lambda commit: with_trailers(message(commit), reference, str(commit.id))
 
     def integration(self, ws: "Workspace", state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return None  # an adoption does not rebuild the integration branch

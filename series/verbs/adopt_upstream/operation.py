@@ -39,6 +39,7 @@ from series.forge.refs import fetch_commit, fetch_pull
 from series.git import checkouts, partial
 from series.git.cli import git
 from series.git.refs import current
+from series.git.repo import message, subject
 from series.git.repo import commits_between, workdir
 from series.model import Status, Topic
 from series.seriesedit import Edit
@@ -226,14 +227,14 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
     # The rebase engine's in-memory, path-limited replay: the author line is kept byte
     # for byte, the committer is the local user (GIT_COMMITTER_* or user.*).
     result = replay_commits(repo, picks, base,
-                            rewrite_message=lambda c: with_trailers(c.message, reference, str(c.id)),
+                            rewrite_message=lambda c: with_trailers(message(c), reference, str(c.id)),
                             topic=topic_name)
     if result.conflict is not None and dry_run:
         stop = result.conflict
         commit = repo[stop.commit].peel(pygit2.Commit)
         files = ", ".join(f"{c.path} ({c.kind})" for c in stop.conflicts)
         raise ConflictError(
-            f"PR #{number}: commit {str(commit.id)[:12]} '{commit.message.splitlines()[0]}' does not "
+            f"PR #{number}: commit {str(commit.id)[:12]} '{subject(commit)}' does not "
             f"apply to {ws.series.upstream.base}: conflicts in {files}; nothing was changed (dry run; "
             "without --dry-run the conflict is laid out in a worktree for you to resolve)")
     if result.conflict is not None:
