@@ -2,7 +2,7 @@
 # The nightly pipeline a fork copies: does the series still apply to upstream's newest
 # release (or main)? If it does: rebase, build the patched wheel, select upstream's tests.
 #
-#   nightly.sh [--onto REF|latest|main] [--wheel vllm==X|PATH.whl|none]
+#   nightly.sh [--onto latest|vX.Y|REF|main] [--wheel vllm==X|PATH.whl|none]
 #              [--format github-matrix|buildkite] [--device D]... [--exclude-optional]
 #              [--max-steps N] [--out DIR] [--no-fetch] [--print-target] [-C DIR]
 #
@@ -68,11 +68,12 @@ if [ "$FETCH" = 1 ]; then
 fi
 
 # --- the target: newest release tag, or upstream main ------------------------------------------
+# series resolves release names (latest, v0.31) as every verb does: PEP 440 order, post and
+# four-part releases, never an rc unless named exactly (series release --help)
 case "$ONTO" in
-  latest)
-    ONTO=$(git tag --list 'v*' --sort=-v:refname | grep -E '^v[0-9]+\.[0-9]+\.[0-9]+$' | head -n 1)
-    [ -n "$ONTO" ] || { log "no release tag v*.*.* here; pass --onto $REMOTE/main"; exit 1; } ;;
   main) ONTO="$REMOTE/main" ;;
+  latest|v[0-9]*)
+    ONTO=$($SERIES release "$ONTO") || { log "no release for --onto here; pass --onto $REMOTE/main"; exit 1; } ;;
 esac
 if [ "$PRINT_TARGET" = 1 ]; then echo "$ONTO"; exit 0; fi
 if [ -z "$WHEEL" ]; then

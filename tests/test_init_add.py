@@ -76,6 +76,42 @@ def test_init_checks_the_base(fork: Path) -> None:
     assert not (fork / "series.yaml").exists()
 
 
+def test_init_without_base_takes_the_newest_release_every_topic_forks_from(fork: Path) -> None:
+    (fork / "series.yaml").unlink()
+    # one topic moved onto v0.31.0 by hand: v0.30.0 is still the newest release in all of them;
+    # a post release on v0.30.0's commit is that commit's newest release; an rc never counts
+    sh("git tag v0.30.0.post1 v0.30.0 && git tag v0.31.0rc1 v0.30.0 && "
+       "git checkout -q -B topic/late v0.31.0 && git commit -q --allow-empty -m late && "
+       "git checkout -q --detach v0.30.0", fork)
+    out = run_series("init", cwd=fork).stdout  # the README's setup line, as written
+    assert out.startswith("base: v0.30.0.post1 (the newest release every topic branch forks from)\n"
+                          "wrote "), out
+    assert "  base: v0.30.0.post1\n" in (fork / "series.yaml").read_text()
+    out = run_series("init", "--force", "--topics", "topic/late", cwd=fork).stdout
+    assert out.startswith("base: v0.31.0 (the newest release"), out
+    out = run_series("init", "--force", "--base", "v0.30.0", cwd=fork).stdout
+    assert out.startswith("wrote "), "an explicit --base is not announced as inferred"
+
+
+def test_init_without_base_names_the_candidates_when_it_cannot_choose(fork: Path) -> None:
+    (fork / "series.yaml").unlink()
+    # a patch release off v0.30.0 merged into a topic that also merged v0.31.0: two releases,
+    # neither containing the other
+    sh("git checkout -q -B side v0.30.0 && git commit -q --allow-empty -m side && git tag v0.30.1 && "
+       "git checkout -q topic/api-hello && git merge -q --no-edit v0.31.0 && git merge -q --no-edit side && "
+       "git checkout -q --orphan alone && git rm -rqf . && git commit -q --allow-empty -m alone && "
+       "git branch -q topic/alone && git checkout -q --detach v0.30.0", fork)
+    proc = run_series("init", "--topics", "topic/api-hello", cwd=fork, expect=1)
+    assert proc.stderr == ("series: error: the branches matching topic/api-hello fork from more than one "
+                           "release (v0.31.0, v0.30.1): pass --base with the one they sit on\n"), proc.stderr
+    proc = run_series("init", cwd=fork, expect=1)
+    assert "no release tag is in every branch matching topic/* (newest here: v0.31.0, v0.30.1, v0.30.0)" \
+        in proc.stderr and "pass --base" in proc.stderr, proc.stderr
+    proc = run_series("init", "--topics", "nope/*", cwd=fork, expect=1)
+    assert "no local branch matches nope/*" in proc.stderr and "--base" in proc.stderr, proc.stderr
+    assert not (fork / "series.yaml").exists()
+
+
 def test_init_options_github_integration_patterns(fork: Path) -> None:
     (fork / "series.yaml").unlink()
     sh("git remote set-url upstream https://github.com/vllm-project/vllm.git && "

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 
+from tests.conftest import sh
 from tests.fakewheel import build_wheel, install_wheel, tree_files
 
 SCRIPT = Path(__file__).resolve().parent.parent / "ci" / "nightly.sh"
@@ -78,3 +79,15 @@ def test_nightly_rebases_builds_and_selects_when_clean(fork: Path, upstream: Pat
     assert "return 'hi'" in (site / "vllm/entrypoints/openai/api_server.py").read_text()
     assert (out / "ci-steps.yml").exists()
     assert "rebase: clean onto v0.31.0" in (out / "report.md").read_text()
+
+
+def test_nightly_asks_series_which_release_is_latest(fork: Path, upstream: Path) -> None:
+    # a post release is the newest release (PEP 440), a four-part one is a release, an rc is not
+    sh("git tag v0.31.0.post1 v0.31.0 && git tag v0.32.0rc1 v0.31.0 && git tag v0.30.0.1 v0.30.0", upstream)
+    proc = nightly(fork, "--print-target")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "v0.31.0.post1", proc.stdout
+    assert nightly(fork, "--onto", "v0.30", "--print-target", "--no-fetch").stdout.strip() == "v0.30.0.1"
+    assert nightly(fork, "--onto", "v0.32.0rc1", "--print-target").stdout.strip() == "v0.32.0rc1"
+    proc = nightly(fork, "--onto", "v0.29", "--print-target", "--no-fetch")
+    assert proc.returncode == 1 and "no release tag matches 'v0.29'" in proc.stderr, proc.stderr

@@ -16,6 +16,7 @@ from typing import Iterable, Iterator, cast
 import pygit2
 
 from series.errors import SeriesError
+from series.git import releases
 from series.git.cli import git
 from series.model import Sha
 
@@ -176,7 +177,7 @@ def resolve_commit(repo: pygit2.Repository, ref: str, what: str = "ref") -> pygi
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
         hint = ""
-        near = nearest_tags(repo, ref)
+        near = releases.nearest(repo, ref)
         if near:
             hint = f" (nearest tags: {', '.join(near)})"
         raise SeriesError(f"unknown {what} '{ref}': not a branch, tag or commit here{hint}") from None
@@ -189,39 +190,23 @@ def branch_commit(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
     return repo[ref.target].peel(pygit2.Commit)
 
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:(rc|post)(\d+))?$")
-
-
-def _tags(repo: pygit2.Repository) -> list[str]:
-    return [r[len("refs/tags/"):] for r in repo.references if r.startswith("refs/tags/")]
-
-
-def _version_key(tag: str) -> tuple[int, ...] | None:
-    m = _VERSION.match(tag)
-    if not m or m.group(4):
-        return None  # release candidates never win a shorthand
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-
-
 def resolve_release(repo: pygit2.Repository, spec: str) -> tuple[str, pygit2.Commit]:
-    """`v0.31` -> the highest v0.31.N tag; anything else resolves as a ref.
+    """A release name (`latest`, `v0.31`: series.git.releases says which tag) or any ref.
 
     Returns the resolved name (what series.yaml records: the tag or branch, else the full
-    commit id) and its commit.
+    commit id) and its commit. An existing tag is always itself, so v0.11.0rc1 is an rc
+    because it was asked for by name.
     """
-    m = re.match(r"^v?(\d+)\.(\d+)$", spec)
-    if m and repo.references.get(f"refs/tags/{spec}") is None:
-        want = (int(m.group(1)), int(m.group(2)))
-        best: tuple[tuple[int, ...], str] | None = None
-        for tag in _tags(repo):
-            key = _version_key(tag)
-            if key and key[:2] == want and (best is None or key > best[0]):
-                best = (key, tag)
-        if best is None:
-            near = nearest_tags(repo, spec)
+    prefix = releases.shorthand(spec)
+    if prefix is not None and repo.references.get(f"refs/tags/{spec}") is None:
+        found = releases.newest(repo, prefix)
+        if found is None:
+            near = releases.nearest(repo, spec)
             listing = ", ".join(near) if near else "no release tags here; try --fetch"
-            raise SeriesError(f"no release tag matches '{spec}' (nearest: {listing})")
-        return best[1], resolve_commit(repo, best[1])
+            pre = releases.newest(repo, prefix, pre_releases=True)
+            only = f"; {pre.tag} is a pre-release: name it exactly to use it" if pre else ""
+            raise SeriesError(f"no release tag matches '{spec}' (nearest: {listing}{only})")
+        return found.tag, resolve_commit(repo, found.tag)
     commit = resolve_commit(repo, spec)
     names = (f"refs/tags/{spec}", f"refs/heads/{spec}", f"refs/remotes/{spec}", spec)
     if any(n.startswith("refs/") and repo.references.get(n) is not None for n in names):
@@ -229,19 +214,6 @@ def resolve_release(repo: pygit2.Repository, spec: str) -> tuple[str, pygit2.Com
     # HEAD, @{-1}, v0.31.0~2, a sha prefix: their meaning changes over time (or is only
     # a prefix), so series.yaml gets the commit itself
     return str(commit.id), commit
-
-
-def nearest_tags(repo: pygit2.Repository, spec: str, count: int = 3) -> list[str]:
-    m = re.match(r"^v?(\d+)\.(\d+)", spec)
-    releases = [(k, t) for t in _tags(repo) if (k := _version_key(t))]
-    if not releases:
-        return []
-    if m:
-        want = (int(m.group(1)), int(m.group(2)), 0)
-        releases.sort(key=lambda kt: (abs(kt[0][1] - want[1]) + 1000 * abs(kt[0][0] - want[0]), kt[0]))
-        return [t for _, t in releases[:count]]
-    releases.sort(reverse=True)
-    return [t for _, t in releases[:count]]
 
 
 @dataclass(frozen=True)
@@ -331,12 +303,6 @@ def sha(oid: pygit2.Oid | str) -> Sha:
     return Sha(str(oid))
 
 
-# Upstream's release tags (v0.31.0, v0.31.0rc1, v0.31.0.post1). A fork's own tags
-# (v0.31.0+fork.2, fork-2026-03, a tag on an integration build) do not match, and must not:
-# a tag that contains a topic's commits would hide them, and the topic would look merged.
-_RELEASE_TAG = re.compile(r"^refs/tags/v?\d+(\.\d+)+((rc|a|b|\.?post|\.?dev)\d+)?$")
-
-
 def upstream_tips(repo: pygit2.Repository, remote: str) -> list[pygit2.Oid]:
     """Commits of upstream's history as this clone knows it: remote branches, release tags.
 
@@ -347,7 +313,10 @@ def upstream_tips(repo: pygit2.Repository, remote: str) -> list[pygit2.Oid]:
     proposals = f"refs/remotes/{remote}/pr/"
     for name in repo.references:
         upstream_branch = name.startswith(f"refs/remotes/{remote}/") and not name.startswith(proposals)
-        if upstream_branch or _RELEASE_TAG.match(name):
+        # upstream's version tags, release candidates too (series.git.releases: a fork's
+        # own tags, v0.31.0+fork.2, are not, and must not be: they would hide its commits)
+        version_tag = name.startswith("refs/tags/") and releases.tag_version(name[len("refs/tags/"):]) is not None
+        if upstream_branch or version_tag:
             try:
                 tips.append(repo.references[name].peel(pygit2.Commit).id)
             except (pygit2.GitError, pygit2.InvalidSpecError, ValueError):

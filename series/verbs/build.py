@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import os
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -22,6 +21,7 @@ from series.build import fetch, integration, manifest, overlay, source
 from series.build.integration import Integration
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
+from series.git import releases
 from series.git.refs import current
 from series.git.repo import changed_paths, workdir
 from series.workspace import Workspace
@@ -72,19 +72,17 @@ def refuse_compiled(ws: Workspace, paths: list[str]) -> None:
         "temporary worktree)")
 
 
-_RELEASE = re.compile(r"^v?(\d+\.\d+\.\d+(?:(?:rc|post|\.post)\d+)?)$")
-
-
 def check_release(ws: Workspace, name: overlay.WheelName) -> None:
     """A release base (v0.31.0) must get that release's wheel: the overlay lays
-    base..integration over it, and a precompiled build takes its kernels."""
+    base..integration over it, and a precompiled build takes its kernels. Versions
+    compare as PEP 440 does (series.git.releases), four-part and post releases too."""
     base = ws.series.upstream.base
-    m = _RELEASE.match(base)
+    version = releases.tag_version(base)
     wheel_public = name.version.split("+")[0]
-    if m and m.group(1) != wheel_public:
+    if version is not None and releases.parse_version(wheel_public) != version:
         raise SeriesError(
             f"the wheel is {name.name} {name.version} but the series is based on {base}: "
-            f"pass --wheel {name.name}=={m.group(1)} (or rebase the series onto v{wheel_public} first)")
+            f"pass --wheel {name.name}=={version} (or rebase the series onto v{wheel_public} first)")
 
 
 def stale_files(ws: Workspace, integ: Integration, release: Path,

@@ -23,6 +23,7 @@ import pygit2
 from series import config, seriesedit, validate
 from series.cli import Context, emit, pass_ctx
 from series.errors import SeriesError
+from series.git import releases
 from series.git.repo import open_repo, resolve_release, workdir
 from series.model import Series, Topic, Upstream
 from series.topics import OwnWork, OwnWorks
@@ -57,6 +58,7 @@ class InitResult:
     patterns: tuple[str, ...]
     topics: tuple[FoundTopic, ...]
     warnings: tuple[str, ...]
+    inferred: bool  # no --base: the newest release every topic branch forks from
 
 
 def _github_from_remote(repo: pygit2.Repository, remote: str) -> str | None:
@@ -68,8 +70,8 @@ def _github_from_remote(repo: pygit2.Repository, remote: str) -> str | None:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
-def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
-                 patterns: Sequence[str], integration: str | None, target: Path) -> list[FoundTopic]:
+def _topic_heads(repo: pygit2.Repository, patterns: Sequence[str],
+                 integration: str | None) -> dict[str, pygit2.Commit]:
     heads: dict[str, pygit2.Commit] = {}
     for ref in repo.references:
         if not ref.startswith("refs/heads/"):
@@ -77,6 +79,30 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
         branch = ref[len("refs/heads/"):]
         if branch != integration and any(fnmatch.fnmatchcase(branch, p) for p in patterns):
             heads[branch] = repo.references[ref].peel(pygit2.Commit)
+    return heads
+
+
+def infer_base(repo: pygit2.Repository, heads: dict[str, pygit2.Commit],
+               patterns: Sequence[str]) -> str:
+    """The newest release every topic branch forks from (series.git.releases.closest_common);
+    none, or two that neither contains, is an error naming the candidates."""
+    matching = ", ".join(patterns)
+    if not heads:
+        raise SeriesError(f"no local branch matches {matching}, so there is no base to infer: "
+                          "pass --base REF (e.g. --base latest), or --topics GLOB")
+    found = releases.closest_common(repo, workdir(repo), [h.id for h in heads.values()])
+    if len(found) == 1:
+        return found[0].tag
+    if found:
+        raise SeriesError(f"the branches matching {matching} fork from more than one release "
+                          f"({releases.names(found)}): pass --base with the one they sit on")
+    newest = releases.names(releases.releases(repo)[:3]) or "no release tags here; git fetch --tags"
+    raise SeriesError(f"no release tag is in every branch matching {matching} (newest here: "
+                      f"{newest}): pass --base REF, a tag, branch or commit")
+
+
+def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
+                 heads: dict[str, pygit2.Commit], target: Path) -> list[FoundTopic]:
     # There is no series yet: each branch's own commits come from the one answer
     # (series.topics) asked of a provisional series, first with no dependencies, then with
     # the ones found, which is what `series status` answers once the file is written.
@@ -136,7 +162,7 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
                        names[parents[b]] if b in parents else None) for b in placed]
 
 
-def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Sequence[str],
+def run(start: Path, *, base: str | None, remote: str, github: str | None, patterns: Sequence[str],
         integration: str | None, force: bool, target: Path | None = None) -> InitResult:
     repo = open_repo(start)
     if target is None:
@@ -145,7 +171,9 @@ def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Se
                               "series.yaml goes")
         target = workdir(repo) / config.FILENAME
     _refuse_existing(target, force)
-    base_name, base_commit = resolve_release(repo, base)
+    heads = _topic_heads(repo, patterns, integration)
+    inferred = base is None
+    base_name, base_commit = resolve_release(repo, infer_base(repo, heads, patterns) if base is None else base)
     warnings: list[str] = []
     # series.yaml's remote reaches 'git fetch': a name this clone has, never an option
     remote = validate.existing_remote([r.name for r in repo.remotes], remote, "--remote")
@@ -153,7 +181,7 @@ def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Se
         github = _github_from_remote(repo, remote)
     elif not config.GITHUB_SLUG_RE.match(github):
         raise SeriesError(f"--github {github}: expected OWNER/REPO, e.g. vllm-project/vllm")
-    topics = _find_topics(repo, base_commit, remote, patterns, integration, target)
+    topics = _find_topics(repo, base_commit, remote, heads, target)
     if not topics:
         warnings.append(f"no local branch matches {', '.join(patterns)}: "
                         "add topics with 'series add BRANCH'")
@@ -175,7 +203,7 @@ def run(start: Path, *, base: str, remote: str, github: str | None, patterns: Se
         op.write_file(text)
         op.commit()
     return InitResult(target, base_name, str(base_commit.id), tuple(patterns), tuple(topics),
-                      tuple(warnings))
+                      tuple(warnings), inferred)
 
 
 def _refuse_existing(target: Path, force: bool) -> None:
@@ -186,7 +214,8 @@ def _refuse_existing(target: Path, force: bool) -> None:
 
 def render(result: InitResult) -> str:
     n = len(result.topics)
-    out = [f"wrote {result.path}: {n} topic{'s' if n != 1 else ''} over {result.base} "
+    out = [f"base: {result.base} (the newest release every topic branch forks from)"] if result.inferred else []
+    out += [f"wrote {result.path}: {n} topic{'s' if n != 1 else ''} over {result.base} "
            f"({result.base_sha[:12]}) from branches matching {', '.join(result.patterns)}"]
     if result.topics:
         nw = max(len(t.name) for t in result.topics)
@@ -201,9 +230,10 @@ def render(result: InitResult) -> str:
 
 
 @click.command("init")
-@click.option("--base", required=True, metavar="REF",
-              help="Upstream release the topics sit on: a tag (v0.30.0, or v0.30 for its latest "
-                   "patch release), branch or commit.")
+@click.option("--base", metavar="REF",
+              help="Upstream release the topics sit on: a tag (v0.30.0, or v0.30 for its newest "
+                   "release, or latest), branch or commit (default: the newest release tag every "
+                   "topic branch forks from).")
 @click.option("--remote", default="upstream", show_default=True, metavar="NAME",
               help="Git remote of upstream vLLM.")
 @click.option("--github", metavar="OWNER/REPO",
@@ -215,7 +245,7 @@ def render(result: InitResult) -> str:
                    "build and the nightly push it.")
 @click.option("--force", is_flag=True, help="Overwrite an existing series.yaml.")
 @pass_ctx
-def command(ctx: Context, base: str, remote: str, github: str | None, patterns: tuple[str, ...],
+def command(ctx: Context, base: str | None, remote: str, github: str | None, patterns: tuple[str, ...],
          integration: str | None, force: bool) -> None:
     """Write series.yaml for an existing fork clone, listing its topic branches.
 
@@ -226,6 +256,9 @@ def command(ctx: Context, base: str, remote: str, github: str | None, patterns: 
     order the work began in). A branch built on another matched branch gets
     depends_on and follows it. Names come from the branch's last path component.
     Reorder, add summary: and scope: lines by hand; the tool keeps your edits.
+    Without --base, the base is the newest release tag every topic branch forks
+    from (said on the first line); if there is none, or two, it names them.
+      series init
       series init --base v0.30.0 --topics 'topic/*' --topics 'fix/*'
     """
 

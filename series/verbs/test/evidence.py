@@ -32,6 +32,7 @@ from series.build.interpreter import Environment
 from series.build.matrix import Matrix, TreeInfo
 from series.build.testrun import Outcome, Scratch
 from series.errors import SeriesError
+from series.git import releases
 from series.workspace import Workspace
 
 Say = Callable[[str], None]
@@ -68,16 +69,15 @@ def tree_names(without: str | None, compare: tuple[str, str] | None, named: tupl
 
 
 def base_release(ws: Workspace) -> str:
-    """The base's release version (v0.31.0 -> 0.31.0), from its name or a tag on it."""
-    pattern = re.compile(r"^v?(\d+\.\d+(?:\.\d+)*(?:(?:rc|a|b|\.post|\.dev)\d+)?)$")
-    m = pattern.match(ws.series.upstream.base)
-    if m:
-        return m.group(1)
+    """The base's release version (v0.31.0 -> 0.31.0), from its name or a version tag on
+    it (series.git.releases: PEP 440, four-part and post releases too)."""
+    version = releases.tag_version(ws.series.upstream.base)
+    if version is not None:
+        return str(version)
     base = ws.base_commit().id
-    for ref in ws.repo.references:
-        if ref.startswith("refs/tags/") and (m := pattern.match(ref[len("refs/tags/"):])):
-            if ws.repo.references[ref].peel(pygit2.Commit).id == base:
-                return m.group(1)
+    for found in releases.version_tags(ws.repo):
+        if ws.repo.references[f"refs/tags/{found.tag}"].peel(pygit2.Commit).id == base:
+            return str(found.version)
     raise SeriesError(f"upstream.base {ws.series.upstream.base} is not a release (no vX.Y.Z tag points "
                       "at it): --run needs the release the installed build is")
 

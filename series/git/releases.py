@@ -1,0 +1,150 @@
+"""Upstream's release tags: which tags are versions, which of those are releases, their
+order, and what a release name means. The one answer (STYLE rule 3) for `rebase --onto`,
+`init --base`, `touches --between`, `build`, `test --run`, `series release` and through it
+ci/nightly.sh.
+
+A *version tag* is `v` + a PEP 440 version in its normalized form (packaging.version),
+without a local part: v0.31.0, v0.6.6.post1, v0.10.1.1, v0.11.0rc1. The normalized form
+and no local part keep a fork's own tags out (v0.31.0+fork.2, v0.31.0-1, fork-2026-03):
+a tag that contains a topic's commits would make them upstream history.
+
+A *release* is a version tag that is not a pre-release (rc, a, b) or a dev release:
+finals and post releases (v0.6.6.post1 is a re-release of v0.6.6 that pip installs).
+vLLM tags its release candidates (v0.11.0rc1) on the way to a release; a shorthand or
+"latest" must never land a fork on one. An rc is still reached by its exact name.
+
+Release names: an existing tag is always itself. `latest` is the newest release. `v0.6`
+(a prefix of release numbers) is the newest release whose numbers start 0.6, by PEP 440's
+order, so v0.6.6.post1 beats v0.6.6 and v0.10.1.1 beats v0.10.1.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pygit2
+from packaging.version import InvalidVersion, Version
+
+from series.git.cli import git
+
+LATEST = "latest"
+_SHORTHAND = re.compile(r"^v?(\d+(?:\.\d+)+)$")
+
+
+@dataclass(frozen=True, order=True)
+class Release:
+    """A version tag; ordered as PEP 440 orders versions (then by name, for v0.6 / v0.6.0)."""
+
+    version: Version
+    tag: str
+
+    @property
+    def is_release(self) -> bool:
+        return not self.version.is_prerelease  # true for rc/a/b and for .devN alike
+
+
+def parse_version(text: str) -> Version | None:
+    """A version as PEP 440 reads it (a wheel's 0.31.0), else None."""
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def tag_version(tag: str) -> Version | None:
+    """The version a tag names (see the module docstring), else None."""
+    version = parse_version(tag[1:]) if tag.startswith("v") else None
+    if version is None or version.local is not None or len(version.release) < 2 or str(version) != tag[1:]:
+        return None
+    return version
+
+
+def version_tags(repo: pygit2.Repository) -> list[Release]:
+    """Every version tag here, newest first (release candidates too)."""
+    found = []
+    for ref in repo.references:
+        if ref.startswith("refs/tags/") and (version := tag_version(ref[len("refs/tags/"):])):
+            found.append(Release(version, ref[len("refs/tags/"):]))
+    return sorted(found, reverse=True)
+
+
+def releases(repo: pygit2.Repository) -> list[Release]:
+    """The release tags here, newest first."""
+    return [r for r in version_tags(repo) if r.is_release]
+
+
+def shorthand(spec: str) -> tuple[int, ...] | None:
+    """The release numbers a name asks for: () for `latest`, (0, 6) for `v0.6`; None when
+    the name is not a release name (a branch, a commit, v0.11.0rc1)."""
+    if spec == LATEST:
+        return ()
+    m = _SHORTHAND.match(spec)
+    return tuple(int(n) for n in m.group(1).split(".")) if m else None
+
+
+def _starts_with(version: Version, prefix: tuple[int, ...]) -> bool:
+    numbers = version.release + (0,) * (len(prefix) - len(version.release))  # 0.6 == 0.6.0
+    return numbers[:len(prefix)] == prefix
+
+
+def newest(repo: pygit2.Repository, prefix: tuple[int, ...], pre_releases: bool = False) -> Release | None:
+    """The newest release whose numbers start with `prefix` (any release for ()); with
+    `pre_releases`, the newest version tag so, rc or dev tags too."""
+    found = version_tags(repo) if pre_releases else releases(repo)
+    return next((r for r in found if _starts_with(r.version, prefix)), None)
+
+
+def nearest(repo: pygit2.Repository, spec: str, count: int = 3) -> list[str]:
+    """Release tags closest to what `spec` seems to ask for (for an error's hint), newer
+    first among equals; the newest if it names no version."""
+    known = releases(repo)
+    m = re.match(r"^v?(\d+(?:\.\d+)*)", spec)
+    if m:
+        want = tuple(int(n) for n in m.group(1).split("."))[:3]
+        want += (0,) * (3 - len(want))
+
+        def distance(r: Release) -> tuple[int, int]:
+            # the first number that differs decides (a patch number means nothing across
+            # minor releases), then by how much
+            have = (r.version.release + (0, 0))[:3]
+            i = next((i for i in range(3) if have[i] != want[i]), 3)
+            return (3 - i, abs(have[i] - want[i]) if i < 3 else 0)
+        known.sort(key=distance)  # stable: among equals, newest first still
+    return [r.tag for r in known[:count]]
+
+
+def closest_common(repo: pygit2.Repository, workdir: Path, commits: Sequence[pygit2.Oid]) -> list[Release]:
+    """The releases every one of `commits` contains that no other such release follows:
+    one when the commits fork from one release's line, several when they sit on two
+    (v0.31.0 and a v0.30.1 merged into it), none when no release is in all of them.
+    Newest first; of tags on one commit, the newest stands for it.
+
+    git does the graph work: `merge-base --octopus --all` gives the best common ancestors
+    (every common ancestor reaches one of them), `tag --merged` the tags those reach,
+    `merge-base --independent` the candidates no other candidate contains: a few calls,
+    not a walk per tag and branch (vLLM has hundreds of tags).
+    """
+    if not commits:
+        return []
+    bases = git(workdir, "merge-base", "--octopus", "--all", *map(str, commits), check=False)
+    tips = bases.stdout.split()
+    if bases.returncode != 0 or not tips:
+        return []
+    merged = git(workdir, "tag", "--list", *(f"--merged={t}" for t in tips)).stdout.split()
+    by_tag = {r.tag: r for r in releases(repo)}
+    candidates: dict[str, Release] = {}
+    for tag in merged:
+        if tag in by_tag:
+            commit = str(repo.references[f"refs/tags/{tag}"].peel(pygit2.Commit).id)
+            if commit not in candidates or by_tag[tag] > candidates[commit]:
+                candidates[commit] = by_tag[tag]
+    if not candidates:
+        return []
+    independent = git(workdir, "merge-base", "--independent", *candidates).stdout.split()
+    return sorted((candidates[c] for c in independent if c in candidates), reverse=True)
+
+
+def names(found: Iterable[Release]) -> str:
+    return ", ".join(r.tag for r in found)

@@ -1,0 +1,65 @@
+"""`series release [NAME]`: which release a name means, as every verb resolves it.
+
+`series release latest` prints the tag `rebase --onto latest` would use (the nightly asks
+this instead of sorting tags itself); with no NAME, the release tags newest first. The
+rules are series.git.releases'; this verb only asks them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pygit2
+
+from series.cli import Context, emit, emit_json, pass_ctx
+from series.git import releases
+from series.git.repo import open_repo, resolve_release
+
+
+@dataclass(frozen=True)
+class Resolved:
+    spec: str
+    name: str          # what series.yaml would record: the tag or branch, else the commit id
+    commit: str
+    version: str | None  # the tag's PEP 440 version, None for a branch or commit
+    release: bool      # a release (final or post), not a release candidate
+
+
+def run(repo: pygit2.Repository, spec: str) -> Resolved:
+    name, commit = resolve_release(repo, spec)
+    version = releases.tag_version(name) if repo.references.get(f"refs/tags/{name}") else None
+    return Resolved(spec, name, str(commit.id), str(version) if version else None,
+                    version is not None and not version.is_prerelease)
+
+
+@click.command("release")
+@click.argument("name", required=False, metavar="[NAME]")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@pass_ctx
+def command(ctx: Context, name: str | None, as_json: bool) -> None:
+    """Print the release tag NAME resolves to, as rebase --onto and init --base read it.
+
+    \b
+    latest     the newest release (final or post release; never an rc or dev tag)
+    v0.31      the newest v0.31.* release, as PEP 440 orders them (v0.31.0.post1
+               after v0.31.0; four-part v0.10.1.1 is a release too)
+    v0.31.0    an existing tag is always itself (v0.32.0rc1 too, by its name)
+    Anything else resolves as a branch or commit. Without NAME: the release tags,
+    newest first.
+      series release latest        # v0.31.0
+    """
+    repo = open_repo(ctx.directory or Path.cwd())
+    if name is None:
+        found = releases.releases(repo)
+        if as_json:
+            emit_json({"releases": [{"tag": r.tag, "version": str(r.version)} for r in found]})
+        else:
+            emit("\n".join(r.tag for r in found) if found else "no release tags here (git fetch --tags?)")
+        return
+    resolved = run(repo, name)
+    if as_json:
+        emit_json({"spec": resolved.spec, "name": resolved.name, "commit": resolved.commit,
+                   "version": resolved.version, "release": resolved.release})
+    else:
+        emit(resolved.name)
