@@ -1,5 +1,8 @@
 """What the release job publishes: sdist and wheel build, pass `twine check --strict`, and
 the wheel alone (installed, not this checkout) writes a fork's CI files that lint clean.
+The sdist is the whole source: the suite runs from it unpacked (the release job runs it
+there before it publishes). The install spec the README and the templates give installs
+this version from a clone of the repository.
 
 The full user path (`pipx install` of the wheel, then `series ci init github` in a fresh
 fork) is tools/check_install.py: it needs a network index for the dependencies.
@@ -40,6 +43,14 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
+
+
+def tracked() -> list[str]:
+    """Every file git tracks here; skips outside a git checkout (an unpacked sdist)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, text=True, check=True)
+    return [name for name in out.stdout.split("\0") if name and (ROOT / name).is_file()]  # a deletion not staged: not built
 
 
 def test_twine_check_strict_passes(dist: Path) -> None:
@@ -97,3 +108,84 @@ def test_the_installed_wheel_writes_a_forks_ci(dist: Path, tmp_path: Path) -> No
         if exe.is_file():
             lint = subprocess.run([str(exe), *args, str(workflow)], capture_output=True, text=True)
             assert lint.returncode == 0, (tool, lint.stdout, lint.stderr)
+
+
+def test_the_sdist_carries_every_tracked_file(dist: Path) -> None:
+    with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
+        members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if m.isfile()}
+    missing = sorted(set(tracked()) - members)
+    assert not missing, missing   # tests/ with its helpers and fixtures, tools/, the workflows
+    assert not [m for m in members if "__pycache__" in m or m.endswith(".pyc")]
+
+
+def test_pytest_runs_from_the_unpacked_sdist(dist: Path, tmp_path: Path) -> None:
+    """A few files of the suite, with helpers and fixtures, over the sdist's own package."""
+    with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
+        top = {m.name.split("/", 1)[0] for m in sdist.getmembers()}
+        if hasattr(tarfile, "data_filter"):
+            sdist.extractall(tmp_path, filter="data")
+        else:  # Python < 3.10.12 has no filters; the sdist was built just now
+            sdist.extractall(tmp_path)
+    assert len(top) == 1, top
+    unpacked = tmp_path / top.pop()
+    env = dict(os.environ, PYTHONPATH=str(unpacked))   # before the editable install of this checkout
+    where = subprocess.run([sys.executable, "-c", "import series, tests.repos; print(series.__file__)"],
+                           cwd=unpacked, env=env, capture_output=True, text=True)
+    assert where.stdout.startswith(str(unpacked)), where.stdout + where.stderr
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests/test_blockyaml.py", "tests/test_testmap.py", "tests/test_packaging.py"],
+                          cwd=unpacked, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout and "error" not in proc.stdout.lower(), proc.stdout[-3000:]
+
+
+def test_the_documented_spec_installs_this_version_from_a_clone(tmp_path: Path) -> None:
+    """README and templates say `pip install git+REPOSITORY@vVERSION`: pip takes that spec,
+    checks out the tag and builds this package (the repository a local clone; no index)."""
+    from series import __version__
+    from series.verbs import ci
+
+    tracked()
+    if ci.ON_INDEX:
+        pytest.skip("the spec names the package index")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "tag", "-f", f"v{__version__}", "HEAD"], check=True, capture_output=True)
+    spec = ci.pip_spec().replace(ci.REPOSITORY, clone.as_uri())
+    assert spec == f"git+{clone.as_uri()}@v{__version__}"
+    site = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                           "--no-build-isolation", "--target", str(site), spec],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    env = dict(os.environ, PYTHONPATH=str(site))
+    proc = subprocess.run([sys.executable, "-m", "series", "ci", "path", "github/nightly.yml"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith(str(site)), proc.stdout + proc.stderr
+    assert f"'{ci.pip_spec()}'" in Path(proc.stdout.strip()).read_text()
+
+
+def test_the_release_job_tests_the_sdist_before_it_publishes_with_an_action_that_reads_it(dist: Path) -> None:
+    import re
+
+    from packaging.version import Version
+    from ruamel.yaml import YAML
+
+    with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
+        pkg_info = next(m for m in sdist.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO"))
+        metadata = email.message_from_bytes(sdist.extractfile(pkg_info).read())  # type: ignore[union-attr]
+    text = (ROOT / ".github" / "workflows" / "release.yml").read_text()
+    jobs = YAML(typ="safe").load(text)["jobs"]
+    # the action's release that reads this metadata: 2.4 (License-Expression) from v1.12
+    pinned = re.search(r"pypa/gh-action-pypi-publish@[0-9a-f]{40} # v(\S+)", text)
+    assert pinned, "the publishing action is pinned by commit, its release in a comment"
+    # a newer metadata version needs a newer action: read its release notes, then move both
+    assert metadata["Metadata-Version"] == "2.4", metadata["Metadata-Version"]
+    assert Version(pinned[1]) >= Version("1.12"), pinned[1]
+    publish = next(job for job in jobs.values() if any("gh-action-pypi-publish" in s.get("uses", "")
+                                                       for s in job["steps"]))
+    needs = publish["needs"] if isinstance(publish["needs"], list) else [publish["needs"]]
+    scripts = {name: "\n".join(s.get("run", "") for s in jobs[name]["steps"]) for name in needs}
+    assert any("python -m build" in s for s in scripts.values()), scripts
+    tested = [s for s in scripts.values() if "tar -xzf dist/*.tar.gz" in s]
+    assert tested and "pip install '.[test]'" in tested[0] and "pytest" in tested[0], scripts

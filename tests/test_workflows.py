@@ -109,7 +109,7 @@ def test_ci_init_pins_the_version_and_keeps_local_edits(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     assert [w.state for w in ci.init("github", tmp_path)] == ["created"]
     written = tmp_path / ".github" / "workflows" / "series-nightly.yml"
-    assert f"'vllm-series=={__version__}'" in written.read_text()
+    assert f"'{ci.pip_spec()}'" in written.read_text() and __version__ in ci.pip_spec()
     written.write_text(written.read_text() + "# ours\n")
     with pytest.raises(SeriesError, match="--force"):
         ci.init("github", tmp_path)
@@ -117,4 +117,28 @@ def test_ci_init_pins_the_version_and_keeps_local_edits(tmp_path: Path) -> None:
     assert [w.state for w in ci.init("github", tmp_path, force=True, dry_run=True)] == ["would update"]
     assert [w.state for w in ci.init("github", tmp_path, force=True)] == ["updated"]
     assert [w.state for w in ci.init("buildkite", tmp_path)] == ["created"]
-    assert YAML(typ="safe").load((tmp_path / ".buildkite" / "series-nightly.yml").read_text())["steps"]
+    pipeline = YAML(typ="safe").load((tmp_path / ".buildkite" / "series-nightly.yml").read_text())
+    assert pipeline["steps"] and pipeline["env"]["SERIES_PIP_SPEC"] == ci.pip_spec()
+
+
+SPEC_IN_TEMPLATE = re.compile(r"SERIES_PIP_SPEC: (?:\$\{\{ vars\.SERIES_PIP_SPEC \|\| )?['\"]([^'\"]+)['\"]")
+
+
+def test_every_template_and_the_readmes_install_series_by_the_one_spec() -> None:
+    """Until the package is on the index, `pip install vllm-series` finds nothing: the
+    templates as written (copied, called as the reusable workflow, or written by ci init)
+    and the README's install line all install this version by the same spec."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    from series import __version__
+
+    spec = ci.pip_spec()
+    assert spec == (f"vllm-series=={__version__}" if ci.ON_INDEX
+                    else f"git+https://github.com/vllm-series/vllm-series@v{__version__}")
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    assert urls["Source"] == ci.REPOSITORY
+    for template in (ROOT / "ci" / "github" / "nightly.yml", ROOT / "ci" / "buildkite" / "nightly.yml",
+                     ROOT / ".github" / "workflows" / "series-nightly.yml"):
+        assert SPEC_IN_TEMPLATE.findall(template.read_text()) == [spec], template
+    for doc in DOCS:
+        assert f"pipx install {spec}" in doc.read_text(), doc
+        assert "pipx install vllm-series" in doc.read_text(), doc   # the way once it is published

@@ -3,11 +3,17 @@
 1. the README's two set-up commands in a fresh clone of this repository (a new venv,
    `pip install -e .` + `series demo`; `pip install -e '.[test]'` + the linters present);
 2. `python -m build` (isolated, as the release job builds) and `twine check --strict`;
-3. `pipx install` of the built wheel into a throwaway PIPX_HOME, then, in a fresh fork
-   (`git init`), `series ci init github` and `series ci init buildkite` from that pipx
-   command, and actionlint + zizmor on what it wrote.
+3. the README's install line: `pipx install` of the spec it and the CI templates share
+   (series.verbs.ci.pip_spec(), `git+REPOSITORY@vX.Y.Z` until the package is on the
+   index), the repository being the fresh clone with that tag (or, with --as-written, the
+   spec unchanged: the real repository over the network, once the tag is pushed);
+4. `pipx install` of the built wheel into a throwaway PIPX_HOME (what `pipx install
+   vllm-series` installs once published), then, in a fresh fork (`git init`), `series ci
+   init github` and `series ci init buildkite` from that pipx command, and actionlint +
+   zizmor on what it wrote.
 
     python tools/check_install.py            # prints each stage with its time; exit 1 on a failure
+    python tools/check_install.py --as-written   # stage 3 from the real repository
 
 Needs git, python3 with venv, pipx (`pip install pipx` is enough: it runs as `python -m
 pipx`), and actionlint / zizmor on PATH or beside this interpreter for stage 3's lint.
@@ -46,6 +52,11 @@ def stage(title: str, started: float) -> float:
 
 
 def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    from series import __version__
+    from series.verbs import ci
+
+    as_written = "--as-written" in sys.argv[1:]
     scratch = Path(tempfile.mkdtemp(prefix="series-install-"))
     clean = {"PYTHONPATH": "", "VIRTUAL_ENV": ""}
     try:
@@ -63,11 +74,23 @@ def main() -> int:
         run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dist.iterdir())], scratch)
         t = stage("python -m build (isolated) + twine check --strict", t)
 
+        pipx = [sys.executable, "-m", "pipx"] if not shutil.which("pipx") else ["pipx"]
+        spec = ci.pip_spec()
+        if not as_written:
+            run(["git", "tag", "-f", f"v{__version__}", "HEAD"], clone)
+            spec = spec.replace(ci.REPOSITORY, clone.as_uri())
+        spec_home = scratch / "pipx-spec"
+        spec_env = {**clean, "PIPX_HOME": str(spec_home), "PIPX_BIN_DIR": str(spec_home / "bin")}
+        run([*pipx, "install", spec], scratch, spec_env)
+        shown = run([str(spec_home / "bin" / "series"), "--version"], scratch, spec_env).strip()
+        if __version__ not in shown:
+            raise SystemExit(f"FAILED: pipx install {spec} installed {shown!r}, not {__version__}")
+        t = stage(f"README install line: pipx install {spec}", t)
+
         home, bin_dir = scratch / "pipx-home", scratch / "pipx-bin"
         env = {**clean, "PIPX_HOME": str(home), "PIPX_BIN_DIR": str(bin_dir),
                "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
         wheel = next(dist.glob("*.whl"))
-        pipx = [sys.executable, "-m", "pipx"] if not shutil.which("pipx") else ["pipx"]
         run([*pipx, "install", str(wheel)], scratch, env)
         t = stage(f"pipx install {wheel.name}", t)
 

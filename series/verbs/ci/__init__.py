@@ -1,7 +1,9 @@
 """`series ci`: the nightly pipeline's templates, written into a fork; whom a conflict concerns.
 
-The templates are ci/ in a source checkout and ship inside the wheel as series._ci, so a
-`pipx install vllm-series` has them too. `init` writes the workflow (GitHub) or pipeline
+The templates are ci/ in a source checkout and ship inside the wheel as series._ci, so an
+installed series has them too. Both install series by one spec, `pip_spec()`, written into
+them as text (a copied template, and the reusable workflow a fork calls, must work as they
+are); tests/test_workflows.py keeps every copy equal to it. `init` writes the workflow (GitHub) or pipeline
 (Buildkite) into the fork and never overwrites a file that differs without --force;
 the workflow runs the installed copy of nightly.sh (`series ci path nightly.sh`), so a
 new release of series brings its fixes without a new copy in the fork.
@@ -28,6 +30,10 @@ TARGETS = {
     "buildkite": (("buildkite/nightly.yml", ".buildkite/series-nightly.yml"),),
 }
 DISTRIBUTION = "vllm-series"
+REPOSITORY = "https://github.com/vllm-series/vllm-series"   # pyproject's Source URL
+# False until the first release is on the package index: until then only the release tag
+# in the repository installs this version. Flip it with the release that is published.
+ON_INDEX = False
 _NOREPLY = re.compile(r"^(?:\d+\+)?(?P<login>[A-Za-z0-9-]+)@users\.noreply\.github\.com$")
 
 
@@ -40,7 +46,7 @@ def templates() -> Path:
         if (candidate / "nightly.sh").is_file():
             return candidate
     raise SeriesError("the CI templates (ci/) are not installed with this copy of series: "
-                      f"reinstall it ('pipx install {DISTRIBUTION}' or 'pip install -e .')")
+                      f"reinstall it ('pipx install {pip_spec()}' or 'pip install -e .')")
 
 
 def path(name: str) -> Path:
@@ -51,9 +57,9 @@ def path(name: str) -> Path:
     return found
 
 
-def _pinned(text: str) -> str:
-    """The workflow installs the series that wrote it, unless vars.SERIES_PIP_SPEC says otherwise."""
-    return text.replace(f"|| '{DISTRIBUTION}' }}}}", f"|| '{DISTRIBUTION}=={__version__}' }}}}")
+def pip_spec() -> str:
+    """What `pip install` / `pipx install` takes to install this version of series."""
+    return f"{DISTRIBUTION}=={__version__}" if ON_INDEX else f"git+{REPOSITORY}@v{__version__}"
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ def init(target: str, root: Path, force: bool = False, dry_run: bool = False) ->
         raise SeriesError(f"unknown CI {target!r}: choose one of {', '.join(TARGETS)}")
     planned = []
     for source, dest in TARGETS[target]:  # every target checked before the first is written
-        text = _pinned(path(source).read_text())
+        text = path(source).read_text()
         where = _inside(root, dest)
         state = _state(where, dest, text, force)
         planned.append((dest, where, text, state))
@@ -179,8 +185,8 @@ def ci_init(ctx: Context, target: str, force: bool, dry_run: bool, as_json: bool
     """Write the nightly workflow (github) or pipeline (buildkite) into the fork.
 
     The fork is where series.yaml is (or the git top level, or -C DIR). The workflow
-    installs the series that wrote it (vllm-series==VERSION; vars.SERIES_PIP_SPEC
-    overrides) and runs its nightly.sh.
+    installs the version of series that wrote it (its release tag in the repository until
+    it is on the package index; vars.SERIES_PIP_SPEC overrides) and runs its nightly.sh.
     """
 
     root = _fork_root(ctx)
