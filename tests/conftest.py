@@ -6,6 +6,7 @@ re-exported here.
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,11 @@ from tests.harness import (SEALED, from_template, refs_of, run_series, sealed, s
 from tests.repos import add_pull_request, build_fork, build_upstream
 
 __all__ = ["SEALED", "from_template", "run_series", "sh"]
+
+# pytest-httpserver's werkzeug adds a stderr handler of its own on its first request unless
+# one is there: one that never writes keeps its request lines out of in-process runs' stderr
+logging.getLogger("werkzeug").addHandler(logging.NullHandler())
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _template_base(tmp_path_factory: pytest.TempPathFactory) -> None:

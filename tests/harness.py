@@ -8,14 +8,26 @@ of imports each). So:
 - `from_template(key, build, into)` builds a repository layout once per session, under the
   same sealed environment the tests run in (same objects, same hashes), and gives each test
   a copy, absolute paths inside .git rewritten to the copy's.
+- `run_series` runs the CLI inside this interpreter, as a fresh process would see it: its
+  own cwd, environment, stdin and stdout/stderr (file descriptors too, so git and pytest
+  children write where a subprocess's would), and afterwards what a process exit would do
+  (atexit handlers, locks, the module-level caches series keeps per process). `fresh=True`,
+  a fault or pause point in the environment, or SERIES_TESTS_FRESH=1 (the whole suite)
+  run `python -m series` in a subprocess instead: kills, signals and import-time
+  behaviour need a real process.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
+import io
+import logging
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,6 +49,9 @@ SEALED = {
 _DROPPED = ("GIT_", "GITHUB_", "GH_", "SERIES_")
 GITCONFIG = ("[init]\n\tdefaultBranch = main\n[user]\n\tname = Fork Maintainer\n"
              "\temail = fork@example.com\n[advice]\n\tdetachedHead = false\n")
+# The whole suite through `python -m series` (to check the in-process runs change nothing).
+# Read once, here: the sealed environment drops SERIES_* variables.
+ALL_FRESH = os.environ.get("SERIES_TESTS_FRESH") == "1"
 
 
 def sealed(root: Path) -> tuple[dict[str, str], list[str]]:
@@ -160,14 +175,171 @@ def refs_of(repo: Path) -> tuple[tuple[str, str], ...]:
 # -- the CLI ----------------------------------------------------------------------------------
 
 def run_series(*args: str, cwd: Path, expect: int | None = 0, input: str | None = None,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+               env: dict[str, str] | None = None, fresh: bool = False) -> subprocess.CompletedProcess[str]:
     """`series ARGS` in `cwd`; its exit code must be `expect` (None: anything)."""
     full_env = dict(os.environ, **(env or {}))
-    proc = subprocess.run([sys.executable, "-m", "series", *args], cwd=cwd, input=input,
-                          capture_output=True, text=True, env=full_env)
+    if fresh or ALL_FRESH or _needs_a_process(full_env):
+        proc = subprocess.run([sys.executable, "-m", "series", *args], cwd=cwd, input=input,
+                              capture_output=True, text=True, env=full_env)
+    else:
+        proc = _in_process(list(args), cwd, input, full_env)
     if expect is not None:
         assert proc.returncode == expect, (
             f"series {' '.join(args)}: exit {proc.returncode}, expected {expect}\n"
             f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
         )
     return proc
+
+
+def _needs_a_process(env: dict[str, str]) -> bool:
+    """A fault point exits or kills the process (a full disk only raises); a pause point
+    waits for another process to act."""
+    fault = env.get("SERIES_FAULT", "")
+    return bool(fault and not fault.startswith("enospc:")) or bool(env.get("SERIES_PAUSE"))
+
+
+class _ThreadStream:
+    """sys.stdout/sys.stderr during an in-process run: the run's thread writes to the
+    run's file; other threads (the test's HTTP server logging its requests) write where
+    they did before, as they would with the command in another process."""
+
+    def __init__(self, own: io.TextIOWrapper, other: Any):
+        self._own, self._other, self._thread = own, other, threading.get_ident()
+        self.active = True
+
+    def _target(self) -> Any:
+        return self._own if self.active and threading.get_ident() == self._thread else self._other
+
+    def write(self, text: str) -> int:
+        return int(self._target().write(text))
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target(), name)
+
+
+def _decoded(data: bytes) -> str:
+    """As subprocess.run(text=True) decodes: UTF-8 (LC_ALL=C.UTF-8), universal newlines."""
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _in_process(argv: list[str], cwd: Path, input: str | None, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    import series.cli
+
+    _process_start()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_tempdir = tempfile.tempdir
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    exits: list[tuple[Callable[..., object], tuple[object, ...], dict[str, object]]] = []
+
+    def register(func: Callable[..., object], *a: object, **kw: object) -> Callable[..., object]:
+        exits.append((func, a, kw))
+        return func
+
+    for stream in saved_streams[1:]:
+        stream.flush()
+    saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
+    files = [tempfile.TemporaryFile() for _ in range(3)]
+    code: int | None = None
+    streams: list[_ThreadStream] = []
+    try:
+        files[0].write((input or "").encode())
+        files[0].seek(0)
+        for fd, f in enumerate(files):
+            os.dup2(f.fileno(), fd)
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 (closed below)
+        own_out = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        own_err = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False,  # noqa: SIM115
+                       buffering=1)
+        streams = [_ThreadStream(own_out, saved_streams[1]), _ThreadStream(own_err, saved_streams[2])]
+        sys.stdout, sys.stderr = streams
+        os.environ.clear()
+        os.environ.update(env)
+        tempfile.tempdir = None
+        os.chdir(cwd)
+        root.handlers = []  # series' logging.basicConfig takes effect, as in a new process
+        atexit.register = register  # type: ignore[assignment]
+        try:
+            series.cli.main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = _exit_code(exc.code)
+        finally:
+            atexit.register = _REAL_REGISTER
+            for func, a, kw in reversed(exits):  # what the interpreter does when it exits
+                with contextlib.suppress(Exception):
+                    func(*a, **kw)
+            _process_end()
+            for stream in (sys.stdout, sys.stderr, own_out, own_err):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+    finally:
+        for s in streams:
+            s.active = False
+        added = [h for h in root.handlers if h not in saved_handlers]
+        root.handlers, root.level = saved_handlers, saved_level
+        for handler in added:
+            handler.close()
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        tempfile.tempdir = saved_tempdir
+        stdin = sys.stdin
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        if stdin is not saved_streams[0]:
+            stdin.close()
+        for fd, saved in enumerate(saved_fds):
+            os.dup2(saved, fd)
+            os.close(saved)
+    out, err = (_read(f) for f in files[1:])
+    files[0].close()
+    return subprocess.CompletedProcess([sys.executable, "-m", "series", *argv], code, out, err)
+
+
+_REAL_REGISTER = atexit.register
+
+
+def _read(f: Any) -> str:
+    f.seek(0)
+    data = f.read()
+    f.close()
+    return _decoded(data)
+
+
+def _exit_code(code: object) -> int:
+    """The exit status of `sys.exit(code)`, as the interpreter computes it."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    sys.stderr.write(f"{code}\n")
+    return 1
+
+
+def _process_start() -> None:
+    """What series keeps per process starts empty, as in a new interpreter."""
+    _process_end()
+
+
+def _process_end() -> None:
+    """Forget what series keeps per process (what an exit forgets): the global options'
+    output settings, held locks, the credentials to redact, parsed configs, git's version."""
+    modules = sys.modules
+    if (cli := modules.get("series.cli")) is not None:
+        cli.OUTPUT.quiet, cli.OUTPUT.color, cli.OUTPUT.pager = False, "auto", True
+    if (refs := modules.get("series.git.refs")) is not None:
+        for fd, _depth in refs.Lock._held.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)  # closing the descriptor drops its flock, as an exit does
+        refs.Lock._held.clear()
+    if (errors := modules.get("series.errors")) is not None:
+        errors._SECRETS.clear()
+    if (config := modules.get("series.config")) is not None:
+        config._PARSED.clear()
+        config._READ.clear()
+    if (merge := modules.get("series.engine.merge")) is not None:
+        merge._checked.clear()
