@@ -1,97 +1,96 @@
 """A sealed environment for every test: fixed HOME, identities, dates; no system config.
 
-Tests build real repositories with short shell scripts (`sh`) and drive the real CLI
-(`series`, a subprocess of `python -m series`).
+Tests build real repositories (tests/repos.py; the common ones copied from per-session
+templates) and drive the real CLI (`run_series`); the machinery is tests/harness.py,
+re-exported here.
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import logging
 from pathlib import Path
 
 import pytest
 
+from tests.harness import (SEALED, from_template, refs_of, run_series, sealed, set_template_base, sh,
+                           template_tree)
 from tests.repos import add_pull_request, build_fork, build_upstream
 
-SEALED = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "Fork Maintainer",
-    "GIT_AUTHOR_EMAIL": "fork@example.com",
-    "GIT_AUTHOR_DATE": "2026-02-01T12:00:00Z",
-    "GIT_COMMITTER_NAME": "Fork Maintainer",
-    "GIT_COMMITTER_EMAIL": "fork@example.com",
-    "GIT_COMMITTER_DATE": "2026-02-01T12:00:00Z",
-    "GIT_EDITOR": "false",
-    "GIT_TERMINAL_PROMPT": "0",
-    "LC_ALL": "C.UTF-8",
-    "TZ": "UTC",
-    "SERIES_HTTP_BACKOFF": "0.01",  # retries stay real, their waits short
-}
+__all__ = ["SEALED", "from_template", "run_series", "sh"]
+
+# pytest-httpserver's werkzeug adds a stderr handler of its own on its first request unless
+# one is there: one that never writes keeps its request lines out of in-process runs' stderr
+logging.getLogger("werkzeug").addHandler(logging.NullHandler())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _template_base(tmp_path_factory: pytest.TempPathFactory) -> None:
+    set_template_base(lambda: tmp_path_factory.mktemp("templates"))
 
 
 @pytest.fixture(autouse=True)
 def sealed_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    for key in list(os.environ):
-        if key.startswith(("GIT_", "GITHUB_", "GH_", "SERIES_")):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("SERIES_LOG_DIR", str(tmp_path / "logs"))
-    for key, value in SEALED.items():
+    values, drop = sealed(tmp_path)
+    for key in drop:
+        monkeypatch.delenv(key)
+    for key, value in values.items():
         monkeypatch.setenv(key, value)
-    (home / ".gitconfig").write_text(
-        "[init]\n\tdefaultBranch = main\n[user]\n\tname = Fork Maintainer\n"
-        "\temail = fork@example.com\n[advice]\n\tdetachedHead = false\n"
-    )
-    return home
+    return Path(values["HOME"])
 
 
-def sh(script: str, cwd: Path) -> str:
-    """Run a bash script (set -eu) in cwd; return stdout."""
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd,
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, f"script failed ({proc.returncode}):\n{script}\n{proc.stderr}"
-    return proc.stdout
+def _upstream(root: Path) -> Path:
+    return build_upstream(root / "upstream")
 
 
-def run_series(*args: str, cwd: Path, expect: int | None = 0, input: str | None = None,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = dict(os.environ, **(env or {}))
-    proc = subprocess.run([sys.executable, "-m", "series", *args], cwd=cwd, input=input,
-                          capture_output=True, text=True, env=full_env)
-    if expect is not None:
-        assert proc.returncode == expect, (
-            f"series {' '.join(args)}: exit {proc.returncode}, expected {expect}\n"
-            f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
-        )
-    return proc
+def _fork(root: Path) -> Path:
+    return build_fork(_upstream(root), root / "fork")
+
+
+def _work(root: Path) -> Path:
+    path = build_upstream(root / "upstream-work")
+    add_pull_request(path, 61050)
+    return path
+
+
+def _served(root: Path) -> Path:
+    bare = root / "upstream.git"
+    sh(f"git clone -q --mirror {_work(root)} {bare}", root)
+    return build_fork(bare, root / "fork")
+
+
+_PRISTINE: dict[str, tuple[tuple[str, str], ...]] = {}
+
+
+def _unchanged(repo: Path, key: str, build: object, name: str) -> bool:
+    """Whether a fixture's repository still has the refs its template started with (a
+    fixture in between may have added some: then what depends on it is built, not copied)."""
+    if key not in _PRISTINE:
+        _PRISTINE[key] = refs_of(template_tree(key, build) / name)  # type: ignore[arg-type]
+    return refs_of(repo) == _PRISTINE[key]
 
 
 @pytest.fixture
 def upstream(tmp_path: Path) -> Path:
-    return build_upstream(tmp_path / "upstream")
+    return from_template("upstream", _upstream, tmp_path)
 
 
 @pytest.fixture
 def fork(tmp_path: Path, upstream: Path) -> Path:
-    return build_fork(upstream, tmp_path / "fork")
+    if not _unchanged(upstream, "upstream", _upstream, "upstream"):
+        return build_fork(upstream, tmp_path / "fork")
+    return from_template("fork", _fork, tmp_path, only=("fork",))
 
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     """Upstream's working repository with PR #61050 (served to forks through a bare mirror)."""
-    path = build_upstream(tmp_path / "upstream-work")
-    add_pull_request(path, 61050)
-    return path
+    return from_template("work", _work, tmp_path)
 
 
 @pytest.fixture
 def served(tmp_path: Path, work: Path) -> Path:
     """A fork of `work` as GitHub serves it: through a bare mirror (PR heads included)."""
-    bare = tmp_path / "upstream.git"
-    sh(f"git clone -q --mirror {work} {bare}", tmp_path)
-    return build_fork(bare, tmp_path / "fork")
+    if not _unchanged(work, "work", _work, "upstream-work"):
+        bare = tmp_path / "upstream.git"
+        sh(f"git clone -q --mirror {work} {bare}", tmp_path)
+        return build_fork(bare, tmp_path / "fork")
+    return from_template("served", _served, tmp_path, only=("upstream.git", "fork"))

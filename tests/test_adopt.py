@@ -14,7 +14,7 @@ import pytest
 
 from series import config
 from tests.conftest import run_series, sh
-from tests.repos import LRU_FIXED, TEST_LRU_ORDER, build_fork, commit_files, git
+from tests.repos import LRU_FIXED, TEST_LRU_ORDER, commit_files, git
 
 LRU = "vllm/v1/kv_offload/cpu/policies/lru.py"
 TEST = "tests/v1/kv_offload/test_lru.py"
@@ -32,13 +32,6 @@ def serve(work: Path, bare: Path) -> None:
         sh(f"git --git-dir={bare} fetch -q --prune {work} '+refs/*:refs/*'", bare.parent)
     else:
         sh(f"git clone -q --mirror {work} {bare}", bare.parent)
-
-
-@pytest.fixture
-def served(tmp_path: Path, work: Path) -> Path:
-    bare = tmp_path / "upstream.git"
-    serve(work, bare)
-    return build_fork(bare, tmp_path / "fork")
 
 
 def repo_of(path: Path) -> pygit2.Repository:

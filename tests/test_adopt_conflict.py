@@ -14,7 +14,7 @@ import pygit2
 import pytest
 
 from series import config
-from tests.conftest import run_series, sh
+from tests.conftest import from_template, run_series, sh
 from tests.repos import LRU_V031, build_fork, build_upstream, commit_files, git
 from tests.test_adopt import branch, repo_of, serve
 
@@ -33,9 +33,8 @@ def no_api(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERIES_GITHUB_API", "http://127.0.0.1:9")
 
 
-@pytest.fixture
-def fork(tmp_path: Path) -> Path:
-    work = build_upstream(tmp_path / "upstream-work")
+def _layout(root: Path) -> Path:
+    work = build_upstream(root / "upstream-work")
     first = commit_files(work, "v0.31.0", {LRU: ANNOTATED},
                          "[KV offload] skip unknown keys on touch\n\nSigned-off-by: Ada Upstream <ada@example.com>",
                          "2026-02-12T08:15:00+01:00", author=ADA)
@@ -45,9 +44,14 @@ def fork(tmp_path: Path) -> Path:
                          "[KV offload] wording", "2026-02-14T10:00:00+05:30", author=ADA)
     git(work, "update-ref", "refs/pull/61300/head", second)
     git(work, "update-ref", "refs/pull/61301/head", third)
-    bare = tmp_path / "upstream.git"
+    bare = root / "upstream.git"
     serve(work, bare)
-    return build_fork(bare, tmp_path / "fork")
+    return build_fork(bare, root / "fork")
+
+
+@pytest.fixture
+def fork(tmp_path: Path) -> Path:
+    return from_template("adopt-conflict", _layout, tmp_path)
 
 
 def snapshot(fork: Path) -> tuple[str, bytes]:

@@ -13,7 +13,7 @@ import pytest
 
 from series import config
 from tests.conftest import run_series, sh
-from tests.test_adopt import no_api, served  # noqa: F401  (fixtures)
+from tests.test_adopt import no_api  # noqa: F401  (a fixture)
 from tests.test_rebase import LRU, refs_of, resolve_lru, rev, snapshot
 
 WORKTREE = ".git/series/rebase/worktree"

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests import evidence_repos as er
-from tests.conftest import run_series, sh
+from tests.conftest import from_template, run_series, sh
+from tests.harness import refs_of, template_tree
 from tests.fakeenv import make_env
 
 LRU_TESTS = "tests/v1/kv_offload"
@@ -24,15 +25,27 @@ PEEK = "tests/v1/kv_offload/test_peek.py::test_peek_keeps_the_block"
 PEEK_PR = "tests/v1/kv_offload/test_peek_pr.py::test_peek_on_empty"
 
 
+def _repos(root: Path) -> Path:
+    return er.build(root / "repos")
+
+
+def _with_env(root: Path) -> Path:
+    fork = _repos(root)
+    wheel = er.release_wheel(fork.parent / "upstream", root / "wheels")
+    return make_env(root / "env", wheel)
+
+
 @pytest.fixture
 def fork(tmp_path: Path) -> Path:
-    return er.build(tmp_path / "repos")
+    return from_template("evidence", _repos, tmp_path)
 
 
 @pytest.fixture
 def env(tmp_path: Path, fork: Path) -> Path:
-    wheel = er.release_wheel(fork.parent / "upstream", tmp_path / "wheels")
-    return make_env(tmp_path / "env", wheel)
+    if refs_of(fork.parent / "upstream") != refs_of(template_tree("evidence", _repos) / "repos/upstream"):
+        wheel = er.release_wheel(fork.parent / "upstream", tmp_path / "wheels")
+        return make_env(tmp_path / "env", wheel)
+    return from_template("evidence-env", _with_env, tmp_path, only=("wheels", "env"))
 
 
 def evidence(fork: Path, python: Path, *args: str, expect: int = 0) -> dict:

@@ -8,17 +8,15 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from series.verbs.preflight import signed_off
-from tests.conftest import run_series, sh
+from tests.conftest import from_template, run_series, sh
 from tests.repos import add_pull_request, build_fork, build_upstream, commit_files, git, github_fixture
 
 LRU = "vllm/v1/kv_offload/cpu/policies/lru.py"
 TOKEN = "ghp_PREFLIGHTsecret0987654321"
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Path:
-    """A fork whose upstream is a bare repository serving three PR heads."""
-    work = build_upstream(tmp_path / "upstream-work")
+def _served(root: Path) -> Path:
+    work = build_upstream(root / "upstream-work")
     add_pull_request(work, 61050)  # the duplicate of offload-evict-fix
     lru = (work / LRU).read_text()
     evict = commit_files(work, "v0.30.0", {LRU: lru.replace("key, _ =", "key, _slot =")},
@@ -31,9 +29,15 @@ def served(tmp_path: Path) -> Path:
     stale = commit_files(work, "v0.30.0", {LRU: lru + "# stale\n"}, "[KV offload] stale idea",
                          "2000-01-01T00:00:00Z")
     git(work, "update-ref", "refs/pull/50000/head", stale)
-    bare = tmp_path / "upstream.git"
-    sh(f"git clone -q --mirror {work} {bare}", tmp_path)
-    return build_fork(bare, tmp_path / "fork")
+    bare = root / "upstream.git"
+    sh(f"git clone -q --mirror {work} {bare}", root)
+    return build_fork(bare, root / "fork")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Path:
+    """A fork whose upstream is a bare repository serving three PR heads."""
+    return from_template("preflight", _served, tmp_path)
 
 
 def test_offline_fetch_ranks_the_duplicate_first_and_checks_dco(served: Path) -> None:

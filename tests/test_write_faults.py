@@ -19,7 +19,7 @@ import pytest
 
 from series import config
 from tests.conftest import run_series, sh
-from tests.test_adopt import no_api, served  # noqa: F401  (fixtures)
+from tests.test_adopt import no_api  # noqa: F401  (a fixture)
 from tests.test_rebase import refs_of
 
 POINTS = ["after-journal", "after-refs", "after-config"]
