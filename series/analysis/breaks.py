@@ -114,7 +114,7 @@ class _Checker:
             same = [n for n in added if (f := after.functions.get(n)) and f.params == was.function.params]
             if len(same) == 1:
                 return same[0]
-        close = difflib.get_close_matches(was.name, added, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(was.name, added, n=1, cutoff=0.8)
         return close[0] if close else None
 
     def keyword(self, use: Use, file: str) -> Break | None:
