@@ -88,7 +88,7 @@ def caught(upstream: Path) -> bool:
 
         def read(commit: str, path: str) -> bytes | None:
             try:
-                return repo[commit].peel(pygit2.Commit).tree[path].data  # type: ignore[no-any-return, attr-defined]
+                return repo[repo[commit].peel(pygit2.Commit).tree[path].id].peel(pygit2.Blob).data
             except KeyError:
                 return None
         t = time.perf_counter()
@@ -98,9 +98,10 @@ def caught(upstream: Path) -> bool:
         for span in spans:
             got = found[span.name]
             ok &= len(got) == 1
-            for b in got or [None]:
-                print(f"  {span.name:<11} " + ("NOT CAUGHT" if b is None else
-                      f"{b.file}:{b.line} {b.name}: {b.kind.value}, {b.detail}"))
+            if not got:
+                print(f"  {span.name:<11} NOT CAUGHT")
+            for b in got:
+                print(f"  {span.name:<11} {b.file}:{b.line} {b.name}: {b.kind.value}, {b.detail}")
     return ok
 
 
