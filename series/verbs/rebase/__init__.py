@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -19,6 +19,7 @@ from series.git.cli import git
 from series.git.repo import resolve_release, workdir
 from series.resolutions import engine_hooks
 from series.verbs.rebase import reach as history
+from series.verbs.rebase import semantic
 from series.verbs.rebase import text as rebase_text
 from series.workspace import Workspace
 
@@ -51,12 +52,17 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
     partial.ensure_blobs(ws.repo, ws.base_commit(), heads, target)
 
 
-def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
-            reach: tuple[str, Any] | None = None) -> Result:
+def _finish(ws: Workspace, outcome: engine.Outcome, ending: semantic.CheckedEnding, *,
+            bisect: bool = False, reach: tuple[str, Any] | None = None) -> Result:
     report_id = outcome.op_id or (f"dry-run-{engine._stamp()}" if outcome.dry_run else outcome.state.id)
     report = reports.build(ws.repo, outcome, report_id, "rebase")
     data: dict[str, Any] = report.dump()
     history.annotate(ws, outcome, data, bisect=bisect)
+    semantic.annotate(data, ending.found)
+    held = ending.strict and ending.count() > 0
+    data["strict"] = ending.strict
+    if held:
+        data["status"] = "conflict"
     text = rebase_text.render(report, data, ws.series.integration)
     if reach is not None:
         data["as_far_as_possible"] = reach[1].as_json()
@@ -66,6 +72,8 @@ def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
         text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
                  "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
         text += "".join(f"\n  {line}" for line in history.read_first(data, run.name))
+    elif held:
+        text += f"\n--strict: {ending.count()} break(s) count as conflicts; nothing was changed"
     elif report.status == reports.ReportStatus.CONFLICT:
         text += "\nnothing was changed (dry run)" if outcome.dry_run else ""
     by_hand = [p for t in outcome.state.topics for _, p in t.by_hand]
@@ -78,20 +86,31 @@ def _finish(ws: Workspace, outcome: engine.Outcome, *, bisect: bool = False,
     path = reports.write(ws.repo, report, data, text)
     data["report"] = str(path)
     text += f"\nreport: {path}"
-    return Result(data, text, str(path), report.conflict)
+    return Result(data, text, str(path), report.conflict or held)
+
+
+def _checked(ws: Workspace, ending: semantic.CheckedEnding, dry_run: bool,
+             replay: Callable[[semantic.CheckedEnding], engine.Outcome]) -> engine.Outcome:
+    """Replay with the semantic check; under --strict a break stops it before the commit."""
+    try:
+        return replay(ending)
+    except semantic.Held as held:
+        return engine.Outcome(held.state, finished=False, dry_run=dry_run, integration=held.integration)
 
 
 def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run: bool = False,
         skip: tuple[str, ...] = (), resume: bool = False, abort: bool = False,
         progress: engine.Progress | None = None, bisect: bool = False,
-        as_far_as_possible: bool = False) -> Result:
+        as_far_as_possible: bool = False, strict: bool = False) -> Result:
     repo = ws.repo
+    ending = semantic.CheckedEnding(ENDING, strict=strict and not resume)
     if abort:
         state = engine.abort_rebase(ws, ENDING)
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
         return Result({"status": "aborted", "id": state.id}, text, "", False)
     if resume:
-        return _finish(ws, engine.continue_rebase(ws, ENDING, hooks=engine_hooks(ws.series), progress=progress))
+        return _finish(ws, engine.continue_rebase(ws, ending, hooks=engine_hooks(ws.series), progress=progress),
+                       ending)
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -100,13 +119,14 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
     _blobs_for(ws, onto)
     if as_far_as_possible and engine.in_progress(ws) is None:
-        return _as_far(ws, onto, skip, dry_run, progress)
-    outcome = engine.start(ws, onto, ENDING, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress)
-    return _finish(ws, outcome, bisect=bisect)
+        return _as_far(ws, onto, skip, dry_run, progress, ending)
+    outcome = _checked(ws, ending, dry_run, lambda e: engine.start(
+        ws, onto, e, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress))
+    return _finish(ws, outcome, ending, bisect=bisect)
 
 
 def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
-            progress: engine.Progress | None) -> Result:
+            progress: engine.Progress | None, ending: semantic.CheckedEnding) -> Result:
     """Rebase onto the newest commit of REF's first-parent line where every topic applies;
     move nothing when even the first one blocks."""
     name, found = history.reach(ws, onto, skip)
@@ -116,10 +136,12 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
                 "as_far_as_possible": found.as_json()}
         return Result(data, text, "", True)
     target = onto if found.complete or found.target is None else found.target.sha
-    ending = history.ReachEnding(ENDING, history.render_target(found, name), ws.series.integration)
-    outcome = engine.start(ws, target, ending, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series),
-                           progress=progress)
-    return _finish(ws, outcome, reach=(name, found))
+    # --as-far-as-possible's ending (all or nothing with the integration branch) inside the check's
+    reached = semantic.CheckedEnding(history.ReachEnding(ending.inner, history.render_target(found, name),
+                                                         ws.series.integration), strict=ending.strict)
+    outcome = _checked(ws, reached, dry_run, lambda e: engine.start(
+        ws, target, e, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress))
+    return _finish(ws, outcome, reached, reach=(name, found))
 
 
 class _Progress:
@@ -151,11 +173,14 @@ class _Progress:
 @click.option("--as-far-as-possible", "as_far", is_flag=True,
               help="Move the series to the newest commit on REF's first-parent line where every "
                    "active topic applies; say which upstream commit blocks the next step.")
+@click.option("--strict", is_flag=True,
+              help="Treat a semantic break (an upstream name the topic uses, removed or changed) "
+                   "like a conflict: exit 3, nothing moved.")
 @click.option("--continue", "resume", is_flag=True, help="Go on after resolving a conflict in the worktree.")
 @click.option("--abort", is_flag=True, help="Stop the rebase in progress and put everything back.")
 @pass_ctx
 def command(ctx: Context, onto: str | None, fetch: bool, dry_run: bool, as_json: bool,
-           skip: tuple[str, ...], bisect: bool, as_far: bool, resume: bool, abort: bool) -> None:
+           skip: tuple[str, ...], bisect: bool, as_far: bool, strict: bool, resume: bool, abort: bool) -> None:
     """Replay every active topic from upstream.base onto REF, in memory.
 
     \b
@@ -188,7 +213,8 @@ def command(ctx: Context, onto: str | None, fetch: bool, dry_run: bool, as_json:
         progress = _Progress()
     try:
         result = run(ws, onto=onto, fetch=fetch, dry_run=dry_run, skip=skip, resume=resume,
-                         abort=abort, progress=progress, bisect=bisect, as_far_as_possible=as_far)
+                         abort=abort, progress=progress, bisect=bisect, as_far_as_possible=as_far,
+                     strict=strict)
     finally:
         if progress is not None:
             progress.close()

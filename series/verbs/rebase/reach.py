@@ -24,7 +24,7 @@ import pygit2
 from series.analysis import attribution
 from series.engine import rebase as engine
 from series.engine import state as st
-from series.engine.ending import Identity, Rewrite, TopicsEnding
+from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
 from series.errors import SeriesError
@@ -160,7 +160,7 @@ class ReachEnding:
     whose integration branch still sits on the old base is not one (refs, series.yaml and
     the integration branch never disagree)."""
 
-    rebase: TopicsEnding
+    rebase: Ending
     reached: str                 # where it got to, for the message
     integration_branch: str | None
 
@@ -175,7 +175,7 @@ class ReachEnding:
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
         return self.rebase.rewrite(state)
 
-    def integration(self, ws: Workspace, state: st.RebaseState, odb: MemOdb) -> IntegrationResult:
+    def integration(self, ws: Workspace, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return self.rebase.integration(ws, state, odb)
 
     def fill(self, door: WriteOperation, ws: Workspace, state: st.RebaseState,

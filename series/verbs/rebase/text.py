@@ -6,6 +6,7 @@ from typing import Any, Mapping
 from series.analysis.attribution import describe
 from series.engine.report import RebaseReport
 from series.engine.state import TopicOutcome
+from series.verbs.rebase.semantic import lines as break_lines
 
 
 def render(report: RebaseReport, document: Mapping[str, Any], integration_branch: str | None = None) -> str:
@@ -25,6 +26,8 @@ def render(report: RebaseReport, document: Mapping[str, Any], integration_branch
             rd = t.range_diff or {}
             text = f"clean      {t.commits} commit(s) -> {str(t.new_head)[:12]}  range-diff " + \
                    " ".join(f"{k}{v}" for k, v in rd.items() if v)
+            found = len(history.get(t.name, {}).get("breaks", []))
+            text += f", {found} break{'s' if found != 1 else ''}" if found else ""
         elif t.outcome == TopicOutcome.CONFLICT and t.conflict is not None:
             c = t.conflict
             text = f"CONFLICT   {c.commit[:12]} {c.subject}: {', '.join(c.files)}"
@@ -40,6 +43,7 @@ def render(report: RebaseReport, document: Mapping[str, Any], integration_branch
             out.append(f"  {'':<{width}}    resolved from memory: {r.path}")
         if t.outcome == TopicOutcome.MERGED and t.detail:
             out += [f"  {'':<{width}}    {line}" for line in t.detail.splitlines()]
+        out += [f"  {'':<{width}}    {line}" for line in break_lines(history.get(t.name, {}))]
         out += [f"  {'':<{width}}    {line}" for line in upstream_lines(history.get(t.name, {}))]
     integ = report.integration
     if integ is not None:

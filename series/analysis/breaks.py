@@ -1,0 +1,238 @@
+"""What a clean replay broke: upstream names a topic's code uses that the new base removed or
+changed, and names the merge left undefined, each with the upstream commit (and PR) that
+did it. Git cannot see these; nothing here imports the code it reads.
+
+    check(repo, old_base, new_base, topics, read)  -> {topic: [Break]}
+
+Per topic only its own changed Python files are read, at three points: the old base's
+version (`start`), the topic's (`old_head`) and the rebased one (`new_head`). A use counts
+as the topic's when the topic's version has it and the base's does not (keyed by what is
+used, not by line), and it is checked in the rebased file against the two upstream
+trees (series.analysis.upstream_api): a name that resolved in the old base and does not
+in the new one, a keyword the old signature took and the new one does not, a method
+override whose base signature changed under it, a module-level helper of the same file
+that upstream deleted. Only names that existed upstream before are judged, so code that
+only adds new names reports nothing. The culprit is the newest upstream commit old..new
+touching the defining file after which the name (or parameter) is gone
+(series.analysis.attribution: its "(#N)", author, date).
+"""
+from __future__ import annotations
+
+import difflib
+import enum
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import pygit2
+
+from series.analysis.attribution import UpstreamCommit, path_commits
+from series.analysis.upstream_api import Found, Function, UpstreamTree
+from series.analysis.uses import BUILTINS, Use, UseKind, bound, parse, top_names, uses
+
+Read = Callable[[str, str], "bytes | None"]   # (commit sha, path) -> the file there, None: absent
+
+
+class BreakKind(str, enum.Enum):
+    REMOVED = "removed"
+    RENAMED = "renamed"
+    SIGNATURE = "signature-changed"
+    UNDEFINED = "undefined"
+
+
+@dataclass(frozen=True)
+class Break:
+    file: str
+    line: int
+    name: str
+    kind: BreakKind
+    detail: str
+    upstream: UpstreamCommit | None
+    fix: str
+
+    def as_json(self) -> dict[str, object]:
+        up = self.upstream
+        return {"file": self.file, "line": self.line, "name": self.name, "kind": self.kind.value,
+                "detail": self.detail, "fix": self.fix,
+                "upstream": None if up is None else {"commit": up.sha, "subject": up.subject, "pr": up.pr,
+                                                     "author": up.author, "date": up.date}}
+
+
+@dataclass(frozen=True)
+class TopicSpan:
+    name: str
+    start: str          # the old commit its own commits sit on
+    old_head: str
+    new_head: str       # rebased
+
+
+class _Checker:
+    def __init__(self, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid):
+        self.repo, self.old_id, self.new_id = repo, old, new
+        self.old, self.new = UpstreamTree(repo, old), UpstreamTree(repo, new)
+        self._history: dict[str, list[pygit2.Commit]] = {}
+
+    def culprit(self, path: str, present: Callable[[UpstreamTree], bool]) -> pygit2.Commit | None:
+        """The newest commit old..new touching `path` after which `present` stops holding."""
+        if path not in self._history:
+            self._history[path] = path_commits(self.repo, self.old_id, self.new_id, [path])[path]
+        commits = self._history[path]
+        for commit in reversed(commits):
+            if commit.parents and present(UpstreamTree(self.repo, commit.parents[0].id)) \
+                    and not present(UpstreamTree(self.repo, commit.id)):
+                return commit
+        return commits[-1] if commits else None
+
+    def label(self, commit: pygit2.Commit | None) -> str:
+        return UpstreamCommit.of(commit).label if commit is not None else "the new base"
+
+    # -- one use ----------------------------------------------------------------------
+    def name(self, use: Use, file: str) -> Break | None:
+        was = self.old.find(use.target)
+        if was is None or self.new.find(use.target) is not None:
+            return None
+        commit = self.culprit(was.path, lambda t: t.find(use.target) is not None)
+        if was.module:
+            return self._break(use, file, BreakKind.REMOVED, f"module {was.path} removed", commit,
+                               f"import it from where {self.label(commit)} moved it")
+        renamed = self._renamed(was, commit)
+        if renamed:
+            return self._break(use, file, BreakKind.RENAMED, f"renamed to {renamed} in {was.path}", commit,
+                               f"renamed to {renamed} in {self.label(commit)}")
+        return self._break(use, file, BreakKind.REMOVED, f"removed from {was.path}", commit,
+                           f"removed in {self.label(commit)}: use what it put in its place")
+
+    def _renamed(self, was: Found, commit: pygit2.Commit | None) -> str | None:
+        """A name the culprit added to the same module, close to the removed one."""
+        if commit is None or not commit.parents:
+            return None
+        before = UpstreamTree(self.repo, commit.parents[0].id).api_at(was.path)
+        after = UpstreamTree(self.repo, commit.id).api_at(was.path)
+        if before is None or after is None:
+            return None
+        added = sorted(after.names - before.names)
+        if was.function is not None:
+            same = [n for n in added if (f := after.functions.get(n)) and f.params == was.function.params]
+            if len(same) == 1:
+                return same[0]
+        close = difflib.get_close_matches(was.name, added, n=1, cutoff=0.8)
+        return close[0] if close else None
+
+    def keyword(self, use: Use, file: str) -> Break | None:
+        was, now = _callable(self.old.find(use.target)), _callable(self.new.find(use.target))
+        if was is None or now is None or use.extra not in was[1].params or now[1].flexible \
+                or use.extra in now[1].params:
+            return None
+        path = now[0]
+        commit = self.culprit(path, lambda t: _accepts(t.find(use.target), use.extra))
+        added = [p for p in now[1].params if p not in was[1].params]
+        close = difflib.get_close_matches(use.extra, added, n=1, cutoff=0.0 if len(added) == 1 else 0.6)
+        if close:
+            return self._break(use, file, BreakKind.SIGNATURE, f"parameter {use.extra} renamed to {close[0]}",
+                               commit, f"pass {close[0]}= instead (renamed in {self.label(commit)})",
+                               name=f"{use.target}({use.extra}=)")
+        return self._break(use, file, BreakKind.SIGNATURE, f"parameter {use.extra} removed", commit,
+                           f"drop {use.extra}= (removed in {self.label(commit)})", name=f"{use.target}({use.extra}=)")
+
+    def override(self, use: Use, file: str) -> Break | None:
+        was, now = self.old.find(use.target), self.new.find(use.target)
+        if was is None or was.cls is None or now is None or now.cls is None or use.method is None:
+            return None
+        old_m, new_m = was.cls.methods.get(use.extra), now.cls.methods.get(use.extra)
+        if old_m is None or (new_m is not None and new_m.params == old_m.params):
+            return None
+        if new_m is not None and use.method.params == new_m.params:
+            return None   # the topic already follows the new signature
+        name = f"{use.target}.{use.extra}"
+        commit = self.culprit(now.path, lambda t: _method(t.find(use.target), use.extra) == old_m.params)
+        if new_m is None:
+            return self._break(use, file, BreakKind.REMOVED, "overrides a method upstream removed", commit,
+                               f"removed in {self.label(commit)}: the override is never called", name=name)
+        sig = f"({', '.join(old_m.params)}) -> ({', '.join(new_m.params)})"
+        return self._break(use, file, BreakKind.SIGNATURE, f"signature changed {sig}", commit,
+                           f"override with ({', '.join(new_m.params)}) as in {self.label(commit)}", name=name)
+
+    def local(self, use: Use, file: str, rebased_names: set[str]) -> Break | None:
+        if use.target in rebased_names or use.target in BUILTINS:
+            return None
+        was = self.old.api_at(file)
+        if was is None or use.target not in was.names:
+            return None
+        commit = self.culprit(file, lambda t: (api := t.api_at(file)) is not None and use.target in api.names)
+        return self._break(use, file, BreakKind.UNDEFINED, f"undefined: upstream deleted it from {file}",
+                           commit, f"deleted in {self.label(commit)}: bring it into the topic or use "
+                                   "what replaced it")
+
+    def _break(self, use: Use, file: str, kind: BreakKind, detail: str, commit: pygit2.Commit | None,
+               fix: str, name: str | None = None) -> Break:
+        return Break(file, use.line, name or use.target, kind, detail,
+                     UpstreamCommit.of(commit) if commit is not None else None, fix)
+
+
+def _callable(found: Found | None) -> tuple[str, Function] | None:
+    """The function a call reaches: the def, or a class's __init__ without self."""
+    if found is None:
+        return None
+    if found.function is not None:
+        return found.path, found.function
+    init = found.cls.methods.get("__init__") if found.cls is not None and found.member is None else None
+    if init is None:
+        return None
+    return found.path, Function(init.name, init.params[1:], init.flexible, init.line)
+
+
+def _accepts(found: Found | None, keyword: str) -> bool:
+    fn = _callable(found)
+    return fn is not None and (keyword in fn[1].params or fn[1].flexible)
+
+
+def _method(found: Found | None, name: str) -> tuple[str, ...] | None:
+    method = found.cls.methods.get(name) if found is not None and found.cls is not None else None
+    return method.params if method is not None else None
+
+
+def _changed_python(repo: pygit2.Repository, start: str, head: str) -> list[str]:
+    diff = repo[start].peel(pygit2.Commit).tree.diff_to_tree(repo[head].peel(pygit2.Commit).tree)
+    return sorted({d.new_file.path for d in diff.deltas
+                   if d.new_file.path.endswith(".py") and d.status != pygit2.enums.DeltaStatus.DELETED})
+
+
+def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequence[TopicSpan],
+          read: Read) -> dict[str, list[Break]]:
+    """The breaks of each topic's rebased code (module docstring)."""
+    checker = _Checker(repo, pygit2.Oid(hex=old_base), pygit2.Oid(hex=new_base))
+    out: dict[str, list[Break]] = {}
+    for topic in topics:
+        found: list[Break] = []
+        for path in _changed_python(repo, topic.start, topic.old_head):
+            found += _file(checker, path, read(topic.start, path), read(topic.old_head, path),
+                           read(topic.new_head, path))
+        out[topic.name] = found
+    return out
+
+
+def _file(checker: _Checker, path: str, base: bytes | None, mine: bytes | None,
+          rebased: bytes | None) -> list[Break]:
+    ours, after = parse(mine) if mine else None, parse(rebased) if rebased else None
+    if ours is None or after is None:
+        return []
+    before = parse(base) if base else None
+    theirs = {u.key for u in uses(before, path)} if before is not None else set()
+    introduced = {u.key for u in uses(ours, path)} - theirs
+    names = bound(after) | top_names(after)
+    seen: set[tuple[UseKind, str, str]] = set()
+    out: list[Break] = []
+    for use in uses(after, path, top_names(ours)):
+        if use.key not in introduced or use.key in seen:
+            continue
+        seen.add(use.key)
+        if use.kind == UseKind.LOCAL:
+            found = checker.local(use, path, names)
+        elif use.kind == UseKind.NAME:
+            found = checker.name(use, path)
+        elif use.kind == UseKind.KEYWORD:
+            found = checker.keyword(use, path)
+        else:
+            found = checker.override(use, path)
+        if found is not None:
+            out.append(found)
+    return out

@@ -1,0 +1,246 @@
+"""What an upstream module offers, read statically from a tree (stdlib `ast`, never imported).
+
+    ModuleApi.of(source)          the names a module binds at top level, its functions'
+                                  parameters, its classes' methods, what it re-exports
+    UpstreamTree(repo, commit)    one base's modules by dotted name: `module("vllm.envs")`,
+                                  `find("vllm.x.f")` -> where the name is defined and what it is
+
+A module is parsed once per blob (the same file in the old and the new base, or in two
+rebases, costs one parse), and a tree's path lookups once per (tree, path): the check
+looks only at the names the topics use, so its cost follows the topics, not upstream's
+distance. Names bound inside `if TYPE_CHECKING:` / `try:` blocks count; a module with a
+`__getattr__` also offers the string keys of its top-level dict literals (vLLM's
+`envs.environment_variables`, the lazy `MODULE_ATTRS` of a package), and one with a
+`__getattr__` and no such keys, or a `from x import *`, offers anything.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Union
+
+import pygit2
+
+BlobReader = Callable[[str], Union[bytes, None]]  # path -> the file at one commit, None: absent
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    params: tuple[str, ...]     # every named parameter, in order (self included)
+    flexible: bool              # it takes **kwargs: any keyword goes
+    line: int
+
+    @classmethod
+    def of(cls, node: ast.FunctionDef | ast.AsyncFunctionDef) -> "Function":
+        a = node.args
+        names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        return cls(node.name, tuple(names), a.kwarg is not None, node.lineno)
+
+
+@dataclass(frozen=True)
+class ClassApi:
+    name: str
+    methods: dict[str, Function]
+    fields: frozenset[str]      # names assigned in the class body (dataclass fields too)
+    line: int
+
+    def has(self, name: str) -> bool:
+        return name in self.methods or name in self.fields
+
+
+@dataclass(frozen=True)
+class ModuleApi:
+    names: frozenset[str]
+    functions: dict[str, Function] = field(default_factory=dict)
+    classes: dict[str, ClassApi] = field(default_factory=dict)
+    reexports: dict[str, str] = field(default_factory=dict)   # name -> dotted origin
+    open: bool = False          # offers any name (module __getattr__, star import)
+
+    def has(self, name: str) -> bool:
+        return self.open or name in self.names
+
+    @classmethod
+    def of(cls, source: bytes, package: str) -> "ModuleApi | None":
+        """None when the file does not parse (nothing can be said about it)."""
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return None
+        names: set[str] = set()
+        functions: dict[str, Function] = {}
+        classes: dict[str, ClassApi] = {}
+        reexports: dict[str, str] = {}
+        keys: set[str] = set()
+        star = False
+        for node in _top_level(tree.body):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+                functions[node.name] = Function.of(node)
+            elif isinstance(node, ast.ClassDef):
+                names.add(node.name)
+                classes[node.name] = _class(node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+                if isinstance(node.value, ast.Dict):
+                    keys.update(k.value for k in node.value.keys
+                                if isinstance(k, ast.Constant) and isinstance(k.value, str))
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    names.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):
+                origin = absolute(node, package)
+                for alias in node.names:
+                    if alias.name == "*":
+                        star = True
+                        continue
+                    names.add(alias.asname or alias.name)
+                    reexports[alias.asname or alias.name] = f"{origin}.{alias.name}"
+        lazy = "__getattr__" in functions
+        return cls(frozenset(names | keys if lazy else names), functions, classes, reexports,
+                   open=star or (lazy and not keys))
+
+
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements that bind module names, looking into if/try/with blocks."""
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _top_level(node.body)
+            yield from _top_level(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
+                yield from _top_level(block)
+        elif isinstance(node, ast.With):
+            yield from _top_level(node.body)
+        else:
+            yield node
+
+
+def _class(node: ast.ClassDef) -> ClassApi:
+    methods: dict[str, Function] = {}
+    fields: set[str] = set()
+    for item in _top_level(node.body):
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            methods[item.name] = Function.of(item)
+        elif isinstance(item, ast.Assign):
+            fields.update(n.id for t in item.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            fields.add(item.target.id)
+        elif isinstance(item, ast.ClassDef):
+            fields.add(item.name)
+    return ClassApi(node.name, methods, frozenset(fields), node.lineno)
+
+
+def absolute(node: ast.ImportFrom, package: str) -> str:
+    """The module an ImportFrom names, relative levels resolved against `package`."""
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".") if package else []
+    parts = parts[:len(parts) - (node.level - 1)] if node.level > 1 else parts
+    return ".".join([*parts, *([node.module] if node.module else [])])
+
+
+def module_name(path: str) -> tuple[str, str]:
+    """('vllm/x/y.py') -> ('vllm.x.y', 'vllm.x'): the module and the package it sits in."""
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+        return ".".join(parts), ".".join(parts)
+    return ".".join(parts), ".".join(parts[:-1])
+
+
+_PARSED: dict[pygit2.Oid, "ModuleApi | None"] = {}   # per blob: one parse however many trees share it
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where a dotted name is defined in one base, and what it is."""
+
+    path: str                               # the module file that defines it
+    name: str                               # its name there
+    function: Function | None = None
+    cls: ClassApi | None = None
+    member: str | None = None               # "Class.member" was asked: the member's name
+    module: bool = False                    # the name is a module
+
+
+class UpstreamTree:
+    """One base commit's modules, by dotted name (module docstring)."""
+
+    def __init__(self, repo: pygit2.Repository, commit: pygit2.Oid):
+        self.repo = repo
+        self.commit = commit
+        self.tree = repo[commit].peel(pygit2.Commit).tree
+        self._paths: dict[str, tuple[str, pygit2.Oid] | None] = {}
+
+    def _blob(self, path: str) -> pygit2.Oid | None:
+        try:
+            entry = self.tree[path]
+        except KeyError:
+            return None
+        return entry.id if entry.type_str == "blob" else None
+
+    def path_of(self, dotted: str) -> tuple[str, pygit2.Oid] | None:
+        """The file of module `dotted` (x/y.py or x/y/__init__.py), None when there is none."""
+        if dotted not in self._paths:
+            base = dotted.replace(".", "/")
+            found = None
+            for path in (f"{base}.py", f"{base}/__init__.py"):
+                oid = self._blob(path)
+                if oid is not None:
+                    found = (path, oid)
+                    break
+            self._paths[dotted] = found
+        return self._paths[dotted]
+
+    def module(self, dotted: str) -> tuple[str, ModuleApi] | None:
+        found = self.path_of(dotted)
+        if found is None:
+            return None
+        path, oid = found
+        if oid not in _PARSED:
+            _PARSED[oid] = ModuleApi.of(self.repo[oid].peel(pygit2.Blob).data, module_name(path)[1])
+        api = _PARSED[oid]
+        return (path, api) if api is not None else None
+
+    def split(self, dotted: str) -> tuple[str, list[str]] | None:
+        """The longest module prefix of `dotted` and the attribute names after it."""
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            if self.path_of(".".join(parts[:cut])) is not None:
+                return ".".join(parts[:cut]), parts[cut:]
+        return None
+
+    def find(self, dotted: str, hops: int = 4) -> Found | None:
+        """Where `dotted` (module.name[.member]) is defined; re-exports are followed."""
+        split = self.split(dotted)
+        if split is None:
+            return None
+        mod, rest = split
+        loaded = self.module(mod)
+        if loaded is None:
+            return None
+        path, api = loaded
+        if not rest:
+            return Found(path, mod, module=True)
+        name = rest[0]
+        if name not in api.names:
+            return Found(path, name) if api.open else None
+        if name in api.reexports and name not in api.functions and name not in api.classes and hops:
+            # defined elsewhere (upstream or not): where it comes from, else here
+            deeper = self.find(".".join([api.reexports[name], *rest[1:]]), hops - 1)
+            return deeper if deeper is not None else Found(path, name)
+        cls = api.classes.get(name)
+        if cls is not None and len(rest) > 1:
+            # an inherited member is not in the body: unknown, never "removed"
+            member = rest[1] if cls.has(rest[1]) else None
+            return Found(path, name, cls.methods.get(rest[1]), cls, member)
+        return Found(path, name, api.functions.get(name), cls)
+
+    def api_at(self, path: str) -> ModuleApi | None:
+        """The module at a file path (None: no such file, or it does not parse)."""
+        dotted = module_name(path)[0]
+        loaded = self.module(dotted) if path.endswith(".py") else None
+        return loaded[1] if loaded is not None and loaded[0] == path else None

@@ -1,0 +1,171 @@
+"""What a Python file uses of other modules, read with stdlib `ast` (series.analysis.breaks
+compares it against upstream's API).
+
+    uses(source, path)  every Use: names imported from a module, attribute chains on an
+                        imported module (`envs.VLLM_X`, `m.f`), keywords passed to a call
+                        of an imported name, methods a class overrides on an imported base,
+                        module-level names of the file itself that code loads
+    bound(source)       every name the file binds anywhere (to tell a name left undefined)
+
+Scopes are not tracked (a local that shadows an import reads as the import): the check
+reports a use only when the name existed upstream before and is gone now, so the
+approximation can miss a break but not invent one from shadowing.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import enum
+from dataclasses import dataclass, field
+
+from series.analysis.upstream_api import Function, absolute, module_name
+
+BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__path__",
+                                       "__package__", "__builtins__", "__loader__"}
+
+
+class UseKind(str, enum.Enum):
+    NAME = "name"            # a dotted upstream name: imported, or an attribute of a module
+    KEYWORD = "keyword"      # `extra` passed as a keyword to the dotted name
+    OVERRIDE = "override"    # a method `extra` defined on a subclass of the dotted name
+    LOCAL = "local"          # a module-level name of this very file
+
+
+@dataclass(frozen=True)
+class Use:
+    kind: UseKind
+    target: str              # dotted name (LOCAL: the bare name)
+    extra: str = ""
+    line: int = field(default=0, compare=False)
+    method: Function | None = field(default=None, compare=False)   # OVERRIDE: the topic's own def
+
+    @property
+    def key(self) -> tuple[UseKind, str, str]:
+        return (self.kind, self.target, self.extra)
+
+
+def parse(source: bytes) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _chain(node: ast.expr) -> list[str] | None:
+    """a.b.c -> ['a', 'b', 'c'] (None when the root is not a plain name)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(parts)]
+
+
+class _Collector(ast.NodeVisitor):
+    def __init__(self, package: str, top: set[str]):
+        self.package = package
+        self.top = top               # the file's own module-level names
+        self.aliases: dict[str, str] = {}
+        self.found: list[Use] = []
+
+    def dotted(self, node: ast.expr) -> str | None:
+        chain = _chain(node)
+        if chain is None or chain[0] not in self.aliases:
+            return None
+        return ".".join([self.aliases[chain[0]], *chain[1:]])
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                root = alias.name.split(".")[0]
+                self.aliases[root] = root
+            self.found.append(Use(UseKind.NAME, alias.name, line=node.lineno))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        origin = absolute(node, self.package)
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            self.aliases[alias.asname or alias.name] = f"{origin}.{alias.name}"
+            self.found.append(Use(UseKind.NAME, f"{origin}.{alias.name}", line=node.lineno))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        dotted = self.dotted(node)
+        if dotted is None:
+            self.generic_visit(node)
+        else:
+            self.found.append(Use(UseKind.NAME, dotted, line=node.lineno))
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load) and node.id in self.top and node.id not in self.aliases:
+            self.found.append(Use(UseKind.LOCAL, node.id, line=node.lineno))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        dotted = self.dotted(node.func)
+        if dotted is not None:
+            for kw in node.keywords:
+                if kw.arg is not None:
+                    self.found.append(Use(UseKind.KEYWORD, dotted, kw.arg, line=kw.value.lineno))
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            dotted = self.dotted(base)
+            if dotted is None:
+                continue
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("__"):
+                    self.found.append(Use(UseKind.OVERRIDE, dotted, item.name, line=item.lineno,
+                                          method=Function.of(item)))
+        self.generic_visit(node)
+
+
+def top_names(tree: ast.Module) -> set[str]:
+    """The names a module defines at top level with def/class/assignment (not imports)."""
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return out
+
+
+def uses(tree: ast.Module, path: str, also_top: set[str] | frozenset[str] = frozenset()) -> list[Use]:
+    """`also_top`: module-level names of another version of the file, whose loads count as
+    LOCAL uses here too (a helper the merge deleted is no longer defined in this one)."""
+    collector = _Collector(module_name(path)[1], top_names(tree) | set(also_top))
+    # imports first, wherever they are, so a use above a function-level import resolves
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            collector.visit_Import(node)
+        elif isinstance(node, ast.ImportFrom):
+            collector.visit_ImportFrom(node)
+    collector.found = []
+    collector.visit(tree)
+    return collector.found
+
+
+def bound(tree: ast.Module) -> set[str]:
+    """Every name bound anywhere in the file (defs, params, targets, imports, globals)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            out.add(node.name)
+    return out

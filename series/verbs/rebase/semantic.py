@@ -1,0 +1,103 @@
+"""`series rebase`'s semantic check: after the replay, before anything moves, what each clean
+topic's code breaks against the new base (series.analysis.breaks), and --strict.
+
+The check needs the replayed trees, which a dry run keeps only in memory: the rebase's
+ending (series.engine.ending) is wrapped so that, when the engine asks it for the
+integration chain with the operation's in-memory objects at hand, it also runs the check.
+Under --strict a break stops the operation there, before the write door has anything to
+commit (`Held`): the verb reports it like a conflict (exit 3), nothing moved. The engine's
+merge results are untouched.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pygit2
+
+from series.analysis import breaks
+from series.engine import state as st
+from series.engine.ending import Ending, Identity, Rewrite
+from series.engine.integration import IntegrationResult
+from series.engine.odb import MemOdb
+
+if TYPE_CHECKING:
+    from series.workspace import Workspace, WriteOperation
+
+
+class Held(Exception):
+    """--strict found breaks: the operation stops before its door commits anything."""
+
+    def __init__(self, state: st.RebaseState, integration: IntegrationResult | None):
+        super().__init__("breaks found under --strict")
+        self.state, self.integration = state, integration
+
+
+def reader(odb: MemOdb) -> breaks.Read:
+    """(commit, path) -> the file's bytes, for commits in memory or in the repository."""
+    def read(commit: str, path: str) -> bytes | None:
+        entry = odb.lookup(odb.commit_tree(pygit2.Oid(hex=commit)), path)
+        if entry is None or entry[0] == 0o040000:
+            return None
+        oid = entry[1]
+        return odb.objects[oid][1] if oid in odb else odb.raw(oid)[1]
+    return read
+
+
+def spans(state: st.RebaseState) -> list[breaks.TopicSpan]:
+    return [breaks.TopicSpan(t.name, t.start, t.old_head, t.new_head) for t in state.topics
+            if t.outcome == st.TopicOutcome.CLEAN and t.new_head and t.commits]
+
+
+@dataclass
+class CheckedEnding:
+    """The rebase's ending, with the semantic check run where the engine hands it the
+    replayed objects (module docstring)."""
+
+    inner: Ending
+    strict: bool = False
+    found: dict[str, list[breaks.Break]] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> Identity:
+        return self.inner.identity
+
+    @property
+    def detects_merged(self) -> bool:
+        return self.inner.detects_merged
+
+    def rewrite(self, state: st.RebaseState) -> Rewrite | None:
+        return self.inner.rewrite(state)
+
+    def integration(self, ws: "Workspace", state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+        result = self.inner.integration(ws, state, odb)
+        self.found = breaks.check(ws.repo, state.old_base_sha, state.onto_sha, spans(state), reader(odb))
+        if self.strict and any(self.found.values()):
+            raise Held(state, result)
+        return result
+
+    def fill(self, door: "WriteOperation", ws: "Workspace", state: st.RebaseState,
+             integration: IntegrationResult | None) -> None:
+        self.inner.fill(door, ws, state, integration)
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.found.values())
+
+
+def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]]) -> None:
+    """A `breaks` list on every topic row of the report's JSON (empty when none or unchecked)."""
+    for row in document.get("topics", []):
+        row["breaks"] = [b.as_json() for b in found.get(row["name"], [])]
+
+
+def lines(row: dict[str, Any]) -> list[str]:
+    """A topic's breaks as the report's indented lines."""
+    out = []
+    for b in row.get("breaks", []):
+        up = b["upstream"]
+        by = ""
+        if up is not None:
+            label = f"#{up['pr']}" if up["pr"] is not None else up["commit"][:12]
+            by = f" by {label} {up['commit'][:12]} {up['subject']} ({up['author']}, {up['date']})"
+        out.append(f"break {b['file']}:{b['line']} {b['name']}: {b['detail']}{by}; fix: {b['fix']}")
+    return out

@@ -1,0 +1,180 @@
+"""The semantic check after a clean replay (issue 24): what a topic uses that upstream removed
+or changed between the old base and the new one, named with the upstream PR that did it;
+--strict holds the rebase like a conflict."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_series
+from tests.repos import commit_all, git, write
+
+UTIL_V030 = '''\
+def old_helper(x):
+    return x
+
+
+def scale(value, factor=1):
+    return value * factor
+'''
+UTIL_V031 = '''\
+def scale(value, multiplier=1):
+    return value * multiplier
+'''
+LAYER_V030 = '''\
+class Layer:
+    def forward(self, x):
+        return x
+
+    def name(self):
+        return "layer"
+'''
+LAYER_V031 = LAYER_V030.replace("def forward(self, x):", "def forward(self, x, context=None):")
+ENVS_V030 = '''\
+import os
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    VLLM_OLD_FLAG: bool = False
+    VLLM_KEPT: int = 0
+
+environment_variables: dict[str, Callable[[], Any]] = {
+    "VLLM_OLD_FLAG": lambda: bool(os.getenv("VLLM_OLD_FLAG")),
+    "VLLM_KEPT": lambda: int(os.getenv("VLLM_KEPT", "0")),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return environment_variables[name]()
+'''
+ENVS_V031 = ENVS_V030.replace('    VLLM_OLD_FLAG: bool = False\n', '').replace(
+    '    "VLLM_OLD_FLAG": lambda: bool(os.getenv("VLLM_OLD_FLAG")),\n', '')
+WORKER_TAIL = "".join(f"\n\ndef step{i}():\n    return {i}\n" for i in range(8))
+WORKER_V030 = '''\
+def _prepare(batch):
+    return list(batch)
+
+
+def run(batch):
+    items = list(batch)
+    return items
+''' + WORKER_TAIL
+WORKER_V031 = WORKER_V030.replace("def _prepare(batch):\n    return list(batch)\n\n\n", "")
+FILES_V030 = {"vllm/__init__.py": "", "vllm/utils.py": UTIL_V030, "vllm/layer.py": LAYER_V030,
+              "vllm/envs.py": ENVS_V030, "vllm/worker.py": WORKER_V030, "vllm/other.py": "A = 1\n"}
+
+UPSTREAM = {"GIT_AUTHOR_NAME": "Ada Upstream", "GIT_AUTHOR_EMAIL": "ada@example.com",
+            "GIT_COMMITTER_NAME": "Ada Upstream", "GIT_COMMITTER_EMAIL": "ada@example.com"}
+FORK = {"GIT_AUTHOR_NAME": "Fork Maintainer", "GIT_AUTHOR_EMAIL": "fork@example.com",
+        "GIT_COMMITTER_NAME": "Fork Maintainer", "GIT_COMMITTER_EMAIL": "fork@example.com"}
+
+TOPICS = {
+    "uses-removed": {"vllm/fork_a.py": "from vllm.utils import old_helper\n\n\ndef f():\n    return old_helper(1)\n"},
+    "kw-renamed": {"vllm/fork_b.py": "from vllm import utils\n\n\ndef g():\n    return utils.scale(2, factor=3)\n"},
+    "override": {"vllm/fork_c.py": "from vllm.layer import Layer\n\n\nclass MyLayer(Layer):\n"
+                                   "    def forward(self, x):\n        return x + 1\n"},
+    "env-gone": {"vllm/fork_d.py": "import vllm.envs as envs\n\n\ndef h():\n"
+                                   "    return envs.VLLM_OLD_FLAG or envs.VLLM_KEPT\n"},
+    "same-file": {"vllm/worker.py": WORKER_V030.replace("def step7():\n    return 7\n",
+                                                       "def step7():\n    return _prepare([7])\n")},
+    "ordinary": {"vllm/fork_e.py": "from vllm.utils import scale\nfrom vllm.layer import Layer\n"
+                                   "import vllm.envs as envs\n\n\nclass Plain(Layer):\n"
+                                   "    def name(self):\n        return 'plain'\n\n\n"
+                                   "def k():\n    return scale(1, 2) if envs.VLLM_KEPT else Layer()\n"},
+    "new-code": {"vllm/fork_f.py": "def brand_new(a, b=2):\n    return a + b\n\n\n"
+                                   "def user():\n    return brand_new(1, b=3) + missing_on_purpose\n"},
+}
+
+
+def _pr(repo: Path, files: dict[str, str], subject: str, date: str) -> None:
+    write(repo, files)
+    commit_all(repo, subject, date, env=UPSTREAM)
+
+
+@pytest.fixture
+def broken_fork(tmp_path: Path) -> Path:
+    """Upstream v0.30.0 -> four PRs -> v0.31.0; a fork with one topic per kind of break."""
+    up = tmp_path / "upstream"
+    up.mkdir()
+    git(up, "init", "-q", "-b", "main")
+    _pr(up, FILES_V030, "v0.30.0", "2026-01-01T00:00:00Z")
+    git(up, "tag", "v0.30.0")
+    _pr(up, {"vllm/utils.py": UTIL_V031}, "[Core] drop old_helper, rename scale's factor (#101)",
+        "2026-01-05T00:00:00Z")
+    _pr(up, {"vllm/layer.py": LAYER_V031}, "[Model] forward takes a context (#102)", "2026-01-06T00:00:00Z")
+    _pr(up, {"vllm/envs.py": ENVS_V031}, "[Misc] remove VLLM_OLD_FLAG (#103)", "2026-01-07T00:00:00Z")
+    _pr(up, {"vllm/worker.py": WORKER_V031}, "[Worker] inline _prepare (#104)", "2026-01-08T00:00:00Z")
+    _pr(up, {"vllm/other.py": "A = 2\n"}, "[Misc] unrelated (#105)", "2026-01-09T00:00:00Z")
+    git(up, "tag", "v0.31.0")
+    fork = tmp_path / "fork"
+    subprocess.run(["git", "clone", "-q", "-o", "upstream", str(up), str(fork)], check=True)
+    yaml = ["upstream:", "  remote: upstream", "  base: v0.30.0", "topics:"]
+    for name, files in TOPICS.items():
+        git(fork, "checkout", "-q", "-B", f"topic/{name}", "v0.30.0")
+        write(fork, files)
+        commit_all(fork, f"[Fork] {name}", "2026-01-10T00:00:00Z", env=FORK)
+        yaml += [f"  - name: {name}", f"    branch: topic/{name}"]
+    git(fork, "checkout", "-q", "--detach", "v0.30.0")
+    (fork / "series.yaml").write_text("\n".join(yaml) + "\n")
+    return fork
+
+
+def _breaks(fork: Path, *args: str, expect: int = 0) -> dict[str, list[dict[str, object]]]:
+    out = run_series("rebase", "--onto", "v0.31.0", "--json", *args, cwd=fork, expect=expect)
+    return {t["name"]: t["breaks"] for t in json.loads(out.stdout)["topics"]}
+
+
+def test_each_break_named_with_its_upstream_pr(broken_fork: Path) -> None:
+    found = _breaks(broken_fork, "--dry-run")
+    assert found["ordinary"] == [] and found["new-code"] == []
+    (removed,) = found["uses-removed"]
+    assert (removed["file"], removed["line"], removed["name"]) == ("vllm/fork_a.py", 1, "vllm.utils.old_helper")
+    assert removed["kind"] == "removed" and removed["upstream"]["pr"] == 101  # type: ignore[index]
+    (kw,) = found["kw-renamed"]
+    assert kw["kind"] == "signature-changed" and "factor renamed to multiplier" in str(kw["detail"])
+    assert kw["upstream"]["pr"] == 101 and "multiplier=" in str(kw["fix"])  # type: ignore[index]
+    (over,) = found["override"]
+    assert over["name"] == "vllm.layer.Layer.forward" and over["upstream"]["pr"] == 102  # type: ignore[index]
+    assert "(self, x) -> (self, x, context)" in str(over["detail"])
+    (env,) = found["env-gone"]
+    assert env["name"] == "vllm.envs.VLLM_OLD_FLAG" and env["upstream"]["pr"] == 103  # type: ignore[index]
+    assert env["line"] == 5
+    (local,) = found["same-file"]
+    assert (local["name"], local["kind"], local["file"]) == ("_prepare", "undefined", "vllm/worker.py")
+    assert local["upstream"]["pr"] == 104 and local["upstream"]["author"] == "Ada Upstream"  # type: ignore[index]
+
+
+def test_text_says_clean_with_breaks(broken_fork: Path) -> None:
+    out = run_series("rebase", "--onto", "v0.31.0", "--dry-run", cwd=broken_fork).stdout
+    line = next(x for x in out.splitlines() if x.strip().startswith("uses-removed"))
+    assert line.strip().startswith("uses-removed") and line.endswith(", 1 break")
+    assert "break vllm/fork_a.py:1 vllm.utils.old_helper: removed from vllm/utils.py by #101" in out
+    ordinary = next(x for x in out.splitlines() if x.strip().startswith("ordinary "))
+    assert "break" not in ordinary
+
+
+def test_strict_exits_3_and_moves_nothing(broken_fork: Path) -> None:
+    before = git(broken_fork, "for-each-ref", "refs/heads")
+    yaml = (broken_fork / "series.yaml").read_text()
+    out = run_series("rebase", "--onto", "v0.31.0", "--strict", cwd=broken_fork, expect=3)
+    assert "--strict: 5 break(s) count as conflicts; nothing was changed" in out.stdout
+    assert git(broken_fork, "for-each-ref", "refs/heads") == before
+    assert (broken_fork / "series.yaml").read_text() == yaml
+    report = Path(out.stdout.strip().rsplit("report: ", 1)[1])
+    assert "break vllm/fork_d.py:5 vllm.envs.VLLM_OLD_FLAG" in report.read_text()
+
+
+def test_without_strict_the_rebase_moves_and_warns(broken_fork: Path) -> None:
+    found = _breaks(broken_fork)
+    assert len(found["uses-removed"]) == 1
+    assert "v0.31.0" in (broken_fork / "series.yaml").read_text()
+
+
+def test_strict_with_only_ordinary_topics_moves(broken_fork: Path) -> None:
+    found = _breaks(broken_fork, "--strict", *[f"--skip-topic={n}" for n in TOPICS
+                                               if n not in ("ordinary", "new-code")])
+    assert found["ordinary"] == [] and found["new-code"] == []
+    assert git(broken_fork, "rev-parse", "topic/ordinary") != git(broken_fork, "rev-parse", "v0.30.0")

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Measure the semantic check (series.analysis.breaks) on real vLLM release trees.
+
+    .venv/bin/python tools/bench_breaks.py [--upstream /tmp/bench/upstream4] [--fork /tmp/bench/fork]
+
+1. Caught: on a scratch clone of UPSTREAM (../shared/bench/vllm_upstream.py), topics written
+   here against APIs that really changed between v0.30.0 -> v0.31.0 and v0.31.0 -> v0.32.0
+   (a removed function, a removed keyword, an override whose base signature changed, a
+   removed envs.VLLM_* variable), each checked; every one must be reported.
+2. False positives and cost: the shared 23-topic fork (../shared/bench/fork_fixture.py),
+   `series rebase --onto v0.31.0 --dry-run` (the conflicting topic skipped: a dry run that
+   halts on a conflict has nothing to check), whole process: no topic may report a break;
+   the check's own time in-process, and the whole dry run of this tree against one with
+   the check stubbed out (medians of 3).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pygit2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from series.analysis import breaks  # noqa: E402
+from series.analysis.upstream_api import UpstreamTree  # noqa: E402
+from tools.bench_rebase import series_yaml  # noqa: E402
+
+SIG = pygit2.Signature("Fork", "fork@example.com", 1767225600, 0)
+
+
+def _params(tree: UpstreamTree, module: str, cls: str, method: str) -> str:
+    found = tree.find(f"{module}.{cls}.{method}")
+    assert found is not None and found.function is not None, (module, cls, method)
+    return ", ".join(found.function.params)
+
+
+def topics_for(tree: UpstreamTree, old: str) -> dict[str, str]:
+    if old == "v0.30.0":
+        return {
+            "removed-fn": "from vllm._custom_ops import allspark_repack_weight\n\n\n"
+                          "def f(w):\n    return allspark_repack_weight(w)\n",
+            "removed-kw": "from vllm.distributed.parallel_state import graph_capture\n\n\n"
+                          "def g(device):\n    return graph_capture(device, graph_capture_context=None)\n",
+            "override": "from vllm.distributed.eplb.eplb_communicator import EplbCommunicator\n\n\n"
+                        "class Mine(EplbCommunicator):\n"
+                        f"    def set_stream({_params(tree, 'vllm.distributed.eplb.eplb_communicator', 'EplbCommunicator', 'set_stream')}):\n"
+                        "        return None\n",
+            "env": "import vllm.envs as envs\n\n\ndef h():\n    return envs.VLLM_PLE_CPU_OFFLOAD\n",
+        }
+    return {
+        "removed-fn": "from vllm.distributed.kv_transfer.kv_connector.utils import "
+                      "kv_postprocess_layout_on_receive\n\n\ndef f(x):\n"
+                      "    return kv_postprocess_layout_on_receive(x)\n",
+        "removed-kw": "from vllm import _custom_ops as ops\n\n\n"
+                      "def g(x):\n    return ops.causal_conv1d_fwd_cpu(x, is_vnni=True)\n",
+        "override": "from vllm.engine.protocol import EngineClient\n\n\nclass Mine(EngineClient):\n"
+                    f"    async def start_profile({_params(tree, 'vllm.engine.protocol', 'EngineClient', 'start_profile')}):\n"
+                    "        return None\n",
+        "env": "from vllm import envs\n\n\ndef h():\n    return envs.VLLM_ENGINE_ITERATION_TIMEOUT_S\n",
+    }
+
+
+def caught(upstream: Path) -> bool:
+    ok = True
+    repo = pygit2.Repository(str(upstream))
+    for old, new in (("v0.30.0", "v0.31.0"), ("v0.31.0", "v0.32.0")):
+        base = repo.revparse_single(old).peel(pygit2.Commit)
+        onto = repo.revparse_single(new).peel(pygit2.Commit)
+        spans, heads = [], {}
+        for name, text in topics_for(UpstreamTree(repo, base.id), old).items():
+            path = f"vllm/fork_{name.replace('-', '_')}.py"
+            blob = repo.create_blob(text.encode())
+            for parent in (base, onto):   # the topic, and the same topic "rebased" (adds a file: clean)
+                builder = pygit2.IndexEntry(path, blob, pygit2.enums.FileMode.BLOB)
+                index = pygit2.Index()
+                index.read_tree(parent.tree)
+                index.add(builder)
+                tree = index.write_tree(repo)
+                heads[(name, parent.id)] = str(repo.create_commit(None, SIG, SIG, f"[Fork] {name}", tree,
+                                                                  [parent.id]))
+            spans.append(breaks.TopicSpan(name, str(base.id), heads[(name, base.id)], heads[(name, onto.id)]))
+
+        def read(commit: str, path: str) -> bytes | None:
+            try:
+                return repo[repo[commit].peel(pygit2.Commit).tree[path].id].peel(pygit2.Blob).data
+            except KeyError:
+                return None
+        t = time.perf_counter()
+        found = breaks.check(repo, str(base.id), str(onto.id), spans, read)
+        took = time.perf_counter() - t
+        print(f"{old} -> {new}: check {took * 1000:.0f} ms")
+        for span in spans:
+            got = found[span.name]
+            ok &= len(got) == 1
+            if not got:
+                print(f"  {span.name:<11} NOT CAUGHT")
+            for b in got:
+                print(f"  {span.name:<11} {b.file}:{b.line} {b.name}: {b.kind.value}, {b.detail}")
+    return ok
+
+
+STUB = "import series.analysis.breaks as b; b.check = lambda repo, o, n, t, r: {x.name: [] for x in t}; "
+
+
+def dry_run(fork: Path, stub: bool) -> tuple[float, str]:
+    code = (STUB if stub else "") + "from series.cli import main; main()"
+    args = [sys.executable, "-c", code, "rebase", "--onto", "v0.31.0", "--dry-run", "--json",
+            "--skip-topic", "offload-evict-fix"]
+    t = time.perf_counter()
+    proc = subprocess.run(args, cwd=fork, capture_output=True, text=True)
+    return time.perf_counter() - t, proc.stdout
+
+
+def fork_cost(fork: Path) -> bool:
+    import json
+    work = Path(tempfile.mkdtemp()) / "fork"
+    shutil.copytree(fork, work, symlinks=True)
+    branches = (work / ".git" / "series-fixture.txt").read_text().split()
+    (work / "series.yaml").write_text(series_yaml(branches, "v0.30.0"))
+    dry_run(work, False)  # warm the bytecode cache
+    with_check, without = [], []
+    for _ in range(3):
+        without.append(dry_run(work, True)[0])
+        took, out = dry_run(work, False)
+        with_check.append(took)
+    data = json.loads(out)
+    noisy = {t["name"]: t["breaks"] for t in data["topics"] if t.get("breaks")}
+    clean = sum(t["outcome"] == "clean" for t in data["topics"])
+    print(f"fork dry run onto v0.31.0 ({clean} clean topics checked): with check "
+          f"{statistics.median(with_check):.2f} s, check stubbed {statistics.median(without):.2f} s, "
+          f"added {statistics.median(with_check) - statistics.median(without):+.2f} s; "
+          f"breaks on ordinary topics: {sum(len(v) for v in noisy.values())}")
+    for name, found in noisy.items():
+        print(f"  FALSE POSITIVE {name}: {found}")
+    return not noisy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--upstream", type=Path, default=Path("/tmp/bench/upstream4"))
+    parser.add_argument("--fork", type=Path, default=Path("/tmp/bench/fork"))
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp()) / "upstream"
+    subprocess.run(["git", "clone", "-q", "--bare", str(args.upstream), str(scratch)], check=True)
+    ok = caught(scratch)
+    ok &= fork_cost(args.fork)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
