@@ -18,6 +18,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from series.verbs import ci
+from tests.conftest import run_series
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = (ROOT / "README.md", ROOT / "ci" / "README.md")
@@ -142,3 +143,18 @@ def test_every_template_and_the_readmes_install_series_by_the_one_spec() -> None
     for doc in DOCS:
         assert f"pipx install {spec}" in doc.read_text(), doc
         assert "pipx install vllm-series" in doc.read_text(), doc   # the way once it is published
+
+
+def test_a_refused_ci_init_names_a_diff_command_that_shows_the_difference(tmp_path: Path) -> None:
+    """The refusal's hint is a command that works as written (--dry-run prints no diff)."""
+    (tmp_path / ".git").mkdir()
+    run_series("ci", "init", "github", cwd=tmp_path)
+    written = tmp_path / ".github" / "workflows" / "series-nightly.yml"
+    written.write_text(written.read_text() + "# ours\n")
+    proc = run_series("ci", "init", "github", cwd=tmp_path, expect=1)
+    hint = re.search(r"see the difference: (diff .*)\)$", proc.stderr.strip())
+    assert hint, proc.stderr
+    series = f"{sys.executable} -m series"
+    shown = subprocess.run(["bash", "-c", hint[1].replace("$(series ", f"$({series} ")], cwd=tmp_path,
+                           capture_output=True, text=True)
+    assert shown.returncode == 1 and "> # ours" not in shown.stdout and "< # ours" in shown.stdout, shown

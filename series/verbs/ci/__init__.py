@@ -77,7 +77,7 @@ def init(target: str, root: Path, force: bool = False, dry_run: bool = False) ->
     for source, dest in TARGETS[target]:  # every target checked before the first is written
         text = path(source).read_text()
         where = _inside(root, dest)
-        state = _state(where, dest, text, force)
+        state = _state(where, dest, source, text, force)
         planned.append((dest, where, text, state))
     out = []
     for dest, where, text, state in planned:
@@ -111,7 +111,7 @@ def _inside(root: Path, dest: str) -> Path:
                       "it (with or without --force); replace the symlink with a directory")
 
 
-def _state(where: Path, dest: str, text: str, force: bool) -> str:
+def _state(where: Path, dest: str, source: str, text: str, force: bool) -> str:
     """created | updated | unchanged; a file that differs is replaced only with --force."""
     if not where.exists():
         return "created"
@@ -128,7 +128,7 @@ def _state(where: Path, dest: str, text: str, force: bool) -> str:
         return "unchanged"
     if not force:
         raise SeriesError(f"{dest} exists and {differs}: keep your edits, or pass --force to "
-                          "replace it (see the difference with --dry-run --force)")
+                          f"replace it (see the difference: diff {dest} \"$(series ci path {source})\")")
     return "updated"
 
 
