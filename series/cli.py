@@ -29,6 +29,12 @@ class Context:
         self.config_file = config_file
         self.directory = directory
 
+    @property
+    def here(self) -> Path:
+        """Where the command runs (STYLE rule 3): -C DIR, else the process's directory, as
+        git -C changes directory first; repository PATHs and discovery start here."""
+        return self.directory or Path.cwd()
+
     def workspace(self, check_branches: bool = True) -> Any:
         from series.workspace import open_workspace
 

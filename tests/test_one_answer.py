@@ -48,3 +48,11 @@ def test_one_state_dir_resolver() -> None:
                     and isinstance(node.right, ast.Constant) and node.right.value == "series"):
                 found.add(path.relative_to(PACKAGE).as_posix())
     assert found == {"git/refs.py", "cache.py"}, found
+
+
+def test_one_answer_to_where_the_command_runs() -> None:
+    # -C DIR or the process's directory: Context.here; a verb asking Path.cwd() itself would
+    # read PATHs from elsewhere than discovery does (touches from vllm/v1 said "not touched")
+    verbs = {p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "verbs").rglob("*.py")
+             if "Path.cwd()" in p.read_text()}
+    assert verbs == set(), verbs

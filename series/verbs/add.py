@@ -7,7 +7,6 @@ replaces the file, and the operation is journaled, so `series undo` takes it out
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import click
@@ -106,7 +105,7 @@ def command(ctx: Context, branch: str, name: str | None, after: str | None, summ
     """
 
     ws = ctx.workspace(check_branches=False)
-    here = ctx.directory or Path.cwd()  # a scope is a repository path: from here, as in git
+    here = ctx.here  # a scope is a repository path: from here, as in git
     scope = tuple(repo_path(ws.repo, s, here) for s in scope)
     result = run(ws, branch, name=name, after=after, summary=summary, scope=scope,
                      depends_on=depends_on)

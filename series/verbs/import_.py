@@ -212,7 +212,7 @@ def command(ctx: Context, directory: Path | None, force: bool, dry_run: bool, as
     from series.patches.export import default_directory
 
     copied = None
-    start = ctx.directory or Path.cwd()
+    start = ctx.here
     if directory is not None and ctx.config_file is None:
         copied = ensure_config(start, directory.resolve(), dry_run=dry_run)
     if copied is not None and dry_run:

@@ -262,7 +262,7 @@ def command(ctx: Context, base: str | None, remote: str, github: str | None, pat
       series init --base v0.30.0 --topics 'topic/*' --topics 'fix/*'
     """
 
-    result = run(ctx.directory or Path.cwd(), base=base, remote=remote, github=github,
+    result = run(ctx.here, base=base, remote=remote, github=github,
                      patterns=patterns, integration=integration, force=force,
                      target=ctx.config_file)
     emit(render(result))

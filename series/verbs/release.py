@@ -7,7 +7,6 @@ rules are series.git.releases'; this verb only asks them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import click
 import pygit2
@@ -49,7 +48,7 @@ def command(ctx: Context, name: str | None, as_json: bool) -> None:
     newest first.
       series release latest        # v0.31.0
     """
-    repo = open_repo(ctx.directory or Path.cwd())
+    repo = open_repo(ctx.here)
     if name is None:
         found = releases.releases(repo)
         if as_json:

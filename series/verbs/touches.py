@@ -7,7 +7,6 @@ sentence on stdout says so), so `series touches X || echo "we do not touch X"` w
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import click
@@ -361,7 +360,7 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
     """
     from series.errors import SeriesError
 
-    here = ctx.directory or Path.cwd()  # where the command runs: PATHs are read from here
+    here = ctx.here  # where the command runs: PATHs are read from here
     try:
         # a missing active branch is an error, not a skip: a silent skip would let
         # `series touches X || echo "not touched"` claim something nobody checked

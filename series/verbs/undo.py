@@ -32,12 +32,10 @@ def describe(op: refs.Operation) -> str:
 
 
 def _repo(ctx: Context):  # type: ignore[no-untyped-def]
-    from pathlib import Path
-
     from series.git.repo import open_repo
     from series.workspace import repair
 
-    repo = open_repo(ctx.directory or Path.cwd())
+    repo = open_repo(ctx.here)
     repair(repo)  # an operation a kill interrupted is finished or rolled back before it is listed
     return repo
 

@@ -203,7 +203,7 @@ def _fork_root(ctx: Context) -> Path:
     from series.config import find
     from series.errors import SeriesError
 
-    start = (ctx.directory or Path.cwd()).resolve()
+    start = ctx.here.resolve()
     try:
         start = find(start, ctx.config_file).parent
     except SeriesError:
