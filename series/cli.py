@@ -264,6 +264,15 @@ def group(ctx: click.Context, config_file: Path | None, directory: Path | None, 
     Try 'series demo' for a five-minute tour in a scratch directory.
     """
     OUTPUT.quiet, OUTPUT.verbose, OUTPUT.color, OUTPUT.pager = quiet, verbose, color or "auto", not no_pager
+    if directory is not None:
+        # git -C changes directory first, so every relative path the command is given (a PATH,
+        # --config, export's DIRECTORY, build --out) is read from DIR, not only discovery's
+        try:
+            os.chdir(directory)
+        except OSError as exc:
+            raise SeriesError(f"-C {directory}: cannot change to that directory "
+                              f"({exc.strerror or exc}); give an existing directory") from None
+        directory = Path.cwd()
     OUTPUT.directory = directory
     logging.basicConfig(level=OUTPUT.log_level(), format="%(name)s: %(message)s", stream=sys.stderr)
     if quiet:

@@ -66,6 +66,15 @@ def test_dash_C_changes_the_directory_first_as_git_does(fork: Path, tmp_path: Pa
     run_series("-C", "vllm/v1", "touches", "../../..", cwd=fork, expect=2)
 
 
+def test_dash_C_reads_every_relative_path_from_DIR(fork: Path, tmp_path: Path) -> None:
+    """Not only discovery and PATHs: export's DIRECTORY and --config too (git -C's chdir)."""
+    run_series("-C", str(fork), "export", "out", cwd=tmp_path)
+    assert (fork / "out").is_dir() and not (tmp_path / "out").exists()
+    run_series("-C", str(fork), "--config", "series.yaml", "status", cwd=tmp_path)
+    proc = run_series("-C", str(tmp_path / "nowhere"), "status", cwd=fork, expect=1)
+    assert proc.stderr.count("\n") == 1 and "cannot change to that directory" in proc.stderr, proc.stderr
+
+
 def test_outside_the_work_tree_paths_are_from_the_root_as_in_git(fork: Path, tmp_path: Path) -> None:
     """--config from elsewhere, or the .git directory: git has no prefix there either."""
     expected = run_series("touches", "vllm/v1/kv_offload", cwd=fork).stdout
