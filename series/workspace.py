@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import pygit2
 
-from series import config, seriesedit
+from series import config, fs, seriesedit
 from series.engine import state as halted
 from series.errors import SeriesError
 from series.git import checkouts, refs
@@ -140,7 +140,7 @@ def repair(repo: pygit2.Repository) -> list[str]:
     if last is None or last.state != refs.OpState.PENDING:
         return []
     try:
-        with refs.Lock(repo, "repair"):
+        with fs.Lock(repo, "repair"):
             return refs.recover(repo)
     except SeriesError:
         return []
@@ -297,7 +297,7 @@ class WriteOperation:
         for where, text in self.restore.items():
             if not where.exists():  # never over a file someone wrote since
                 where.parent.mkdir(parents=True, exist_ok=True)
-                config.write_text_atomically(where, text)
+                fs.write_atomically(where, text)
         self.committed = op
         self.notes += refs.settle_checkouts(self.repo, op)
         return op
@@ -323,7 +323,7 @@ def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
     """The write door (module docstring). `resumes`: the kind of halted operation this
     command goes on with (series.engine.state.Halt.kind), which the halt guard lets through."""
     try:
-        with refs.Lock(repo, command):
+        with fs.Lock(repo, command):
             notes = refs.recover(repo)
             state = halted.load(repo)
             if state is not None and state.halt.kind != resumes:

@@ -33,7 +33,7 @@ import pygit2
 
 from series.errors import SeriesError
 from series.git import checkouts
-from series.git.refs import state_dir
+from series.fs import state_dir
 
 TREE = 0o040000
 BLOB = 0o100644

@@ -15,10 +15,8 @@ every ref back at once: refs and series.yaml never disagree.
 from __future__ import annotations
 
 import datetime as _dt
-import fcntl
 import json
 import os
-import socket
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +24,7 @@ from pathlib import Path
 import pygit2
 
 from series import faults, seriesedit
-from series.config import replace_staged, stage_text, write_text_atomically
+from series.fs import replace_staged, stage, state_dir, write_atomically
 from series import validate
 from series.errors import SeriesError
 from series.git import checkouts
@@ -36,72 +34,6 @@ from series.persisted import (Json, JsonObject, read_enum, read_list, read_objec
 
 ZERO = "0" * 40
 BACKUP_PREFIX = "refs/series/backup"
-
-
-def state_dir(repo: pygit2.Repository) -> Path:
-    """.git/series/ of the main repository (shared by all worktrees)."""
-    directory = checkouts.common_dir(repo) / "series"
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
-
-
-class Lock:
-    """One series operation at a time per repository: a kernel lock (fcntl.flock) on
-    .git/series/lock, so a killed process can never leave it held. The file keeps the
-    holder's command, pid and host for the message another command prints; it is never
-    removed (removing a flock'd file lets two processes lock two different files).
-    Re-entrant within a process: an operation that calls another's code keeps the lock."""
-
-    _held: dict[str, list[int]] = {}   # path -> [fd, depth]
-
-    def __init__(self, repo: pygit2.Repository, command: str = "series"):
-        self.path = state_dir(repo) / "lock"
-        self.command = command
-
-    def __enter__(self) -> "Lock":
-        key = str(self.path)
-        if key in Lock._held:
-            Lock._held[key][1] += 1
-            return self
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise SeriesError(f"{self.path}: cannot open the lock file ({exc.strerror}); "
-                              "check the permissions of .git/series") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode(errors="replace").strip()
-            os.close(fd)
-            raise SeriesError(
-                f"another series command is running in this repository ({holder or 'its holder is starting'}); "
-                "wait for it to finish (the lock goes when that process ends, even if it is killed)"
-            ) from None
-        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        try:  # the kernel lock is what counts: a full disk only loses the holder line
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"series {self.command}, pid {os.getpid()} on {socket.gethostname()}, "
-                          f"since {stamp}\n".encode(), 0)
-        except OSError:
-            pass
-        Lock._held[key] = [fd, 1]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        key = str(self.path)
-        entry = Lock._held.get(key)
-        if entry is None:
-            return
-        entry[1] -= 1
-        if entry[1] > 0:
-            return
-        del Lock._held[key]
-        try:
-            os.ftruncate(entry[0], 0)
-        except OSError:
-            pass
-        fcntl.flock(entry[0], fcntl.LOCK_UN)
-        os.close(entry[0])
 
 
 @dataclass(frozen=True)
@@ -283,7 +215,7 @@ def _backups(op: Operation) -> list[RefMove]:
 
 
 def _write_entry(repo: pygit2.Repository, op: Operation) -> None:
-    write_text_atomically(journal_dir(repo) / f"{op.id}.json", op.to_json())
+    write_atomically(journal_dir(repo) / f"{op.id}.json", op.to_json())
 
 
 def _staged(path: Path, op: Operation) -> Path:
@@ -297,7 +229,7 @@ def _set_aside(repo: pygit2.Repository, op: Operation) -> None:
     op.state = OpState.ROLLED_BACK
     aside = journal_dir(repo) / "rolled-back"
     aside.mkdir(exist_ok=True)
-    write_text_atomically(aside / f"{op.id}.json", op.to_json())
+    write_atomically(aside / f"{op.id}.json", op.to_json())
     (journal_dir(repo) / f"{op.id}.json").unlink(missing_ok=True)
 
 
@@ -322,7 +254,7 @@ def _write_config(path: Path, text: str | None) -> None:
         path.unlink(missing_ok=True)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(path, text)
+        write_atomically(path, text)
 
 
 class Transaction:
@@ -379,7 +311,7 @@ class Transaction:
         staged = None
         if path is not None and self.config_after is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            staged = stage_text(path, self.config_after, _staged(path, op))
+            staged = stage(path, self.config_after, _staged(path, op))
         # The backup refs are created in the same update-ref transaction as the moves: one
         # git process instead of one ref write per topic, and the old commits are reachable
         # from the branches themselves until that transaction commits.
