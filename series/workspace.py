@@ -7,7 +7,7 @@ every write goes through.
         op.commit()                                  # all of it, or none of it
 
 `operation()` takes the repository's kernel lock for the whole operation, finishes or rolls
-back whatever a killed command left half-done (series.git.refs.recover), and refuses while
+back whatever a killed command left half-done (series.transaction.recover), and refuses while
 a rebase or an adoption is halted (unless it is the command that resumes it). `commit()`
 refuses when a branch it moves is checked out with local changes anywhere, re-reads
 series.yaml and compares-and-swaps the operation's own edits onto it (a key someone else
@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import pygit2
 
-from series import config, fs, seriesedit
+from series import config, fs, journal, seriesedit, transaction
 from series.engine import state as halted
 from series.errors import SeriesError
 from series.git import checkouts, refs
@@ -136,12 +136,12 @@ def repair(repo: pygit2.Repository) -> list[str]:
     """Before any command reads: finish or roll back an operation a kill left half-done
     (only ever the newest entry, since every write repairs first), unless a command is
     running right now (then that entry is its own)."""
-    last = refs.last_operation(repo)
-    if last is None or last.state != refs.OpState.PENDING:
+    last = journal.last_operation(repo)
+    if last is None or last.state != journal.OpState.PENDING:
         return []
     try:
         with fs.Lock(repo, "repair"):
-            return refs.recover(repo)
+            return transaction.recover(repo)
     except SeriesError:
         return []
 
@@ -162,13 +162,13 @@ class WriteOperation:
         self.repo = repo
         self.draft = draft
         self.command = command
-        self.txn = refs.Transaction(repo, command, summary)
+        self.txn = transaction.Transaction(repo, command, summary)
         self.config_path = config_path
         self._seen_text = seen
         self._seen: seriesedit.Plain | None = None
         self.edits: list[Edit] = []
         self.notes = notes          # what the door did on the way (a repaired operation, checkouts)
-        self.committed: refs.Operation | None = None
+        self.committed: journal.Operation | None = None
         self.restore: dict[Path, str] = {}   # files an undone operation removed (resolutions --prune)
 
     @property
@@ -243,7 +243,7 @@ class WriteOperation:
             return self._seen_text
         return seriesedit.apply(self._seen_text, self.config_path, self.edits)
 
-    def revert(self, target: refs.Operation) -> None:
+    def revert(self, target: journal.Operation) -> None:
         """Fill this operation with the reverse of `target`: its refs back (each must still
         be where `target` left it), and its own series.yaml edits reversed on the file as it
         is now (byte for byte when nobody changed the file since)."""
@@ -255,10 +255,10 @@ class WriteOperation:
                 raise SeriesError(
                     f"cannot undo {target.id}: {m.ref} moved since ({(now or 'deleted')[:12]}, expected "
                     f"{(m.new or 'deleted')[:12]}); its old value is kept at "
-                    f"{refs.BACKUP_PREFIX}/{target.id}/{m.ref[len('refs/'):]}")
+                    f"{journal.BACKUP_PREFIX}/{target.id}/{m.ref[len('refs/'):]}")
             self.move(m.ref, m.old, expect=now)
         self.txn.command = "undo"  # what `series undo` and `series log` look for
-        path = refs.config_file(self.repo, target)
+        path = journal.config_file(self.repo, target)
         edits = target.config_edits()
         if path is not None and edits:
             self.config_path = path
@@ -270,7 +270,7 @@ class WriteOperation:
                 self.edits = [e.reversed() for e in reversed(edits)]
         self.txn.undoes = target.id
         for rel, text in target.removed_files().items():
-            where = refs.resolve_path(self.repo, rel, target.extra_text("worktree"))
+            where = journal.resolve_path(self.repo, rel, target.extra_text("worktree"))
             if where is not None:
                 self.restore[where] = text
         if self.restore:
@@ -278,7 +278,7 @@ class WriteOperation:
 
     # -- commit ------------------------------------------------------------------------------
 
-    def commit(self, fault: str | None = None) -> refs.Operation:
+    def commit(self, fault: str | None = None) -> journal.Operation:
         if self.draft:
             raise AssertionError("a draft operation (--dry-run) is never committed")
         branches = {m.ref[len("refs/heads/"):] for m in self.moves if m.ref.startswith("refs/heads/")}
@@ -299,7 +299,7 @@ class WriteOperation:
                 where.parent.mkdir(parents=True, exist_ok=True)
                 fs.write_atomically(where, text)
         self.committed = op
-        self.notes += refs.settle_checkouts(self.repo, op)
+        self.notes += transaction.settle_checkouts(self.repo, op)
         return op
 
 
@@ -324,7 +324,7 @@ def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
     command goes on with (series.engine.state.Halt.kind), which the halt guard lets through."""
     try:
         with fs.Lock(repo, command):
-            notes = refs.recover(repo)
+            notes = transaction.recover(repo)
             state = halted.load(repo)
             if state is not None and state.halt.kind != resumes:
                 raise SeriesError(halted.halted_message(state, f"series {command}"))
@@ -335,11 +335,11 @@ def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
         raise
 
 
-def undoable(repo: pygit2.Repository) -> refs.Operation:
+def undoable(repo: pygit2.Repository) -> journal.Operation:
     """The newest operation that is neither an undo, undone, nor rolled back."""
-    ops = refs.operations(repo)
+    ops = journal.operations(repo)
     undone = {op.undoes for op in ops if op.undoes}
     for op in reversed(ops):
-        if op.command != "undo" and op.id not in undone and op.state == refs.OpState.DONE:
+        if op.command != "undo" and op.id not in undone and op.state == journal.OpState.DONE:
             return op
     raise SeriesError("nothing to undo: 'series log' lists no operation that is not undone already")

@@ -33,6 +33,7 @@ from typing import Callable, Iterator
 
 import pygit2
 
+from series import journal, transaction
 from series.engine import merged as merged_rules
 from series.engine import state as st
 from series.engine import worktree as wt
@@ -44,7 +45,7 @@ from series.engine.odb import MemOdb
 from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signature_line
 from series.engine.resolve import NO_HOOKS, Hooks
 from series.errors import ConflictError, SeriesError
-from series.git import checkouts, refs
+from series.git import checkouts
 from series.git.repo import (Abbreviations, committer as git_committer, encode_message, message as commit_message,
                              resolve_release)
 from series.topics import OwnWorks
@@ -287,11 +288,11 @@ def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool, en
     return _after_commit(ws, state, op, integration, door)
 
 
-def _after_commit(ws: Workspace, state: st.RebaseState, op: refs.Operation,
+def _after_commit(ws: Workspace, state: st.RebaseState, op: journal.Operation,
                   integration: IntegrationResult | None, door: WriteOperation) -> Outcome:
     repo = ws.repo
     # door.commit() settled the checkouts already; again here for a process killed in between
-    notes = door.notes + [n for n in refs.settle_checkouts(repo, op) if n not in door.notes]
+    notes = door.notes + [n for n in transaction.settle_checkouts(repo, op) if n not in door.notes]
     st.fault("rebase-after-transaction")
     wt.remove(repo, st.worktree_path(repo)) if st.worktree_path(repo).exists() else None
     st.clear(repo)
@@ -450,10 +451,10 @@ def _continue(ws: Workspace, hooks: Hooks, ending: Ending, merged: list[merged_r
     state = _require(ws, "continue", ending)
     odb = MemOdb(repo)
     if state.phase == st.Phase.COMMITTING:
-        op = refs.find(repo, state.op_id or "")
+        op = journal.find(repo, state.op_id or "")
         if op is None or op.state == "rolled-back":  # killed before its refs moved: commit again
             return _commit(ws, state, odb, False, ending, door)
-        refs.finish(repo, op)  # the door's repair has finished it already; idempotent
+        transaction.finish(repo, op)  # the door's repair has finished it already; idempotent
         return _after_commit(ws, state, op, ending.integration(ws, state, odb), door)
     path = st.worktree_path(repo)
     if state.current is not None:  # None: the resolution was taken, a process died after
@@ -481,7 +482,7 @@ def abort_rebase(ws: Workspace, ending: Ending, door: WriteOperation | None = No
         repo = ws.repo
         state = _require(ws, "abort", ending)
         if state.phase == st.Phase.COMMITTING and state.op_id:
-            op = refs.find(repo, state.op_id)
+            op = journal.find(repo, state.op_id)
             if op is not None and op.state == "done":
                 opened.summary = f"abort {state.id}: revert {op.id}"
                 opened.revert(op)
