@@ -46,20 +46,21 @@ def _create(tmp: Path) -> int:
 
 
 @contextlib.contextmanager
-def replacing(path: Path, tmp: Path | None = None, *, mode: int | None = None) -> Iterator[BinaryIO]:
+def replacing(path: Path, tmp: Path | None = None, *, mode: int | None = None,
+              buffering: int = -1) -> Iterator[BinaryIO]:
     """Stream the new content of `path` into a file beside it; on a clean exit it is
     renamed over `path` (with `mode`, if given), on an exception removed and `path` left."""
     tmp = tmp or path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with _staging(path, tmp, mode) as out:
+    with _staging(path, tmp, mode, buffering) as out:
         yield out
     replace_staged(tmp, path)
 
 
 @contextlib.contextmanager
-def _staging(path: Path, tmp: Path, mode: int | None) -> Iterator[BinaryIO]:
+def _staging(path: Path, tmp: Path, mode: int | None, buffering: int = -1) -> Iterator[BinaryIO]:
     fd = _create(tmp)
     try:
-        with os.fdopen(fd, "wb") as out:
+        with os.fdopen(fd, "wb", buffering) as out:
             faults.disk(path)
             yield out
             if mode is not None:
