@@ -138,7 +138,7 @@ class Transaction:
 
 
 def _inject(fault: str | None, point: str) -> None:
-    """Tests kill the process at a named point (SERIES_FAULT, series.engine.state) to prove
+    """Tests kill the process at a named point (SERIES_FAULT, series.faults) to prove
     recovery."""
     if fault == point:
         os._exit(99)

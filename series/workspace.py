@@ -27,7 +27,7 @@ from typing import Any, Iterator
 import pygit2
 
 from series import config, fs, journal, seriesedit, transaction
-from series.engine import state as halted
+from series import halted
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.git.repo import branch_commit, open_repo, resolve_commit
@@ -321,7 +321,7 @@ def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
               config_path: Path | None = None, seen: str | None = None,
               resumes: str | None = None) -> Iterator[WriteOperation]:
     """The write door (module docstring). `resumes`: the kind of halted operation this
-    command goes on with (series.engine.state.Halt.kind), which the halt guard lets through."""
+    command goes on with (series.halted.Halt.kind), which the halt guard lets through."""
     try:
         with fs.Lock(repo, command):
             notes = transaction.recover(repo)

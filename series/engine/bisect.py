@@ -27,7 +27,7 @@ from series.engine.odb import MemOdb
 from series.engine.replay import replay_commits
 from series.git.repo import committer as git_committer
 from series.engine.resolve import Hooks
-from series.engine.state import TopicRun
+from series.halted import TopicRun
 from series.workspace import Workspace
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 import pygit2
 
-from series.engine import state as st
+from series import halted as st
 from series.engine.integration import IntegrationPart, IntegrationResult, integrate
 from series.engine.odb import MemOdb
 from series.errors import SeriesError

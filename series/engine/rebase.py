@@ -35,7 +35,7 @@ import pygit2
 
 from series import journal, transaction
 from series.engine import merged as merged_rules
-from series.engine import state as st
+from series import halted as st
 from series.engine import worktree as wt
 from series.engine.ending import Ending
 from series.engine.merge import prefetch, require_git

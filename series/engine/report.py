@@ -21,7 +21,7 @@ import pygit2
 from series.fs import state_dir, write_atomically
 from series.engine.integration import InterTopicConflict
 from series.engine.rebase import Outcome
-from series.engine.state import HaltedCommit, TopicOutcome, TopicRun
+from series.halted import HaltedCommit, TopicOutcome, TopicRun
 from series.persisted import Json
 from series.git.cli import git_many
 from series.git.repo import message, workdir

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from series.engine import state as st
+from series import halted as st
 from series.engine.ending import Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb

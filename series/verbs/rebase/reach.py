@@ -23,7 +23,7 @@ import pygit2
 
 from series.analysis import attribution
 from series.engine import rebase as engine
-from series.engine import state as st
+from series import halted as st
 from series.engine.ending import Identity, Rewrite, TopicsEnding
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb

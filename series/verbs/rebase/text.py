@@ -5,7 +5,7 @@ from typing import Any, Mapping
 
 from series.analysis.attribution import describe
 from series.engine.report import RebaseReport
-from series.engine.state import TopicOutcome
+from series.halted import TopicOutcome
 
 
 def render(report: RebaseReport, document: Mapping[str, Any], integration_branch: str | None = None) -> str:
