@@ -179,3 +179,15 @@ def test_the_rename_check_sees_each_form(tmp_path: Path) -> None:
     sample.write_text("import os\nos.replace(a, b)\nos.rename(a, b)\ntmp.replace(path)\ntmp.rename(path)\n"
                       "s.replace('a', 'b')\ndataclasses.replace(x, y=1)\n")
     assert _renames(sample) == [2, 3, 4, 5]
+
+
+def test_neither_the_engine_nor_the_door_imports_the_other() -> None:
+    """The engine takes a series in its repository and a door (series.engine.ports); the
+    door (workspace, its journal, the halt record) imports no engine."""
+    door = ("workspace.py", "journal.py", "transaction.py", "fs.py", "halted.py")
+    offenders = [f"series/engine/{path.name}: {', '.join(sorted(bad))}"
+                 for path in sorted((PACKAGE / "engine").glob("*.py"))
+                 if (bad := _names(_imports(path), ("series.workspace",)))]
+    offenders += [f"series/{name}: {', '.join(sorted(bad))}" for name in door
+                  if (bad := _names(_imports(PACKAGE / name), ("series.engine",)))]
+    assert offenders == []

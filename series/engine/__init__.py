@@ -8,6 +8,7 @@
     resolve.py      Conflict, and the resolver/recorder protocol (shared conflict memory)
     merged.py       rules that declare a topic merged upstream (RULES: add yours there)
     integration.py  integrate(): base + topics as a chain of merges, inter-topic conflicts
+    ports.py        what the caller hands in: Tree (a series in its repository), Door (the operation)
     ending.py       how an operation ends, handed in by the verb (TopicsEnding: the rebase's)
     worktree.py     the conflict worktree; the user's checked-out topic branches
     rebase.py       start / begin / continue_rebase / abort_rebase / build_integration
