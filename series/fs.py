@@ -32,6 +32,15 @@ def state_dir(repo: pygit2.Repository) -> Path:
     return directory
 
 
+def read_text(path: Path) -> str | None:
+    """A file of ours as text, None if it does not exist (CRLF kept: the editor keeps it)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 # -- the one atomic write -------------------------------------------------------------------------
 
 def _create(tmp: Path) -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pygit2
 
-from series import faults, seriesedit, validate
+from series import faults, fs, seriesedit, validate
 from series.errors import SeriesError
 from series.fs import replace_staged, stage, write_atomically
 from series.git import checkouts, refs
@@ -177,7 +177,7 @@ def recover(repo: pygit2.Repository) -> list[str]:
         if op.moves:
             committed = any(now[m.ref] == m.new for m in op.moves)
         else:
-            committed = path is not None and _read(path) == op.config_after
+            committed = path is not None and fs.read_text(path) == op.config_after
         if committed:
             finish(repo, op)
             notes.append(f"finished {op.id} ({op.command}: {op.summary}), which was interrupted")
@@ -187,14 +187,6 @@ def recover(repo: pygit2.Repository) -> list[str]:
             notes.append(f"rolled back {op.id} ({op.command}: {op.summary}): it was interrupted "
                          "before anything moved")
     return notes
-
-
-def _read(path: Path) -> str | None:
-    try:
-        with open(path, encoding="utf-8", newline="") as f:  # CRLF kept: the editor keeps it
-            return f.read()
-    except FileNotFoundError:
-        return None
 
 
 def finish(repo: pygit2.Repository, op: Operation) -> Operation:
@@ -218,7 +210,7 @@ def finish(repo: pygit2.Repository, op: Operation) -> Operation:
                     lenient=len(kept))
     path = config_file(repo, op)
     if path is not None and op.config_after != op.config_before:
-        text = _read(path)
+        text = fs.read_text(path)
         if text != op.config_after:
             try:
                 new = op.config_after if text == op.config_before else \

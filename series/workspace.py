@@ -83,7 +83,7 @@ class Workspace:
         return commit
 
     def reload(self) -> "Workspace":
-        text = _read(self.config_path)
+        text = fs.read_text(self.config_path)
         return Workspace(config.read(text or "", self.config_path), self.repo, text)
 
     def operation(self, command: str, summary: str = "", *,
@@ -146,14 +146,6 @@ def repair(repo: pygit2.Repository) -> list[str]:
         return []
 
 
-def _read(path: Path) -> str | None:
-    try:
-        with open(path, encoding="utf-8", newline="") as f:  # CRLF kept: the editor keeps it
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
 class WriteOperation:
     """What one command changes; nothing happens before commit()."""
 
@@ -207,7 +199,7 @@ class WriteOperation:
             self._seen_text, self._seen = text, None
         if self._seen is None:
             if self._seen_text is None and self.config_path is not None:
-                self._seen_text = _read(self.config_path)
+                self._seen_text = fs.read_text(self.config_path)
             if self._seen_text is None or self.config_path is None:
                 raise SeriesError("no series.yaml to edit: run 'series init --base REF' first")
             self._seen = seriesedit.load_plain(self._seen_text, self.config_path)
@@ -234,7 +226,7 @@ class WriteOperation:
     def write_file(self, text: str) -> None:
         """The whole file (series init): refused at commit if it changed since it was read."""
         if self._seen_text is None and self.config_path is not None:
-            self._seen_text = _read(self.config_path)
+            self._seen_text = fs.read_text(self.config_path)
         self.edits.append(Edit((), self._seen_text, text))
 
     def preview(self) -> str | None:
@@ -262,7 +254,7 @@ class WriteOperation:
         edits = target.config_edits()
         if path is not None and edits:
             self.config_path = path
-            now_text = _read(path)
+            now_text = fs.read_text(path)
             self._seen_text, self._seen = now_text, None
             if now_text == target.config_after:
                 self.edits = [Edit((), now_text, target.config_before)]
@@ -289,7 +281,7 @@ class WriteOperation:
                                   f"commit or stash them, then run 'series {self.command}' again "
                                   "(nothing was changed)")
         if self.edits and self.config_path is not None:
-            before = _read(self.config_path)
+            before = fs.read_text(self.config_path)
             after = seriesedit.apply(before, self.config_path, self.edits)
             self.txn.write_config(self.config_path, before, after, self.edits)
         self.txn.extra["checkouts"] = [[str(c.path), c.branch] for c in found]
