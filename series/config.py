@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import difflib
 import io
-import os
 import re
 from pathlib import Path
 from typing import Any, Callable
 
-from series import blockyaml, faults, validate
+from series import blockyaml, validate
 from series.errors import SeriesError
 from series.model import PRNumber, ProposeSettings, Series, Sha, Status, Topic, Upstream
 
@@ -408,32 +407,3 @@ def read_text(path: Path) -> str:
 
 def load(path: Path) -> Series:
     return read(read_text(path), path)
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Readers see the old text or the new, never a part (a full disk leaves the old)."""
-    replace_staged(stage_text(path, text), path)
-
-
-def stage_text(path: Path, text: str, tmp: Path | None = None) -> Path:
-    """The first half of an atomic write: `text` in a file beside `path` (the half a full
-    disk stops). The write door stages series.yaml before any ref moves."""
-    tmp = tmp or path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        faults.disk(path)
-        tmp.write_text(text)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def replace_staged(tmp: Path, path: Path) -> None:
-    """The second half: the staged file over `path` in one rename (which still fails on an
-    immutable or busy file, even as root)."""
-    try:
-        faults.replace(path)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -36,6 +36,7 @@ import pygit2
 from series.engine.resolve import Conflict as EngineConflict
 from series.engine.resolve import Hooks
 from series.errors import SeriesError
+from series.fs import write_atomically
 from series.model import Series
 
 MARKER_SIZE = 7
@@ -240,9 +241,7 @@ class ResolutionStore:
             resolved_blob=str(pygit2.hash(resolved)), preimage=conflict.preimage,
             hunks=unified_hunks(conflict.preimage, resolved), commit=commit, file=file)
         file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_name(f".{file.name}.tmp")
-        tmp.write_bytes(render(resolution))
-        tmp.replace(file)
+        write_atomically(file, render(resolution))
         return resolution
 
     def find(self, topic: str, path: str, conflicted: bytes) -> Resolution | None:

@@ -7,7 +7,7 @@ every write goes through.
         op.commit()                                  # all of it, or none of it
 
 `operation()` takes the repository's kernel lock for the whole operation, finishes or rolls
-back whatever a killed command left half-done (series.git.refs.recover), and refuses while
+back whatever a killed command left half-done (series.transaction.recover), and refuses while
 a rebase or an adoption is halted (unless it is the command that resumes it). `commit()`
 refuses when a branch it moves is checked out with local changes anywhere, re-reads
 series.yaml and compares-and-swaps the operation's own edits onto it (a key someone else
@@ -26,8 +26,8 @@ from typing import Any, Iterator
 
 import pygit2
 
-from series import config, seriesedit
-from series.engine import state as halted
+from series import config, fs, journal, seriesedit, transaction
+from series import halted
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.git.repo import branch_commit, open_repo, resolve_commit
@@ -83,7 +83,7 @@ class Workspace:
         return commit
 
     def reload(self) -> "Workspace":
-        text = _read(self.config_path)
+        text = fs.read_text(self.config_path)
         return Workspace(config.read(text or "", self.config_path), self.repo, text)
 
     def operation(self, command: str, summary: str = "", *,
@@ -136,22 +136,14 @@ def repair(repo: pygit2.Repository) -> list[str]:
     """Before any command reads: finish or roll back an operation a kill left half-done
     (only ever the newest entry, since every write repairs first), unless a command is
     running right now (then that entry is its own)."""
-    last = refs.last_operation(repo)
-    if last is None or last.state != refs.OpState.PENDING:
+    last = journal.last_operation(repo)
+    if last is None or last.state != journal.OpState.PENDING:
         return []
     try:
-        with refs.Lock(repo, "repair"):
-            return refs.recover(repo)
+        with fs.Lock(repo, "repair"):
+            return transaction.recover(repo)
     except SeriesError:
         return []
-
-
-def _read(path: Path) -> str | None:
-    try:
-        with open(path, encoding="utf-8", newline="") as f:  # CRLF kept: the editor keeps it
-            return f.read()
-    except FileNotFoundError:
-        return None
 
 
 class WriteOperation:
@@ -162,13 +154,13 @@ class WriteOperation:
         self.repo = repo
         self.draft = draft
         self.command = command
-        self.txn = refs.Transaction(repo, command, summary)
+        self.txn = transaction.Transaction(repo, command, summary)
         self.config_path = config_path
         self._seen_text = seen
         self._seen: seriesedit.Plain | None = None
         self.edits: list[Edit] = []
         self.notes = notes          # what the door did on the way (a repaired operation, checkouts)
-        self.committed: refs.Operation | None = None
+        self.committed: journal.Operation | None = None
         self.restore: dict[Path, str] = {}   # files an undone operation removed (resolutions --prune)
 
     @property
@@ -207,7 +199,7 @@ class WriteOperation:
             self._seen_text, self._seen = text, None
         if self._seen is None:
             if self._seen_text is None and self.config_path is not None:
-                self._seen_text = _read(self.config_path)
+                self._seen_text = fs.read_text(self.config_path)
             if self._seen_text is None or self.config_path is None:
                 raise SeriesError("no series.yaml to edit: run 'series init --base REF' first")
             self._seen = seriesedit.load_plain(self._seen_text, self.config_path)
@@ -234,7 +226,7 @@ class WriteOperation:
     def write_file(self, text: str) -> None:
         """The whole file (series init): refused at commit if it changed since it was read."""
         if self._seen_text is None and self.config_path is not None:
-            self._seen_text = _read(self.config_path)
+            self._seen_text = fs.read_text(self.config_path)
         self.edits.append(Edit((), self._seen_text, text))
 
     def preview(self) -> str | None:
@@ -243,7 +235,7 @@ class WriteOperation:
             return self._seen_text
         return seriesedit.apply(self._seen_text, self.config_path, self.edits)
 
-    def revert(self, target: refs.Operation) -> None:
+    def revert(self, target: journal.Operation) -> None:
         """Fill this operation with the reverse of `target`: its refs back (each must still
         be where `target` left it), and its own series.yaml edits reversed on the file as it
         is now (byte for byte when nobody changed the file since)."""
@@ -255,14 +247,14 @@ class WriteOperation:
                 raise SeriesError(
                     f"cannot undo {target.id}: {m.ref} moved since ({(now or 'deleted')[:12]}, expected "
                     f"{(m.new or 'deleted')[:12]}); its old value is kept at "
-                    f"{refs.BACKUP_PREFIX}/{target.id}/{m.ref[len('refs/'):]}")
+                    f"{journal.BACKUP_PREFIX}/{target.id}/{m.ref[len('refs/'):]}")
             self.move(m.ref, m.old, expect=now)
         self.txn.command = "undo"  # what `series undo` and `series log` look for
-        path = refs.config_file(self.repo, target)
+        path = journal.config_file(self.repo, target)
         edits = target.config_edits()
         if path is not None and edits:
             self.config_path = path
-            now_text = _read(path)
+            now_text = fs.read_text(path)
             self._seen_text, self._seen = now_text, None
             if now_text == target.config_after:
                 self.edits = [Edit((), now_text, target.config_before)]
@@ -270,7 +262,7 @@ class WriteOperation:
                 self.edits = [e.reversed() for e in reversed(edits)]
         self.txn.undoes = target.id
         for rel, text in target.removed_files().items():
-            where = refs.resolve_path(self.repo, rel, target.extra_text("worktree"))
+            where = journal.resolve_path(self.repo, rel, target.extra_text("worktree"))
             if where is not None:
                 self.restore[where] = text
         if self.restore:
@@ -278,7 +270,7 @@ class WriteOperation:
 
     # -- commit ------------------------------------------------------------------------------
 
-    def commit(self, fault: str | None = None) -> refs.Operation:
+    def commit(self, fault: str | None = None) -> journal.Operation:
         if self.draft:
             raise AssertionError("a draft operation (--dry-run) is never committed")
         branches = {m.ref[len("refs/heads/"):] for m in self.moves if m.ref.startswith("refs/heads/")}
@@ -289,7 +281,7 @@ class WriteOperation:
                                   f"commit or stash them, then run 'series {self.command}' again "
                                   "(nothing was changed)")
         if self.edits and self.config_path is not None:
-            before = _read(self.config_path)
+            before = fs.read_text(self.config_path)
             after = seriesedit.apply(before, self.config_path, self.edits)
             self.txn.write_config(self.config_path, before, after, self.edits)
         self.txn.extra["checkouts"] = [[str(c.path), c.branch] for c in found]
@@ -297,9 +289,9 @@ class WriteOperation:
         for where, text in self.restore.items():
             if not where.exists():  # never over a file someone wrote since
                 where.parent.mkdir(parents=True, exist_ok=True)
-                config.write_text_atomically(where, text)
+                fs.write_atomically(where, text)
         self.committed = op
-        self.notes += refs.settle_checkouts(self.repo, op)
+        self.notes += transaction.settle_checkouts(self.repo, op)
         return op
 
 
@@ -321,10 +313,10 @@ def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
               config_path: Path | None = None, seen: str | None = None,
               resumes: str | None = None) -> Iterator[WriteOperation]:
     """The write door (module docstring). `resumes`: the kind of halted operation this
-    command goes on with (series.engine.state.Halt.kind), which the halt guard lets through."""
+    command goes on with (series.halted.Halt.kind), which the halt guard lets through."""
     try:
-        with refs.Lock(repo, command):
-            notes = refs.recover(repo)
+        with fs.Lock(repo, command):
+            notes = transaction.recover(repo)
             state = halted.load(repo)
             if state is not None and state.halt.kind != resumes:
                 raise SeriesError(halted.halted_message(state, f"series {command}"))
@@ -335,11 +327,11 @@ def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
         raise
 
 
-def undoable(repo: pygit2.Repository) -> refs.Operation:
+def undoable(repo: pygit2.Repository) -> journal.Operation:
     """The newest operation that is neither an undo, undone, nor rolled back."""
-    ops = refs.operations(repo)
+    ops = journal.operations(repo)
     undone = {op.undoes for op in ops if op.undoes}
     for op in reversed(ops):
-        if op.command != "undo" and op.id not in undone and op.state == refs.OpState.DONE:
+        if op.command != "undo" and op.id not in undone and op.state == journal.OpState.DONE:
             return op
     raise SeriesError("nothing to undo: 'series log' lists no operation that is not undone already")

@@ -331,11 +331,11 @@ def _process_end() -> None:
     modules = sys.modules
     if (cli := modules.get("series.cli")) is not None:
         cli.OUTPUT.quiet, cli.OUTPUT.color, cli.OUTPUT.pager = False, "auto", True
-    if (refs := modules.get("series.git.refs")) is not None:
-        for fd, _depth in refs.Lock._held.values():
+    if (fs := modules.get("series.fs")) is not None:
+        for fd, _depth in fs.Lock._held.values():
             with contextlib.suppress(OSError):
                 os.close(fd)  # closing the descriptor drops its flock, as an exit does
-        refs.Lock._held.clear()
+        fs.Lock._held.clear()
     if (errors := modules.get("series.errors")) is not None:
         errors._SECRETS.clear()
     if (config := modules.get("series.config")) is not None:

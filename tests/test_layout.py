@@ -132,3 +132,62 @@ def test_a_new_verb_is_one_module(tmp_path: Path) -> None:
     assert loaded == ["series.verbs.say_hello"]
     _, listing = _loaded_verbs("--help", extra_path=tmp_path)
     assert "say-hello" in listing
+
+
+# -- the door's layers (issue 25): git/ is only git, one atomic write --------------------------------
+
+ABOVE_GIT = ("series.config", "series.seriesedit", "series.blockyaml",   # series.yaml
+             "series.workspace", "series.journal", "series.transaction", "series.fs",   # the door
+             "series.engine")
+
+
+def _names(found: set[str], prefixes: tuple[str, ...]) -> set[str]:
+    return {m for m in found if any(m == p or m.startswith(p + ".") for p in prefixes)}
+
+
+def test_the_git_layer_imports_nothing_of_series_yaml_the_door_or_the_engine() -> None:
+    offenders = [f"series/git/{path.name}: {', '.join(sorted(bad))}"
+                 for path in sorted((PACKAGE / "git").glob("*.py"))
+                 if (bad := _names(_imports(path), ABOVE_GIT))]
+    assert offenders == []
+
+
+def _renames(path: Path) -> list[int]:
+    """Lines that rename a file over another: os.replace/os.rename, or Path.replace/rename
+    with its one argument (str.replace takes two, dataclasses.replace keywords)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("replace", "rename")):
+            continue
+        on_os = isinstance(node.func.value, ast.Name) and node.func.value.id == "os"
+        if on_os or (len(node.args) == 1 and not node.keywords):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_one_atomic_write_helper() -> None:
+    """Replacing a file is series.fs's (write_atomically, stage + replace_staged, replacing):
+    the temp it creates is O_EXCL, so nothing planted at its name is written through."""
+    found = {path.relative_to(PACKAGE).as_posix(): lines for path in sorted(PACKAGE.rglob("*.py"))
+             if (lines := _renames(path))}
+    assert set(found) == {"fs.py"}, found
+
+
+def test_the_rename_check_sees_each_form(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import os\nos.replace(a, b)\nos.rename(a, b)\ntmp.replace(path)\ntmp.rename(path)\n"
+                      "s.replace('a', 'b')\ndataclasses.replace(x, y=1)\n")
+    assert _renames(sample) == [2, 3, 4, 5]
+
+
+def test_neither_the_engine_nor_the_door_imports_the_other() -> None:
+    """The engine takes a series in its repository and a door (series.engine.ports); the
+    door (workspace, its journal, the halt record) imports no engine."""
+    door = ("workspace.py", "journal.py", "transaction.py", "fs.py", "halted.py")
+    offenders = [f"series/engine/{path.name}: {', '.join(sorted(bad))}"
+                 for path in sorted((PACKAGE / "engine").glob("*.py"))
+                 if (bad := _names(_imports(path), ("series.workspace",)))]
+    offenders += [f"series/{name}: {', '.join(sorted(bad))}" for name in door
+                  if (bad := _names(_imports(PACKAGE / name), ("series.engine",)))]
+    assert offenders == []

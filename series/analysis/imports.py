@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import posixpath
 import re
 from collections import deque
@@ -37,6 +36,7 @@ from typing import Iterable, Mapping
 import pygit2
 
 from series.cache import user_cache
+from series.fs import write_atomically
 
 from series.git.repo import named_entries
 
@@ -134,9 +134,7 @@ class ImportCache:
         if self.path is None or not self.dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.data))
-        os.replace(tmp, self.path)
+        write_atomically(self.path, json.dumps(self.data))
 
 
 def default_cache() -> Path:

@@ -37,6 +37,7 @@ from packaging.version import InvalidVersion, Version
 
 from series.cache import user_cache
 from series.errors import SeriesError
+from series.fs import replacing
 
 Runner = Callable[[list[str]], subprocess.CompletedProcess[str]]
 _SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!_-]+)$")
@@ -226,21 +227,17 @@ def _open(url: str, accept: str) -> tuple[bytes, str, str]:
 
 def _download(url: str, dest: Path, digest: str | None) -> None:
     """Stream to dest.part (a release wheel is 320 MB), check the sha256, then rename."""
-    part = dest.with_name(f".{dest.name}.part")
     sha = hashlib.sha256()
-    try:
+    try:  # a failed or mismatched download leaves no file: replacing() removes it
         with urllib.request.urlopen(_request(url, "*/*"), timeout=60) as response, \
-                part.open("wb") as out:  # noqa: S310
+                replacing(dest, dest.with_name(f".{dest.name}.part")) as out:  # noqa: S310
             while chunk := response.read(1 << 20):
                 sha.update(chunk)
                 out.write(chunk)
+            if digest is not None and sha.hexdigest() != digest:
+                raise SeriesError(f"{dest.name}: sha256 differs from the index's; not kept (try again)")
     except (OSError, ValueError) as exc:
-        part.unlink(missing_ok=True)
         raise _failed(url, exc) from None
-    if digest is not None and sha.hexdigest() != digest:
-        part.unlink(missing_ok=True)
-        raise SeriesError(f"{dest.name}: sha256 differs from the index's; not kept (try again)")
-    os.replace(part, dest)
 
 
 def files_on_index(name: str, index: str | None = None) -> dict[str, tuple[str, str | None]]:

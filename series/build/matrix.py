@@ -18,12 +18,12 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from series.cache import user_cache
+from series.fs import write_atomically
 from series.build.testrun import Outcome
 
 _RANK = {Outcome.PASSED: 2, Outcome.SKIPPED: 1, Outcome.FAILED: 0, Outcome.ERROR: 0}
@@ -166,9 +166,7 @@ def cache_get(key: str) -> dict[str, Outcome] | None:
 def cache_put(key: str, outcomes: Mapping[str, Outcome]) -> None:
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{key}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps({k: v.value for k, v in sorted(outcomes.items())}))
-    os.replace(tmp, root / f"{key}.json")
+    write_atomically(root / f"{key}.json", json.dumps({k: v.value for k, v in sorted(outcomes.items())}))
 
 
 # --- rendering -------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Mapping
 from series.build import ziparchive
 from series.build.ziparchive import Member
 from series.errors import SeriesError
+from series.fs import replacing
 
 # Changing these needs a compiler or a new packaging run: overlay cannot do that.
 COMPILED_INPUTS = ("csrc/", "cmake/", "CMakeLists.txt", "setup.py", "pyproject.toml", "requirements/")
@@ -192,45 +193,41 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: st
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / wheel.filename(version)
     tmp = target.with_name(f".{target.name}.partial")
-    try:
-        with open(src, "rb") as f, open(tmp, "wb", buffering=0) as out:
-            old_record = _read_record(f, by_name, old_info)
-            records: list[tuple[str, str, int]] = []
-            hasher = ziparchive.StreamHash() if hash_output else None
-            writer = ziparchive.ZipWriter(out, hasher)
-            old_data = f"{wheel.name}-{wheel.version}.data/"
-            body = [m for m in members if not m.name.startswith((old_info, old_data))]
-            rewritten = set(modified) | set(deleted) | ({version_file} if version_file else set())
-            _copy_unchanged(f, writer, body, rewritten, members, records, old_record)
-            for path in sorted(set(modified) | set(added) | ({version_file} if version_file else set())):
-                if path in deleted:
-                    continue
-                if path == version_file and path not in applied:
-                    data = stamp_version_file(ziparchive.read_data(f, by_name[path]).decode(),
-                                              version, f"g{sha[:7]}").encode()
-                    attr = by_name[path].external_attr
-                else:
-                    change = applied[path]
-                    assert change.data is not None
-                    data = change.data
-                    if path == version_file:
-                        data = stamp_version_file(data.decode(), version, f"g{sha[:7]}").encode()
-                    attr = _mode_attr(change.executable)  # as the integration tree has it
-                writer.add_bytes(path, data, date_time, attr)
-                records.append((path, record_hash(data), len(data)))
-            # NAME-VERSION.data/ must follow the new version too; its bytes are reused.
-            for m in members:
-                if m.name.startswith(old_data) and not m.name.endswith("/"):
-                    name = f"{wheel.name}-{version}.data/" + m.name[len(old_data):]
-                    writer.add_compressed(m, name, ziparchive.read_compressed(f, m))
-                    records.append(_record_of(f, m, name, old_record))
-            _write_dist_info(f, writer, members, old_info, new_info, version, date_time, records)
-            writer.close()
-            digest = hasher.hexdigest() if hasher else ""  # before the source closes: it reads it
-        tmp.replace(target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # never leave a half wheel behind
-        raise
+    # never a half wheel behind: replacing() removes the partial file on any error
+    with open(src, "rb") as f, replacing(target, tmp, buffering=0) as out:
+        old_record = _read_record(f, by_name, old_info)
+        records: list[tuple[str, str, int]] = []
+        hasher = ziparchive.StreamHash() if hash_output else None
+        writer = ziparchive.ZipWriter(out, hasher)
+        old_data = f"{wheel.name}-{wheel.version}.data/"
+        body = [m for m in members if not m.name.startswith((old_info, old_data))]
+        rewritten = set(modified) | set(deleted) | ({version_file} if version_file else set())
+        _copy_unchanged(f, writer, body, rewritten, members, records, old_record)
+        for path in sorted(set(modified) | set(added) | ({version_file} if version_file else set())):
+            if path in deleted:
+                continue
+            if path == version_file and path not in applied:
+                data = stamp_version_file(ziparchive.read_data(f, by_name[path]).decode(),
+                                          version, f"g{sha[:7]}").encode()
+                attr = by_name[path].external_attr
+            else:
+                change = applied[path]
+                assert change.data is not None
+                data = change.data
+                if path == version_file:
+                    data = stamp_version_file(data.decode(), version, f"g{sha[:7]}").encode()
+                attr = _mode_attr(change.executable)  # as the integration tree has it
+            writer.add_bytes(path, data, date_time, attr)
+            records.append((path, record_hash(data), len(data)))
+        # NAME-VERSION.data/ must follow the new version too; its bytes are reused.
+        for m in members:
+            if m.name.startswith(old_data) and not m.name.endswith("/"):
+                name = f"{wheel.name}-{version}.data/" + m.name[len(old_data):]
+                writer.add_compressed(m, name, ziparchive.read_compressed(f, m))
+                records.append(_record_of(f, m, name, old_record))
+        _write_dist_info(f, writer, members, old_info, new_info, version, date_time, records)
+        writer.close()
+        digest = hasher.hexdigest() if hasher else ""  # before the source closes: it reads it
     return OverlayResult(target, version, added, modified, deleted, ignored, digest)
 
 

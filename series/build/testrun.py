@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 from series.build.interpreter import Environment
-from series.errors import SeriesError
 
 
 class Outcome(str, enum.Enum):

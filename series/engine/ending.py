@@ -21,19 +21,18 @@ series.yaml gets upstream.base and the topics found merged. The verb gives it it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import Callable, Protocol
 
 import pygit2
 
-from series.engine import state as st
+from series import halted as st
 from series.engine.integration import IntegrationPart, IntegrationResult, integrate
 from series.engine.odb import MemOdb
 from series.errors import SeriesError
 from series.persisted import JsonObject
 from series.git import refs
+from series.engine.ports import Door, Tree
 
-if TYPE_CHECKING:
-    from series.workspace import Workspace, WriteOperation
 
 Rewrite = Callable[[pygit2.Commit], str]
 
@@ -62,9 +61,9 @@ class Ending(Protocol):
 
     def rewrite(self, state: st.RebaseState) -> Rewrite | None: ...
 
-    def integration(self, ws: "Workspace", state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
+    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
 
-    def fill(self, door: "WriteOperation", ws: "Workspace", state: st.RebaseState,
+    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
              integration: IntegrationResult | None) -> None: ...
 
 
@@ -78,10 +77,10 @@ class TopicsEnding:
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
         return None
 
-    def integration(self, ws: "Workspace", state: st.RebaseState, odb: MemOdb) -> IntegrationResult:
+    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult:
         return integrate(ws.repo, pygit2.Oid(hex=state.onto_sha), integration_parts(state), odb=odb)
 
-    def fill(self, door: "WriteOperation", ws: "Workspace", state: st.RebaseState,
+    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
              integration: IntegrationResult | None) -> None:
         _moved_meanwhile(ws, state, self.identity.verb)
         door.summary = f"onto {state.onto_name}"
@@ -109,7 +108,7 @@ def integration_parts(state: st.RebaseState) -> list[IntegrationPart]:
             for t in state.topics if t.outcome == st.TopicOutcome.CLEAN and t.commits]
 
 
-def _moved_meanwhile(ws: "Workspace", state: st.RebaseState, verb: str) -> None:
+def _moved_meanwhile(ws: Tree, state: st.RebaseState, verb: str) -> None:
     """A branch the operation moves, or marks merged, must be where it found it: a commit
     made there during a halt would otherwise be carried by no active topic."""
     for run in state.topics:

@@ -33,7 +33,7 @@ import pygit2
 
 from series.errors import SeriesError
 from series.git import checkouts
-from series.git.refs import state_dir
+from series.fs import state_dir, write_atomically
 
 TREE = 0o040000
 BLOB = 0o100644
@@ -441,7 +441,5 @@ def _write_pack(pack_dir: Path, objects: list[tuple[pygit2.Oid, int, bytes]]) ->
     idx += hashlib.sha1(idx).digest()
     name = f"pack-{pack_sum.hex()}"
     for suffix, content in ((".pack", body), (".idx", idx)):
-        tmp = pack_dir / f"tmp_series_{os.getpid()}{suffix}"
-        tmp.write_bytes(content)
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, pack_dir / f"{name}{suffix}")
+        write_atomically(pack_dir / f"{name}{suffix}", bytes(content), mode=0o444,
+                         tmp=pack_dir / f"tmp_series_{os.getpid()}{suffix}")

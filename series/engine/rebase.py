@@ -33,8 +33,9 @@ from typing import Callable, Iterator
 
 import pygit2
 
+from series import journal, transaction
 from series.engine import merged as merged_rules
-from series.engine import state as st
+from series import halted as st
 from series.engine import worktree as wt
 from series.engine.ending import Ending
 from series.engine.merge import prefetch, require_git
@@ -44,11 +45,11 @@ from series.engine.odb import MemOdb
 from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signature_line
 from series.engine.resolve import NO_HOOKS, Hooks
 from series.errors import ConflictError, SeriesError
-from series.git import checkouts, refs
+from series.git import checkouts
 from series.git.repo import (Abbreviations, committer as git_committer, encode_message, message as commit_message,
                              resolve_release)
 from series.topics import OwnWorks
-from series.workspace import Workspace, WriteOperation
+from series.engine.ports import Door, Tree
 
 Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
 
@@ -77,7 +78,7 @@ def _stamp() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicRun]:
+def plan(ws: Tree, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicRun]:
     """Each active topic's own commits and where it goes; pure (reads only)."""
     repo = ws.repo
     for name in skip:
@@ -109,7 +110,7 @@ def plan(ws: Workspace, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.T
 
 # -- replay --------------------------------------------------------------------------------
 
-def _advance(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+def _advance(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
              rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> st.RebaseState:
     """Replay every topic that can go on; conflicts and blocked topics wait. The state
     after it, with each topic's new record."""
@@ -217,7 +218,7 @@ def _prefetch(repo: pygit2.Repository, state: st.RebaseState, odb: MemOdb) -> li
     return prefetch(odb, chains)
 
 
-def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
+def _stop_for(ws: Tree, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
               hooks: Hooks) -> ReplayStop:
     """Recompute the halted commit of `run` (cheap, one commit) to lay it out; with the same
     resolver, so paths resolved from memory stay resolved."""
@@ -234,7 +235,7 @@ def _stop_for(ws: Workspace, state: st.RebaseState, run: st.TopicRun, odb: MemOd
 
 # -- halt, commit ----------------------------------------------------------------------------
 
-def _halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
+def _halt(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
     repo = ws.repo
     odb.persist()
     st.protect(repo, state)
@@ -245,7 +246,7 @@ def _halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Ou
     return _materialize(ws, state, odb, hooks)
 
 
-def _materialize(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
+def _materialize(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
@@ -257,8 +258,8 @@ def _materialize(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks
     return Outcome(state, finished=False, worktree=path, notes=notes, persisted=True)
 
 
-def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
-            door: WriteOperation | None) -> Outcome:
+def _commit(ws: Tree, state: st.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
+            door: Door | None) -> Outcome:
     """Every topic is replayed: the ending fills the door's one operation, which commits."""
     repo = ws.repo
     integration = ending.integration(ws, state, odb)
@@ -287,19 +288,19 @@ def _commit(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool, en
     return _after_commit(ws, state, op, integration, door)
 
 
-def _after_commit(ws: Workspace, state: st.RebaseState, op: refs.Operation,
-                  integration: IntegrationResult | None, door: WriteOperation) -> Outcome:
+def _after_commit(ws: Tree, state: st.RebaseState, op: journal.Operation,
+                  integration: IntegrationResult | None, door: Door) -> Outcome:
     repo = ws.repo
     # door.commit() settled the checkouts already; again here for a process killed in between
-    notes = door.notes + [n for n in refs.settle_checkouts(repo, op) if n not in door.notes]
+    notes = door.notes + [n for n in transaction.settle_checkouts(repo, op) if n not in door.notes]
     st.fault("rebase-after-transaction")
     wt.remove(repo, st.worktree_path(repo)) if st.worktree_path(repo).exists() else None
     st.clear(repo)
     return Outcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
 
 
-def _finish_or_halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: bool,
-                    hooks: Hooks, ending: Ending, door: WriteOperation | None) -> Outcome:
+def _finish_or_halt(ws: Tree, state: st.RebaseState, odb: MemOdb, dry_run: bool,
+                    hooks: Hooks, ending: Ending, door: Door | None) -> Outcome:
     if any(t.outcome == st.TopicOutcome.CONFLICT for t in state.topics):
         if dry_run:
             return Outcome(state, finished=False, dry_run=True)
@@ -308,8 +309,8 @@ def _finish_or_halt(ws: Workspace, state: st.RebaseState, odb: MemOdb, dry_run: 
 
 
 @contextlib.contextmanager
-def _door(ws: Workspace, door: WriteOperation | None, ending: Ending,
-          resumes: bool) -> Iterator[WriteOperation]:
+def _door(ws: Tree, door: Door | None, ending: Ending,
+          resumes: bool) -> Iterator[Door]:
     """The door the caller handed in, or one opened for this step (`resumes`: the halt
     guard lets this ending's own halted state through)."""
     if door is not None:
@@ -320,7 +321,7 @@ def _door(ws: Workspace, door: WriteOperation | None, ending: Ending,
         yield opened
 
 
-def _current(ws: Workspace) -> Workspace:
+def _current(ws: Tree) -> Tree:
     """The workspace as it is under the lock (another command may have just finished)."""
     text = ws.config_path.read_text()
     return ws if text == ws.text else ws.reload()
@@ -328,10 +329,10 @@ def _current(ws: Workspace) -> Workspace:
 
 # -- the entry points ----------------------------------------------------------------------------
 
-def start(ws: Workspace, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
+def start(ws: Tree, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
           dry_run: bool = False, hooks: Hooks = NO_HOOKS,
           merged: list[merged_rules.MergedRule] | None = None, progress: Progress | None = None,
-          door: WriteOperation | None = None) -> Outcome:
+          door: Door | None = None) -> Outcome:
     """Plan every active topic onto `onto_spec`, replay them all, then end or halt."""
     repo = ws.repo
     require_git()  # before anything: a rebase that could not finish must not start
@@ -348,9 +349,9 @@ def start(ws: Workspace, onto_spec: str, ending: Ending, *, skip: tuple[str, ...
         return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, opened)
 
 
-def _start(ws: Workspace, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
+def _start(ws: Tree, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
            ending: Ending, merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
-           door: WriteOperation | None) -> Outcome:
+           door: Door | None) -> Outcome:
     repo = ws.repo
     if not dry_run:
         st.clear(repo)  # temporary refs of a run killed before it saved its state
@@ -374,8 +375,8 @@ def _start(ws: Workspace, onto_spec: str, skip: tuple[str, ...], dry_run: bool, 
     return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, door)
 
 
-def begin(ws: Workspace, state: st.RebaseState, ending: Ending, *, hooks: Hooks = NO_HOOKS,
-          door: WriteOperation | None = None) -> Outcome:
+def begin(ws: Tree, state: st.RebaseState, ending: Ending, *, hooks: Hooks = NO_HOOKS,
+          door: Door | None = None) -> Outcome:
     """Replay a state the verb built (its `halt` names `ending`), then halt on a conflict
     or end as `ending` says."""
     existing = st.load(ws.repo)
@@ -388,7 +389,7 @@ def begin(ws: Workspace, state: st.RebaseState, ending: Ending, *, hooks: Hooks 
         return _finish_or_halt(ws, state, odb, False, hooks, ending, opened)
 
 
-def _require(ws: Workspace, action: str, ending: Ending) -> st.RebaseState:
+def _require(ws: Tree, action: str, ending: Ending) -> st.RebaseState:
     state = st.load(ws.repo)
     identity = ending.identity
     if state is None:
@@ -399,7 +400,7 @@ def _require(ws: Workspace, action: str, ending: Ending) -> st.RebaseState:
     return state
 
 
-def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
                      path: Path) -> st.RebaseState:
     """Commit what the user resolved in the worktree; the topic goes on from there (the
     state saved with it)."""
@@ -436,24 +437,24 @@ def _take_resolution(ws: Workspace, state: st.RebaseState, odb: MemOdb, hooks: H
     return state
 
 
-def continue_rebase(ws: Workspace, ending: Ending, *, hooks: Hooks = NO_HOOKS,
+def continue_rebase(ws: Tree, ending: Ending, *, hooks: Hooks = NO_HOOKS,
                     merged: list[merged_rules.MergedRule] | None = None,
-                    progress: Progress | None = None, door: WriteOperation | None = None) -> Outcome:
+                    progress: Progress | None = None, door: Door | None = None) -> Outcome:
     _require(ws, "continue", ending)
     with _door(ws, door, ending, True) as opened:
         return _continue(_current(ws), hooks, ending, merged, progress, opened)
 
 
-def _continue(ws: Workspace, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
-              progress: Progress | None, door: WriteOperation) -> Outcome:
+def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
+              progress: Progress | None, door: Door) -> Outcome:
     repo = ws.repo
     state = _require(ws, "continue", ending)
     odb = MemOdb(repo)
     if state.phase == st.Phase.COMMITTING:
-        op = refs.find(repo, state.op_id or "")
+        op = journal.find(repo, state.op_id or "")
         if op is None or op.state == "rolled-back":  # killed before its refs moved: commit again
             return _commit(ws, state, odb, False, ending, door)
-        refs.finish(repo, op)  # the door's repair has finished it already; idempotent
+        transaction.finish(repo, op)  # the door's repair has finished it already; idempotent
         return _after_commit(ws, state, op, ending.integration(ws, state, odb), door)
     path = st.worktree_path(repo)
     if state.current is not None:  # None: the resolution was taken, a process died after
@@ -473,7 +474,7 @@ def _continue(ws: Workspace, hooks: Hooks, ending: Ending, merged: list[merged_r
     return _commit(ws, state, odb, False, ending, door)
 
 
-def abort_rebase(ws: Workspace, ending: Ending, door: WriteOperation | None = None) -> st.RebaseState:
+def abort_rebase(ws: Tree, ending: Ending, door: Door | None = None) -> st.RebaseState:
     """Put everything back: a transaction already committed is reverted through the door
     (its own series.yaml edits reversed on the file as it is, later edits kept)."""
     _require(ws, "abort", ending)
@@ -481,7 +482,7 @@ def abort_rebase(ws: Workspace, ending: Ending, door: WriteOperation | None = No
         repo = ws.repo
         state = _require(ws, "abort", ending)
         if state.phase == st.Phase.COMMITTING and state.op_id:
-            op = refs.find(repo, state.op_id)
+            op = journal.find(repo, state.op_id)
             if op is not None and op.state == "done":
                 opened.summary = f"abort {state.id}: revert {op.id}"
                 opened.revert(op)
@@ -491,13 +492,13 @@ def abort_rebase(ws: Workspace, ending: Ending, door: WriteOperation | None = No
         return state
 
 
-def in_progress(ws: Workspace) -> st.RebaseState | None:
+def in_progress(ws: Tree) -> st.RebaseState | None:
     return st.load(ws.repo)
 
 
 # -- for `series build` ------------------------------------------------------------------------
 
-def build_integration(ws: Workspace) -> IntegrationResult:
+def build_integration(ws: Tree) -> IntegrationResult:
     """The integration chain of the current branches over upstream.base, persisted.
 
     Raises ConflictError naming every inter-topic conflict ("topic X vs topic Y, file F").

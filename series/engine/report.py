@@ -18,13 +18,12 @@ from typing import Mapping
 
 import pygit2
 
-from series.config import write_text_atomically
+from series.fs import state_dir, write_atomically
 from series.engine.integration import InterTopicConflict
 from series.engine.rebase import Outcome
-from series.engine.state import HaltedCommit, TopicOutcome, TopicRun
+from series.halted import HaltedCommit, TopicOutcome, TopicRun
 from series.persisted import Json
 from series.git.cli import git_many
-from series.git.refs import state_dir
 from series.git.repo import message, workdir
 
 _RANGE_LINE = re.compile(r"^\s*(?:\d+|-):\s+(?:[0-9a-f]+|-+)\s+([=!<>])\s")
@@ -234,6 +233,6 @@ def write(repo: pygit2.Repository, report: RebaseReport, document: Mapping[str, 
     for t in report.topics:
         if t.range_diff_text:
             full += ["", f"range-diff {t.name}:", t.range_diff_text.rstrip()]
-    write_text_atomically(base.with_suffix(".json"), json.dumps(document, indent=2) + "\n")
-    write_text_atomically(base.with_suffix(".txt"), "\n".join(full) + "\n")
+    write_atomically(base.with_suffix(".json"), json.dumps(document, indent=2) + "\n")
+    write_atomically(base.with_suffix(".txt"), "\n".join(full) + "\n")
     return base.with_suffix(".txt")

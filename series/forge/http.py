@@ -33,6 +33,7 @@ from typing import Callable
 
 from series.cache import user_cache
 from series.errors import SeriesError, register_secret
+from series.fs import write_atomically
 from series.validate import one_line
 
 log = logging.getLogger("series.forge")
@@ -157,9 +158,7 @@ class ApiClient:
         entry = {"url": url, "etag": etag, "link": link or "", "body": text}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            tmp.write_text(json.dumps(entry), encoding="utf-8")
-            os.replace(tmp, path)
+            write_atomically(path, json.dumps(entry))
         except OSError as exc:  # a cache that cannot be written costs requests, nothing else
             log.debug("http cache not written (%s)", exc.strerror)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from series.config import FILENAME, NAME_RE
 from series.errors import SeriesError
+from series.fs import write_atomically
 from series.model import Topic
 from series.patches import format as fmt
 from series.topics import meant_start
@@ -105,9 +106,7 @@ def _write_if_changed(path: Path, text: str, result: ExportResult, rel: str) -> 
         result.unchanged += 1
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomically(path, data)
     result.written.append(rel)
 
 

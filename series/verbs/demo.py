@@ -31,7 +31,7 @@ class Step:
 
 def _resolve_stats_conflict(fork: Path) -> None:
     """What the maintainer does in the conflict worktree: keep both changes, git add."""
-    from series.engine.state import worktree_path
+    from series.halted import worktree_path
     from series.git.repo import open_repo
 
     root = worktree_path(open_repo(fork))  # where the halted rebase laid the conflict out

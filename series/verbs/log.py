@@ -7,11 +7,11 @@ import click
 import pygit2
 
 from series.cli import Context, emit, emit_json, pass_ctx
-from series.git import refs
+from series import journal
 
 
 def run(repo: pygit2.Repository) -> list[dict[str, Any]]:
-    ops = refs.operations(repo)
+    ops = journal.operations(repo)
     undone_by = {op.undoes: op.id for op in ops if op.undoes}
     rows = []
     for op in reversed(ops):

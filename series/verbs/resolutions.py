@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import click
 
 from series.cli import Context, emit, emit_json, pass_ctx
-from series.git import refs
+from series import journal
 from series.resolutions import ResolutionStore, describe, reachable
 from series.workspace import Workspace
 
@@ -31,9 +31,9 @@ def run(ws: Workspace, prune: bool = False, dry_run: bool = False) -> Listing:
         with ws.operation("resolutions", "prune") as op:
             doomed = [r for r in store.all() if not keep(r)]
             op.summary = f"prune {len(doomed)} resolution(s)"
-            op.extra["removed"] = {refs.relative_config(ws.repo, r.file)[0]: r.file.read_text(errors="replace")
+            op.extra["removed"] = {journal.relative_config(ws.repo, r.file)[0]: r.file.read_text(errors="replace")
                                    for r in doomed}
-            op.extra["worktree"] = refs.relative_config(ws.repo, root)[1]  # 'series undo' puts them back
+            op.extra["worktree"] = journal.relative_config(ws.repo, root)[1]  # 'series undo' puts them back
             if doomed:
                 op.commit()
             pruned = describe(store.prune(keep), root)

@@ -63,7 +63,7 @@ def run(ws: Workspace) -> list[TopicStatus]:
 
 def halted(ws: Workspace) -> str | None:
     """A sentence when a rebase or adoption waits on a conflict, else None."""
-    from series.engine import state as st
+    from series import halted as st
 
     state = st.load(ws.repo)
     if state is None:

@@ -12,11 +12,11 @@ import click
 import pygit2
 
 from series.cli import Context, emit, pass_ctx
-from series.git import refs
+from series import journal
 from series.workspace import operation, undoable
 
 
-def run(repo: pygit2.Repository) -> tuple[refs.Operation, refs.Operation, list[str]]:
+def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, list[str]]:
     """Returns (the operation undone, the undo operation, notes)."""
     with operation(repo, "undo") as op:
         target = undoable(repo)
@@ -26,7 +26,7 @@ def run(repo: pygit2.Repository) -> tuple[refs.Operation, refs.Operation, list[s
         return target, undo, op.notes
 
 
-def describe(op: refs.Operation) -> str:
+def describe(op: journal.Operation) -> str:
     config = f", {Path(op.config_path).name}" if op.config_path and op.config_before != op.config_after else ""
     return f"{op.id} {op.command}: {op.summary} ({len(op.moves)} ref(s){config})"
 

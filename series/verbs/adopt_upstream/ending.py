@@ -17,21 +17,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from series.engine import state as st
+from series import halted as st
 from series.engine.ending import Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
+from series.engine.ports import Door, Tree
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.git.repo import message
 from series.persisted import (Json, JsonObject, read_bool, read_int, read_list, read_object, read_opt_str, read_str,
                               read_strs)
 from series.seriesedit import Edit
-
-if TYPE_CHECKING:
-    from series.workspace import Workspace, WriteOperation
 
 IDENTITY = Identity(
     kind="adopt", verb="adopt-upstream", resume="series adopt-upstream", noun="an adoption",
@@ -119,10 +116,10 @@ class AdoptEnding:
         reference = payload(state).reference
         return lambda commit: with_trailers(message(commit), reference, str(commit.id))
 
-    def integration(self, ws: "Workspace", state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return None  # an adoption does not rebuild the integration branch
 
-    def fill(self, door: "WriteOperation", ws: "Workspace", state: st.RebaseState,
+    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
              integration: IntegrationResult | None) -> None:
         """The adoption's one operation, after checking nothing it depends on moved meanwhile."""
         data = payload(state)

@@ -28,7 +28,7 @@ import pygit2
 from series import config, faults, validate
 from series.verbs.adopt_upstream.ending import ENDING, AdoptionPayload, payload, with_trailers
 from series.engine import rebase as engine
-from series.engine import state as st
+from series import halted as st
 from series.engine.replay import replay_commits
 from series.errors import ConflictError, SeriesError
 from series.resolutions import engine_hooks

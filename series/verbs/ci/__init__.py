@@ -69,7 +69,7 @@ class Written:
 
 
 def init(target: str, root: Path, force: bool = False, dry_run: bool = False) -> list[Written]:
-    from series.config import write_text_atomically
+    from series.fs import write_atomically
 
     if target not in TARGETS:
         raise SeriesError(f"unknown CI {target!r}: choose one of {', '.join(TARGETS)}")
@@ -89,7 +89,7 @@ def init(target: str, root: Path, force: bool = False, dry_run: bool = False) ->
         except (FileExistsError, NotADirectoryError):
             raise SeriesError(f"{dest}: a part of {where.parent.relative_to(root.resolve())} is a file, "
                               "not a directory: move it away and run this again") from None
-        write_text_atomically(where, text)
+        write_atomically(where, text)
         out.append(Written(dest, state))
     return out
 

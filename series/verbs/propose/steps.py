@@ -26,7 +26,7 @@ import pygit2
 from series.analysis import grade as grading
 from series.analysis import prbody, reviewers, testmap
 from series.engine.replay import replay_commits
-from series.engine.state import refuse_if_halted
+from series.halted import refuse_if_halted
 from series import validate
 from series.errors import ConflictError, SeriesError
 from series.forge import scan

@@ -23,15 +23,16 @@ import pygit2
 
 from series.analysis import attribution
 from series.engine import rebase as engine
-from series.engine import state as st
+from series import halted as st
 from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
+from series.engine.ports import Door, Tree
 from series.errors import SeriesError
 from series.engine.report import report_dir
 from series.resolutions import engine_hooks
 from series.git.repo import changed_paths, resolve_release
-from series.workspace import Workspace, WriteOperation
+from series.workspace import Workspace
 
 if TYPE_CHECKING:  # the engine's bisection is imported by the two paths that use it
     from series.engine import bisect as bisection
@@ -175,10 +176,10 @@ class ReachEnding:
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
         return self.rebase.rewrite(state)
 
-    def integration(self, ws: Workspace, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return self.rebase.integration(ws, state, odb)
 
-    def fill(self, door: WriteOperation, ws: Workspace, state: st.RebaseState,
+    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
              integration: IntegrationResult | None) -> None:
         if integration is not None and not integration.ok:
             branch = f"the integration branch {self.integration_branch}" if self.integration_branch \

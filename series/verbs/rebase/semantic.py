@@ -11,18 +11,16 @@ merge results are untouched.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pygit2
 
 from series.analysis import breaks
-from series.engine import state as st
+from series import halted as st
 from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-
-if TYPE_CHECKING:
-    from series.workspace import Workspace, WriteOperation
+from series.engine.ports import Door, Tree
 
 
 class Held(Exception):
@@ -69,14 +67,14 @@ class CheckedEnding:
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
         return self.inner.rewrite(state)
 
-    def integration(self, ws: "Workspace", state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         result = self.inner.integration(ws, state, odb)
         self.found = breaks.check(ws.repo, state.old_base_sha, state.onto_sha, spans(state), reader(odb))
         if self.strict and any(self.found.values()):
             raise Held(state, result)
         return result
 
-    def fill(self, door: "WriteOperation", ws: "Workspace", state: st.RebaseState,
+    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
              integration: IntegrationResult | None) -> None:
         self.inner.fill(door, ws, state, integration)
 

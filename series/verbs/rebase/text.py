@@ -5,7 +5,7 @@ from typing import Any, Mapping
 
 from series.analysis.attribution import describe
 from series.engine.report import RebaseReport
-from series.engine.state import TopicOutcome
+from series.halted import TopicOutcome
 from series.verbs.rebase.semantic import lines as break_lines
 
 

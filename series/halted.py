@@ -36,9 +36,8 @@ from typing import Mapping
 import pygit2
 
 from series import faults
-from series.config import write_text_atomically
+from series.fs import state_dir, write_atomically
 from series.errors import SeriesError
-from series.git.refs import state_dir
 from series.persisted import (Json, JsonObject, read_bool as _bool, read_list, read_enum as _enum, read_int as _int,
                               read_object as _object, read_opt_str as _opt_str, read_pairs as _pairs,
                               read_str as _str, read_str_map as _str_map, read_strs as _strs)
@@ -255,7 +254,7 @@ def load(repo: pygit2.Repository) -> RebaseState | None:
 def save(repo: pygit2.Repository, state: RebaseState) -> None:
     path = state_file(repo)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(path, state.to_json())
+    write_atomically(path, state.to_json())
 
 
 def clear(repo: pygit2.Repository) -> None:

@@ -1,0 +1,76 @@
+"""What the engine needs from the side that calls it, as Protocols, so that the engine never
+imports the workspace (series.workspace imports the halt record, series.halted; neither
+the engine nor the workspace imports the other).
+
+    Tree   a series in its repository: what the engine reads (series.workspace.Workspace
+           is one)
+    Door   the one operation a step writes through (series.workspace.WriteOperation is one):
+           ref moves, series.yaml edits, commit, revert
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Protocol
+
+import pygit2
+
+from series.git.refs import RefMove
+from series.journal import Operation
+from series.model import Series, Topic
+from series.persisted import Json
+from series.seriesedit import Edit, KeyPath, Plain
+from series.topics import OwnWork
+
+
+class Door(Protocol):
+    summary: str
+    edits: list[Edit]
+    notes: list[str]
+
+    @property
+    def moves(self) -> list[RefMove]: ...
+
+    @property
+    def extra(self) -> dict[str, Json]: ...
+
+    def reserve_id(self) -> str: ...
+
+    def move(self, ref: str, new: str | None, *, expect: str | None | object = ...) -> None: ...
+
+    def verify(self, ref: str, value: str) -> None: ...
+
+    def seen(self, text: str | None = None) -> Plain: ...
+
+    def edit(self, path: KeyPath, new: Any) -> None: ...
+
+    def set_topic(self, name: str, **fields: Any) -> None: ...
+
+    def revert(self, target: Operation) -> None: ...
+
+    def commit(self, fault: str | None = None) -> Operation: ...
+
+
+class Tree(Protocol):
+    @property
+    def repo(self) -> pygit2.Repository: ...
+
+    @property
+    def series(self) -> Series: ...
+
+    @property
+    def text(self) -> str | None: ...
+
+    @property
+    def config_path(self) -> Path: ...
+
+    def base_commit(self) -> pygit2.Commit: ...
+
+    def head(self, topic: Topic) -> pygit2.Commit: ...
+
+    def require_own(self, topic: Topic) -> OwnWork: ...
+
+    def reload(self) -> "Tree": ...
+
+    def operation(self, command: str, summary: str = "", *,
+                  resumes: str | None = None) -> contextlib.AbstractContextManager[Door]: ...
