@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 
 import pygit2
 
+from series import persisted
 from series.analysis.attribution import UpstreamCommit, path_commits
 from series.analysis.upstream_api import Found, Function, UpstreamTree
 from series.analysis.uses import BUILTINS, Use, UseKind, bound, parse, top_names, uses
@@ -55,6 +56,34 @@ class Break:
                 "detail": self.detail, "fix": self.fix,
                 "upstream": None if up is None else {"commit": up.sha, "subject": up.subject, "pr": up.pr,
                                                      "author": up.author, "date": up.date}}
+
+    @classmethod
+    def from_json(cls, value: persisted.Json) -> "Break":
+        """A break read back from a rebase report (a ValueError names the field that is wrong)."""
+        d = persisted.read_object(value, "break")
+        up = d.get("upstream")
+        commit = None
+        if up is not None:
+            u = persisted.read_object(up, "upstream")
+            pr = u.get("pr")
+            if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool)):
+                raise ValueError("'pr' is not a number")
+            commit = UpstreamCommit(persisted.read_str(u, "commit"), persisted.read_str(u, "subject"), pr,
+                                    persisted.read_str(u, "author"), persisted.read_str(u, "date"))
+        return cls(persisted.read_str(d, "file"), persisted.read_int(d, "line"), persisted.read_str(d, "name"),
+                   persisted.read_enum(BreakKind, d, "kind"), persisted.read_str(d, "detail"), commit,
+                   persisted.read_str(d, "fix"))
+
+    def sentence(self) -> str:
+        """The one line every report gives a break (rebase text, status, check)."""
+        return f"break {self.file}:{self.line} {self.name}: {self.why()}"
+
+    def why(self) -> str:
+        """What happened, by which upstream commit, and the fix (report.md's wording too)."""
+        up, by = self.upstream, ""
+        if up is not None:
+            by = f" by {up.label} {up.sha[:12]} {up.subject} ({up.author}, {up.date})"
+        return f"{self.detail}{by}; fix: {self.fix}"
 
 
 @dataclass(frozen=True)

@@ -92,12 +92,4 @@ def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]]) -> 
 
 def lines(row: dict[str, Any]) -> list[str]:
     """A topic's breaks as the report's indented lines."""
-    out = []
-    for b in row.get("breaks", []):
-        up = b["upstream"]
-        by = ""
-        if up is not None:
-            label = f"#{up['pr']}" if up["pr"] is not None else up["commit"][:12]
-            by = f" by {label} {up['commit'][:12]} {up['subject']} ({up['author']}, {up['date']})"
-        out.append(f"break {b['file']}:{b['line']} {b['name']}: {b['detail']}{by}; fix: {b['fix']}")
-    return out
+    return [breaks.Break.from_json(b).sentence() for b in row.get("breaks", [])]
