@@ -178,3 +178,37 @@ def test_strict_with_only_ordinary_topics_moves(broken_fork: Path) -> None:
                                                if n not in ("ordinary", "new-code")])
     assert found["ordinary"] == [] and found["new-code"] == []
     assert git(broken_fork, "rev-parse", "topic/ordinary") != git(broken_fork, "rev-parse", "v0.30.0")
+
+
+def test_status_and_check_warn_until_the_branch_is_fixed(broken_fork: Path) -> None:
+    """After a rebase that moved with breaks, status and check warn about each one, from the
+    branches as they are now: a fix committed on the topic clears its warning."""
+    run_series("rebase", "--onto", "v0.31.0", cwd=broken_fork)
+    status = json.loads(run_series("status", "--json", cwd=broken_fork).stdout)
+    found = {t["name"]: t["breaks"] for t in status["topics"]}
+    assert [b["name"] for b in found["uses-removed"]] == ["vllm.utils.old_helper"]
+    assert found["ordinary"] == [] and found["new-code"] == [] and len(found["same-file"]) == 1
+    text = run_series("status", cwd=broken_fork).stdout
+    assert "warning: 1 break since the rebase onto the base" in text, text
+    assert "break vllm/fork_a.py:1 vllm.utils.old_helper: removed from vllm/utils.py by #101" in text, text
+    check = run_series("check", cwd=broken_fork).stdout
+    assert "warning: topics (kw-renamed).branch: break vllm/fork_b.py:5 vllm.utils.scale(factor=)" in check, check
+    assert check.splitlines()[-1].startswith("ok: "), check   # warnings, not problems
+
+    git(broken_fork, "checkout", "-q", "topic/uses-removed")
+    write(broken_fork, {"vllm/fork_a.py": "def f():\n    return 1\n"})
+    git(broken_fork, "commit", "-q", "-m", "[Fork] uses-removed: no more old_helper", "vllm/fork_a.py")
+    status = json.loads(run_series("status", "--json", cwd=broken_fork).stdout)
+    found = {t["name"]: t["breaks"] for t in status["topics"]}
+    assert found["uses-removed"] == [] and len(found["kw-renamed"]) == 1
+
+    git(broken_fork, "reset", "-q", "--hard", "HEAD~1")
+    run_series("undo", cwd=broken_fork)
+    status = json.loads(run_series("status", "--json", cwd=broken_fork).stdout)
+    assert all(t["breaks"] == [] for t in status["topics"]), "back on v0.30.0: no rebase to judge"
+
+
+def test_status_before_any_rebase_has_no_breaks(broken_fork: Path) -> None:
+    run_series("rebase", "--onto", "v0.31.0", "--dry-run", cwd=broken_fork)
+    status = json.loads(run_series("status", "--json", cwd=broken_fork).stdout)
+    assert all(t["breaks"] == [] for t in status["topics"])
