@@ -10,7 +10,7 @@ from series.analysis import attribution
 from series.analysis.attribution import Behind
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.topics import meant_start
-from series.verbs.rebase import semantic
+from series.analysis import since_rebase
 from series.workspace import Workspace
 
 
@@ -80,7 +80,7 @@ def behind(ws: Workspace) -> Behind | None:
 
 def to_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
     late = behind(ws)
-    found = semantic.since_last_rebase(ws)
+    found = since_rebase.since_last_rebase(ws)
     topics = [{**asdict(r), "breaks": [b.as_json() for b in found.get(r.name, [])]} for r in rows]
     return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
             "behind": late.as_json() if late is not None else None,
@@ -93,7 +93,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
     out = [f"upstream base {ws.series.upstream.base} ({str(ws.base_commit().id)[:12]}), "
            f"{len(ws.series.active())} active of {len(rows)} topics{lag}"]
     width = max([len(r.name) for r in rows] + [5])
-    found = semantic.since_last_rebase(ws)
+    found = since_rebase.since_last_rebase(ws)
     out.append(f"  {'topic':<{width}}  {'status':<10} {'commits':>7} {'files':>5}  lines        notes")
     for r in rows:
         notes = []

@@ -10,20 +10,16 @@ merge results are untouched.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from series import persisted
 from series.analysis import breaks
-from series.engine import report as reports
 from series.engine import state as st
 from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.git.repo import branch_commit
 
 if TYPE_CHECKING:
     from series.workspace import Workspace, WriteOperation
@@ -91,68 +87,12 @@ class CheckedEnding:
 def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]], state: st.RebaseState) -> None:
     """A `breaks` list on every topic row of the report's JSON (empty when none or unchecked),
     and where its own commits sat (`start`), so that `series status` and `series check` can
-    check the branches again later (since_last_rebase)."""
+    check the branches again later (series.analysis.since_rebase)."""
     starts = {t.name: t.start for t in state.topics}
     for row in document.get("topics", []):
         row["breaks"] = [b.as_json() for b in found.get(row["name"], [])]
         if row["name"] in starts:
             row["start"] = starts[row["name"]]
-
-
-def since_last_rebase(ws: "Workspace") -> dict[str, list[breaks.Break]]:
-    """What each active topic's branch, as it is now, breaks of what it used before the last
-    rebase, against the base it moved to: recomputed from the branches (a fix committed since
-    clears it, an edit that breaks something shows), with the topic's old version and the old
-    base read from that rebase's report. Empty when the last rebase (done, not a dry run) did
-    not move the series onto the current base (an undo, a base set by hand, none yet)."""
-    base = str(ws.base_commit().id)
-    last = _last_rebase(ws.repo)
-    if last is None or last[0] != base:
-        return {}
-    _, old_base, rows = last
-    spans = []
-    for topic in ws.series.active():
-        head = branch_commit(ws.repo, topic.branch)
-        row = rows.get(topic.name)
-        if head is None or row is None or not all(c in ws.repo for c in row):
-            continue
-        spans.append(breaks.TopicSpan(topic.name, row[0], row[1], str(head.id)))
-    if old_base not in ws.repo:
-        return {}
-    return {k: v for k, v in breaks.check(ws.repo, old_base, base, spans, _repo_reader(ws.repo)).items() if v}
-
-
-def _last_rebase(repo: pygit2.Repository) -> tuple[str, str, dict[str, tuple[str, str]]] | None:
-    """(onto sha, old base sha, {topic: (start, old head)}) of the newest report of a finished
-    rebase; None when there is none. A report that does not read is passed over: it is ours,
-    and status must not fail on it."""
-    found = sorted(reports.report_dir(repo).glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for path in found:
-        try:
-            d = persisted.read_object(json.loads(path.read_text()), "report")
-            if d.get("command") != "rebase" or d.get("dry_run") is not False or d.get("status") != "done":
-                continue
-            rows = {}
-            for item in persisted.read_list(d, "topics", []):
-                row = persisted.read_object(item, "topic")
-                if row.get("outcome") == st.TopicOutcome.CLEAN.value and isinstance(row.get("start"), str):
-                    rows[persisted.read_str(row, "name")] = (persisted.read_str(row, "start"),
-                                                             persisted.read_str(row, "old_head"))
-            return (persisted.read_str(persisted.read_object(d.get("onto"), "onto"), "sha"),
-                    persisted.read_str(persisted.read_object(d.get("old_base"), "old_base"), "sha"), rows)
-        except (OSError, ValueError):
-            continue
-    return None
-
-
-def _repo_reader(repo: pygit2.Repository) -> breaks.Read:
-    def read(commit: str, path: str) -> bytes | None:
-        try:
-            entry = repo[commit].peel(pygit2.Commit).tree[path]
-        except KeyError:
-            return None
-        return entry.data if isinstance(entry, pygit2.Blob) else None
-    return read
 
 
 def lines(row: dict[str, Any]) -> list[str]:
