@@ -63,7 +63,9 @@ def run(batch):
     return items
 ''' + WORKER_TAIL
 WORKER_V031 = WORKER_V030.replace("def _prepare(batch):\n    return list(batch)\n\n\n", "")
-FILES_V030 = {"vllm/__init__.py": "", "vllm/utils.py": UTIL_V030, "vllm/layer.py": LAYER_V030,
+SCHED_V030 = "from vllm.utils import scale\n\n\ndef first():\n    return scale(1)\n" + WORKER_TAIL
+SCHED_V031 = WORKER_TAIL.lstrip("\n")
+FILES_V030 = {"vllm/sched.py": SCHED_V030, "vllm/__init__.py": "", "vllm/utils.py": UTIL_V030, "vllm/layer.py": LAYER_V030,
               "vllm/envs.py": ENVS_V030, "vllm/worker.py": WORKER_V030, "vllm/other.py": "A = 1\n"}
 
 UPSTREAM = {"GIT_AUTHOR_NAME": "Ada Upstream", "GIT_AUTHOR_EMAIL": "ada@example.com",
@@ -80,6 +82,8 @@ TOPICS = {
                                    "    return envs.VLLM_OLD_FLAG or envs.VLLM_KEPT\n"},
     "same-file": {"vllm/worker.py": WORKER_V030.replace("def step7():\n    return 7\n",
                                                        "def step7():\n    return _prepare([7])\n")},
+    "import-gone": {"vllm/sched.py": SCHED_V030.replace("def step7():\n    return 7\n",
+                                                        "def step7():\n    return scale(7)\n")},
     "ordinary": {"vllm/fork_e.py": "from vllm.utils import scale\nfrom vllm.layer import Layer\n"
                                    "import vllm.envs as envs\n\n\nclass Plain(Layer):\n"
                                    "    def name(self):\n        return 'plain'\n\n\n"
@@ -107,6 +111,7 @@ def broken_fork(tmp_path: Path) -> Path:
     _pr(up, {"vllm/layer.py": LAYER_V031}, "[Model] forward takes a context (#102)", "2026-01-06T00:00:00Z")
     _pr(up, {"vllm/envs.py": ENVS_V031}, "[Misc] remove VLLM_OLD_FLAG (#103)", "2026-01-07T00:00:00Z")
     _pr(up, {"vllm/worker.py": WORKER_V031}, "[Worker] inline _prepare (#104)", "2026-01-08T00:00:00Z")
+    _pr(up, {"vllm/sched.py": SCHED_V031}, "[Sched] drop first (#106)", "2026-01-09T00:00:00Z")
     _pr(up, {"vllm/other.py": "A = 2\n"}, "[Misc] unrelated (#105)", "2026-01-09T00:00:00Z")
     git(up, "tag", "v0.31.0")
     fork = tmp_path / "fork"
@@ -145,6 +150,9 @@ def test_each_break_named_with_its_upstream_pr(broken_fork: Path) -> None:
     (local,) = found["same-file"]
     assert (local["name"], local["kind"], local["file"]) == ("_prepare", "undefined", "vllm/worker.py")
     assert local["upstream"]["pr"] == 104 and local["upstream"]["author"] == "Ada Upstream"  # type: ignore[index]
+    (gone,) = found["import-gone"]   # upstream's side of the merge removed the import step7 still uses
+    assert (gone["name"], gone["kind"], gone["line"]) == ("scale", "undefined", 30), gone
+    assert "removed its import" in str(gone["detail"]) and gone["upstream"]["pr"] == 106  # type: ignore[index]
 
 
 def test_text_says_clean_with_breaks(broken_fork: Path) -> None:
@@ -160,7 +168,7 @@ def test_strict_exits_3_and_moves_nothing(broken_fork: Path) -> None:
     before = git(broken_fork, "for-each-ref", "refs/heads")
     yaml = (broken_fork / "series.yaml").read_text()
     out = run_series("rebase", "--onto", "v0.31.0", "--strict", cwd=broken_fork, expect=3)
-    assert "--strict: 5 break(s) count as conflicts; nothing was changed" in out.stdout
+    assert "--strict: 6 break(s) count as conflicts; nothing was changed" in out.stdout
     assert git(broken_fork, "for-each-ref", "refs/heads") == before
     assert (broken_fork / "series.yaml").read_text() == yaml
     report = Path(out.stdout.strip().rsplit("report: ", 1)[1])
@@ -178,3 +186,37 @@ def test_strict_with_only_ordinary_topics_moves(broken_fork: Path) -> None:
                                                if n not in ("ordinary", "new-code")])
     assert found["ordinary"] == [] and found["new-code"] == []
     assert git(broken_fork, "rev-parse", "topic/ordinary") != git(broken_fork, "rev-parse", "v0.30.0")
+
+
+def test_status_and_check_warn_until_the_branch_is_fixed(broken_fork: Path) -> None:
+    """After a rebase that moved with breaks, status and check warn about each one, from the
+    branches as they are now: a fix committed on the topic clears its warning."""
+    run_series("rebase", "--onto", "v0.31.0", cwd=broken_fork)
+    status = json.loads(run_series("status", "--json", cwd=broken_fork).stdout)
+    found = {t["name"]: t["breaks"] for t in status["topics"]}
+    assert [b["name"] for b in found["uses-removed"]] == ["vllm.utils.old_helper"]
+    assert found["ordinary"] == [] and found["new-code"] == [] and len(found["same-file"]) == 1
+    text = run_series("status", cwd=broken_fork).stdout
+    assert "warning: 1 break since the rebase onto the base" in text, text
+    assert "break vllm/fork_a.py:1 vllm.utils.old_helper: removed from vllm/utils.py by #101" in text, text
+    check = run_series("check", cwd=broken_fork).stdout
+    assert "warning: topics (kw-renamed).branch: break vllm/fork_b.py:5 vllm.utils.scale(factor=)" in check, check
+    assert check.splitlines()[-1].startswith("ok: "), check   # warnings, not problems
+
+    git(broken_fork, "checkout", "-q", "topic/uses-removed")
+    write(broken_fork, {"vllm/fork_a.py": "def f():\n    return 1\n"})
+    git(broken_fork, "commit", "-q", "-m", "[Fork] uses-removed: no more old_helper", "vllm/fork_a.py")
+    status = json.loads(run_series("status", "--json", cwd=broken_fork).stdout)
+    found = {t["name"]: t["breaks"] for t in status["topics"]}
+    assert found["uses-removed"] == [] and len(found["kw-renamed"]) == 1
+
+    git(broken_fork, "reset", "-q", "--hard", "HEAD~1")
+    run_series("undo", cwd=broken_fork)
+    status = json.loads(run_series("status", "--json", cwd=broken_fork).stdout)
+    assert all(t["breaks"] == [] for t in status["topics"]), "back on v0.30.0: no rebase to judge"
+
+
+def test_status_before_any_rebase_has_no_breaks(broken_fork: Path) -> None:
+    run_series("rebase", "--onto", "v0.31.0", "--dry-run", cwd=broken_fork)
+    status = json.loads(run_series("status", "--json", cwd=broken_fork).stdout)
+    assert all(t["breaks"] == [] for t in status["topics"])

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 
-from tests.conftest import sh
+from tests.conftest import run_series, sh
+from tests.test_breaks import broken_fork  # noqa: F401  (a fixture: a fork whose clean rebase breaks)
 from tests.fakewheel import build_wheel, install_wheel, tree_files
 
 SCRIPT = Path(__file__).resolve().parent.parent / "ci" / "nightly.sh"
@@ -91,3 +92,43 @@ def test_nightly_asks_series_which_release_is_latest(fork: Path, upstream: Path)
     assert nightly(fork, "--onto", "v0.32.0rc1", "--print-target").stdout.strip() == "v0.32.0rc1"
     proc = nightly(fork, "--onto", "v0.29", "--print-target", "--no-fetch")
     assert proc.returncode == 1 and "no release tag matches 'v0.29'" in proc.stderr, proc.stderr
+
+
+def test_nightly_with_ci_breaks_fail_stops_on_a_break(broken_fork: Path, tmp_path: Path) -> None:
+    """ci.breaks: fail makes the nightly's rebase --strict: a clean replay that breaks what a
+    topic uses exits 3, moves nothing, and report.md (the issue body) names the break and PR."""
+    yaml = broken_fork / "series.yaml"
+    yaml.write_text(yaml.read_text() + "ci:\n  breaks: fail\n")
+    out = tmp_path / "nightly"
+    proc = nightly(broken_fork, "--wheel", "none", "--out", str(out))
+    assert proc.returncode == 3, (proc.returncode, proc.stdout, proc.stderr)
+    assert "a clean rebase breaks what the topics use" in proc.stderr, proc.stderr
+    report = (out / "report.md").read_text()
+    assert "break vllm/fork_a.py:1 vllm.utils.old_helper: removed from vllm/utils.py by #101" in report, report
+    assert "| uses-removed | active | 1 |" in report and "clean, **1 break**" in report, report
+    assert "they hold the rebase (--strict)" in report, report
+    assert "base: v0.30.0" in yaml.read_text(), "a held rebase moves nothing"
+    assert (out / "owners.txt").read_text().strip() == "Fork Maintainer"
+
+
+def test_nightly_breaks_warn_by_default_and_a_bad_setting_fails(broken_fork: Path, tmp_path: Path) -> None:
+    out = tmp_path / "nightly"
+    proc = nightly(broken_fork, "--wheel", "none", "--out", str(out))
+    assert "base: v0.31.0" in (broken_fork / "series.yaml").read_text(), (proc.stdout, proc.stderr)
+    report = (out / "report.md").read_text()
+    assert "- rebase: clean onto v0.31.0, **6 break(s)** (warnings" in report, report
+    report = run_series("ci", "report", "--rebase", str(out / "rebase.json"), cwd=broken_fork).stdout
+    assert "warnings: the rebase moved" in report and "clean, **1 break**" in report, report
+    assert "- **env-gone**: `vllm/fork_d.py:5` `vllm.envs.VLLM_OLD_FLAG`: " in report, report
+    yaml = broken_fork / "series.yaml"
+    yaml.write_text(yaml.read_text() + "ci:\n  breaks: sometimes\n")
+    proc = nightly(broken_fork, "--wheel", "none", "--out", str(out))
+    assert proc.returncode == 1 and "ci.breaks: 'sometimes' is not fail or warn" in proc.stderr, proc.stderr
+
+
+def test_ci_report_names_a_malformed_break(fork: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "rebase.json"
+    bad.write_text(json.dumps({"schema": 1, "status": "clean", "topics": [
+        {"name": "api-hello", "outcome": "clean", "breaks": [{"file": "x.py", "line": "one"}]}]}))
+    proc = run_series("ci", "report", "--rebase", str(bad), cwd=fork, expect=1)
+    assert "topics[0]: 'line' is not a number" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -18,6 +18,7 @@ touching the defining file after which the name (or parameter) is gone
 """
 from __future__ import annotations
 
+import ast
 import difflib
 import enum
 from dataclasses import dataclass
@@ -25,9 +26,10 @@ from typing import Callable, Sequence
 
 import pygit2
 
+from series import persisted
 from series.analysis.attribution import UpstreamCommit, path_commits
 from series.analysis.upstream_api import Found, Function, UpstreamTree
-from series.analysis.uses import BUILTINS, Use, UseKind, bound, parse, top_names, uses
+from series.analysis.uses import BUILTINS, Use, UseKind, bound, imported_top, loads, parse, top_names, uses
 
 Read = Callable[[str, str], "bytes | None"]   # (commit sha, path) -> the file there, None: absent
 
@@ -55,6 +57,34 @@ class Break:
                 "detail": self.detail, "fix": self.fix,
                 "upstream": None if up is None else {"commit": up.sha, "subject": up.subject, "pr": up.pr,
                                                      "author": up.author, "date": up.date}}
+
+    @classmethod
+    def from_json(cls, value: persisted.Json) -> "Break":
+        """A break read back from a rebase report (a ValueError names the field that is wrong)."""
+        d = persisted.read_object(value, "break")
+        up = d.get("upstream")
+        commit = None
+        if up is not None:
+            u = persisted.read_object(up, "upstream")
+            pr = u.get("pr")
+            if pr is not None and (not isinstance(pr, int) or isinstance(pr, bool)):
+                raise ValueError("'pr' is not a number")
+            commit = UpstreamCommit(persisted.read_str(u, "commit"), persisted.read_str(u, "subject"), pr,
+                                    persisted.read_str(u, "author"), persisted.read_str(u, "date"))
+        return cls(persisted.read_str(d, "file"), persisted.read_int(d, "line"), persisted.read_str(d, "name"),
+                   persisted.read_enum(BreakKind, d, "kind"), persisted.read_str(d, "detail"), commit,
+                   persisted.read_str(d, "fix"))
+
+    def sentence(self) -> str:
+        """The one line every report gives a break (rebase text, status, check)."""
+        return f"break {self.file}:{self.line} {self.name}: {self.why()}"
+
+    def why(self) -> str:
+        """What happened, by which upstream commit, and the fix (report.md's wording too)."""
+        up, by = self.upstream, ""
+        if up is not None:
+            by = f" by {up.label} {up.sha[:12]} {up.subject} ({up.author}, {up.date})"
+        return f"{self.detail}{by}; fix: {self.fix}"
 
 
 @dataclass(frozen=True)
@@ -151,13 +181,19 @@ class _Checker:
         return self._break(use, file, BreakKind.SIGNATURE, f"signature changed {sig}", commit,
                            f"override with ({', '.join(new_m.params)}) as in {self.label(commit)}", name=name)
 
-    def local(self, use: Use, file: str, rebased_names: set[str]) -> Break | None:
+    def local(self, use: Use, file: str, rebased_names: set[str], imported: bool = False) -> Break | None:
+        """A name of the file itself the topic reads, that the merged file no longer binds:
+        upstream deleted the helper, or (`imported`) removed the import the topic relied on."""
         if use.target in rebased_names or use.target in BUILTINS:
             return None
         was = self.old.api_at(file)
         if was is None or use.target not in was.names:
             return None
         commit = self.culprit(file, lambda t: (api := t.api_at(file)) is not None and use.target in api.names)
+        if imported:
+            return self._break(use, file, BreakKind.UNDEFINED, f"undefined: upstream removed its import "
+                               f"from {file}", commit, f"import removed in {self.label(commit)}: import it "
+                               "again, from where it lives now")
         return self._break(use, file, BreakKind.UNDEFINED, f"undefined: upstream deleted it from {file}",
                            commit, f"deleted in {self.label(commit)}: bring it into the topic or use "
                                    "what replaced it")
@@ -235,4 +271,20 @@ def _file(checker: _Checker, path: str, base: bytes | None, mine: bytes | None,
             found = checker.override(use, path)
         if found is not None:
             out.append(found)
+    out += _imports_gone(checker, path, before, ours, after, names)
+    return out
+
+
+def _imports_gone(checker: _Checker, path: str, before: ast.Module | None, ours: ast.Module,
+                  after: ast.Module, names: set[str]) -> list[Break]:
+    """Names the topic's version imports and reads more often than the base's did, that the
+    merged file reads but no longer binds: upstream's side of the merge removed the import."""
+    was, now, mine = loads(before) if before is not None else {}, loads(after), loads(ours)
+    out = []
+    for name in sorted(imported_top(ours) - names):
+        if now.get(name) and mine.get(name, 0) > was.get(name, 0):
+            line = min(n.lineno for n in ast.walk(after) if isinstance(n, ast.Name) and n.id == name)
+            found = checker.local(Use(UseKind.LOCAL, name, line=line), path, names, imported=True)
+            if found is not None:
+                out.append(found)
     return out

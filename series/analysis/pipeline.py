@@ -15,6 +15,7 @@ devices, `exclude_optional` drops optional ones, `max_steps` keeps the first N.
 """
 from __future__ import annotations
 
+import enum
 import io
 import json
 import re
@@ -46,6 +47,12 @@ _LOST_AGENT_RETRY = {"automatic": [{"exit_status": -1, "limit": 1}]}
 SHARD_TEXT = re.compile(r"\s+--(?:shard-id|num-shards)(?:=|\s+)\S+")
 
 
+class BreaksPolicy(str, enum.Enum):
+    """`ci.breaks`: what the nightly does with a semantic break of a clean rebase."""
+    WARN = "warn"       # rebase, list the breaks in report.md
+    FAIL = "fail"       # `series rebase --strict`: exit 3, nothing moved, the issue lists them
+
+
 @dataclass(frozen=True)
 class CiSettings:
     """series.yaml `ci:`: how this fork runs upstream's steps."""
@@ -53,6 +60,7 @@ class CiSettings:
     image: str = DEFAULT_IMAGE
     key_prefix: str = "series-"
     owners: dict[str, str] = field(default_factory=dict)   # topic -> @handle (topics' owner:)
+    breaks: BreaksPolicy = BreaksPolicy.WARN
 
 
 def queue(step: Step, settings: CiSettings) -> str:
@@ -160,6 +168,9 @@ def github_matrix(selected: Iterable[Selection], settings: CiSettings) -> str:
     return json.dumps({"include": include})
 
 
+CI_KEYS = ("queues", "image", "key_prefix", "breaks")
+
+
 def settings_from(raw: Any, where: str = "series.yaml") -> CiSettings:
     """Validate series.yaml's `ci:` mapping (read with a safe loader) into CiSettings."""
     from series.errors import SeriesError
@@ -167,10 +178,10 @@ def settings_from(raw: Any, where: str = "series.yaml") -> CiSettings:
     if raw is None:
         return CiSettings()
     if not isinstance(raw, dict):
-        raise SeriesError(f"{where}: ci: expected a mapping (queues, image, key_prefix)")
-    unknown = sorted(set(raw) - {"queues", "image", "key_prefix"})
+        raise SeriesError(f"{where}: ci: expected a mapping ({', '.join(CI_KEYS)})")
+    unknown = sorted(set(raw) - set(CI_KEYS))
     if unknown:
-        raise SeriesError(f"{where}: ci.{unknown[0]}: unknown key (allowed: queues, image, key_prefix)")
+        raise SeriesError(f"{where}: ci.{unknown[0]}: unknown key (allowed: {', '.join(CI_KEYS)})")
     queues = raw.get("queues") or {}
     if not isinstance(queues, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
                                                 for k, v in queues.items()):
@@ -181,7 +192,11 @@ def settings_from(raw: Any, where: str = "series.yaml") -> CiSettings:
         raise SeriesError(f"{where}: ci.image: expected an image reference")
     if not isinstance(prefix, str) or not re.fullmatch(r"[a-z0-9_-]*", prefix):
         raise SeriesError(f"{where}: ci.key_prefix: letters, digits, '-' and '_' only")
-    return CiSettings(queues=dict(queues), image=image, key_prefix=prefix)
+    policy = raw.get("breaks", BreaksPolicy.WARN.value)
+    if policy not in [p.value for p in BreaksPolicy]:
+        raise SeriesError(f"{where}: ci.breaks: {policy!r} is not fail or warn (fail: a semantic break "
+                          "stops the nightly like a conflict; warn, the default: it is listed in the report)")
+    return CiSettings(queues=dict(queues), image=image, key_prefix=prefix, breaks=BreaksPolicy(policy))
 
 
 def load_settings(series_path: Any) -> CiSettings:
@@ -197,4 +212,4 @@ def load_settings(series_path: Any) -> CiSettings:
     for topic in doc.get("topics") or []:
         if isinstance(topic, dict) and isinstance(topic.get("owner"), str) and topic.get("name"):
             owners[str(topic["name"])] = topic["owner"]
-    return CiSettings(settings.queues, settings.image, settings.key_prefix, owners)
+    return CiSettings(settings.queues, settings.image, settings.key_prefix, owners, settings.breaks)

@@ -169,3 +169,28 @@ def bound(tree: ast.Module) -> set[str]:
         elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
             out.add(node.name)
     return out
+
+
+
+def imported_top(tree: ast.Module) -> set[str]:
+    """The names a module binds with module-level imports (inside if/try/with blocks too)."""
+    out: set[str] = set()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody"):
+                stack += getattr(node, block, [])
+            stack += [s for h in getattr(node, "handlers", []) for s in h.body]
+    return out
+
+
+def loads(tree: ast.Module) -> dict[str, int]:
+    """How often each bare name is read."""
+    out: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            out[node.id] = out.get(node.id, 0) + 1
+    return out

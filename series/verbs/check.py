@@ -108,6 +108,12 @@ def run(ws: Workspace) -> Report:
                               f"'{by_name[dep].branch}' (rebuild it on that branch, or drop depends_on)")
         if base is not None:
             _check_range(check, topic, base, head, heads)
+    if base is not None:
+        from series.analysis import since_rebase   # reads the rebase reports only when it can use them
+
+        for name, found in since_rebase.since_last_rebase(ws).items():
+            for b in found:   # warnings: the code may be right (git cannot tell), the build decides
+                check.warn(by_name[name], "branch", b.sentence())
     return report
 
 
@@ -173,6 +179,8 @@ def command(ctx: Context, as_json: bool) -> int:
     on the base (or on the topics it depends_on, which it must contain), and that each
     active topic with a scope: changes only files inside it (same matching as
     'series touches': directories at a '/' boundary, files, globs).
+    Warns about each break of the last rebase that the branches still have (an upstream
+    name a topic uses that the new base removed or changed; 'series status' lists them).
     Exit 0 with a one-line ok; exit 1 naming each topic, line and file out of place:
       series check || exit 1     # in CI: "our series does not touch X", enforced
     """

@@ -10,6 +10,7 @@ from series.analysis import attribution
 from series.analysis.attribution import Behind
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.topics import meant_start
+from series.analysis import since_rebase
 from series.workspace import Workspace
 
 
@@ -79,9 +80,11 @@ def behind(ws: Workspace) -> Behind | None:
 
 def to_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
     late = behind(ws)
+    found = since_rebase.since_last_rebase(ws)
+    topics = [{**asdict(r), "breaks": [b.as_json() for b in found.get(r.name, [])]} for r in rows]
     return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
             "behind": late.as_json() if late is not None else None,
-            "halted": halted(ws), "topics": [asdict(r) for r in rows]}
+            "halted": halted(ws), "topics": topics}
 
 
 def render(ws: Workspace, rows: list[TopicStatus]) -> str:
@@ -90,6 +93,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
     out = [f"upstream base {ws.series.upstream.base} ({str(ws.base_commit().id)[:12]}), "
            f"{len(ws.series.active())} active of {len(rows)} topics{lag}"]
     width = max([len(r.name) for r in rows] + [5])
+    found = since_rebase.since_last_rebase(ws)
     out.append(f"  {'topic':<{width}}  {'status':<10} {'commits':>7} {'files':>5}  lines        notes")
     for r in rows:
         notes = []
@@ -99,6 +103,9 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
             # superseded, merged and dropped topics keep their old branch by design
             on = meant_start(ws.series.topic(r.name), ws.series.upstream.base)
             notes.append(f"warning: not on {on} (forks at {r.fork_point})")
+        n = len(found.get(r.name, []))
+        if n:
+            notes.append(f"warning: {n} break{'s' if n != 1 else ''} since the rebase onto the base")
         if r.upstream_pr:
             notes.append(f"PR #{r.upstream_pr}")
         if r.superseded_by:
@@ -109,6 +116,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         commits = "-" if r.commits is None else str(r.commits)
         files = "-" if r.files is None else str(r.files)
         out.append(f"  {r.name:<{width}}  {r.status:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
+        out += [f"  {'':<{width}}    {b.sentence()}" for b in found.get(r.name, [])]
     sentence = halted(ws)
     if sentence:
         from series.verbs.rebase.reach import halted_read_first
@@ -125,7 +133,9 @@ def command(ctx: Context, as_json: bool) -> None:
     """One row per topic: status, commits and lines over the base, warnings.
 
     A topic whose branch does not contain upstream.base is flagged: it sits on another
-    base and the next rebase would replay more than its own commits.
+    base and the next rebase would replay more than its own commits. So is one whose code,
+    as its branch is now, uses an upstream name the last rebase's new base removed or
+    changed (a break, named with the upstream PR; see 'series rebase --strict').
     """
 
     ws = ctx.workspace(check_branches=False)

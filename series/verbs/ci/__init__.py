@@ -153,10 +153,12 @@ def owners_of(ws: object, names: list[str]) -> list[str]:
 
 
 def conflicting_topics(report: Path) -> list[str]:
-    """The topics a `series rebase --dry-run --json` report names as conflicting."""
+    """The topics a `series rebase --dry-run --json` report names as conflicting, and under
+    --strict those whose clean replay breaks something (they hold the rebase as well)."""
     from series.verbs.ci.report import read_rebase
 
-    return [row.name for row in read_rebase(report).topics if row.conflict]
+    rebased = read_rebase(report)
+    return [row.name for row in rebased.topics if row.conflict or (rebased.strict and row.breaks)]
 
 
 @click.group("ci")
@@ -169,6 +171,7 @@ def ci() -> None:
       series ci path nightly.sh   where the installed nightly script is (the workflow runs it)
       series ci owners TOPIC...   @handles to mention: owner: in series.yaml, else the authors
       series ci report            the job summary / issue body in Markdown
+      series ci setting breaks    a validated ci: setting of series.yaml (the nightly reads it)
     Settings and secrets: 'series ci path README.md'. GitHub Actions are off by default in a
     fork (enable them under Actions), and a scheduled workflow stops after 60 days without
     repository activity: re-enable it there, or push to the fork now and then.
@@ -236,6 +239,22 @@ def ci_owners(ctx: Context, topics: tuple[str, ...], report: Path | None) -> Non
     if not names:
         raise click.UsageError("name a TOPIC or pass --report FILE")
     emit(" ".join(owners_of(ws, names)))
+
+
+@ci.command("setting")
+@click.argument("name", type=click.Choice(["breaks"]))
+@pass_ctx
+def ci_setting(ctx: Context, name: str) -> None:
+    """Print a ci: setting of series.yaml, validated (its default when unset).
+
+    \b
+      breaks   fail: the nightly rebases with --strict (a semantic break stops it like a
+               conflict, exit 3, listed in report.md and the issue); warn (default): it
+               rebases and lists the breaks in report.md
+    """
+    from series.analysis import pipeline
+
+    emit(pipeline.load_settings(ctx.workspace(check_branches=False).series.path).breaks.value)
 
 
 @ci.command("report")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from series import persisted
+from series.analysis.breaks import Break
 from series.errors import SeriesError
 from series.workspace import Workspace
 
@@ -48,6 +49,7 @@ class RebaseRow:
     name: str
     outcome: str
     conflict: RebaseConflict | None
+    breaks: tuple[Break, ...] = ()      # what its clean replay broke (series.analysis.breaks)
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class RebaseSummary:
 
     status: str
     topics: tuple[RebaseRow, ...]
+    strict: bool = False                # --strict: the breaks held the rebase
 
 
 def parse_rebase(data: persisted.Json) -> RebaseSummary:
@@ -73,10 +76,12 @@ def parse_rebase(data: persisted.Json) -> RebaseSummary:
                 c = persisted.read_object(row["conflict"], "conflict")
                 conflict = RebaseConflict(persisted.read_str(c, "commit"), persisted.read_str(c, "subject"),
                                           tuple(persisted.read_strs(c, "files")))
-            rows.append(RebaseRow(persisted.read_str(row, "name"), persisted.read_str(row, "outcome"), conflict))
+            found = tuple(Break.from_json(b) for b in persisted.read_list(row, "breaks", []))
+            rows.append(RebaseRow(persisted.read_str(row, "name"), persisted.read_str(row, "outcome"), conflict,
+                                  found))
         except ValueError as exc:
             raise ValueError(f"topics[{n}]: {exc}") from None
-    return RebaseSummary(persisted.read_str(d, "status"), tuple(rows))
+    return RebaseSummary(persisted.read_str(d, "status"), tuple(rows), d.get("strict") is True)
 
 
 def read_rebase(path: Path) -> RebaseSummary:
@@ -146,9 +151,21 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
         if done and done.conflict:
             files = ", ".join(f"`{f}`" for f in done.conflict.files)
             result = f"**conflict** at {done.conflict.commit[:12]} {done.conflict.subject}: {files}"
+        elif done and done.breaks:
+            n = len(done.breaks)
+            result = f"{result}, **{n} break{'s' if n != 1 else ''}**"
         out.append(f"| {_cell(r.name)} | {r.status} | {'' if r.commits is None else r.commits} | "
                    f"{'' if r.files is None else r.files} | {lines} | {_cell(result)} |")
     out.append("")
+    broken = [r for r in (rebased.topics if rebased else ()) if r.breaks]
+    if broken:
+        held = "they hold the rebase (--strict)" if rebased and rebased.strict else "warnings: the rebase moved"
+        out += [f"## What the clean replay broke ({held})", "",
+                "Names the topics use that upstream removed or changed, with the upstream commit that did it:", ""]
+        for row in broken:
+            out += [f"- **{_cell(row.name)}**: `{_cell(b.file)}:{b.line}` `{_cell(b.name)}`: {_cell(b.why())}"
+                    for b in row.breaks]
+        out.append("")
 
     from series.analysis import touches as analysis
 

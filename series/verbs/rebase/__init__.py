@@ -58,7 +58,7 @@ def _finish(ws: Workspace, outcome: engine.Outcome, ending: semantic.CheckedEndi
     report = reports.build(ws.repo, outcome, report_id, "rebase")
     data: dict[str, Any] = report.dump()
     history.annotate(ws, outcome, data, bisect=bisect)
-    semantic.annotate(data, ending.found)
+    semantic.annotate(data, ending.found, outcome.state)
     held = ending.strict and ending.count() > 0
     data["strict"] = ending.strict
     if held:

@@ -82,20 +82,17 @@ class CheckedEnding:
         return sum(len(v) for v in self.found.values())
 
 
-def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]]) -> None:
-    """A `breaks` list on every topic row of the report's JSON (empty when none or unchecked)."""
+def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]], state: st.RebaseState) -> None:
+    """A `breaks` list on every topic row of the report's JSON (empty when none or unchecked),
+    and where its own commits sat (`start`), so that `series status` and `series check` can
+    check the branches again later (series.analysis.since_rebase)."""
+    starts = {t.name: t.start for t in state.topics}
     for row in document.get("topics", []):
         row["breaks"] = [b.as_json() for b in found.get(row["name"], [])]
+        if row["name"] in starts:
+            row["start"] = starts[row["name"]]
 
 
 def lines(row: dict[str, Any]) -> list[str]:
     """A topic's breaks as the report's indented lines."""
-    out = []
-    for b in row.get("breaks", []):
-        up = b["upstream"]
-        by = ""
-        if up is not None:
-            label = f"#{up['pr']}" if up["pr"] is not None else up["commit"][:12]
-            by = f" by {label} {up['commit'][:12]} {up['subject']} ({up['author']}, {up['date']})"
-        out.append(f"break {b['file']}:{b['line']} {b['name']}: {b['detail']}{by}; fix: {b['fix']}")
-    return out
+    return [breaks.Break.from_json(b).sentence() for b in row.get("breaks", [])]
