@@ -14,7 +14,7 @@ import pygit2
 from series import persisted
 from series.analysis import breaks
 from series.engine import report as reports
-from series.engine import state as st
+from series import halted as st
 from series.git.repo import branch_commit
 
 if TYPE_CHECKING:
