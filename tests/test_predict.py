@@ -10,7 +10,7 @@ import pytest
 
 from series.analysis import predictions as pr
 from series.errors import SeriesError
-from tests.conftest import run_series, sh
+from tests.conftest import run_series
 
 TEXT = """\
 predictions:
@@ -184,4 +184,3 @@ def test_the_options_go_one_at_a_time(fork: Path) -> None:
     _write(fork)
     run_series("predict", "predictions.yaml", "--show", "--refreeze", cwd=fork, expect=2)
     assert "no such file" in run_series("predict", "missing.yaml", cwd=fork, expect=1).stderr
-    sh("true", fork)
