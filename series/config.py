@@ -68,11 +68,11 @@ class _Checker:
         self.path = path
 
     def fail(self, node: Any, key: str | int | None, where: str, what: str) -> SeriesError:
-        line = _line_of(node, key)
+        line = line_of(node, key)
         return SeriesError(f"{self.path.name}:{line}: {where}: {what}")
 
 
-def _line_of(node: Any, key: str | int | None) -> int:
+def line_of(node: Any, key: str | int | None) -> int:
     """From ruamel's positions (`lc`), or series.blockyaml's, which answer the same way."""
     lc: Any = getattr(node, "lc", None)
     try:
@@ -152,10 +152,17 @@ def _long_number(text: str, path: Path, exc: ValueError) -> SeriesError:
 
 
 def _parse(text: str, path: Path) -> tuple[Series, Any]:
+    doc = load_yaml(text, path)
+    return _validated(doc, path), doc
+
+
+def load_yaml(text: str, path: Path) -> Any:
+    """ruamel's round-trip document of `text`; malformed YAML is one line naming the file
+    and line (series.yaml here, a predictions file in series.analysis.predictions)."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
-        doc = _yaml().load(io.StringIO(text))
+        return _yaml().load(io.StringIO(text))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         lines = text.splitlines()
@@ -172,7 +179,6 @@ def _parse(text: str, path: Path) -> tuple[Series, Any]:
         raise SeriesError(f"{path.name}: malformed YAML: nested too deeply") from None
     except ValueError as exc:  # int() of a number past Python's limit (4,300 digits)
         raise _long_number(text, path, exc) from None
-    return _validated(doc, path), doc
 
 
 def _validated(doc: Any, path: Path) -> Series:
@@ -183,13 +189,13 @@ def _validated(doc: Any, path: Path) -> Series:
         raise SeriesError(f"{path.name}:1: expected a mapping with 'upstream' and 'topics'")
     for key in doc:
         if key not in TOP_KEYS:
-            raise check.fail(doc, key, str(key), _unknown(key, TOP_KEYS))
+            raise check.fail(doc, key, str(key), unknown_key(key, TOP_KEYS))
     up = doc.get("upstream")
     if not isinstance(up, dict):
         raise check.fail(doc, "upstream", "upstream", "missing or not a mapping (needs remote and base)")
     for key in up:
         if key not in UPSTREAM_KEYS:
-            raise check.fail(up, key, f"upstream.{key}", _unknown(key, UPSTREAM_KEYS))
+            raise check.fail(up, key, f"upstream.{key}", unknown_key(key, UPSTREAM_KEYS))
     for key in ("remote", "base"):
         if not isinstance(up.get(key), str) or not up.get(key):
             raise check.fail(up, key, f"upstream.{key}", "required, a non-empty string")
@@ -224,16 +230,16 @@ def _validated(doc: Any, path: Path) -> Series:
 def _key_lines(doc: Mapping, up: Mapping, seq: Sequence) -> dict[str, int]:
     """1-based lines of keys, for errors found after loading ('upstream.base',
     'topics.NAME', 'topics.NAME.branch', ...)."""
-    lines = {str(key): _line_of(doc, key) for key in doc}
-    lines.update({f"upstream.{key}": _line_of(up, key) for key in up})
+    lines = {str(key): line_of(doc, key) for key in doc}
+    lines.update({f"upstream.{key}": line_of(up, key) for key in up})
     for index, raw in enumerate(seq):
         name = raw.get("name")
-        lines[f"topics.{name}"] = _line_of(seq, index)
-        lines.update({f"topics.{name}.{key}": _line_of(raw, key) for key in raw})
+        lines[f"topics.{name}"] = line_of(seq, index)
+        lines.update({f"topics.{name}.{key}": line_of(raw, key) for key in raw})
     return lines
 
 
-def _unknown(key: Any, allowed: tuple[str, ...]) -> str:
+def unknown_key(key: Any, allowed: tuple[str, ...]) -> str:
     close = difflib.get_close_matches(str(key), allowed, n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""
     return f"unknown key ({hint}allowed: {', '.join(allowed)})"
@@ -288,7 +294,7 @@ def _topic(check: _Checker, seq: Sequence, index: int, raw: Any) -> Topic:
         where = f"topics[{index}] ({raw['name']})"  # the name says which topic faster than [index]
     for key in raw:
         if key not in TOPIC_KEYS:
-            raise check.fail(raw, key, f"{where}.{key}", _unknown(key, TOPIC_KEYS))
+            raise check.fail(raw, key, f"{where}.{key}", unknown_key(key, TOPIC_KEYS))
     where = f"topics[{index}]"
     name = raw.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
@@ -324,7 +330,7 @@ def _topic(check: _Checker, seq: Sequence, index: int, raw: Any) -> Topic:
         upstream_head=Sha(head) if head else None,
         merged_in=merged_in,
         reason=_opt_str(check, raw, "reason", f"{where}.reason"),
-        line=_line_of(seq, index),
+        line=line_of(seq, index),
     )
 
 
@@ -337,7 +343,7 @@ def _propose(check: _Checker, doc: Mapping) -> ProposeSettings:
         raise check.fail(doc, "propose", "propose", "expected a mapping (max_lines, max_files, hot_paths, fork_remote)")
     for key in raw:
         if key not in PROPOSE_KEYS:
-            raise check.fail(raw, key, f"propose.{key}", _unknown(key, PROPOSE_KEYS))
+            raise check.fail(raw, key, f"propose.{key}", unknown_key(key, PROPOSE_KEYS))
     values: dict[str, Any] = {}
     for key in ("max_lines", "max_files"):
         value = raw.get(key)
@@ -381,12 +387,12 @@ def _check_references(check: _Checker, seq: Sequence, topics: list[Topic]) -> No
 
 
 def decode_text(data: bytes, name: str) -> str:
-    """series.yaml's bytes as text: UTF-8 (a BOM is fine), no NUL; else a one-line error."""
+    """series.yaml's bytes (or a predictions file's) as text: UTF-8 (a BOM is fine), no NUL; else a one-line error."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise SeriesError(f"{name}: is UTF-16; save it as UTF-8")
     if b"\0" in data:
         line = data[:data.index(b"\0")].count(b"\n") + 1
-        raise SeriesError(f"{name}:{line}: holds a NUL byte; series.yaml is UTF-8 text")
+        raise SeriesError(f"{name}:{line}: holds a NUL byte; save the file as UTF-8 text")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -26,6 +26,10 @@ from series.persisted import (Json, JsonObject, read_enum, read_list, read_objec
                               read_str_map)
 
 BACKUP_PREFIX = "refs/series/backup"
+# An entry whose extra holds RECORD: true is a record, not a change (a frozen prediction, an
+# explanation: series.analysis.predictions): `series undo` passes over it, since undoing a
+# claim made before a measurement would be a way to rewrite it.
+RECORD = "record"
 
 
 class OpState(str, enum.Enum):
@@ -109,6 +113,9 @@ class Operation:
     def removed_files(self) -> dict[str, str]:
         """Files the operation removed (path as journaled -> text), which undo puts back."""
         return read_str_map({"removed": self.extra.get("removed", {})}, "removed")
+
+    def is_record(self) -> bool:
+        return self.extra.get(RECORD) is True
 
     def extra_text(self, key: str) -> str | None:
         return read_opt_str(self.extra, key)

@@ -328,10 +328,12 @@ def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
 
 
 def undoable(repo: pygit2.Repository) -> journal.Operation:
-    """The newest operation that is neither an undo, undone, nor rolled back."""
+    """The newest operation that is neither an undo, undone, rolled back, nor a record
+    (journal.RECORD: a frozen prediction stays on record)."""
     ops = journal.operations(repo)
     undone = {op.undoes for op in ops if op.undoes}
     for op in reversed(ops):
-        if op.command != "undo" and op.id not in undone and op.state == journal.OpState.DONE:
+        if op.command != "undo" and op.id not in undone and op.state == journal.OpState.DONE \
+                and not op.is_record():
             return op
     raise SeriesError("nothing to undo: 'series log' lists no operation that is not undone already")

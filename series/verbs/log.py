@@ -20,6 +20,7 @@ def run(repo: pygit2.Repository) -> list[dict[str, Any]]:
             "state": op.state, "undoes": op.undoes, "undone_by": undone_by.get(op.id),
             "moves": [{"ref": m.ref, "old": m.old, "new": m.new} for m in op.moves],
             "config": op.config_path if op.config_before != op.config_after else None,
+            "record": op.is_record(),
         })
     return rows
 
@@ -37,6 +38,8 @@ def render(rows: list[dict[str, Any]]) -> str:
         if r["undone_by"]:
             notes.append(f"[undone by {r['undone_by']}]")
         refs_moved = f"{len(r['moves'])} ref(s)" + (", series.yaml" if r["config"] else "")
+        if r["record"] and not r["moves"] and not r["config"]:
+            refs_moved = "a record, which undo passes over"
         out.append(f"{r['id']}  {r['command']:<8} {r['summary']}  ({refs_moved}) {' '.join(notes)}".rstrip())
     return "\n".join(out)
 
