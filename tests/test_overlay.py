@@ -128,3 +128,31 @@ def test_more_than_65535_members_use_zip64_end_records(tmp_path: Path) -> None:
     assert len(members) == 65_600 and members[-1].name == "vllm/m65599.py"
     with zipfile.ZipFile(path) as z:  # the standard library agrees
         assert len(z.infolist()) == 65_600
+
+
+def test_a_change_equal_to_the_wheels_bytes_reuses_its_compressed_form(tmp_path: Path) -> None:
+    """The series' base can be older than the wheel (or a topic backports what the release
+    has): such a "changed" file is written like any other (fixed timestamp, the tree's mode,
+    RECORD entry) but its compressed bytes are the wheel's own, not deflated again."""
+    built = build_wheel(tmp_path / "in", BASE)
+    src = tmp_path / "src" / built.name
+    src.parent.mkdir()
+    same = "vllm/v1/kv_offload/cpu/policies/lru.py"
+    with zipfile.ZipFile(built) as zin, zipfile.ZipFile(src, "w") as zout:
+        for info in zin.infolist():  # stored, where a fresh deflate would differ
+            data = zin.read(info)
+            info.compress_type = zipfile.ZIP_STORED if info.filename == same else zipfile.ZIP_DEFLATED
+            zout.writestr(info, data)
+    edits = {same: FileChange(same, BASE[same]), **{p: c for p, c in changes().items() if p != same}}
+    result = overlay(src, tmp_path / "out", edits, SHA, WHEN)
+
+    assert same in result.modified, result
+    new = {m.name: m for m in ziparchive.read_members(result.path)[0]}
+    assert new[same].method == ziparchive.STORED, "the wheel's compressed form was not reused"
+    assert (new[same].dos_time, new[same].dos_date) == ziparchive.dos_datetime(WHEN)
+    with zipfile.ZipFile(result.path) as z:  # written where every other changed file goes
+        names = z.namelist()
+        assert names.index(same) > names.index("vllm/_C.abi3.so"), names
+        assert z.read(same) == BASE[same] and z.testzip() is None
+    site = install_wheel(result.path, tmp_path / "target")  # RECORD still verifies
+    assert (site / same).read_bytes() == BASE[same]

@@ -8,7 +8,7 @@ The wheel (about 320 MB) is fetched once with `pip download --no-deps --only-bin
 into the series wheel cache. The series diff is the bench fork's topics (their changed
 files under vllm/, at their heads); without the fork, a few synthetic edits. Each side is
 timed with `sync` included (and a `sync` before, so no earlier writeback is paid for),
-page cache warmed first, median of --rounds, the sides interleaved. The naive way
+page cache warmed first, the sides interleaved; median and best of --rounds. The naive way
 (zipfile, recompress every member) is timed once for scale.
 """
 from __future__ import annotations
@@ -103,11 +103,14 @@ def main() -> None:
             out = work / f"ovh-{i}"
             ov_hash_times.append(timed(lambda: overlay(wheel, out, changes, sha, (2026, 1, 1, 0, 0, 0)).sha256()))
             shutil.rmtree(out)
-        cp_t, ov_t, ovh_t = (statistics.median(t) for t in (cp_times, ov_times, ov_hash_times))
-        print(f"cp + sync                 {cp_t:7.3f} s   (median of {args.rounds})")
-        print(f"overlay + sync            {ov_t:7.3f} s   ratio {ov_t / cp_t:.2f}x cp   (the wheel alone; target <= 1.5x)")
-        print(f"overlay + sha256 + sync   {ovh_t:7.3f} s   ratio {ovh_t / cp_t:.2f}x cp   "
-              "(what 'series build' does: + the manifest's sha256, hashed beside the copy)")
+        for label, pick in (("median", statistics.median), ("best", min)):
+            cp_t, ov_t, ovh_t = (pick(t) for t in (cp_times, ov_times, ov_hash_times))
+            print(f"-- {label} of {args.rounds}, interleaved; load average {os.getloadavg()[0]:.2f}")
+            print(f"cp + sync                 {cp_t:7.3f} s")
+            print(f"overlay + sync            {ov_t:7.3f} s   ratio {ov_t / cp_t:.2f}x cp   "
+                  "(the wheel alone; target <= 1.5x)")
+            print(f"overlay + sha256 + sync   {ovh_t:7.3f} s   ratio {ovh_t / cp_t:.2f}x cp   "
+                  "(what 'series build' does: + the manifest's sha256, hashed beside the copy)")
         if not args.no_naive:
             nv_t = timed(lambda: naive(wheel, work / "naive.whl", changes))
             print(f"naive recompress + sync   {nv_t:7.3f} s   ratio {nv_t / cp_t:.2f}x cp   (zipfile, once)")

@@ -15,7 +15,10 @@ import base64
 import csv
 import hashlib
 import io
+import os
 import re
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -202,23 +205,19 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: st
         old_data = f"{wheel.name}-{wheel.version}.data/"
         body = [m for m in members if not m.name.startswith((old_info, old_data))]
         rewritten = set(modified) | set(deleted) | ({version_file} if version_file else set())
-        _copy_unchanged(f, writer, body, rewritten, members, records, old_record)
-        for path in sorted(set(modified) | set(added) | ({version_file} if version_file else set())):
-            if path in deleted:
-                continue
-            if path == version_file and path not in applied:
-                data = stamp_version_file(ziparchive.read_data(f, by_name[path]).decode(),
-                                          version, f"g{sha[:7]}").encode()
-                attr = by_name[path].external_attr
-            else:
-                change = applied[path]
-                assert change.data is not None
-                data = change.data
-                if path == version_file:
-                    data = stamp_version_file(data.decode(), version, f"g{sha[:7]}").encode()
-                attr = _mode_attr(change.executable)  # as the integration tree has it
-            writer.add_bytes(path, data, date_time, attr)
-            records.append((path, record_hash(data), len(data)))
+        stamped = version_file if version_file not in deleted else None
+        new_files = _new_files(f, by_name, applied, sorted(set(modified) | set(added)), stamped,
+                               version, sha)
+        # Deflating the changed files (the one CPU cost left) runs in a thread while the
+        # kernel copies the unchanged ranges: zlib and copy_file_range both drop the GIL.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            encoded = [pool.submit(_encode, f, by_name.get(path), old_record, data)
+                       for path, data, _ in new_files]
+            _copy_unchanged(f, writer, body, rewritten, members, records, old_record)
+            for (path, data, attr), job in zip(new_files, encoded):
+                raw, method, crc, digest = job.result()
+                writer.add_encoded(path, raw, method, crc, len(data), date_time, attr)
+                records.append((path, digest, len(data)))
         # NAME-VERSION.data/ must follow the new version too; its bytes are reused.
         for m in members:
             if m.name.startswith(old_data) and not m.name.endswith("/"):
@@ -229,6 +228,48 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: st
         writer.close()
         digest = hasher.hexdigest() if hasher else ""  # before the source closes: it reads it
     return OverlayResult(target, version, added, modified, deleted, ignored, digest)
+
+
+def _new_files(f: io.BufferedReader, by_name: dict[str, Member], applied: Mapping[str, FileChange],
+               written: list[str], version_file: str | None, version: str,
+               sha: str) -> list[tuple[str, bytes, int]]:
+    """(path, bytes, external_attr) of every member written anew, in the order written."""
+    out = []
+    for path in sorted(set(written) | ({version_file} if version_file else set())):
+        if path == version_file and path not in applied:
+            data = stamp_version_file(ziparchive.read_data(f, by_name[path]).decode(),
+                                      version, f"g{sha[:7]}").encode()
+            attr = by_name[path].external_attr
+        else:
+            change = applied[path]
+            assert change.data is not None
+            data = change.data
+            if path == version_file:
+                data = stamp_version_file(data.decode(), version, f"g{sha[:7]}").encode()
+            attr = _mode_attr(change.executable)  # as the integration tree has it
+        out.append((path, data, attr))
+    return out
+
+
+def _encode(f: io.BufferedReader, old: Member | None, old_record: dict[str, tuple[str, int]],
+            data: bytes) -> tuple[bytes, int, int, str]:
+    """(compressed bytes, method, CRC, RECORD hash) of a member written anew.
+
+    A "changed" file whose bytes are the wheel's own (a series based on an older tag than
+    the wheel, a backport of what the release already has) reuses the wheel's compressed
+    bytes: same content, no deflate. Size, CRC and RECORD's sha256 must all agree.
+    """
+    digest, crc = record_hash(data), zlib.crc32(data)
+    if (old is not None and old.size == len(data) and old.crc == crc
+            and old.method in (ziparchive.STORED, ziparchive.DEFLATED)
+            and old_record.get(old.name, ("", 0))[0] == digest):
+        return os.pread(f.fileno(), old.compressed_size, _data_start(f, old)), old.method, crc, digest
+    return ziparchive.deflate(data), ziparchive.DEFLATED, crc, digest
+
+
+def _data_start(f: io.BufferedReader, m: Member) -> int:
+    header = os.pread(f.fileno(), 30, m.offset)
+    return m.offset + 30 + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
 
 
 def _record_of(f: io.BufferedReader, m: Member, name: str,

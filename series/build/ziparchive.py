@@ -248,16 +248,20 @@ class ZipWriter:
 
     def add_bytes(self, name: str, data: bytes, date_time: tuple[int, int, int, int, int, int],
                   external_attr: int, compress: bool = True) -> None:
-        compressed = deflate(data) if compress else data
+        self.add_encoded(name, deflate(data) if compress else data, DEFLATED if compress else STORED,
+                         zlib.crc32(data), len(data), date_time, external_attr)
+
+    def add_encoded(self, name: str, encoded: bytes, method: int, crc: int, size: int,
+                    date_time: tuple[int, int, int, int, int, int], external_attr: int) -> None:
+        """A new member whose bytes are already compressed (`method`) by the caller."""
         dos_time, dos_date = dos_datetime(date_time)
-        raw_name = name.encode("utf-8")
         member = Member(
-            name=name, raw_name=raw_name, made_by=(3 << 8) | 20, needed=20,
-            flags=0 if name.isascii() else FLAG_UTF8, method=DEFLATED if compress else STORED,
-            dos_time=dos_time, dos_date=dos_date, crc=zlib.crc32(data), compressed_size=len(compressed),
-            size=len(data), internal_attr=0, external_attr=external_attr, offset=self.offset,
+            name=name, raw_name=name.encode("utf-8"), made_by=(3 << 8) | 20, needed=20,
+            flags=0 if name.isascii() else FLAG_UTF8, method=method,
+            dos_time=dos_time, dos_date=dos_date, crc=crc, compressed_size=len(encoded),
+            size=size, internal_attr=0, external_attr=external_attr, offset=self.offset,
         )
-        self._write_local(member, compressed)
+        self._write_local(member, encoded)
 
     def _write_local(self, member: Member, compressed: bytes) -> None:
         if member.compressed_size >= MAX32 or member.size >= MAX32:
