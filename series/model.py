@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NewType
@@ -35,6 +36,16 @@ class Topic:
     @property
     def active(self) -> bool:
         return self.status is Status.ACTIVE
+
+
+def topic_name(branch: str) -> str:
+    """The name `series init` and `series add` give a topic for its branch:
+    'topic/Offload_Evict Fix' -> 'offload_evict-fix': the last path component, made
+    to fit series.yaml's [a-z0-9._-] names."""
+    last = branch.rstrip("/").rsplit("/", 1)[-1].lower()
+    name = re.sub(r"[^a-z0-9._-]+", "-", last)
+    name = re.sub(r"-{2,}", "-", name).strip("-._")
+    return name or "topic"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from series.verbs.init import topic_name
+from series.model import topic_name
 from tests.conftest import run_series, sh
 from tests.repos import SERIES_YAML
 

@@ -191,3 +191,78 @@ def test_neither_the_engine_nor_the_door_imports_the_other() -> None:
     offenders += [f"series/{name}: {', '.join(sorted(bad))}" for name in door
                   if (bad := _names(_imports(PACKAGE / name), ("series.engine",)))]
     assert offenders == []
+
+
+# -- a verb imports no other verb (issue 25): what two verbs share is the library's ------------------
+
+def _verb_of(module: str) -> str | None:
+    """The verb a dotted name belongs to: series.verbs.<verb>[.<part>...], else None."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["series", "verbs"] else None
+
+
+def _called(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _verb_imports(path: Path, source: str | None = None) -> set[str]:
+    """Every series.verbs.* name a file (at `path` in the package, its text `source` or
+    what is there) imports, at module level or inside a function; `from series.verbs
+    import x`, relative imports and import_module name their verbs too."""
+    tree = ast.parse(path.read_text() if source is None else source, str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("series.verbs."))
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.startswith("series.verbs"):
+            found.update({node.module} | {f"{node.module}.{a.name}" for a in node.names})
+        if isinstance(node, ast.ImportFrom) and node.module == "series" and node.level == 0:
+            if any(a.name == "verbs" for a in node.names):
+                found.add("series.verbs.?")
+        if isinstance(node, ast.ImportFrom) and node.level > 0:   # relative: resolved from the file
+            package = ("series",) + path.relative_to(PACKAGE).parent.parts
+            base = ".".join(package[:len(package) - node.level + 1])
+            module = f"{base}.{node.module}" if node.module else base
+            if module.startswith("series.verbs"):
+                found.update({module} | {f"{module}.{a.name}" for a in node.names})
+        if isinstance(node, ast.Call) and _called(node) in ("import_module", "__import__") and node.args:
+            arg = node.args[0]
+            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                found.add("series.verbs.?")   # a computed name: the check cannot tell, so not allowed
+            elif arg.value.startswith("series.verbs."):
+                found.add(arg.value)
+    return found - {"series.verbs"}   # the package itself: the names imported from it carry the verb
+
+
+def _cross_verb_imports() -> list[str]:
+    offenders = []
+    for path in sorted((PACKAGE / "verbs").rglob("*.py")):
+        rel = path.relative_to(PACKAGE / "verbs")
+        if rel.as_posix() == "__init__.py":
+            continue
+        own = rel.parts[0].removesuffix(".py")
+        bad = {m for m in _verb_imports(path) if _verb_of(m) != own}
+        if bad:
+            offenders.append(f"series/verbs/{rel.as_posix()}: {', '.join(sorted(bad))}")
+    return offenders
+
+
+def test_no_verb_imports_another_verb() -> None:
+    """A verb package's own parts (rebase/reach.py for rebase) are the same verb; code two
+    verbs share lives in the library (STYLE rule 4), so each verb loads alone."""
+    assert _cross_verb_imports() == []
+
+
+def test_the_cross_verb_check_sees_each_form() -> None:
+    sample = PACKAGE / "verbs" / "propose" / "steps.py"   # only its place is used: the text is below
+    source = ("from series.verbs.init import topic_name\n"
+              "def f():\n    from series.verbs import status, test\n"
+              "    import series.verbs.touches\n"
+              "    importlib.import_module('series.verbs.undo')\n"
+              "from series.verbs.rebase import reach\n")
+    found = {_verb_of(m) for m in _verb_imports(sample, source)}
+    assert found == {"init", "status", "test", "touches", "undo", "rebase"}, found
+    relative = _verb_imports(sample, "from ..preflight import rank\nfrom . import steps\nfrom .. import add\n")
+    assert {_verb_of(m) for m in relative} == {"preflight", "propose", "add"}, relative

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import pygit2
 
+from series.errors import SeriesError
+from series.git import partial
 from series.git.repo import FileStat, PathChange, file_stat
 from series.model import Topic
 from series.topics import OwnWork
@@ -247,3 +249,72 @@ def forecast(repo: pygit2.Repository, diffs: Sequence[TopicDiff], old: pygit2.Co
         if spots:
             found.append((diff, spots))
     return found
+
+
+# -- over a workspace: the topics a run looks at, their blobs, the matrix (touches, ci report) -------
+
+@dataclass(frozen=True)
+class Scope:
+    """What a run looked at: which topics, over which base."""
+
+    base: str
+    base_sha: str
+    include_all: bool
+    checked: tuple[str, ...]
+    missing: tuple[Topic, ...]     # selected topics whose branch is gone (skipped)
+    inactive: int                  # topics --all would add
+
+
+def scope_of(ws: Workspace, include_all: bool) -> tuple[Scope, list[TopicDiff]]:
+    present, missing = select_topics(ws, include_all)
+    base = ws.base_commit()
+    diffs = topic_diffs(ws, present)
+    inactive = 0 if include_all else len(ws.series.topics) - len(ws.series.active())
+    return Scope(ws.series.upstream.base, str(base.id), include_all,
+                 tuple(t.name for t in present), tuple(missing), inactive), diffs
+
+
+def fetch_blobs(ws: Workspace, diffs: Sequence[TopicDiff], specs: Sequence[PathSpec] = (),
+                trees: Sequence[pygit2.Tree] = ()) -> None:
+    """A blobless clone has every tree but not every blob: opening the workspace fetched
+    the active topics' (series.git.partial); --all's other topics and --between's upstream
+    ends are fetched here, in one batch, or the run fails saying why (exit 2), never a
+    libgit2 crash that would exit 1, 'not touched'."""
+    partial.ensure_objects(ws.repo, blobs_read(diffs, specs, trees))
+
+
+def file_json(f: TouchedFile) -> dict[str, Any]:
+    return {"path": f.path, "added": f.added, "deleted": f.deleted, "status": f.status}
+
+
+@dataclass(frozen=True)
+class MatrixResult:
+    scope: Scope
+    matrix: Matrix
+    collisions: list[Collision]
+    files: dict[str, int]  # topic -> files changed
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.matrix.cells)
+
+
+def matrix_of(ws: Workspace, depth: int, include_all: bool) -> MatrixResult:
+    if depth < 1:
+        raise SeriesError(f"--depth {depth}: expected 1 or more directory levels")
+    scope, diffs = scope_of(ws, include_all)
+    fetch_blobs(ws, diffs)
+    return MatrixResult(scope, matrix(diffs, depth), collisions(diffs),
+                        {d.topic.name: len(d.changes) for d in diffs})
+
+
+def matrix_json(result: MatrixResult) -> dict[str, Any]:
+    return {
+        "base": result.scope.base,
+        "depth": result.matrix.depth,
+        "topics": [{"name": n, "files": result.files[n]} for n in result.matrix.topics],
+        "directories": [{"path": d, "topics": row} for d, row in result.matrix.cells.items()],
+        "collisions": [{"path": c.path, "topics": [{"name": n, **file_json(f)} for n, f in c.files]}
+                       for c in result.collisions],
+        "skipped_missing_branch": [t.name for t in result.scope.missing],
+    }

@@ -15,7 +15,7 @@ from series import config
 from series.cli import Context, emit, pass_ctx
 from series.errors import SeriesError
 from series.git.repo import branch_commit, repo_path
-from series.verbs.init import topic_name
+from series.model import topic_name
 from series.workspace import Workspace
 
 

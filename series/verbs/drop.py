@@ -8,7 +8,7 @@ import click
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.model import Status
-from series.verbs.supersede import StatusChange, edit_status, reason_and_undo
+from series.status_change import StatusChange, edit_status, reason_and_undo
 from series.workspace import Workspace
 
 

@@ -25,20 +25,11 @@ from series.cli import Context, emit, pass_ctx
 from series.errors import SeriesError
 from series.git import releases
 from series.git.repo import open_repo, resolve_release, workdir
-from series.model import Series, Topic, Upstream
+from series.model import Series, Topic, Upstream, topic_name
 from series.topics import OwnWork, OwnWorks
 from series.workspace import operation
 
 _GITHUB_URL = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
-
-
-def topic_name(branch: str) -> str:
-    """'topic/Offload_Evict Fix' -> 'offload_evict-fix': the last path component, made
-    to fit series.yaml's [a-z0-9._-] names."""
-    last = branch.rstrip("/").rsplit("/", 1)[-1].lower()
-    name = re.sub(r"[^a-z0-9._-]+", "-", last)
-    name = re.sub(r"-{2,}", "-", name).strip("-._")
-    return name or "topic"
 
 
 @dataclass(frozen=True)

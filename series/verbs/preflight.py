@@ -22,26 +22,12 @@ from series.analysis.grade import signed_off
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.forge import open_forge, scan
-from series.forge.base import (Forge, OfflineForge, PullFile, PullRequest, change_files, mainline_commit,
-                               pr_ref, ranges_overlap)
+from series.forge.base import Forge, OfflineForge, PullFile, PullRequest, change_files, mainline_commit
+from series.forge.overlap import Candidate, fetched_files, rank, updated_moment
 from series.validate import printable
 from series.workspace import Workspace
 from series.git.repo import message, subject
 
-
-
-@dataclass(frozen=True)
-class Candidate:
-    number: int
-    title: str
-    author: str
-    state: str
-    url: str | None
-    shared_files: list[str]
-    overlapping_hunks: int
-    own: bool = False  # the PR this topic was adopted from
-    updated_at: str | None = None
-    merge_commit: str | None = None  # upstream's squash of it, when merged
 
 
 @dataclass(frozen=True)
@@ -66,33 +52,6 @@ class Preflight:
     @property
     def dco_ok(self) -> bool:
         return all(c.signed_off for c in self.commits)
-
-
-def rank(topic_files: list[PullFile], pulls: list[PullRequest],
-         files_of: Callable[[PullRequest], list[PullFile]], own_pr: int | None = None) -> list[Candidate]:
-    """PRs sharing a file with the topic: most shared files first, then most overlapping hunks."""
-    mine = {f.path: f for f in topic_files}
-    found = []
-    for pr in pulls:
-        shared: list[str] = []
-        hunks = 0
-        for theirs in files_of(pr):
-            for path in (theirs.path, theirs.previous_path):
-                if path and path in mine and path not in shared:
-                    shared.append(path)
-                    hunks += ranges_overlap(mine[path].hunks, theirs.hunks)
-        if shared:
-            found.append(Candidate(int(pr.number), pr.title, pr.author, pr.state, pr.url,
-                                   sorted(shared), hunks, own=own_pr == pr.number,
-                                   updated_at=pr.updated_at, merge_commit=pr.merge_commit))
-    found.sort(key=lambda c: (-len(c.shared_files), -c.overlapping_hunks, -_moment(c.updated_at), -c.number))
-    return found
-
-
-def _moment(stamp: str | None) -> float:
-    if not stamp:
-        return 0.0
-    return _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
@@ -120,14 +79,14 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
             notes.append("no commit-graph in this clone: 'git commit-graph write --reachable --changed-paths' "
                          "makes this walk faster")
         if days is not None:
-            recent = [p for p in pulls if p.updated_at is None or _moment(p.updated_at) >= since.timestamp()]
+            recent = [p for p in pulls if p.updated_at is None or updated_moment(p.updated_at) >= since.timestamp()]
             if len(recent) < len(pulls):
                 notes.append(f"{len(pulls) - len(recent)} PR head(s) older than {days} days left out (--days)")
             pulls = recent
     local: dict[int, list[PullFile]] = {}
     if scanned is None:
         pulls = forge.list_pulls(since)
-        local = fetched_files(ws, pulls, [f.path for f in files])
+        local = fetched_files(repo, ws.series.upstream.remote, pulls, [f.path for f in files])
         if local:
             notes.append(f"{len(local)} of {len(pulls)} PRs compared from their heads fetched into git refs "
                          "(same head as GitHub's), not with an API request each")
@@ -160,22 +119,6 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         paths=[f.path for f in files], commits=commits, candidates=candidates,
         checked=scanned.heads if scanned is not None else len(pulls), notes=notes,
     )
-
-
-def fetched_files(ws: Workspace, pulls: list[PullRequest], paths: list[str]) -> dict[int, list[PullFile]]:
-    """For the API's PRs whose head is fetched here at the same commit: the files among
-    `paths` each changes, from one walk over the PR heads (series.forge.scan) instead of
-    one API request per PR (vLLM has about a thousand open)."""
-    repo, remote = ws.repo, ws.series.upstream.remote
-    same = set()
-    for pr in pulls:
-        ref = repo.references.get(pr_ref(remote, int(pr.number))) if pr.head_sha else None
-        if ref is not None and str(ref.target) == pr.head_sha:
-            same.add(int(pr.number))
-    if not same:
-        return {}
-    found = scan.scan(repo, remote, mainline_commit(repo, remote), paths, len(same))
-    return {n: found.files.get(n, []) for n in same}
 
 
 def to_json(result: Preflight) -> dict[str, object]:

@@ -1,65 +1,23 @@
 """`series status`: one row per topic: what the fork carries over upstream."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TypedDict
+from dataclasses import asdict
 
 import click
 
 from series.analysis import attribution
 from series.analysis.attribution import Behind
+from series.analysis.read_first import halted_read_first
 from series.cli import Context, emit, emit_json, pass_ctx
+from series.topic_status import TopicStatus, topic_rows
 from series.topics import meant_start
 from series.analysis import since_rebase
 from series.workspace import Workspace
 
 
-@dataclass(frozen=True)
-class TopicStatus:
-    name: str
-    branch: str
-    status: str
-    commits: int | None
-    files: int | None
-    added: int | None
-    deleted: int | None
-    on_base: bool | None       # the branch contains upstream.base
-    fork_point: str | None     # where it really sits, when not on the base
-    upstream_pr: int | None
-    superseded_by: str | None
-    merged_in: str | None
-    missing: bool = False
-
-
-class _FromConfig(TypedDict):
-    """The TopicStatus fields that come from series.yaml, whether or not the branch exists."""
-
-    name: str
-    branch: str
-    status: str
-    upstream_pr: int | None
-    superseded_by: str | None
-    merged_in: str | None
-
-
 def run(ws: Workspace) -> list[TopicStatus]:
-    rows = []
-    for topic in ws.series.topics:
-        common = _FromConfig(name=topic.name, branch=topic.branch, status=topic.status.value,
-                             upstream_pr=topic.upstream_pr, superseded_by=topic.superseded_by,
-                             merged_in=topic.merged_in)
-        own = ws.own(topic)  # a stacked topic: its dependencies' commits are not counted
-        if own is None:
-            rows.append(TopicStatus(**common, commits=None, files=None, added=None, deleted=None,
-                                    on_base=None, fork_point=None, missing=True))
-            continue
-        stats = own.stats
-        rows.append(TopicStatus(
-            **common, commits=len(own.commits),
-            files=len(stats), added=sum(s.added for s in stats), deleted=sum(s.deleted for s in stats),
-            on_base=own.on_base, fork_point=None if own.on_base else str(own.start.id)[:12],
-        ))
-    return rows
+    """The rows, series.topic_status's (ci report shows them too)."""
+    return topic_rows(ws)
 
 
 def halted(ws: Workspace) -> str | None:
@@ -119,8 +77,6 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         out += [f"  {'':<{width}}    {b.sentence()}" for b in found.get(r.name, [])]
     sentence = halted(ws)
     if sentence:
-        from series.verbs.rebase.reach import halted_read_first
-
         out.append(sentence)
         out += [f"  {line}" for line in halted_read_first(ws)]
     return "\n".join(out)

@@ -7,37 +7,14 @@ old work is one `git log` away. The edit goes through the write door (journaled,
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import click
 
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.model import Status
+from series.status_change import StatusChange, edit_status, reason_and_undo
 from series.workspace import Workspace
-
-
-@dataclass(frozen=True)
-class StatusChange:
-    topic: str
-    old_status: str
-    new_status: str
-    by: str | None = None
-    reason: str | None = None
-    operation: str | None = None  # journal id; None on --dry-run
-
-
-def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run: bool,
-                **fields: object) -> str | None:
-    """Change one topic's fields in series.yaml as a journaled operation; its id."""
-    if dry_run:
-        draft = ws.draft(command, summary)
-        draft.set_topic(name, **fields)
-        draft.preview()  # the result must be a valid series.yaml
-        return None
-    with ws.operation(command, summary) as op:
-        op.set_topic(name, **fields)
-        return op.commit().id
 
 
 def run(ws: Workspace, name: str, by: str, reason: str | None = None,
@@ -55,14 +32,6 @@ def run(ws: Workspace, name: str, by: str, reason: str | None = None,
                      status=Status.SUPERSEDED.value, superseded_by=by, reason=reason)
     return StatusChange(name, topic.status.value, Status.SUPERSEDED.value, by=by, reason=reason,
                         operation=op)
-
-
-def reason_and_undo(change: StatusChange) -> str:
-    """The lines a status change ends with (drop's too): why, and how to take it back."""
-    text = f"\n  reason: {change.reason}" if change.reason else ""
-    if change.operation:
-        text += f"\n  'series undo' reverts this ({change.operation})"
-    return text
 
 
 def render(change: StatusChange, branch: str) -> str:

@@ -15,43 +15,12 @@ import pygit2
 from series.analysis import attribution
 from series.analysis import touches as analysis
 from series.analysis.attribution import UpstreamCommit
-from series.analysis.touches import Collision, Hotspot, Matrix, PathSpec, TopicDiff, TouchedFile
+from series.analysis.touches import Hotspot, MatrixResult, PathSpec, Scope, TopicDiff, TouchedFile
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import partial
 from series.git.repo import repo_path, resolve_release
-from series.model import Topic
 from series.workspace import Workspace
-
-
-@dataclass(frozen=True)
-class Scope:
-    """What a run looked at: which topics, over which base."""
-
-    base: str
-    base_sha: str
-    include_all: bool
-    checked: tuple[str, ...]
-    missing: tuple[Topic, ...]     # selected topics whose branch is gone (skipped)
-    inactive: int                  # topics --all would add
-
-
-def _scope(ws: Workspace, include_all: bool) -> tuple[Scope, list[TopicDiff]]:
-    present, missing = analysis.select_topics(ws, include_all)
-    base = ws.base_commit()
-    diffs = analysis.topic_diffs(ws, present)
-    inactive = 0 if include_all else len(ws.series.topics) - len(ws.series.active())
-    return Scope(ws.series.upstream.base, str(base.id), include_all,
-                 tuple(t.name for t in present), tuple(missing), inactive), diffs
-
-
-def _fetch_blobs(ws: Workspace, diffs: Sequence[TopicDiff], specs: Sequence[PathSpec] = (),
-                 trees: Sequence[pygit2.Tree] = ()) -> None:
-    """A blobless clone has every tree but not every blob: opening the workspace fetched
-    the active topics' (series.git.partial); --all's other topics and --between's upstream
-    ends are fetched here, in one batch, or the run fails saying why (exit 2), never a
-    libgit2 crash that would exit 1, 'not touched'."""
-    partial.ensure_objects(ws.repo, analysis.blobs_read(diffs, specs, trees))
 
 
 def _topics_word(scope: Scope) -> str:
@@ -74,8 +43,8 @@ class PathsResult:
 
 def run_paths(ws: Workspace, paths: Sequence[str], include_all: bool) -> PathsResult:
     specs = tuple(analysis.parse_spec(p) for p in paths)
-    scope, diffs = _scope(ws, include_all)
-    _fetch_blobs(ws, diffs, specs)
+    scope, diffs = analysis.scope_of(ws, include_all)
+    analysis.fetch_blobs(ws, diffs, specs)
     found = analysis.touching(diffs, specs)
     base_tree = ws.base_commit().tree
     ours = {p for d in diffs for p in d.paths}
@@ -84,16 +53,12 @@ def run_paths(ws: Workspace, paths: Sequence[str], include_all: bool) -> PathsRe
     return PathsResult(scope, specs, found, unknown)
 
 
-def _file_json(f: TouchedFile) -> dict[str, Any]:
-    return {"path": f.path, "added": f.added, "deleted": f.deleted, "status": f.status}
-
-
 def paths_json(result: PathsResult) -> dict[str, Any]:
     return {
         "paths": [s.text for s in result.specs],
         "base": result.scope.base,
         "topics": [{"name": d.topic.name, "branch": d.topic.branch, "status": d.topic.status.value,
-                    "files": [_file_json(f) for f in files]} for d, files in result.found],
+                    "files": [analysis.file_json(f) for f in files]} for d, files in result.found],
         "checked": list(result.scope.checked),
         "skipped_missing_branch": [t.name for t in result.scope.missing],
     }
@@ -140,39 +105,6 @@ def render_paths(result: PathsResult) -> str:
 
 
 # --- touches (matrix) --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class MatrixResult:
-    scope: Scope
-    matrix: Matrix
-    collisions: list[Collision]
-    files: dict[str, int]  # topic -> files changed
-
-    @property
-    def touched(self) -> bool:
-        return bool(self.matrix.cells)
-
-
-def run_matrix(ws: Workspace, depth: int, include_all: bool) -> MatrixResult:
-    if depth < 1:
-        raise SeriesError(f"--depth {depth}: expected 1 or more directory levels")
-    scope, diffs = _scope(ws, include_all)
-    _fetch_blobs(ws, diffs)
-    return MatrixResult(scope, analysis.matrix(diffs, depth), analysis.collisions(diffs),
-                        {d.topic.name: len(d.changes) for d in diffs})
-
-
-def matrix_json(result: MatrixResult) -> dict[str, Any]:
-    return {
-        "base": result.scope.base,
-        "depth": result.matrix.depth,
-        "topics": [{"name": n, "files": result.files[n]} for n in result.matrix.topics],
-        "directories": [{"path": d, "topics": row} for d, row in result.matrix.cells.items()],
-        "collisions": [{"path": c.path, "topics": [{"name": n, **_file_json(f)} for n, f in c.files]}
-                       for c in result.collisions],
-        "skipped_missing_branch": [t.name for t in result.scope.missing],
-    }
-
 
 def render_matrix(result: MatrixResult) -> str:
     scope, m = result.scope, result.matrix
@@ -269,8 +201,8 @@ def run_forecast(ws: Workspace, between: str, paths: Sequence[str], include_all:
             raise SeriesError(f"--between {between}: {old_name} and {new_name} share no history")
         old = ws.repo[merge_base].peel(pygit2.Commit)
     specs = tuple(analysis.parse_spec(p) for p in paths)
-    scope, diffs = _scope(ws, include_all)
-    _fetch_blobs(ws, diffs, specs, (old.tree, new.tree))
+    scope, diffs = analysis.scope_of(ws, include_all)
+    analysis.fetch_blobs(ws, diffs, specs, (old.tree, new.tree))
     found = analysis.forecast(ws.repo, diffs, old, new, specs)
     return ForecastResult(scope, old_name, new_name, str(old.id), str(new.id), specs, found,
                           _pulls(ws.repo, old, new, found))
@@ -283,7 +215,8 @@ def forecast_json(result: ForecastResult) -> dict[str, Any]:
         "paths": [s.text for s in result.specs],
         "base": result.scope.base,
         "topics": [{"name": d.topic.name, "branch": d.topic.branch,
-                    "files": [{"path": h.path, "upstream": _file_json(h.upstream), "ours": _file_json(h.ours),
+                    "files": [{"path": h.path, "upstream": analysis.file_json(h.upstream),
+                               "ours": analysis.file_json(h.ours),
                                "same_as_upstream": h.same_as_upstream}
                               for h in spots]} for d, spots in result.found],
         "upstream_pulls": [{**asdict(u.commit), "files": [{"path": p, "topics": list(t)} for p, t in u.files]}
@@ -376,8 +309,8 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
             output = paths_json(found) if as_json else render_paths(found)
             touched = found.touched
         else:
-            grid = run_matrix(ws, depth, include_all)
-            output = matrix_json(grid) if as_json else render_matrix(grid)
+            grid = analysis.matrix_of(ws, depth, include_all)
+            output = analysis.matrix_json(grid) if as_json else render_matrix(grid)
             touched = grid.touched
         if isinstance(output, str):
             emit(output)
@@ -388,7 +321,7 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
         exc.exit_code = EXIT_TOUCHES_ERROR
         raise
     except (KeyError, pygit2.GitError) as exc:
-        # an object a partial or shallow clone lacks (one _fetch_blobs could not foresee, or
+        # an object a partial or shallow clone lacks (one analysis.fetch_blobs could not foresee, or
         # a treeless clone): main() would say so with exit 1, which here means 'not touched'
         known = partial.explain(exc, here)
         if known is None:

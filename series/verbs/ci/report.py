@@ -123,9 +123,12 @@ def mermaid(matrix: dict[str, Any]) -> list[str]:
 
 def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
           onto: str | None = None, depth: int = 2) -> str:
-    from series.verbs import status, test, touches
+    # loaded here, not with the module: `ci owners` reads a rebase document with read_rebase alone
+    from series.analysis import test_plan
+    from series.analysis import touches as analysis
+    from series.topic_status import topic_rows
 
-    rows = status.run(ws)
+    rows = topic_rows(ws)
     rebased = read_rebase(rebase) if rebase is not None else None
     build_data = _load(built, "series build")
     outcome = {r.name: r for r in rebased.topics} if rebased else {}
@@ -167,15 +170,13 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
                     for b in row.breaks]
         out.append("")
 
-    from series.analysis import touches as analysis
-
     present, _missing = analysis.select_topics(ws, False)
     for diff in analysis.topic_diffs(ws, present):
         paths = sorted(c.path for c in diff.changes)
         out += [f"<details><summary>{diff.topic.name}: {len(paths)} file(s)</summary>", ""]
         out += [f"- `{p}`" for p in paths] + ["", "</details>", ""]
 
-    grid = touches.matrix_json(touches.run_matrix(ws, depth, False))
+    grid = analysis.matrix_json(analysis.matrix_of(ws, depth, False))
 
     out += [f"## Topics × directories (depth {depth})", ""] + mermaid(grid) + [""]
     if grid["collisions"]:
@@ -184,7 +185,7 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
         out.append("")
 
     try:
-        plan = test.select(ws)
+        plan = test_plan.select(ws)
     except SeriesError as exc:  # an upstream without test_areas: say so, keep the report
         out += ["## Upstream CI steps", "", f"not selected: {exc}", ""]
         return "\n".join(out)

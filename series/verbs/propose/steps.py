@@ -31,11 +31,11 @@ from series import validate
 from series.errors import ConflictError, SeriesError
 from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
+from series.forge.overlap import Candidate, fetched_files, rank
 from series.forge.refs import fetch_all_pulls
 from series.git.cli import git
 from series.git.repo import committer as git_committer, file_stats, message, workdir
 from series.model import PRNumber
-from series.verbs.preflight import Candidate, fetched_files, rank
 from series.workspace import Workspace
 
 STEPS = ("replay", "grade", "reviewers", "description", "duplicates", "push", "pull request")
@@ -279,7 +279,7 @@ def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Options
         try:
             pulls = forge.open_pulls()
             # PRs whose head is fetched here at GitHub's head sha: one git walk, not a request each
-            local = fetched_files(ws, pulls, [f.path for f in files])
+            local = fetched_files(ws.repo, remote, pulls, [f.path for f in files])
             if local:
                 notes.append(f"{len(local)} of {len(pulls)} open PRs compared from their heads fetched into "
                              "git refs (same head as GitHub's), not with an API request each")

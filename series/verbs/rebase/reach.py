@@ -15,13 +15,14 @@
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pygit2
 
 from series.analysis import attribution
+# rebase/__init__ words its conflicts with it (history.read_first); the words are the library's
+from series.analysis.read_first import read_first as read_first
 from series.engine import rebase as engine
 from series import halted as st
 from series.engine.ending import Ending, Identity, Rewrite
@@ -29,7 +30,6 @@ from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
 from series.engine.ports import Door, Tree
 from series.errors import SeriesError
-from series.engine.report import report_dir
 from series.resolutions import engine_hooks
 from series.git.repo import changed_paths, resolve_release
 from series.workspace import Workspace
@@ -109,33 +109,6 @@ def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, 
         for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
                                                  engine_hooks(ws.series)):
             rows[breaking.topic]["first_breaking"] = breaking.as_json()
-
-
-def read_first(report: dict[str, Any], topic: str) -> list[str]:
-    """For the conflict worktree's instructions: the upstream change to read before resolving."""
-    row = next((t for t in report["topics"] if t["name"] == topic), None)
-    out = []
-    for path, found in (row or {}).get("upstream", {}).items():
-        hits = [c for c in found["culprits"] if c["overlaps"]]
-        if hits:
-            c = hits[0]
-            what = f"{c['symbol']}()" if c.get("symbol") else path.rsplit("/", 1)[-1]
-            label = f"#{c['pr']}" if c.get("pr") is not None else c["sha"][:12]
-            out.append(f"upstream {label} rewrote {what} in {path}: read it first "
-                       f"(git show {c['sha'][:12]} -- {path})")
-    return out
-
-
-def halted_read_first(ws: Workspace) -> list[str]:
-    """read_first() for the rebase halted now, from its saved report (for `series status`)."""
-    state = st.load(ws.repo)
-    if state is None or not state.current:
-        return []
-    try:
-        report = json.loads((report_dir(ws.repo) / f"{state.id}.json").read_text())
-    except (OSError, ValueError):
-        return []  # an adoption's halt, or a report removed by hand: nothing to add
-    return read_first(report, state.current) if isinstance(report, dict) and "topics" in report else []
 
 
 # -- --as-far-as-possible ---------------------------------------------------------------------

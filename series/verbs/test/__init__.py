@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import click
 
 from series.analysis import testmap
 from series.analysis.pipeline import SHARD_TEXT as _SHARD_TEXT  # noqa: F401 (tests use it)
-from series.analysis.testmap import Selection
-from series.build import integration
+from series.analysis.test_plan import Plan, select
 from series.build.matrix import Matrix
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_WORSE
@@ -25,24 +23,6 @@ from series.workspace import Workspace
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SHELL_OPS = ("&&", "||", ";", "|", "`", "$(", ">", "<")
-
-
-@dataclass(frozen=True)
-class Plan:
-    base: str
-    touched: dict[str, tuple[str, ...]]
-    selected: tuple[Selection, ...]
-    always: int                          # steps upstream runs on every change (not listed)
-    problems: tuple[str, ...]
-
-
-def select(ws: Workspace, topics: tuple[str, ...] = (), include_always: bool = False) -> Plan:
-    chosen = integration.require_topics(ws, topics) if topics else None
-    touched = integration.topic_paths(ws, chosen)
-    base = ws.base_commit()
-    tmap = testmap.load(ws.repo, base.tree)
-    selected = tuple(tmap.select(touched, include_always))
-    return Plan(ws.series.upstream.base, touched, selected, tmap.always_count, tmap.problems)
 
 
 def run(ws: Workspace, plan: Plan, *, python: str, without: str | None = None,
