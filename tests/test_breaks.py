@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from series.analysis import breaks
 from tests.conftest import run_series
+from tests.harness import ALL_FRESH
 from tests.repos import commit_all, git, write
 
 UTIL_V030 = '''\
@@ -220,3 +222,51 @@ def test_status_before_any_rebase_has_no_breaks(broken_fork: Path) -> None:
     run_series("rebase", "--onto", "v0.31.0", "--dry-run", cwd=broken_fork)
     status = json.loads(run_series("status", "--json", cwd=broken_fork).stdout)
     assert all(t["breaks"] == [] for t in status["topics"])
+
+
+def _with_conflict(fork: Path) -> None:
+    """One more topic, which conflicts with upstream's #105."""
+    config = fork / "series.yaml"
+    yaml = config.read_text()
+    config.unlink()  # untracked: not part of the topic's commit
+    git(fork, "checkout", "-q", "-B", "topic/conflicts", "v0.30.0")
+    write(fork, {"vllm/other.py": "A = 3\n"})
+    commit_all(fork, "[Fork] conflicts", "2026-01-10T00:00:00Z", env=FORK)
+    git(fork, "checkout", "-q", "--detach", "v0.30.0")
+    config.write_text(yaml + "  - name: conflicts\n    branch: topic/conflicts\n")
+
+
+def test_a_conflict_elsewhere_still_reports_the_clean_topics_breaks(broken_fork: Path) -> None:
+    """The check runs once the replay is done, whatever its outcome: a dry run that stops on
+    one topic's conflict still names the breaks of the topics that replayed cleanly."""
+    _with_conflict(broken_fork)
+    out = run_series("rebase", "--onto", "v0.31.0", "--dry-run", "--json", cwd=broken_fork, expect=3)
+    found = {t["name"]: (t["outcome"], t["breaks"]) for t in json.loads(out.stdout)["topics"]}
+    assert found["conflicts"] == ("conflict", [])
+    assert [b["name"] for b in found["uses-removed"][1]] == ["vllm.utils.old_helper"], found
+    assert found["ordinary"] == ("clean", [])
+    text = run_series("rebase", "--onto", "v0.31.0", "--dry-run", cwd=broken_fork, expect=3).stdout
+    assert "break vllm/fork_a.py:1 vllm.utils.old_helper: removed from vllm/utils.py by #101" in text, text
+
+
+def test_a_halted_rebase_reports_the_clean_topics_breaks(broken_fork: Path) -> None:
+    """A real run that halts on the conflict names them too (and --strict halts as ever)."""
+    _with_conflict(broken_fork)
+    out = run_series("rebase", "--onto", "v0.31.0", "--strict", "--json", cwd=broken_fork, expect=3)
+    report = json.loads(out.stdout)
+    found = {t["name"]: t["breaks"] for t in report["topics"]}
+    assert len(found["kw-renamed"]) == 1 and found["conflicts"] == []
+    assert (broken_fork / ".git" / "series" / "rebase").exists()   # halted, the worktree laid out
+
+
+@pytest.mark.skipif(ALL_FRESH, reason="counts the calls in this process")
+@pytest.mark.parametrize("conflict", [False, True])
+def test_the_check_runs_once(broken_fork: Path, monkeypatch: pytest.MonkeyPatch, conflict: bool) -> None:
+    """Once per replay, whether it ends (integration asked for) or halts."""
+    if conflict:
+        _with_conflict(broken_fork)
+    calls: list[int] = []
+    real = breaks.check
+    monkeypatch.setattr(breaks, "check", lambda *a: calls.append(1) or real(*a))
+    run_series("rebase", "--onto", "v0.31.0", cwd=broken_fork, expect=3 if conflict else 0)
+    assert calls == [1]

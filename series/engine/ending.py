@@ -9,6 +9,9 @@ engine never names a verb, and does not branch on which one is running):
                           so the next process reads them back as data
     Ending.detects_merged ask the merged-upstream rules (series.engine.merged) first
     Ending.rewrite(state) the message rewrite for replayed commits, or None
+    Ending.replayed       once the replay is done, whatever its outcome (a conflict, a dry
+                          run), with its in-memory objects: a look at what replayed cleanly
+                          before the engine ends or halts (a check that reports)
     Ending.integration    the integration chain the report shows (None: not rebuilt)
     Ending.fill           the operation's own ref moves and series.yaml edits, into the
                           write door's operation (checks first that nothing it depends
@@ -61,6 +64,8 @@ class Ending(Protocol):
 
     def rewrite(self, state: st.RebaseState) -> Rewrite | None: ...
 
+    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None: ...
+
     def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
 
     def fill(self, door: Door, ws: Tree, state: st.RebaseState,
@@ -75,6 +80,9 @@ class TopicsEnding:
     detects_merged: bool = True
 
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
+        return None
+
+    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
         return None
 
     def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult:

@@ -372,6 +372,7 @@ def _start(ws: Tree, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks
         started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     odb = MemOdb(repo)
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
+    ending.replayed(ws, state, odb)
     return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, door)
 
 
@@ -386,6 +387,7 @@ def begin(ws: Tree, state: st.RebaseState, ending: Ending, *, hooks: Hooks = NO_
         st.clear(ws.repo)  # temporary refs of a run killed before it saved its state
         odb = MemOdb(ws.repo)
         state = _advance(ws, state, odb, hooks, ending, None, None)
+        ending.replayed(ws, state, odb)
         return _finish_or_halt(ws, state, odb, False, hooks, ending, opened)
 
 
@@ -451,6 +453,7 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
     state = _require(ws, "continue", ending)
     odb = MemOdb(repo)
     if state.phase == st.Phase.COMMITTING:
+        ending.replayed(ws, state, odb)  # replayed before the kill: its objects are in the repository
         op = journal.find(repo, state.op_id or "")
         if op is None or op.state == "rolled-back":  # killed before its refs moved: commit again
             return _commit(ws, state, odb, False, ending, door)
@@ -467,6 +470,7 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
         state = _take_resolution(ws, state, odb, hooks, ending, path)
     st.fault("continue-after-commit")
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
+    ending.replayed(ws, state, odb)
     if any(t.outcome == st.TopicOutcome.CONFLICT for t in state.topics):
         return _halt(ws, state, odb, hooks)
     if path.exists():

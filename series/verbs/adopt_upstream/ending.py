@@ -116,6 +116,9 @@ class AdoptEnding:
         reference = payload(state).reference
         return lambda commit: with_trailers(message(commit), reference, str(commit.id))
 
+    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+        return None  # nothing to look at before it ends
+
     def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return None  # an adoption does not rebuild the integration branch
 

@@ -149,6 +149,9 @@ class ReachEnding:
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
         return self.rebase.rewrite(state)
 
+    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+        self.rebase.replayed(ws, state, odb)
+
     def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return self.rebase.integration(ws, state, odb)
 

@@ -2,10 +2,12 @@
 topic's code breaks against the new base (series.analysis.breaks), and --strict.
 
 The check needs the replayed trees, which a dry run keeps only in memory: the rebase's
-ending (series.engine.ending) is wrapped so that, when the engine asks it for the
-integration chain with the operation's in-memory objects at hand, it also runs the check.
-Under --strict a break stops the operation there, before the write door has anything to
-commit (`Held`): the verb reports it like a conflict (exit 3), nothing moved. The engine's
+ending (series.engine.ending) is wrapped so that, when the engine hands it the replay's
+in-memory objects (`replayed`: once, conflict or not, dry run or not), it checks the
+topics that replayed cleanly; a conflict elsewhere does not hide their breaks. Under
+--strict a break stops an operation that would otherwise end when the engine asks for
+the integration chain, before the write door has anything to commit (`Held`): the verb
+reports it like a conflict (exit 3), nothing moved; on a conflict the rebase halts anyway. The engine's
 merge results are untouched.
 """
 from __future__ import annotations
@@ -67,9 +69,12 @@ class CheckedEnding:
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
         return self.inner.rewrite(state)
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
-        result = self.inner.integration(ws, state, odb)
+    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+        self.inner.replayed(ws, state, odb)
         self.found = breaks.check(ws.repo, state.old_base_sha, state.onto_sha, spans(state), reader(odb))
+
+    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+        result = self.inner.integration(ws, state, odb)  # only when nothing conflicts: after replayed()
         if self.strict and any(self.found.values()):
             raise Held(state, result)
         return result
