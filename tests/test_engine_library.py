@@ -84,3 +84,21 @@ def test_engine_module_names_no_verb_and_prints_nothing(path: Path) -> None:
     printed = [f"{path.name}:{node.lineno}: print()" for node in ast.walk(ast.parse(path.read_text()))
                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
     assert not named + printed, "the engine words or prints what the verb should:\n" + "\n".join(named + printed)
+
+
+def _opens_a_door(tree: ast.AST) -> list[int]:
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "operation"]
+
+
+@pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
+def test_the_engine_never_opens_the_write_door(path: Path) -> None:
+    """Issue 25: the verb opens the door and hands it to the engine (as a jj command starts
+    the transaction); the engine takes the repository and the series, never opens one."""
+    lines = _opens_a_door(ast.parse(path.read_text(), str(path)))
+    assert not lines, f"{path.name}:{lines}: the engine calls .operation(; take the door as `door=`"
+
+
+def test_the_door_check_sees_a_call(tmp_path: Path) -> None:
+    assert _opens_a_door(ast.parse("def f(ws):\n    with ws.operation('rebase') as op:\n        pass\n")) == [2]

@@ -3,13 +3,12 @@ imports the workspace (series.workspace imports the halt record, series.halted; 
 the engine nor the workspace imports the other).
 
     Tree   a series in its repository: what the engine reads (series.workspace.Workspace
-           is one)
+           is one); it cannot open a door: the verb opens it and hands it in
     Door   the one operation a step writes through (series.workspace.WriteOperation is one):
            ref moves, series.yaml edits, commit, revert
 """
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -71,6 +70,3 @@ class Tree(Protocol):
     def require_own(self, topic: Topic) -> OwnWork: ...
 
     def reload(self) -> "Tree": ...
-
-    def operation(self, command: str, summary: str = "", *,
-                  resumes: str | None = None) -> contextlib.AbstractContextManager[Door]: ...

@@ -7,6 +7,8 @@
     begin(ws, state, ending)       run a state the verb built (an adoption: one topic)
     continue_rebase(ws, ending)    take the worktree's resolution and go on
     abort_rebase(ws, ending)       put everything back
+    ready(ws, ending, action)      whether start / continue / abort can run (the verb asks
+                                   before it opens the door)
     build_integration(ws)          the integration chain of the current branches (series build)
 
 The verb hands in its ending (series.engine.ending): its words, its message rewrite,
@@ -15,9 +17,10 @@ engine never branches on which verb runs; a halted state records the ending's id
 data (st.Halt), and the verb that goes on hands the same ending in again.
 
 Every topic is tried before anything is reported, so all conflicts show at once; no branch
-under refs/heads moves until every topic is clean. Each entry point runs inside the write
-door (series.workspace: the lock for the whole step, repair of an interrupted one, the halt
-guard), handed in as `door` or opened here; series.yaml gets only the rebase's own edits
+under refs/heads moves until every topic is clean. Each entry point but a dry run runs inside
+the write door (series.workspace: the lock for the whole step, repair of an interrupted one,
+the halt guard), which the verb opens and hands in as `door` (the engine never opens one;
+`ready` first gives the engine's own refusal, before the door's halt guard would); series.yaml gets only the rebase's own edits
 (upstream.base, topics marked merged), compared-and-swapped onto the file as it is when
 the rebase commits, so a hand edit made during a halt survives. A topic with depends_on goes onto its
 dependency's new head (and waits when that one conflicts). Merged-upstream rules live in
@@ -25,11 +28,10 @@ series.engine.merged; conflict resolvers/recorders in series.engine.resolve.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import pygit2
 
@@ -308,17 +310,12 @@ def _finish_or_halt(ws: Tree, state: st.RebaseState, odb: MemOdb, dry_run: bool,
     return _commit(ws, state, odb, dry_run, ending, door)
 
 
-@contextlib.contextmanager
-def _door(ws: Tree, door: Door | None, ending: Ending,
-          resumes: bool) -> Iterator[Door]:
-    """The door the caller handed in, or one opened for this step (`resumes`: the halt
-    guard lets this ending's own halted state through)."""
-    if door is not None:
-        yield door
-        return
-    identity = ending.identity
-    with ws.operation(identity.verb, resumes=identity.kind if resumes else None) as opened:
-        yield opened
+def _door(door: Door | None) -> Door:
+    """The door the verb opened for this step (the engine never opens one: the verb does,
+    as a jj command starts the transaction, and hands it in)."""
+    if door is None:
+        raise AssertionError("a step that writes runs inside the write door the verb opens")
+    return door
 
 
 def _current(ws: Tree) -> Tree:
@@ -329,24 +326,33 @@ def _current(ws: Tree) -> Tree:
 
 # -- the entry points ----------------------------------------------------------------------------
 
+def ready(ws: Tree, ending: Ending, action: str) -> None:
+    """Refuse, in the engine's words, a step that cannot run: `start` while an operation is
+    halted, `continue` / `abort` without one of this ending's. The verb asks before it opens
+    the door (whose halt guard would refuse in general words); the step asks again inside."""
+    if action == "start":
+        require_git()  # before anything: a rebase that could not finish must not start
+        existing = st.load(ws.repo)
+        if existing is not None and existing.halt.kind != ending.identity.kind:
+            raise SeriesError(st.halted_message(existing, ending.identity.resume))
+        if existing is not None:
+            command = existing.halt.resume
+            raise SeriesError(f"{ending.identity.noun} onto {existing.onto_name} is in progress (started "
+                              f"{existing.started}); '{command} --continue' or '{command} --abort' first")
+    else:
+        _require(ws, action, ending)
+
+
 def start(ws: Tree, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
           dry_run: bool = False, hooks: Hooks = NO_HOOKS,
           merged: list[merged_rules.MergedRule] | None = None, progress: Progress | None = None,
           door: Door | None = None) -> Outcome:
-    """Plan every active topic onto `onto_spec`, replay them all, then end or halt."""
-    repo = ws.repo
-    require_git()  # before anything: a rebase that could not finish must not start
-    existing = st.load(repo)
-    if existing is not None and existing.halt.kind != ending.identity.kind:
-        raise SeriesError(st.halted_message(existing, ending.identity.resume))
-    if existing is not None:
-        command = existing.halt.resume
-        raise SeriesError(f"{ending.identity.noun} onto {existing.onto_name} is in progress (started "
-                          f"{existing.started}); '{command} --continue' or '{command} --abort' first")
+    """Plan every active topic onto `onto_spec`, replay them all, then end or halt; inside
+    `door` (a dry run needs none: it takes no lock and writes nothing)."""
+    ready(ws, ending, "start")
     if dry_run:
         return _start(ws, onto_spec, skip, True, hooks, ending, merged, progress, None)
-    with _door(ws, door, ending, False) as opened:
-        return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, opened)
+    return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, _door(door))
 
 
 def _start(ws: Tree, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
@@ -376,19 +382,18 @@ def _start(ws: Tree, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks
     return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, door)
 
 
-def begin(ws: Tree, state: st.RebaseState, ending: Ending, *, hooks: Hooks = NO_HOOKS,
-          door: Door | None = None) -> Outcome:
+def begin(ws: Tree, state: st.RebaseState, ending: Ending, *, door: Door,
+          hooks: Hooks = NO_HOOKS) -> Outcome:
     """Replay a state the verb built (its `halt` names `ending`), then halt on a conflict
-    or end as `ending` says."""
+    or end as `ending` says; inside `door`."""
     existing = st.load(ws.repo)
     if existing is not None:
         raise SeriesError(st.halted_message(existing, ending.identity.resume))
-    with _door(ws, door, ending, False) as opened:
-        st.clear(ws.repo)  # temporary refs of a run killed before it saved its state
-        odb = MemOdb(ws.repo)
-        state = _advance(ws, state, odb, hooks, ending, None, None)
-        ending.replayed(ws, state, odb)
-        return _finish_or_halt(ws, state, odb, False, hooks, ending, opened)
+    st.clear(ws.repo)  # temporary refs of a run killed before it saved its state
+    odb = MemOdb(ws.repo)
+    state = _advance(ws, state, odb, hooks, ending, None, None)
+    ending.replayed(ws, state, odb)
+    return _finish_or_halt(ws, state, odb, False, hooks, ending, door)
 
 
 def _require(ws: Tree, action: str, ending: Ending) -> st.RebaseState:
@@ -439,12 +444,11 @@ def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
     return state
 
 
-def continue_rebase(ws: Tree, ending: Ending, *, hooks: Hooks = NO_HOOKS,
+def continue_rebase(ws: Tree, ending: Ending, *, door: Door, hooks: Hooks = NO_HOOKS,
                     merged: list[merged_rules.MergedRule] | None = None,
-                    progress: Progress | None = None, door: Door | None = None) -> Outcome:
-    _require(ws, "continue", ending)
-    with _door(ws, door, ending, True) as opened:
-        return _continue(_current(ws), hooks, ending, merged, progress, opened)
+                    progress: Progress | None = None) -> Outcome:
+    """Take the worktree's resolution and go on, inside `door` (opened to resume this ending's kind)."""
+    return _continue(_current(ws), hooks, ending, merged, progress, door)
 
 
 def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
@@ -478,22 +482,20 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
     return _commit(ws, state, odb, False, ending, door)
 
 
-def abort_rebase(ws: Tree, ending: Ending, door: Door | None = None) -> st.RebaseState:
+def abort_rebase(ws: Tree, ending: Ending, *, door: Door) -> st.RebaseState:
     """Put everything back: a transaction already committed is reverted through the door
     (its own series.yaml edits reversed on the file as it is, later edits kept)."""
-    _require(ws, "abort", ending)
-    with _door(ws, door, ending, True) as opened:
-        repo = ws.repo
-        state = _require(ws, "abort", ending)
-        if state.phase == st.Phase.COMMITTING and state.op_id:
-            op = journal.find(repo, state.op_id)
-            if op is not None and op.state == "done":
-                opened.summary = f"abort {state.id}: revert {op.id}"
-                opened.revert(op)
-                opened.commit()
-        wt.remove(repo, st.worktree_path(repo))
-        st.clear(repo)
-        return state
+    repo = ws.repo
+    state = _require(ws, "abort", ending)
+    if state.phase == st.Phase.COMMITTING and state.op_id:
+        op = journal.find(repo, state.op_id)
+        if op is not None and op.state == "done":
+            door.summary = f"abort {state.id}: revert {op.id}"
+            door.revert(op)
+            door.commit()
+    wt.remove(repo, st.worktree_path(repo))
+    st.clear(repo)
+    return state
 
 
 def in_progress(ws: Tree) -> st.RebaseState | None:
@@ -519,5 +521,5 @@ def build_integration(ws: Tree) -> IntegrationResult:
     return result
 
 
-__all__ = ["start", "begin", "continue_rebase", "abort_rebase", "build_integration", "integrate",
+__all__ = ["ready", "start", "begin", "continue_rebase", "abort_rebase", "build_integration", "integrate",
            "InterTopicConflict", "IntegrationResult", "Outcome", "plan"]

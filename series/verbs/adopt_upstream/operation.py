@@ -18,6 +18,7 @@ same Transaction; `--abort` (abort) leaves everything as it was.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 from dataclasses import asdict, dataclass, field
@@ -318,14 +319,24 @@ def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[py
     return _from_outcome(ws, engine.begin(ws, state, ENDING, hooks=engine_hooks(ws.series), door=door))
 
 
+def _resuming(ws: Workspace, action: str) -> contextlib.AbstractContextManager[WriteOperation]:
+    """The door for going on with a halted adoption (the engine's own refusal first: none
+    halted, or another operation's), which its halt guard lets through."""
+    engine.ready(ws, ENDING, action)
+    return ws.operation(ENDING.identity.verb, resumes=ENDING.identity.kind)
+
+
 def resume(ws: Workspace) -> Adoption:
     """`series adopt-upstream --continue`: the resolution, the rest of the PR, the Transaction."""
-    return _from_outcome(ws, engine.continue_rebase(ws, ENDING, hooks=engine_hooks(ws.series)))
+    with _resuming(ws, "continue") as door:
+        outcome = engine.continue_rebase(ws, ENDING, door=door, hooks=engine_hooks(ws.series))
+    return _from_outcome(ws, outcome)
 
 
 def abort(ws: Workspace) -> int:
     """`series adopt-upstream --abort`: worktree and state gone, nothing moved; the PR number."""
-    state = engine.abort_rebase(ws, ENDING)
+    with _resuming(ws, "abort") as door:
+        state = engine.abort_rebase(ws, ENDING, door=door)
     number = state.halt.payload.get("number")  # not validated: an abort must work on a damaged state
     return number if isinstance(number, int) else 0
 

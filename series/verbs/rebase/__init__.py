@@ -1,10 +1,12 @@
-"""`series rebase`: --onto REF, --continue, --abort. The engine is series.engine.rebase
-(each step inside the write door); this module fetches when asked and writes the report."""
+"""`series rebase`: --onto REF, --continue, --abort. The engine is series.engine.rebase;
+this module fetches when asked, opens the write door for each step that writes (the lock
+for the whole step, as a jj command starts its transaction) and hands it to the engine,
+and writes the report."""
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import click
 
@@ -21,7 +23,9 @@ from series.resolutions import engine_hooks
 from series.verbs.rebase import reach as history
 from series.verbs.rebase import semantic
 from series.verbs.rebase import text as rebase_text
-from series.workspace import Workspace
+from series.workspace import Workspace, WriteOperation
+
+T = TypeVar("T")
 
 
 # How a rebase ends (series.engine.ending): every topic's branch, the integration branch,
@@ -89,6 +93,16 @@ def _finish(ws: Workspace, outcome: engine.Outcome, ending: semantic.CheckedEndi
     return Result(data, text, str(path), report.conflict or held)
 
 
+def _step(ws: Workspace, action: str, step: Callable[[WriteOperation], T]) -> T:
+    """One engine step inside the door this verb opens: the engine's own refusal first (a
+    halted rebase, or none to go on with), then the lock; `continue` and `abort` go on with
+    the rebase's halted state, which the door's halt guard lets through."""
+    identity = ENDING.identity
+    engine.ready(ws, ENDING, action)
+    with ws.operation(identity.verb, resumes=identity.kind if action != "start" else None) as door:
+        return step(door)
+
+
 def _checked(ws: Workspace, ending: semantic.CheckedEnding, dry_run: bool,
              replay: Callable[[semantic.CheckedEnding], engine.Outcome]) -> engine.Outcome:
     """Replay with the semantic check; under --strict a break stops it before the commit."""
@@ -105,12 +119,12 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
     repo = ws.repo
     ending = semantic.CheckedEnding(ENDING, strict=strict and not resume)
     if abort:
-        state = engine.abort_rebase(ws, ENDING)
+        state = _step(ws, "abort", lambda door: engine.abort_rebase(ws, ENDING, door=door))
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
         return Result({"status": "aborted", "id": state.id}, text, "", False)
     if resume:
-        return _finish(ws, engine.continue_rebase(ws, ending, hooks=engine_hooks(ws.series), progress=progress),
-                       ending)
+        return _finish(ws, _step(ws, "continue", lambda door: engine.continue_rebase(
+            ws, ending, door=door, hooks=engine_hooks(ws.series), progress=progress)), ending)
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -120,9 +134,18 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
     _blobs_for(ws, onto)
     if as_far_as_possible and engine.in_progress(ws) is None:
         return _as_far(ws, onto, skip, dry_run, progress, ending)
-    outcome = _checked(ws, ending, dry_run, lambda e: engine.start(
-        ws, onto, e, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress))
+    outcome = _checked(ws, ending, dry_run, lambda e: _start(ws, onto, e, skip, dry_run, progress))
     return _finish(ws, outcome, ending, bisect=bisect)
+
+
+def _start(ws: Workspace, onto: str, ending: semantic.CheckedEnding, skip: tuple[str, ...], dry_run: bool,
+           progress: engine.Progress | None) -> engine.Outcome:
+    """A dry run takes no lock and writes nothing: it needs no door."""
+    if dry_run:
+        return engine.start(ws, onto, ending, skip=skip, dry_run=True, hooks=engine_hooks(ws.series),
+                            progress=progress)
+    return _step(ws, "start", lambda door: engine.start(
+        ws, onto, ending, skip=skip, hooks=engine_hooks(ws.series), progress=progress, door=door))
 
 
 def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
@@ -139,8 +162,7 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
     # --as-far-as-possible's ending (all or nothing with the integration branch) inside the check's
     reached = semantic.CheckedEnding(history.ReachEnding(ending.inner, history.render_target(found, name),
                                                          ws.series.integration), strict=ending.strict)
-    outcome = _checked(ws, reached, dry_run, lambda e: engine.start(
-        ws, target, e, skip=skip, dry_run=dry_run, hooks=engine_hooks(ws.series), progress=progress))
+    outcome = _checked(ws, reached, dry_run, lambda e: _start(ws, target, e, skip, dry_run, progress))
     return _finish(ws, outcome, reached, reach=(name, found))
 
 
