@@ -20,6 +20,7 @@ from series.git import partial
 from series.git.cli import git
 from series.git.repo import resolve_release, workdir
 from series.resolutions import engine_hooks
+from series.analysis.read_first import read_first
 from series.verbs.rebase import reach as history
 from series.verbs.rebase import semantic
 from series.verbs.rebase import text as rebase_text
@@ -75,7 +76,7 @@ def _finish(ws: Workspace, outcome: engine.Outcome, ending: semantic.CheckedEndi
         run = outcome.state.topic(outcome.state.current or "")
         text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
                  "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
-        text += "".join(f"\n  {line}" for line in history.read_first(data, run.name))
+        text += "".join(f"\n  {line}" for line in read_first(data, run.name))
     elif held:
         text += f"\n--strict: {ending.count()} break(s) count as conflicts; nothing was changed"
     elif report.status == reports.ReportStatus.CONFLICT:

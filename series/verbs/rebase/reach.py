@@ -21,14 +21,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import pygit2
 
 from series.analysis import attribution
-# rebase/__init__ words its conflicts with it (history.read_first); the words are the library's
-from series.analysis.read_first import read_first as read_first
 from series.engine import rebase as engine
 from series import halted as st
-from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
-from series.engine.odb import MemOdb
 from series.engine.ports import Door, Tree
+from series.verbs.rebase.forwarding import ForwardingEnding
 from series.errors import SeriesError
 from series.resolutions import engine_hooks
 from series.git.repo import changed_paths, resolve_release
@@ -124,8 +121,8 @@ def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bi
     return onto_name, bisection.as_far_as_possible(ws, runs, line, engine_hooks(ws.series))
 
 
-@dataclass(frozen=True)
-class ReachEnding:
+@dataclass
+class ReachEnding(ForwardingEnding):
     """--as-far-as-possible ends as a rebase does, except when the topics, each of which
     applies at the commit it reached, do not combine there: then it moves nothing (exit 1)
     rather than move every branch and the base and leave the integration branch behind.
@@ -134,26 +131,8 @@ class ReachEnding:
     whose integration branch still sits on the old base is not one (refs, series.yaml and
     the integration branch never disagree)."""
 
-    rebase: Ending
     reached: str                 # where it got to, for the message
     integration_branch: str | None
-
-    @property
-    def identity(self) -> Identity:
-        return self.rebase.identity
-
-    @property
-    def detects_merged(self) -> bool:
-        return self.rebase.detects_merged
-
-    def rewrite(self, state: st.RebaseState) -> Rewrite | None:
-        return self.rebase.rewrite(state)
-
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
-        self.rebase.replayed(ws, state, odb)
-
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
-        return self.rebase.integration(ws, state, odb)
 
     def fill(self, door: Door, ws: Tree, state: st.RebaseState,
              integration: IntegrationResult | None) -> None:
@@ -164,7 +143,7 @@ class ReachEnding:
                 f"as far as possible: nothing moved: every topic applies at {self.reached}, but the topics "
                 f"do not combine there ({'; '.join(str(c) for c in integration.conflicts)}), so {branch} "
                 "could not be rebuilt; make them combine (series build names the files), then run it again")
-        self.rebase.fill(door, ws, state, integration)
+        self.inner.fill(door, ws, state, integration)
 
 
 def render_target(found: bisection.Reach, onto_name: str) -> str:

@@ -19,10 +19,10 @@ import pygit2
 
 from series.analysis import breaks
 from series import halted as st
-from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Door, Tree
+from series.engine.ports import Tree
+from series.verbs.rebase.forwarding import ForwardingEnding
 
 
 class Held(Exception):
@@ -50,24 +50,12 @@ def spans(state: st.RebaseState) -> list[breaks.TopicSpan]:
 
 
 @dataclass
-class CheckedEnding:
+class CheckedEnding(ForwardingEnding):
     """The rebase's ending, with the semantic check run where the engine hands it the
     replayed objects (module docstring)."""
 
-    inner: Ending
     strict: bool = False
     found: dict[str, list[breaks.Break]] = field(default_factory=dict)
-
-    @property
-    def identity(self) -> Identity:
-        return self.inner.identity
-
-    @property
-    def detects_merged(self) -> bool:
-        return self.inner.detects_merged
-
-    def rewrite(self, state: st.RebaseState) -> Rewrite | None:
-        return self.inner.rewrite(state)
 
     def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
         self.inner.replayed(ws, state, odb)
@@ -78,10 +66,6 @@ class CheckedEnding:
         if self.strict and any(self.found.values()):
             raise Held(state, result)
         return result
-
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
-             integration: IntegrationResult | None) -> None:
-        self.inner.fill(door, ws, state, integration)
 
     def count(self) -> int:
         return sum(len(v) for v in self.found.values())

@@ -1,0 +1,38 @@
+"""An ending that hands every step to the ending it wraps: the rebase's own endings
+(--as-far-as-possible's all-or-nothing, the semantic check) each change one or two steps
+and subclass this, so neither spells out the other five."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from series import halted as st
+from series.engine.ending import Ending, Identity, Rewrite
+from series.engine.integration import IntegrationResult
+from series.engine.odb import MemOdb
+from series.engine.ports import Door, Tree
+
+
+@dataclass
+class ForwardingEnding:
+    inner: Ending
+
+    @property
+    def identity(self) -> Identity:
+        return self.inner.identity
+
+    @property
+    def detects_merged(self) -> bool:
+        return self.inner.detects_merged
+
+    def rewrite(self, state: st.RebaseState) -> Rewrite | None:
+        return self.inner.rewrite(state)
+
+    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+        self.inner.replayed(ws, state, odb)
+
+    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+        return self.inner.integration(ws, state, odb)
+
+    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+             integration: IntegrationResult | None) -> None:
+        self.inner.fill(door, ws, state, integration)
