@@ -71,7 +71,7 @@ class HaltedCommit:
     commit: str
     subject: str
     files: tuple[str, ...]
-    kinds: Mapping[str, str]       # path -> resolve.Conflict.kind
+    kinds: Mapping[str, str]       # path -> resolve.ReplayConflict.kind
 
     def dump(self) -> dict[str, Json]:
         return {"commit": self.commit, "subject": self.subject, "files": list(self.files),

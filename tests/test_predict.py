@@ -149,7 +149,7 @@ def test_judge_bools_strings_and_missing_metrics() -> None:
     assert pr.judge(pr.Prediction("x", "a", "flag", pr.ClaimKind.EQUALS, 1, "w", 1), METRICS).held is False
     assert pr.judge(pr.Prediction("x", "a", "name", pr.ClaimKind.EQUALS, "lru", "w", 1), METRICS).held is True
     assert pr.judge(pr.Prediction("x", "a", "name", pr.ClaimKind.AT_LEAST, 1, "w", 1), METRICS).held is False
-    assert pr.judge(_pred("equals", 10, tree="zz"), METRICS) == pr.Verdict(None, None)
+    assert pr.judge(_pred("equals", 10, tree="zz"), METRICS) == pr.PredictionVerdict(None, None)
     assert pr.judge(_pred("same_as", "zz"), METRICS).held is None
 
 

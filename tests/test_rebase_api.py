@@ -12,7 +12,7 @@ from series.verbs.rebase import ENDING as REBASE
 from series.engine import rebase as engine
 from series.engine.merged import MergedContext, MergedVerdict
 from series.engine.replay import replay_commits
-from series.engine.resolve import Conflict, Hooks
+from series.engine.resolve import ReplayConflict, Hooks
 from series.git.repo import commits_between
 from series.workspace import open_workspace
 from tests.conftest import run_series, sh
@@ -57,9 +57,9 @@ def test_replay_commits_conflict_carries_all_three_sides(fork: Path) -> None:
 
 
 def test_a_resolver_answer_is_used_and_reported_recorder_sees_the_human_fix(fork: Path) -> None:
-    seen: list[tuple[str, str, Conflict]] = []
+    seen: list[tuple[str, str, ReplayConflict]] = []
 
-    def resolver(topic: str, path: str, conflict: Conflict) -> bytes | None:
+    def resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
         seen.append((topic, path, conflict))
         return conflict.ours.replace(b"        for key in keys", b"        # remembered\n        for key in keys")
 
@@ -139,7 +139,7 @@ def test_a_path_resolved_from_memory_stays_resolved_in_the_worktree(fork: Path) 
 EOF2
     """, fork)
 
-    def resolver(topic: str, path: str, conflict: Conflict) -> bytes | None:
+    def resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
         return conflict.ours + b"# remembered\n" if path == LRU and conflict.ours else None
 
     ws = open_workspace(None, fork)

@@ -1,7 +1,7 @@
 """The upstream CI steps that cover what the series touches: the plan `series test` lists,
 exports and runs, and `series ci report` tabulates (one selection for both).
 
-Selection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
+StepSelection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
 topic's own diff (series.build.integration.topic_paths).
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from series.analysis import testmap
-from series.analysis.testmap import Selection
+from series.analysis.testmap import StepSelection
 from series.build import integration
 from series.workspace import Workspace
 
@@ -18,7 +18,7 @@ from series.workspace import Workspace
 class Plan:
     base: str
     touched: dict[str, tuple[str, ...]]
-    selected: tuple[Selection, ...]
+    selected: tuple[StepSelection, ...]
     always: int                          # steps upstream runs on every change (not listed)
     problems: tuple[str, ...]
 

@@ -28,7 +28,7 @@ from series.engine.replay import replay_commits
 from series.git.repo import committer as git_committer
 from series.engine.resolve import Hooks
 from series.halted import TopicRun
-from series.engine.ports import Tree
+from series.engine.ports import SeriesRepo
 
 
 def mainline(repo: pygit2.Repository, old: pygit2.Commit, new: pygit2.Commit) -> list[pygit2.Commit]:
@@ -69,7 +69,7 @@ class Prober:
     depend on.
     """
 
-    ws: Tree
+    ws: SeriesRepo
     runs: Sequence[TopicRun]
     line: Sequence[pygit2.Commit]
     hooks: Hooks
@@ -179,7 +179,7 @@ class Breaking:
                 "replays": self.replays}
 
 
-def first_breaking(ws: Tree, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
+def first_breaking(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
                    names: Sequence[str], hooks: Hooks) -> list[Breaking]:
     """For each topic in `names` (each conflicts at line[-1]), where it starts to."""
     out = []
@@ -223,7 +223,7 @@ class Reach:
                 "replays": self.replays}
 
 
-def as_far_as_possible(ws: Tree, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
+def as_far_as_possible(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
                        hooks: Hooks) -> Reach:
     if not line:
         return Reach(None, 0, 0, None, {}, 0)

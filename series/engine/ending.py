@@ -34,7 +34,7 @@ from series.engine.odb import MemOdb
 from series.errors import SeriesError
 from series.persisted import JsonObject
 from series.git import refs
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 
 
 Rewrite = Callable[[pygit2.Commit], str]
@@ -64,11 +64,11 @@ class Ending(Protocol):
 
     def rewrite(self, state: st.RebaseState) -> Rewrite | None: ...
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None: ...
+    def replayed(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> None: ...
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
+    def integration(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: st.RebaseState,
              integration: IntegrationResult | None) -> None: ...
 
 
@@ -82,13 +82,13 @@ class TopicsEnding:
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
         return None
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> None:
         return None
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult:
+    def integration(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> IntegrationResult:
         return integrate(ws.repo, pygit2.Oid(hex=state.onto_sha), integration_parts(state), odb=odb)
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: st.RebaseState,
              integration: IntegrationResult | None) -> None:
         _moved_meanwhile(ws, state, self.identity.verb)
         door.summary = f"onto {state.onto_name}"
@@ -116,7 +116,7 @@ def integration_parts(state: st.RebaseState) -> list[IntegrationPart]:
             for t in state.topics if t.outcome == st.TopicOutcome.CLEAN and t.commits]
 
 
-def _moved_meanwhile(ws: Tree, state: st.RebaseState, verb: str) -> None:
+def _moved_meanwhile(ws: SeriesRepo, state: st.RebaseState, verb: str) -> None:
     """A branch the operation moves, or marks merged, must be where it found it: a commit
     made there during a halt would otherwise be carried by no active topic."""
     for run in state.topics:

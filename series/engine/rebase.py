@@ -51,13 +51,13 @@ from series.git import checkouts
 from series.git.repo import (Abbreviations, committer as git_committer, encode_message, message as commit_message,
                              resolve_release)
 from series.topics import OwnWorks
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 
 Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RebaseOutcome:
     """What a rebase step ended with; series.verbs.rebase turns it into the report."""
 
     state: st.RebaseState
@@ -80,7 +80,7 @@ def _stamp() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def plan(ws: Tree, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicRun]:
+def plan(ws: SeriesRepo, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicRun]:
     """Each active topic's own commits and where it goes; pure (reads only)."""
     repo = ws.repo
     for name in skip:
@@ -112,7 +112,7 @@ def plan(ws: Tree, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicR
 
 # -- replay --------------------------------------------------------------------------------
 
-def _advance(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+def _advance(ws: SeriesRepo, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
              rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> st.RebaseState:
     """Replay every topic that can go on; conflicts and blocked topics wait. The state
     after it, with each topic's new record."""
@@ -220,7 +220,7 @@ def _prefetch(repo: pygit2.Repository, state: st.RebaseState, odb: MemOdb) -> li
     return prefetch(odb, chains)
 
 
-def _stop_for(ws: Tree, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
+def _stop_for(ws: SeriesRepo, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
               hooks: Hooks) -> ReplayStop:
     """Recompute the halted commit of `run` (cheap, one commit) to lay it out; with the same
     resolver, so paths resolved from memory stay resolved."""
@@ -237,7 +237,7 @@ def _stop_for(ws: Tree, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
 
 # -- halt, commit ----------------------------------------------------------------------------
 
-def _halt(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
+def _halt(ws: SeriesRepo, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> RebaseOutcome:
     repo = ws.repo
     odb.persist()
     st.protect(repo, state)
@@ -248,7 +248,7 @@ def _halt(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome
     return _materialize(ws, state, odb, hooks)
 
 
-def _materialize(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
+def _materialize(ws: SeriesRepo, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> RebaseOutcome:
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
@@ -257,20 +257,20 @@ def _materialize(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> 
     st.fault("rebase-after-worktree")
     state = replace(state, materialized=True)
     st.save(repo, state)
-    return Outcome(state, finished=False, worktree=path, notes=notes, persisted=True)
+    return RebaseOutcome(state, finished=False, worktree=path, notes=notes, persisted=True)
 
 
-def _commit(ws: Tree, state: st.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
-            door: Door | None) -> Outcome:
+def _commit(ws: SeriesRepo, state: st.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
+            door: Door | None) -> RebaseOutcome:
     """Every topic is replayed: the ending fills the door's one operation, which commits."""
     repo = ws.repo
     integration = ending.integration(ws, state, odb)
     if dry_run or door is None:
-        return Outcome(state, finished=True, dry_run=True, integration=integration)
+        return RebaseOutcome(state, finished=True, dry_run=True, integration=integration)
     ending.fill(door, ws, state, integration)
     if not door.moves and not door.edits:
         st.clear(repo)  # already there: nothing to journal, nothing for undo to revert
-        return Outcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
+        return RebaseOutcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
     odb.persist()
     before = st.load(repo)  # None when this run never halted
     state = replace(state, phase=st.Phase.COMMITTING, op_id=door.reserve_id())
@@ -290,22 +290,22 @@ def _commit(ws: Tree, state: st.RebaseState, odb: MemOdb, dry_run: bool, ending:
     return _after_commit(ws, state, op, integration, door)
 
 
-def _after_commit(ws: Tree, state: st.RebaseState, op: journal.Operation,
-                  integration: IntegrationResult | None, door: Door) -> Outcome:
+def _after_commit(ws: SeriesRepo, state: st.RebaseState, op: journal.Operation,
+                  integration: IntegrationResult | None, door: Door) -> RebaseOutcome:
     repo = ws.repo
     # door.commit() settled the checkouts already; again here for a process killed in between
     notes = door.notes + [n for n in transaction.settle_checkouts(repo, op) if n not in door.notes]
     st.fault("rebase-after-transaction")
     wt.remove(repo, st.worktree_path(repo)) if st.worktree_path(repo).exists() else None
     st.clear(repo)
-    return Outcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
+    return RebaseOutcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
 
 
-def _finish_or_halt(ws: Tree, state: st.RebaseState, odb: MemOdb, dry_run: bool,
-                    hooks: Hooks, ending: Ending, door: Door | None) -> Outcome:
+def _finish_or_halt(ws: SeriesRepo, state: st.RebaseState, odb: MemOdb, dry_run: bool,
+                    hooks: Hooks, ending: Ending, door: Door | None) -> RebaseOutcome:
     if any(t.outcome == st.TopicOutcome.CONFLICT for t in state.topics):
         if dry_run:
-            return Outcome(state, finished=False, dry_run=True)
+            return RebaseOutcome(state, finished=False, dry_run=True)
         return _halt(ws, state, odb, hooks)
     return _commit(ws, state, odb, dry_run, ending, door)
 
@@ -318,7 +318,7 @@ def _door(door: Door | None) -> Door:
     return door
 
 
-def _current(ws: Tree) -> Tree:
+def _current(ws: SeriesRepo) -> SeriesRepo:
     """The workspace as it is under the lock (another command may have just finished)."""
     text = ws.config_path.read_text()
     return ws if text == ws.text else ws.reload()
@@ -326,7 +326,7 @@ def _current(ws: Tree) -> Tree:
 
 # -- the entry points ----------------------------------------------------------------------------
 
-def ready(ws: Tree, ending: Ending, action: str) -> None:
+def ready(ws: SeriesRepo, ending: Ending, action: str) -> None:
     """Refuse, in the engine's words, a step that cannot run: `start` while an operation is
     halted, `continue` / `abort` without one of this ending's. The verb asks before it opens
     the door (whose halt guard would refuse in general words); the step asks again inside."""
@@ -343,10 +343,10 @@ def ready(ws: Tree, ending: Ending, action: str) -> None:
         _require(ws, action, ending)
 
 
-def start(ws: Tree, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
+def start(ws: SeriesRepo, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
           dry_run: bool = False, hooks: Hooks = NO_HOOKS,
           merged: list[merged_rules.MergedRule] | None = None, progress: Progress | None = None,
-          door: Door | None = None) -> Outcome:
+          door: Door | None = None) -> RebaseOutcome:
     """Plan every active topic onto `onto_spec`, replay them all, then end or halt; inside
     `door` (a dry run needs none: it takes no lock and writes nothing)."""
     ready(ws, ending, "start")
@@ -355,9 +355,9 @@ def start(ws: Tree, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (
     return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, _door(door))
 
 
-def _start(ws: Tree, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
+def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
            ending: Ending, merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
-           door: Door | None) -> Outcome:
+           door: Door | None) -> RebaseOutcome:
     repo = ws.repo
     if not dry_run:
         st.clear(repo)  # temporary refs of a run killed before it saved its state
@@ -382,8 +382,8 @@ def _start(ws: Tree, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks
     return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, door)
 
 
-def begin(ws: Tree, state: st.RebaseState, ending: Ending, *, door: Door,
-          hooks: Hooks = NO_HOOKS) -> Outcome:
+def begin(ws: SeriesRepo, state: st.RebaseState, ending: Ending, *, door: Door,
+          hooks: Hooks = NO_HOOKS) -> RebaseOutcome:
     """Replay a state the verb built (its `halt` names `ending`), then halt on a conflict
     or end as `ending` says; inside `door`."""
     existing = st.load(ws.repo)
@@ -396,7 +396,7 @@ def begin(ws: Tree, state: st.RebaseState, ending: Ending, *, door: Door,
     return _finish_or_halt(ws, state, odb, False, hooks, ending, door)
 
 
-def _require(ws: Tree, action: str, ending: Ending) -> st.RebaseState:
+def _require(ws: SeriesRepo, action: str, ending: Ending) -> st.RebaseState:
     state = st.load(ws.repo)
     identity = ending.identity
     if state is None:
@@ -407,7 +407,7 @@ def _require(ws: Tree, action: str, ending: Ending) -> st.RebaseState:
     return state
 
 
-def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+def _take_resolution(ws: SeriesRepo, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
                      path: Path) -> st.RebaseState:
     """Commit what the user resolved in the worktree; the topic goes on from there (the
     state saved with it)."""
@@ -444,15 +444,15 @@ def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
     return state
 
 
-def continue_rebase(ws: Tree, ending: Ending, *, door: Door, hooks: Hooks = NO_HOOKS,
+def continue_rebase(ws: SeriesRepo, ending: Ending, *, door: Door, hooks: Hooks = NO_HOOKS,
                     merged: list[merged_rules.MergedRule] | None = None,
-                    progress: Progress | None = None) -> Outcome:
+                    progress: Progress | None = None) -> RebaseOutcome:
     """Take the worktree's resolution and go on, inside `door` (opened to resume this ending's kind)."""
     return _continue(_current(ws), hooks, ending, merged, progress, door)
 
 
-def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
-              progress: Progress | None, door: Door) -> Outcome:
+def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
+              progress: Progress | None, door: Door) -> RebaseOutcome:
     repo = ws.repo
     state = _require(ws, "continue", ending)
     odb = MemOdb(repo)
@@ -482,7 +482,7 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
     return _commit(ws, state, odb, False, ending, door)
 
 
-def abort_rebase(ws: Tree, ending: Ending, *, door: Door) -> st.RebaseState:
+def abort_rebase(ws: SeriesRepo, ending: Ending, *, door: Door) -> st.RebaseState:
     """Put everything back: a transaction already committed is reverted through the door
     (its own series.yaml edits reversed on the file as it is, later edits kept)."""
     repo = ws.repo
@@ -498,13 +498,13 @@ def abort_rebase(ws: Tree, ending: Ending, *, door: Door) -> st.RebaseState:
     return state
 
 
-def in_progress(ws: Tree) -> st.RebaseState | None:
+def in_progress(ws: SeriesRepo) -> st.RebaseState | None:
     return st.load(ws.repo)
 
 
 # -- for `series build` ------------------------------------------------------------------------
 
-def build_integration(ws: Tree) -> IntegrationResult:
+def build_integration(ws: SeriesRepo) -> IntegrationResult:
     """The integration chain of the current branches over upstream.base, persisted.
 
     Raises ConflictError naming every inter-topic conflict ("topic X vs topic Y, file F").
@@ -522,4 +522,4 @@ def build_integration(ws: Tree) -> IntegrationResult:
 
 
 __all__ = ["ready", "start", "begin", "continue_rebase", "abort_rebase", "build_integration", "integrate",
-           "InterTopicConflict", "IntegrationResult", "Outcome", "plan"]
+           "InterTopicConflict", "IntegrationResult", "RebaseOutcome", "plan"]

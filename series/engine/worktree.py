@@ -92,14 +92,14 @@ def laid_out(path: Path, stop: ReplayStop) -> bool:
 
 
 @dataclass(frozen=True)
-class Resolution:
+class WorktreeResolution:
     tree: pygit2.Oid
     files: dict[str, bytes]           # conflicted path -> resolved content
     commit: pygit2.Oid | None = None  # the user committed in the worktree themselves
 
 
 def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[str],
-                    command: str) -> Resolution:
+                    command: str) -> WorktreeResolution:
     """The resolved tree from the worktree's index; refuse while conflicts remain."""
     if not path.exists():
         raise SeriesError(f"the conflict worktree {path} is missing; run '{command} --abort' "
@@ -127,4 +127,4 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
     for rel in paths:
         entry = index[rel] if rel in index else None
         files[rel] = wt[entry.id].data if entry is not None else b""  # type: ignore[attr-defined]
-    return Resolution(tree, files, user_commit)
+    return WorktreeResolution(tree, files, user_commit)

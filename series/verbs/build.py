@@ -46,12 +46,12 @@ class BuildResult:
     notes: tuple[str, ...] = ()
 
 
-def changes_between(ws: Workspace, integ: Integration) -> dict[str, overlay.FileChange]:
+def changes_between(ws: Workspace, integ: Integration) -> dict[str, overlay.OverlayChange]:
     repo = ws.repo
     out = {}
     for change in changed_paths(repo, integ.base.tree, integ.commit.tree):
         data = repo[change.new_id].peel(pygit2.Blob).data if change.new_id is not None else None
-        out[change.path] = overlay.FileChange(change.path, data,
+        out[change.path] = overlay.OverlayChange(change.path, data,
                                               executable=change.new_mode == 0o100755)
     return out
 
@@ -86,7 +86,7 @@ def check_release(ws: Workspace, name: overlay.WheelName) -> None:
 
 
 def stale_files(ws: Workspace, integ: Integration, release: Path,
-                changes: dict[str, overlay.FileChange]) -> tuple[str, ...]:
+                changes: dict[str, overlay.OverlayChange]) -> tuple[str, ...]:
     """Files the series changes must be, in the wheel, the base's version (RECORD hash
     against the base blob); a difference is reported: the overlay would silently replace
     upstream code the series never saw."""

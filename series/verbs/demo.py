@@ -21,7 +21,7 @@ from series.errors import SeriesError
 
 
 @dataclass(frozen=True)
-class Step:
+class DemoStep:
     say: str                      # what the step shows, in one sentence
     argv: tuple[str, ...]         # series arguments
     expect: tuple[int, ...] = (0,)
@@ -49,35 +49,35 @@ def _resolve_stats_conflict(fork: Path) -> None:
     print(f"  (resolved {shown} by hand and ran `git add` there)")
 
 
-STEPS: list[Step] = [
-    Step("A fresh clone of upstream: bring in the fork's series from its patch files "
+STEPS: list[DemoStep] = [
+    DemoStep("A fresh clone of upstream: bring in the fork's series from its patch files "
          "(series.yaml comes along):", ("import", "{topics}")),
-    Step("What the fork carries over upstream v0.30.0:", ("status",)),
-    Step("Does our series touch the offload directory? (exit 1 would mean no topic does)",
+    DemoStep("What the fork carries over upstream v0.30.0:", ("status",)),
+    DemoStep("Does our series touch the offload directory? (exit 1 would mean no topic does)",
          ("touches", "vllm/v1/kv_offload")),
-    Step("Where topics sit across upstream's tree, and where they overlap:", ("touches",)),
-    Step("Every topic's scope claim, checked against its real diff:", ("check",)),
-    Step("Which upstream files changed since our base that our topics also touch:",
+    DemoStep("Where topics sit across upstream's tree, and where they overlap:", ("touches",)),
+    DemoStep("Every topic's scope claim, checked against its real diff:", ("check",)),
+    DemoStep("Which upstream files changed since our base that our topics also touch:",
          ("touches", "--between", "v0.30.0..v0.31.0")),
-    Step("Upstream PR #61050 fixes the same eviction bug: carry it instead of our topic, "
+    DemoStep("Upstream PR #61050 fixes the same eviction bug: carry it instead of our topic, "
          "authorship kept:", ("adopt-upstream", "61050", "--replaces", "offload-evict-fix")),
-    Step("A new release is out. How far along its history does the whole series still apply? "
+    DemoStep("A new release is out. How far along its history does the whole series still apply? "
          "(a dry run: nothing moves)", ("rebase", "--onto", "v0.31", "--as-far-as-possible", "--dry-run")),
-    Step("Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
+    DemoStep("Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
          "report names the upstream PR behind each):", ("rebase", "--onto", "v0.31"), expect=(3,)),
-    Step("Resolve in the printed worktree, then go on:", ("rebase", "--continue"),
+    DemoStep("Resolve in the printed worktree, then go on:", ("rebase", "--continue"),
          before=_resolve_stats_conflict),
-    Step("The series after the rebase:", ("status",)),
-    Step("The operations so far (each can be undone with `series undo`):", ("log",)),
-    Step("v0.32 squash-merges #61050: the adopted PR retires by itself:",
+    DemoStep("The series after the rebase:", ("status",)),
+    DemoStep("The operations so far (each can be undone with `series undo`):", ("log",)),
+    DemoStep("v0.32 squash-merges #61050: the adopted PR retires by itself:",
          ("rebase", "--onto", "v0.32")),
-    Step("Upstream CI steps that cover what the series touches:", ("test",)),
-    Step("The patched wheel: the release wheel with the series overlaid:",
+    DemoStep("Upstream CI steps that cover what the series touches:", ("test",)),
+    DemoStep("The patched wheel: the release wheel with the series overlaid:",
          ("build", "--wheel", "{wheel}")),
-    Step("Evidence for a PR comment: upstream's tests over the release build (the v0.32.0 wheel, "
+    DemoStep("Evidence for a PR comment: upstream's tests over the release build (the v0.32.0 wheel, "
          "installed in its own environment), with and without the topic whose conflict we resolved:",
          ("test", "offload-stats", "--run", "--python", "{env}", "--without", "offload-stats")),
-    Step("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
+    DemoStep("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
          "the guide allows, the description, and the duplicate search last (nothing is sent):",
          ("propose", "offload-stats", "--dry-run")),
 ]

@@ -24,7 +24,7 @@ from series.errors import SeriesError
 from series.workspace import operation
 
 
-class Outcome(str, enum.Enum):
+class PredictOutcome(str, enum.Enum):
     FROZE = "froze"
     REFROZE = "refroze"
     ALREADY = "already-frozen"
@@ -33,8 +33,8 @@ class Outcome(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Report:
-    outcome: Outcome
+class PredictReport:
+    outcome: PredictOutcome
     file: pr.PredictionsFile
     record: pr.FrozenRecord | None
     operation: str | None = None     # the journal entry this run wrote
@@ -45,17 +45,17 @@ def short(sha: str) -> str:
 
 
 def run(repo: pygit2.Repository, path: Path, *, refreeze: bool = False, show: bool = False,
-        explain: tuple[str, str] | None = None) -> Report:
+        explain: tuple[str, str] | None = None) -> PredictReport:
     name, worktree = pr.journaled_name(repo, path)
     file = pr.load(path, name)
     if show:
-        return Report(Outcome.SHOWN, file, pr.frozen(repo, name, worktree))
+        return PredictReport(PredictOutcome.SHOWN, file, pr.frozen(repo, name, worktree))
     if explain is not None:
         return _explain(repo, path, worktree, explain)
     with operation(repo, pr.COMMAND) as op:
         record = pr.frozen(repo, name, worktree)  # under the lock: no freeze can slip in between
         if record is not None and record.sha256 == file.sha256:
-            return Report(Outcome.ALREADY, file, record)
+            return PredictReport(PredictOutcome.ALREADY, file, record)
         if record is not None and not refreeze:
             raise pr.changed(file, record, "pass --refreeze to record a new freeze (the old one stays on record)")
         pr.record_freeze(op.extra, file, worktree, record.sha256 if record else None)
@@ -64,10 +64,10 @@ def run(repo: pygit2.Repository, path: Path, *, refreeze: bool = False, show: bo
                       f"({n} prediction{'s' if n != 1 else ''})"
                       + (f", was {short(record.sha256)}" if record else ""))
         done = op.commit()
-    return Report(Outcome.REFROZE if record else Outcome.FROZE, file, pr.frozen(repo, name, worktree), done.id)
+    return PredictReport(PredictOutcome.REFROZE if record else PredictOutcome.FROZE, file, pr.frozen(repo, name, worktree), done.id)
 
 
-def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain: tuple[str, str]) -> Report:
+def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain: tuple[str, str]) -> PredictReport:
     pred_id, why = explain[0], validate.one_line(explain[1]).strip()
     if not why:
         raise SeriesError("--explain ID WHY: WHY is empty; say why the prediction failed")
@@ -79,18 +79,18 @@ def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain:
         pr.record_explanation(op.extra, frozen, worktree, pred_id, why)
         op.summary = f"explained {pred_id} of {frozen.file.name}: {why[:60]}"
         done = op.commit()
-    return Report(Outcome.EXPLAINED, frozen.file, pr.frozen(repo, frozen.file.name, worktree), done.id)
+    return PredictReport(PredictOutcome.EXPLAINED, frozen.file, pr.frozen(repo, frozen.file.name, worktree), done.id)
 
 
-def render(report: Report) -> str:
+def render(report: PredictReport) -> str:
     file, record = report.file, report.record
     head = {
-        Outcome.FROZE: f"froze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions)",
-        Outcome.REFROZE: f"refroze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions); "
+        PredictOutcome.FROZE: f"froze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions)",
+        PredictOutcome.REFROZE: f"refroze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions); "
                          "the earlier freeze stays on record",
-        Outcome.ALREADY: f"{file.name} is frozen already, unchanged: nothing to do",
-        Outcome.EXPLAINED: f"recorded the explanation in the journal; {file.name} is unchanged",
-        Outcome.SHOWN: f"{file.name} {short(file.sha256)}",
+        PredictOutcome.ALREADY: f"{file.name} is frozen already, unchanged: nothing to do",
+        PredictOutcome.EXPLAINED: f"recorded the explanation in the journal; {file.name} is unchanged",
+        PredictOutcome.SHOWN: f"{file.name} {short(file.sha256)}",
     }[report.outcome]
     out = [head + (f" (as {report.operation}; 'series log' lists it)" if report.operation else "")]
     if record is None:
@@ -111,7 +111,7 @@ def render(report: Report) -> str:
     return "\n".join(out)
 
 
-def to_json(report: Report) -> dict[str, Any]:
+def to_json(report: PredictReport) -> dict[str, Any]:
     record = report.record
     return {
         "outcome": report.outcome.value, "file": report.file.name, "sha256": report.file.sha256,

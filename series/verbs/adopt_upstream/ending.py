@@ -22,7 +22,7 @@ from series import halted as st
 from series.engine.ending import Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.git.repo import message
@@ -116,13 +116,13 @@ class AdoptEnding:
         reference = payload(state).reference
         return lambda commit: with_trailers(message(commit), reference, str(commit.id))
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> None:
         return None  # nothing to look at before it ends
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return None  # an adoption does not rebuild the integration branch
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: st.RebaseState,
              integration: IntegrationResult | None) -> None:
         """The adoption's one operation, after checking nothing it depends on moved meanwhile."""
         data = payload(state)

@@ -341,7 +341,7 @@ def abort(ws: Workspace) -> int:
     return number if isinstance(number, int) else 0
 
 
-def _from_outcome(ws: Workspace, outcome: engine.Outcome) -> Adoption:
+def _from_outcome(ws: Workspace, outcome: engine.RebaseOutcome) -> Adoption:
     repo = ws.repo
     state = outcome.state
     data = payload(state)

@@ -57,7 +57,7 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
     partial.ensure_blobs(ws.repo, ws.base_commit(), heads, target)
 
 
-def _finish(ws: Workspace, outcome: engine.Outcome, ending: semantic.CheckedEnding, *,
+def _finish(ws: Workspace, outcome: engine.RebaseOutcome, ending: semantic.CheckedEnding, *,
             bisect: bool = False, reach: tuple[str, Any] | None = None) -> Result:
     report_id = outcome.op_id or (f"dry-run-{engine._stamp()}" if outcome.dry_run else outcome.state.id)
     report = reports.build(ws.repo, outcome, report_id, "rebase")
@@ -105,12 +105,12 @@ def _step(ws: Workspace, action: str, step: Callable[[WriteOperation], T]) -> T:
 
 
 def _checked(ws: Workspace, ending: semantic.CheckedEnding, dry_run: bool,
-             replay: Callable[[semantic.CheckedEnding], engine.Outcome]) -> engine.Outcome:
+             replay: Callable[[semantic.CheckedEnding], engine.RebaseOutcome]) -> engine.RebaseOutcome:
     """Replay with the semantic check; under --strict a break stops it before the commit."""
     try:
         return replay(ending)
     except semantic.Held as held:
-        return engine.Outcome(held.state, finished=False, dry_run=dry_run, integration=held.integration)
+        return engine.RebaseOutcome(held.state, finished=False, dry_run=dry_run, integration=held.integration)
 
 
 def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run: bool = False,
@@ -140,7 +140,7 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
 
 
 def _start(ws: Workspace, onto: str, ending: semantic.CheckedEnding, skip: tuple[str, ...], dry_run: bool,
-           progress: engine.Progress | None) -> engine.Outcome:
+           progress: engine.Progress | None) -> engine.RebaseOutcome:
     """A dry run takes no lock and writes nothing: it needs no door."""
     if dry_run:
         return engine.start(ws, onto, ending, skip=skip, dry_run=True, hooks=engine_hooks(ws.series),

@@ -9,7 +9,7 @@ from series import halted as st
 from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 
 
 @dataclass
@@ -27,12 +27,12 @@ class ForwardingEnding:
     def rewrite(self, state: st.RebaseState) -> Rewrite | None:
         return self.inner.rewrite(state)
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> None:
         self.inner.replayed(ws, state, odb)
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return self.inner.integration(ws, state, odb)
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: st.RebaseState,
              integration: IntegrationResult | None) -> None:
         self.inner.fill(door, ws, state, integration)

@@ -24,7 +24,7 @@ from series.analysis import attribution
 from series.engine import rebase as engine
 from series import halted as st
 from series.engine.integration import IntegrationResult
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 from series.verbs.rebase.forwarding import ForwardingEnding
 from series.errors import SeriesError
 from series.resolutions import engine_hooks
@@ -67,7 +67,7 @@ def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit,
     return [asdict(c) for c in attribution.containing(repo, old.id, onto.id, head.tree, paths, history())]
 
 
-def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, bisect: bool = False) -> None:
+def annotate(ws: Workspace, outcome: engine.RebaseOutcome, report: dict[str, Any], *, bisect: bool = False) -> None:
     repo = ws.repo
     state = outcome.state
     old, onto = _commit(repo, state.old_base_sha), _commit(repo, state.onto_sha)
@@ -134,7 +134,7 @@ class ReachEnding(ForwardingEnding):
     reached: str                 # where it got to, for the message
     integration_branch: str | None
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: st.RebaseState,
              integration: IntegrationResult | None) -> None:
         if integration is not None and not integration.ok:
             branch = f"the integration branch {self.integration_branch}" if self.integration_branch \

@@ -21,7 +21,7 @@ from series.analysis import breaks
 from series import halted as st
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Tree
+from series.engine.ports import SeriesRepo
 from series.verbs.rebase.forwarding import ForwardingEnding
 
 
@@ -57,11 +57,11 @@ class CheckedEnding(ForwardingEnding):
     strict: bool = False
     found: dict[str, list[breaks.Break]] = field(default_factory=dict)
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> None:
         self.inner.replayed(ws, state, odb)
         self.found = breaks.check(ws.repo, state.old_base_sha, state.onto_sha, spans(state), reader(odb))
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: SeriesRepo, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         result = self.inner.integration(ws, state, odb)  # only when nothing conflicts: after replayed()
         if self.strict and any(self.found.values()):
             raise Held(state, result)

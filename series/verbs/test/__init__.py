@@ -16,7 +16,7 @@ import click
 from series.analysis import testmap
 from series.analysis.pipeline import SHARD_TEXT as _SHARD_TEXT  # noqa: F401 (tests use it)
 from series.analysis.test_plan import Plan, select
-from series.build.matrix import Matrix
+from series.build.matrix import ResultMatrix
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_WORSE
 from series.workspace import Workspace
@@ -27,7 +27,7 @@ _SHELL_OPS = ("&&", "||", ";", "|", "`", "$(", ">", "<")
 
 def run(ws: Workspace, plan: Plan, *, python: str, without: str | None = None,
         compare: tuple[str, str] | None = None, trees: tuple[str, ...] = (), steps: tuple[str, ...] = (),
-        use_cache: bool = True, say: Callable[[str], None] = lambda _: None) -> Matrix:
+        use_cache: bool = True, say: Callable[[str], None] = lambda _: None) -> ResultMatrix:
     """The evidence run (series.verbs.test.evidence) for the plan's covering steps."""
     from series.verbs.test import evidence
 
@@ -217,7 +217,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
     from series.build import matrix as table
     from series.verbs.test.evidence import EvidenceInterrupted
 
-    def show(result: "table.Matrix") -> None:
+    def show(result: "table.ResultMatrix") -> None:
         if as_json:
             emit_json(table.as_json(result))
         elif fmt == "markdown":
