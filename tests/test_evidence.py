@@ -234,7 +234,7 @@ def test_a_python_that_is_not_one_is_refused(fork: Path, tmp_path: Path) -> None
 
 def _scratch_in(temp: Path) -> tuple[subprocess.Popen[str], Path]:
     """A process that made its scratch directory in `temp` and sleeps in it."""
-    code = ("import sys, time; from series.build.testrun import Scratch; s = Scratch(); "
+    code = ("import sys, time; from series.ship.testrun import Scratch; s = Scratch(); "
             "print(s.root, flush=True); time.sleep(120)")
     proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(temp)),
                             stdout=subprocess.PIPE, text=True)
@@ -247,7 +247,7 @@ def test_the_next_run_removes_what_a_killed_run_left_and_keeps_a_live_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tempfile
 
-    from series.build import testrun
+    from series.ship import testrun
 
     temp = tmp_path / "tmp"
     temp.mkdir()

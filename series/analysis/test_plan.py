@@ -2,7 +2,7 @@
 exports and runs, and `series ci report` tabulates (one selection for both).
 
 StepSelection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
-topic's own diff (series.build.integration.topic_paths).
+topic's own diff (series.ship.integration.topic_paths).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from series.analysis import testmap
 from series.analysis.testmap import StepSelection
-from series.build import integration
+from series.ship import integration
 from series.workspace import Workspace
 
 

@@ -17,8 +17,8 @@ from typing import Any, Callable
 import click
 import pygit2
 
-from series.build import fetch, integration, manifest, overlay, source
-from series.build.integration import Integration
+from series.ship import fetch, integration, manifest, overlay, source
+from series.ship.integration import Integration
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import releases
@@ -288,7 +288,7 @@ def command(ctx: Context, wheel: str | None, out: Path | None, from_source: bool
       series build --wheel ~/wheels/vllm-0.31.0-cp38-abi3-manylinux_2_28_x86_64.whl --out /tmp/w
       series build --wheel vllm==0.31.0 --from-source --dry-run   show the build command
     """
-    from series.build.fetch import Target
+    from series.ship.fetch import Target
 
     ws = ctx.workspace()
     result = run(ws, wheel=wheel, out=out, from_source=from_source, dry_run=dry_run,

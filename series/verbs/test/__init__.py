@@ -16,7 +16,7 @@ import click
 from series.analysis import testmap
 from series.analysis.pipeline import SHARD_TEXT as _SHARD_TEXT  # noqa: F401 (tests use it)
 from series.analysis.test_plan import Plan, select
-from series.build.matrix import ResultMatrix
+from series.ship.matrix import ResultMatrix
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_WORSE
 from series.workspace import Workspace
@@ -214,7 +214,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
         return
     import sys
 
-    from series.build import matrix as table
+    from series.ship import matrix as table
     from series.verbs.test.evidence import EvidenceInterrupted
 
     def show(result: "table.ResultMatrix") -> None:

@@ -4,14 +4,14 @@
    release of vLLM installed, or the patched wheel `series build` made from it (its
    version names the integration commit), and pytest.
 2. Each named tree (base, series, without:T, only:T) becomes a shadow of the installed
-   package with that tree's changes over the build laid in (series.build.testrun).
+   package with that tree's changes over the build laid in (series.ship.testrun).
 3. All trees run the same tests: the base's tests/ with every tree's test changes, so a
    topic's new test also runs on the base and without the topic.
 4. The test files: those of the upstream CI steps covering the change (GPU steps
    included: pytest's skips and the baseline sort out what cannot run here) that reach a
    changed module through the import graph, plus the topics' own tests
    (series.analysis.imports). `--step KEY` runs whole steps' commands instead.
-5. Results per test id go into series.build.matrix, cached per file.
+5. Results per test id go into series.ship.matrix, cached per file.
 """
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ import pygit2
 
 from series.analysis import imports, testmap
 from series.analysis.testmap import BuildkiteStep
-from series.build import integration, interpreter, matrix, testrun
-from series.build.interpreter import Environment
-from series.build.matrix import ResultMatrix, TreeInfo
-from series.build.testrun import CaseOutcome, Scratch
+from series.ship import integration, interpreter, matrix, testrun
+from series.ship.interpreter import Environment
+from series.ship.matrix import ResultMatrix, TreeInfo
+from series.ship.testrun import CaseOutcome, Scratch
 from series.errors import SeriesError
 from series.git import releases
 from series.workspace import Workspace

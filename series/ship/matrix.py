@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping
 
 from series.cache import user_cache
 from series.fs import write_atomically
-from series.build.testrun import CaseOutcome
+from series.ship.testrun import CaseOutcome
 
 _RANK = {CaseOutcome.PASSED: 2, CaseOutcome.SKIPPED: 1, CaseOutcome.FAILED: 0, CaseOutcome.ERROR: 0}
 

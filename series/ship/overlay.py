@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from series.build import ziparchive
-from series.build.ziparchive import Member
+from series.ship import ziparchive
+from series.ship.ziparchive import Member
 from series.errors import SeriesError
 from series.fs import replacing
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
-from series.build.interpreter import Environment
+from series.ship.interpreter import Environment
 
 
 class CaseOutcome(str, enum.Enum):
