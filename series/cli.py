@@ -215,7 +215,7 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 
 def versions() -> str:
     """series, and what it runs on: a bug report wants all three, even when one is missing."""
-    from series.git.cli import git
+    from series.git.command import git
 
     lines = [f"series {__version__}"]
     try:

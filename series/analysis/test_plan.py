@@ -2,7 +2,7 @@
 exports and runs, and `series ci report` tabulates (one selection for both).
 
 StepSelection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
-topic's own diff (series.ship.integration.topic_paths).
+topic's own diff (series.ship.integration_tree.topic_paths).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from series.analysis import testmap
 from series.analysis.testmap import StepSelection
-from series.ship import integration
+from series.ship import integration_tree
 from series.workspace import Workspace
 
 
@@ -24,8 +24,8 @@ class Plan:
 
 
 def select(ws: Workspace, topics: tuple[str, ...] = (), include_always: bool = False) -> Plan:
-    chosen = integration.require_topics(ws, topics) if topics else None
-    touched = integration.topic_paths(ws, chosen)
+    chosen = integration_tree.require_topics(ws, topics) if topics else None
+    touched = integration_tree.topic_paths(ws, chosen)
     base = ws.base_commit()
     tmap = testmap.load(ws.repo, base.tree)
     selected = tuple(tmap.select(touched, include_always))

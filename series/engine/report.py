@@ -23,7 +23,7 @@ from series.engine.integration import InterTopicConflict
 from series.engine.rebase import RebaseOutcome
 from series.halted import HaltedCommit, TopicOutcome, TopicRun
 from series.persisted import Json
-from series.git.cli import git_many
+from series.git.command import git_many
 from series.git.repo import message, workdir
 
 _RANGE_LINE = re.compile(r"^\s*(?:\d+|-):\s+(?:[0-9a-f]+|-+)\s+([=!<>])\s")

@@ -21,7 +21,7 @@ import pygit2
 from series.engine.replay import ReplayStop
 from series.halted import fault
 from series.errors import SeriesError
-from series.git.cli import git
+from series.git.command import git
 from series.git.repo import workdir
 
 

@@ -25,7 +25,7 @@ import pygit2
 
 from series.analysis.attribution import pr_number, subject_of
 from series.forge.base import PullFile, PullRequest, pr_ref
-from series.git.cli import git
+from series.git.command import git
 from series.git.repo import person, workdir
 from series.model import PRNumber, Sha
 

@@ -21,7 +21,7 @@ from typing import Iterable
 import pygit2
 
 from series.errors import SeriesError
-from series.git.cli import git
+from series.git.command import git
 from series.validate import remote_name
 
 _MAX_WALK = 20000  # commits per topic: beyond that, a topic is not what series manages

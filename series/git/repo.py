@@ -17,7 +17,7 @@ import pygit2
 
 from series.errors import SeriesError
 from series.git import releases
-from series.git.cli import git
+from series.git.command import git
 from series.model import Sha
 
 TREE_MODE = pygit2.enums.FileMode.TREE

@@ -17,8 +17,8 @@ from typing import Any, Callable
 import click
 import pygit2
 
-from series.ship import fetch, integration, manifest, overlay, source
-from series.ship.integration import Integration
+from series.ship import fetch, integration_tree, manifest, overlay, source
+from series.ship.integration_tree import Integration
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import releases
@@ -60,7 +60,7 @@ def refuse_compiled(ws: Workspace, paths: list[str]) -> None:
     hits = overlay.compiled_inputs(paths)
     if not hits:
         return
-    touched = integration.topic_paths(ws)
+    touched = integration_tree.topic_paths(ws)
     by_topic: dict[str, list[str]] = {}
     for path in hits:
         for name in touched.get(path, ("(the integration merge)",)):
@@ -139,7 +139,7 @@ def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
         target: fetch.Target | None = None) -> BuildResult:
     """Everything that can refuse (compiled inputs, the wrong wheel, a download failing)
     happens before the integration branch moves."""
-    integ = integration.build(ws)
+    integ = integration_tree.build(ws)
     changes = changes_between(ws, integ)
     paths = sorted(changes)
     result = BuildResult(base=ws.series.upstream.base, base_sha=str(integ.base.id),

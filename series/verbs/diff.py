@@ -22,7 +22,7 @@ import pygit2
 from series import config
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
-from series.git.cli import git
+from series.git.command import git
 from series.journal import Operation, operations
 from series.git.repo import workdir
 from series.model import Series, Topic

@@ -189,7 +189,7 @@ def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int 
     Also prints the topic's exact touched paths and whether every commit carries
     Signed-off-by: (vLLM's DCO check).
     """
-    from series.forge.refs import fetch_all_pulls
+    from series.forge.pulls import fetch_all_pulls
 
     ws = ctx.workspace(check_branches=False)
     if fetch:

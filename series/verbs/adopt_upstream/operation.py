@@ -11,7 +11,7 @@ a rebase cannot move the base underneath it; the branch and the series.yaml edit
 one journaled operation, so `series undo` reverts the adoption.
 
 A PR commit that conflicts with upstream.base halts the adoption in the rebase engine's
-resumable flow, with this verb's ending (series.verbs.adopt_upstream.ending): the commit laid out
+resumable flow, with this verb's ending (series.verbs.adopt_upstream.adoption_ending): the commit laid out
 in the worktree with markers,
 state on disk; `--continue` (resume) takes the resolution, replays the rest and commits the
 same Transaction; `--abort` (abort) leaves everything as it was.
@@ -27,7 +27,7 @@ from typing import Callable
 import pygit2
 
 from series import config, faults, validate
-from series.verbs.adopt_upstream.ending import ENDING, AdoptionPayload, payload, with_trailers
+from series.verbs.adopt_upstream.adoption_ending import ENDING, AdoptionPayload, payload, with_trailers
 from series.engine import rebase as engine
 from series import halted as st
 from series.engine.replay import replay_commits
@@ -36,9 +36,9 @@ from series.resolutions import engine_hooks
 from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
-from series.forge.refs import fetch_commit, fetch_pull
+from series.forge.pulls import fetch_commit, fetch_pull
 from series.git import checkouts, partial
-from series.git.cli import git
+from series.git.command import git
 from series.git.refs import current
 from series.git.repo import message, subject
 from series.git.repo import commits_between, workdir

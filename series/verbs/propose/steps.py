@@ -32,8 +32,8 @@ from series.errors import ConflictError, SeriesError
 from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
 from series.forge.overlap import Candidate, fetched_files, rank
-from series.forge.refs import fetch_all_pulls
-from series.git.cli import git
+from series.forge.pulls import fetch_all_pulls
+from series.git.command import git
 from series.git.repo import committer as git_committer, file_stats, message, workdir
 from series.model import PRNumber
 from series.workspace import Workspace

@@ -17,7 +17,7 @@ from series.engine import report as reports
 from series.engine.ending import Identity, TopicsEnding
 from series.errors import EXIT_CONFLICT, SeriesError
 from series.git import partial
-from series.git.cli import git
+from series.git.command import git
 from series.git.repo import resolve_release, workdir
 from series.resolutions import engine_hooks
 from series.analysis.read_first import read_first

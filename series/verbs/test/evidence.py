@@ -27,7 +27,7 @@ import pygit2
 
 from series.analysis import imports, testmap
 from series.analysis.testmap import BuildkiteStep
-from series.ship import integration, interpreter, matrix, testrun
+from series.ship import integration_tree, interpreter, matrix, testrun
 from series.ship.interpreter import Environment
 from series.ship.matrix import ResultMatrix, TreeInfo
 from series.ship.testrun import CaseOutcome, Scratch
@@ -111,16 +111,16 @@ def resolve_trees(ws: Workspace, names: list[str]) -> list[EvidenceTree]:
         if name == "base":
             commit, describe = base, f"{ws.series.upstream.base} (the release alone)"
         elif name == "series":
-            commit, describe = integration.build(ws).commit, f"{ws.series.upstream.base} + {_topics(len(active))}"
+            commit, describe = integration_tree.build(ws).commit, f"{ws.series.upstream.base} + {_topics(len(active))}"
         elif kind == "without" and topic:
-            integration.require_topics(ws, (topic,))
-            commit = integration.build(integration.without(ws, (topic,))).commit
+            integration_tree.require_topics(ws, (topic,))
+            commit = integration_tree.build(integration_tree.without(ws, (topic,))).commit
             describe = f"the series less {topic} ({_topics(len(active) - 1)})"
         elif kind == "only" and topic:
-            integration.require_topics(ws, (topic,))
+            integration_tree.require_topics(ws, (topic,))
             keep = _with_dependencies(ws, topic)
             drop = tuple(t.name for t in active if t.name not in keep)
-            commit = integration.build(integration.without(ws, drop)).commit
+            commit = integration_tree.build(integration_tree.without(ws, drop)).commit
             describe = f"{ws.series.upstream.base} + {topic}" + (
                 f" (and {', '.join(sorted(keep - {topic}))} it depends on)" if len(keep) > 1 else "")
         else:
