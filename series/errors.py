@@ -6,7 +6,7 @@ GitHub token can never end up in it.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import os
 import platform
 import sys
@@ -63,7 +63,7 @@ def write_bug_log(exc: BaseException) -> Path:
 
     directory = log_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
     path = directory / f"series-{stamp}-{os.getpid()}.log"
     lines = [
         f"series {__version__}",

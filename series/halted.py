@@ -38,9 +38,9 @@ import pygit2
 from series import faults
 from series.fs import state_dir, write_atomically
 from series.errors import SeriesError
-from series.persisted import (Json, JsonObject, read_bool as _bool, read_list, read_enum as _enum, read_int as _int,
-                              read_object as _object, read_opt_str as _opt_str, read_pairs as _pairs,
-                              read_str as _str, read_str_map as _str_map, read_strs as _strs)
+from series.persisted import (Json, JsonObject, read_bool, read_list, read_enum, read_int,
+                              read_object, read_opt_str, read_pairs,
+                              read_str, read_str_map, read_strs)
 
 TEMP_PREFIX = "refs/series/rebase"
 VERSION = 2   # 2: `halt` (the ending's identity and payload) replaced `kind` and `adoption`
@@ -79,9 +79,9 @@ class HaltedCommit:
 
     @classmethod
     def load(cls, data: Json) -> "HaltedCommit":
-        d = _object(data, "conflict")
-        return cls(_str(d, "commit"), _str(d, "subject"), tuple(_strs(d, "files")),
-                   _str_map(d, "kinds"))
+        d = read_object(data, "conflict")
+        return cls(read_str(d, "commit"), read_str(d, "subject"), tuple(read_strs(d, "files")),
+                   read_str_map(d, "kinds"))
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,8 @@ class Halt:
 
     @classmethod
     def load(cls, data: Json) -> "Halt":
-        d = _object(data, "halt")
-        return cls(_str(d, "kind"), _str(d, "what"), _str(d, "resume"), _object(d.get("payload", {}), "payload"))
+        d = read_object(data, "halt")
+        return cls(read_str(d, "kind"), read_str(d, "what"), read_str(d, "resume"), read_object(d.get("payload", {}), "payload"))
 
 
 @dataclass(frozen=True)
@@ -140,16 +140,16 @@ class TopicRun:
 
     @classmethod
     def load(cls, data: Json) -> "TopicRun":
-        d = _object(data, "topics[]")
+        d = read_object(data, "topics[]")
         conflict = d.get("conflict")
         return cls(
-            name=_str(d, "name"), branch=_str(d, "branch"), old_head=_str(d, "old_head"),
-            start=_str(d, "start"), commits=tuple(_strs(d, "commits")), depends_on=_opt_str(d, "depends_on"),
-            outcome=_enum(TopicOutcome, d, "outcome"), new_head=_opt_str(d, "new_head"),
-            new_start=_opt_str(d, "new_start"), done=_int(d, "done"), mapping=dict(_str_map(d, "mapping")),
-            dropped=tuple(_strs(d, "dropped")), changed=tuple(_strs(d, "changed")),
-            resolved=tuple(_pairs(d, "resolved")), by_hand=tuple(_pairs(d, "by_hand")), conflict=HaltedCommit.load(conflict) if conflict is not None else None,
-            reason=_str(d, "reason"), modified=_bool(d, "modified"), detail=_str(d, "detail"))
+            name=read_str(d, "name"), branch=read_str(d, "branch"), old_head=read_str(d, "old_head"),
+            start=read_str(d, "start"), commits=tuple(read_strs(d, "commits")), depends_on=read_opt_str(d, "depends_on"),
+            outcome=read_enum(TopicOutcome, d, "outcome"), new_head=read_opt_str(d, "new_head"),
+            new_start=read_opt_str(d, "new_start"), done=read_int(d, "done"), mapping=dict(read_str_map(d, "mapping")),
+            dropped=tuple(read_strs(d, "dropped")), changed=tuple(read_strs(d, "changed")),
+            resolved=tuple(read_pairs(d, "resolved")), by_hand=tuple(read_pairs(d, "by_hand")), conflict=HaltedCommit.load(conflict) if conflict is not None else None,
+            reason=read_str(d, "reason"), modified=read_bool(d, "modified"), detail=read_str(d, "detail"))
 
 
 @dataclass(frozen=True)
@@ -197,16 +197,16 @@ class RebaseState:
 
     @classmethod
     def load(cls, data: Json) -> "RebaseState":
-        d = _object(data, "state")
+        d = read_object(data, "state")
         topics = read_list(d, "topics")
         return cls(
-            id=_str(d, "id"), onto_spec=_str(d, "onto_spec"), onto_name=_str(d, "onto_name"),
-            onto_sha=_str(d, "onto_sha"), old_base_name=_str(d, "old_base_name"),
-            old_base_sha=_str(d, "old_base_sha"), config_path=_str(d, "config_path"),
-            config_before=_str(d, "config_before"), topics=tuple(TopicRun.load(t) for t in topics),
-            halt=Halt.load(d.get("halt")), skip=tuple(_strs(d, "skip")), phase=_enum(Phase, d, "phase"),
-            current=_opt_str(d, "current"), materialized=_bool(d, "materialized"),
-            op_id=_opt_str(d, "op_id"), started=_str(d, "started"), version=_int(d, "version"))
+            id=read_str(d, "id"), onto_spec=read_str(d, "onto_spec"), onto_name=read_str(d, "onto_name"),
+            onto_sha=read_str(d, "onto_sha"), old_base_name=read_str(d, "old_base_name"),
+            old_base_sha=read_str(d, "old_base_sha"), config_path=read_str(d, "config_path"),
+            config_before=read_str(d, "config_before"), topics=tuple(TopicRun.load(t) for t in topics),
+            halt=Halt.load(d.get("halt")), skip=tuple(read_strs(d, "skip")), phase=read_enum(Phase, d, "phase"),
+            current=read_opt_str(d, "current"), materialized=read_bool(d, "materialized"),
+            op_id=read_opt_str(d, "op_id"), started=read_str(d, "started"), version=read_int(d, "version"))
 
 
 # -- the halted operation in words, from its record alone ----------------------------------------

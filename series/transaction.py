@@ -14,7 +14,7 @@ every ref back at once: refs and series.yaml never disagree.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import os
 from pathlib import Path
 
@@ -100,7 +100,7 @@ class Transaction:
     def commit(self, fault: str | None = None) -> Operation:
         op = Operation(
             id=self.reserve_id(), command=self.command, summary=self.summary,
-            moves=self.moves, time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            moves=self.moves, time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             extra=self.extra, verify=self.verify, undoes=self.undoes,
         )
         if self.config_path is not None:

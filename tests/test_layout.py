@@ -312,3 +312,20 @@ def test_module_names_are_unique_and_none_reads_as_build_output() -> None:
     assert {n: verbs[n] + library[n] for n in verbs if n in library and n not in commands} == {}
     assert [d.relative_to(PACKAGE).as_posix() for d in PACKAGE.rglob("*")
             if d.is_dir() and d.name in ("build", "dist")] == []
+
+
+def test_no_import_alias_hides_what_it_imports() -> None:
+    """`from series import halted as st` made every `st.` a lookup. A module or name is
+    imported by its own name; an alias is kept only where that name is taken in the module
+    (a `committer` parameter, the builtin `format`), and then it still says what it is:
+    `committer as git_committer`, `format as patch_format`."""
+    hidden = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    name = alias.name.rsplit(".", 1)[-1]
+                    if alias.asname and name.lower() not in alias.asname.lower():
+                        hidden.append(f"series/{path.relative_to(PACKAGE).as_posix()}:{node.lineno}: "
+                                      f"{alias.name} as {alias.asname}")
+    assert hidden == []

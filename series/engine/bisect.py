@@ -22,10 +22,10 @@ from typing import Callable, Sequence
 import pygit2
 
 from series.analysis.attribution import UpstreamCommit
-from series.engine import merged as merged_rules
+from series.engine import merged
 from series.engine.odb import MemOdb
 from series.engine.replay import replay_commits
-from series.git.repo import committer as git_committer
+from series.git.repo import committer
 from series.engine.resolve import Hooks
 from series.halted import TopicRun
 from series.engine.ports import SeriesRepo
@@ -80,7 +80,7 @@ class Prober:
 
     def __post_init__(self) -> None:
         self.odb = MemOdb(self.ws.repo)
-        self.committer = git_committer(self.ws.repo)
+        self.committer = committer(self.ws.repo)
         self.old_base = self.ws.base_commit()
 
     def probe(self, index: int, only: set[str] | None = None) -> Probe:
@@ -122,7 +122,7 @@ class Prober:
         repo = self.ws.repo
         commits = tuple(repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits)
         topic = self.ws.series.topic(run.name)
-        if topic.upstream_pr is not None and merged_rules.first_verdict(merged_rules.MergedContext(
+        if topic.upstream_pr is not None and merged.first_verdict(merged.MergedContext(
                 repo, topic, self.old_base, point, str(point.id), commits)) is not None:
             heads[run.name] = onto  # merged there: retired, not replayed
             return None

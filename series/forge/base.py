@@ -8,7 +8,7 @@ so adopt and preflight work with no API at all (a mirror, no token, no network).
 from __future__ import annotations
 
 import abc
-import datetime as _dt
+import datetime
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -125,7 +125,7 @@ class Forge(abc.ABC):
         """One PR's metadata; ForgeError if there is no such PR."""
 
     @abc.abstractmethod
-    def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+    def list_pulls(self, since: datetime.datetime) -> list[PullRequest]:
         """Open PRs, and PRs closed at or after `since`."""
 
     @abc.abstractmethod
@@ -134,7 +134,7 @@ class Forge(abc.ABC):
 
     def open_pulls(self) -> list[PullRequest]:
         """Every open PR, whatever its age (offline: every fetched head, state unknown)."""
-        epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
         return [p for p in self.list_pulls(epoch) if p.state in ("open", "unknown")]
 
 
@@ -226,13 +226,13 @@ class OfflineForge(Forge):
             raise ForgeError(
                 f"PR #{number} is not fetched here ({pr_ref(self.remote, number)}); "
                 f"fetch it with 'git fetch {self.remote} +refs/pull/{number}/head:{pr_ref(self.remote, number)}'")
-        when = _dt.datetime.fromtimestamp(head.commit_time, _dt.timezone.utc)
+        when = datetime.datetime.fromtimestamp(head.commit_time, datetime.timezone.utc)
         return PullRequest(
             number=number, title=subject(head), author=person(head, head.author)[0], state="unknown", head_sha=Sha(str(head.id)),
             updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z"),
         )
 
-    def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+    def list_pulls(self, since: datetime.datetime) -> list[PullRequest]:
         # Without the API, open/closed is unknown: every fetched head is a candidate.
         return [self.pull(n) for n in self.numbers()]
 

@@ -16,7 +16,7 @@ about the same PR cost one request each, and on disk by ETag across runs (http.p
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import json
 import logging
 import os
@@ -93,10 +93,10 @@ def web_hosts(api_host: str) -> tuple[str, ...]:
 
 def _when(epoch: str | None) -> str:
     try:
-        moment = _dt.datetime.fromtimestamp(int(epoch or ""), _dt.timezone.utc)
+        moment = datetime.datetime.fromtimestamp(int(epoch or ""), datetime.timezone.utc)
     except ValueError:
         return "later"
-    minutes = max(0, int((moment - _dt.datetime.now(_dt.timezone.utc)).total_seconds() // 60) + 1)
+    minutes = max(0, int((moment - datetime.datetime.now(datetime.timezone.utc)).total_seconds() // 60) + 1)
     return f"at {moment:%H:%M} UTC, in {minutes} min"
 
 
@@ -231,10 +231,10 @@ class GitHubForge(Forge):
                              f"not #{number}; refusing it")
         return pr
 
-    def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+    def list_pulls(self, since: datetime.datetime) -> list[PullRequest]:
         """Every open PR, whatever its age (vLLM PRs stay open for months), then the PRs
         closed at or after `since`."""
-        cutoff = since.astimezone(_dt.timezone.utc)
+        cutoff = since.astimezone(datetime.timezone.utc)
         url = self._url("pulls", state="all", sort="updated", direction="desc", per_page=100)
 
         def older(items: list[Any]) -> bool:
@@ -343,17 +343,17 @@ def _validation_errors(body: bytes) -> str:
     return " ".join(text.split())[:300]
 
 
-def _parse_time(text: Any, url: str, field: str = "updated_at") -> _dt.datetime:
+def _parse_time(text: Any, url: str, field: str = "updated_at") -> datetime.datetime:
     if text is None or text == "":
-        return _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+        return datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
     try:
         if not isinstance(text, str):
             raise ValueError(text)
-        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ForgeError(f"the GitHub API sent {field} {validate.one_line(str(text))[:60]!r}, not an "
                          f"ISO 8601 time ({validate.one_line(url)})") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=_dt.timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.timezone.utc)
 
 
 def _text(value: Any) -> str:

@@ -165,9 +165,9 @@ def check_shallow(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[
             continue
         depth = sum(1 for _ in repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL))
         when = base.commit_time
-        import datetime as _dt
+        import datetime
 
-        since = _dt.datetime.fromtimestamp(when, _dt.timezone.utc).strftime("%Y-%m-%d")
+        since = datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime("%Y-%m-%d")
         raise SeriesError(
             f"this is a shallow clone: the history of {str(head.id)[:12]} holds {depth} commit(s) and "
             f"never reaches {base_name}; series needs a depth of more than {depth}, back to "

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
+from xml.etree import ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
@@ -249,8 +249,8 @@ def junit_outcomes(path: Path) -> dict[str, CaseOutcome]:
     if not path.exists():
         return {}
     try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError:
+        root = ElementTree.parse(path).getroot()
+    except ElementTree.ParseError:
         return {}
     out: dict[str, CaseOutcome] = {}
     for case in root.iter("testcase"):

@@ -7,7 +7,7 @@ never leaves a half wheel under the final name.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import hashlib
 import os
 from dataclasses import dataclass, field, replace
@@ -113,7 +113,7 @@ def timestamp(integ: Integration) -> tuple[int, int, int, int, int, int]:
     """SOURCE_DATE_EPOCH if set (reproducible-builds convention), else the commit's time."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     seconds = int(epoch) if epoch and epoch.isdigit() else integ.commit.committer.time
-    when = _dt.datetime.fromtimestamp(max(seconds, 315532800), _dt.timezone.utc)  # >= 1980
+    when = datetime.datetime.fromtimestamp(max(seconds, 315532800), datetime.timezone.utc)  # >= 1980
     return (when.year, when.month, when.day, when.hour, when.minute, when.second)
 
 

@@ -66,7 +66,7 @@ def _parse_yaml(text: str, label: str, where: Path) -> Series:
 
 
 def _state_of_export(ws: Workspace, directory: Path, label: str) -> SeriesState:
-    from series.patches import format as fmt
+    from series.patches import format as patch_format
     from series.patches.export import patch_files, read_order
     from series.patches.importer import make_commit, read_patch_file
 
@@ -88,7 +88,7 @@ def _state_of_export(ws: Workspace, directory: Path, label: str) -> SeriesState:
                     parent = ws.repo[state.heads[dep]].peel(pygit2.Commit)
         try:
             for path in patch_files(directory, name):
-                patch = fmt.parse(read_patch_file(path), f"{name}/{path.name}")
+                patch = patch_format.parse(read_patch_file(path), f"{name}/{path.name}")
                 parent = make_commit(ws.repo, parent, patch, _DIFF_SIGNATURE, f"{name}/{path.name}")
         except SeriesError:
             continue  # does not apply here: no commits for this topic

@@ -19,8 +19,8 @@ from series import config
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import checkouts
-from series.git.repo import branch_commit, committer as git_committer, open_repo, workdir
-from series.patches import format as fmt
+from series.git.repo import branch_commit, committer, open_repo, workdir
+from series.patches import format as patch_format
 from series.patches.export import patch_files, read_order, resolutions_subdir
 from series.patches.importer import make_commit, read_patch_file
 from series.workspace import Workspace, operation
@@ -102,7 +102,7 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
     base = ws.base_commit()
     names = read_order(directory)
     result = ImportResult(directory, ws.series.upstream.base)
-    who = signer or git_committer(repo)
+    who = signer or committer(repo)
     new_heads: dict[str, pygit2.Commit] = {}
     refused = []
     for name in names:
@@ -125,7 +125,7 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
         start = parent
         commits = []
         for path in patch_files(directory, name):
-            patch = fmt.parse(read_patch_file(path), f"{name}/{path.name}")
+            patch = patch_format.parse(read_patch_file(path), f"{name}/{path.name}")
             parent = make_commit(repo, parent, patch, who, f"{name}/{path.name}")
             commits.append(parent)
         new_heads[name] = parent

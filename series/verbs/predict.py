@@ -18,7 +18,7 @@ import click
 import pygit2
 
 from series import validate
-from series.analysis import predictions as pr
+from series.analysis import predictions
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.workspace import operation
@@ -35,8 +35,8 @@ class PredictOutcome(str, enum.Enum):
 @dataclass(frozen=True)
 class PredictReport:
     outcome: PredictOutcome
-    file: pr.PredictionsFile
-    record: pr.FrozenRecord | None
+    file: predictions.PredictionsFile
+    record: predictions.FrozenRecord | None
     operation: str | None = None     # the journal entry this run wrote
 
 
@@ -46,40 +46,40 @@ def short(sha: str) -> str:
 
 def run(repo: pygit2.Repository, path: Path, *, refreeze: bool = False, show: bool = False,
         explain: tuple[str, str] | None = None) -> PredictReport:
-    name, worktree = pr.journaled_name(repo, path)
-    file = pr.load(path, name)
+    name, worktree = predictions.journaled_name(repo, path)
+    file = predictions.load(path, name)
     if show:
-        return PredictReport(PredictOutcome.SHOWN, file, pr.frozen(repo, name, worktree))
+        return PredictReport(PredictOutcome.SHOWN, file, predictions.frozen(repo, name, worktree))
     if explain is not None:
         return _explain(repo, path, worktree, explain)
-    with operation(repo, pr.COMMAND) as op:
-        record = pr.frozen(repo, name, worktree)  # under the lock: no freeze can slip in between
+    with operation(repo, predictions.COMMAND) as op:
+        record = predictions.frozen(repo, name, worktree)  # under the lock: no freeze can slip in between
         if record is not None and record.sha256 == file.sha256:
             return PredictReport(PredictOutcome.ALREADY, file, record)
         if record is not None and not refreeze:
-            raise pr.changed(file, record, "pass --refreeze to record a new freeze (the old one stays on record)")
-        pr.record_freeze(op.extra, file, worktree, record.sha256 if record else None)
+            raise predictions.changed(file, record, "pass --refreeze to record a new freeze (the old one stays on record)")
+        predictions.record_freeze(op.extra, file, worktree, record.sha256 if record else None)
         n = len(file.predictions)
         op.summary = (f"{'refroze' if record else 'froze'} {name} {short(file.sha256)} "
                       f"({n} prediction{'s' if n != 1 else ''})"
                       + (f", was {short(record.sha256)}" if record else ""))
         done = op.commit()
-    return PredictReport(PredictOutcome.REFROZE if record else PredictOutcome.FROZE, file, pr.frozen(repo, name, worktree), done.id)
+    return PredictReport(PredictOutcome.REFROZE if record else PredictOutcome.FROZE, file, predictions.frozen(repo, name, worktree), done.id)
 
 
 def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain: tuple[str, str]) -> PredictReport:
     pred_id, why = explain[0], validate.one_line(explain[1]).strip()
     if not why:
         raise SeriesError("--explain ID WHY: WHY is empty; say why the prediction failed")
-    with operation(repo, pr.COMMAND) as op:
-        frozen = pr.require_frozen(repo, path)
+    with operation(repo, predictions.COMMAND) as op:
+        frozen = predictions.require_frozen(repo, path)
         if frozen.file.get(pred_id) is None:
             known = ", ".join(p.id for p in frozen.file.predictions)
             raise SeriesError(f"{frozen.file.name}: no prediction {pred_id!r} (its ids: {known})")
-        pr.record_explanation(op.extra, frozen, worktree, pred_id, why)
+        predictions.record_explanation(op.extra, frozen, worktree, pred_id, why)
         op.summary = f"explained {pred_id} of {frozen.file.name}: {why[:60]}"
         done = op.commit()
-    return PredictReport(PredictOutcome.EXPLAINED, frozen.file, pr.frozen(repo, frozen.file.name, worktree), done.id)
+    return PredictReport(PredictOutcome.EXPLAINED, frozen.file, predictions.frozen(repo, frozen.file.name, worktree), done.id)
 
 
 def render(report: PredictReport) -> str:

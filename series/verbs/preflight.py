@@ -10,7 +10,7 @@ topic's exact paths (for an honest PR description) and the DCO check vLLM enforc
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import os
 import sys
 from dataclasses import asdict, dataclass, field
@@ -55,7 +55,7 @@ class Preflight:
 
 
 def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
-        now: _dt.datetime | None = None, limit: int | None = None,
+        now: datetime.datetime | None = None, limit: int | None = None,
         progress: Callable[[int, int], None] | None = None) -> Preflight:
     topic = ws.series.topic(name)
     repo = ws.repo
@@ -65,8 +65,8 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
     files = change_files(repo, own.changes)
     commits = [CommitCheck(str(c.id), subject(c), signed_off(message(c)))
                for c in own.commits]
-    moment = now or _dt.datetime.now(_dt.timezone.utc)
-    since = moment - _dt.timedelta(days=days if days is not None else 30)
+    moment = now or datetime.datetime.now(datetime.timezone.utc)
+    since = moment - datetime.timedelta(days=days if days is not None else 30)
     notes = []
     scanned: scan.Scan | None = None
     if isinstance(forge, OfflineForge):

@@ -14,7 +14,6 @@ from typing import Any, Callable
 import click
 
 from series.analysis import testmap
-from series.analysis.pipeline import SHARD_TEXT as _SHARD_TEXT  # noqa: F401 (tests use it)
 from series.analysis.test_plan import Plan, select
 from series.ship.matrix import ResultMatrix
 from series.cli import Context, emit, emit_json, pass_ctx
@@ -147,7 +146,7 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
 @click.option("--all-steps", is_flag=True, help="Also list steps upstream runs on every change.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "github-matrix", "buildkite"]),
               default="text",
-              help="markdown: the --run table as a PR comment; github-matrix: a GitHub Actions matrix "
+              help="markdown: the --run matrix as a PR comment; github-matrix: a GitHub Actions matrix "
                    "(JSON); buildkite: a pipeline to upload.")
 @click.option("--device", "devices", multiple=True, metavar="DEVICE",
               help="With --format github-matrix|buildkite: only steps of this upstream device, e.g. h100 "
@@ -157,7 +156,7 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
                    "they sit behind a block step).")
 @click.option("--max-steps", type=click.IntRange(min=0), metavar="N",
               help="With --format github-matrix|buildkite: at most N steps (the first in file order).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI (per-test table with --run).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI (per-test matrix with --run).")
 @pass_ctx
 @click.pass_context
 def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_run: bool, python: str | None,
@@ -182,7 +181,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
     fails on base as well) that import a changed module, plus the topics' own tests.
     Tests failing on base are this machine's and count against no tree.
     Exit 0: no test worse than on base; 5: some test is worse; 130/143: interrupted
-    (the partial table is printed).
+    (the partial matrix is printed).
     \b
     Examples:
       series test                               steps covering the whole series
@@ -197,7 +196,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
     if (steps or without or compare or trees or python or no_cache) and not do_run:
         raise click.UsageError("--python, --without, --compare, --tree, --step and --no-cache go with --run")
     if fmt == "markdown" and not do_run:
-        raise click.UsageError("--format markdown renders the --run table: add --run")
+        raise click.UsageError("--format markdown renders the --run matrix: add --run")
     ws = ctx.workspace()
     plan = select(ws, topics or (tuple(compare) if compare else ()), include_always=all_steps)
     if (devices or exclude_optional or max_steps is not None) and fmt not in ("github-matrix", "buildkite"):
@@ -214,16 +213,16 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
         return
     import sys
 
-    from series.ship import matrix as table
+    from series.ship import matrix
     from series.verbs.test.evidence import EvidenceInterrupted
 
-    def show(result: "table.ResultMatrix") -> None:
+    def show(result: "matrix.ResultMatrix") -> None:
         if as_json:
-            emit_json(table.as_json(result))
+            emit_json(matrix.as_json(result))
         elif fmt == "markdown":
-            emit(table.render_markdown(result))
+            emit(matrix.render_markdown(result))
         else:
-            emit(table.render_text(result))
+            emit(matrix.render_text(result))
 
     try:
         result = run(ws, plan, python=python or sys.executable, without=without,
