@@ -217,7 +217,7 @@ def finish(repo: pygit2.Repository, op: Operation) -> Operation:
                     seriesedit.apply(text, path, op.config_edits())
             except SeriesError as exc:
                 raise SeriesError(f"operation {op.id} ({op.command}) was interrupted after its refs moved; "
-                                  f"its series.yaml edit cannot be finished: {exc}") from None
+                                  f"its series.yaml edit cannot be finished: {exc.message}", exc.hint) from None
             _write_config(path, new)
     op.state = OpState.DONE
     write_entry(repo, op)

@@ -70,7 +70,7 @@ class Workspace:
         except SeriesError as exc:
             # name the file and line, like every other series.yaml error
             line = self.series.lines.get("upstream.base", 1)
-            raise SeriesError(f"{self.config_path.name}:{line}: upstream.base: {exc}") from None
+            raise SeriesError(f"{self.config_path.name}:{line}: upstream.base: {exc.message}", exc.hint) from None
 
     def head(self, topic: Topic) -> pygit2.Commit:
         commit = branch_commit(self.repo, topic.branch)

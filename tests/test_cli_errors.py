@@ -73,3 +73,17 @@ def test_version_names_git_pygit2_and_libgit2(fork: Path) -> None:
     assert lines[2] == f"pygit2 {pygit2.__version__} (libgit2 {pygit2.LIBGIT2_VERSION})", lines
     lines = run_series("--version", cwd=fork, env={"PATH": str(fork)}).stdout.splitlines()  # no git on PATH
     assert lines[1] == "git: git is not installed or not on PATH", lines
+
+
+def test_a_hint_is_its_own_line_after_the_error(fork: Path) -> None:
+    """SeriesError(message, hint): what was refused on the error line, how to go on on a
+    `hint:` line, as git prints them; a caller wording the error elsewhere keeps both."""
+    from series.errors import SeriesError
+
+    proc = run_series("add", "topic/nope", cwd=fork, expect=1)
+    assert proc.stderr == ("series: error: no local branch 'topic/nope'\n"
+                           "hint: create it first (git branch NAME START)\n"), proc.stderr
+    error = SeriesError("unknown ref 'x'", "nearest tags: v0.30.0")
+    assert (str(error), error.hint, error.text) == (
+        "unknown ref 'x'", "nearest tags: v0.30.0", "unknown ref 'x' (nearest tags: v0.30.0)")
+    assert SeriesError("plain").text == "plain" and SeriesError("plain").hint is None

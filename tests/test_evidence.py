@@ -188,8 +188,8 @@ def test_clear_errors(fork: Path, env: Path, tmp_path: Path) -> None:
     proc = run_series("test", "--run", "--python", sys.executable, cwd=fork, expect=1)
     assert "has no vllm installed" in proc.stderr, proc.stderr
     proc = run_series("test", "--run", "--python", str(env), "--step", "kv-ofload", cwd=fork, expect=1)
-    assert proc.stderr.strip() == ("series: error: --step kv-ofload: no such step in .buildkite/test_areas "
-                                   "(did you mean kv-offload, kv-offload-gpu?)"), proc.stderr
+    assert proc.stderr.strip() == ("series: error: --step kv-ofload: no such step in .buildkite/test_areas\n"
+                                   "hint: did you mean kv-offload, kv-offload-gpu?"), proc.stderr
     proc = run_series("test", "--run", "--python", str(env), "--tree", "with:x", cwd=fork, expect=1)
     assert "tree 'with:x': not a tree name" in proc.stderr
     proc = run_series("test", "--without", "lru-peek", cwd=fork, expect=2)

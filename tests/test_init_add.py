@@ -175,7 +175,7 @@ def test_add_errors_leave_the_file_alone(fork: Path) -> None:
     sh("git branch topic/sched-copy topic/sched-note && git update-ref refs/remotes/upstream/remote-only HEAD",
        fork)
     cases = [
-        (("add", "topic/nope"), "no local branch 'topic/nope': create it first"),
+        (("add", "topic/nope"), "no local branch 'topic/nope'\nhint: create it first"),
         (("add", "remote-only"), "git branch remote-only upstream/remote-only"),
         (("add", "topic/sched-note"), "series.yaml:8: branch 'topic/sched-note' is already topic 'sched-note'"),
         (("add", "topic/sched-copy", "--name", "api-hello"), "series.yaml:18: a topic named 'api-hello' exists"),
@@ -186,7 +186,8 @@ def test_add_errors_leave_the_file_alone(fork: Path) -> None:
     for args, message in cases:
         proc = run_series(*args, cwd=fork, expect=1)
         assert message in proc.stderr, (args, proc.stderr)
-        assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1 + proc.stderr.count("\nhint: "), proc.stderr
     assert path.read_text() == before
 
 

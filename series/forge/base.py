@@ -119,6 +119,11 @@ class Forge(abc.ABC):
 
     #: a short word for reports: "github" or "git refs"
     source: str = ""
+    #: whether an API answers for people and opens PRs (commit_login, viewer_login,
+    #: create_pull); git refs alone do not: callers check this instead of the method
+    api: bool = False
+    #: requests the API's rate limit leaves, from its last answer (None: no limit known)
+    rate_remaining: int | None = None
 
     @abc.abstractmethod
     def pull(self, number: PRNumber) -> PullRequest:
@@ -136,6 +141,18 @@ class Forge(abc.ABC):
         """Every open PR, whatever its age (offline: every fetched head, state unknown)."""
         epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
         return [p for p in self.list_pulls(epoch) if p.state in ("open", "unknown")]
+
+    def commit_login(self, sha: str) -> str | None:
+        """The forge login of a commit's author, for an @-mention; None when unknown."""
+        return None
+
+    def viewer_login(self) -> str:
+        """The login the credentials belong to (the owner of the fork a PR's head lives in)."""
+        raise ForgeError(f"{self.source or 'this forge'} cannot say whose fork this is: pass --owner LOGIN")
+
+    def create_pull(self, *, head: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
+        """Open a pull request; only a forge with an API can."""
+        raise ForgeError(f"{self.source or 'this forge'} cannot open a pull request: it needs the GitHub API")
 
 
 def pr_ref(remote: str, number: int) -> str:

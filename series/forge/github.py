@@ -102,6 +102,7 @@ def _when(epoch: str | None) -> str:
 
 class GitHubForge(Forge):
     source = "github"
+    api = True
 
     def __init__(self, repo_slug: str, api_url: str | None = None, token: str | None = None,
                  timeout: float = 20.0, client: ApiClient | None = None):
@@ -396,7 +397,7 @@ def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> Pu
         if html_url is not None:
             validate.web_url(html_url, hosts, f"/{slug}/pull/{number}", f"PR #{number} html_url")
     except SeriesError as exc:
-        raise ForgeError(f"the GitHub API sent {exc} ({validate.one_line(url)})") from None
+        raise ForgeError(f"the GitHub API sent {exc.text} ({validate.one_line(url)})") from None
     for key in ("updated_at", "closed_at"):
         _parse_time(data.get(key), url, key)
     return PullRequest(

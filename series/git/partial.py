@@ -124,7 +124,7 @@ def fetch_objects(repo: pygit2.Repository, oids: list[pygit2.Oid]) -> None:
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         raise SeriesError(f"this is a partial clone and fetching the {len(oids)} file version(s) "
-                          f"series needs from {remote} failed ({last}); {full_clone_hint(remote)}")
+                          f"series needs from {remote} failed ({last})", full_clone_hint(remote))
 
 
 def ensure_blobs(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[pygit2.Commit],
@@ -150,7 +150,7 @@ def ensure_objects(repo: pygit2.Repository, oids: Iterable[pygit2.Oid]) -> int:
     if still:
         remote = promisor_remotes(repo)[0]
         raise SeriesError(f"this is a partial clone and {len(still)} file version(s) series needs "
-                          f"(e.g. {str(still[0])[:12]}) are not served by {remote}; {full_clone_hint(remote)}")
+                          f"(e.g. {str(still[0])[:12]}) are not served by {remote}", full_clone_hint(remote))
     return len(want)
 
 

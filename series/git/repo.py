@@ -176,11 +176,9 @@ def resolve_commit(repo: pygit2.Repository, ref: str, what: str = "ref") -> pygi
         obj = repo.revparse_single(ref)
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-        hint = ""
         near = releases.nearest(repo, ref)
-        if near:
-            hint = f" (nearest tags: {', '.join(near)})"
-        raise SeriesError(f"unknown {what} '{ref}': not a branch, tag or commit here{hint}") from None
+        raise SeriesError(f"unknown {what} '{ref}': not a branch, tag or commit here",
+                          f"nearest tags: {', '.join(near)}" if near else None) from None
 
 
 def branch_commit(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:

@@ -39,10 +39,10 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
     if head is None:
         remote_refs = [r for r in repo.references
                        if r.startswith("refs/remotes/") and r.endswith(f"/{branch}")]
-        hint = (f": create it from {remote_refs[0][len('refs/remotes/'):]} with "
+        hint = (f"create it from {remote_refs[0][len('refs/remotes/'):]} with "
                 f"'git branch {branch} {remote_refs[0][len('refs/remotes/'):]}'" if remote_refs
-                else ": create it first (git branch NAME START)")
-        raise SeriesError(f"no local branch '{branch}'{hint}")
+                else "create it first (git branch NAME START)")
+        raise SeriesError(f"no local branch '{branch}'", hint)
     for topic in series.topics:
         if topic.branch == branch:
             raise SeriesError(f"{series.path.name}:{topic.line}: branch '{branch}' is already "

@@ -74,7 +74,7 @@ def run(ws: Workspace) -> CheckReport:
     try:
         base: pygit2.Commit | None = resolve_commit(repo, series.upstream.base, "ref")
     except SeriesError as exc:
-        check.problem(None, "upstream.base", str(exc))
+        check.problem(None, "upstream.base", exc.text)
         base = None
     if series.upstream.remote not in [r.name for r in repo.remotes]:
         check.warn(None, "upstream.remote", f"'{series.upstream.remote}' is not a remote of this "
@@ -90,7 +90,7 @@ def run(ws: Workspace) -> CheckReport:
             try:
                 resolve_commit(repo, topic.merged_in, "ref")
             except SeriesError as exc:
-                check.warn(topic, "merged_in", str(exc))
+                check.warn(topic, "merged_in", exc.text)
         if not topic.active:
             continue
         if head is None:

@@ -93,7 +93,7 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
     if limit is not None and len(pulls) > limit:
         notes.append(f"checked the {limit} most recently updated of {len(pulls)} PRs (--limit)")
         pulls = pulls[:limit]
-    budget = getattr(forge, "rate_remaining", None) if scanned is None else None
+    budget = forge.rate_remaining if scanned is None else None
     asked = sum(1 for p in pulls if int(p.number) not in local)
     if budget is not None and budget < asked:
         raise SeriesError(
@@ -197,10 +197,10 @@ def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int 
     use_git = offline or fetch or os.environ.get("SERIES_OFFLINE") == "1"
     forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)
 
-    progress = None
-    if sys.stderr.isatty() and not as_json:
-        def progress(done: int, total: int) -> None:
-            click.echo(f"\rcomparing PR files {done}/{total}", err=True, nl=done == total)
+    def counter(done: int, total: int) -> None:
+        click.echo(f"\rcomparing PR files {done}/{total}", err=True, nl=done == total)
+
+    progress = counter if sys.stderr.isatty() and not as_json else None
 
     from series.forge.base import ForgeUnreachable
 

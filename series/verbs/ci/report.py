@@ -187,7 +187,7 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
     try:
         plan = test_plan.select(ws)
     except SeriesError as exc:  # an upstream without test_areas: say so, keep the report
-        out += ["## Upstream CI steps", "", f"not selected: {exc}", ""]
+        out += ["## Upstream CI steps", "", f"not selected: {exc.text}", ""]
         return "\n".join(out)
     out += ["## Upstream CI steps covering the series", "",
             f"{len(plan.selected)} steps of {plan.base}.", ""]

@@ -35,7 +35,6 @@ from series.forge.overlap import Candidate, fetched_files, rank
 from series.forge.pulls import fetch_all_pulls
 from series.git.command import git
 from series.git.repo import committer, file_stats, message, workdir
-from series.model import PRNumber
 from series.workspace import Workspace
 
 STEPS = ("replay", "grade", "reviewers", "description", "duplicates", "push", "pull request")
@@ -231,7 +230,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     step("reviewers")
     me = committer(repo)
     owner = opts.owner or fork_owner(repo, remote)
-    login_of = getattr(forge, "commit_login", None)
+    login_of = forge.commit_login if forge.api else None
     proposal.reviewers = reviewers.suggest(repo, main, files, login_of=login_of,
                                            me=[me.email] + ([owner] if owner else []))
     proposal.steps.append("reviewers")
@@ -303,31 +302,30 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
     repo = ws.repo
     done = proposal.replayed
     assert done is not None and proposal.description is not None
-    create = getattr(forge, "create_pull", None)
-    if create is None or not ws.series.upstream.github:
+    if not forge.api or not ws.series.upstream.github:
         raise SeriesError("opening the draft PR needs the GitHub API: set upstream.github in series.yaml "
                           "and drop --offline (or SERIES_OFFLINE); --dry-run shows the rest")
     refuse_if_halted(repo, "propose")
     if owner is None:
-        owner = forge.viewer_login()  # type: ignore[attr-defined]
+        owner = forge.viewer_login()
     step("push")
     proc = git(workdir(repo), "push", "--porcelain", "--end-of-options", remote,
                f"{done.head}:refs/heads/{done.branch}", check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        hint = (f"; the fork already has a different {done.branch}: delete it there "
+        hint = (f"the fork already has a different {done.branch}: delete it there "
                 f"('git push {remote} --delete {done.branch}') or pass --branch NAME"
-                if "rejected" in proc.stdout + proc.stderr else "")
-        raise SeriesError(f"git push to {remote} failed: {_CREDENTIALS.sub('://', last)}{hint}")
+                if "rejected" in proc.stdout + proc.stderr else None)
+        raise SeriesError(f"git push to {remote} failed: {_CREDENTIALS.sub('://', last)}", hint)
     proposal.steps.append("push")
     step("pull request")
     head = f"{owner}:{done.branch}"
     try:
-        pr = create(head=head, base=proposal.base_branch, title=proposal.title,
-                    body=proposal.description.body, draft=True)
+        pr = forge.create_pull(head=head, base=proposal.base_branch, title=proposal.title,
+                               body=proposal.description.body, draft=True)
     except SeriesError as exc:
-        raise SeriesError(f"{exc}; {done.branch} is pushed to {remote} ({done.head[:12]}), no PR was opened: "
-                          f"fix the cause and open it from that branch, or run again with --branch NAME") from None
+        raise SeriesError(f"{exc.text}; {done.branch} is pushed to {remote} ({done.head[:12]}), no PR was opened",
+                          "fix the cause and open it from that branch, or run again with --branch NAME") from None
     proposal.steps.append("pull request")
     op = record(ws, name, int(pr.number), done)
     return Sent(remote, head, int(pr.number), pr.url, op)

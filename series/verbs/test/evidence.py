@@ -157,8 +157,8 @@ def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[Buildki
             out.append(by_id[key])
             continue
         near = difflib.get_close_matches(key, list(by_id), n=3, cutoff=0.6)
-        hint = f"did you mean {', '.join(near)}?" if near else "'series test --all-steps' lists the steps"
-        raise SeriesError(f"--step {key}: no such step in {testmap.TEST_AREAS} ({hint})")
+        raise SeriesError(f"--step {key}: no such step in {testmap.TEST_AREAS}",
+                          f"did you mean {', '.join(near)}?" if near else "'series test --all-steps' lists the steps")
     return out
 
 
