@@ -146,6 +146,14 @@ def repair(repo: pygit2.Repository) -> list[str]:
         return []
 
 
+def open_repaired(start: Path) -> pygit2.Repository:
+    """The repository at `start`, an operation a kill interrupted finished or rolled back
+    first: for the verbs that read the journal without a series.yaml (log, undo, predict)."""
+    repo = open_repo(start)
+    repair(repo)
+    return repo
+
+
 class WriteOperation:
     """What one command changes; nothing happens before commit()."""
 

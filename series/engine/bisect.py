@@ -27,7 +27,7 @@ from series.engine.odb import MemOdb
 from series.engine.replay import replay_commits
 from series.git.repo import committer
 from series.engine.resolve import Hooks
-from series.halted import TopicRun
+from series.halted import TopicOutcome, TopicRun
 from series.engine.ports import SeriesRepo
 
 
@@ -85,9 +85,8 @@ class Prober:
 
     def probe(self, index: int, only: set[str] | None = None) -> Probe:
         """Replay every pending topic (or `only` those and what they depend on) onto line[index]."""
-        repo = self.ws.repo
         point = self.line[index]
-        runs = [r for r in self.runs if r.outcome != "skipped"]
+        runs = [r for r in self.runs if r.outcome != TopicOutcome.SKIPPED]
         if only is not None:
             wanted = self._closure(only)
             runs = [r for r in runs if r.name in wanted]

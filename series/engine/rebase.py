@@ -459,7 +459,7 @@ def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_
     if state.phase == halted.Phase.COMMITTING:
         ending.replayed(ws, state, odb)  # replayed before the kill: its objects are in the repository
         op = journal.find(repo, state.op_id or "")
-        if op is None or op.state == "rolled-back":  # killed before its refs moved: commit again
+        if op is None or op.state == journal.OpState.ROLLED_BACK:  # killed before its refs moved: commit again
             return _commit(ws, state, odb, False, ending, door)
         transaction.finish(repo, op)  # the door's repair has finished it already; idempotent
         return _after_commit(ws, state, op, ending.integration(ws, state, odb), door)
@@ -489,7 +489,7 @@ def abort_rebase(ws: SeriesRepo, ending: Ending, *, door: Door) -> halted.Rebase
     state = _require(ws, "abort", ending)
     if state.phase == halted.Phase.COMMITTING and state.op_id:
         op = journal.find(repo, state.op_id)
-        if op is not None and op.state == "done":
+        if op is not None and op.state == journal.OpState.DONE:
             door.summary = f"abort {state.id}: revert {op.id}"
             door.revert(op)
             door.commit()

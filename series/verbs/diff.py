@@ -23,7 +23,7 @@ from series import config
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git.command import git
-from series.journal import Operation, operations
+from series.journal import Operation, OpState, operations
 from series.git.repo import workdir
 from series.model import Series, Topic
 from series.topics import OwnWorks
@@ -115,7 +115,7 @@ def _state_of_operation(ws: Workspace, ops: list[Operation], index: int, before:
     A ref's value then is the new value of its last move up to that point; a ref no
     operation moved up to then has the old value of its first later move, or its value now.
     """
-    done = [op for op in ops if op.state == "done"]
+    done = [op for op in ops if op.state == OpState.DONE]
     cut = ops[index]
     upto = [op for op in done if op.id < cut.id or (op.id == cut.id and not before)]
     after = [op for op in done if op not in upto]

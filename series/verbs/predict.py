@@ -146,13 +146,11 @@ def command(ctx: Context, file: Path, refreeze: bool, show: bool, explain: tuple
     is recorded beside the earlier freeze. A prediction that fails stays a result: add
     the reason with --explain ID WHY. 'series undo' passes over freezes and explanations.
     """
-    from series.git.repo import open_repo
-    from series.workspace import repair
+    from series.workspace import open_repaired
 
     if sum([refreeze, show, explain is not None]) > 1:
         raise click.UsageError("--refreeze, --show and --explain go one at a time")
-    repo = open_repo(ctx.here)
-    repair(repo)
+    repo = open_repaired(ctx.here)
     path = file if file.is_absolute() else ctx.here / file
     if not path.is_file():
         raise SeriesError(f"{file}: no such file")

@@ -80,13 +80,13 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any
         return walked[0]
 
     rows = {row["name"]: row for row in report["topics"]}
-    conflicted = [path for run in state.topics if run.outcome == "conflict" and run.conflict
+    conflicted = [path for run in state.topics if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict
                   for path in run.conflict.files]
     # every conflicted file's upstream commits in one pass over old..onto
     by_path = attribution.path_commits(repo, old.id, onto.id, conflicted, history()) if conflicted else {}
     for run in state.topics:
         row = rows[run.name]
-        if run.outcome == "conflict" and run.conflict:
+        if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict:
             ours = _commit(repo, run.conflict.commit).tree
             upstream = {}
             for path in run.conflict.files:
@@ -94,14 +94,14 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any
                 upstream[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
                                   "more": max(0, len(found) - SHOWN)}
             row["upstream"] = upstream
-        elif run.outcome == "merged":
+        elif run.outcome == halted.TopicOutcome.MERGED:
             row["evidence"] = _evidence(ws, run, old, onto, history)
     moved = outcome.finished and not outcome.dry_run and bool(outcome.op_id)
     report["behind"] = _behind(ws, onto if moved else old, (old.id, onto.id, walked[0]) if walked else None)
     if bisect:
         from series.engine import bisect as bisection
 
-        conflicting = [r.name for r in state.topics if r.outcome == "conflict"]
+        conflicting = [r.name for r in state.topics if r.outcome == halted.TopicOutcome.CONFLICT]
         line = bisection.mainline(repo, old, onto)
         for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
                                                  engine_hooks(ws.series)):
