@@ -35,7 +35,6 @@ from typing import Mapping
 
 import pygit2
 
-from series import faults
 from series.fs import state_dir, write_atomically
 from series.errors import SeriesError
 from series.persisted import (Json, JsonObject, read_bool, read_list, read_enum, read_int,
@@ -44,9 +43,6 @@ from series.persisted import (Json, JsonObject, read_bool, read_list, read_enum,
 
 TEMP_PREFIX = "refs/series/rebase"
 VERSION = 2   # 2: `halt` (the ending's identity and payload) replaced `kind` and `adoption`
-
-fault = faults.fault  # kept here: the engine's points are named st.fault(...)
-
 
 class TopicOutcome(str, enum.Enum):
     """Where one topic stands in the operation (the str mixin keeps the JSON value)."""

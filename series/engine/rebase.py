@@ -35,7 +35,7 @@ from typing import Callable
 
 import pygit2
 
-from series import journal, transaction
+from series import faults, journal, transaction
 from series.engine import merged as merged_rules
 from series import halted
 from series.engine import worktree
@@ -244,7 +244,7 @@ def _halt(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks) 
     current = next(t for t in state.topics if t.outcome == halted.TopicOutcome.CONFLICT)
     state = replace(state, phase=halted.Phase.CONFLICT, current=current.name, materialized=False)
     halted.save(repo, state)
-    halted.fault("rebase-after-state")
+    faults.fault("rebase-after-state")
     return _materialize(ws, state, odb, hooks)
 
 
@@ -254,7 +254,7 @@ def _materialize(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: 
     stop = _stop_for(ws, state, run, odb, hooks)
     path = halted.worktree_path(repo)
     notes = worktree.materialize(repo, path, stop, state.halt.resume)
-    halted.fault("rebase-after-worktree")
+    faults.fault("rebase-after-worktree")
     state = replace(state, materialized=True)
     halted.save(repo, state)
     return RebaseOutcome(state, finished=False, worktree=path, notes=notes, persisted=True)
@@ -275,7 +275,7 @@ def _commit(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: boo
     before = halted.load(repo)  # None when this run never halted
     state = replace(state, phase=halted.Phase.COMMITTING, op_id=door.reserve_id())
     halted.save(repo, state)
-    halted.fault("rebase-before-transaction")
+    faults.fault("rebase-before-transaction")
     try:
         op = door.commit()
     except SeriesError:
@@ -295,7 +295,7 @@ def _after_commit(ws: SeriesRepo, state: halted.RebaseState, op: journal.Operati
     repo = ws.repo
     # door.commit() settled the checkouts already; again here for a process killed in between
     notes = door.notes + [n for n in transaction.settle_checkouts(repo, op) if n not in door.notes]
-    halted.fault("rebase-after-transaction")
+    faults.fault("rebase-after-transaction")
     worktree.remove(repo, halted.worktree_path(repo)) if halted.worktree_path(repo).exists() else None
     halted.clear(repo)
     return RebaseOutcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
@@ -472,7 +472,7 @@ def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_
                 return _materialize(ws, state, odb, hooks)
             state = replace(state, materialized=True)
         state = _take_resolution(ws, state, odb, hooks, ending, path)
-    halted.fault("continue-after-commit")
+    faults.fault("continue-after-commit")
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
     if any(t.outcome == halted.TopicOutcome.CONFLICT for t in state.topics):

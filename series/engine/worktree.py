@@ -19,7 +19,7 @@ from pathlib import Path
 import pygit2
 
 from series.engine.replay import ReplayStop
-from series.halted import fault
+from series.faults import fault
 from series.errors import SeriesError
 from series.git.command import git
 from series.git.repo import workdir
