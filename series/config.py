@@ -58,8 +58,8 @@ def find(start: Path, explicit: Path | None = None) -> Path:
         if candidate.is_file():
             return candidate
     raise SeriesError(
-        f"no {FILENAME} in {here} or its parents: run 'series init --base REF' "
-        "in your fork, or pass --config FILE / -C DIR"
+        f"no {FILENAME} in {here} or its parents",
+        "run 'series init --base REF' in your fork, or pass --config FILE / -C DIR"
     )
 
 

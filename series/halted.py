@@ -243,8 +243,8 @@ def load(repo: pygit2.Repository) -> RebaseState | None:
                               "finish it with that version")
         return RebaseState.load(data)
     except (ValueError, TypeError, RecursionError) as exc:
-        raise SeriesError(f"{path}: unreadable state of a halted operation ({exc}); remove it and "
-                          f"'git worktree prune' to start over") from None
+        raise SeriesError(f"{path}: unreadable state of a halted operation ({exc})",
+                          "remove it and 'git worktree prune' to start over") from None
 
 
 def save(repo: pygit2.Repository, state: RebaseState) -> None:

@@ -209,7 +209,7 @@ class WriteOperation:
             if self._seen_text is None and self.config_path is not None:
                 self._seen_text = fs.read_text(self.config_path)
             if self._seen_text is None or self.config_path is None:
-                raise SeriesError("no series.yaml to edit: run 'series init --base REF' first")
+                raise SeriesError("no series.yaml to edit", "run 'series init --base REF' first")
             self._seen = seriesedit.load_plain(self._seen_text, self.config_path)
         return self._seen
 

@@ -103,7 +103,7 @@ def test_init_without_base_names_the_candidates_when_it_cannot_choose(fork: Path
        "git branch -q topic/alone && git checkout -q --detach v0.30.0", fork)
     proc = run_series("init", "--topics", "topic/api-hello", cwd=fork, expect=1)
     assert proc.stderr == ("series: error: the branches matching topic/api-hello fork from more than one "
-                           "release (v0.31.0, v0.30.1): pass --base with the one they sit on\n"), proc.stderr
+                           "release (v0.31.0, v0.30.1)\nhint: pass --base with the one they sit on\n"), proc.stderr
     proc = run_series("init", cwd=fork, expect=1)
     assert "no release tag is in every branch matching topic/* (newest here: v0.31.0, v0.30.1, v0.30.0)" \
         in proc.stderr and "pass --base" in proc.stderr, proc.stderr

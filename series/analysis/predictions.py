@@ -315,8 +315,8 @@ def require_frozen(repo: pygit2.Repository, path: Path) -> FrozenPredictions:
     file = load(path, name)
     record = frozen(repo, name, worktree)
     if record is None:
-        raise SeriesError(f"{name} (sha256:{file.sha256}) was never frozen: run 'series predict {name}' "
-                          "before measuring, so the claims are on record first")
+        raise SeriesError(f"{name} (sha256:{file.sha256}) was never frozen",
+                          f"run 'series predict {name}' before measuring, so the claims are on record first")
     if record.sha256 != file.sha256:
         raise changed(file, record, f"'series predict {name} --refreeze' (recorded: reports show both hashes)")
     return FrozenPredictions(file, record)

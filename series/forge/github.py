@@ -304,8 +304,8 @@ class GitHubForge(Forge):
         """Open a PR (POST /repos/OWNER/REPO/pulls); sent once, never retried: a retry
         after a lost answer could open it twice."""
         if not self._token:
-            raise ForgeError("opening a pull request needs a GitHub token: set GH_TOKEN or GITHUB_TOKEN, "
-                             "or run 'gh auth login'")
+            raise ForgeError("opening a pull request needs a GitHub token",
+                             "set GH_TOKEN or GITHUB_TOKEN, or run 'gh auth login'")
         url = self._url("pulls")
         payload = json.dumps({"title": title, "head": head, "base": base, "body": body,
                               "draft": draft}).encode("utf-8")

@@ -137,8 +137,9 @@ def committer(repo: pygit2.Repository) -> pygit2.Signature:
     proc = git(workdir(repo), "var", "GIT_COMMITTER_IDENT", check=False)
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise SeriesError(f"no committer identity ({detail}): set user.name and user.email "
-                          "(git config --global user.name 'You'), or GIT_COMMITTER_NAME/EMAIL")
+        raise SeriesError(f"no committer identity ({detail})",
+                          "set user.name and user.email (git config --global user.name 'You'), "
+                          "or GIT_COMMITTER_NAME/EMAIL")
     return signature_from_ident(proc.stdout)
 
 

@@ -86,7 +86,7 @@ def infer_base(repo: pygit2.Repository, heads: dict[str, pygit2.Commit],
         return found[0].tag
     if found:
         raise SeriesError(f"the branches matching {matching} fork from more than one release "
-                          f"({releases.names(found)}): pass --base with the one they sit on")
+                          f"({releases.names(found)})", "pass --base with the one they sit on")
     newest = releases.names(releases.releases(repo)[:3]) or "no release tags here; git fetch --tags"
     raise SeriesError(f"no release tag is in every branch matching {matching} (newest here: "
                       f"{newest}): pass --base REF, a tag, branch or commit")
@@ -158,8 +158,8 @@ def run(start: Path, *, base: str | None, remote: str, github: str | None, patte
     repo = open_repo(start)
     if target is None:
         if repo.workdir is None:
-            raise SeriesError(f"{repo.path} is a bare repository: pass --config FILE to say where "
-                              "series.yaml goes")
+            raise SeriesError(f"{repo.path} is a bare repository",
+                              "pass --config FILE to say where series.yaml goes")
         target = workdir(repo) / config.FILENAME
     _refuse_existing(target, force)
     heads = _topic_heads(repo, patterns, integration)

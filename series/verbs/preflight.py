@@ -98,7 +98,7 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
     if budget is not None and budget < asked:
         raise SeriesError(
             f"comparing files of {asked} PRs needs {asked} GitHub API requests but only "
-            f"{budget} remain this hour; set GITHUB_TOKEN, pass --limit N, or --fetch for git refs")
+            f"{budget} remain this hour", "set GITHUB_TOKEN, pass --limit N, or --fetch for git refs")
     done = 0
 
     def files_of(pr: PullRequest) -> list[PullFile]:

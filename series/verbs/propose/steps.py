@@ -123,8 +123,8 @@ def _mainline(ws: Workspace) -> tuple[pygit2.Commit, str, str]:
         ref = ws.repo.references.get(f"refs/remotes/{remote}/{name}")
         if ref is not None:
             return ref.peel(pygit2.Commit), f"{remote}/{name}", name
-    raise SeriesError(f"no {remote}/main in this repository: run 'git fetch {remote}' "
-                      "(or pass --fetch) so the PR is built on upstream's current main")
+    raise SeriesError(f"no {remote}/main in this repository",
+                      f"run 'git fetch {remote}' (or pass --fetch) so the PR is built on upstream's current main")
 
 
 def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Commit, list[str]]:
@@ -303,8 +303,9 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
     done = proposal.replayed
     assert done is not None and proposal.description is not None
     if not forge.api or not ws.series.upstream.github:
-        raise SeriesError("opening the draft PR needs the GitHub API: set upstream.github in series.yaml "
-                          "and drop --offline (or SERIES_OFFLINE); --dry-run shows the rest")
+        raise SeriesError("opening the draft PR needs the GitHub API",
+                          "set upstream.github in series.yaml and drop --offline (or SERIES_OFFLINE); "
+                          "--dry-run shows the rest")
     refuse_if_halted(repo, "propose")
     if owner is None:
         owner = forge.viewer_login()
