@@ -273,8 +273,8 @@ def group(ctx: click.Context, config_file: Path | None, directory: Path | None, 
         try:
             os.chdir(directory)
         except OSError as exc:
-            raise SeriesError(f"-C {directory}: cannot change to that directory "
-                              f"({exc.strerror or exc}); give an existing directory") from None
+            raise SeriesError(f"-C {directory}: cannot change to that directory ({exc.strerror or exc})",
+                              "give an existing directory") from None
         directory = Path.cwd()
     OUTPUT.directory = directory
     logging.basicConfig(level=OUTPUT.log_level(), format="%(name)s: %(message)s", stream=sys.stderr)

@@ -294,7 +294,7 @@ def example_topics() -> Path:
             return candidate
     from series.errors import SeriesError
 
-    raise SeriesError("the example series (topics/) is not installed with this copy of series: "
+    raise SeriesError("the example series (topics/) is not installed with this copy of series",
                       "install from a source checkout ('pip install -e .')")
 
 

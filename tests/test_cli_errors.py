@@ -87,3 +87,27 @@ def test_a_hint_is_its_own_line_after_the_error(fork: Path) -> None:
     assert (str(error), error.hint, error.text) == (
         "unknown ref 'x'", "nearest tags: v0.30.0", "unknown ref 'x' (nearest tags: v0.30.0)")
     assert SeriesError("plain").text == "plain" and SeriesError("plain").hint is None
+
+
+def test_no_error_outside_the_engine_hides_its_hint_in_the_message() -> None:
+    """A refusal whose message goes on with what to do ('...: run X', '...; pass --Y')
+    passes that as hint=, so it is printed on its own line. The engine names no CLI
+    command or flag, so its refusals are the verbs' to word (issue 25's door item)."""
+    import ast
+    import re
+
+    said = re.compile(r"[;:] (run|pass|set|give|use|add|install|fetch|create|delete|remove|drop|try|see) ")
+    package = Path(__file__).resolve().parent.parent / "series"
+    errors = {"SeriesError", "ConflictError", "ForgeError", "ForgeUnreachable", "HttpRefused", "HttpUnreachable"}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).parts[0] == "engine":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and len(node.args) == 1
+                    and getattr(node.func, "id", getattr(node.func, "attr", "")) in errors):
+                text = "".join(c.value for c in ast.walk(node.args[0])
+                               if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                if said.search(text):
+                    found.append(f"{path.relative_to(package)}:{node.lineno}: {text[:80]}")
+    assert found == []

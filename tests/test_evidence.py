@@ -181,10 +181,10 @@ def test_clear_errors(fork: Path, env: Path, tmp_path: Path) -> None:
     no_pytest = make_env(tmp_path / "bare", er.release_wheel(fork.parent / "upstream", tmp_path / "w1"),
                          pytest=False)
     proc = run_series("test", "--run", "--python", str(no_pytest), cwd=fork, expect=1)
-    assert "has no pytest: " in proc.stderr and "pip install pytest" in proc.stderr, proc.stderr
+    assert "has no pytest\nhint: " in proc.stderr and "pip install pytest" in proc.stderr, proc.stderr
     other = make_env(tmp_path / "other", er.release_wheel(fork.parent / "upstream", tmp_path / "w2", "0.29.0"))
     proc = run_series("test", "--run", "--python", str(other), cwd=fork, expect=1)
-    assert "has vllm 0.29.0 installed, but the series is based on v0.30.0: install vllm==0.30.0" in proc.stderr
+    assert "has vllm 0.29.0 installed, but the series is based on v0.30.0\nhint: install vllm==0.30.0" in proc.stderr
     proc = run_series("test", "--run", "--python", sys.executable, cwd=fork, expect=1)
     assert "has no vllm installed" in proc.stderr, proc.stderr
     proc = run_series("test", "--run", "--python", str(env), "--step", "kv-ofload", cwd=fork, expect=1)

@@ -179,7 +179,7 @@ def test_add_errors_leave_the_file_alone(fork: Path) -> None:
         (("add", "remote-only"), "git branch remote-only upstream/remote-only"),
         (("add", "topic/sched-note"), "series.yaml:8: branch 'topic/sched-note' is already topic 'sched-note'"),
         (("add", "topic/sched-copy", "--name", "api-hello"), "series.yaml:18: a topic named 'api-hello' exists"),
-        (("add", "topic/sched-copy", "--name", "Bad Name"), "--name Bad Name: use lowercase"),
+        (("add", "topic/sched-copy", "--name", "Bad Name"), "--name Bad Name: not a topic name\nhint: use lowercase"),
         (("add", "topic/sched-copy", "--after", "nope"), "no topic named 'nope'"),
         (("add", "topic/sched-copy", "--depends-on", "nope"), "no topic named 'nope'"),
     ]

@@ -148,7 +148,7 @@ class Forge(abc.ABC):
 
     def viewer_login(self) -> str:
         """The login the credentials belong to (the owner of the fork a PR's head lives in)."""
-        raise ForgeError(f"{self.source or 'this forge'} cannot say whose fork this is: pass --owner LOGIN")
+        raise ForgeError(f"{self.source or 'this forge'} cannot say whose fork this is", "pass --owner LOGIN")
 
     def create_pull(self, *, head: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
         """Open a pull request; only a forge with an API can."""
@@ -188,8 +188,7 @@ def pr_fork_point(repo: pygit2.Repository, remote: str, head: pygit2.Oid,
     main = mainline_commit(repo, remote)
     if main is None:
         raise SeriesError(
-            f"cannot tell the PR's own commits: no {remote}/main here; "
-            f"run 'git fetch {remote}' first")
+            f"cannot tell the PR's own commits: no {remote}/main here", f"run 'git fetch {remote}' first")
     mb = repo.merge_base(main.id, head)
     if mb is None:
         raise SeriesError(f"the PR head {str(head)[:12]} shares no history with {remote}/main")
@@ -241,7 +240,7 @@ class OfflineForge(Forge):
         head = self._head(number)
         if head is None:
             raise ForgeError(
-                f"PR #{number} is not fetched here ({pr_ref(self.remote, number)}); "
+                f"PR #{number} is not fetched here ({pr_ref(self.remote, number)})",
                 f"fetch it with 'git fetch {self.remote} +refs/pull/{number}/head:{pr_ref(self.remote, number)}'")
         when = datetime.datetime.fromtimestamp(head.commit_time, datetime.timezone.utc)
         return PullRequest(

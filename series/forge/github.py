@@ -296,7 +296,7 @@ class GitHubForge(Forge):
         data = self._cached(f"{self.base}/user", "the authenticated user")
         login = data.get("login") if isinstance(data, dict) else None
         if not isinstance(login, str) or not re.fullmatch(r"[A-Za-z0-9-]{1,39}", login):
-            raise ForgeError("the GitHub API did not say whose token this is (GET /user); "
+            raise ForgeError("the GitHub API did not say whose token this is (GET /user)",
                              "pass --owner LOGIN (the owner of your fork)")
         return login
 

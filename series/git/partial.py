@@ -170,8 +170,8 @@ def check_shallow(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[
         since = datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime("%Y-%m-%d")
         raise SeriesError(
             f"this is a shallow clone: the history of {str(head.id)[:12]} holds {depth} commit(s) and "
-            f"never reaches {base_name}; series needs a depth of more than {depth}, back to "
-            f"{base_name}: run 'git fetch --shallow-since={since} {remote}' (or 'git fetch --unshallow {remote}')")
+            f"never reaches {base_name}; series needs a depth of more than {depth}, back to {base_name}",
+            f"run 'git fetch --shallow-since={since} {remote}' (or 'git fetch --unshallow {remote}')")
 
 
 def explain(exc: BaseException, start: Path) -> str | None:

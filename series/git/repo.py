@@ -86,7 +86,7 @@ def repo_path(repo: pygit2.Repository, path: str, cwd: Path) -> str:
     never a path that nothing touches.
     """
     if not path:
-        raise SeriesError("an empty PATH: give a path, or '.' for the whole repository")
+        raise SeriesError("an empty PATH", "give a path, or '.' for the whole repository")
     gitdir = Path(repo.path).resolve()
     here = os.path.abspath(cwd)
     # in a bare repository or inside .git, git reads no work tree: paths are from the root

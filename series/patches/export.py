@@ -147,7 +147,7 @@ def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResul
     previous: list[str] = []
     if directory.exists():
         if not directory.is_dir():
-            raise SeriesError(f"{directory} is a file; give a directory to export into")
+            raise SeriesError(f"{directory} is a file", "give a directory to export into")
         if (directory / ORDER).is_file():
             previous = read_order(directory)
         elif any(directory.iterdir()):

@@ -49,11 +49,11 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
                               f"topic '{topic.name}'")
     name = name or topic_name(branch)
     if not config.NAME_RE.match(name):
-        raise SeriesError(f"--name {name}: use lowercase [a-z0-9._-], e.g. offload-evict-fix")
+        raise SeriesError(f"--name {name}: not a topic name", "use lowercase [a-z0-9._-], e.g. offload-evict-fix")
     known = {t.name: t for t in series.topics}
     if name in known:
-        raise SeriesError(f"{series.path.name}:{known[name].line}: a topic named '{name}' exists "
-                          f"already: pass --name NAME")
+        raise SeriesError(f"{series.path.name}:{known[name].line}: a topic named '{name}' exists already",
+                          "pass --name NAME")
     for ref in ([after] if after else []) + list(depends_on):
         if ref not in known:
             raise SeriesError(f"no topic named '{ref}' in {series.path.name} "

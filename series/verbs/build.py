@@ -81,7 +81,7 @@ def check_release(ws: Workspace, name: overlay.WheelName) -> None:
     wheel_public = name.version.split("+")[0]
     if version is not None and releases.parse_version(wheel_public) != version:
         raise SeriesError(
-            f"the wheel is {name.name} {name.version} but the series is based on {base}: "
+            f"the wheel is {name.name} {name.version} but the series is based on {base}",
             f"pass --wheel {name.name}=={version} (or rebase the series onto v{wheel_public} first)")
 
 

@@ -110,7 +110,7 @@ def _evidence_env(directory: Path, wheel: Path, python: str) -> Path | None:
 def run(directory: Path, echo: Callable[[str], None], python: str = sys.executable) -> Path:
     directory = directory.resolve()
     if directory.exists() and any(directory.iterdir()):
-        raise SeriesError(f"{directory} is not empty: give 'series demo' a new directory")
+        raise SeriesError(f"{directory} is not empty", "give 'series demo' a new directory")
     directory.mkdir(parents=True, exist_ok=True)
     upstream_path, fork = directory / "upstream.git", directory / "fork"
     echo(f"Building a small upstream vLLM in {upstream_path} and a fork in {fork} ...")

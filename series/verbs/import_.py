@@ -59,7 +59,7 @@ def ensure_config(start: Path, directory: Path, dry_run: bool = False) -> Path |
         pass
     source = directory / config.FILENAME
     if not source.is_file():
-        raise SeriesError(f"no {config.FILENAME} here and none in {directory}: "
+        raise SeriesError(f"no {config.FILENAME} here and none in {directory}",
                           "run 'series init' first, or import a complete export")
     # the export came from elsewhere (a pull request, a CI artifact): it must load, with
     # every value checked, before it becomes this clone's series.yaml
@@ -109,8 +109,8 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
         try:
             topic = ws.series.topic(name)
         except SeriesError:
-            raise SeriesError(f"{directory / 'order'} lists '{name}', which {ws.config_path.name} "
-                              f"does not have; add the topic to {ws.config_path.name} first") from None
+            raise SeriesError(f"{directory / 'order'} lists '{name}', which {ws.config_path.name} does not have",
+                              f"add the topic to {ws.config_path.name} first") from None
         if not topic.active:
             result.topics.append(TopicImport(name, topic.branch, 0, "", "skipped",
                                              note=f"status {topic.status.value} in {ws.config_path.name}"))

@@ -170,7 +170,7 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
         if existing is None:
             raise SeriesError(f"no topic carries PR #{number}: adopt it first (without --refresh)")
         if replaces or no_replace or (name and name != existing.name):
-            raise SeriesError("--refresh re-adopts the PR into its topic; drop --replaces/--no-replace/--name")
+            raise SeriesError("--refresh re-adopts the PR into its topic", "drop --replaces/--no-replace/--name")
         topic_name, branch = existing.name, existing.branch
     else:
         if existing is not None:

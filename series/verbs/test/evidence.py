@@ -89,8 +89,8 @@ def installed_commit(ws: Workspace, env: Environment) -> pygit2.Commit:
     if env.public_version != release:
         raise SeriesError(
             f"--python {env.python} has {env.package_dir.name} {env.version} installed, but the series "
-            f"is based on {ws.series.upstream.base}: install {env.package_dir.name}=={release} there, or "
-            "name an environment that has it")
+            f"is based on {ws.series.upstream.base}",
+            f"install {env.package_dir.name}=={release} there, or name an environment that has it")
     m = re.search(r"series\.g([0-9a-f]{7,40})", env.version.partition("+")[2])
     if m is None:
         return ws.base_commit()
@@ -98,8 +98,8 @@ def installed_commit(ws: Workspace, env: Environment) -> pygit2.Commit:
         return ws.repo.revparse_single(m.group(1)).peel(pygit2.Commit)
     except (KeyError, ValueError):
         raise SeriesError(f"{env.package_dir.name} {env.version} is a patched wheel of commit {m.group(1)}, "
-                          "which this repository does not have: install the release wheel, or fetch "
-                          "that integration branch") from None
+                          "which this repository does not have",
+                          "install the release wheel, or fetch that integration branch") from None
 
 
 def resolve_trees(ws: Workspace, names: list[str]) -> list[EvidenceTree]:
