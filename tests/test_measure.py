@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -181,15 +186,44 @@ def test_with_python_the_tree_is_laid_over_the_installed_build(fork: Path, env: 
     _freeze(fork)
     # in the fork's root, beside its vllm/ source: only a safe sys.path keeps the build first
     workload = _script(fork, BUILD_WORKLOAD)
-    data = measure(fork, *TREES, "--python", str(env), "--", "python", str(workload))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = run_series("measure", "--predictions", "predictions.yaml", "--json", *TREES, "--python", str(env),
+                      "--", "python", str(workload), cwd=fork, env={"TMPDIR": str(scratch)})
+    data = json.loads(proc.stdout)
+    assert "ours: v0.30.0 + lru-peek; 1 package files over the build" in proc.stderr, proc.stderr
+    assert list(scratch.iterdir()) == [], "the shadows and work directories are removed"
     metrics = data["metrics"]
     assert all(m["built"] is True and m["cwd_empty"] is True for m in metrics.values()), metrics
     assert {n: (m["has_peek"], m["empty_peek"]) for n, m in metrics.items()} == {
         "base": (False, "None"), "ours": (True, "raises"), "theirs": (True, "None")}, metrics
     assert data["environment"]["ours"]["vllm"] == "0.30.0" and data["python"] == str(env)
     assert "--python " + str(env) in data["reproduce"][1]
-    leftovers = [p for p in Path(tmp_path.parent).glob("series-evidence-*")]
-    assert not any(p.name.startswith(f"series-evidence-{__import__('os').getpid()}-") for p in leftovers)
+
+
+def test_a_stopped_measurement_stops_the_workload_and_cleans_up(fork: Path, tmp_path: Path) -> None:
+    _freeze(fork)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    marker = tmp_path / "started"
+    workload = _script(tmp_path, f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+                                 "time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "series", "measure", "--predictions", "predictions.yaml",
+                             *TREES, "--", "python", str(workload)], cwd=fork,
+                            env=dict(os.environ, TMPDIR=str(scratch)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if marker.exists() and marker.read_text() or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and out == "", (out, err)
+    assert "interrupted (SIGTERM); the workload was stopped, temporary files removed" in err, err
+    assert list(scratch.iterdir()) == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(marker.read_text()), 0)
 
 
 @pytest.mark.parametrize("body, said", [
