@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from series.errors import SeriesError
 from tests import evidence_repos as er
 from tests.conftest import from_template, run_series
 from tests.fakeenv import make_env
@@ -336,3 +337,27 @@ def test_usage_mistakes_are_usage_errors(fork: Path) -> None:
     err = run_series("measure", "--predictions", "predictions.yaml", "--tree", "x=with:y", "--", "true",
                      cwd=fork, expect=1).stderr
     assert "tree 'with:y': not a tree name" in err, err
+
+
+def test_the_report_reads_back_and_its_markdown_hides_nothing() -> None:
+    from series.analysis import measurement as ms
+    from series.analysis.measurement_tables import escape, render_markdown
+
+    machine = ms.MachineInfo("0.31.0", None, None, "cpu <!-- x", "3.11.7", "Linux")
+    report = ms.Measurement(
+        trees=(ms.MeasuredTree("ours", "only:a", "ab" * 20, "v0.31.0 + a"),),
+        metrics={"ours": {"a|b": 1, "<!--": "--> [x](http://e)"}}, runs={"ours": [{"a|b": 1, "<!--": "--> [x](http://e)"}]},
+        environment={"ours": machine}, predictions_file="p.yaml", predictions_sha256="cd" * 32,
+        predictions=(ms.PredictionResult("p1", "ours", "a|b", "a|b on ours equals 2", 1, False, "*why*",
+                                         "it was <details>"),),
+        command=("python", "w.py"), repeat=1)
+    doc = ms.to_json(report)
+    assert ms.to_json(ms.from_json(json.loads(json.dumps(doc)), "report.json")) == doc
+    md = render_markdown(report)
+    assert "<!--" not in md and "<details>" not in md.replace("<details><summary>Reproduce", "")
+    assert "| a\\|b | 1 |" in md and "| \\<\\!-- | --\\> \\[x\\]\\(http://e\\) |" in md, md
+    assert "~~a\\|b on ours equals 2~~" in md and "Why it failed: it was \\<details\\>" in md, md
+    assert escape("a\nb") == "a b"
+    assert ms.median([1, 3]) == 2 and ms.median([2, 2]) == 2 and isinstance(ms.median([2, 2]), int)
+    with pytest.raises(SeriesError, match="not a measurement report"):
+        ms.from_json({**doc, "schema": 2}, "report.json")
