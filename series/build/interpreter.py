@@ -121,8 +121,8 @@ def _probed(stdout: str) -> _Answer:
         raise ValueError(f"its answer is not the probe's ({exc})") from None
 
 
-# What a measurement reports of the machine it ran on. torch is imported only when it is
-# installed (a few seconds), for the accelerator's name; nothing here needs the network.
+# What a measurement reports of the machine it ran on. torch is imported (a few seconds) for
+# the accelerator's name only where a device node of one exists; nothing here needs the network.
 _MACHINE = r"""
 import importlib.metadata as md, json, os, platform, sys
 def version(name):
@@ -140,7 +140,9 @@ except OSError:
     pass
 count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 out["cpu"] = f"{cpu or platform.processor() or platform.machine()} ({count} CPUs)"
-if out["torch"]:
+# torch takes seconds to import: only where an accelerator's device node says it may see one
+accelerator = any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")) or sys.platform == "darwin"
+if out["torch"] and accelerator:
     try:
         import torch
         if torch.cuda.is_available():
