@@ -181,14 +181,15 @@ def show(value: Scalar | None) -> str:
 
 # -- the report --------------------------------------------------------------------------------
 
-def check_trees(file: pr.PredictionsFile, names: Sequence[str]) -> None:
+def check_trees(file: pr.PredictionsFile, names: Sequence[str], remedy: str = "add --tree {tree}=SPEC") -> None:
     """Every claim is about a tree of this run: a measurement that left a frozen claim out
     would be a way around it."""
     for p in file.predictions:
         for tree in (p.tree, *([str(p.expected)] if p.kind == pr.ClaimKind.SAME_AS else [])):
             if tree not in names:
                 raise SeriesError(f"{file.name}:{p.line}: prediction {p.id} is about tree {tree!r}, which this "
-                                  f"run does not measure (its trees: {', '.join(names)}); add --tree {tree}=SPEC")
+                                  f"run does not measure (its trees: {', '.join(names)}); "
+                                  + remedy.format(tree=tree))
 
 
 def judged(frozen: pr.FrozenPredictions, metrics: Mapping[str, Values]) -> tuple[PredictionResult, ...]:

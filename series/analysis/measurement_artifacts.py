@@ -117,7 +117,8 @@ def assemble(found: list[CollectedTree], frozen: pr.FrozenPredictions) -> Measur
     orders = {c.order for c in found}
     order = next(iter(orders)) if len(orders) == 1 and set(first.order) == names else tuple(sorted(names))
     ranked = sorted(found, key=lambda c: order.index(c.tree.name))
-    ms.check_trees(frozen.file, [c.tree.name for c in ranked])
+    ms.check_trees(frozen.file, [c.tree.name for c in ranked],
+                   "collect the artifact of tree {tree} too (its job may have failed)")
     metrics = {c.tree.name: c.metrics for c in ranked}
     pythons = {c.python for c in found}
     return Measurement(

@@ -12,6 +12,7 @@ the environment. `--artifact DIR` leaves it per tree for another machine to coll
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Callable
@@ -123,6 +124,8 @@ def collect_artifacts(repo: pygit2.Repository, frozen: pr.FrozenPredictions, dir
 
 def _read(path: Path, limit: int) -> bytes:
     try:
+        if not stat.S_ISREG(path.stat().st_mode):   # a FIFO would block the read
+            raise SeriesError(f"{path}: not a regular file")
         with open(path, "rb") as f:
             return f.read(limit + 1)
     except OSError as exc:
