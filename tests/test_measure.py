@@ -304,6 +304,13 @@ def test_artifacts_collected_give_the_local_report(fork: Path, tmp_path: Path) -
     collected = json.loads(run_series("measure", "--collect", str(downloaded), "--predictions", "predictions.yaml",
                                       "--json", cwd=fork).stdout)
     assert collected == local
+    # one job per tree (another seat each), joined by --collect into the same report
+    jobs = tmp_path / "jobs"
+    for name in ("theirs", "ours", "base"):
+        alone = measure(fork, *TREES, "--only", name, "--artifact", str(jobs / f"job-{name}"), "--",
+                        "python", str(workload))
+        assert [t["name"] for t in alone["trees"]] == [name] and alone["reproduce"] == local["reproduce"]
+    assert measure(fork, "--collect", str(jobs)) == local
     text = run_series("measure", "--predictions", "predictions.yaml", *TREES, "--", "python", str(workload),
                       cwd=fork).stdout
     assert run_series("measure", "--collect", str(out), "--predictions", "predictions.yaml", cwd=fork).stdout == text
@@ -331,7 +338,8 @@ def test_usage_mistakes_are_usage_errors(fork: Path) -> None:
     for args, said in [((), "name the trees"), (("--tree", "base"), "no command"),
                        (("--tree", "only:x", "--", "true"), "give it a name"),
                        (("--tree", "a=base", "--tree", "a=series", "--", "true"), "given twice"),
-                       (("--collect", ".", "--tree", "base"), "--collect makes the report")]:
+                       (("--collect", ".", "--tree", "base"), "--collect makes the report"),
+                       (("--tree", "base", "--only", "ours", "--", "true"), "--only ours: not one of the --tree names")]:
         err = run_series("measure", "--predictions", "predictions.yaml", *args, cwd=fork, expect=2).stderr
         assert said in err, err
     err = run_series("measure", "--predictions", "predictions.yaml", "--tree", "x=with:y", "--", "true",

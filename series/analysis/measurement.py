@@ -76,12 +76,18 @@ class Measurement:
     command: tuple[str, ...]
     repeat: int
     python: str | None = None   # --python PY, for the reproduce line
+    # (name, spec) of every tree of the measurement, in order, where this run measured only
+    # some of them (--only: one tree per CI job); empty: the trees measured
+    plan: tuple[tuple[str, str], ...] = ()
+
+    def planned(self) -> tuple[tuple[str, str], ...]:
+        return self.plan or tuple((t.name, t.spec) for t in self.trees)
 
     def reproduce(self) -> list[str]:
         file = shlex.quote(self.predictions_file)
         words = ["series", "measure", "--predictions", self.predictions_file]
-        for tree in self.trees:
-            words += ["--tree", f"{tree.name}={tree.spec}"]
+        for name, spec in self.planned():
+            words += ["--tree", f"{name}={spec}"]
         if self.python:
             words += ["--python", self.python]
         if self.repeat != 1:

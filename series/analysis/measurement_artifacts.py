@@ -30,7 +30,7 @@ def files(m: Measurement, tree: MeasuredTree) -> dict[str, Json]:
         TREE_FILE: {"schema": ms.SCHEMA, "tree": tree.name, "spec": tree.spec, "commit": tree.commit,
                     "predictions_sha256": m.predictions_sha256, "command": list(m.command),
                     "repeat": m.repeat, "runs": [dict(r) for r in m.runs.get(tree.name, [])],
-                    "describe": tree.describe, "python": m.python, "order": [t.name for t in m.trees]},
+                    "describe": tree.describe, "python": m.python, "order": [n for n, _ in m.planned()]},
         METRICS_FILE: dict(m.metrics.get(tree.name, {})),
         ENVIRONMENT_FILE: ms.machine_json(m.environment[tree.name]) if tree.name in m.environment else None,
     }

@@ -53,13 +53,16 @@ def parse_trees(values: tuple[str, ...]) -> list[tuple[str, str]]:
     return out
 
 
-def run(ws: Workspace, frozen: pr.FrozenPredictions, trees: list[tuple[str, str]], command: tuple[str, ...], *,
-        python: str | None = None, repeat: int = 1, say: Say = lambda _: None) -> Measurement:
+def run(ws: Workspace, frozen: pr.FrozenPredictions, plan: list[tuple[str, str]], command: tuple[str, ...], *,
+        python: str | None = None, repeat: int = 1, only: tuple[str, ...] = (),
+        say: Say = lambda _: None) -> Measurement:
+    """Measure the trees of `plan` ((name, spec), in order), or `only` those of them named."""
     from series.build import interpreter, named_trees, testrun, workload
 
-    for _, spec in trees:
+    for _, spec in plan:
         named_trees.check_spec(spec)   # a typo is refused before the claims are checked
-    ms.check_trees(frozen.file, [n for n, _ in trees])
+    ms.check_trees(frozen.file, [n for n, _ in plan])
+    trees = [(n, s) for n, s in plan if not only or n in only]
     resolved = {spec: named_trees.resolve(ws, spec) for spec in dict.fromkeys(s for _, s in trees)}
     measured = tuple(MeasuredTree(n, s, str(resolved[s].commit.id), resolved[s].describe) for n, s in trees)
     machine = ms.machine_from_json(interpreter.machine(python or sys.executable),
@@ -87,7 +90,8 @@ def run(ws: Workspace, frozen: pr.FrozenPredictions, trees: list[tuple[str, str]
                 runs[stage.tree].append(workload.run(stage, command, where / "metrics.json", where / "log"))
     metrics = {n: ms.combine(r, n) for n, r in runs.items()}
     return Measurement(measured, metrics, runs, {n: machine for n, _ in trees}, frozen.file.name,
-                       frozen.file.sha256, ms.judged(frozen, metrics), command, repeat, python)
+                       frozen.file.sha256, ms.judged(frozen, metrics), command, repeat, python,
+                       tuple(plan) if only else ())
 
 
 def write_artifacts(m: Measurement, directory: Path) -> list[Path]:
@@ -149,6 +153,9 @@ def _read(path: Path, limit: int) -> bytes:
                    "must agree.")
 @click.option("--artifact", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Also write DIR/<tree>/tree.json, metrics.json and environment.json, for --collect.")
+@click.option("--only", "only", multiple=True, metavar="NAME",
+              help="Measure only this one of the --tree trees (repeatable): a CI job per tree, each "
+                   "with --artifact, then --collect joins them into the report of all of them.")
 @click.option("--collect", type=click.Path(file_okay=False, exists=True, path_type=Path), metavar="DIR",
               help="Run nothing: make the report from the artifacts under DIR (CI downloads), checking "
                    "each was measured against the frozen predictions.")
@@ -158,7 +165,7 @@ def _read(path: Path, limit: int) -> bytes:
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD...")
 @pass_ctx
 def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python: str | None, repeat: int,
-            artifact: Path | None, collect: Path | None, fmt: str, as_json: bool,
+            artifact: Path | None, only: tuple[str, ...], collect: Path | None, fmt: str, as_json: bool,
             command: tuple[str, ...]) -> None:
     """Run a workload in named trees; judge frozen predictions against its metrics.
 
@@ -184,14 +191,17 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
     from series.git.repo import open_repo
     from series.workspace import repair
 
-    if collect is not None and (trees or command or python or repeat != 1 or artifact):
+    if collect is not None and (trees or command or python or repeat != 1 or artifact or only):
         raise click.UsageError("--collect makes the report from artifacts: no --tree, --python, --repeat, "
-                               "--artifact or CMD with it")
+                               "--artifact, --only or CMD with it")
     if collect is None and not trees:
         raise click.UsageError("name the trees to measure: --tree NAME=SPEC (repeatable)")
     if collect is None and not command:
         raise click.UsageError("no command: put it after '--', e.g. -- python \"$PWD/workload.py\"")
     named = parse_trees(trees)
+    for name in only:
+        if name not in (n for n, _ in named):
+            raise click.UsageError(f"--only {name}: not one of the --tree names ({', '.join(n for n, _ in named)})")
     path = predictions_file if predictions_file.is_absolute() else ctx.here / predictions_file
     if not path.is_file():
         raise SeriesError(f"{predictions_file}: no such file")
@@ -205,7 +215,7 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
         from series.build.testrun import Stopped
 
         try:
-            report = run(ws, frozen, named, command, python=python, repeat=repeat,
+            report = run(ws, frozen, named, command, python=python, repeat=repeat, only=only,
                          say=lambda msg: click.echo(msg, err=True))
         except Stopped as stop:
             click.echo(f"series: interrupted ({stop}); the workload was stopped, temporary files removed",
