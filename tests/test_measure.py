@@ -234,6 +234,7 @@ def test_a_stopped_measurement_stops_the_workload_and_cleans_up(fork: Path, tmp_
     ("open(M, 'w').write('{\"a\": \"' + 'x' * (1 << 20) + '\"}')\n", "the metrics file is 1048585 bytes"),
     ("open(M, 'w').write('{\"victims\": [1, 2]}')\n", "the metrics file: victims is a list; a metric is a number"),
     ("open(M, 'w').write('{\"a\": NaN}')\n", "the metrics file is not JSON (NaN is not a number"),
+    ("open(M, 'w').write('[' * 200000)\n", "the metrics file is not JSON (maximum recursion depth"),
     ("import sys; print('boom'); sys.exit(3)\n", "the command exited 3 (it runs in the tree's checkout"),
 ])
 def test_bad_workload_output_is_a_clean_error_naming_the_tree(fork: Path, tmp_path: Path, body: str,

@@ -108,7 +108,7 @@ def read_metrics(data: bytes, tree: str) -> Values:
                           "(one JSON object of metric -> number, true/false or string)")
     try:
         doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise SeriesError(f"{where} is not JSON ({exc}): write one JSON object of metric -> "
                           "number, true/false or string to $SERIES_METRICS") from None
     return metrics_from_json(doc, where)

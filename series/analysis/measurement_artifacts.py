@@ -55,7 +55,7 @@ def parse(data: bytes, where: str, limit: int = ms.METRICS_LIMIT) -> Json:
         raise SeriesError(f"{where}: {len(data)} bytes, more than the {limit} an artifact file may hold")
     try:
         doc: Json = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise SeriesError(f"{where}: not JSON ({exc})") from None
     return doc
 
