@@ -124,11 +124,16 @@ def _read_metrics_file(path: Path, tree: str) -> bytes:
     if info.st_size > METRICS_LIMIT:
         raise SeriesError(f"tree {tree}: the metrics file is {info.st_size} bytes; it holds at most "
                           f"{METRICS_LIMIT} (one JSON object of metric -> number, true/false or string)")
-    with open(path, "rb") as f:
-        return f.read(METRICS_LIMIT + 1)   # read_metrics refuses what is larger
+    try:
+        with open(path, "rb") as f:
+            return f.read(METRICS_LIMIT + 1)   # read_metrics refuses what is larger
+    except OSError as exc:
+        raise SeriesError(f"tree {tree}: cannot read the metrics file ({exc.strerror or exc})") from None
 
 
 def _tail(log: Path) -> str:
-    lines = log.read_text(errors="replace").strip().splitlines()[-_TAIL:]
+    with open(log, "rb") as f:   # the end only: a workload may print a lot
+        f.seek(max(0, f.seek(0, os.SEEK_END) - 16384))
+        lines = f.read().decode(errors="replace").strip().splitlines()[-_TAIL:]
     where = "(it runs in the tree's checkout, or an empty directory with --python: name files outside it by absolute path)"
     return (f" {where}:\n" + "\n".join(f"  | {line}" for line in lines)) if lines else f" {where}; it printed nothing"
