@@ -145,7 +145,8 @@ def test_each_tree_runs_in_its_own_checkout_and_predictions_are_judged(fork: Pat
     data = measure(fork, *TREES, "--", "python", str(workload))
     assert [t["name"] for t in data["trees"]] == ["base", "ours", "theirs"]
     assert [t["spec"] for t in data["trees"]] == ["base", "only:lru-peek", "topic:peek-pr"]
-    assert all(len(t["commit"]) == 40 for t in data["trees"]) and data["trees"][0]["commit"] != data["trees"][1]["commit"]
+    commits = [t["commit"] for t in data["trees"]]
+    assert all(len(c) == 40 for c in commits) and commits[0] != commits[1]
     metrics = data["metrics"]
     assert {n: (m["has_peek"], m["imports_peek"], m["tree"]) for n, m in metrics.items()} == {
         "base": (False, False, "base"), "ours": (True, True, "ours"), "theirs": (True, True, "theirs")}
@@ -340,7 +341,8 @@ def test_usage_mistakes_are_usage_errors(fork: Path) -> None:
                        (("--tree", "only:x", "--", "true"), "give it a name"),
                        (("--tree", "a=base", "--tree", "a=series", "--", "true"), "given twice"),
                        (("--collect", ".", "--tree", "base"), "--collect makes the report"),
-                       (("--tree", "base", "--only", "ours", "--", "true"), "--only ours: not one of the --tree names")]:
+                       (("--tree", "base", "--only", "ours", "--", "true"),
+                        "--only ours: not one of the --tree names")]:
         err = run_series("measure", "--predictions", "predictions.yaml", *args, cwd=fork, expect=2).stderr
         assert said in err, err
     err = run_series("measure", "--predictions", "predictions.yaml", "--tree", "x=with:y", "--", "true",
@@ -355,7 +357,8 @@ def test_the_report_reads_back_and_its_markdown_hides_nothing() -> None:
     machine = ms.MachineInfo("0.31.0", None, None, "cpu <!-- x", "3.11.7", "Linux")
     report = ms.Measurement(
         trees=(ms.MeasuredTree("ours", "only:a", "ab" * 20, "v0.31.0 + a"),),
-        metrics={"ours": {"a|b": 1, "<!--": "--> [x](http://e)"}}, runs={"ours": [{"a|b": 1, "<!--": "--> [x](http://e)"}]},
+        metrics={"ours": {"a|b": 1, "<!--": "--> [x](http://e)"}},
+        runs={"ours": [{"a|b": 1, "<!--": "--> [x](http://e)"}]},
         environment={"ours": machine}, predictions_file="p.yaml", predictions_sha256="cd" * 32,
         predictions=(ms.PredictionResult("p1", "ours", "a|b", "a|b on ours equals 2", 1, False, "*why*",
                                          "it was <details>"),),

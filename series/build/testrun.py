@@ -380,7 +380,7 @@ def trapped() -> Iterator[None]:
 
 
 def stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """End pytest and everything it started (its own session: one process group)."""
+    """End the child (pytest, a workload) and everything it started (its own session: one process group)."""
     if proc.poll() is not None:
         return
     for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):

@@ -135,5 +135,6 @@ def _tail(log: Path) -> str:
     with open(log, "rb") as f:   # the end only: a workload may print a lot
         f.seek(max(0, f.seek(0, os.SEEK_END) - 16384))
         lines = f.read().decode(errors="replace").strip().splitlines()[-_TAIL:]
-    where = "(it runs in the tree's checkout, or an empty directory with --python: name files outside it by absolute path)"
+    where = ("(it runs in the tree's checkout, or an empty directory with --python: name files outside "
+             "it by absolute path)")
     return (f" {where}:\n" + "\n".join(f"  | {line}" for line in lines)) if lines else f" {where}; it printed nothing"
