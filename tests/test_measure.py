@@ -373,3 +373,14 @@ def test_the_report_reads_back_and_its_markdown_hides_nothing() -> None:
     assert ms.median([1, 3]) == 2 and ms.median([2, 2]) == 2 and isinstance(ms.median([2, 2]), int)
     with pytest.raises(SeriesError, match="not a measurement report"):
         ms.from_json({**doc, "schema": 2}, "report.json")
+
+
+def test_topic_is_an_alias_of_only_for_series_test_too() -> None:
+    from series.build import named_trees
+    from series.verbs.test import evidence
+
+    assert evidence.tree_names(None, None, ("topic:a", "only:a", "without:b")) == ["base", "series", "only:a",
+                                                                                  "without:b"]
+    assert named_trees.check_spec("topic:a") == "only:a"
+    with pytest.raises(SeriesError, match="not a tree name"):
+        named_trees.check_spec("topic:")
