@@ -85,21 +85,30 @@ def escape(text: str) -> str:
 
 def render_markdown(m: Measurement) -> str:
     """The metrics table, the predictions (failures struck, reasons kept), the environment
-    and the commands to reproduce: the body a PR comment is made of."""
-    names = [t.name for t in m.trees]
+    and the commands to reproduce: the body a PR comment is made of (each part is its own
+    function, for a comment that puts other things between them)."""
     runs = f", {m.repeat} runs each (numbers: the median)" if m.repeat > 1 else ""
-    out = ["### Measured", "", f"Workload: `{_code(' '.join(m.command))}`{runs}.", ""]
-    out.append("| tree | spec | commit |")
-    out.append("|---|---|---|")
+    parts = [["### Measured", "", f"Workload: `{_code(' '.join(m.command))}`{runs}."], markdown_metrics(m),
+             markdown_predictions(m), markdown_environment(m), markdown_reproduce(m)]
+    return "\n\n".join("\n".join(part) for part in parts) + "\n"
+
+
+def markdown_metrics(m: Measurement) -> list[str]:
+    """The trees (spec, commit), then the metrics by tree."""
+    names = [t.name for t in m.trees]
+    out = ["| tree | spec | commit |", "|---|---|---|"]
     for t in m.trees:
         out.append(f"| {escape(t.name)} | `{_code(t.spec)}` | {'`' + t.commit[:12] + '`' if t.commit else '-'} |")
-    out.append("")
-    out.append("| metric | " + " | ".join(escape(n) for n in names) + " |")
-    out.append("|---|" + "---:|" * len(names))
+    out += ["", "| metric | " + " | ".join(escape(n) for n in names) + " |", "|---|" + "---:|" * len(names)]
     for k in _metric_names(m):
         out.append(f"| {escape(k)} | " + " | ".join(escape(show(m.metrics.get(n, {}).get(k))) for n in names) + " |")
-    out += ["", f"**Predictions**, frozen before the run (`{_code(m.predictions_file)}`, "
-                f"sha256 `{m.predictions_sha256[:16]}`): {m.held()} of {len(m.predictions)} held.", ""]
+    return out
+
+
+def markdown_predictions(m: Measurement) -> list[str]:
+    """Every prediction: held, or failed and struck with the reason recorded after the run."""
+    out = [f"**Predictions**, frozen before the run (`{_code(m.predictions_file)}`, "
+           f"sha256 `{m.predictions_sha256[:16]}`): {m.held()} of {len(m.predictions)} held.", ""]
     for p in m.predictions:
         claim = escape(p.claim)
         text = f"{claim}" if p.held else f"~~{claim}~~"
@@ -107,12 +116,17 @@ def render_markdown(m: Measurement) -> str:
                    f"Predicted because: {escape(p.why)}")
         if p.explanation:
             out.append(f"  - Why it failed: {escape(p.explanation)}")
-    out += ["", "**Environment**", ""]
-    out.extend(f"- {escape(name + ': ') if name else ''}{escape(env.line())}" for name, env in _environments(m))
-    out += ["", "<details><summary>Reproduce</summary>", "", "```sh"]
-    out.extend(line.replace("```", "'''") for line in m.reproduce())
-    out += ["```", "", "</details>"]
-    return "\n".join(out) + "\n"
+    return out
+
+
+def markdown_environment(m: Measurement) -> list[str]:
+    return ["**Environment**", ""] + [f"- {escape(name + ': ') if name else ''}{escape(env.line())}"
+                                      for name, env in _environments(m)]
+
+
+def markdown_reproduce(m: Measurement) -> list[str]:
+    return (["<details><summary>Reproduce</summary>", "", "```sh"]
+            + [line.replace("```", "'''") for line in m.reproduce()] + ["```", "", "</details>"])
 
 
 def _code(text: str) -> str:
