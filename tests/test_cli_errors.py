@@ -96,7 +96,7 @@ def test_no_error_outside_the_engine_hides_its_hint_in_the_message() -> None:
     import ast
     import re
 
-    said = re.compile(r"[;:] (run|pass|set|give|use|add|install|fetch|create|delete|remove|drop|try|see) ")
+    said = re.compile(r"[;:] (run '|(pass|set|give|use|add|install|fetch|create|delete|remove|drop|try|see) )")
     package = Path(__file__).resolve().parent.parent / "series"
     errors = {"SeriesError", "ConflictError", "ForgeError", "ForgeUnreachable", "HttpRefused", "HttpUnreachable"}
     found = []
