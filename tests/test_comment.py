@@ -118,7 +118,7 @@ def test_the_comment_says_what_why_where_the_numbers_and_how_to_reproduce() -> N
     assert text.startswith("### A measurement of #61050\n"), text
     assert "> The eviction order is unmeasured on real workloads." in text, text
     assert "`python workload.py` ran once per tree" in text and "2 predictions were written first" in text, text
-    assert "1 held, 1 failed" in text, text
+    assert "1 held, 1 did not." in text, text
     assert f"- `theirs`: `only:pr-61050` at `{THEIRS[:12]}`" in text, text
     assert "Environment (the same for every tree): vLLM `0.31.0`, Torch `2.13.0`, Device none, CPU `x86_64`" in text
     assert "| metric | `ours` | `theirs` |" in text and "| `chunk0_victims` | 0 | 3 |" in text, text
@@ -126,12 +126,31 @@ def test_the_comment_says_what_why_where_the_numbers_and_how_to_reproduce() -> N
             "observed 100064). Expected because: their ranking keeps the same victims.") in text, text
     assert ("- **failed** `no-chunk-0`: ~~chunk0\\_victims on theirs equals 0~~ (`chunk0_victims` on `theirs`; "
             "observed 3). Expected because: chunk 0 is touched last. Why it failed: their touch() re-inserts "
-            "chunk 0 before the scan") in text, text
+            "chunk 0 before the scan.") in text, text
     assert "```sh\nseries predict predictions.yaml\nseries measure --predictions" in text, text
     html = _md().render(text)
     assert "<s>chunk0_victims on theirs equals 0</s>" in html, html
     assert "<s>tokens_sum" not in html, "a held claim is not struck"
     assert _mentions(text) == []
+
+
+def test_what_series_measure_writes_besides_the_contract_is_read() -> None:
+    """measure's report also carries describe, python, held (a count), compared_to, and
+    held: null for a claim whose metric was not measured."""
+    r = copy.deepcopy(REPORT)
+    r.update(held=1, python="/venv/bin/python")
+    r["trees"][0]["describe"] = "the series without pr-61050"
+    r["predictions"].append({"id": "same-victims", "tree": "theirs", "metric": "victims", "claim": "victims on "
+                             "theirs same as on ours", "observed": 120, "held": True, "why": "same ranking",
+                             "explanation": None, "compared_to": 120})
+    r["predictions"].append({"id": "latency", "tree": "ours", "metric": "p99_ms", "claim": "p99_ms on ours at "
+                             "most 5", "observed": None, "held": None, "why": "a cheap touch", "explanation": None,
+                             "compared_to": None})
+    text = render(r)
+    assert "(`victims` on `theirs`; observed 120, the other tree 120)." in text, text
+    assert "- **not measured** `latency`: ~~p99\\_ms on ours at most 5~~ (`p99_ms` on `ours`; not measured)." \
+        in text, text
+    assert "#### Predictions: 2 of 4 held" in text
 
 
 def test_hostile_names_claims_and_commands_notify_nobody_and_hide_nothing() -> None:

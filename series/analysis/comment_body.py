@@ -117,7 +117,7 @@ def _what(number: int, report: MeasurementReport, invited: str | None) -> _Part:
     head = [f"### A measurement of #{number}", ""]
     if invited:
         head += ["The description says:", "", f"> {mentions.inline(_cap(invited, LONG))}", "",
-                 "so here are numbers, from a run on the workload our fork serves."]
+                 "Here are numbers for it, from a run on the workload our fork serves."]
     else:
         head += ["Numbers from a run of this PR on the workload our fork serves."]
     runs = f", {report.repeat} times each (medians)" if report.repeat > 1 else ""
@@ -126,7 +126,7 @@ def _what(number: int, report: MeasurementReport, invited: str | None) -> _Part:
                  f"{len(report.predictions)} predictions were written first, in "
                  f"{mentions.code(_cap(report.predictions_file, SHORT))}, and frozen before the run "
                  f"(sha256 {mentions.code(report.predictions_sha256[:16])}…): {held} held, "
-                 f"{len(report.predictions) - held} failed.", ""]
+                 f"{len(report.predictions) - held} did not.", ""]
     rows = [f"- {mentions.code(_cap(t.name, SHORT))}: {mentions.code(_cap(t.spec, SHORT))}"
             + (f" at {mentions.code(t.commit[:12])}" if t.commit else "") for t in report.trees]
     return _Part(head + ["Trees:", ""], rows, "trees")
@@ -180,13 +180,17 @@ def _predictions(report: MeasurementReport) -> _Part:
     for p in report.predictions:
         claim = mentions.inline(_cap(p.claim, SHORT)) or "(no claim text)"
         where = f"{mentions.code(_cap(p.metric, SHORT))} on {mentions.code(_cap(p.tree, SHORT))}"
-        seen = f"observed {_value(p.observed, cell=False)}"
+        seen = f"observed {_value(p.observed, cell=False)}" if p.held is not None else "not measured"
+        if p.compared_to is not None:
+            seen += f", the other tree {_value(p.compared_to, cell=False)}"
         why = f" Expected because: {mentions.inline(_cap(p.why, LONG)).rstrip('.')}." if p.why else ""
         if p.held:
             rows.append(f"- **held** {mentions.code(_cap(p.id, SHORT))}: {claim} ({where}; {seen}).{why}")
         else:
-            reason = mentions.inline(_cap(p.explanation, LONG)) if p.explanation else "_not explained yet_"
-            rows.append(f"- **failed** {mentions.code(_cap(p.id, SHORT))}: ~~{claim}~~ ({where}; {seen}).{why} "
+            reason = mentions.inline(_cap(p.explanation, LONG)).rstrip(".") + "." if p.explanation \
+                else "_not explained yet_"
+            verdict = "failed" if p.held is False else "not measured"
+            rows.append(f"- **{verdict}** {mentions.code(_cap(p.id, SHORT))}: ~~{claim}~~ ({where}; {seen}).{why} "
                         f"Why it failed: {reason}")
     if not rows:
         rows = ["- (the predictions file held none)"]

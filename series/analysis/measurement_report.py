@@ -29,7 +29,7 @@ MAX_BYTES = 64 * 1024 * 1024   # a report is small; a huge file is not one (and 
 
 
 @dataclass(frozen=True)
-class MeasuredTree:
+class ReportedTree:
     name: str
     spec: str                  # base | series | without:TOPIC | only:TOPIC
     commit: str | None
@@ -42,14 +42,15 @@ class JudgedPrediction:
     metric: str
     claim: str
     observed: Value | None     # None: the tree did not report the metric
-    held: bool
+    held: bool | None          # None: not measured (the metric missing): it did not hold either
     why: str | None
     explanation: str | None    # why it failed, added after the run (series predict --explain)
+    compared_to: Value | None = None   # same_as: the other tree's value
 
 
 @dataclass(frozen=True)
 class MeasurementReport:
-    trees: tuple[MeasuredTree, ...]
+    trees: tuple[ReportedTree, ...]
     metrics: dict[str, dict[str, Value]]           # tree -> metric -> value
     runs: dict[str, tuple[dict[str, Value], ...]]
     environment: dict[str, dict[str, str | None]]  # tree -> ENVIRONMENT_KEYS -> value
@@ -60,7 +61,7 @@ class MeasurementReport:
     repeat: int
     reproduce: tuple[str, ...]
 
-    def tree(self, name: str) -> MeasuredTree | None:
+    def tree(self, name: str) -> ReportedTree | None:
         return next((t for t in self.trees if t.name == name), None)
 
 
@@ -117,7 +118,7 @@ def parse_report(data: Any) -> MeasurementReport:
         commit = _str(t.get("commit"), f"trees[{i}].commit", null=True)
         if commit is not None and not _HEX.match(commit):
             raise _Bad(f"'trees[{i}].commit' is not a commit id (40 or 64 hex digits) or null")
-        trees.append(MeasuredTree(_str(t.get("name"), f"trees[{i}].name"), _str(t.get("spec"), f"trees[{i}].spec"),
+        trees.append(ReportedTree(_str(t.get("name"), f"trees[{i}].name"), _str(t.get("spec"), f"trees[{i}].spec"),
                                   commit))
     names = {t.name for t in trees}
     if len(names) != len(trees):
@@ -140,15 +141,16 @@ def parse_report(data: Any) -> MeasurementReport:
         p = _object(raw, f"predictions[{i}]")
         where = f"predictions[{i}]"
         held = p.get("held")
-        if not isinstance(held, bool):
-            raise _Bad(f"'{where}.held' is not true/false")
+        if held is not None and not isinstance(held, bool):
+            raise _Bad(f"'{where}.held' is not true/false/null")
         predictions.append(JudgedPrediction(
             id=_str(p.get("id"), f"{where}.id"),
             tree=_known_tree(_str(p.get("tree"), f"{where}.tree"), names, f"{where}.tree"),
             metric=_str(p.get("metric"), f"{where}.metric"), claim=_str(p.get("claim"), f"{where}.claim"),
             observed=_value(p.get("observed"), f"{where}.observed", null=True), held=held,
             why=_str(p.get("why"), f"{where}.why", null=True),
-            explanation=_str(p.get("explanation"), f"{where}.explanation", null=True)))
+            explanation=_str(p.get("explanation"), f"{where}.explanation", null=True),
+            compared_to=_value(p.get("compared_to"), f"{where}.compared_to", null=True)))
     repeat = d.get("repeat")
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise _Bad("'repeat' is not a whole number of at least 1")
