@@ -16,6 +16,8 @@ from typing import Any
 
 import markdown_it
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
@@ -168,6 +170,45 @@ def test_hostile_names_claims_and_commands_notify_nobody_and_hide_nothing() -> N
     html = _md().render(text)  # the claim's own ~~ neither closes the strike nor starts one
     assert html.count("<s>") == 1 and "<s>chunk0 ~~ends here~~ <code>@org/team</code> &lt;!-- m5</s>" in html, html
     assert "`@org/team`" in text and "`@a@b`" in text, "a mention is code, shown as written"
+
+
+# what hides text or notifies in Markdown, and what a string may hold around it
+_PIECES = st.sampled_from(["<!--", "-->", "<details>", "</details>", "<div hidden>", "```", "~~~", "`", "``",
+                           "~~", "|", "\\", "@evil", "@org/team", "x@y.com", "[a]: ", "](", "*", "_", "$",
+                           "&lt;", "\n", "\t", "\u202e", "é", "a", " ", "-", "#", ">", ":", "!", "[", "]"])
+_HOSTILE = st.lists(_PIECES, max_size=12).map("".join)
+
+
+def _said(text: str) -> str:
+    """The characters a reader sees, in order, whitespace folded: every text and code token."""
+    shown = []
+    for t in _tokens(text):
+        if t.type in ("text", "code_inline", "fence"):
+            shown.append(t.content)
+        elif t.type in ("softbreak", "hardbreak"):
+            shown.append(" ")
+    return " ".join("".join(shown).split())
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(metric=_HOSTILE, claim=_HOSTILE, why=_HOSTILE, explanation=_HOSTILE, command=_HOSTILE)
+def test_any_string_anywhere_is_shown_as_written_and_notifies_nobody(
+        metric: str, claim: str, why: str, explanation: str, command: str) -> None:
+    r = copy.deepcopy(REPORT)
+    r["metrics"]["ours"][metric] = claim
+    p = r["predictions"][1]
+    p.update(claim=claim, why=why, explanation=explanation)
+    r["reproduce"] = [command, "after"]
+    text = render(r, invited=why)
+    assert not {t.type for t in _tokens(text)} & {"html_block", "html_inline"}, text
+    assert _mentions(text) == [], text
+    said = _said(text)
+    for value in (metric, claim, why, explanation, command):
+        flat = " ".join(value.replace("\u202e", " ").split())
+        assert flat in said, (value, text)
+    headings = [line for line in text.splitlines() if line.startswith("#### ")]
+    assert [h.split(":")[0] for h in headings] == ["#### Metrics", "#### Predictions", "#### Reproduce"], text
 
 
 def test_mentions_inline_and_code_escape_exactly() -> None:
