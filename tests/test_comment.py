@@ -380,6 +380,47 @@ def test_posted_once_with_the_token_recorded_shown_by_status_and_undone(
     assert json.loads(run_series("status", "--json", cwd=fork).stdout)["topics"][-1]["measured"] is None
 
 
+PREDICTIONS = """\
+predictions:
+  - id: same-sum
+    tree: theirs
+    metric: tokens_sum
+    equals: 100064
+    why: their ranking keeps the same victims
+  - id: no-chunk-0
+    tree: theirs
+    metric: chunk0_victims
+    equals: 0
+    why: chunk 0 is touched last
+"""
+
+
+def test_the_freeze_on_record_is_dated_and_a_later_explanation_goes_in(
+        adopted: tuple[Path, Path], httpserver: HTTPServer) -> None:
+    import hashlib
+
+    fork, report = adopted
+    (fork / "predictions.yaml").write_text(PREDICTIONS)
+    r = copy.deepcopy(REPORT)
+    r["predictions_sha256"] = hashlib.sha256(PREDICTIONS.encode()).hexdigest()
+    r["predictions"][1]["explanation"] = None
+    report.write_text(json.dumps(r))
+    args = ("comment", "61050", "--measurement", str(report), "--dry-run", "--offline")
+    never = run_series(*args, cwd=fork).stdout
+    assert "note: predictions.yaml was never frozen in this repository's journal" in never, never
+    assert "note: prediction 'no-chunk-0' failed with no reason recorded" in never and "_not explained yet_" in never
+    run_series("predict", "predictions.yaml", cwd=fork)
+    when = json.loads(run_series("predict", "predictions.yaml", "--show", "--json", cwd=fork).stdout)["frozen"]["time"]
+    run_series("predict", "predictions.yaml", "--explain", "no-chunk-0", "touch() re-inserts chunk 0", cwd=fork)
+    out = run_series(*args, cwd=fork).stdout
+    assert f"frozen before the run (sha256 `{r['predictions_sha256'][:16]}`…, {when}): 1 held" in out, out
+    assert "Why it failed: touch() re-inserts chunk 0." in out and "never frozen" not in out, out
+    r["predictions_sha256"] = "d" * 64
+    report.write_text(json.dumps(r))
+    other = run_series(*args, cwd=fork).stdout
+    assert "is no freeze on record here" in other and "touch() re-inserts" not in other, other
+
+
 def test_a_server_error_on_the_post_is_not_retried_and_records_nothing(
         adopted: tuple[Path, Path], httpserver: HTTPServer) -> None:
     fork, report = adopted
@@ -434,7 +475,7 @@ def test_no_topic_carries_the_pr_refused_before_sending_unless_no_record(
 def test_offline_renders_with_dry_run_and_refuses_to_post(adopted: tuple[Path, Path]) -> None:
     fork, report = adopted
     dry = run_series("comment", "61050", "--measurement", str(report), "--dry-run", "--offline", cwd=fork)
-    assert "### A measurement of #61050" in dry.stdout and "note: offline" in dry.stdout, dry.stdout
+    assert "### A measurement of #61050" in dry.stdout and "note: from git refs alone" in dry.stdout, dry.stdout
     proc = run_series("comment", "61050", "--measurement", str(report), "--offline", cwd=fork, expect=1)
     assert "needs the GitHub API" in proc.stderr, proc.stderr
 

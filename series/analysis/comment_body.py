@@ -90,8 +90,9 @@ class _Part:
 
 
 def render(number: int, report: MeasurementReport, evidence: dict[str, Any] | None = None,
-           invited: str | None = None, limit: int = MAX_CHARS) -> CommentBody:
-    parts = [_what(number, report, invited), *_environment(report)]
+           invited: str | None = None, limit: int = MAX_CHARS, frozen_at: str | None = None) -> CommentBody:
+    """`frozen_at`: when the predictions were frozen, when the caller found the freeze on record."""
+    parts = [_what(number, report, invited, frozen_at), *_environment(report)]
     if evidence is not None:
         parts.append(_Part(["", "#### Upstream tests", ""], prbody.results(evidence).splitlines(), "lines of test results"))
     parts += [_metrics(report), _predictions(report), _reproduce(report),
@@ -113,7 +114,7 @@ def _join(parts: Sequence[_Part]) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
 
 
-def _what(number: int, report: MeasurementReport, invited: str | None) -> _Part:
+def _what(number: int, report: MeasurementReport, invited: str | None, frozen_at: str | None) -> _Part:
     head = [f"### A measurement of #{number}", ""]
     if invited:
         head += ["The description says:", "", f"> {mentions.inline(_cap(invited, LONG))}", "",
@@ -125,8 +126,9 @@ def _what(number: int, report: MeasurementReport, invited: str | None) -> _Part:
     head += ["", f"{mentions.code(_cap(shlex.join(report.command), LONG))} ran once per tree{runs}. "
                  f"{len(report.predictions)} predictions were written first, in "
                  f"{mentions.code(_cap(report.predictions_file, SHORT))}, and frozen before the run "
-                 f"(sha256 {mentions.code(report.predictions_sha256[:16])}…): {held} held, "
-                 f"{len(report.predictions) - held} did not.", ""]
+                 f"(sha256 {mentions.code(report.predictions_sha256[:16])}…"
+                 + (f", {mentions.inline(_cap(frozen_at, 40))}" if frozen_at else "")
+                 + f"): {held} held, {len(report.predictions) - held} did not.", ""]
     rows = [f"- {mentions.code(_cap(t.name, SHORT))}: {mentions.code(_cap(t.spec, SHORT))}"
             + (f" at {mentions.code(t.commit[:12])}" if t.commit else "") for t in report.trees]
     return _Part(head + ["Trees:", ""], rows, "trees")

@@ -15,6 +15,7 @@ that does; `--no-record` posts it anyway and records nothing.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import os
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any
 import click
 
 from series.analysis import comment_body, prbody
+from series.analysis import predictions as pr
 from series.analysis.measurement_report import MeasurementReport, read_report
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
@@ -72,6 +74,26 @@ def _no_carrier(ws: Workspace, number: int) -> SeriesError:
                        "or pass --no-record to post anyway and record nothing")
 
 
+def on_record(ws: Workspace, report: MeasurementReport) -> tuple[MeasurementReport, str | None, list[str]]:
+    """The report with what this repository's journal says of its predictions: when the
+    freeze it names is on record, its time (the comment says when) and the explanations
+    added since the run ('series predict --explain' after measuring: no need to measure
+    again on the GPU seat to say why a claim failed). The report's own explanation wins."""
+    record = pr.frozen(ws.repo, report.predictions_file)
+    name, sha = report.predictions_file, report.predictions_sha256
+    if record is None:
+        return report, None, [f"{name} was never frozen in this repository's journal: the comment's \"frozen "
+                              "before the run\" rests on the report alone"]
+    freezes = {record.sha256: record.time, **{f.sha256: f.time for f in record.previous}}
+    if sha not in freezes:
+        return report, None, [f"this report's {name} (sha256:{sha[:12]}…) is no freeze on record here "
+                              f"(newest: sha256:{record.sha256[:12]}…, {record.time})"]
+    reasons = {e.id: e.why for e in record.explanations if e.sha256 == sha}  # the newest last, so it wins
+    judged = tuple(dataclasses.replace(p, explanation=reasons[p.id]) if not p.held and not p.explanation
+                   and p.id in reasons else p for p in report.predictions)
+    return dataclasses.replace(report, predictions=judged), freezes[sha], []
+
+
 def _notes(report: MeasurementReport, topic: Topic | None) -> list[str]:
     notes = []
     for p in report.predictions:
@@ -91,7 +113,8 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
     topic = carrier(ws, number)
     if topic is None and opts.record:
         raise _no_carrier(ws, number)
-    notes = _notes(report, topic)
+    report, frozen_at, notes = on_record(ws, report)
+    notes += _notes(report, topic)
     described: str | None = None
     if not isinstance(forge, OfflineForge):
         try:
@@ -102,9 +125,9 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
                 raise
             notes.append(f"{exc}; rendered without the PR's description")
     else:
-        notes.append("offline: the PR's description is not read (git refs carry none), so its own "
-                     "'unmeasured' line is not quoted")
-    body = comment_body.render(number, report, evidence, comment_body.invitation(described))
+        notes.append("from git refs alone (--offline, SERIES_OFFLINE=1 or no upstream.github): the PR's "
+                     "description is not read, so its own 'unmeasured' line is not quoted")
+    body = comment_body.render(number, report, evidence, comment_body.invitation(described), frozen_at=frozen_at)
     notes += [f"cut to fit GitHub's limit: {c}" for c in body.cut]
     result = Commented(number, Outcome.WOULD_POST, body, topic.name if topic and opts.record else None,
                        replaced=topic.measured if topic and opts.record else None, notes=notes)
