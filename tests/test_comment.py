@@ -435,6 +435,29 @@ def test_a_server_error_on_the_post_is_not_retried_and_records_nothing(
     assert (fork / "series.yaml").read_text() == before
 
 
+def test_a_redirected_post_is_refused_and_the_token_never_leaves(
+        adopted: tuple[Path, Path], httpserver: HTTPServer) -> None:
+    fork, report = adopted
+    other = HTTPServer(host="127.0.0.1", port=0)
+    other.start()
+    try:
+        stolen: list[str | None] = []
+        other.expect_request(f"{SLUG}/issues/61050/comments").respond_with_handler(
+            lambda request: (stolen.append(request.headers.get("Authorization")), Response("{}"))[1])
+        _serve(httpserver, [])
+        httpserver.handlers.pop()  # the POST handler: this one redirects instead
+        httpserver.expect_request(f"{SLUG}/issues/61050/comments", method="POST").respond_with_data(
+            "", status=307, headers={"Location": other.url_for(f"{SLUG}/issues/61050/comments")})
+        before = (fork / "series.yaml").read_text()
+        proc = run_series("comment", "61050", "--measurement", str(report), cwd=fork, expect=1, env=_env(httpserver))
+        assert "redirected" in proc.stderr and "refusing" in proc.stderr, proc.stderr
+        assert stolen == [] and other.log == [], "nothing, and no token, went to the other host"
+        assert (fork / "series.yaml").read_text() == before
+    finally:
+        other.clear()
+        other.stop()
+
+
 @pytest.mark.parametrize("answer", [
     {"id": 4242, "html_url": "https://evil.example/vllm-project/vllm/pull/61050#issuecomment-4242"},
     {"id": 4242, "html_url": "http://github.com/vllm-project/vllm/pull/61050#issuecomment-4242"},
