@@ -94,7 +94,8 @@ def render(number: int, report: MeasurementReport, evidence: dict[str, Any] | No
     """`frozen_at`: when the predictions were frozen, when the caller found the freeze on record."""
     parts = [_what(number, report, invited, frozen_at), *_environment(report)]
     if evidence is not None:
-        parts.append(_Part(["", "#### Upstream tests", ""], prbody.results(evidence).splitlines(), "lines of test results"))
+        parts.append(_Part(["", "#### Upstream tests", ""], prbody.results(evidence).splitlines(),
+                           "lines of test results"))
     parts += [_metrics(report), _predictions(report), _reproduce(report),
               _Part(["", "---", "_Posted with `series comment`. The predictions were written and frozen before the "
                      "run; a failed one stays in place, struck, with the reason it failed._"])]

@@ -99,7 +99,8 @@ def _notes(report: MeasurementReport, topic: Topic | None) -> list[str]:
     for p in report.predictions:
         if not p.held and not p.explanation:
             notes.append(f"prediction '{p.id}' failed with no reason recorded: 'series predict "
-                         f"{report.predictions_file} --explain {p.id} \"why it failed\"', then measure again")
+                         f"{report.predictions_file} --explain {p.id} \"why it failed\"', then run this "
+                         "again (no new measurement needed)")
     if topic is not None:
         named = any(t.spec.split(":", 1)[-1] == topic.name for t in report.trees if ":" in t.spec)
         if not named and not (topic.active and any(t.spec == "series" for t in report.trees)):
@@ -132,8 +133,9 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
     result = Commented(number, Outcome.WOULD_POST, body, topic.name if topic and opts.record else None,
                        replaced=topic.measured if topic and opts.record else None, notes=notes)
     if topic is not None and opts.record:
-        # the record is checked before anything is sent: a series.yaml the door would refuse
-        # (halted, unreadable, edited into something invalid) stops here, not after the post
+        # the record is checked before anything is sent: an edit the editor would refuse (a
+        # series.yaml changed into something it cannot splice or validate) stops here, not
+        # after the post; a halted operation is refused just before the post
         draft = ws.draft(COMMAND)
         draft.set_topic(topic.name, measured=f"https://github.com/{ws.series.upstream.github or 'x/y'}/pull/{number}")
         draft.preview()
