@@ -384,3 +384,20 @@ def test_topic_is_an_alias_of_only_for_series_test_too() -> None:
     assert named_trees.check_spec("topic:a") == "only:a"
     with pytest.raises(SeriesError, match="not a tree name"):
         named_trees.check_spec("topic:")
+
+
+def test_a_superseded_topic_is_measured_from_its_kept_branch(fork: Path, tmp_path: Path) -> None:
+    """Their PR and ours: after `supersede`, ours is no longer active but its branch is kept,
+    so `topic:ours` is that branch's change alone on the base, beside theirs."""
+    run_series("supersede", "lru-peek", "--by", "peek-pr", cwd=fork)
+    _freeze(fork)
+    workload = _script(tmp_path, CHECKOUT_WORKLOAD)
+    data = measure(fork, "--tree", "base", "--tree", "ours=topic:lru-peek", "--tree", "theirs=topic:peek-pr",
+                   "--", "python", str(workload))
+    sizes = {n: (m["has_peek"], m["size"]) for n, m in data["metrics"].items()}
+    assert sizes["ours"] == (True, len(er.PEEK)) and sizes["theirs"] == (True, len(er.PEEK_PR)), sizes
+    assert "superseded: its kept branch" in data["trees"][1]["describe"], data["trees"]
+    # the series itself is unchanged: the superseded topic stays out of `series`
+    data = measure(fork, "--tree", "base", "--tree", "ours=series", "--tree", "theirs=topic:peek-pr",
+                   "--", "python", str(workload))
+    assert data["metrics"]["ours"]["size"] == len(er.PEEK_PR)

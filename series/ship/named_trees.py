@@ -3,12 +3,14 @@
 `base` (the release alone), `series` (every active topic), `without:TOPIC` (the series
 less one topic) and `only:TOPIC` (one topic, with the topics it depends on, alone on the
 base; `topic:TOPIC` says the same). An adopted PR is a topic, so `only:pr-61050` is their
-change on our base. `series test --run` and `series measure` both name trees this way,
+change on our base; and the topic it superseded keeps its branch, so `only:offload-evict-fix`
+is ours on the same base ("their PR and ours", measured side by side). `series test --run` and `series measure` both name trees this way,
 and both lay a tree's package changes over the installed release build
 (`package_changes`, then series.ship.testrun.shadow).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -18,6 +20,7 @@ from series.ship import integration_tree
 from series.ship.interpreter import Environment
 from series.errors import SeriesError
 from series.git import releases
+from series.model import Status
 from series.workspace import Workspace
 
 TREE_FORMS = "base, series, without:TOPIC, only:TOPIC (or topic:TOPIC)"
@@ -59,13 +62,27 @@ def resolve(ws: Workspace, spec: str) -> ResolvedTree:
         commit = integration_tree.build(integration_tree.without(ws, (topic,))).commit
         describe = f"the series less {topic} ({_topics(len(active) - 1)})"
     else:
+        ws, kept = _kept_branch_active(ws, topic)
         integration_tree.require_topics(ws, (topic,))
         keep = _with_dependencies(ws, topic)
-        drop = tuple(t.name for t in active if t.name not in keep)
+        drop = tuple(t.name for t in ws.series.active() if t.name not in keep)
         commit = integration_tree.build(integration_tree.without(ws, drop)).commit
         describe = f"{ws.series.upstream.base} + {topic}" + (
-            f" (and {', '.join(sorted(keep - {topic}))} it depends on)" if len(keep) > 1 else "")
+            f" (and {', '.join(sorted(keep - {topic}))} it depends on)" if len(keep) > 1 else "") + kept
     return ResolvedTree(spec, commit, describe)
+
+
+def _kept_branch_active(ws: Workspace, name: str) -> tuple[Workspace, str]:
+    """A superseded or dropped topic whose branch is kept, made active for this one tree,
+    with what to tell the reader; any other topic as it is (require_topics judges it)."""
+    topic = ws.series.topic(name)
+    if topic.status not in (Status.SUPERSEDED, Status.DROPPED) or \
+            ws.repo.references.get(f"refs/heads/{topic.branch}") is None:
+        return ws, ""
+    topics = tuple(dataclasses.replace(t, status=Status.ACTIVE) if t.name == name else t
+                   for t in ws.series.topics)
+    note = f" ({topic.status.value}: its kept branch {topic.branch})"
+    return Workspace(dataclasses.replace(ws.series, topics=topics), ws.repo), note
 
 
 def _topics(n: int) -> str:

@@ -44,7 +44,7 @@ _FORK_URL = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?([^/:]+)[:/]+([A-Za-z0-9](?
 
 
 @dataclass(frozen=True)
-class Options:
+class ProposeOptions:
     signoff: bool = False
     not_first: bool = False
     dry_run: bool = False
@@ -127,7 +127,7 @@ def _mainline(ws: Workspace) -> tuple[pygit2.Commit, str, str]:
                       f"run 'git fetch {remote}' (or pass --fetch) so the PR is built on upstream's current main")
 
 
-def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Commit, list[str]]:
+def replay(ws: Workspace, name: str, opts: ProposeOptions) -> tuple[Replayed, pygit2.Commit, list[str]]:
     topic = ws.series.topic(name)
     if not topic.active:
         raise SeriesError(f"topic '{name}' is {topic.status.value}: only an active topic can be proposed")
@@ -189,7 +189,7 @@ def fork_owner(repo: pygit2.Repository, remote: str) -> str | None:
     return m.group(2) if m else None
 
 
-def fork_remote(ws: Workspace, opts: Options) -> str:
+def fork_remote(ws: Workspace, opts: ProposeOptions) -> str:
     """The fork's remote, checked before anything runs: a name git reads as a remote (never
     an option: '--receive-pack=...'), and, unless --dry-run, one this repository has."""
     where = "--fork" if opts.fork_remote else "propose.fork_remote"
@@ -199,7 +199,7 @@ def fork_remote(ws: Workspace, opts: Options) -> str:
     return validate.existing_remote(ws.repo.remotes.names(), name, where)
 
 
-def run(ws: Workspace, name: str, forge: Forge, opts: Options,
+def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
         step: Callable[[str], None] = lambda _: None) -> Proposal:
     repo = ws.repo
     settings = ws.series.propose
@@ -266,7 +266,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     return proposal
 
 
-def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Options,
+def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: ProposeOptions,
                notes: list[str]) -> tuple[str, list[Candidate]]:
     """Open PRs of any age sharing a file with the PR branch, most overlap first: preflight's
     ranking; offline, its one path-limited walk over every fetched PR head (forge.scan),
