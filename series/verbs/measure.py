@@ -159,13 +159,11 @@ def _read(path: Path, limit: int) -> bytes:
 @click.option("--collect", type=click.Path(file_okay=False, exists=True, path_type=Path), metavar="DIR",
               help="Run nothing: make the report from the measurement_artifacts under DIR (CI downloads), checking "
                    "each was measured against the frozen predictions.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
-              help="markdown: the report as a PR comment's body.")
 @click.option("--json", "as_json", is_flag=True, help="The report for CI and 'series comment --measurement'.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD...")
 @pass_ctx
 def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python: str | None, repeat: int,
-            artifact: Path | None, only: tuple[str, ...], collect: Path | None, fmt: str, as_json: bool,
+            artifact: Path | None, only: tuple[str, ...], collect: Path | None, as_json: bool,
             command: tuple[str, ...]) -> None:
     """Run a workload in named trees; judge frozen predictions against its metrics.
 
@@ -226,10 +224,6 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
             click.echo(f"wrote {len(written)} artifact files under {artifact}", err=True)
     if as_json:
         emit_json(measurement.to_json(report))
-    elif fmt == "markdown":
-        from series.analysis.measurement_tables import render_markdown
-
-        emit(render_markdown(report))
     else:
         from series.analysis.measurement_tables import render_text
 
