@@ -7,8 +7,8 @@ with `--continue` or put everything back with `--abort`.
 Every operation that runs through the engine's resumable flow (a rebase, an adoption)
 uses this one file. What it is and how to go on with it is data, not code: `halt` names
 the operation's ending (`Halt.kind`, the identity the verb that resumes it hands in
-again), the sentence the halt guard shows (`Halt.what`), the command whose
-`--continue` / `--abort` go on with it (`Halt.resume`), and the ending's own payload
+again), the sentence the halt guard shows (`Halt.what`), the command that goes on
+with it (`Halt.resume`) and the verb's own words for going on and stopping (`go_on`, `stop`), and the ending's own payload
 (JSON that the ending validates when it reads it back). The engine never names a verb:
 `halted_message()` words a refusal from that record alone, so any verb (or `series
 status`) can say what is halted and how to go on without importing the one that halted.
@@ -90,16 +90,24 @@ class Halt:
 
     kind: str                       # the ending's identity: the resuming verb hands it in again
     what: str                       # "a series rebase is in progress"
-    resume: str                     # "series rebase": its --continue / --abort go on with it
+    resume: str                     # "series rebase": the command that goes on with it
     payload: JsonObject = field(default_factory=dict)   # the ending's own data
+    go_on: str = ""                 # "series rebase --continue": the verb's words, as it handed them in
+    stop: str = ""                  # "series rebase --abort"
 
     def dump(self) -> dict[str, Json]:
-        return {"kind": self.kind, "what": self.what, "resume": self.resume, "payload": dict(self.payload)}
+        return {"kind": self.kind, "what": self.what, "resume": self.resume, "payload": dict(self.payload),
+                "go_on": self.go_on, "stop": self.stop}
 
     @classmethod
     def load(cls, data: Json) -> "Halt":
         d = _object(data, "halt")
-        return cls(_str(d, "kind"), _str(d, "what"), _str(d, "resume"), _object(d.get("payload", {}), "payload"))
+        resume = _str(d, "resume")
+        # a record written before the verb handed its hints in: the two commands it meant
+        go_on = _str(d, "go_on") if "go_on" in d else f"{resume} --continue"
+        stop = _str(d, "stop") if "stop" in d else f"{resume} --abort"
+        return cls(_str(d, "kind"), _str(d, "what"), resume, _object(d.get("payload", {}), "payload"),
+                   go_on, stop)
 
 
 @dataclass(frozen=True)
@@ -213,8 +221,7 @@ class RebaseState:
 
 def halted_message(state: RebaseState, verb: str) -> str:
     """The one-line refusal for `verb` while an operation is halted."""
-    command = state.halt.resume
-    return (f"{state.halt.what}: finish it with '{command} --continue' or '{command} --abort' "
+    return (f"{state.halt.what}: finish it with '{state.halt.go_on}' or '{state.halt.stop}' "
             f"before '{verb}'")
 
 

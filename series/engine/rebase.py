@@ -101,7 +101,7 @@ def plan(ws: Tree, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicR
                           commits=tuple(str(c.id) for c in commits),
                           depends_on=active_deps[-1] if active_deps else None)
         if topic.name in skip:
-            run = replace(run, outcome=st.TopicOutcome.SKIPPED, reason="left out with --skip-topic")
+            run = replace(run, outcome=st.TopicOutcome.SKIPPED, reason="left out, as asked")
         elif run.depends_on and by_name[run.depends_on].outcome == st.TopicOutcome.SKIPPED:
             run = replace(run, outcome=st.TopicOutcome.SKIPPED,
                           reason=f"depends on {run.depends_on}, which is skipped")
@@ -231,7 +231,7 @@ def _stop_for(ws: Tree, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
                             resolver=hooks.resolver)
     if result.conflict is None:
         raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
-                          f"run '{state.halt.resume} --abort' and start again")
+                          f"run '{state.halt.stop}' and start again")
     return result.conflict
 
 
@@ -253,7 +253,7 @@ def _materialize(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> 
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
     path = st.worktree_path(repo)
-    notes = wt.materialize(repo, path, stop, state.halt.resume)
+    notes = wt.materialize(repo, path, stop, state.halt.stop)
     st.fault("rebase-after-worktree")
     state = replace(state, materialized=True)
     st.save(repo, state)
@@ -336,9 +336,8 @@ def ready(ws: Tree, ending: Ending, action: str) -> None:
         if existing is not None and existing.halt.kind != ending.identity.kind:
             raise SeriesError(st.halted_message(existing, ending.identity.resume))
         if existing is not None:
-            command = existing.halt.resume
             raise SeriesError(f"{ending.identity.noun} onto {existing.onto_name} is in progress (started "
-                              f"{existing.started}); '{command} --continue' or '{command} --abort' first")
+                              f"{existing.started}); '{existing.halt.go_on}' or '{existing.halt.stop}' first")
     else:
         _require(ws, action, ending)
 
@@ -402,8 +401,7 @@ def _require(ws: Tree, action: str, ending: Ending) -> st.RebaseState:
     if state is None:
         raise SeriesError(identity.nothing.format(action=action))
     if state.halt.kind != identity.kind:
-        command = state.halt.resume
-        raise SeriesError(f"{state.halt.what}, not {identity.noun}: '{command} --continue' or '{command} --abort'")
+        raise SeriesError(f"{state.halt.what}, not {identity.noun}: '{state.halt.go_on}' or '{state.halt.stop}'")
     return state
 
 
@@ -415,7 +413,7 @@ def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
     resolution = wt.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts],
-                                    state.halt.resume)
+                                    state.halt)
     for conflict in stop.conflicts:
         hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
     commit = repo[stop.commit].peel(pygit2.Commit)

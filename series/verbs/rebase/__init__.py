@@ -33,6 +33,7 @@ T = TypeVar("T")
 # upstream.base and the topics found merged; these are its words.
 ENDING = TopicsEnding(Identity(
     kind="rebase", verb="rebase", resume="series rebase", noun="a rebase",
+    go_on="series rebase --continue", stop="series rebase --abort",
     what="a series rebase is in progress",
     nothing="no rebase in progress: nothing to {action} (start one with 'series rebase --onto REF')"))
 
