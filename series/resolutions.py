@@ -263,14 +263,10 @@ class ResolutionStore:
         found = self.find(topic, path, conflicted)
         return found.resolved() if found is not None else None
 
-    def prune(self, keep: Callable[[Resolution], bool], dry_run: bool = False) -> list[Resolution]:
-        dropped = [r for r in self.all() if not keep(r)]
-        if not dry_run:
-            for r in dropped:
-                r.file.unlink()
-                if r.file.parent != self.directory and not any(r.file.parent.iterdir()):
-                    r.file.parent.rmdir()
-        return dropped
+    def unreachable(self, keep: Callable[[Resolution], bool]) -> list[Resolution]:
+        """The resolutions `keep` refuses (what `series resolutions --prune` removes, through
+        the write door)."""
+        return [r for r in self.all() if not keep(r)]
 
 
 def reachable(series: Series, repo: pygit2.Repository) -> Callable[[Resolution], bool]:
