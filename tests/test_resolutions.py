@@ -231,3 +231,19 @@ def test_a_different_conflict_in_the_same_file_stops_for_a_human(
        "git branch -f topic/offload-evict-fix HEAD && git checkout -q --detach v0.30.0", ci)
     out = run_series("rebase", "--onto", "v0.31.0", cwd=ci, expect=3).stdout
     assert "CONFLICT" in out and "resolved from memory" not in out, out
+
+
+def test_a_recorded_resolution_is_journaled_with_the_rebase_and_undone_with_it(fork: Path) -> None:
+    """Issue 25: the recorder writes through the rebase's write door, so the file is part of
+    the operation that moved the branches, and one 'series undo' takes both back."""
+    before = sh("git for-each-ref --format='%(refname) %(objectname)' refs/heads", fork)
+    first = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    _resolve_in_worktree(_worktree(first.stdout + first.stderr), "keep request order")
+    run_series("rebase", "--continue", cwd=fork)
+    files = list((fork / "resolutions").glob("*/*.txt"))
+    assert len(files) == 1, files
+    log = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
+    assert [op["command"] for op in log] == ["rebase"], log
+    run_series("undo", cwd=fork)
+    assert not files[0].exists(), "undo removes what the rebase recorded"
+    assert sh("git for-each-ref --format='%(refname) %(objectname)' refs/heads", fork) == before
