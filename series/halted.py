@@ -38,6 +38,7 @@ import pygit2
 from series import faults
 from series.fs import state_dir, write_atomically
 from series.errors import SeriesError
+from series.git import checkouts, refs
 from series.persisted import (Json, JsonObject, read_bool as _bool, read_list, read_enum as _enum, read_int as _int,
                               read_object as _object, read_opt_str as _opt_str, read_pairs as _pairs,
                               read_str as _str, read_str_map as _str_map, read_strs as _strs)
@@ -264,11 +265,26 @@ def save(repo: pygit2.Repository, state: RebaseState) -> None:
     write_atomically(path, state.to_json())
 
 
+def _keep_only(repo: pygit2.Repository, wanted: Mapping[str, str]) -> None:
+    """refs/series/rebase/ holds exactly `wanted` (name -> commit) afterwards: one git
+    transaction (series.git.refs, the one writer of refs), each old value checked; none
+    when nothing changes (the common case: no halted operation, no temporary ref)."""
+    moves = [refs.RefMove(name, refs.current(repo, name), None) for name in repo.references
+             if name.startswith(TEMP_PREFIX + "/") and name not in wanted]
+    moves += [refs.RefMove(name, old, target) for name, target in wanted.items()
+              if (old := refs.current(repo, name)) != target]
+    if moves:
+        # a lock file there is a killed git's (no one but series writes these refs, and the
+        # caller holds the series lock): git would refuse the transaction while it stays
+        for lock in (checkouts.common_dir(repo) / TEMP_PREFIX).rglob("*.lock"):
+            lock.unlink(missing_ok=True)
+        fault("halted-before-temporary-refs")
+        refs.update(repo, moves, "series: the new commits of a halted operation")
+
+
 def clear(repo: pygit2.Repository) -> None:
     """Forget the operation: temporary refs, then the state (the worktree is removed before)."""
-    for name in list(repo.references):
-        if name.startswith(TEMP_PREFIX + "/"):
-            repo.references.delete(name)
+    _keep_only(repo, {})
     directory = rebase_dir(repo)
     state_file(repo).unlink(missing_ok=True)
     if directory.exists() and not worktree_path(repo).exists():
@@ -277,13 +293,8 @@ def clear(repo: pygit2.Repository) -> None:
 
 def protect(repo: pygit2.Repository, state: RebaseState) -> None:
     """Keep every new commit of a halted operation reachable (refs/series/rebase/<topic>)."""
-    wanted = {f"{TEMP_PREFIX}/{t.name}": t.new_head for t in state.topics
-              if t.new_head and t.new_head != t.new_start and t.new_head != t.old_head}
-    for name in list(repo.references):
-        if name.startswith(TEMP_PREFIX + "/") and name not in wanted:
-            repo.references.delete(name)
-    for name, target in wanted.items():
-        repo.references.create(name, pygit2.Oid(hex=target), force=True)
+    _keep_only(repo, {f"{TEMP_PREFIX}/{t.name}": t.new_head for t in state.topics
+                      if t.new_head and t.new_head != t.new_start and t.new_head != t.old_head})
 
 
 def refuse_if_halted(repo: pygit2.Repository, verb: str) -> None:
