@@ -266,3 +266,99 @@ def test_the_cross_verb_check_sees_each_form() -> None:
     assert found == {"init", "status", "test", "touches", "undo", "rebase"}, found
     relative = _verb_imports(sample, "from ..preflight import rank\nfrom . import steps\nfrom .. import add\n")
     assert {_verb_of(m) for m in relative} == {"preflight", "propose", "add"}, relative
+
+
+# -- only the door writes the state dir and series.yaml; only git/ writes refs (issue 25) -------------
+
+DOOR = {"fs.py", "journal.py", "transaction.py", "workspace.py", "halted.py", "seriesedit.py"}
+# Outside the door, what may name the state dir, and why it is not the door's record:
+STATE_DIR_USERS = {
+    "engine/report.py": "the rebase report, the verb's output (written atomically, never read to decide)",
+    "engine/odb.py": "a scratch object directory for git's own writes, removed at exit",
+}
+REF_WRITERS = {"demo.py": "builds the demo's own repositories in a fresh directory, never the user's"}
+STATE_NAMES = {"state_dir", "journal_dir", "state_file", "rebase_dir"}
+CONFIG_NAMES = {"config_path", "FILENAME", "series.yaml"}
+FILE_WRITES = {"write_atomically", "stage", "replace_staged", "replacing", "write_text", "write_bytes",
+               "unlink", "rmtree", "rmdir", "remove", "copytree", "copyfile", "move"}
+REF_CALLS = {"set_target", "create_reference", "create_branch", "create_tag"}
+REF_COMMANDS = {"update-ref", "symbolic-ref"}
+
+
+def _mentioned(node: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.add(sub.attr)
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            found.add(sub.value)
+    return found
+
+
+def _writes_of(source: str, name: str) -> tuple[list[str], list[str], list[str]]:
+    """(state-dir names used, writes of the state dir or series.yaml, ref writes) in one
+    module: a write counts when its call (receiver or arguments) names either."""
+    tree = ast.parse(source, name)
+    state = sorted({f"{name}:{n.lineno}: {n.id}" for n in ast.walk(tree)
+                    if isinstance(n, ast.Name) and n.id in STATE_NAMES}
+                   | {f"{name}:{n.lineno}: {a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                      for a in n.names if a.name in STATE_NAMES})
+    files, refs = [], []
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        called = _called(n)
+        if called in FILE_WRITES and _mentioned(n) & (STATE_NAMES | CONFIG_NAMES):
+            files.append(f"{name}:{n.lineno}: {called}")
+        on_references = isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Attribute) \
+            and n.func.value.attr == "references" and called in ("create", "delete")
+        by_git = any(isinstance(a, ast.Constant) and a.value in REF_COMMANDS for a in n.args)
+        if on_references or called in REF_CALLS or by_git:
+            refs.append(f"{name}:{n.lineno}: {called}")
+    return state, files, refs
+
+
+def _outside_the_door() -> tuple[list[str], list[str], list[str]]:
+    state, files, refs = [], [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        named, wrote, moved = _writes_of(path.read_text(), rel)
+        if rel not in DOOR:
+            state += [] if rel in STATE_DIR_USERS else named
+            files += wrote
+        if not rel.startswith("git/") and rel not in REF_WRITERS:
+            refs += moved
+    return state, files, refs
+
+
+def test_only_the_door_writes_the_state_dir_and_series_yaml() -> None:
+    """The journal, the lock, the halt record and series.yaml are the door's (fs, journal,
+    transaction, workspace, halted, seriesedit): a module outside it neither finds the state
+    dir nor writes a file named from it or from series.yaml's path; files of the series
+    beside series.yaml go through WriteOperation.write / remove."""
+    state, files, _ = _outside_the_door()
+    assert state == [] and files == [], state + files
+
+
+def test_only_the_git_layer_writes_refs() -> None:
+    """Refs move in series.git.refs' update-ref transactions (through the door's journal, or
+    for the halt record's temporary refs through series.halted), never by pygit2 elsewhere."""
+    assert _outside_the_door()[2] == []
+
+
+def test_the_write_checks_see_each_form() -> None:
+    source = ("from series.fs import state_dir\n"
+              "def f(repo, ws):\n"
+              "    (state_dir(repo) / 'x').write_text('y')\n"
+              "    ws.config_path.write_text('z')\n"
+              "    write_atomically(ws.config_path, 'z')\n"
+              "    repo.references.create('refs/heads/x', oid)\n"
+              "    repo.references['refs/heads/y'].set_target(oid)\n"
+              "    git(root, 'update-ref', 'refs/heads/x', sha)\n"
+              "    op.move('refs/heads/x', sha)\n")
+    state, files, refs = _writes_of(source, "sample.py")
+    assert [s.split(": ")[1] for s in state] == ["state_dir", "state_dir"], state
+    assert [f.split(": ")[1] for f in files] == ["write_text", "write_text", "write_atomically"], files
+    assert [r.split(": ")[1] for r in refs] == ["create", "set_target", "git"], refs
