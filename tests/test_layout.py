@@ -362,3 +362,93 @@ def test_the_write_checks_see_each_form() -> None:
     assert [s.split(": ")[1] for s in state] == ["state_dir", "state_dir"], state
     assert [f.split(": ")[1] for f in files] == ["write_text", "write_text", "write_atomically"], files
     assert [r.split(": ")[1] for r in refs] == ["create", "set_target", "git"], refs
+
+
+# -- no import cycle, not even through an import inside a function (issue 25) -------------------------
+
+def _module_of(path: Path, root: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_edges(path: Path, modules: set[str], root: Path = PACKAGE) -> list[tuple[str, int]]:
+    """The package's modules `path` imports, at module level or inside a function (an
+    import under `if TYPE_CHECKING:` never runs, so it is left out)."""
+    me = _module_of(path, root)
+    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {id(sub) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                   for sub in ast.walk(node)}
+    edges = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            edges += [(a.name, node.lineno) for a in node.names if a.name in modules]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                if target in modules:
+                    edges.append((target, node.lineno))
+                elif base in modules:
+                    edges.append((base, node.lineno))
+    return [(m, line) for m, line in edges if m != me]
+
+
+def _import_cycles(root: Path = PACKAGE) -> list[list[str]]:
+    """Each set of modules that import each other, by any path (Tarjan's strongly
+    connected components of the import graph)."""
+    paths = {_module_of(p, root): p for p in sorted(root.rglob("*.py"))}
+    graph = {m: sorted({t for t, _ in _import_edges(p, set(paths), root)}) for m, p in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycle_not_even_inside_a_function() -> None:
+    """An import moved inside a function to dodge a cycle still couples the two modules
+    both ways: what both need goes in a third module (series/verbs/test/step_commands.py
+    did that for the test verb and its evidence run)."""
+    assert _import_cycles() == []
+
+
+def test_the_cycle_check_sees_a_lazy_import(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    (root / "sub").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "sub" / "__init__.py").write_text("from pkg.sub import b\n")
+    (root / "a.py").write_text("from pkg import sub\n")
+    (root / "sub" / "b.py").write_text("def f():\n    from pkg import a\n    from . import c\n")
+    (root / "sub" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import b\n")
+    assert _import_cycles(root) == [["pkg.a", "pkg.sub", "pkg.sub.b"]]
