@@ -39,6 +39,7 @@ from series import faults
 from series.fs import state_dir, write_atomically
 from series.errors import SeriesError
 from series.git import checkouts, refs
+from series.journal import FileChange
 from series.persisted import (Json, JsonObject, read_bool as _bool, read_list, read_enum as _enum, read_int as _int,
                               read_object as _object, read_opt_str as _opt_str, read_pairs as _pairs,
                               read_str as _str, read_str_map as _str_map, read_strs as _strs)
@@ -180,6 +181,10 @@ class RebaseState:
     op_id: str | None = None
     started: str = ""
     version: int = VERSION
+    # what the hooks wrote through the door while the operation went on (a recorded conflict
+    # resolution), kept here until the operation commits it: a step killed before its door
+    # committed hands it to the next step's door
+    recorded: tuple[FileChange, ...] = ()
 
     def topic(self, name: str) -> TopicRun:
         for run in self.topics:
@@ -198,7 +203,7 @@ class RebaseState:
             "config_path": self.config_path, "config_before": self.config_before,
             "topics": [t.dump() for t in self.topics], "halt": self.halt.dump(), "skip": list(self.skip),
             "phase": self.phase.value, "current": self.current, "materialized": self.materialized,
-            "op_id": self.op_id, "started": self.started,
+            "op_id": self.op_id, "started": self.started, "recorded": [f.to_json() for f in self.recorded],
         }
 
     def to_json(self) -> str:
@@ -215,7 +220,8 @@ class RebaseState:
             config_before=_str(d, "config_before"), topics=tuple(TopicRun.load(t) for t in topics),
             halt=Halt.load(d.get("halt")), skip=tuple(_strs(d, "skip")), phase=_enum(Phase, d, "phase"),
             current=_opt_str(d, "current"), materialized=_bool(d, "materialized"),
-            op_id=_opt_str(d, "op_id"), started=_str(d, "started"), version=_int(d, "version"))
+            op_id=_opt_str(d, "op_id"), started=_str(d, "started"), version=_int(d, "version"),
+            recorded=tuple(FileChange.from_json(_object(f, "recorded[]")) for f in read_list(d, "recorded", [])))
 
 
 # -- the halted operation in words, from its record alone ----------------------------------------

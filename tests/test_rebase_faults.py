@@ -2,6 +2,7 @@
 then recovered with --continue or --abort: nothing lost, nothing half-done."""
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -79,8 +80,16 @@ def test_killed_after_a_resolution_then_continue(fork: Path) -> None:
     proc = run_series("rebase", "--continue", cwd=fork, expect=None, env={"SERIES_FAULT": "continue-after-commit"})
     assert proc.returncode == 99
     assert "refs/heads/topic/offload-evict-fix" in refs_of(fork)
+    assert not (fork / "resolutions").exists(), "recorded through the door: written when it commits"
     run_series("rebase", "--continue", cwd=fork)
     assert "# keep request order" in sh(f"git show topic/offload-evict-fix~1:{LRU}", fork)
+    # the state kept what the recorder wrote: the next step's door wrote it with the rebase
+    recorded = list((fork / "resolutions").glob("*/*.txt"))
+    assert len(recorded) == 1, recorded
+    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
+    assert [r["command"] for r in rows] == ["rebase"], rows
+    assert any(f["path"].startswith("resolutions/") for f in json.loads(
+        (fork / ".git/series/journal" / f"{rows[0]['id']}.json").read_text())["files"])
 
 
 @pytest.mark.parametrize("point", ["rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree",

@@ -406,9 +406,10 @@ def _require(ws: Tree, action: str, ending: Ending) -> st.RebaseState:
 
 
 def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-                     path: Path) -> st.RebaseState:
+                     path: Path, door: Door) -> st.RebaseState:
     """Commit what the user resolved in the worktree; the topic goes on from there (the
-    state saved with it)."""
+    state saved with it, and with what the recorder wrote through the door, until the door
+    commits it)."""
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
@@ -435,7 +436,7 @@ def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
                       changed=run.changed + (str(commit.id),), new_head=str(new))
     run = replace(run, by_hand=run.by_hand + tuple((str(commit.id), c.path) for c in stop.conflicts),
                   done=run.done + 1, outcome=st.TopicOutcome.PENDING, conflict=None)
-    state = replace(state.with_topic(run), current=None, materialized=False)
+    state = replace(state.with_topic(run), current=None, materialized=False, recorded=tuple(door.files))
     odb.persist()
     st.protect(repo, state)
     st.save(repo, state)
@@ -453,6 +454,7 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
               progress: Progress | None, door: Door) -> Outcome:
     repo = ws.repo
     state = _require(ws, "continue", ending)
+    _restage(repo, state, door)
     odb = MemOdb(repo)
     if state.phase == st.Phase.COMMITTING:
         ending.replayed(ws, state, odb)  # replayed before the kill: its objects are in the repository
@@ -469,7 +471,7 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
             if not wt.laid_out(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
                 return _materialize(ws, state, odb, hooks)
             state = replace(state, materialized=True)
-        state = _take_resolution(ws, state, odb, hooks, ending, path)
+        state = _take_resolution(ws, state, odb, hooks, ending, path, door)
     st.fault("continue-after-commit")
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
@@ -478,6 +480,15 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
     if path.exists():
         wt.remove(repo, path)
     return _commit(ws, state, odb, False, ending, door)
+
+
+def _restage(repo: pygit2.Repository, state: st.RebaseState, door: Door) -> None:
+    """What the hooks recorded in an earlier step, into this step's door: a file its own
+    door wrote already is no change, one a kill lost is written with this step."""
+    for change in state.recorded:
+        where = journal.resolve_path(repo, change.path, change.worktree)
+        if where is not None and change.after is not None:
+            door.write(where, change.after)
 
 
 def abort_rebase(ws: Tree, ending: Ending, *, door: Door) -> st.RebaseState:
