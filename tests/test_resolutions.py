@@ -247,3 +247,20 @@ def test_a_recorded_resolution_is_journaled_with_the_rebase_and_undone_with_it(f
     run_series("undo", cwd=fork)
     assert not files[0].exists(), "undo removes what the rebase recorded"
     assert sh("git for-each-ref --format='%(refname) %(objectname)' refs/heads", fork) == before
+
+
+def test_undo_of_a_prune_refuses_over_a_file_written_since(fork: Path) -> None:
+    """As it refuses a ref moved since, undo names a file changed since the operation
+    removed it, and changes nothing (before, it skipped that file in silence)."""
+    _record_in_fork(fork, "gone-topic", "vllm/multimodal/ipc.py")
+    run_series("resolutions", "--prune", cwd=fork)
+    (gone,) = [p for p in json.loads(sh("cat .git/series/journal/*.json", fork))["files"]]
+    where = fork / gone["path"]
+    where.parent.mkdir(parents=True)
+    where.write_text("mine now\n")
+    proc = run_series("undo", cwd=fork, expect=1)
+    assert str(where) in proc.stderr and "changed since" in proc.stderr, proc.stderr
+    assert where.read_text() == "mine now\n"
+    where.unlink()
+    run_series("undo", cwd=fork)
+    assert where.read_bytes().startswith(b"# series resolution")
