@@ -29,7 +29,7 @@ def test_status_says_a_rebase_is_halted_and_how_to_go_on(fork: Path) -> None:
 
 
 def test_the_halted_state_names_its_ending_as_data_read_back_by_every_verb(fork: Path) -> None:
-    """What is halted and how to go on is in the state file (st.Halt), so a verb that did
+    """What is halted and how to go on is in the state file (halted.Halt), so a verb that did
     not halt it (drop) and `status` word it without loading the verb that did."""
     import json
 

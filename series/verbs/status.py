@@ -27,9 +27,8 @@ def halt_sentence(ws: Workspace) -> str | None:
     state = halted.load(ws.repo)
     if state is None:
         return None
-    command = state.halt.resume
     return (f"{state.halt.what}: resolve in {halted.worktree_path(ws.repo)}, then "
-            f"'{command} --continue' (or '{command} --abort')")
+            f"'{state.halt.go_on}' (or '{state.halt.stop}')")
 
 
 def behind(ws: Workspace) -> Behind | None:

@@ -31,6 +31,7 @@ from series.ship.interpreter import Environment
 from series.ship.matrix import ResultMatrix, TreeInfo
 from series.ship.testrun import CaseOutcome, Scratch
 from series.errors import SeriesError
+from series.verbs.test.step_commands import local_args, parse_command
 from series.workspace import Workspace
 
 Say = Callable[[str], None]
@@ -258,8 +259,6 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
 
 def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[BuildkiteStep],
                shadow: list[Path], name: str, say: Say) -> dict[str, CaseOutcome]:
-    from series.verbs.test import local_args, parse_command
-
     root = layout
     outcomes: dict[str, CaseOutcome] = {}
     for step in steps:
