@@ -68,6 +68,7 @@ class MeasureJobs:
     repeat: int
     overlay: bool                     # --python was given: the runner's interpreter, wheel installed
     cwd: str                          # where the local run started, from the fork's top ('.')
+    fork: str                         # the fork's top here: in CMD's paths it becomes the checkout's
     base: str                         # series.yaml's upstream base (fetched when the clone lacks it)
     remote: str                       # series.yaml's upstream remote
     release: str | None               # the base's vLLM version: the wheel to install (None: none)
@@ -86,14 +87,14 @@ class MeasureJobs:
             raise SeriesError("--emit: give the workload after '--' (-- CMD ...)")
 
 
-def plan(repo: pygit2.Repository, path: Path, here: Path, trees: tuple[tuple[str, str], ...],
-         command: tuple[str, ...], *, repeat: int, overlay: bool, base: str, remote: str,
-         release: str | None, pip_spec: str) -> MeasureJobs:
-    """The jobs of this measurement. The predictions must be frozen (refused as a local run
-    would refuse them), and their frozen bytes go into the job. Paths are from the fork's
-    top, where a checkout starts: the job runs where this command runs (`here`), and a
-    predictions file outside the fork is written into the checkout's .series-measure/."""
-    frozen = pr.require_frozen(repo, path)
+def plan(repo: pygit2.Repository, path: Path, frozen: pr.FrozenPredictions, here: Path,
+         trees: tuple[tuple[str, str], ...], command: tuple[str, ...], *, repeat: int, overlay: bool,
+         base: str, remote: str, release: str | None, pip_spec: str) -> MeasureJobs:
+    """The jobs of this measurement, whose predictions `frozen` holds (require_frozen: a
+    file never frozen is refused here as a local run refuses it); their frozen bytes go
+    into the job. Paths are from the fork's top, where a checkout starts: the job runs
+    where this command runs (`here`), and a predictions file outside the fork is written
+    into the checkout's .series-measure/."""
     top = workdir(repo).resolve()
     start = here.resolve()
     if not start.is_relative_to(top):
@@ -104,8 +105,26 @@ def plan(repo: pygit2.Repository, path: Path, here: Path, trees: tuple[tuple[str
     return MeasureJobs(predictions=Path(os.path.relpath(where, start)).as_posix(),
                        predictions_bytes=path.read_bytes(), sha256=frozen.file.sha256, trees=trees,
                        command=command, repeat=repeat, overlay=overlay,
-                       cwd=start.relative_to(top).as_posix() or ".", base=base, remote=remote,
+                       cwd=start.relative_to(top).as_posix() or ".", fork=str(top), base=base, remote=remote,
                        release=release, pip_spec=pip_spec)
+
+
+def unshipped(repo: pygit2.Repository, command: tuple[str, ...]) -> list[str]:
+    """Files of the fork that CMD names (by absolute path) and HEAD does not hold: the
+    job's checkout will not have them unless they are committed and pushed."""
+    top = str(workdir(repo).resolve()).rstrip("/") + "/"
+    try:
+        tree: pygit2.Tree | None = repo.head.peel(pygit2.Commit).tree
+    except (pygit2.GitError, KeyError):
+        tree = None
+    out = []
+    for arg in command:
+        for word in arg.replace("=", " ").split():
+            if word.startswith(top) and Path(word).is_file():
+                rel = word[len(top):]
+                if tree is None or rel not in tree:
+                    out.append(rel)
+    return out
 
 
 def write(seat: Seat, text: str, out: Path | None, root: Path) -> Path:
@@ -202,12 +221,27 @@ EOF
 series predict "$MEASURE_PREDICTIONS"
 """
 
+# The workload names its files by absolute path (it runs outside the tree): the fork's top
+# where the jobs were written becomes the checkout's. One tree per job, so tree.json is
+# told the run's order, and keeps the command as it was asked for (`ran_as`: as it ran).
 _MEASURE = """\
-cd "$(git rev-parse --show-toplevel)/$MEASURE_CWD"
+top=$(git rev-parse --show-toplevel)
+cd "$top/$MEASURE_CWD"
 eval "workload=($MEASURE_COMMAND)"
+workload=("${workload[@]//"$MEASURE_FORK"/"$top"}")
 args=(--predictions "$MEASURE_PREDICTIONS" --tree "$MEASURE_TREE" --repeat "$MEASURE_REPEAT" --artifact out)
 if [ "$MEASURE_OVERLAY" = true ]; then args+=(--python "$(command -v python)"); fi
 series measure "${args[@]}" -- "${workload[@]}"
+python - <<'EOF'
+import json, os, pathlib, shlex
+asked = shlex.split(os.environ["MEASURE_COMMAND"])
+for path in pathlib.Path("out").glob("*/tree.json"):
+    doc = json.loads(path.read_text())
+    if doc["command"] != asked:
+        doc["ran_as"], doc["command"] = doc["command"], asked
+    doc["order"] = json.loads(os.environ["MEASURE_ORDER"])
+    path.write_text(json.dumps(doc, indent=2) + "\\n")
+EOF
 python -m pip freeze > out/pip-freeze.txt 2>/dev/null || true
 """
 
@@ -220,7 +254,8 @@ def _tree_env(jobs: MeasureJobs, name: str, spec: str) -> dict[str, str]:
 def _shared_env(jobs: MeasureJobs) -> dict[str, str]:
     env = {"SERIES_REMOTE": jobs.remote, "SERIES_BASE": jobs.base, "MEASURE_CWD": jobs.cwd,
            "MEASURE_PREDICTIONS": jobs.predictions, "MEASURE_PREDICTIONS_SHA256": jobs.sha256,
-           "MEASURE_PREDICTIONS_BASE64": base64.b64encode(jobs.predictions_bytes).decode()}
+           "MEASURE_PREDICTIONS_BASE64": base64.b64encode(jobs.predictions_bytes).decode(),
+           "MEASURE_FORK": jobs.fork, "MEASURE_ORDER": json.dumps([name for name, _ in jobs.trees])}
     if jobs.release is not None:
         env["SERIES_VLLM"] = jobs.release
     return env
