@@ -222,14 +222,17 @@ series predict "$MEASURE_PREDICTIONS"
 """
 
 # The workload names its files by absolute path (it runs outside the tree): the fork's top
-# where the jobs were written becomes the checkout's. One tree per job, so tree.json is
-# told the run's order, and keeps the command as it was asked for (`ran_as`: as it ran).
+# where the jobs were written becomes the checkout's, and tree.json keeps the command as it
+# was asked for (`ran_as`: as it ran), so every job's artifact, wherever its checkout was,
+# is one measurement with the local run's command. One tree per job: --part-of names the
+# others (their claims are judged by --collect, which has them all).
 _MEASURE = """\
 top=$(git rev-parse --show-toplevel)
 cd "$top/$MEASURE_CWD"
 eval "workload=($MEASURE_COMMAND)"
 workload=("${workload[@]//"$MEASURE_FORK"/"$top"}")
-args=(--predictions "$MEASURE_PREDICTIONS" --tree "$MEASURE_TREE" --repeat "$MEASURE_REPEAT" --artifact out)
+args=(--predictions "$MEASURE_PREDICTIONS" --tree "$MEASURE_TREE" --part-of "$MEASURE_PART_OF"
+      --repeat "$MEASURE_REPEAT" --artifact out)
 if [ "$MEASURE_OVERLAY" = true ]; then args+=(--python "$(command -v python)"); fi
 series measure "${args[@]}" -- "${workload[@]}"
 python - <<'EOF'
@@ -239,8 +242,7 @@ for path in pathlib.Path("out").glob("*/tree.json"):
     doc = json.loads(path.read_text())
     if doc["command"] != asked:
         doc["ran_as"], doc["command"] = doc["command"], asked
-    doc["order"] = json.loads(os.environ["MEASURE_ORDER"])
-    path.write_text(json.dumps(doc, indent=2) + "\\n")
+        path.write_text(json.dumps(doc, indent=2) + "\\n")
 EOF
 python -m pip freeze > out/pip-freeze.txt 2>/dev/null || true
 """
@@ -255,7 +257,7 @@ def _shared_env(jobs: MeasureJobs) -> dict[str, str]:
     env = {"SERIES_REMOTE": jobs.remote, "SERIES_BASE": jobs.base, "MEASURE_CWD": jobs.cwd,
            "MEASURE_PREDICTIONS": jobs.predictions, "MEASURE_PREDICTIONS_SHA256": jobs.sha256,
            "MEASURE_PREDICTIONS_BASE64": base64.b64encode(jobs.predictions_bytes).decode(),
-           "MEASURE_FORK": jobs.fork, "MEASURE_ORDER": json.dumps([name for name, _ in jobs.trees])}
+           "MEASURE_FORK": jobs.fork, "MEASURE_PART_OF": ",".join(name for name, _ in jobs.trees)}
     if jobs.release is not None:
         env["SERIES_VLLM"] = jobs.release
     return env
