@@ -176,8 +176,8 @@ def calls(log: Path, tool_name: str) -> list[list[str]]:
     return [c["argv"] for c in map(json.loads, log.read_text().splitlines()) if c["tool"] == tool_name]
 
 
-@pytest.mark.parametrize("seat", list(Seat))
-@pytest.mark.parametrize("nightly", [True, False], ids=["nightly-wheel", "built-wheel"])
+@pytest.mark.parametrize(("seat", "nightly"), [(Seat.GITHUB, True), (Seat.BUILDKITE, False), (Seat.BUILDKITE, True)],
+                         ids=["github-nightly-wheel", "buildkite-built-wheel", "buildkite-nightly-wheel"])
 def test_each_job_hands_series_measure_the_values_byte_for_byte(tmp_path: Path, seat: Seat, nightly: bool) -> None:
     runner, log = recording_runner(tmp_path, nightly)
     fork = str(runner.fork)
@@ -192,14 +192,14 @@ def test_each_job_hands_series_measure_the_values_byte_for_byte(tmp_path: Path, 
         checkout = runner.work / (f"measure-{n + 1}" if seat == Seat.GITHUB else f"series-measure-{n + 1}")
         assert (checkout / "predictions.yaml").read_bytes() == PREDICTIONS
         argv = [c for c in measured if c[0] == "measure"][n]
-        assert argv == ["measure", "--predictions", "predictions.yaml", "--tree", f"{name}={spec}", "--repeat", "2",
-                        "--artifact", "out", "--python", str(runner.path[0] / "python"), "--",
+        assert argv == ["measure", "--predictions", "predictions.yaml", "--tree", f"{name}={spec}",
+                        "--part-of", "ours,base", "--repeat", "2", "--artifact", "out",
+                        "--python", str(runner.path[0] / "python"), "--",
                         "python", f"{checkout}/workload.py", HOSTILE, "", f"--x={checkout}/data"]
         uploaded = next((artifacts / a) for a in (f"series-measure-{n + 1}", f"series-measure-{n + 1}/out")
                         if (artifacts / a / name / "tree.json").is_file())
         tree = json.loads((uploaded / name / "tree.json").read_text())
         assert tree["command"] == list(emitted.command) and tree["ran_as"] == argv[argv.index("--") + 1:]
-        assert tree["order"] == ["ours", "base"]
     pip = [p for p in calls(log, "python") if p[:2] == ["-m", "pip"]]
     wheel = "nightly" if nightly else "built"
     assert [p[:3] for p in pip] == [["-m", "pip", "install"], ["-m", "pip", "freeze"]] * 2
@@ -221,3 +221,141 @@ def base64_of(data: bytes) -> str:
     import base64
 
     return base64.b64encode(data).decode()
+
+
+# -- the whole loop: emit here, run there, collect here --------------------------------------------
+
+# Over the build (--python): the tree's peek is what the overlay lays over the patched
+# wheel; `arg` (its hash: a metric is one line) comes back through every quoting layer;
+# `built` only the wheel has.
+WORKLOAD = '''\
+import hashlib, json, os, sys
+import vllm._compiled
+import vllm.v1.kv_offload.cpu.policies.lru as lru
+json.dump({"has_peek": hasattr(lru.LRUPolicy, "peek"), "built": vllm._compiled.BUILT,
+           "arg": hashlib.sha256(sys.argv[1].encode()).hexdigest(),
+           "tree": os.environ["SERIES_TREE"]}, open(os.environ["SERIES_METRICS"], "w"))
+'''
+LOOP_PREDICTIONS = """\
+predictions:
+  - id: ours-peeks
+    tree: ours
+    metric: has_peek
+    equals: true
+    why: our topic adds peek
+  - id: base-peeks-too
+    tree: base
+    metric: has_peek
+    same_as: ours
+    why: a claim that fails, kept
+"""
+SHIM = '#!/bin/sh\nexec {python} -m series "$@"\n'
+
+
+def _repos(root: Path) -> Path:
+    from tests import evidence_repos as er
+
+    return er.build(root / "repos")
+
+
+@pytest.fixture
+def pushed(tmp_path: Path) -> Path:
+    """The fork as the GPU seat's checkout sees it: series.yaml and the workload committed,
+    the predictions frozen here (and not committed), the nightly's integration branch."""
+    from tests import evidence_repos as er
+    from tests.conftest import from_template, run_series, sh
+
+    fork = from_template("evidence", _repos, tmp_path)
+    er.series_yaml(fork, "lru-peek", "api-note")
+    (fork / "workload.py").write_text(WORKLOAD)
+    sh("git checkout -q -B main && git add series.yaml workload.py && git commit -qm 'the fork, pushed'", fork)
+    (fork / "predictions.yaml").write_text(LOOP_PREDICTIONS)
+    run_series("predict", "predictions.yaml", cwd=fork)
+    release = er.release_wheel(fork.parent / "upstream", tmp_path / "release")
+    run_series("build", "--wheel", str(release), "--out", str(tmp_path / "nightly"), cwd=fork)
+    return fork
+
+
+def loop_runner(tmp_path: Path, fork: Path) -> simrunner.Runner:
+    from tests.fakeenv import make_env
+
+    python = make_env(tmp_path / "runner-python", None)   # no vllm yet: the job installs the wheel
+    shims = tmp_path / "loop-shims"
+    shims.mkdir()
+    (shims / "series").write_text(SHIM.format(python=shlex.quote(sys.executable)))
+    (shims / "gh").write_text("#!/bin/sh\n# run list: the nightly's run; run download RUN --name N --dir D\n"
+                              f'case "$1 $2" in "run list") echo 4242 ;; "run download") '
+                              f'mkdir -p "$7" && cp {shlex.quote(str(tmp_path / "nightly"))}/*.whl "$7" ;; esac\n')
+    for shim in shims.iterdir():
+        shim.chmod(0o755)
+    return simrunner.Runner(fork, tmp_path / "work", [python.parent, shims],
+                            extra={"SERIES_UPSTREAM_URL": str(fork.parent / "upstream")})
+
+
+@pytest.mark.parametrize("seat", list(Seat))
+def test_the_jobs_run_elsewhere_and_collect_gives_the_local_report(pushed: Path, tmp_path: Path, seat: Seat) -> None:
+    from tests.conftest import run_series
+
+    runner = loop_runner(tmp_path, pushed)
+    python = str(runner.path[0] / "python")
+    trees = ("--tree", "ours=only:lru-peek", "--tree", "base")
+    cmd = ("--", "python", str(pushed / "workload.py"), HOSTILE)
+    marker_before = sorted(p.name for p in pushed.iterdir())
+    emitted = run_series("measure", "--predictions", "predictions.yaml", *trees, "--python", python,
+                         "--emit", seat.value, "--out", "-", *cmd, cwd=pushed)
+    assert sorted(p.name for p in pushed.iterdir()) == marker_before, "--out - writes nothing"
+    assert "series measure --collect DIR --predictions predictions.yaml" in emitted.stderr
+    if seat == Seat.BUILDKITE:
+        runner.extra["SERIES_NIGHTLY_BUILD"] = "0190-nightly"
+        (runner.path[1] / "buildkite-agent").write_text(
+            '#!/bin/sh\nmkdir -p "$4/nightly" && cp ' + shlex.quote(str(tmp_path / "nightly")) + '/*.whl "$4/nightly"\n')
+        (runner.path[1] / "buildkite-agent").chmod(0o755)
+    artifacts = tmp_path / "downloaded"
+    (simrunner.run_github if seat == Seat.GITHUB else simrunner.run_buildkite)(emitted.stdout, runner, artifacts)
+    assert len(list(artifacts.rglob("tree.json"))) == 2
+
+    collected = json.loads(run_series("measure", "--collect", str(artifacts), "--predictions", "predictions.yaml",
+                                      "--json", cwd=pushed).stdout)
+    local = json.loads(run_series("measure", "--predictions", "predictions.yaml", *trees, "--python", python,
+                                  "--json", *cmd, cwd=pushed).stdout)
+    assert collected == local
+    arg = hashlib.sha256(HOSTILE.encode()).hexdigest()
+    assert local["metrics"]["ours"] == {"has_peek": True, "built": True, "arg": arg, "tree": "ours"}
+    assert local["metrics"]["base"]["has_peek"] is False
+    assert [(p["id"], p["held"]) for p in local["predictions"]] == [("ours-peeks", True), ("base-peeks-too", False)]
+
+
+def test_emit_refuses_unfrozen_predictions_and_never_runs_the_workload(pushed: Path, tmp_path: Path) -> None:
+    from tests.conftest import run_series
+
+    marker = tmp_path / "ran"
+    cmd = ("--", "python", "-c", f"open({str(marker)!r}, 'w')")
+    (pushed / "edited.yaml").write_text(LOOP_PREDICTIONS)
+    err = run_series("measure", "--predictions", "edited.yaml", "--tree", "ours=only:lru-peek", "--tree", "base",
+                     "--emit", "github", *cmd, cwd=pushed, expect=1).stderr
+    assert "was never frozen" in err, err
+    assert not (pushed / ".github").exists()
+    out = run_series("measure", "--predictions", "predictions.yaml", "--tree", "ours=only:lru-peek", "--tree",
+                     "base", "--emit", "github", *cmd, cwd=pushed).stdout
+    written = pushed / ".github" / "workflows" / "series-measure.yml"
+    assert "wrote .github/workflows/series-measure.yml: 2 job(s)" in out and written.is_file(), out
+    assert YAML(typ="safe").load(written.read_text())["jobs"].keys() == {"measure-1", "measure-2"}
+    assert not marker.exists(), "--emit runs nothing here"
+    err = run_series("measure", "--predictions", "predictions.yaml", "--tree", "ours=only:no-such-topic",
+                     "--tree", "base", "--emit", "buildkite", *cmd, cwd=pushed, expect=1).stderr
+    assert "no-such-topic" in err and not (pushed / ".buildkite" / "series-measure.yml").exists(), err
+    run_series("measure", "--predictions", "predictions.yaml", "--tree", "ours=only:lru-peek", "--tree", "base",
+               "--emit", "github", "--artifact", "x", *cmd, cwd=pushed, expect=2)
+
+
+def test_emit_says_when_the_workload_is_not_in_the_checkout(pushed: Path) -> None:
+    from tests.conftest import run_series
+
+    (pushed / "local-only.py").write_text("pass\n")
+    proc = run_series("measure", "--predictions", "predictions.yaml", "--tree", "ours=only:lru-peek", "--tree",
+                      "base", "--emit", "buildkite", "--out", "jobs.yml", "--json", "--",
+                      "python", str(pushed / "local-only.py"), cwd=pushed)
+    data = json.loads(proc.stdout)
+    assert data["path"] == "jobs.yml" and (pushed / "jobs.yml").is_file()
+    assert [n for n in data["notes"] if n.startswith("local-only.py: ")], data["notes"]
+    assert data["next"][-1] == "series measure --collect DIR --predictions predictions.yaml"

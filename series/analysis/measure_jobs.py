@@ -372,8 +372,8 @@ def _render_buildkite(jobs: MeasureJobs) -> str:
                '      - export SERIES_UPSTREAM_URL="$${SERIES_UPSTREAM_URL:-' + UPSTREAM_URL + '}"')
     out = [f"""\
 # Written by `series measure --emit buildkite`: the measurement of {len(jobs.trees)} tree(s) on
-# another seat, one step per tree. Upload it from a pipeline step:
-#   buildkite-agent pipeline upload .buildkite/series-measure.yml
+# another seat, one step per tree. Upload this file from a pipeline step:
+#   buildkite-agent pipeline upload FILE
 # (SERIES_MEASURE_QUEUE: the agents' queue, default gpu; SERIES_NIGHTLY_BUILD: the nightly
 # build whose patched wheel to use, else it is built). Nothing here was run where it was
 # written. Download the steps' out/** into DIR and run
