@@ -94,7 +94,8 @@ def test_actions_are_the_nightly_templates_pins_and_scripts_hold_no_value() -> N
     runner = simrunner.Runner(Path("/nonexistent"), Path("/nonexistent"), [])
     envs = [{k: simrunner.github_value(v, runner) for k, v in job["env"].items()}
             for job in workflow["jobs"].values()]
-    assert [e["MEASURE_TREE"] for e in envs] == [f"{n}={s}" for n, s in HOSTILE_TREES]
+    assert [e["MEASURE_ONLY"] for e in envs] == [n for n, _ in HOSTILE_TREES]
+    assert all(shlex.split(e["MEASURE_TREES"]) == [f"{n}={s}" for n, s in HOSTILE_TREES] for e in envs)
     assert all(shlex.split(e["MEASURE_COMMAND"]) == list(jobs().command) for e in envs)
     assert [simrunner.github_value(j["name"], runner) for j in workflow["jobs"].values()] == [
         f"measure {n} ({s})" for n, s in HOSTILE_TREES]
@@ -106,7 +107,8 @@ def test_buildkite_values_survive_the_upload_interpolation() -> None:
     assert pipeline["env"]["SERIES_PIP_SPEC"] == "git+https://x@v1"
     for step, (name, spec) in zip(pipeline["steps"], HOSTILE_TREES):
         env = {k: simrunner.buildkite_value(v, runner) for k, v in step["env"].items()}
-        assert env["MEASURE_TREE"] == f"{name}={spec}"
+        assert env["MEASURE_ONLY"] == name
+        assert shlex.split(env["MEASURE_TREES"]) == [f"{n}={s}" for n, s in HOSTILE_TREES]
         assert shlex.split(env["MEASURE_COMMAND"]) == list(jobs().command)
         assert simrunner.buildkite_value(step["label"], runner) == f":stopwatch: measure {name} ({spec})"
         assert simrunner.buildkite_value(step["agents"]["queue"], runner) == "gpu"
@@ -136,7 +138,7 @@ if name == "python":
     if args[:2] != ["-m", "pip"]:
         os.execv({python!r}, [{python!r}, *args])
 elif name == "series" and args[0] == "measure":
-    tree = args[args.index("--tree") + 1].split("=")[0]
+    tree = args[args.index("--only") + 1]
     out = Path(args[args.index("--artifact") + 1]) / tree
     out.mkdir(parents=True)
     (out / "tree.json").write_text(json.dumps({{"command": args[args.index("--") + 1:], "order": [tree]}}))
@@ -192,8 +194,8 @@ def test_each_job_hands_series_measure_the_values_byte_for_byte(tmp_path: Path, 
         checkout = runner.work / (f"measure-{n + 1}" if seat == Seat.GITHUB else f"series-measure-{n + 1}")
         assert (checkout / "predictions.yaml").read_bytes() == PREDICTIONS
         argv = [c for c in measured if c[0] == "measure"][n]
-        assert argv == ["measure", "--predictions", "predictions.yaml", "--tree", f"{name}={spec}",
-                        "--part-of", "ours,base", "--repeat", "2", "--artifact", "out",
+        assert argv == ["measure", "--predictions", "predictions.yaml", "--only", name, "--repeat", "2",
+                        "--artifact", "out", "--tree", "ours=only:lru-peek", "--tree", "base=base",
                         "--python", str(runner.path[0] / "python"), "--",
                         "python", f"{checkout}/workload.py", HOSTILE, "", f"--x={checkout}/data"]
         uploaded = next((artifacts / a) for a in (f"series-measure-{n + 1}", f"series-measure-{n + 1}/out")

@@ -6,7 +6,7 @@ the one spec (series.distribution), installs the patched wheel the nightly built
 release matches the base (else builds it with `series build --wheel`), writes the
 predictions file back from the frozen bytes embedded in the job (checked against their
 sha256, then frozen in that clone, whose journal starts empty), runs `series measure
---tree NAME=SPEC --artifact out -- CMD` and uploads out/ (tree.json, metrics.json,
+--tree NAME=SPEC... --only NAME --artifact out -- CMD` and uploads out/ (tree.json, metrics.json,
 environment.json and a pip freeze). `series measure --collect` reads the downloads back
 and checks each tree's hash against the local freeze: the honest check stays here.
 
@@ -224,15 +224,16 @@ series predict "$MEASURE_PREDICTIONS"
 # The workload names its files by absolute path (it runs outside the tree): the fork's top
 # where the jobs were written becomes the checkout's, and tree.json keeps the command as it
 # was asked for (`ran_as`: as it ran), so every job's artifact, wherever its checkout was,
-# is one measurement with the local run's command. One tree per job: --part-of names the
-# others (their claims are judged by --collect, which has them all).
+# is one measurement with the local run's command. One tree per job: every tree is named
+# (--tree), this job's --only is measured; --collect judges the claims with all of them.
 _MEASURE = """\
 top=$(git rev-parse --show-toplevel)
 cd "$top/$MEASURE_CWD"
 eval "workload=($MEASURE_COMMAND)"
 workload=("${workload[@]//"$MEASURE_FORK"/"$top"}")
-args=(--predictions "$MEASURE_PREDICTIONS" --tree "$MEASURE_TREE" --part-of "$MEASURE_PART_OF"
-      --repeat "$MEASURE_REPEAT" --artifact out)
+eval "trees=($MEASURE_TREES)"
+args=(--predictions "$MEASURE_PREDICTIONS" --only "$MEASURE_ONLY" --repeat "$MEASURE_REPEAT" --artifact out)
+for tree in "${trees[@]}"; do args+=(--tree "$tree"); done
 if [ "$MEASURE_OVERLAY" = true ]; then args+=(--python "$(command -v python)"); fi
 series measure "${args[@]}" -- "${workload[@]}"
 python - <<'EOF'
@@ -249,7 +250,7 @@ python -m pip freeze > out/pip-freeze.txt 2>/dev/null || true
 
 
 def _tree_env(jobs: MeasureJobs, name: str, spec: str) -> dict[str, str]:
-    return {"MEASURE_TREE": f"{name}={spec}", "MEASURE_COMMAND": shlex.join(jobs.command),
+    return {"MEASURE_ONLY": name, "MEASURE_COMMAND": shlex.join(jobs.command),
             "MEASURE_REPEAT": str(jobs.repeat), "MEASURE_OVERLAY": "true" if jobs.overlay else "false"}
 
 
@@ -257,7 +258,7 @@ def _shared_env(jobs: MeasureJobs) -> dict[str, str]:
     env = {"SERIES_REMOTE": jobs.remote, "SERIES_BASE": jobs.base, "MEASURE_CWD": jobs.cwd,
            "MEASURE_PREDICTIONS": jobs.predictions, "MEASURE_PREDICTIONS_SHA256": jobs.sha256,
            "MEASURE_PREDICTIONS_BASE64": base64.b64encode(jobs.predictions_bytes).decode(),
-           "MEASURE_FORK": jobs.fork, "MEASURE_PART_OF": ",".join(name for name, _ in jobs.trees)}
+           "MEASURE_FORK": jobs.fork, "MEASURE_TREES": shlex.join(f"{n}={s}" for n, s in jobs.trees)}
     if jobs.release is not None:
         env["SERIES_VLLM"] = jobs.release
     return env
