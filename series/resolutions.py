@@ -228,8 +228,10 @@ class ResolutionStore:
         return [parse(p.read_bytes(), p) for p in sorted(self.directory.glob("*/*.txt"))]
 
     def record(self, topic: str, path: str, conflicted: bytes, resolved: bytes,
-               commit: str | None = None) -> Resolution | None:
-        """Keep how `conflicted` (the file with markers) was resolved; None if nothing to key on."""
+               commit: str | None = None, write: Callable[[Path, bytes], None] | None = None) -> Resolution | None:
+        """Keep how `conflicted` (the file with markers) was resolved; None if nothing to key on.
+        `write`: how the file is written (a rebase hands in its write door's, so the file
+        is journaled with the operation and undone with it); else written here."""
         conflict = normalize(conflicted)
         if conflict is None or has_markers(resolved):
             return None
@@ -240,6 +242,9 @@ class ResolutionStore:
             topic=topic, path=path, conflict_id=conflict.conflict_id,
             resolved_blob=str(pygit2.hash(resolved)), preimage=conflict.preimage,
             hunks=unified_hunks(conflict.preimage, resolved), commit=commit, file=file)
+        if write is not None:
+            write(file, render(resolution))
+            return resolution
         file.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(file, render(resolution))
         return resolution
@@ -263,14 +268,10 @@ class ResolutionStore:
         found = self.find(topic, path, conflicted)
         return found.resolved() if found is not None else None
 
-    def prune(self, keep: Callable[[Resolution], bool], dry_run: bool = False) -> list[Resolution]:
-        dropped = [r for r in self.all() if not keep(r)]
-        if not dry_run:
-            for r in dropped:
-                r.file.unlink()
-                if r.file.parent != self.directory and not any(r.file.parent.iterdir()):
-                    r.file.parent.rmdir()
-        return dropped
+    def unreachable(self, keep: Callable[[Resolution], bool]) -> list[Resolution]:
+        """The resolutions `keep` refuses (what `series resolutions --prune` removes, through
+        the write door)."""
+        return [r for r in self.all() if not keep(r)]
 
 
 def reachable(series: Series, repo: pygit2.Repository) -> Callable[[Resolution], bool]:
@@ -304,8 +305,10 @@ def describe(resolutions: Iterable[Resolution], root: Path) -> list[dict[str, ob
     return rows
 
 
-def engine_hooks(series: Series) -> Hooks:
-    """The rebase engine's resolver and recorder (protocol: series.engine.resolve).
+def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = None) -> Hooks:
+    """The rebase engine's resolver and recorder (protocol: series.engine.resolve); the
+    recorder writes through `write` (the write door's op.write, so `series undo` of the
+    operation removes what it recorded).
 
     Only textual conflicts ("content", "add/add") are keyed: a modify/delete or binary
     conflict has no markers to normalize and stays a human's call. An empty resolution
@@ -323,7 +326,8 @@ def engine_hooks(series: Series) -> Hooks:
     def recorder(topic: str, path: str, conflict: EngineConflict, resolved: bytes) -> None:
         if conflict.kind not in textual or not resolved:
             return
-        store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged))
+        store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged),
+                     write=write)
 
     return Hooks(resolver=resolver, recorder=recorder)
 

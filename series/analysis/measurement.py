@@ -4,7 +4,7 @@ The pure part of `series measure` (issue 23), shared with `series comment`: what
 workload may write (`read_metrics`: one JSON object of metric -> number, bool or string,
 at most 1 MB, validated where it enters with the tree named), how repeated runs combine
 (the median of numbers; anything else must agree), what the environment looks like, the
-report (`Measurement`, its JSON and the reading of it back) and the per-tree artifact files
+report (`Measurement` and its JSON; series.analysis.measurement_report reads it back) and the per-tree artifact files
 a CI job uploads. Text is series.analysis.measurement_tables; markdown is series comment's.
 """
 from __future__ import annotations

@@ -46,13 +46,15 @@ class Identity:
 
     kind: str       # st.Halt.kind: the verb that resumes a halted state hands the same in
     verb: str       # the write door's command, as the journal and `series log` show it
-    resume: str     # the command whose --continue / --abort go on with it ("series rebase")
+    resume: str     # the command that goes on with it ("series rebase")
+    go_on: str      # how to go on after resolving ("series rebase" and its flag): hints quote it
+    stop: str       # how to put everything back
     noun: str       # "a rebase": in "..., not a rebase"
     what: str       # "a series rebase is in progress": the halt guard's sentence
     nothing: str    # when nothing is halted; {action} is "continue" or "abort"
 
     def halt(self, payload: JsonObject | None = None, what: str | None = None) -> st.Halt:
-        return st.Halt(self.kind, what or self.what, self.resume, dict(payload or {}))
+        return st.Halt(self.kind, what or self.what, self.resume, dict(payload or {}), self.go_on, self.stop)
 
 
 class Ending(Protocol):
@@ -127,4 +129,4 @@ def _moved_meanwhile(ws: Tree, state: st.RebaseState, verb: str) -> None:
             what = "moved" if run.outcome == st.TopicOutcome.CLEAN else "was found merged upstream, but moved"
             raise SeriesError(f"{run.branch} {what} while the {verb} was halted "
                               f"({run.old_head[:12]} -> {(now or 'deleted')[:12]}); nothing was changed: "
-                              f"'{state.halt.resume} --abort', then start again")
+                              f"'{state.halt.stop}', then start again")

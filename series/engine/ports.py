@@ -5,7 +5,7 @@ the engine nor the workspace imports the other).
     Tree   a series in its repository: what the engine reads (series.workspace.Workspace
            is one); it cannot open a door: the verb opens it and hands it in
     Door   the one operation a step writes through (series.workspace.WriteOperation is one):
-           ref moves, series.yaml edits, commit, revert
+           ref moves, series.yaml edits, files (what the hooks record), commit, revert
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import pygit2
 
 from series.git.refs import RefMove
-from series.journal import Operation
+from series.journal import FileChange, Operation
 from series.model import Series, Topic
 from series.persisted import Json
 from series.seriesedit import Edit, KeyPath, Plain
@@ -48,6 +48,11 @@ class Door(Protocol):
     def revert(self, target: Operation) -> None: ...
 
     def commit(self, fault: str | None = None) -> Operation: ...
+
+    @property
+    def files(self) -> list[FileChange]: ...
+
+    def write(self, path: Path, data: str | bytes) -> None: ...
 
 
 class Tree(Protocol):

@@ -101,7 +101,7 @@ def plan(ws: Tree, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicR
                           commits=tuple(str(c.id) for c in commits),
                           depends_on=active_deps[-1] if active_deps else None)
         if topic.name in skip:
-            run = replace(run, outcome=st.TopicOutcome.SKIPPED, reason="left out with --skip-topic")
+            run = replace(run, outcome=st.TopicOutcome.SKIPPED, reason="left out, as asked")
         elif run.depends_on and by_name[run.depends_on].outcome == st.TopicOutcome.SKIPPED:
             run = replace(run, outcome=st.TopicOutcome.SKIPPED,
                           reason=f"depends on {run.depends_on}, which is skipped")
@@ -231,7 +231,7 @@ def _stop_for(ws: Tree, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
                             resolver=hooks.resolver)
     if result.conflict is None:
         raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
-                          f"run '{state.halt.resume} --abort' and start again")
+                          f"run '{state.halt.stop}' and start again")
     return result.conflict
 
 
@@ -253,7 +253,7 @@ def _materialize(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> 
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
     path = st.worktree_path(repo)
-    notes = wt.materialize(repo, path, stop, state.halt.resume)
+    notes = wt.materialize(repo, path, stop, state.halt.stop)
     st.fault("rebase-after-worktree")
     state = replace(state, materialized=True)
     st.save(repo, state)
@@ -336,9 +336,8 @@ def ready(ws: Tree, ending: Ending, action: str) -> None:
         if existing is not None and existing.halt.kind != ending.identity.kind:
             raise SeriesError(st.halted_message(existing, ending.identity.resume))
         if existing is not None:
-            command = existing.halt.resume
             raise SeriesError(f"{ending.identity.noun} onto {existing.onto_name} is in progress (started "
-                              f"{existing.started}); '{command} --continue' or '{command} --abort' first")
+                              f"{existing.started}); '{existing.halt.go_on}' or '{existing.halt.stop}' first")
     else:
         _require(ws, action, ending)
 
@@ -402,20 +401,20 @@ def _require(ws: Tree, action: str, ending: Ending) -> st.RebaseState:
     if state is None:
         raise SeriesError(identity.nothing.format(action=action))
     if state.halt.kind != identity.kind:
-        command = state.halt.resume
-        raise SeriesError(f"{state.halt.what}, not {identity.noun}: '{command} --continue' or '{command} --abort'")
+        raise SeriesError(f"{state.halt.what}, not {identity.noun}: '{state.halt.go_on}' or '{state.halt.stop}'")
     return state
 
 
 def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-                     path: Path) -> st.RebaseState:
+                     path: Path, door: Door) -> st.RebaseState:
     """Commit what the user resolved in the worktree; the topic goes on from there (the
-    state saved with it)."""
+    state saved with it, and with what the recorder wrote through the door, until the door
+    commits it)."""
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
     resolution = wt.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts],
-                                    state.halt.resume)
+                                    state.halt)
     for conflict in stop.conflicts:
         hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
     commit = repo[stop.commit].peel(pygit2.Commit)
@@ -437,7 +436,7 @@ def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
                       changed=run.changed + (str(commit.id),), new_head=str(new))
     run = replace(run, by_hand=run.by_hand + tuple((str(commit.id), c.path) for c in stop.conflicts),
                   done=run.done + 1, outcome=st.TopicOutcome.PENDING, conflict=None)
-    state = replace(state.with_topic(run), current=None, materialized=False)
+    state = replace(state.with_topic(run), current=None, materialized=False, recorded=tuple(door.files))
     odb.persist()
     st.protect(repo, state)
     st.save(repo, state)
@@ -455,6 +454,7 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
               progress: Progress | None, door: Door) -> Outcome:
     repo = ws.repo
     state = _require(ws, "continue", ending)
+    _restage(repo, state, door)
     odb = MemOdb(repo)
     if state.phase == st.Phase.COMMITTING:
         ending.replayed(ws, state, odb)  # replayed before the kill: its objects are in the repository
@@ -471,7 +471,7 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
             if not wt.laid_out(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
                 return _materialize(ws, state, odb, hooks)
             state = replace(state, materialized=True)
-        state = _take_resolution(ws, state, odb, hooks, ending, path)
+        state = _take_resolution(ws, state, odb, hooks, ending, path, door)
     st.fault("continue-after-commit")
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
@@ -480,6 +480,15 @@ def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.
     if path.exists():
         wt.remove(repo, path)
     return _commit(ws, state, odb, False, ending, door)
+
+
+def _restage(repo: pygit2.Repository, state: st.RebaseState, door: Door) -> None:
+    """What the hooks recorded in an earlier step, into this step's door: a file its own
+    door wrote already is no change, one a kill lost is written with this step."""
+    for change in state.recorded:
+        where = journal.resolve_path(repo, change.path, change.worktree)
+        if where is not None and change.after is not None:
+            door.write(where, change.after)
 
 
 def abort_rebase(ws: Tree, ending: Ending, *, door: Door) -> st.RebaseState:

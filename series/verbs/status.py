@@ -27,9 +27,8 @@ def halted(ws: Workspace) -> str | None:
     state = st.load(ws.repo)
     if state is None:
         return None
-    command = state.halt.resume
     return (f"{state.halt.what}: resolve in {st.worktree_path(ws.repo)}, then "
-            f"'{command} --continue' (or '{command} --abort')")
+            f"'{state.halt.go_on}' (or '{state.halt.stop}')")
 
 
 def behind(ws: Workspace) -> Behind | None:

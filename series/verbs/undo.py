@@ -1,4 +1,5 @@
-"""`series undo`: revert the newest operation not undone yet (refs and series.yaml).
+"""`series undo`: revert the newest operation not undone yet (refs, series.yaml, and the
+files it wrote or removed beside it: recorded or pruned resolutions, an imported copy).
 
 Through the write door: its refs go back only if each is still where the operation left
 it, and its own series.yaml edits are reversed on the file as it is now; an edit made
@@ -28,7 +29,8 @@ def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, 
 
 def describe(op: journal.Operation) -> str:
     config = f", {Path(op.config_path).name}" if op.config_path and op.config_before != op.config_after else ""
-    return f"{op.id} {op.command}: {op.summary} ({len(op.moves)} ref(s){config})"
+    files = f", {len(op.file_changes())} file(s)" if op.file_changes() else ""
+    return f"{op.id} {op.command}: {op.summary} ({len(op.moves)} ref(s){config}{files})"
 
 
 def _repo(ctx: Context):  # type: ignore[no-untyped-def]
@@ -43,7 +45,8 @@ def _repo(ctx: Context):  # type: ignore[no-untyped-def]
 @click.command("undo")
 @pass_ctx
 def command(ctx: Context) -> None:
-    """Revert the last operation: every ref it moved and series.yaml.
+    """Revert the last operation: every ref it moved, series.yaml, and the files it wrote
+    or removed (conflict resolutions it recorded or pruned, what an import copied).
 
     Repeat to go further back. Only the operation's own series.yaml edits are reversed,
     on the file as it is now: an edit made since to a key it changed stops the undo (the

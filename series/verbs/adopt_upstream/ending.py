@@ -32,6 +32,7 @@ from series.seriesedit import Edit
 
 IDENTITY = Identity(
     kind="adopt", verb="adopt-upstream", resume="series adopt-upstream", noun="an adoption",
+    go_on="series adopt-upstream --continue", stop="series adopt-upstream --abort",
     what="an adoption is halted on a conflict",
     nothing="no adoption is halted: nothing to {action} (adopt with 'series adopt-upstream PR')")
 

@@ -33,6 +33,7 @@ T = TypeVar("T")
 # upstream.base and the topics found merged; these are its words.
 ENDING = TopicsEnding(Identity(
     kind="rebase", verb="rebase", resume="series rebase", noun="a rebase",
+    go_on="series rebase --continue", stop="series rebase --abort",
     what="a series rebase is in progress",
     nothing="no rebase in progress: nothing to {action} (start one with 'series rebase --onto REF')"))
 
@@ -101,7 +102,13 @@ def _step(ws: Workspace, action: str, step: Callable[[WriteOperation], T]) -> T:
     identity = ENDING.identity
     engine.ready(ws, ENDING, action)
     with ws.operation(identity.verb, resumes=identity.kind if action != "start" else None) as door:
-        return step(door)
+        done = step(door)
+        if door.committed is None and door.files and not door.moves:
+            # halted again (or nothing to move): what the conflict memory recorded in this
+            # step is still its own operation, which 'series undo' reverts
+            door.summary = f"record {len(door.files)} conflict resolution(s)"
+            door.commit()
+        return done
 
 
 def _checked(ws: Workspace, ending: semantic.CheckedEnding, dry_run: bool,
@@ -125,7 +132,7 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         return Result({"status": "aborted", "id": state.id}, text, "", False)
     if resume:
         return _finish(ws, _step(ws, "continue", lambda door: engine.continue_rebase(
-            ws, ending, door=door, hooks=engine_hooks(ws.series), progress=progress)), ending)
+            ws, ending, door=door, hooks=engine_hooks(ws.series, door.write), progress=progress)), ending)
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:

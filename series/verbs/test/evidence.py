@@ -31,6 +31,7 @@ from series.build.interpreter import Environment
 from series.build.matrix import Matrix, TreeInfo
 from series.build.testrun import Outcome, Scratch
 from series.errors import SeriesError
+from series.verbs.test.step_commands import local_args, parse_command
 from series.workspace import Workspace
 
 Say = Callable[[str], None]
@@ -258,8 +259,6 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
 
 def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[Step],
                shadow: list[Path], name: str, say: Say) -> dict[str, Outcome]:
-    from series.verbs.test import local_args, parse_command
-
     root = layout
     outcomes: dict[str, Outcome] = {}
     for step in steps:
