@@ -94,6 +94,60 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
                        tuple(plan) if only else ())
 
 
+def emit_jobs(ctx: Context, ws: Workspace, frozen: predictions.FrozenPredictions, path: Path, given: str,
+              trees: list[tuple[str, str]], command: tuple[str, ...], *, seat: str, out: str | None,
+              overlay: bool, repeat: int, as_json: bool) -> None:
+    """--emit: the measurement written as jobs (series.analysis.measure_jobs); nothing runs
+    here. Refused as a local run would be: the predictions frozen, every tree resolved."""
+    from series import distribution
+    from series.analysis import measure_jobs
+    from series.ship import named_trees
+    from series.git.repo import workdir
+
+    for _, spec in trees:
+        named_trees.check_spec(spec)
+    measurement.check_trees(frozen.file, [n for n, _ in trees])
+    for spec in dict.fromkeys(s for _, s in trees):
+        named_trees.resolve(ws, spec)     # a topic that is not in series.yaml is refused here, not there
+    try:
+        release: str | None = named_trees.base_release(ws)
+    except SeriesError:
+        if overlay:
+            raise
+        release = None                    # no release wheel to install: CMD runs in checkouts
+    where = measure_jobs.Seat(seat)
+    jobs = measure_jobs.plan(ws.repo, path, frozen, ctx.here, tuple(trees), command, repeat=repeat, overlay=overlay,
+                   base=ws.series.upstream.base, remote=ws.series.upstream.remote, release=release,
+                   pip_spec=distribution.pip_spec())
+    text = measure_jobs.render(where, jobs)
+    top = workdir(ws.repo)
+    if out == "-":
+        click.echo(text, nl=False)
+        shown = measure_jobs.DEFAULT_PATHS[where]
+    else:
+        target = None if out is None else (Path(out) if Path(out).is_absolute() else ctx.here / out)
+        written = measure_jobs.write(where, text, target, top)
+        shown = str(written.resolve().relative_to(top.resolve())) if written.resolve().is_relative_to(
+            top.resolve()) else str(written)
+    steps = measure_jobs.collect_steps(where, shown, jobs, given)
+    notes = [f"{rel}: CMD names it, but it is not committed at HEAD: the job's checkout will not have it "
+             "(commit and push it)" for rel in measure_jobs.unshipped(ws.repo, command)]
+    if overlay:
+        notes.append("--python: the jobs use the runner's python, with the patched wheel installed in it")
+    if as_json:
+        emit_json({"schema": measurement.SCHEMA, "emit": where.value, "path": shown,
+                   "jobs": [{"tree": n, "spec": s} for n, s in trees], "predictions_sha256": jobs.sha256,
+                   "next": steps, "notes": notes})
+        return
+    lines = [f"{'printed' if out == '-' else 'wrote'} {shown}: {len(trees)} job(s), one per tree "
+             f"({', '.join(n for n, _ in trees)}); nothing ran here", *(f"note: {n}" for n in notes),
+             "next:", *(f"  {n}. {step}" for n, step in enumerate(steps, 1))]
+    if out == "-":
+        click.echo("\n".join(lines), err=True)   # stdout holds the jobs
+    else:
+        emit("\n".join(lines))
+
+
 def write_artifacts(m: Measurement, directory: Path) -> list[Path]:
     import json
 
@@ -160,11 +214,18 @@ def _read(path: Path, limit: int) -> bytes:
               help="Run nothing: make the report from the measurement_artifacts under DIR (CI downloads), checking "
                    "each was measured against the frozen predictions.")
 @click.option("--json", "as_json", is_flag=True, help="The report for CI and 'series comment --measurement'.")
+@click.option("--emit", "seat", type=click.Choice(["github", "buildkite"]),
+              help="Run nothing here: write this measurement as jobs for the machine with the GPU, a "
+                   "GitHub workflow_dispatch job or a Buildkite step per tree; --collect reads back what "
+                   "they upload.")
+@click.option("--out", "emit_out", metavar="PATH",
+              help="With --emit: the file to write (default: .github/workflows/series-measure.yml or "
+                   ".buildkite/series-measure.yml in the fork); '-' prints it.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD...")
 @pass_ctx
 def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python: str | None, repeat: int,
             artifact: Path | None, only: tuple[str, ...], collect: Path | None, as_json: bool,
-            command: tuple[str, ...]) -> None:
+            seat: str | None, emit_out: str | None, command: tuple[str, ...]) -> None:
     """Run a workload in named trees; judge frozen predictions against its metrics.
 
     \b
@@ -185,6 +246,7 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
           --tree theirs=topic:predictions-61050 -- python "$PWD/workload.py"
       series measure ... --python ~/vllm-0.31/bin/python --repeat 3 --artifact out/
       series measure --collect downloaded/ --predictions predictions.yaml --json
+      series measure ... --emit github      the same, as a workflow for the GPU runner
     """
     from series.git.repo import open_repo
     from series.workspace import repair
@@ -192,6 +254,13 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
     if collect is not None and (trees or command or python or repeat != 1 or artifact or only):
         raise click.UsageError("--collect makes the report from measurement_artifacts: no --tree, --python, --repeat, "
                                "--artifact, --only or CMD with it")
+    if seat is not None and (collect is not None or artifact is not None or only):
+        raise click.UsageError("--emit writes the jobs that make the measurement_artifacts, one per tree: no --collect, "
+                               "--artifact or --only with it")
+    if emit_out is not None and seat is None:
+        raise click.UsageError("--out is where --emit writes the jobs: pass --emit github|buildkite")
+    if seat is not None and as_json and emit_out == "-":
+        raise click.UsageError("--out - prints the jobs on stdout: --json cannot go there too")
     if collect is None and not trees:
         raise click.UsageError("name the trees to measure: --tree NAME=SPEC (repeatable)")
     if collect is None and not command:
@@ -210,6 +279,10 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
     else:
         ws = ctx.workspace()
         frozen = predictions.require_frozen(ws.repo, path)
+        if seat is not None:
+            emit_jobs(ctx, ws, frozen, path, str(predictions_file), named, command, seat=seat, out=emit_out,
+                      overlay=python is not None, repeat=repeat, as_json=as_json)
+            return
         from series.ship.testrun import Stopped
 
         try:
