@@ -40,15 +40,12 @@ from series.fs import state_dir, write_atomically
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.journal import FileChange
-from series.persisted import (Json, JsonObject, read_bool as _bool, read_list, read_enum as _enum, read_int as _int,
-                              read_object as _object, read_opt_str as _opt_str, read_pairs as _pairs,
-                              read_str as _str, read_str_map as _str_map, read_strs as _strs)
+from series.persisted import (Json, JsonObject, read_bool, read_list, read_enum, read_int,
+                              read_object, read_opt_str, read_pairs,
+                              read_str, read_str_map, read_strs)
 
 TEMP_PREFIX = "refs/series/rebase"
 VERSION = 2   # 2: `halt` (the ending's identity and payload) replaced `kind` and `adoption`
-
-fault = faults.fault  # kept here: the engine's points are named st.fault(...)
-
 
 class TopicOutcome(str, enum.Enum):
     """Where one topic stands in the operation (the str mixin keeps the JSON value)."""
@@ -81,9 +78,9 @@ class HaltedCommit:
 
     @classmethod
     def load(cls, data: Json) -> "HaltedCommit":
-        d = _object(data, "conflict")
-        return cls(_str(d, "commit"), _str(d, "subject"), tuple(_strs(d, "files")),
-                   _str_map(d, "kinds"))
+        d = read_object(data, "conflict")
+        return cls(read_str(d, "commit"), read_str(d, "subject"), tuple(read_strs(d, "files")),
+                   read_str_map(d, "kinds"))
 
 
 @dataclass(frozen=True)
@@ -103,12 +100,12 @@ class Halt:
 
     @classmethod
     def load(cls, data: Json) -> "Halt":
-        d = _object(data, "halt")
-        resume = _str(d, "resume")
+        d = read_object(data, "halt")
+        resume = read_str(d, "resume")
         # a record written before the verb handed its hints in: the two commands it meant
-        go_on = _str(d, "go_on") if "go_on" in d else f"{resume} --continue"
-        stop = _str(d, "stop") if "stop" in d else f"{resume} --abort"
-        return cls(_str(d, "kind"), _str(d, "what"), resume, _object(d.get("payload", {}), "payload"),
+        go_on = read_str(d, "go_on") if "go_on" in d else f"{resume} --continue"
+        stop = read_str(d, "stop") if "stop" in d else f"{resume} --abort"
+        return cls(read_str(d, "kind"), read_str(d, "what"), resume, read_object(d.get("payload", {}), "payload"),
                    go_on, stop)
 
 
@@ -150,16 +147,16 @@ class TopicRun:
 
     @classmethod
     def load(cls, data: Json) -> "TopicRun":
-        d = _object(data, "topics[]")
+        d = read_object(data, "topics[]")
         conflict = d.get("conflict")
         return cls(
-            name=_str(d, "name"), branch=_str(d, "branch"), old_head=_str(d, "old_head"),
-            start=_str(d, "start"), commits=tuple(_strs(d, "commits")), depends_on=_opt_str(d, "depends_on"),
-            outcome=_enum(TopicOutcome, d, "outcome"), new_head=_opt_str(d, "new_head"),
-            new_start=_opt_str(d, "new_start"), done=_int(d, "done"), mapping=dict(_str_map(d, "mapping")),
-            dropped=tuple(_strs(d, "dropped")), changed=tuple(_strs(d, "changed")),
-            resolved=tuple(_pairs(d, "resolved")), by_hand=tuple(_pairs(d, "by_hand")), conflict=HaltedCommit.load(conflict) if conflict is not None else None,
-            reason=_str(d, "reason"), modified=_bool(d, "modified"), detail=_str(d, "detail"))
+            name=read_str(d, "name"), branch=read_str(d, "branch"), old_head=read_str(d, "old_head"),
+            start=read_str(d, "start"), commits=tuple(read_strs(d, "commits")), depends_on=read_opt_str(d, "depends_on"),
+            outcome=read_enum(TopicOutcome, d, "outcome"), new_head=read_opt_str(d, "new_head"),
+            new_start=read_opt_str(d, "new_start"), done=read_int(d, "done"), mapping=dict(read_str_map(d, "mapping")),
+            dropped=tuple(read_strs(d, "dropped")), changed=tuple(read_strs(d, "changed")),
+            resolved=tuple(read_pairs(d, "resolved")), by_hand=tuple(read_pairs(d, "by_hand")), conflict=HaltedCommit.load(conflict) if conflict is not None else None,
+            reason=read_str(d, "reason"), modified=read_bool(d, "modified"), detail=read_str(d, "detail"))
 
 
 @dataclass(frozen=True)
@@ -211,17 +208,17 @@ class RebaseState:
 
     @classmethod
     def load(cls, data: Json) -> "RebaseState":
-        d = _object(data, "state")
+        d = read_object(data, "state")
         topics = read_list(d, "topics")
         return cls(
-            id=_str(d, "id"), onto_spec=_str(d, "onto_spec"), onto_name=_str(d, "onto_name"),
-            onto_sha=_str(d, "onto_sha"), old_base_name=_str(d, "old_base_name"),
-            old_base_sha=_str(d, "old_base_sha"), config_path=_str(d, "config_path"),
-            config_before=_str(d, "config_before"), topics=tuple(TopicRun.load(t) for t in topics),
-            halt=Halt.load(d.get("halt")), skip=tuple(_strs(d, "skip")), phase=_enum(Phase, d, "phase"),
-            current=_opt_str(d, "current"), materialized=_bool(d, "materialized"),
-            op_id=_opt_str(d, "op_id"), started=_str(d, "started"), version=_int(d, "version"),
-            recorded=tuple(FileChange.from_json(_object(f, "recorded[]")) for f in read_list(d, "recorded", [])))
+            id=read_str(d, "id"), onto_spec=read_str(d, "onto_spec"), onto_name=read_str(d, "onto_name"),
+            onto_sha=read_str(d, "onto_sha"), old_base_name=read_str(d, "old_base_name"),
+            old_base_sha=read_str(d, "old_base_sha"), config_path=read_str(d, "config_path"),
+            config_before=read_str(d, "config_before"), topics=tuple(TopicRun.load(t) for t in topics),
+            halt=Halt.load(d.get("halt")), skip=tuple(read_strs(d, "skip")), phase=read_enum(Phase, d, "phase"),
+            current=read_opt_str(d, "current"), materialized=read_bool(d, "materialized"),
+            op_id=read_opt_str(d, "op_id"), started=read_str(d, "started"), version=read_int(d, "version"),
+            recorded=tuple(FileChange.from_json(read_object(f, "recorded[]")) for f in read_list(d, "recorded", [])))
 
 
 # -- the halted operation in words, from its record alone ----------------------------------------
@@ -261,8 +258,8 @@ def load(repo: pygit2.Repository) -> RebaseState | None:
                               "finish it with that version")
         return RebaseState.load(data)
     except (ValueError, TypeError, RecursionError) as exc:
-        raise SeriesError(f"{path}: unreadable state of a halted operation ({exc}); remove it and "
-                          f"'git worktree prune' to start over") from None
+        raise SeriesError(f"{path}: unreadable state of a halted operation ({exc})",
+                          "remove it and 'git worktree prune' to start over") from None
 
 
 def save(repo: pygit2.Repository, state: RebaseState) -> None:
@@ -284,7 +281,7 @@ def _keep_only(repo: pygit2.Repository, wanted: Mapping[str, str]) -> None:
         # caller holds the series lock): git would refuse the transaction while it stays
         for lock in (checkouts.common_dir(repo) / TEMP_PREFIX).rglob("*.lock"):
             lock.unlink(missing_ok=True)
-        fault("halted-before-temporary-refs")
+        faults.fault("halted-before-temporary-refs")
         refs.update(repo, moves, "series: the new commits of a halted operation")
 
 

@@ -10,7 +10,7 @@ branch can always be found again.
 from __future__ import annotations
 
 import base64
-import datetime as _dt
+import datetime
 import enum
 import json
 from dataclasses import dataclass, field
@@ -185,7 +185,7 @@ def journal_dir(repo: pygit2.Repository) -> Path:
 
 
 def new_op_id(repo: pygit2.Repository) -> str:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     directory = journal_dir(repo)
     existing = sorted(p.name for p in [*directory.glob("*.json"), *directory.glob("rolled-back/*.json")])
     seq = int(existing[-1].split("-", 1)[0]) + 1 if existing else 1

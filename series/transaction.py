@@ -17,7 +17,7 @@ every ref back at once: refs and series.yaml never disagree.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import os
 from pathlib import Path
 
@@ -154,7 +154,7 @@ class Transaction:
     def commit(self, fault: str | None = None) -> Operation:
         op = Operation(
             id=self.reserve_id(), command=self.command, summary=self.summary,
-            moves=self.moves, time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            moves=self.moves, time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             extra=self.extra, verify=self.verify, undoes=self.undoes, files=list(self.files),
         )
         if self.config_path is not None:
@@ -286,7 +286,7 @@ def finish(repo: pygit2.Repository, op: Operation) -> Operation:
                     seriesedit.apply(text, path, op.config_edits())
             except SeriesError as exc:
                 raise SeriesError(f"operation {op.id} ({op.command}) was interrupted after its refs moved; "
-                                  f"its series.yaml edit cannot be finished: {exc}") from None
+                                  f"its series.yaml edit cannot be finished: {exc.message}", exc.hint) from None
             _write_config(path, new)
     for where, change in _files(repo, op):
         if _read(where) != change.after:

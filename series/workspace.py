@@ -71,7 +71,7 @@ class Workspace:
         except SeriesError as exc:
             # name the file and line, like every other series.yaml error
             line = self.series.lines.get("upstream.base", 1)
-            raise SeriesError(f"{self.config_path.name}:{line}: upstream.base: {exc}") from None
+            raise SeriesError(f"{self.config_path.name}:{line}: upstream.base: {exc.message}", exc.hint) from None
 
     def head(self, topic: Topic) -> pygit2.Commit:
         commit = branch_commit(self.repo, topic.branch)
@@ -147,6 +147,14 @@ def repair(repo: pygit2.Repository) -> list[str]:
         return []
 
 
+def open_repaired(start: Path) -> pygit2.Repository:
+    """The repository at `start`, an operation a kill interrupted finished or rolled back
+    first: for the verbs that read the journal without a series.yaml (log, undo, predict)."""
+    repo = open_repo(start)
+    repair(repo)
+    return repo
+
+
 class WriteOperation:
     """What one command changes; nothing happens before commit()."""
 
@@ -216,7 +224,7 @@ class WriteOperation:
             if self._seen_text is None and self.config_path is not None:
                 self._seen_text = fs.read_text(self.config_path)
             if self._seen_text is None or self.config_path is None:
-                raise SeriesError("no series.yaml to edit: run 'series init --base REF' first")
+                raise SeriesError("no series.yaml to edit", "run 'series init --base REF' first")
             self._seen = seriesedit.load_plain(self._seen_text, self.config_path)
         return self._seen
 

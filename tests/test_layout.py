@@ -268,6 +268,69 @@ def test_the_cross_verb_check_sees_each_form() -> None:
     assert {_verb_of(m) for m in relative} == {"preflight", "propose", "add"}, relative
 
 
+def _command_names() -> set[str]:
+    """Every word a user types to pick a verb or a subcommand (`series ci report`)."""
+    names: set[str] = set()
+    ctx = click.Context(group)
+    stack: list[click.Command] = [c for n in group.list_commands(ctx) if (c := group.get_command(ctx, n))]
+    while stack:
+        command = stack.pop()
+        names.add(module_name(command.name or ""))
+        if isinstance(command, click.Group):
+            stack.extend(command.commands.values())
+    return names
+
+
+def test_no_two_classes_in_the_package_share_a_name() -> None:
+    """STYLE rule 10: `Outcome` meaning a rebase's end, a predict run's and a test case's
+    made every reader check the import; a class name says which one it is."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(path.relative_to(PACKAGE).as_posix())
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
+
+
+def test_module_names_are_unique_and_none_reads_as_build_output() -> None:
+    """STYLE rule 10. A library module's name is unique in the package (git/cli.py beside
+    series/cli.py, two integration.py: which one is imported?). A module under verbs/ is
+    named by what the user types, so it may repeat the name of the library module it drives
+    (verbs/touches.py and analysis/touches.py) only when that name is a verb or subcommand.
+    No directory is named like build output (build/, dist/): .gitignore templates, black,
+    ruff and pytest's norecursedirs skip such a directory at any depth."""
+    library: dict[str, list[str]] = {}
+    verbs: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        (verbs if rel.startswith("verbs/") else library).setdefault(path.stem, []).append(rel)
+    assert {n: p for n, p in library.items() if len(p) > 1} == {}
+    assert {n: p for n, p in verbs.items() if len(p) > 1} == {}
+    commands = _command_names()
+    assert {n: verbs[n] + library[n] for n in verbs if n in library and n not in commands} == {}
+    assert [d.relative_to(PACKAGE).as_posix() for d in PACKAGE.rglob("*")
+            if d.is_dir() and d.name in ("build", "dist")] == []
+
+
+def test_no_import_alias_hides_what_it_imports() -> None:
+    """`from series import halted as st` made every `st.` a lookup. A module or name is
+    imported by its own name; an alias is kept only where that name is taken in the module
+    (a `committer` parameter, the builtin `format`), and then it still says what it is:
+    `committer as git_committer`, `format as patch_format`."""
+    hidden = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    name = alias.name.rsplit(".", 1)[-1]
+                    if alias.asname and name.lower() not in alias.asname.lower():
+                        hidden.append(f"series/{path.relative_to(PACKAGE).as_posix()}:{node.lineno}: "
+                                      f"{alias.name} as {alias.asname}")
+    assert hidden == []
+
+
 # -- only the door writes the state dir and series.yaml; only git/ writes refs (issue 25) -------------
 
 DOOR = {"fs.py", "journal.py", "transaction.py", "workspace.py", "halted.py", "seriesedit.py"}

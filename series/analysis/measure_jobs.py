@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pygit2
 
-from series.analysis import predictions as pr
+from series.analysis.predictions import FrozenPredictions
 from series.errors import SeriesError
 from series.git.repo import workdir
 
@@ -84,10 +84,10 @@ class MeasureJobs:
         if not self.trees:
             raise SeriesError("--emit: name a tree (--tree NAME=SPEC)")
         if not self.command:
-            raise SeriesError("--emit: give the workload after '--' (-- CMD ...)")
+            raise SeriesError("--emit: no workload to run", "give the workload after '--' (-- CMD ...)")
 
 
-def plan(repo: pygit2.Repository, path: Path, frozen: pr.FrozenPredictions, here: Path,
+def plan(repo: pygit2.Repository, path: Path, frozen: FrozenPredictions, here: Path,
          trees: tuple[tuple[str, str], ...], command: tuple[str, ...], *, repeat: int, overlay: bool,
          base: str, remote: str, release: str | None, pip_spec: str) -> MeasureJobs:
     """The jobs of this measurement, whose predictions `frozen` holds (require_frozen: a

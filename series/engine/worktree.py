@@ -19,9 +19,10 @@ from pathlib import Path
 import pygit2
 
 from series.engine.replay import ReplayStop
-from series.halted import Halt, fault
+from series.faults import fault
+from series.halted import Halt
 from series.errors import SeriesError
-from series.git.cli import git
+from series.git.command import git
 from series.git.repo import workdir
 
 
@@ -93,14 +94,14 @@ def laid_out(path: Path, stop: ReplayStop) -> bool:
 
 
 @dataclass(frozen=True)
-class Resolution:
+class WorktreeResolution:
     tree: pygit2.Oid
     files: dict[str, bytes]           # conflicted path -> resolved content
     commit: pygit2.Oid | None = None  # the user committed in the worktree themselves
 
 
 def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[str],
-                    halt: Halt) -> Resolution:
+                    halt: Halt) -> WorktreeResolution:
     """The resolved tree from the worktree's index; refuse while conflicts remain (the
     hints quote the verb's commands, from `halt`)."""
     if not path.exists():
@@ -129,4 +130,4 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
     for rel in paths:
         entry = index[rel] if rel in index else None
         files[rel] = wt[entry.id].data if entry is not None else b""  # type: ignore[attr-defined]
-    return Resolution(tree, files, user_commit)
+    return WorktreeResolution(tree, files, user_commit)

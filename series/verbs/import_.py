@@ -18,8 +18,8 @@ from series import config
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import checkouts
-from series.git.repo import branch_commit, committer as git_committer, open_repo, workdir
-from series.patches import format as fmt
+from series.git.repo import branch_commit, committer, open_repo, workdir
+from series.patches import format as patch_format
 from series.patches.export import patch_files, read_order, resolutions_subdir
 from series.patches.importer import make_commit, read_patch_file
 from series.workspace import Workspace, repair
@@ -66,7 +66,7 @@ def ensure_config(start: Path, directory: Path) -> ConfigCopy | None:
         pass
     source = directory / config.FILENAME
     if not source.is_file():
-        raise SeriesError(f"no {config.FILENAME} here and none in {directory}: "
+        raise SeriesError(f"no {config.FILENAME} here and none in {directory}",
                           "run 'series init' first, or import a complete export")
     if source.is_symlink():
         raise SeriesError(f"{source}: is a symbolic link; an export's {config.FILENAME} must be a file")
@@ -108,15 +108,15 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
     base = ws.base_commit()
     names = read_order(directory)
     result = ImportResult(directory, ws.series.upstream.base)
-    who = signer or git_committer(repo)
+    who = signer or committer(repo)
     new_heads: dict[str, pygit2.Commit] = {}
     refused = []
     for name in names:
         try:
             topic = ws.series.topic(name)
         except SeriesError:
-            raise SeriesError(f"{directory / 'order'} lists '{name}', which {ws.config_path.name} "
-                              f"does not have; add the topic to {ws.config_path.name} first") from None
+            raise SeriesError(f"{directory / 'order'} lists '{name}', which {ws.config_path.name} does not have",
+                              f"add the topic to {ws.config_path.name} first") from None
         if not topic.active:
             result.topics.append(TopicImport(name, topic.branch, 0, "", "skipped",
                                              note=f"status {topic.status.value} in {ws.config_path.name}"))
@@ -131,7 +131,7 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
         start = parent
         commits = []
         for path in patch_files(directory, name):
-            patch = fmt.parse(read_patch_file(path), f"{name}/{path.name}")
+            patch = patch_format.parse(read_patch_file(path), f"{name}/{path.name}")
             parent = make_commit(repo, parent, patch, who, f"{name}/{path.name}")
             commits.append(parent)
         new_heads[name] = parent

@@ -46,22 +46,14 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _repo(ctx: Context):  # type: ignore[no-untyped-def]
-    from series.git.repo import open_repo
-    from series.workspace import repair
-
-    repo = open_repo(ctx.here)
-    repair(repo)  # an operation a kill interrupted is finished or rolled back before it is listed
-    return repo
-
-
 @click.command("log")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def command(ctx: Context, as_json: bool) -> None:
     """List the operations that moved refs (newest first), as 'series undo' sees them."""
+    from series.workspace import open_repaired
 
-    rows = run(_repo(ctx))
+    rows = run(open_repaired(ctx.here))
     if as_json:
         emit_json({"operations": rows})
     else:

@@ -14,7 +14,7 @@ import pygit2
 
 from series.cli import Context, emit, pass_ctx
 from series import journal
-from series.workspace import operation, undoable
+from series.workspace import open_repaired, operation, undoable
 
 
 def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, list[str]]:
@@ -33,15 +33,6 @@ def describe(op: journal.Operation) -> str:
     return f"{op.id} {op.command}: {op.summary} ({len(op.moves)} ref(s){config}{files})"
 
 
-def _repo(ctx: Context):  # type: ignore[no-untyped-def]
-    from series.git.repo import open_repo
-    from series.workspace import repair
-
-    repo = open_repo(ctx.here)
-    repair(repo)  # an operation a kill interrupted is finished or rolled back before it is listed
-    return repo
-
-
 @click.command("undo")
 @pass_ctx
 def command(ctx: Context) -> None:
@@ -54,5 +45,5 @@ def command(ctx: Context) -> None:
     finished or rolled back first. Old values also stay under refs/series/backup/<operation>/.
     """
 
-    target, op, notes = run(_repo(ctx))
+    target, op, notes = run(open_repaired(ctx.here))
     emit("\n".join([f"undid {describe(target)}", f"(as {op.id}; 'series log' lists operations)", *notes]))

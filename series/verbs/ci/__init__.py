@@ -205,8 +205,8 @@ def _fork_root(ctx: Context) -> Path:
     for directory in (start, *start.parents):
         if (directory / ".git").exists():
             return directory
-    raise SeriesError(f"{start} is not inside a git repository: run this in your fork's clone "
-                      "(or pass -C DIR)")
+    raise SeriesError(f"{start} is not inside a git repository",
+                      "run this in your fork's clone (or pass -C DIR)")
 
 
 @ci.command("path")
