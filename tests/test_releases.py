@@ -87,4 +87,4 @@ def test_build_compares_a_four_part_base_with_the_wheel_as_pep_440_does(fork: Pa
     (fork / "series.yaml").write_text(text.replace("base: v0.30.0 ", "base: v0.30.0.1 "))
     wheel = build_wheel(tmp_path / "w", tree_files(upstream, "v0.30.0"), version="0.30.0")
     proc = run_series("build", "--wheel", str(wheel), cwd=fork, expect=1)
-    assert "based on v0.30.0.1: pass --wheel vllm==0.30.0.1" in proc.stderr, proc.stderr
+    assert "based on v0.30.0.1\nhint: pass --wheel vllm==0.30.0.1" in proc.stderr, proc.stderr
