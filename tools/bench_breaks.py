@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -108,36 +110,57 @@ def caught(upstream: Path) -> bool:
 STUB = "import series.analysis.breaks as b; b.check = lambda repo, o, n, t, r: {x.name: [] for x in t}; "
 
 
-def dry_run(fork: Path, stub: bool) -> tuple[float, str]:
+def dry_run(fork: Path, stub: bool, cache: Path) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds, stdout) of one whole-process dry run; `cache`: the check's
+    disk cache (series.analysis.hunk_uses)."""
     code = (STUB if stub else "") + "from series.cli import main; main()"
     args = [sys.executable, "-c", code, "rebase", "--onto", "v0.31.0", "--dry-run", "--json",
             "--skip-topic", "offload-evict-fix"]
+    env = {**os.environ, "SERIES_BREAKS_CACHE": str(cache)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(args, cwd=fork, capture_output=True, text=True)
-    return time.perf_counter() - t, proc.stdout
+    proc = subprocess.run(args, cwd=fork, capture_output=True, text=True, env=env)
+    took = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return took, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, proc.stdout
 
 
-def fork_cost(fork: Path) -> bool:
+def fork_cost(fork: Path, repeat: int) -> bool:
+    """The whole dry run with the check stubbed out, with it and an empty disk cache (cold:
+    the first run on a machine), and with the cache the run before left (warm: every later
+    run over the same topics and base)."""
     import json
-    work = Path(tempfile.mkdtemp()) / "fork"
+    scratch = Path(tempfile.mkdtemp())
+    work = scratch / "fork"
     shutil.copytree(fork, work, symlinks=True)
     branches = (work / ".git" / "series-fixture.txt").read_text().split()
     (work / "series.yaml").write_text(series_yaml(branches, "v0.30.0"))
-    dry_run(work, False)  # warm the bytecode cache
-    with_check, without = [], []
-    for _ in range(3):
-        without.append(dry_run(work, True)[0])
-        took, out = dry_run(work, False)
-        with_check.append(took)
+    cache = scratch / "cache"
+    dry_run(work, False, cache)  # warm the bytecode cache
+    runs: dict[str, list[tuple[float, float]]] = {"stubbed": [], "cold": [], "warm": []}
+    out = ""
+    for _ in range(repeat):
+        runs["stubbed"].append(dry_run(work, True, cache)[:2])
+        shutil.rmtree(cache, ignore_errors=True)
+        wall, cpu, _ = dry_run(work, False, cache)
+        runs["cold"].append((wall, cpu))
+        wall, cpu, out = dry_run(work, False, cache)
+        runs["warm"].append((wall, cpu))
     data = json.loads(out)
     noisy = {t["name"]: t["breaks"] for t in data["topics"] if t.get("breaks")}
     clean = sum(t["outcome"] == "clean" for t in data["topics"])
-    print(f"fork dry run onto v0.31.0 ({clean} clean topics checked): with check "
-          f"{statistics.median(with_check):.2f} s, check stubbed {statistics.median(without):.2f} s, "
-          f"added {statistics.median(with_check) - statistics.median(without):+.2f} s; "
-          f"breaks on ordinary topics: {sum(len(v) for v in noisy.values())}")
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
+    print(f"fork dry run onto v0.31.0, whole process ({clean} clean topics checked; median of {repeat}; "
+          f"load {os.getloadavg()[0]:.1f}):")
+    for key in ("stubbed", "cold", "warm"):
+        wall, cpu = med[key]
+        added = "" if key == "stubbed" else (f"   check adds {wall - med['stubbed'][0]:+.3f} s wall, "
+                                             f"{cpu - med['stubbed'][1]:+.3f} s CPU")
+        print(f"  {'check ' + key if key != 'stubbed' else 'check stubbed':<14} wall {wall:.3f} s  CPU {cpu:.3f} s{added}")
+    print(f"  breaks on ordinary topics: {sum(len(v) for v in noisy.values())}")
     for name, found in noisy.items():
         print(f"  FALSE POSITIVE {name}: {found}")
+    shutil.rmtree(scratch, ignore_errors=True)
     return not noisy
 
 
@@ -145,11 +168,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--upstream", type=Path, default=Path("/tmp/bench/upstream4"))
     parser.add_argument("--fork", type=Path, default=Path("/tmp/bench/fork"))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-caught", action="store_true", help="only the fork's cost")
     args = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp()) / "upstream"
-    subprocess.run(["git", "clone", "-q", "--bare", str(args.upstream), str(scratch)], check=True)
-    ok = caught(scratch)
-    ok &= fork_cost(args.fork)
+    ok = True
+    if not args.no_caught:
+        scratch = Path(tempfile.mkdtemp()) / "upstream"
+        subprocess.run(["git", "clone", "-q", "--bare", str(args.upstream), str(scratch)], check=True)
+        ok = caught(scratch)
+    ok &= fork_cost(args.fork, args.repeat)
     sys.exit(0 if ok else 1)
 
 

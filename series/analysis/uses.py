@@ -62,7 +62,9 @@ def _chain(node: ast.expr) -> list[str] | None:
     return [node.id, *reversed(parts)]
 
 
-class _Collector(ast.NodeVisitor):
+class UseCollector(ast.NodeVisitor):
+    """The Uses of one file (`uses`); the aliases its imports bind are known before it visits."""
+
     def __init__(self, package: str, top: set[str]):
         self.package = package
         self.top = top               # the file's own module-level names
@@ -75,22 +77,29 @@ class _Collector(ast.NodeVisitor):
             return None
         return ".".join([self.aliases[chain[0]], *chain[1:]])
 
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            if alias.asname:
-                self.aliases[alias.asname] = alias.name
-            else:
+    def add_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """What the names an import binds mean (a later import of a name wins)."""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
                 root = alias.name.split(".")[0]
-                self.aliases[root] = root
+                self.aliases[alias.asname or root] = alias.name if alias.asname else root
+            return
+        origin = absolute(node, self.package)
+        for alias in node.names:
+            if alias.name != "*":
+                self.aliases[alias.asname or alias.name] = f"{origin}.{alias.name}"
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self.add_import(node)
+        for alias in node.names:
             self.found.append(Use(UseKind.NAME, alias.name, line=node.lineno))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.add_import(node)
         origin = absolute(node, self.package)
         for alias in node.names:
-            if alias.name == "*":
-                continue
-            self.aliases[alias.asname or alias.name] = f"{origin}.{alias.name}"
-            self.found.append(Use(UseKind.NAME, f"{origin}.{alias.name}", line=node.lineno))
+            if alias.name != "*":
+                self.found.append(Use(UseKind.NAME, f"{origin}.{alias.name}", line=node.lineno))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         dotted = self.dotted(node)
@@ -138,14 +147,11 @@ def top_names(tree: ast.Module) -> set[str]:
 def uses(tree: ast.Module, path: str, also_top: set[str] | frozenset[str] = frozenset()) -> list[Use]:
     """`also_top`: module-level names of another version of the file, whose loads count as
     LOCAL uses here too (a helper the merge deleted is no longer defined in this one)."""
-    collector = _Collector(module_name(path)[1], top_names(tree) | set(also_top))
+    collector = UseCollector(module_name(path)[1], top_names(tree) | set(also_top))
     # imports first, wherever they are, so a use above a function-level import resolves
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            collector.visit_Import(node)
-        elif isinstance(node, ast.ImportFrom):
-            collector.visit_ImportFrom(node)
-    collector.found = []
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            collector.add_import(node)
     collector.visit(tree)
     return collector.found
 
