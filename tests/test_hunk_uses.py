@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from series.analysis import hunk_uses
 from series.analysis.uses import UseKind, parse, uses
 
 SOURCES = sorted((Path(__file__).resolve().parent.parent / "series").rglob("*.py"))
-JUDGED = (UseKind.NAME, UseKind.KEYWORD, UseKind.OVERRIDE)
+JUDGED = (UseKind.NAME, UseKind.KEYWORD, UseKind.OVERRIDE, UseKind.QUALNAME)
 
 
 def _introduced(path: str, base: bytes, mine: bytes) -> set[tuple[UseKind, str, str]]:
@@ -41,7 +42,7 @@ def _mutant(rng: random.Random, lines: list[str], aliases: list[str]) -> list[st
     indent = out[at][:len(out[at]) - len(out[at].lstrip())]
     name = rng.choice(aliases) if aliases else "functools"
     new = f"fork_{rng.randrange(1000)}"
-    kind = rng.randrange(7)
+    kind = rng.randrange(9)
     if kind == 0:
         out.insert(at, f"{indent}{name}.{new}({new}=1)")
     elif kind == 1:
@@ -61,6 +62,13 @@ def _mutant(rng: random.Random, lines: list[str], aliases: list[str]) -> list[st
             out.insert(i, f"{pad}@{name}.{new}({new}=1)")
     elif kind == 5:
         out[at:at] = ["", f"class Fork({name}.{new}):", f"    def {new}(self):", "        return 1", ""]
+    elif kind == 7:   # a parameter annotated with an imported class: its body reads it
+        defs = [i for i, x in enumerate(out) if re.match(r"\s*def \w+\((self, )?\w+[,)]", x)]
+        if defs:
+            i = rng.choice(defs)
+            out[i] = re.sub(r"(def \w+\((?:self, )?)(\w+)([,)])", rf"\1\2: {name}.{new}\3", out[i], count=1)
+    elif kind == 8:
+        out.insert(at, f'{indent}fork = "{name}.{new}:{new.title()}"')
     else:
         classes = [i for i, x in enumerate(out) if x.lstrip().startswith("class ")]
         if classes:
@@ -105,6 +113,9 @@ def test_near_changes_holds_every_introduced_use(tmp_path: Path) -> None:
     # a method added to a subclass of an upstream class
     ("import m\n\n\nclass C(m.Base):\n    x = 1\n", "import m\n\n\nclass C(m.Base):\n    x = 1\n\n    def step(self):\n"
      "        pass\n", {"m.Base step"}),
+    # a parameter's annotation changed: the body's unchanged lines read another class
+    ("import m\n\n\ndef f(cfg: m.A):\n    return cfg.size\n", "import m\n\n\ndef f(cfg: m.B):\n    return cfg.size\n",
+     {"m.B.size"}),
     # a class line deleted: its method now overrides one of the class above
     ("import m\n\n\nclass C(m.Base):\n    x = 1\n\nclass D:\n    def step(self):\n        pass\n",
      "import m\n\n\nclass C(m.Base):\n    x = 1\n\n    def step(self):\n        pass\n", {"m.Base step"}),

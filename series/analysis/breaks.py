@@ -120,7 +120,7 @@ class _Checker:
     # -- one use ----------------------------------------------------------------------
     def judge(self, use: Use, file: str) -> Break | None:
         """The break of an upstream use (a name, a keyword, an override), None if it holds."""
-        if use.kind == UseKind.NAME:
+        if use.kind in (UseKind.NAME, UseKind.QUALNAME):
             return self.name(use, file)
         if use.kind == UseKind.KEYWORD:
             return self.keyword(use, file)
@@ -128,8 +128,11 @@ class _Checker:
 
     def name(self, use: Use, file: str) -> Break | None:
         was = self.old.find(use.target)
-        if was is None or self.new.find(use.target) is not None:
-            return None
+        if was is None or (use.kind == UseKind.QUALNAME and was.module):
+            return None   # a string naming only a module may be a logger's name, not an import
+        now = self.new.find(use.target)
+        if now is not None:
+            return self.member(use, file, was, now)
         commit = self.culprit(was.path, lambda t: t.find(use.target) is not None)
         if was.module:
             return self._break(use, file, BreakKind.REMOVED, f"module {was.path} removed", commit,
@@ -139,6 +142,23 @@ class _Checker:
             return self._break(use, file, BreakKind.RENAMED, f"renamed to {renamed} in {was.path}", commit,
                                f"renamed to {renamed} in {self.label(commit)}")
         return self._break(use, file, BreakKind.REMOVED, f"removed from {was.path}", commit,
+                           f"removed in {self.label(commit)}: use what it put in its place")
+
+    def member(self, use: Use, file: str, was: Found, now: Found) -> Break | None:
+        """A field or method of an upstream class (a config's) that its class no longer has,
+        judged only where the new class has all its members in its own body."""
+        if was.cls is None or was.member is None or now.cls is None or now.member is not None \
+                or not now.cls.whole or was.member.startswith("__"):
+            return None
+        target = use.target
+        commit = self.culprit(now.path, lambda t: (f := t.find(target)) is not None and f.member is not None)
+        added = sorted((now.cls.fields | set(now.cls.methods)) - (was.cls.fields | set(was.cls.methods)))
+        close = difflib.get_close_matches(was.member, added, n=1, cutoff=0.8)
+        where = f"{now.cls.name} in {now.path}"
+        if close:
+            return self._break(use, file, BreakKind.RENAMED, f"{was.member} renamed to {close[0]} in {where}",
+                               commit, f"renamed to {close[0]} in {self.label(commit)}")
+        return self._break(use, file, BreakKind.REMOVED, f"{was.member} removed from {where}", commit,
                            f"removed in {self.label(commit)}: use what it put in its place")
 
     def _renamed(self, was: Found, commit: pygit2.Commit | None) -> str | None:

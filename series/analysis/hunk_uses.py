@@ -12,8 +12,9 @@ A node of `mine` that spans no changed line is text `base` has too, and it means
 there unless what surrounds it changed meaning: the imports (which decide what `m.f` is),
 or a string that swallowed it (`base` had it inside a triple-quoted string whose quotes
 the topic removed). So a change that touches an import, or removes a line holding `import`,
-triple quotes or a trailing backslash, gets None. Decorators sit above their def's line:
-a def's span starts at its first decorator. Only the imports and the statements that
+triple quotes or a trailing backslash, gets None; a change to a def's signature (what
+its annotated parameters are) puts its whole body near the change. Decorators sit above
+their def's line: a def's span starts at its first decorator. Only the imports and the statements that
 span a changed line are visited, so the cost follows the topic's hunks, not the file.
 
 What this answers for a pair of blobs never changes, so it is kept on disk per (package,
@@ -110,6 +111,19 @@ class _NearCollector(UseCollector):
         span = _span(node)
         if span is None or _crosses(span, self.lines):
             super().visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A changed signature changes what the body's parameters are (an annotation): then
+        the whole body is near the change."""
+        header = _span(node)
+        if header is not None and node.body and _crosses((header[0], node.body[0].lineno - 1), self.lines):
+            lines, self.lines = self.lines, list(range(header[0], (node.end_lineno or header[0]) + 1))
+            super().visit_FunctionDef(node)
+            self.lines = lines
+        else:
+            super().visit_FunctionDef(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
 
 
 def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:

@@ -42,11 +42,19 @@ class Function:
 class ClassApi:
     name: str
     methods: dict[str, Function]
-    fields: frozenset[str]      # names assigned in the class body (dataclass fields too)
+    fields: frozenset[str]      # names assigned in the class body (dataclass fields too), self.x too
     line: int
+    bases: tuple[str, ...] = ()                                 # as written
+    field_types: dict[str, str] = field(default_factory=dict)  # field -> its annotation's class, as written
+    open: bool = False          # __getattr__: any attribute may be there
 
     def has(self, name: str) -> bool:
         return name in self.methods or name in self.fields
+
+    @property
+    def whole(self) -> bool:
+        """Everything an instance has is in this body: no base to inherit from, no __getattr__."""
+        return not self.open and all(b in ("object", "Generic") or b.startswith("Generic[") for b in self.bases)
 
 
 @dataclass(frozen=True)
@@ -118,19 +126,43 @@ def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield node
 
 
+def type_name(annotation: ast.expr | None) -> str | None:
+    """The class an annotation names, as written: `X`, `m.X`, `X | None`, `Optional[X]`."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [a for a in (annotation.left, annotation.right)
+                 if not (isinstance(a, ast.Constant) and a.value is None)]
+        return type_name(sides[0]) if len(sides) == 1 else None
+    if isinstance(annotation, ast.Subscript) and type_name(annotation.value) in ("Optional", "typing.Optional"):
+        return type_name(annotation.slice)
+    parts: list[str] = []
+    while isinstance(annotation, ast.Attribute):
+        parts.append(annotation.attr)
+        annotation = annotation.value
+    return ".".join([annotation.id, *reversed(parts)]) if isinstance(annotation, ast.Name) else None
+
+
 def _class(node: ast.ClassDef) -> ClassApi:
     methods: dict[str, Function] = {}
     fields: set[str] = set()
+    types: dict[str, str] = {}
     for item in _top_level(node.body):
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             methods[item.name] = Function.of(item)
+            # what its methods set on self is an instance's too
+            fields.update(n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)
+                          and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == "self")
         elif isinstance(item, ast.Assign):
             fields.update(n.id for t in item.targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
             fields.add(item.target.id)
+            written = type_name(item.annotation)
+            if written is not None:
+                types[item.target.id] = written
         elif isinstance(item, ast.ClassDef):
             fields.add(item.name)
-    return ClassApi(node.name, methods, frozenset(fields), node.lineno)
+    bases = tuple(ast.unparse(b) for b in node.bases)
+    return ClassApi(node.name, methods, frozenset(fields), node.lineno, bases, types,
+                    "__getattr__" in methods or "__getattribute__" in methods)
 
 
 def absolute(node: ast.ImportFrom, package: str) -> str:
@@ -162,7 +194,8 @@ class Found:
     name: str                               # its name there
     function: Function | None = None
     cls: ClassApi | None = None
-    member: str | None = None               # "Class.member" was asked: the member's name
+    member: str | None = None               # "Class.member" was asked: the member's name, None: not
+                                            # in the class body
     module: bool = False                    # the name is a module
 
 
@@ -233,11 +266,25 @@ class UpstreamTree:
             deeper = self.find(".".join([api.reexports[name], *rest[1:]]), hops - 1)
             return deeper if deeper is not None else Found(path, name)
         cls = api.classes.get(name)
+        if cls is not None and len(rest) > 2 and rest[1] in cls.field_types and hops:
+            # a field of a class type (`vllm_config.cache_config.x`): on into that class
+            typed = self._resolve(mod, api, cls.field_types[rest[1]])
+            deeper = self.find(".".join([typed, *rest[2:]]), hops - 1) if typed else None
+            if deeper is not None:
+                return deeper
         if cls is not None and len(rest) > 1:
-            # an inherited member is not in the body: unknown, never "removed"
+            # an inherited member is not in the body: unknown, never "removed" (see `whole`)
             member = rest[1] if cls.has(rest[1]) else None
             return Found(path, name, cls.methods.get(rest[1]), cls, member)
         return Found(path, name, api.functions.get(name), cls)
+
+    @staticmethod
+    def _resolve(module: str, api: ModuleApi, written: str) -> str | None:
+        """The dotted name a class name written in `module` means there."""
+        root, _, tail = written.partition(".")
+        if root in api.reexports:
+            return ".".join(filter(None, [api.reexports[root], tail]))
+        return f"{module}.{written}" if root in api.classes else None
 
     def api_at(self, path: str) -> ModuleApi | None:
         """The module at a file path (None: no such file, or it does not parse)."""
