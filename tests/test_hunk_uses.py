@@ -5,6 +5,7 @@ Python (this package's own modules) against that full reading."""
 from __future__ import annotations
 
 import ast
+import json
 import random
 import re
 from pathlib import Path
@@ -154,3 +155,13 @@ def test_comment_and_blank_lines_touch_nothing(tmp_path: Path) -> None:
     assert hunk_uses.near_changes("pkg/x.py", base, mine, tmp_path) == []
     code = base.replace(b"    def f", b"    x = m.h(k=2)\n    def f")
     assert {u.target for u in hunk_uses.near_changes("pkg/x.py", base, code, tmp_path) or []} >= {"m.h", "m.Base"}
+
+
+def test_an_upstream_module_read_back_from_the_cache_is_the_same(tmp_path: Path) -> None:
+    """What series.analysis.upstream_api keeps on disk per blob reads back equal, for every
+    module of this package (classes, fields, annotations, re-exports)."""
+    from series.analysis import upstream_api
+    for source in SOURCES:
+        api = upstream_api.ModuleApi.of(source.read_bytes(), "series")
+        raw = json.loads(json.dumps(upstream_api._encode(api)))
+        assert upstream_api._decode(raw) == api, source

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import hashlib
-import json
 import re
 from collections import deque
 from pathlib import Path
@@ -34,10 +32,9 @@ from typing import Iterator
 
 import pygit2
 
+from series.analysis import blob_cache
 from series.analysis.upstream_api import Function, module_name
 from series.analysis.uses import Use, UseCollector, UseKind, parse
-from series.cache import user_cache
-from series.fs import write_atomically
 
 _IMPORT = re.compile(rb"\bimport\b")
 _HAZARD = re.compile(rb"\bimport\b|\"\"\"|'''|\\\s*$")
@@ -143,19 +140,6 @@ def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
 
 # -- the disk cache ---------------------------------------------------------------------------
 
-_VERSION: list[str] = []   # this code's and the collector's source: set on first use
-
-
-def _version() -> str:
-    if not _VERSION:
-        from series.analysis import uses
-        digest = hashlib.sha256()
-        for module in (__file__, uses.__file__):
-            digest.update(Path(module).read_bytes())
-        _VERSION.append(digest.hexdigest()[:16])
-    return _VERSION[0]
-
-
 def _encode(found: list[Use] | None) -> object:
     if found is None:
         return None
@@ -179,20 +163,9 @@ def _decode(raw: object) -> list[Use] | None:
 
 
 def near_changes(path: str, base: bytes, mine: bytes, cache: Path | None = None) -> list[Use] | None:
-    """The module docstring's answer, from the cache when it has it (`cache`: the directory,
-    default the user's)."""
-    folder = cache if cache is not None else user_cache("breaks", "SERIES_BREAKS_CACHE")
-    key = hashlib.sha256(" ".join((_version(), module_name(path)[1], str(pygit2.hash(base)),
-                                   str(pygit2.hash(mine)))).encode()).hexdigest()[:40]
-    file = folder / f"{key}.json"
-    try:
-        return _decode(json.loads(file.read_bytes()))
-    except (OSError, ValueError, TypeError, KeyError):
-        pass   # absent or damaged: computed again, never trusted
-    found = _compute(path, base, mine)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(file, json.dumps(_encode(found)))
-    except OSError:
-        pass   # a cache that cannot be written costs time, never the answer
-    return found
+    """The module docstring's answer, from the disk cache when it has it (`cache`: its
+    directory, default the user's: series.analysis.blob_cache)."""
+    from series.analysis import uses
+    key = ("near", blob_cache.version(__file__, uses.__file__), module_name(path)[1],
+           str(pygit2.hash(base)), str(pygit2.hash(mine)))
+    return blob_cache.cached(key, lambda: _encode(_compute(path, base, mine)), _decode, cache)

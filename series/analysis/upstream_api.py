@@ -6,7 +6,8 @@
                                   `find("vllm.x.f")` -> where the name is defined and what it is
 
 A module is parsed once per blob (the same file in the old and the new base, or in two
-rebases, costs one parse), and a tree's path lookups once per (tree, path): the check
+rebases, costs one parse; what it offers is kept on disk per blob, series.analysis.blob_cache,
+so a later run parses it not at all), and a tree's path lookups once per (tree, path): the check
 looks only at the names the topics use, so its cost follows the topics, not upstream's
 distance. Names bound inside `if TYPE_CHECKING:` / `try:` blocks count; a module with a
 `__getattr__` also offers the string keys of its top-level dict literals (vLLM's
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 import pygit2
+
+from series.analysis import blob_cache
 
 BlobReader = Callable[[str], Union[bytes, None]]  # path -> the file at one commit, None: absent
 
@@ -183,6 +186,42 @@ def module_name(path: str) -> tuple[str, str]:
     return ".".join(parts), ".".join(parts[:-1])
 
 
+def _function(f: Function) -> list[object]:
+    return [f.name, list(f.params), f.flexible, f.line]
+
+
+def _encode(api: ModuleApi | None) -> object:
+    if api is None:
+        return None
+    return {"names": sorted(api.names), "functions": [_function(f) for f in api.functions.values()],
+            "classes": [{"name": c.name, "methods": [_function(f) for f in c.methods.values()],
+                         "fields": sorted(c.fields), "line": c.line, "bases": list(c.bases),
+                         "types": c.field_types, "open": c.open} for c in api.classes.values()],
+            "reexports": api.reexports, "open": api.open}
+
+
+def _read_function(raw: list[Any]) -> Function:
+    name, params, flexible, line = raw
+    return Function(str(name), tuple(str(p) for p in params), bool(flexible), int(line))
+
+
+def _decode(raw: object) -> ModuleApi | None:
+    """A ModuleApi read back (ValueError, TypeError, KeyError: not one)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError("not an object")
+    functions = {f.name: f for f in map(_read_function, raw["functions"])}
+    classes = {}
+    for c in raw["classes"]:
+        methods = {f.name: f for f in map(_read_function, c["methods"])}
+        classes[str(c["name"])] = ClassApi(str(c["name"]), methods, frozenset(map(str, c["fields"])), int(c["line"]),
+                                           tuple(map(str, c["bases"])), {str(k): str(v) for k, v in c["types"].items()},
+                                           bool(c["open"]))
+    return ModuleApi(frozenset(map(str, raw["names"])), functions, classes,
+                     {str(k): str(v) for k, v in raw["reexports"].items()}, bool(raw["open"]))
+
+
 _PARSED: dict[pygit2.Oid, "ModuleApi | None"] = {}   # per blob: one parse however many trees share it
 
 
@@ -234,7 +273,11 @@ class UpstreamTree:
             return None
         path, oid = found
         if oid not in _PARSED:
-            _PARSED[oid] = ModuleApi.of(self.repo[oid].peel(pygit2.Blob).data, module_name(path)[1])
+            package = module_name(path)[1]
+            # on disk too (series.analysis.blob_cache): the next run over the same base parses nothing
+            _PARSED[oid] = blob_cache.cached(
+                ("api", blob_cache.version(__file__), package, str(oid)),
+                lambda: _encode(ModuleApi.of(self.repo[oid].peel(pygit2.Blob).data, package)), _decode)
         api = _PARSED[oid]
         return (path, api) if api is not None else None
 
