@@ -351,31 +351,31 @@ def test_usage_mistakes_are_usage_errors(fork: Path) -> None:
 def test_the_report_reads_back_through_the_one_reader_of_reports(tmp_path: Path) -> None:
     """What `measure --json` writes is what `series comment --measurement` reads (its one
     reader, series.analysis.measurement_report), hostile strings and all."""
-    from series.analysis import measurement as ms
+    from series.analysis import measurement
     from series.analysis.measurement_report import read_report
 
-    machine = ms.MachineInfo("0.31.0", None, None, "cpu <!-- x", "3.11.7", "Linux")
-    report = ms.Measurement(
-        trees=(ms.MeasuredTree("ours", "only:a", "ab" * 20, "v0.31.0 + a"),),
+    machine = measurement.MachineInfo("0.31.0", None, None, "cpu <!-- x", "3.11.7", "Linux")
+    report = measurement.Measurement(
+        trees=(measurement.MeasuredTree("ours", "only:a", "ab" * 20, "v0.31.0 + a"),),
         metrics={"ours": {"a|b": 1, "<!--": "--> [x](http://e)"}},
         runs={"ours": [{"a|b": 1, "<!--": "--> [x](http://e)"}]},
         environment={"ours": machine}, predictions_file="p.yaml", predictions_sha256="cd" * 32,
-        predictions=(ms.PredictionResult("p1", "ours", "a|b", "a|b on ours equals 2", 1, False, "*why*",
+        predictions=(measurement.PredictionResult("p1", "ours", "a|b", "a|b on ours equals 2", 1, False, "*why*",
                                          "it was <details>"),),
         command=("python", "w.py"), repeat=1)
     path = tmp_path / "report.json"
-    path.write_text(json.dumps(ms.to_json(report)))
+    path.write_text(json.dumps(measurement.to_json(report)))
     back = read_report(path)
     assert [t.name for t in back.trees] == ["ours"] and back.metrics == report.metrics
     assert back.predictions_sha256 == "cd" * 32 and back.command == ("python", "w.py")
-    assert ms.median([1, 3]) == 2 and ms.median([2, 2]) == 2 and isinstance(ms.median([2, 2]), int)
-    path.write_text(json.dumps({**ms.to_json(report), "schema": 2}))
+    assert measurement.median([1, 3]) == 2 and measurement.median([2, 2]) == 2 and isinstance(measurement.median([2, 2]), int)
+    path.write_text(json.dumps({**measurement.to_json(report), "schema": 2}))
     with pytest.raises(SeriesError, match="schema"):
         read_report(path)
 
 
 def test_topic_is_an_alias_of_only_for_series_test_too() -> None:
-    from series.build import named_trees
+    from series.ship import named_trees
     from series.verbs.test import evidence
 
     assert evidence.tree_names(None, None, ("topic:a", "only:a", "without:b")) == ["base", "series", "only:a",

@@ -15,8 +15,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from series.analysis import predictions as pr
-from series.analysis.predictions import Scalar
+from series.analysis.predictions import ClaimKind, FrozenPredictions, PredictionsFile, Scalar, judge
 from series.config import NAME_RE
 from series.errors import SeriesError
 from series.persisted import Json, JsonObject, read_object, read_opt_str, read_str
@@ -186,21 +185,21 @@ def show(value: Scalar | None) -> str:
 
 # -- the report --------------------------------------------------------------------------------
 
-def check_trees(file: pr.PredictionsFile, names: Sequence[str], remedy: str = "add --tree {tree}=SPEC") -> None:
+def check_trees(file: PredictionsFile, names: Sequence[str], remedy: str = "add --tree {tree}=SPEC") -> None:
     """Every claim is about a tree of this run: a measurement that left a frozen claim out
     would be a way around it."""
     for p in file.predictions:
-        for tree in (p.tree, *([str(p.expected)] if p.kind == pr.ClaimKind.SAME_AS else [])):
+        for tree in (p.tree, *([str(p.expected)] if p.kind == ClaimKind.SAME_AS else [])):
             if tree not in names:
                 raise SeriesError(f"{file.name}:{p.line}: prediction {p.id} is about tree {tree!r}, which this "
                                   f"run does not measure (its trees: {', '.join(names)}); "
                                   + remedy.format(tree=tree))
 
 
-def judged(frozen: pr.FrozenPredictions, metrics: Mapping[str, Values]) -> tuple[PredictionResult, ...]:
+def judged(frozen: FrozenPredictions, metrics: Mapping[str, Values]) -> tuple[PredictionResult, ...]:
     out = []
     for p in frozen.file.predictions:
-        verdict = pr.judge(p, metrics)
+        verdict = judge(p, metrics)
         reasons = [e.why for e in frozen.record.explanations if e.id == p.id and e.sha256 == frozen.file.sha256]
         out.append(PredictionResult(p.id, p.tree, p.metric, p.claim(), verdict.observed, verdict.held, p.why,
                                     reasons[-1] if reasons else None, verdict.compared_to))
