@@ -67,7 +67,34 @@ def run(batch):
 WORKER_V031 = WORKER_V030.replace("def _prepare(batch):\n    return list(batch)\n\n\n", "")
 SCHED_V030 = "from vllm.utils import scale\n\n\ndef first():\n    return scale(1)\n" + WORKER_TAIL
 SCHED_V031 = WORKER_TAIL.lstrip("\n")
-FILES_V030 = {"vllm/sched.py": SCHED_V030, "vllm/__init__.py": "", "vllm/utils.py": UTIL_V030, "vllm/layer.py": LAYER_V030,
+CONFIG_V030 = '''\
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CacheConfig:
+    block_size: int = 16
+    swap_space: float = 4
+    legacy_mode: bool = False
+
+
+@dataclass
+class VllmConfig:
+    cache_config: CacheConfig = field(default_factory=CacheConfig)
+    seed: int = 0
+'''
+CONFIG_V031 = CONFIG_V030.replace("    swap_space: float = 4\n    legacy_mode: bool = False\n",
+                                  "    swap_space_gib: float = 4\n")
+REGISTRY = '''\
+_MODELS = {
+    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),
+}
+'''
+MODELS = "vllm/model_executor/models"
+FILES_V030 = {"vllm/config.py": CONFIG_V030, "vllm/model_executor/__init__.py": "", f"{MODELS}/__init__.py": "",
+              f"{MODELS}/registry.py": REGISTRY, f"{MODELS}/llama.py": "class LlamaForCausalLM:\n    pass\n",
+              f"{MODELS}/old_arch.py": "class OldArchForCausalLM:\n    pass\n",
+              "vllm/sched.py": SCHED_V030, "vllm/__init__.py": "", "vllm/utils.py": UTIL_V030, "vllm/layer.py": LAYER_V030,
               "vllm/envs.py": ENVS_V030, "vllm/worker.py": WORKER_V030, "vllm/other.py": "A = 1\n"}
 
 UPSTREAM = {"GIT_AUTHOR_NAME": "Ada Upstream", "GIT_AUTHOR_EMAIL": "ada@example.com",
@@ -87,9 +114,22 @@ TOPICS = {
     "import-gone": {"vllm/sched.py": SCHED_V030.replace("def step7():\n    return 7\n",
                                                         "def step7():\n    return scale(7)\n")},
     "ordinary": {"vllm/fork_e.py": "from vllm.utils import scale\nfrom vllm.layer import Layer\n"
+                                   "from vllm.config import VllmConfig\n"
                                    "import vllm.envs as envs\n\n\nclass Plain(Layer):\n"
                                    "    def name(self):\n        return 'plain'\n\n\n"
-                                   "def k():\n    return scale(1, 2) if envs.VLLM_KEPT else Layer()\n"},
+                                   "def k():\n    return scale(1, 2) if envs.VLLM_KEPT else Layer()\n\n\n"
+                                   "def bs(config: VllmConfig) -> int:\n"
+                                   "    return config.cache_config.block_size + config.seed\n\n\n"
+                                   "def log() -> str:\n    return 'vllm.other' + 'vllm.worker.run'\n"},
+    "config-field": {"vllm/fork_g.py": "from vllm.config import CacheConfig, VllmConfig\n\n\n"
+                                       "def size(vllm_config: VllmConfig) -> float:\n"
+                                       "    return vllm_config.cache_config.swap_space * vllm_config.cache_config.block_size\n"
+                                       "\n\ndef legacy(cache_config: CacheConfig | None) -> bool:\n"
+                                       "    return cache_config.legacy_mode if cache_config else False\n"},
+    "registry-entry": {f"{MODELS}/registry.py": REGISTRY.replace(
+        "}", '    "OldArchForCausalLM": ("old_arch", "OldArchForCausalLM"),\n}')},
+    "qualname": {"vllm/fork_h.py": "import vllm.envs as envs\n\n\ndef worker_cls() -> str:\n"
+                                   "    return 'vllm.worker:_prepare' if envs.VLLM_KEPT else 'vllm.worker.run'\n"},
     "new-code": {"vllm/fork_f.py": "def brand_new(a, b=2):\n    return a + b\n\n\n"
                                    "def user():\n    return brand_new(1, b=3) + missing_on_purpose\n"},
 }
@@ -114,6 +154,10 @@ def broken_fork(tmp_path: Path) -> Path:
     _pr(up, {"vllm/envs.py": ENVS_V031}, "[Misc] remove VLLM_OLD_FLAG (#103)", "2026-01-07T00:00:00Z")
     _pr(up, {"vllm/worker.py": WORKER_V031}, "[Worker] inline _prepare (#104)", "2026-01-08T00:00:00Z")
     _pr(up, {"vllm/sched.py": SCHED_V031}, "[Sched] drop first (#106)", "2026-01-09T00:00:00Z")
+    _pr(up, {"vllm/config.py": CONFIG_V031}, "[Config] swap_space in GiB, no legacy_mode (#107)",
+        "2026-01-09T00:00:00Z")
+    (up / MODELS / "old_arch.py").unlink()
+    _pr(up, {}, "[Model] remove OldArch (#108)", "2026-01-09T00:00:00Z")
     _pr(up, {"vllm/other.py": "A = 2\n"}, "[Misc] unrelated (#105)", "2026-01-09T00:00:00Z")
     git(up, "tag", "v0.31.0")
     fork = tmp_path / "fork"
@@ -157,6 +201,25 @@ def test_each_break_named_with_its_upstream_pr(broken_fork: Path) -> None:
     assert "removed its import" in str(gone["detail"]) and gone["upstream"]["pr"] == 106  # type: ignore[index]
 
 
+def test_config_fields_registry_entries_and_qualified_names(broken_fork: Path) -> None:
+    """A config field read through an annotated parameter (one class's field typed with
+    another), a model registry entry naming an upstream module's class, a string naming an
+    upstream object (what platform and worker registries import by name)."""
+    found = _breaks(broken_fork, "--dry-run")
+    renamed, removed = found["config-field"]
+    assert (renamed["name"], renamed["kind"], renamed["line"]) == (
+        "vllm.config.VllmConfig.cache_config.swap_space", "renamed", 5), renamed
+    assert "swap_space renamed to swap_space_gib in CacheConfig" in str(renamed["detail"])
+    assert renamed["upstream"]["pr"] == 107  # type: ignore[index]
+    assert (removed["name"], removed["kind"]) == ("vllm.config.CacheConfig.legacy_mode", "removed"), removed
+    (entry,) = found["registry-entry"]
+    assert entry["name"] == "vllm.model_executor.models.old_arch.OldArchForCausalLM", entry
+    assert entry["upstream"]["pr"] == 108 and entry["file"] == f"{MODELS}/registry.py"  # type: ignore[index]
+    (qual,) = found["qualname"]
+    assert (qual["name"], qual["line"]) == ("vllm.worker._prepare", 5) and qual["upstream"]["pr"] == 104  # type: ignore[index]
+    assert found["ordinary"] == []
+
+
 def test_text_says_clean_with_breaks(broken_fork: Path) -> None:
     out = run_series("rebase", "--onto", "v0.31.0", "--dry-run", cwd=broken_fork).stdout
     line = next(x for x in out.splitlines() if x.strip().startswith("uses-removed"))
@@ -170,7 +233,7 @@ def test_strict_exits_3_and_moves_nothing(broken_fork: Path) -> None:
     before = git(broken_fork, "for-each-ref", "refs/heads")
     yaml = (broken_fork / "series.yaml").read_text()
     out = run_series("rebase", "--onto", "v0.31.0", "--strict", cwd=broken_fork, expect=3)
-    assert "--strict: 6 break(s) count as conflicts; nothing was changed" in out.stdout
+    assert "--strict: 10 break(s) count as conflicts; nothing was changed" in out.stdout
     assert git(broken_fork, "for-each-ref", "refs/heads") == before
     assert (broken_fork / "series.yaml").read_text() == yaml
     report = Path(out.stdout.strip().rsplit("report: ", 1)[1])

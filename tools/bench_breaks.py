@@ -6,8 +6,11 @@
 1. Caught: on a scratch clone of UPSTREAM (../shared/bench/vllm_upstream.py), topics written
    here against APIs that really changed between v0.30.0 -> v0.31.0 and v0.31.0 -> v0.32.0
    (a removed function, a removed keyword, an override whose base signature changed, a
-   removed envs.VLLM_* variable), each checked; every one must be reported.
-2. False positives and cost: the shared 23-topic fork (../shared/bench/fork_fixture.py),
+   removed envs.VLLM_* variable, a config field read through VllmConfig, a model registry
+   entry whose module moved), each checked; every one must be reported.
+2. False positives on upstream's own code: the uses of every file upstream left unchanged
+   between two releases, judged as if a topic had written them: none may break.
+3. False positives and cost: the shared 23-topic fork (../shared/bench/fork_fixture.py),
    `series rebase --onto v0.31.0 --dry-run` (the conflicting topic skipped: a dry run that
    halts on a conflict has nothing to check), whole process: no topic may report a break;
    the check's own time in-process, and the whole dry run of this tree against one with
@@ -16,6 +19,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -52,6 +57,8 @@ def topics_for(tree: UpstreamTree, old: str) -> dict[str, str]:
                         f"    def set_stream({_params(tree, 'vllm.distributed.eplb.eplb_communicator', 'EplbCommunicator', 'set_stream')}):\n"
                         "        return None\n",
             "env": "import vllm.envs as envs\n\n\ndef h():\n    return envs.VLLM_PLE_CPU_OFFLOAD\n",
+            "config-field": "from vllm.config import VllmConfig\n\n\ndef c(vllm_config: VllmConfig):\n"
+                            "    return vllm_config.cache_config.enable_mamba_fine_grained_prefix_cache\n",
         }
     return {
         "removed-fn": "from vllm.distributed.kv_transfer.kv_connector.utils import "
@@ -63,6 +70,9 @@ def topics_for(tree: UpstreamTree, old: str) -> dict[str, str]:
                     f"    async def start_profile({_params(tree, 'vllm.engine.protocol', 'EngineClient', 'start_profile')}):\n"
                     "        return None\n",
         "env": "from vllm import envs\n\n\ndef h():\n    return envs.VLLM_ENGINE_ITERATION_TIMEOUT_S\n",
+        "config-field": "from vllm.config import VllmConfig\n\n\ndef c(vllm_config: VllmConfig):\n"
+                        "    return vllm_config.kv_transfer_config.kv_buffer_size\n",
+        "model-registry": "_FORK_MODELS = {\n    \"ArceeForCausalLM\": (\"arcee\", \"ArceeForCausalLM\"),\n}\n",
     }
 
 
@@ -74,7 +84,8 @@ def caught(upstream: Path) -> bool:
         onto = repo.revparse_single(new).peel(pygit2.Commit)
         spans, heads = [], {}
         for name, text in topics_for(UpstreamTree(repo, base.id), old).items():
-            path = f"vllm/fork_{name.replace('-', '_')}.py"
+            folder = "vllm/model_executor/models" if name == "model-registry" else "vllm"
+            path = f"{folder}/fork_{name.replace('-', '_')}.py"
             blob = repo.create_blob(text.encode())
             for parent in (base, onto):   # the topic, and the same topic "rebased" (adds a file: clean)
                 builder = pygit2.IndexEntry(path, blob, pygit2.enums.FileMode.BLOB)
@@ -99,45 +110,95 @@ def caught(upstream: Path) -> bool:
             got = found[span.name]
             ok &= len(got) == 1
             if not got:
-                print(f"  {span.name:<11} NOT CAUGHT")
+                print(f"  {span.name:<14} NOT CAUGHT")
             for b in got:
-                print(f"  {span.name:<11} {b.file}:{b.line} {b.name}: {b.kind.value}, {b.detail}")
+                print(f"  {span.name:<14} {b.file}:{b.line} {b.name}: {b.kind.value}, {b.detail}")
+    return ok
+
+
+def unchanged_files(upstream: Path) -> bool:
+    """An oracle for false positives: every file upstream ships unchanged from one release
+    to the next works against the next (upstream tests it), so every use it makes, judged
+    as if a topic had written it, must hold."""
+    from series.analysis.imports import flatten
+    from series.analysis.uses import UseKind, parse, uses
+    repo = pygit2.Repository(str(upstream))
+    ok = True
+    for old, new in (("v0.30.0", "v0.31.0"), ("v0.31.0", "v0.32.0")):
+        a, b = (repo.revparse_single(x).peel(pygit2.Commit) for x in (old, new))
+        before, after = flatten(repo, a.tree), flatten(repo, b.tree)
+        same = [p for p, oid in before.items() if p.startswith("vllm/") and p.endswith(".py") and after.get(p) == oid]
+        checker = breaks._Checker(repo, a.id, b.id)
+        judged, found = 0, []
+        for path in same:
+            tree = parse(repo[before[path]].peel(pygit2.Blob).data)
+            for use in {u.key: u for u in uses(tree, path) if u.kind != UseKind.LOCAL}.values() if tree else ():
+                judged += 1
+                hit = checker.judge(use, path)
+                if hit is not None:
+                    found.append(hit)
+        print(f"{old} -> {new}: {len(same)} files upstream left unchanged, {judged} uses judged: "
+              f"{len(found)} breaks (must be 0)")
+        for hit in found[:10]:
+            print(f"  FALSE POSITIVE {hit.sentence()}")
+        ok &= not found
     return ok
 
 
 STUB = "import series.analysis.breaks as b; b.check = lambda repo, o, n, t, r: {x.name: [] for x in t}; "
 
 
-def dry_run(fork: Path, stub: bool) -> tuple[float, str]:
+def dry_run(fork: Path, stub: bool, cache: Path) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds, stdout) of one whole-process dry run; `cache`: the check's
+    disk cache (series.analysis.hunk_uses)."""
     code = (STUB if stub else "") + "from series.cli import main; main()"
     args = [sys.executable, "-c", code, "rebase", "--onto", "v0.31.0", "--dry-run", "--json",
             "--skip-topic", "offload-evict-fix"]
+    env = {**os.environ, "SERIES_BREAKS_CACHE": str(cache)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(args, cwd=fork, capture_output=True, text=True)
-    return time.perf_counter() - t, proc.stdout
+    proc = subprocess.run(args, cwd=fork, capture_output=True, text=True, env=env)
+    took = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return took, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, proc.stdout
 
 
-def fork_cost(fork: Path) -> bool:
+def fork_cost(fork: Path, repeat: int) -> bool:
+    """The whole dry run with the check stubbed out, with it and an empty disk cache (cold:
+    the first run on a machine), and with the cache the run before left (warm: every later
+    run over the same topics and base)."""
     import json
-    work = Path(tempfile.mkdtemp()) / "fork"
+    scratch = Path(tempfile.mkdtemp())
+    work = scratch / "fork"
     shutil.copytree(fork, work, symlinks=True)
     branches = (work / ".git" / "series-fixture.txt").read_text().split()
     (work / "series.yaml").write_text(series_yaml(branches, "v0.30.0"))
-    dry_run(work, False)  # warm the bytecode cache
-    with_check, without = [], []
-    for _ in range(3):
-        without.append(dry_run(work, True)[0])
-        took, out = dry_run(work, False)
-        with_check.append(took)
+    cache = scratch / "cache"
+    dry_run(work, False, cache)  # warm the bytecode cache
+    runs: dict[str, list[tuple[float, float]]] = {"stubbed": [], "cold": [], "warm": []}
+    out = ""
+    for _ in range(repeat):
+        runs["stubbed"].append(dry_run(work, True, cache)[:2])
+        shutil.rmtree(cache, ignore_errors=True)
+        wall, cpu, _ = dry_run(work, False, cache)
+        runs["cold"].append((wall, cpu))
+        wall, cpu, out = dry_run(work, False, cache)
+        runs["warm"].append((wall, cpu))
     data = json.loads(out)
     noisy = {t["name"]: t["breaks"] for t in data["topics"] if t.get("breaks")}
     clean = sum(t["outcome"] == "clean" for t in data["topics"])
-    print(f"fork dry run onto v0.31.0 ({clean} clean topics checked): with check "
-          f"{statistics.median(with_check):.2f} s, check stubbed {statistics.median(without):.2f} s, "
-          f"added {statistics.median(with_check) - statistics.median(without):+.2f} s; "
-          f"breaks on ordinary topics: {sum(len(v) for v in noisy.values())}")
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
+    print(f"fork dry run onto v0.31.0, whole process ({clean} clean topics checked; median of {repeat}; "
+          f"load {os.getloadavg()[0]:.1f}):")
+    for key in ("stubbed", "cold", "warm"):
+        wall, cpu = med[key]
+        added = "" if key == "stubbed" else (f"   check adds {wall - med['stubbed'][0]:+.3f} s wall, "
+                                             f"{cpu - med['stubbed'][1]:+.3f} s CPU")
+        print(f"  {'check ' + key if key != 'stubbed' else 'check stubbed':<14} wall {wall:.3f} s  CPU {cpu:.3f} s{added}")
+    print(f"  breaks on ordinary topics: {sum(len(v) for v in noisy.values())}")
     for name, found in noisy.items():
         print(f"  FALSE POSITIVE {name}: {found}")
+    shutil.rmtree(scratch, ignore_errors=True)
     return not noisy
 
 
@@ -145,11 +206,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--upstream", type=Path, default=Path("/tmp/bench/upstream4"))
     parser.add_argument("--fork", type=Path, default=Path("/tmp/bench/fork"))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-caught", action="store_true", help="only the fork's cost")
     args = parser.parse_args()
-    scratch = Path(tempfile.mkdtemp()) / "upstream"
-    subprocess.run(["git", "clone", "-q", "--bare", str(args.upstream), str(scratch)], check=True)
-    ok = caught(scratch)
-    ok &= fork_cost(args.fork)
+    ok = True
+    if not args.no_caught:
+        scratch = Path(tempfile.mkdtemp()) / "upstream"
+        subprocess.run(["git", "clone", "-q", "--bare", str(args.upstream), str(scratch)], check=True)
+        ok = caught(scratch)
+        ok &= unchanged_files(scratch)
+    ok &= fork_cost(args.fork, args.repeat)
     sys.exit(0 if ok else 1)
 
 

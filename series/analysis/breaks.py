@@ -27,8 +27,10 @@ from typing import Callable, Sequence
 import pygit2
 
 from series import persisted
+from series.analysis import hunk_uses
 from series.analysis.attribution import UpstreamCommit, path_commits
 from series.analysis.upstream_api import Found, Function, UpstreamTree
+from series.git.repo import changed_paths
 from series.analysis.uses import BUILTINS, Use, UseKind, bound, imported_top, loads, parse, top_names, uses
 
 Read = Callable[[str, str], "bytes | None"]   # (commit sha, path) -> the file there, None: absent
@@ -116,10 +118,21 @@ class _BreakChecker:
         return UpstreamCommit.of(commit).label if commit is not None else "the new base"
 
     # -- one use ----------------------------------------------------------------------
+    def judge(self, use: Use, file: str) -> Break | None:
+        """The break of an upstream use (a name, a keyword, an override), None if it holds."""
+        if use.kind in (UseKind.NAME, UseKind.QUALNAME):
+            return self.name(use, file)
+        if use.kind == UseKind.KEYWORD:
+            return self.keyword(use, file)
+        return self.override(use, file) if use.kind == UseKind.OVERRIDE else None
+
     def name(self, use: Use, file: str) -> Break | None:
         was = self.old.find(use.target)
-        if was is None or self.new.find(use.target) is not None:
-            return None
+        if was is None or (use.kind == UseKind.QUALNAME and was.module):
+            return None   # a string naming only a module may be a logger's name, not an import
+        now = self.new.find(use.target)
+        if now is not None:
+            return self.member(use, file, was, now)
         commit = self.culprit(was.path, lambda t: t.find(use.target) is not None)
         if was.module:
             return self._break(use, file, BreakKind.REMOVED, f"module {was.path} removed", commit,
@@ -129,6 +142,23 @@ class _BreakChecker:
             return self._break(use, file, BreakKind.RENAMED, f"renamed to {renamed} in {was.path}", commit,
                                f"renamed to {renamed} in {self.label(commit)}")
         return self._break(use, file, BreakKind.REMOVED, f"removed from {was.path}", commit,
+                           f"removed in {self.label(commit)}: use what it put in its place")
+
+    def member(self, use: Use, file: str, was: Found, now: Found) -> Break | None:
+        """A field or method of an upstream class (a config's) that its class no longer has,
+        judged only where the new class has all its members in its own body."""
+        if was.cls is None or was.member is None or now.cls is None or now.member is not None \
+                or not now.cls.whole or was.member.startswith("__"):
+            return None
+        target = use.target
+        commit = self.culprit(now.path, lambda t: (f := t.find(target)) is not None and f.member is not None)
+        added = sorted((now.cls.fields | set(now.cls.methods)) - (was.cls.fields | set(was.cls.methods)))
+        close = difflib.get_close_matches(was.member, added, n=1, cutoff=0.8)
+        where = f"{now.cls.name} in {now.path}"
+        if close:
+            return self._break(use, file, BreakKind.RENAMED, f"{was.member} renamed to {close[0]} in {where}",
+                               commit, f"renamed to {close[0]} in {self.label(commit)}")
+        return self._break(use, file, BreakKind.REMOVED, f"{was.member} removed from {where}", commit,
                            f"removed in {self.label(commit)}: use what it put in its place")
 
     def _renamed(self, was: Found, commit: pygit2.Commit | None) -> str | None:
@@ -227,9 +257,10 @@ def _method(found: Found | None, name: str) -> tuple[str, ...] | None:
 
 
 def _changed_python(repo: pygit2.Repository, start: str, head: str) -> list[str]:
-    diff = repo[start].peel(pygit2.Commit).tree.diff_to_tree(repo[head].peel(pygit2.Commit).tree)
-    return sorted({d.new_file.path for d in diff.deltas
-                   if d.new_file.path.endswith(".py") and d.status != pygit2.enums.DeltaStatus.DELETED})
+    # only the changed subtrees are read (a whole-tree diff of vLLM costs ~5 ms a topic)
+    return sorted(c.path for c in changed_paths(repo, repo[start].peel(pygit2.Commit).tree,
+                                                repo[head].peel(pygit2.Commit).tree)
+                  if c.path.endswith(".py") and c.new_id is not None)
 
 
 def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequence[TopicSpan],
@@ -248,7 +279,17 @@ def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequenc
 
 def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | None,
           rebased: bytes | None) -> list[Break]:
-    ours, after = parse(mine) if mine else None, parse(rebased) if rebased else None
+    if not mine or not rebased:
+        return []
+    if base is not None and rebased == mine:
+        # upstream left the file alone: only the uses near the topic's own hunks can be its
+        # (series.analysis.hunk_uses), and the file lost nothing it binds; the full reading
+        # below only when one of those is judged broken
+        near = hunk_uses.near_changes(path, base, mine)
+        if near is not None and not any(checker.judge(use, path) for use in near):
+            return []
+    ours = parse(mine)
+    after = ours if rebased == mine else parse(rebased)
     if ours is None or after is None:
         return []
     before = parse(base) if base else None
@@ -261,14 +302,7 @@ def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | N
         if use.key not in introduced or use.key in seen:
             continue
         seen.add(use.key)
-        if use.kind == UseKind.LOCAL:
-            found = checker.local(use, path, names)
-        elif use.kind == UseKind.NAME:
-            found = checker.name(use, path)
-        elif use.kind == UseKind.KEYWORD:
-            found = checker.keyword(use, path)
-        else:
-            found = checker.override(use, path)
+        found = checker.local(use, path, names) if use.kind == UseKind.LOCAL else checker.judge(use, path)
         if found is not None:
             out.append(found)
     out += _imports_gone(checker, path, before, ours, after, names)

@@ -6,7 +6,8 @@
                                   `find("vllm.x.f")` -> where the name is defined and what it is
 
 A module is parsed once per blob (the same file in the old and the new base, or in two
-rebases, costs one parse), and a tree's path lookups once per (tree, path): the check
+rebases, costs one parse; what it offers is kept on disk per blob, series.analysis.blob_cache,
+so a later run parses it not at all), and a tree's path lookups once per (tree, path): the check
 looks only at the names the topics use, so its cost follows the topics, not upstream's
 distance. Names bound inside `if TYPE_CHECKING:` / `try:` blocks count; a module with a
 `__getattr__` also offers the string keys of its top-level dict literals (vLLM's
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 import pygit2
+
+from series.analysis import blob_cache
 
 BlobReader = Callable[[str], Union[bytes, None]]  # path -> the file at one commit, None: absent
 
@@ -42,11 +45,19 @@ class Function:
 class ClassApi:
     name: str
     methods: dict[str, Function]
-    fields: frozenset[str]      # names assigned in the class body (dataclass fields too)
+    fields: frozenset[str]      # names assigned in the class body (dataclass fields too), self.x too
     line: int
+    bases: tuple[str, ...] = ()                                 # as written
+    field_types: dict[str, str] = field(default_factory=dict)  # field -> its annotation's class, as written
+    open: bool = False          # __getattr__: any attribute may be there
 
     def has(self, name: str) -> bool:
         return name in self.methods or name in self.fields
+
+    @property
+    def whole(self) -> bool:
+        """Everything an instance has is in this body: no base to inherit from, no __getattr__."""
+        return not self.open and all(b in ("object", "Generic") or b.startswith("Generic[") for b in self.bases)
 
 
 @dataclass(frozen=True)
@@ -118,19 +129,43 @@ def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield node
 
 
+def type_name(annotation: ast.expr | None) -> str | None:
+    """The class an annotation names, as written: `X`, `m.X`, `X | None`, `Optional[X]`."""
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [a for a in (annotation.left, annotation.right)
+                 if not (isinstance(a, ast.Constant) and a.value is None)]
+        return type_name(sides[0]) if len(sides) == 1 else None
+    if isinstance(annotation, ast.Subscript) and type_name(annotation.value) in ("Optional", "typing.Optional"):
+        return type_name(annotation.slice)
+    parts: list[str] = []
+    while isinstance(annotation, ast.Attribute):
+        parts.append(annotation.attr)
+        annotation = annotation.value
+    return ".".join([annotation.id, *reversed(parts)]) if isinstance(annotation, ast.Name) else None
+
+
 def _class(node: ast.ClassDef) -> ClassApi:
     methods: dict[str, Function] = {}
     fields: set[str] = set()
+    types: dict[str, str] = {}
     for item in _top_level(node.body):
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             methods[item.name] = Function.of(item)
+            # what its methods set on self is an instance's too
+            fields.update(n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)
+                          and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == "self")
         elif isinstance(item, ast.Assign):
             fields.update(n.id for t in item.targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
             fields.add(item.target.id)
+            written = type_name(item.annotation)
+            if written is not None:
+                types[item.target.id] = written
         elif isinstance(item, ast.ClassDef):
             fields.add(item.name)
-    return ClassApi(node.name, methods, frozenset(fields), node.lineno)
+    bases = tuple(ast.unparse(b) for b in node.bases)
+    return ClassApi(node.name, methods, frozenset(fields), node.lineno, bases, types,
+                    "__getattr__" in methods or "__getattribute__" in methods)
 
 
 def absolute(node: ast.ImportFrom, package: str) -> str:
@@ -151,6 +186,42 @@ def module_name(path: str) -> tuple[str, str]:
     return ".".join(parts), ".".join(parts[:-1])
 
 
+def _function(f: Function) -> list[object]:
+    return [f.name, list(f.params), f.flexible, f.line]
+
+
+def _encode(api: ModuleApi | None) -> object:
+    if api is None:
+        return None
+    return {"names": sorted(api.names), "functions": [_function(f) for f in api.functions.values()],
+            "classes": [{"name": c.name, "methods": [_function(f) for f in c.methods.values()],
+                         "fields": sorted(c.fields), "line": c.line, "bases": list(c.bases),
+                         "types": c.field_types, "open": c.open} for c in api.classes.values()],
+            "reexports": api.reexports, "open": api.open}
+
+
+def _read_function(raw: list[Any]) -> Function:
+    name, params, flexible, line = raw
+    return Function(str(name), tuple(str(p) for p in params), bool(flexible), int(line))
+
+
+def _decode(raw: object) -> ModuleApi | None:
+    """A ModuleApi read back (ValueError, TypeError, KeyError: not one)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError("not an object")
+    functions = {f.name: f for f in map(_read_function, raw["functions"])}
+    classes = {}
+    for c in raw["classes"]:
+        methods = {f.name: f for f in map(_read_function, c["methods"])}
+        classes[str(c["name"])] = ClassApi(str(c["name"]), methods, frozenset(map(str, c["fields"])), int(c["line"]),
+                                           tuple(map(str, c["bases"])), {str(k): str(v) for k, v in c["types"].items()},
+                                           bool(c["open"]))
+    return ModuleApi(frozenset(map(str, raw["names"])), functions, classes,
+                     {str(k): str(v) for k, v in raw["reexports"].items()}, bool(raw["open"]))
+
+
 _PARSED: dict[pygit2.Oid, "ModuleApi | None"] = {}   # per blob: one parse however many trees share it
 
 
@@ -162,7 +233,8 @@ class Found:
     name: str                               # its name there
     function: Function | None = None
     cls: ClassApi | None = None
-    member: str | None = None               # "Class.member" was asked: the member's name
+    member: str | None = None               # "Class.member" was asked: the member's name, None: not
+                                            # in the class body
     module: bool = False                    # the name is a module
 
 
@@ -201,7 +273,11 @@ class UpstreamTree:
             return None
         path, oid = found
         if oid not in _PARSED:
-            _PARSED[oid] = ModuleApi.of(self.repo[oid].peel(pygit2.Blob).data, module_name(path)[1])
+            package = module_name(path)[1]
+            # on disk too (series.analysis.blob_cache): the next run over the same base parses nothing
+            _PARSED[oid] = blob_cache.cached(
+                ("api", blob_cache.version(__file__), package, str(oid)),
+                lambda: _encode(ModuleApi.of(self.repo[oid].peel(pygit2.Blob).data, package)), _decode)
         api = _PARSED[oid]
         return (path, api) if api is not None else None
 
@@ -233,11 +309,25 @@ class UpstreamTree:
             deeper = self.find(".".join([api.reexports[name], *rest[1:]]), hops - 1)
             return deeper if deeper is not None else Found(path, name)
         cls = api.classes.get(name)
+        if cls is not None and len(rest) > 2 and rest[1] in cls.field_types and hops:
+            # a field of a class type (`vllm_config.cache_config.x`): on into that class
+            typed = self._resolve(mod, api, cls.field_types[rest[1]])
+            deeper = self.find(".".join([typed, *rest[2:]]), hops - 1) if typed else None
+            if deeper is not None:
+                return deeper
         if cls is not None and len(rest) > 1:
-            # an inherited member is not in the body: unknown, never "removed"
+            # an inherited member is not in the body: unknown, never "removed" (see `whole`)
             member = rest[1] if cls.has(rest[1]) else None
             return Found(path, name, cls.methods.get(rest[1]), cls, member)
         return Found(path, name, api.functions.get(name), cls)
+
+    @staticmethod
+    def _resolve(module: str, api: ModuleApi, written: str) -> str | None:
+        """The dotted name a class name written in `module` means there."""
+        root, _, tail = written.partition(".")
+        if root in api.reexports:
+            return ".".join(filter(None, [api.reexports[root], tail]))
+        return f"{module}.{written}" if root in api.classes else None
 
     def api_at(self, path: str) -> ModuleApi | None:
         """The module at a file path (None: no such file, or it does not parse)."""

@@ -4,10 +4,12 @@ compares it against upstream's API).
     uses(source, path)  every Use: names imported from a module, attribute chains on an
                         imported module (`envs.VLLM_X`, `m.f`), keywords passed to a call
                         of an imported name, methods a class overrides on an imported base,
-                        module-level names of the file itself that code loads
+                        attributes of a parameter annotated with an imported class (config
+                        fields), strings naming an object of an imported package (what
+                        registries import by name), module-level names of the file itself
     bound(source)       every name the file binds anywhere (to tell a name left undefined)
 
-Scopes are not tracked (a local that shadows an import reads as the import): the check
+Scopes are not tracked, but for annotated parameters (a local that shadows an import reads as the import): the check
 reports a use only when the name existed upstream before and is gone now, so the
 approximation can miss a break but not invent one from shadowing.
 """
@@ -16,12 +18,16 @@ from __future__ import annotations
 import ast
 import builtins
 import enum
+import re
 from dataclasses import dataclass, field
 
-from series.analysis.upstream_api import Function, absolute, module_name
+from series.analysis.upstream_api import Function, absolute, module_name, type_name
 
 BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__path__",
                                        "__package__", "__builtins__", "__loader__"}
+
+
+_QUALNAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?\Z")
 
 
 class UseKind(str, enum.Enum):
@@ -29,6 +35,8 @@ class UseKind(str, enum.Enum):
     KEYWORD = "keyword"      # `extra` passed as a keyword to the dotted name
     OVERRIDE = "override"    # a method `extra` defined on a subclass of the dotted name
     LOCAL = "local"          # a module-level name of this very file
+    QUALNAME = "qualname"    # a string naming an upstream object, which a registry imports by
+                             # name: "vllm.x.Cls", "vllm.x:Cls", a model registry's ("mod", "Cls")
 
 
 @dataclass(frozen=True)
@@ -62,12 +70,15 @@ def _chain(node: ast.expr) -> list[str] | None:
     return [node.id, *reversed(parts)]
 
 
-class _Collector(ast.NodeVisitor):
+class UseCollector(ast.NodeVisitor):
+    """The Uses of one file (`uses`); the aliases its imports bind are known before it visits."""
+
     def __init__(self, package: str, top: set[str]):
         self.package = package
         self.top = top               # the file's own module-level names
         self.aliases: dict[str, str] = {}
         self.found: list[Use] = []
+        self._roots: frozenset[str] | None = None
 
     def dotted(self, node: ast.expr) -> str | None:
         chain = _chain(node)
@@ -75,22 +86,29 @@ class _Collector(ast.NodeVisitor):
             return None
         return ".".join([self.aliases[chain[0]], *chain[1:]])
 
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            if alias.asname:
-                self.aliases[alias.asname] = alias.name
-            else:
+    def add_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """What the names an import binds mean (a later import of a name wins)."""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
                 root = alias.name.split(".")[0]
-                self.aliases[root] = root
+                self.aliases[alias.asname or root] = alias.name if alias.asname else root
+            return
+        origin = absolute(node, self.package)
+        for alias in node.names:
+            if alias.name != "*":
+                self.aliases[alias.asname or alias.name] = f"{origin}.{alias.name}"
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self.add_import(node)
+        for alias in node.names:
             self.found.append(Use(UseKind.NAME, alias.name, line=node.lineno))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self.add_import(node)
         origin = absolute(node, self.package)
         for alias in node.names:
-            if alias.name == "*":
-                continue
-            self.aliases[alias.asname or alias.name] = f"{origin}.{alias.name}"
-            self.found.append(Use(UseKind.NAME, f"{origin}.{alias.name}", line=node.lineno))
+            if alias.name != "*":
+                self.found.append(Use(UseKind.NAME, f"{origin}.{alias.name}", line=node.lineno))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         dotted = self.dotted(node)
@@ -109,6 +127,45 @@ class _Collector(ast.NodeVisitor):
             for kw in node.keywords:
                 if kw.arg is not None:
                     self.found.append(Use(UseKind.KEYWORD, dotted, kw.arg, line=kw.value.lineno))
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A parameter annotated with an upstream class reads as that class in the body
+        (`vllm_config: VllmConfig` -> `vllm_config.cache_config` is a use of the field)."""
+        a = node.args
+        typed = {}
+        for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+            written = (type_name(arg.annotation) or "").split(".")
+            if written[0] in self.aliases:
+                typed[arg.arg] = ".".join([self.aliases[written[0]], *written[1:]])
+        saved = {name: self.aliases.get(name) for name in typed}
+        self.aliases.update(typed)
+        self.generic_visit(node)
+        for name, was in saved.items():
+            if was is None:
+                del self.aliases[name]
+            else:
+                self.aliases[name] = was
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not isinstance(node.value, str) or not _QUALNAME.match(node.value):
+            return
+        if self._roots is None:
+            self._roots = frozenset(v.split(".")[0] for v in self.aliases.values())
+        if node.value.split(".")[0] in self._roots:
+            self.found.append(Use(UseKind.QUALNAME, node.value.replace(":", "."), line=node.lineno))
+
+    def visit_Tuple(self, node: ast.Tuple) -> None:
+        """vLLM's model registry: `"Arch": ("module", "Class")`, relative to its package."""
+        strings = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if self.package.endswith("model_executor.models") and len(node.elts) == len(strings) == 2 \
+                and all(x.isidentifier() for x in strings):
+            module, cls = strings
+            if cls[:1].isupper():
+                self.found.append(Use(UseKind.QUALNAME, f"{self.package}.{module}.{cls}", line=node.lineno))
+                return
         self.generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -138,14 +195,11 @@ def top_names(tree: ast.Module) -> set[str]:
 def uses(tree: ast.Module, path: str, also_top: set[str] | frozenset[str] = frozenset()) -> list[Use]:
     """`also_top`: module-level names of another version of the file, whose loads count as
     LOCAL uses here too (a helper the merge deleted is no longer defined in this one)."""
-    collector = _Collector(module_name(path)[1], top_names(tree) | set(also_top))
+    collector = UseCollector(module_name(path)[1], top_names(tree) | set(also_top))
     # imports first, wherever they are, so a use above a function-level import resolves
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            collector.visit_Import(node)
-        elif isinstance(node, ast.ImportFrom):
-            collector.visit_ImportFrom(node)
-    collector.found = []
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            collector.add_import(node)
     collector.visit(tree)
     return collector.found
 
