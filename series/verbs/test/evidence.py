@@ -16,8 +16,10 @@
 from __future__ import annotations
 
 import difflib
+import os
 import posixpath
 import re
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +29,7 @@ import pygit2
 
 from series.analysis import imports, testmap
 from series.analysis.testmap import Step
-from series.build import integration, interpreter, matrix, testrun
+from series.build import integration, interpreter, matrix, pytestrun, testrun
 from series.build.interpreter import Environment
 from series.build.matrix import Matrix, TreeInfo
 from series.build.testrun import Outcome, Scratch
@@ -194,8 +196,15 @@ def select_files(graph: imports.ImportGraph, steps: list[Step], tests: Mapping[s
     return Selection(tuple(sorted(chosen)), len(candidates), tuple(s.ident for s in steps))
 
 
+def default_jobs(trees: int) -> int:
+    """All trees at once up to one more than the cores: the trees' pytest is CPU, so three
+    trees on two cores end in about 1.5 tree-times (two at a time: 2)."""
+    return max(1, min(trees, (os.cpu_count() or 1) + 1))
+
+
 def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str], *, python: str,
-        steps: tuple[str, ...] = (), use_cache: bool = True, say: Say = lambda _: None) -> Matrix:
+        steps: tuple[str, ...] = (), use_cache: bool = True, jobs: int | None = None,
+        say: Say = lambda _: None) -> Matrix:
     repo = ws.repo
     env = interpreter.probe(python)
     package = env.package_dir.name
@@ -242,10 +251,10 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
             f"{len(selection.steps)} covering steps")
 
     try:
-        with testrun.trapped(), Scratch() as scratch:
+        with pytestrun.trapped(), Scratch() as scratch:
             _run_trees(env, built, trees, m, scratch, repo, tests, graph, selection, chosen_steps,
-                       package, use_cache, say)
-    except testrun.Stopped as stop:  # between two pytest runs
+                       package, use_cache, jobs or default_jobs(len(trees)), say)
+    except pytestrun.Stopped as stop:  # before the trees started
         m.interrupted = str(stop)
         raise EvidenceInterrupted(m, stop.signum) from None
     return m
@@ -254,28 +263,52 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
 def _run_trees(env: Environment, built: pygit2.Commit, trees: list[Tree], m: Matrix,
                scratch: Scratch, repo: pygit2.Repository, tests: Mapping[str, pygit2.Oid],
                graph: imports.ImportGraph, selection: Selection, chosen_steps: list[Step],
-               package: str, use_cache: bool, say: Say) -> None:
+               package: str, use_cache: bool, jobs: int, say: Say) -> None:
+    """Every tree's pytest at once, at most `jobs` side by side (pytestrun.side_by_side).
+    Trees whose package changes are the same bytes run the same code over the same tests:
+    the first of them runs, the others get its outcomes."""
     layout = scratch.write_tests({p: repo[o].peel(pygit2.Blob).data for p, o in tests.items()})
+    runs: dict[str, tuple[Tree, dict[str, bytes | None]]] = {}  # package digest -> the tree that runs
+    same: dict[str, str] = {}  # tree name -> digest
     for index, tree in enumerate(trees):
         changes = {path[len(package) + 1:]: (repo[oid].peel(pygit2.Blob).data if oid is not None else None)
                    for path, oid in _changes(repo, built.tree, tree.commit.tree).items()
                    if path.startswith(package + "/")}
         m.trees[index] = TreeInfo(tree.info.name, tree.info.commit, tree.info.describe, len(changes))
-        shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
-        say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files over the build")
-        try:
+        digest = matrix.package_digest(changes)
+        if digest in runs:
+            say(f"{tree.info.name}: {tree.info.describe}; the same package files as "
+                f"{runs[digest][0].info.name}: its results")
+        else:
+            runs[digest] = (tree, changes)
+        same[tree.info.name] = digest
+
+    def job(tree: Tree, changes: dict[str, bytes | None], digest: str
+            ) -> Callable[[pytestrun.JobControl], tuple[dict[str, Outcome], int]]:
+        def run_tree(control: pytestrun.JobControl) -> tuple[dict[str, Outcome], int]:
+            shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
+            control.say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files over the build")
             if chosen_steps:
-                m.results[tree.info.name] = _run_steps(env, scratch, layout, chosen_steps, shadow,
-                                                       tree.info.name, say)
-            else:
-                digest = matrix.package_digest(changes)
-                m.results[tree.info.name], m.from_cache[tree.info.name] = _run_files(
-                    env, scratch, layout, selection.files, shadow, digest, graph, tests,
-                    tree.info.name, use_cache, say)
-        except testrun.Interrupted as stop:
-            m.results[tree.info.name] = stop.partial
-            m.interrupted = stop.args[0]
-            raise EvidenceInterrupted(m, stop.signum) from None
+                return _run_steps(env, scratch, layout, chosen_steps, shadow, tree.info.name, control), 0
+            return _run_files(env, scratch, layout, selection.files, shadow, digest, graph, tests,
+                              tree.info.name, use_cache, control)
+        return run_tree
+
+    order = list(runs)
+    done, signum = pytestrun.side_by_side([job(*runs[d], d) for d in order], jobs, say)
+    by_digest = dict(zip(order, done))
+    errors = [r for r in done if isinstance(r, BaseException) and not isinstance(r, pytestrun.Interrupted)]
+    for tree in trees:
+        result = by_digest[same[tree.info.name]]
+        if isinstance(result, pytestrun.Interrupted):
+            m.results[tree.info.name] = result.partial
+        elif isinstance(result, tuple):
+            m.results[tree.info.name], m.from_cache[tree.info.name] = result
+    if errors:
+        raise errors[0]
+    if signum is not None:
+        m.interrupted = signal.Signals(signum).name
+        raise EvidenceInterrupted(m, signum)
 
 
 def _is_test_side(path: str) -> bool:
@@ -301,7 +334,8 @@ FILE_ARGS = ("-q", "-rN")
 
 def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[str, ...],
                shadow: list[Path], digest: str, graph: imports.ImportGraph, tests: Mapping[str, pygit2.Oid],
-               name: str, use_cache: bool, say: Say) -> tuple[dict[str, Outcome], int]:
+               name: str, use_cache: bool, control: pytestrun.JobControl) -> tuple[dict[str, Outcome], int]:
+    say = control.say
     outcomes: dict[str, Outcome] = {}
     keys = {f: matrix.file_key(env.build_key, digest, _inputs(graph, tests, f), FILE_ARGS) for f in files}
     todo = []
@@ -319,9 +353,9 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
         return outcomes, hits
     root = layout
     report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
-    result = testrun.run_pytest(env, root, [*FILE_ARGS, *(f[len("tests/"):] for f in todo)],
-                                pythonpath=shadow, workdir=root / "tests", report=report,
-                                progress=_ticker(name, say))
+    result = pytestrun.run_pytest(env, root, [*FILE_ARGS, *(f[len("tests/"):] for f in todo)],
+                                  pythonpath=shadow, workdir=root / "tests", report=report,
+                                  progress=_ticker(name, say), cancel=control)
     _check_started(result, name)
     say(f"  {name}: done, {_summary(result.outcomes)}")
     by_file: dict[str, dict[str, Outcome]] = {f: {} for f in todo}
@@ -335,9 +369,10 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
 
 
 def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[Step],
-               shadow: list[Path], name: str, say: Say) -> dict[str, Outcome]:
+               shadow: list[Path], name: str, control: pytestrun.JobControl) -> dict[str, Outcome]:
     from series.verbs.test import local_args, parse_command
 
+    say = control.say
     root = layout
     outcomes: dict[str, Outcome] = {}
     for step in steps:
@@ -353,16 +388,17 @@ def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[Ste
                 extra.update(assigned)
                 continue
             report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
-            result = testrun.run_pytest(env, root, local_args(args, {**extra, **assigned}),
-                                        pythonpath=shadow, workdir=workdir, extra_env={**extra, **assigned},
-                                        report=report, progress=_ticker(f"{name} [{step.ident}]", say))
+            result = pytestrun.run_pytest(env, root, local_args(args, {**extra, **assigned}),
+                                          pythonpath=shadow, workdir=workdir, extra_env={**extra, **assigned},
+                                          report=report, progress=_ticker(f"{name} [{step.ident}]", say),
+                                          cancel=control)
             _check_started(result, name)
             say(f"  {name} [{step.ident}]: done, {_summary(result.outcomes)}")
             outcomes.update(result.outcomes)
     return outcomes
 
 
-def _check_started(result: testrun.PytestResult, name: str) -> None:
+def _check_started(result: pytestrun.PytestResult, name: str) -> None:
     if result.outcomes or result.returncode in (0, 1, 5):
         return
     raise SeriesError(f"pytest did not run in tree {name} (exit {result.returncode}):\n{result.log_tail}")
@@ -372,12 +408,12 @@ def _summary(outcomes: Mapping[str, Outcome]) -> str:
     return ", ".join(f"{n} {k}" for k, n in matrix.counts(outcomes).items() if n) or "no tests"
 
 
-def _ticker(name: str, say: Say) -> Callable[[testrun.Progress], None]:
+def _ticker(name: str, say: Say) -> Callable[[pytestrun.Progress], None]:
     """Live progress: a line when the counts change, at most every 2 seconds."""
     last = [""]
     at = [0.0]
 
-    def tick(progress: testrun.Progress) -> None:
+    def tick(progress: pytestrun.Progress) -> None:
         line = progress.line()
         now = time.monotonic()
         if progress.outcomes and line != last[0] and now - at[0] >= 2.0:
