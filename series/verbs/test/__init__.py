@@ -146,7 +146,8 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
 @click.option("--no-cache", is_flag=True, help="With --run: rerun every tree, even cached results.")
 @click.option("--jobs", type=click.IntRange(min=1), metavar="N",
               help="With --run: at most N trees' pytest at once (default: every tree, up to one more "
-                   "than the CPU count; each holds torch and vLLM in memory).")
+                   "than the CPU count; each holds torch and vLLM in memory). --jobs 1 when the tests "
+                   "share a fixed port or file across processes.")
 @click.option("--all-steps", is_flag=True, help="Also list steps upstream runs on every change.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "github-matrix", "buildkite"]),
               default="text",
