@@ -11,13 +11,14 @@
    included: pytest's skips and the baseline sort out what cannot run here) that reach a
    changed module through the import graph, plus the topics' own tests
    (series.analysis.imports). `--step KEY` runs whole steps' commands instead.
-5. Results per test id go into series.build.matrix, cached per file.
+5. The trees run side by side (series.build.pytestrun), each its own pytest process;
+   trees with the same package files run once. Results per test id go into
+   series.build.matrix, cached per file.
 """
 from __future__ import annotations
 
 import difflib
 import os
-import posixpath
 import re
 import signal
 import time
@@ -164,38 +165,6 @@ def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[Step]:
     return out
 
 
-@dataclass(frozen=True)
-class Selection:
-    files: tuple[str, ...]
-    candidates: int
-    steps: tuple[str, ...]
-
-
-def select_files(graph: imports.ImportGraph, steps: list[Step], tests: Mapping[str, object],
-                 changed: list[str], package: str) -> Selection:
-    """Test files of `steps` that can exercise `changed` (see series.analysis.imports)."""
-    candidates: set[str] = set()
-    for step in steps:
-        targets, ignored = imports.pytest_targets(step.commands, step.repo_dir)
-        candidates |= imports.invoked_files(tests, targets, ignored)
-    reach = graph.reaching([p for p in changed if p in graph.edges])
-    chosen = {c for c in candidates if c in reach}
-    chosen |= {p for p in changed if p in tests and imports.is_test_file(p)}  # the topics' own tests
-    for path in changed:
-        directory = posixpath.dirname(path) + "/"
-        unparsed = path in graph.unparsed
-        if posixpath.basename(path) == "conftest.py" and path.startswith("tests/"):
-            chosen |= {c for c in candidates if c.startswith(directory)}
-        elif unparsed or (path.startswith(package + "/") and not path.endswith(".py")):
-            # data files and unparsable modules: no import edge to follow, so every
-            # test file of the steps covering the path
-            for step in steps:
-                if step.covers(path):
-                    targets, ignored = imports.pytest_targets(step.commands, step.repo_dir)
-                    chosen |= imports.invoked_files(tests, targets, ignored)
-    return Selection(tuple(sorted(chosen)), len(candidates), tuple(s.ident for s in steps))
-
-
 def default_jobs(trees: int) -> int:
     """All trees at once up to one more than the cores: the trees' pytest is CPU, so three
     trees on two cores end in about 1.5 tree-times (two at a time: 2)."""
@@ -237,9 +206,9 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
     chosen_steps = nearest_step(tmap, steps) if steps else []
     graph = imports.build(repo, analysis, imports.ImportCache(imports.default_cache()))
     if chosen_steps:
-        selection = Selection((), 0, tuple(s.ident for s in chosen_steps))
+        selection = imports.FileSelection((), 0, tuple(s.ident for s in chosen_steps))
     else:
-        selection = select_files(graph, covering, tests, changed, package)
+        selection = imports.select_files(graph, covering, tests, changed, package)
         if not selection.files:
             raise SeriesError("no test file of the covering CI steps imports what the series changes: "
                               "name steps with --step KEY to run them whole")
@@ -262,7 +231,7 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
 
 def _run_trees(env: Environment, built: pygit2.Commit, trees: list[Tree], m: Matrix,
                scratch: Scratch, repo: pygit2.Repository, tests: Mapping[str, pygit2.Oid],
-               graph: imports.ImportGraph, selection: Selection, chosen_steps: list[Step],
+               graph: imports.ImportGraph, selection: imports.FileSelection, chosen_steps: list[Step],
                package: str, use_cache: bool, jobs: int, say: Say) -> None:
     """Every tree's pytest at once, at most `jobs` side by side (pytestrun.side_by_side).
     Trees whose package changes are the same bytes run the same code over the same tests:
