@@ -31,6 +31,7 @@ UPSTREAM_KEYS = ("remote", "base", "github", "api_url")
 TOPIC_KEYS = (
     "name", "branch", "status", "summary", "scope", "depends_on", "superseded_by",
     "upstream_pr", "upstream_head", "merged_in", "reason",
+    "measured",  # the comment that posted a measurement on upstream_pr (series comment)
     "owner",  # who the nightly mentions when the topic conflicts (series.analysis.pipeline)
 )
 
@@ -320,6 +321,9 @@ def _topic(check: _Checker, seq: Sequence, index: int, raw: Any) -> Topic:
     merged_in = raw.get("merged_in")
     if merged_in is not None:
         merged_in = _checked(check, raw, "merged_in", f"{where}.merged_in", _revision)
+    measured = raw.get("measured")
+    if measured is not None:
+        measured = _checked(check, raw, "measured", f"{where}.measured", validate.https_url)
     return Topic(
         name=name, branch=branch, status=status,
         summary=_opt_str(check, raw, "summary", f"{where}.summary"),
@@ -330,6 +334,7 @@ def _topic(check: _Checker, seq: Sequence, index: int, raw: Any) -> Topic:
         upstream_head=Sha(head) if head else None,
         merged_in=merged_in,
         reason=_opt_str(check, raw, "reason", f"{where}.reason"),
+        measured=measured,
         line=line_of(seq, index),
     )
 

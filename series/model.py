@@ -31,6 +31,7 @@ class Topic:
     upstream_head: Sha | None = None
     merged_in: str | None = None
     reason: str | None = None
+    measured: str | None = None  # URL of the comment with a measurement, on upstream_pr
     line: int = 0  # 1-based line of the entry in series.yaml, for error messages
 
     @property

@@ -24,6 +24,7 @@ class TopicStatus:
     upstream_pr: int | None
     superseded_by: str | None
     merged_in: str | None
+    measured: str | None       # the comment that posted a measurement on the PR
     missing: bool = False
 
 
@@ -36,6 +37,7 @@ class _FromConfig(TypedDict):
     upstream_pr: int | None
     superseded_by: str | None
     merged_in: str | None
+    measured: str | None
 
 
 def topic_rows(ws: Workspace) -> list[TopicStatus]:
@@ -43,7 +45,7 @@ def topic_rows(ws: Workspace) -> list[TopicStatus]:
     for topic in ws.series.topics:
         common = _FromConfig(name=topic.name, branch=topic.branch, status=topic.status.value,
                              upstream_pr=topic.upstream_pr, superseded_by=topic.superseded_by,
-                             merged_in=topic.merged_in)
+                             merged_in=topic.merged_in, measured=topic.measured)
         own = ws.own(topic)  # a stacked topic: its dependencies' commits are not counted
         if own is None:
             rows.append(TopicStatus(**common, commits=None, files=None, added=None, deleted=None,

@@ -147,9 +147,10 @@ def api_url(value: str, where: str) -> str:
                 "e.g. https://ghe.example.com/api/v3")
 
 
-def web_url(value: object, hosts: tuple[str, ...], path: str, where: str) -> str:
+def web_url(value: object, hosts: tuple[str, ...], path: str, where: str, fragment: str = "") -> str:
     """A link the forge sent (a PR's html_url): one line, https (http to loopback), one of
-    `hosts`, exactly `path` (case-insensitive: GitHub's owner and repository names are)."""
+    `hosts`, exactly `path` (case-insensitive: GitHub's owner and repository names are),
+    no query, and exactly `fragment` after '#' (a comment's anchor) or none."""
     if not isinstance(value, str):
         raise SeriesError(f"{where}: expected a URL")
     if _CONTROL_ALL.search(value) or " " in value:
@@ -157,8 +158,26 @@ def web_url(value: object, hosts: tuple[str, ...], path: str, where: str) -> str
     parts = urllib.parse.urlsplit(value)
     secure = parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname))
     if (not secure or (parts.hostname or "").lower() not in hosts or parts.username or parts.password
-            or parts.query or parts.fragment or parts.path.rstrip("/").lower() != path.lower()):
-        raise _fail(where, value, f"is not https://{hosts[0]}{path}; refusing it")
+            or parts.query or parts.fragment != fragment or parts.path.rstrip("/").lower() != path.lower()):
+        anchor = f"#{fragment}" if fragment else ""
+        raise _fail(where, value, f"is not https://{hosts[0]}{path}{anchor}; refusing it")
+    return value
+
+
+def https_url(value: object, where: str) -> str:
+    """A link kept in series.yaml (a posted comment's): one line, https, a host, no
+    user or password in it."""
+    if not isinstance(value, str) or not value:
+        raise SeriesError(f"{where}: expected an https:// URL")
+    if _CONTROL_ALL.search(value) or " " in value:
+        raise _fail(where, value, "contains spaces or control characters")
+    try:
+        parts = urllib.parse.urlsplit(value)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError:
+        raise _fail(where, value, "is not a URL") from None
+    if parts.scheme != "https" or not parts.hostname or parts.username or parts.password:
+        raise _fail(where, value, "is not an https:// URL (with a host, and no user or password)")
     return value
 
 

@@ -11,13 +11,17 @@ goes above the template's footer (GitHub strips what follows its "BEFORE SUBMITT
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import pygit2
 
 from series.analysis import mentions
+from series.errors import SeriesError
+from series.validate import one_line
 from series.analysis.grade import Commit, kind, title_tags
 from series.analysis.testmap import Selection, unescape
 
@@ -110,6 +114,27 @@ def _specificity(selection: Selection) -> int:
     return best
 
 
+def read_evidence(path: Path, option: str = "--evidence") -> dict[str, Any]:
+    """The JSON of `series test --run --json` in `path`, checked (`check_evidence`); a file
+    that is not one is a one-line SeriesError naming it (propose and comment take it)."""
+    how = "write it with 'series test TOPIC --run --json > FILE'"
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise SeriesError(f"{option} {path}: cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise SeriesError(f"{option} {path}: not UTF-8 (byte {exc.start}); {how}") from None
+    try:
+        return check_evidence(json.loads(text))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        detail = f" ({exc.msg}, line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else \
+            " (nested too deeply)"
+        raise SeriesError(f"{option} {path}: not JSON{detail}; {how}") from None
+    except ValueError as exc:
+        raise SeriesError(f"{option} {path}: not the output of 'series test --run --json': "
+                          f"{one_line(str(exc))[:300]}; {how}") from None
+
+
 def check_evidence(data: object) -> dict[str, Any]:
     """The JSON of `series test --run --json`, every field `results()` reads checked for its
     type: per-tree results against the base release (`summary`, `tests`), or the older
@@ -185,18 +210,21 @@ def results(evidence: dict[str, Any]) -> str:
 
 def _matrix_results(evidence: dict[str, Any]) -> str:
     """Per-tree counts (base, series, without:TOPIC, ...), what the change is needed for,
-    what got worse, and the machine's own failures kept apart."""
+    what got worse, and the machine's own failures kept apart. Names and test ids are the
+    evidence file's: each goes in as code nothing in it can close (series.analysis.mentions)."""
     summary: dict[str, dict[str, int]] = evidence["summary"]
     names = list(summary)
     outcomes = [k for k in next(iter(summary.values()), {}) if k != "files_from_cache"]
-    out = [f"`series test --run` over `{evidence.get('build', 'the release build')}`:", "",
-           "| | " + " | ".join(f"`{n}`" for n in names) + " |", "|---|" + "---:|" * len(names)]
-    out += [f"| {o} | " + " | ".join(str(summary[n].get(o, 0)) for n in names) + " |" for o in outcomes]
+    out = [f"`series test --run` over {mentions.code(evidence.get('build') or 'the release build')}:", "",
+           "| | " + " | ".join(mentions.code(n, cell=True) for n in names) + " |", "|---|" + "---:|" * len(names)]
+    out += [f"| {mentions.inline(o)} | " + " | ".join(str(summary[n].get(o, 0)) for n in names) + " |"
+            for o in outcomes]
     for topic, tests in (evidence.get("needed") or {}).items():
-        out += ["", f"Without `{topic}`, {len(tests)} tests fail that pass with it" + (":" if tests else ".")]
-        out += [f"- `{t}`" for t in tests]
+        out += ["", f"Without {mentions.code(topic)}, {len(tests)} tests fail that pass with it"
+                + (":" if tests else ".")]
+        out += [f"- {mentions.code(t)}" for t in tests]
     for tree, tests in (evidence.get("worse") or {}).items():
-        out += ["", f"Worse than the base release in `{tree}`: " + ", ".join(f"`{t}`" for t in tests)]
+        out += ["", f"Worse than the base release in {mentions.code(tree)}: " + ", ".join(mentions.code(t) for t in tests)]
     machine = evidence.get("machine") or []
     if machine:
         out += ["", f"{len(machine)} tests fail on the base release too (this machine: CPU only, offline); "
@@ -212,7 +240,8 @@ def _step_results(evidence: dict[str, Any]) -> str:
         for command in step.get("commands", []):
             tests.update(command.get("tests") or {})
         count = {k: sum(1 for v in tests.values() if v == k) for k in ("passed", "failed", "skipped")}
-        rows.append(f"| {step.get('label', step.get('step', '?'))} | {step.get('status', '?')} | "
+        rows.append(f"| {mentions.inline(step.get('label') or step.get('step') or '?')} | "
+                    f"{mentions.inline(step.get('status') or '?')} | "
                     f"{count['passed']} | {count['failed']} | {count['skipped']} |")
     out = ["With this change (`series test --run`):", "", *rows]
     without = evidence.get("without")
@@ -220,7 +249,7 @@ def _step_results(evidence: dict[str, Any]) -> str:
         proof = without.get("evidence") or []
         if proof:
             out += ["", "Without this change these tests fail, and pass with it:", ""]
-            out += [f"- `{e.get('test')}` ({e.get('step')})" for e in proof]
+            out += [f"- {mentions.code(e.get('test'))} ({mentions.inline(e.get('step'))})" for e in proof]
         else:
             out += ["", "Without this change no selected test fails."]
     return "\n".join(out)

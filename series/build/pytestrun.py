@@ -132,11 +132,11 @@ def run_pytest(env: Environment, layout: Path, args: list[str], *, pythonpath: l
                 elif cancel.wait(0.3):
                     raise Stopped(cancel.signum)
         except Stopped as sig:
-            _stop(proc)
+            stop_group(proc)
             _read_stream(stream, position, seen)
             raise Interrupted(sig.signum, dict(seen.outcomes)) from None
         except BaseException:
-            _stop(proc)
+            stop_group(proc)
             raise
         finally:
             _restore_signals(previous)
@@ -202,8 +202,8 @@ def trapped() -> Iterator[None]:
         _restore_signals(previous)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End pytest and everything it started (its own session: one process group)."""
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """End the child (pytest, a workload) and everything it started (its own session: one process group)."""
     if proc.poll() is not None:
         return
     for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):

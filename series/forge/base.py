@@ -106,6 +106,14 @@ def ranges_overlap(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...
     return hits
 
 
+@dataclass(frozen=True)
+class PostedComment:
+    """A comment the forge says it made on a PR's conversation."""
+
+    id: int
+    url: str                       # https://HOST/OWNER/REPO/pull/N#issuecomment-ID
+
+
 class ForgeError(SeriesError):
     """The forge answered with an error the user can act on (401, 404, rate limit)."""
 
@@ -136,6 +144,17 @@ class Forge(abc.ABC):
         """Every open PR, whatever its age (offline: every fetched head, state unknown)."""
         epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
         return [p for p in self.list_pulls(epoch) if p.state in ("open", "unknown")]
+
+    def pull_description(self, number: PRNumber) -> str | None:
+        """A PR's description as its author wrote it (Markdown); None when this forge
+        cannot know it (git refs carry commits, not descriptions)."""
+        return None
+
+    def comment(self, number: PRNumber, body: str) -> PostedComment:
+        """Post `body` on PR `number`'s conversation, once. Only an API can: git refs refuse."""
+        raise ForgeError(f"commenting on PR #{number} needs the GitHub API ({self.source} cannot post): set "
+                         "upstream.github in series.yaml and drop --offline (or SERIES_OFFLINE); "
+                         "--dry-run shows the comment")
 
 
 def pr_ref(remote: str, number: int) -> str:

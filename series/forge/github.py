@@ -28,7 +28,8 @@ from typing import Any, Callable
 
 from series import __version__, validate
 from series.errors import SeriesError
-from series.forge.base import Forge, ForgeError, ForgeUnreachable, PullFile, PullRequest, hunks_of_patch
+from series.forge.base import (Forge, ForgeError, ForgeUnreachable, PostedComment, PullFile, PullRequest,
+                               hunks_of_patch)
 from series.forge.http import ApiClient, HttpFailed, HttpRefused, HttpUnreachable
 from series.model import PRNumber, Sha
 
@@ -299,35 +300,90 @@ class GitHubForge(Forge):
                              "pass --owner LOGIN (the owner of your fork)")
         return login
 
-    def create_pull(self, *, head: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
-        """Open a PR (POST /repos/OWNER/REPO/pulls); sent once, never retried: a retry
-        after a lost answer could open it twice."""
+    def _post(self, url: str, what: str, payload: dict[str, Any], sent: str, check: str) -> Any:
+        """One POST with the token (required), sent once and never retried: a retry after a
+        lost answer could do it twice. `sent`: what the request makes ('opened'), `check`:
+        where the user looks before running again. The answer, parsed JSON."""
         if not self._token:
-            raise ForgeError("opening a pull request needs a GitHub token: set GH_TOKEN or GITHUB_TOKEN, "
-                             "or run 'gh auth login'")
-        url = self._url("pulls")
-        payload = json.dumps({"title": title, "head": head, "base": base, "body": body,
-                              "draft": draft}).encode("utf-8")
+            raise ForgeError(f"{what} needs a GitHub token: set GH_TOKEN or GITHUB_TOKEN, or run 'gh auth login'")
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
                    "User-Agent": f"series/{__version__}", "Content-Type": "application/json"}
-        what = f"a new pull request from {head}"
         try:
-            answer = self.http.post(url, what, headers, payload)
+            answer = self.http.post(url, what, headers, json.dumps(payload).encode("utf-8"))
         except HttpRefused as exc:
-            raise ForgeError(f"{exc}; nothing was opened as far as series knows") from None
+            raise ForgeError(f"{exc}; nothing was {sent} as far as series knows") from None
         except HttpUnreachable as exc:
-            raise ForgeUnreachable(f"{exc} to open the PR; nothing was opened as far as series knows: "
-                                   "check the fork's PR list before retrying") from None
+            raise ForgeUnreachable(f"{exc} for {what}; nothing was {sent} as far as series knows: "
+                                   f"check {check} before retrying") from None
         except HttpFailed as exc:
             if exc.code == 422:  # GitHub's "Validation Failed": the reasons are in errors[]
                 raise ForgeError(f"GitHub refused {what} (422): "
                                  f"{self.http.scrub(_validation_errors(exc.body))}") from None
-            raise self._http_error(exc, what) from None
+            error = self._http_error(exc, what)
+            raise (_MaybeDone(str(error)) if exc.code >= 500 else error) from None
         try:
-            data = json.loads(answer.body.decode("utf-8"))
+            return json.loads(answer.body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
-            raise ForgeError(f"the GitHub API sent something that is not JSON for {what} ({url})") from None
+            raise ForgeError(f"the GitHub API sent something that is not JSON for {what} ({url}); it was "
+                             f"probably {sent}: check {check}") from None
+
+    def create_pull(self, *, head: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
+        """Open a PR (POST /repos/OWNER/REPO/pulls); sent once, never retried."""
+        url = self._url("pulls")
+        data = self._post(url, f"a new pull request from {head}",
+                          {"title": title, "head": head, "base": base, "body": body, "draft": draft},
+                          "opened", "the fork's PR list")
         return self.pull_from_json(data, url)
+
+    def pull_description(self, number: PRNumber) -> str | None:
+        """The PR's body, from the same answer as pull() (one request for both)."""
+        url = self._url(f"pulls/{int(number)}")
+        self.pull(number)  # checked as a PR first: number, URL, shas
+        body = self._cached(url, f"pull request #{number}").get("body")
+        if not isinstance(body, (str, type(None))):
+            raise ForgeError(f"the GitHub API sent pull request #{number} with a 'body' that is not a string "
+                             f"({validate.one_line(url)})")
+        return body
+
+    def comment(self, number: PRNumber, body: str) -> PostedComment:
+        """Post on the PR's conversation (POST /repos/OWNER/REPO/issues/N/comments: a PR is
+        an issue to GitHub); sent once, never retried. The answer's html_url must be this
+        PR's page on the configured web host, its id a positive number."""
+        url = self._url(f"issues/{int(number)}/comments")
+        where = f"PR #{number}'s conversation"
+        try:
+            data = self._post(url, f"a comment on pull request #{number}", {"body": body}, "posted", where)
+        except _MaybeDone as exc:  # a server error may come after the comment was made
+            raise ForgeError(f"{exc}; it may have been posted anyway: look at {where} before running "
+                             "again (series never sends it twice)") from None
+        return comment_from_json(data, url, self.slug, int(number),
+                                 web_hosts(urllib.parse.urlsplit(self.base).hostname or ""))
+
+
+class _MaybeDone(ForgeError):
+    """A 5xx answer to a POST: the server may have done the work before it failed."""
+
+
+def comment_from_json(data: Any, url: str, slug: str, number: int, hosts: tuple[str, ...]) -> PostedComment:
+    """The comment GitHub says it made, checked: its URL becomes a record in series.yaml."""
+    def bad(what: str) -> ForgeError:
+        return ForgeError(f"the GitHub API answered the comment on PR #{number} with {what} "
+                          f"({validate.one_line(url)}); it was probably posted: check the PR's conversation")
+
+    if not isinstance(data, dict):
+        raise bad("something that is not an object")
+    ident = data.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, int) or ident <= 0:
+        raise bad("no comment id")
+    link = data.get("html_url")
+    fragment = f"issuecomment-{ident}"
+    problems = []
+    for path in (f"/{slug}/pull/{number}", f"/{slug}/issues/{number}"):  # GitHub links a PR's comments either way
+        try:
+            return PostedComment(ident, validate.web_url(link, hosts, path, "the comment's html_url", fragment))
+        except SeriesError as exc:
+            problems.append(str(exc))
+    raise bad(problems[0])
 
 
 def _validation_errors(body: bytes) -> str:

@@ -66,6 +66,8 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
             notes.append(f"warning: {n} break{'s' if n != 1 else ''} since the rebase onto the base")
         if r.upstream_pr:
             notes.append(f"PR #{r.upstream_pr}")
+        if r.measured:
+            notes.append(f"measured: {r.measured}")
         if r.superseded_by:
             notes.append(f"superseded by {r.superseded_by}")
         if r.merged_in:

@@ -2,7 +2,6 @@
 describe, the duplicate search last, send) and their rendering are in .steps."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -73,28 +72,9 @@ def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
     """
     from series.analysis import prbody
     from series.verbs.propose import steps as cmd
-    from series.errors import SeriesError
-    from series.validate import one_line
     from series.forge import open_forge
 
-    data = None
-    if evidence is not None:
-        how = "write it with 'series test TOPIC --run --json > FILE'"
-        try:
-            text = evidence.read_bytes().decode("utf-8")
-        except OSError as exc:
-            raise SeriesError(f"--evidence {evidence}: cannot be read ({exc.strerror})") from None
-        except UnicodeDecodeError as exc:
-            raise SeriesError(f"--evidence {evidence}: not UTF-8 (byte {exc.start}); {how}") from None
-        try:
-            data = prbody.check_evidence(json.loads(text))
-        except (json.JSONDecodeError, RecursionError) as exc:
-            detail = f" ({exc.msg}, line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else \
-                " (nested too deeply)"
-            raise SeriesError(f"--evidence {evidence}: not JSON{detail}; {how}") from None
-        except ValueError as exc:
-            raise SeriesError(f"--evidence {evidence}: not the output of 'series test --run --json': "
-                              f"{one_line(str(exc))[:300]}; {how}") from None
+    data = prbody.read_evidence(evidence) if evidence is not None else None
     ws = ctx.workspace(check_branches=False)
     use_git = offline or os.environ.get("SERIES_OFFLINE") == "1"
     forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)

@@ -139,7 +139,8 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
               help="With --run: topics A and B each alone on the base (ours vs the adopted PR), "
                    "instead of the series.")
 @click.option("--tree", "trees", multiple=True, metavar="NAME",
-              help="With --run: one more tree (base, series, without:TOPIC, only:TOPIC; repeatable).")
+              help="With --run: one more tree (base, series, without:TOPIC, only:TOPIC or its alias "
+                   "topic:TOPIC; repeatable).")
 @click.option("--step", "steps", multiple=True, metavar="KEY",
               help="With --run: run this step's own pytest commands whole instead of the selected "
                    "test files (repeatable).")

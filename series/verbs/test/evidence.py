@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import signal
 import time
 from dataclasses import dataclass
@@ -30,16 +29,14 @@ import pygit2
 
 from series.analysis import imports, testmap
 from series.analysis.testmap import Step
-from series.build import integration, interpreter, matrix, pytestrun, testrun
+from series.build import interpreter, matrix, named_trees, pytestrun, testrun
 from series.build.interpreter import Environment
 from series.build.matrix import Matrix, TreeInfo
 from series.build.testrun import Outcome, Scratch
 from series.errors import SeriesError
-from series.git import releases
 from series.workspace import Workspace
 
 Say = Callable[[str], None]
-TREE_FORMS = "base, series, without:TOPIC, only:TOPIC"
 
 
 class EvidenceInterrupted(Exception):
@@ -65,91 +62,18 @@ def tree_names(without: str | None, compare: tuple[str, str] | None, named: tupl
         names.append("series")
     if without:
         names.append(f"without:{without}")
-    for name in named:
+    for name in map(named_trees.canonical, named):
         if name not in names:
             names.append(name)
     return names
 
 
-def base_release(ws: Workspace) -> str:
-    """The base's release version (v0.31.0 -> 0.31.0), from its name or a version tag on
-    it (series.git.releases: PEP 440, four-part and post releases too)."""
-    version = releases.tag_version(ws.series.upstream.base)
-    if version is not None:
-        return str(version)
-    base = ws.base_commit().id
-    for found in releases.version_tags(ws.repo):
-        if ws.repo.references[f"refs/tags/{found.tag}"].peel(pygit2.Commit).id == base:
-            return str(found.version)
-    raise SeriesError(f"upstream.base {ws.series.upstream.base} is not a release (no vX.Y.Z tag points "
-                      "at it): --run needs the release the installed build is")
-
-
-def installed_commit(ws: Workspace, env: Environment) -> pygit2.Commit:
-    """The commit the installed build is: the base release, or the integration commit a
-    patched wheel names (0.31.0+series.g1a2b3c4)."""
-    release = base_release(ws)
-    if env.public_version != release:
-        raise SeriesError(
-            f"--python {env.python} has {env.package_dir.name} {env.version} installed, but the series "
-            f"is based on {ws.series.upstream.base}: install {env.package_dir.name}=={release} there, or "
-            "name an environment that has it")
-    m = re.search(r"series\.g([0-9a-f]{7,40})", env.version.partition("+")[2])
-    if m is None:
-        return ws.base_commit()
-    try:
-        return ws.repo.revparse_single(m.group(1)).peel(pygit2.Commit)
-    except (KeyError, ValueError):
-        raise SeriesError(f"{env.package_dir.name} {env.version} is a patched wheel of commit {m.group(1)}, "
-                          "which this repository does not have: install the release wheel, or fetch "
-                          "that integration branch") from None
-
-
 def resolve_trees(ws: Workspace, names: list[str]) -> list[Tree]:
-    base = ws.base_commit()
-    active = ws.series.active()
     out = []
     for name in names:
-        kind, _, topic = name.partition(":")
-        if name == "base":
-            commit, describe = base, f"{ws.series.upstream.base} (the release alone)"
-        elif name == "series":
-            commit, describe = integration.build(ws).commit, f"{ws.series.upstream.base} + {_topics(len(active))}"
-        elif kind == "without" and topic:
-            integration.require_topics(ws, (topic,))
-            commit = integration.build(integration.without(ws, (topic,))).commit
-            describe = f"the series less {topic} ({_topics(len(active) - 1)})"
-        elif kind == "only" and topic:
-            integration.require_topics(ws, (topic,))
-            keep = _with_dependencies(ws, topic)
-            drop = tuple(t.name for t in active if t.name not in keep)
-            commit = integration.build(integration.without(ws, drop)).commit
-            describe = f"{ws.series.upstream.base} + {topic}" + (
-                f" (and {', '.join(sorted(keep - {topic}))} it depends on)" if len(keep) > 1 else "")
-        else:
-            raise SeriesError(f"tree '{name}': not a tree name (use {TREE_FORMS})")
-        out.append(Tree(TreeInfo(name, str(commit.id), describe, 0), commit))
+        found = named_trees.resolve(ws, name)
+        out.append(Tree(TreeInfo(name, str(found.commit.id), found.describe, 0), found.commit))
     return out
-
-
-def _topics(n: int) -> str:
-    return f"{n} topic" if n == 1 else f"{n} topics"
-
-
-def _with_dependencies(ws: Workspace, name: str) -> set[str]:
-    keep, todo = set(), [name]
-    while todo:
-        current = todo.pop()
-        if current not in keep:
-            keep.add(current)
-            todo.extend(ws.series.topic(current).depends_on)
-    return keep
-
-
-def _changes(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> dict[str, pygit2.Oid | None]:
-    from series.git.repo import changed_paths
-
-    return {c.path: c.new_id for c in changed_paths(repo, old, new)}
 
 
 def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[Step]:
@@ -177,7 +101,7 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
     repo = ws.repo
     env = interpreter.probe(python)
     package = env.package_dir.name
-    built = installed_commit(ws, env)
+    built = named_trees.installed_commit(ws, env)
     base = ws.base_commit()
     trees = resolve_trees(ws, names)
     base_files = imports.flatten(repo, base.tree)
@@ -188,7 +112,7 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
     analysis = dict(base_files)
     owner: dict[str, str] = {}
     for tree in trees[1:]:
-        for path, oid in _changes(repo, base.tree, tree.commit.tree).items():
+        for path, oid in named_trees.changes(repo, base.tree, tree.commit.tree).items():
             if oid is not None:
                 analysis[path] = oid  # a deleted module keeps its edges: its importers are affected
             if not _is_test_side(path) or tree.info.counterfactual:
@@ -240,9 +164,7 @@ def _run_trees(env: Environment, built: pygit2.Commit, trees: list[Tree], m: Mat
     runs: dict[str, tuple[Tree, dict[str, bytes | None]]] = {}  # package digest -> the tree that runs
     same: dict[str, str] = {}  # tree name -> digest
     for index, tree in enumerate(trees):
-        changes = {path[len(package) + 1:]: (repo[oid].peel(pygit2.Blob).data if oid is not None else None)
-                   for path, oid in _changes(repo, built.tree, tree.commit.tree).items()
-                   if path.startswith(package + "/")}
+        changes = named_trees.package_changes(repo, built, tree.commit, package)
         m.trees[index] = TreeInfo(tree.info.name, tree.info.commit, tree.info.describe, len(changes))
         digest = matrix.package_digest(changes)
         if digest in runs:

@@ -1,0 +1,236 @@
+"""`series measure`: run a workload in named trees and judge frozen predictions (issue 23).
+
+The predictions file must be frozen (`series predict FILE`) and unchanged: that is checked
+before anything runs. Each tree (base, series, without:T, only:T alias topic:T) is put
+under the command by series.build.workload: a checkout of the tree, or with --python the
+installed build with the tree's Python changes over it, as `series test --run` does. With
+--repeat N the trees take turns, N rounds, and numbers are their median. The report
+(series.analysis.measurement) is the metrics by tree, every prediction held or failed, and
+the environment. `--artifact DIR` leaves it per tree for another machine to collect;
+`--collect DIR` makes the same report from such artifacts.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Callable
+
+import click
+import pygit2
+
+from series.analysis import measurement as ms
+from series.analysis import measurement_artifacts as artifacts
+from series.analysis import predictions as pr
+from series.analysis.measurement import MeasuredTree, Measurement, Values
+from series.cli import Context, emit, emit_json, pass_ctx
+from series.config import NAME_RE
+from series.errors import SeriesError
+from series.workspace import Workspace
+
+Say = Callable[[str], None]
+
+
+def parse_trees(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """--tree NAME=SPEC values as (name, spec); `base` and `series` may stand alone."""
+    out: list[tuple[str, str]] = []
+    for value in values:
+        name, sep, spec = value.partition("=")
+        if not sep:
+            if value not in ("base", "series"):
+                raise click.UsageError(f"--tree {value}: give it a name, e.g. --tree ours={value} "
+                                       "(NAME=SPEC; only base and series may stand alone)")
+            name, spec = value, value
+        if not NAME_RE.match(name):
+            raise click.UsageError(f"--tree {value}: {name!r} is not a tree name (lowercase letters, "
+                                   "digits, '.', '_', '-'; it names a directory of --artifact)")
+        if not spec:
+            raise click.UsageError(f"--tree {value}: no SPEC after '='")
+        if any(name == n for n, _ in out):
+            raise click.UsageError(f"--tree {name} is given twice: each tree has its own name")
+        out.append((name, spec))
+    return out
+
+
+def run(ws: Workspace, frozen: pr.FrozenPredictions, plan: list[tuple[str, str]], command: tuple[str, ...], *,
+        python: str | None = None, repeat: int = 1, only: tuple[str, ...] = (),
+        say: Say = lambda _: None) -> Measurement:
+    """Measure the trees of `plan` ((name, spec), in order), or `only` those of them named."""
+    from series.build import interpreter, named_trees, pytestrun, testrun, workload
+
+    for _, spec in plan:
+        named_trees.check_spec(spec)   # a typo is refused before the claims are checked
+    ms.check_trees(frozen.file, [n for n, _ in plan])
+    trees = [(n, s) for n, s in plan if not only or n in only]
+    resolved = {spec: named_trees.resolve(ws, spec) for spec in dict.fromkeys(s for _, s in trees)}
+    measured = tuple(MeasuredTree(n, s, str(resolved[s].commit.id), resolved[s].describe) for n, s in trees)
+    machine = ms.machine_from_json(interpreter.machine(python or sys.executable),
+                                   f"the environment of {python or sys.executable}")
+    runs: dict[str, list[Values]] = {n: [] for n, _ in trees}
+    with pytestrun.trapped(), testrun.Scratch() as scratch:
+        stages = []
+        if python is not None:
+            env = interpreter.probe(python, need_pytest=False)
+            built = named_trees.installed_commit(ws, env)
+            package = env.package_dir.name
+            say(f"{package} {env.version} at {env.package_dir}")
+            for name, spec in trees:
+                changes = named_trees.package_changes(ws.repo, built, resolved[spec].commit, package)
+                say(f"{name}: {resolved[spec].describe}; {len(changes)} package files over the build")
+                stages.append(workload.build_stage(name, env.python, env.package_dir, changes, scratch))
+        else:
+            for name, spec in trees:
+                say(f"{name}: {resolved[spec].describe}; a checkout of {str(resolved[spec].commit.id)[:12]}")
+                stages.append(workload.checkout_stage(ws.repo, name, resolved[spec].commit, scratch))
+        for round_ in range(1, repeat + 1):
+            for stage in stages:   # the trees take turns: a drifting machine drifts for all of them
+                say(f"{stage.tree}: run {round_} of {repeat}" if repeat > 1 else f"{stage.tree}: running")
+                where = scratch.fresh(f"{stage.tree}-run{round_}")
+                runs[stage.tree].append(workload.run(stage, command, where / "metrics.json", where / "log"))
+    metrics = {n: ms.combine(r, n) for n, r in runs.items()}
+    return Measurement(measured, metrics, runs, {n: machine for n, _ in trees}, frozen.file.name,
+                       frozen.file.sha256, ms.judged(frozen, metrics), command, repeat, python,
+                       tuple(plan) if only else ())
+
+
+def write_artifacts(m: Measurement, directory: Path) -> list[Path]:
+    import json
+
+    from series.fs import write_atomically
+
+    written = []
+    for tree in m.trees:
+        into = directory / tree.name
+        try:
+            into.mkdir(parents=True, exist_ok=True)
+            for file, doc in artifacts.files(m, tree).items():
+                write_atomically(into / file, json.dumps(doc, indent=2) + "\n")
+                written.append(into / file)
+        except OSError as exc:
+            raise SeriesError(f"--artifact {directory}: cannot write {into} ({exc.strerror or exc})") from None
+    return written
+
+
+def collect_artifacts(repo: pygit2.Repository, frozen: pr.FrozenPredictions, directory: Path) -> Measurement:
+    found = []
+    for top, dirs, files in os.walk(directory):   # not into symlinked directories
+        dirs.sort()
+        if artifacts.TREE_FILE not in files:
+            continue
+        here = Path(top)
+        docs = [artifacts.parse(_read(here / f, limit), str(here / f), limit) for f, limit in (
+            (artifacts.TREE_FILE, artifacts.TREE_LIMIT), (artifacts.METRICS_FILE, ms.METRICS_LIMIT),
+            (artifacts.ENVIRONMENT_FILE, ms.METRICS_LIMIT))]
+        found.append(artifacts.read_collected(docs[0], docs[1], docs[2], str(here / artifacts.TREE_FILE), str(here)))
+    return artifacts.assemble(found, frozen)
+
+
+def _read(path: Path, limit: int) -> bytes:
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):   # a FIFO would block the read
+            raise SeriesError(f"{path}: not a regular file")
+        with open(path, "rb") as f:
+            return f.read(limit + 1)
+    except OSError as exc:
+        raise SeriesError(f"{path}: cannot read ({exc.strerror or exc}); an artifact holds "
+                          f"{artifacts.TREE_FILE}, {artifacts.METRICS_FILE} and {artifacts.ENVIRONMENT_FILE}") from None
+
+
+@click.command("measure", context_settings={"allow_interspersed_args": False})
+@click.option("--predictions", "predictions_file", required=True, metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="The predictions, frozen first with 'series predict FILE' (refused otherwise).")
+@click.option("--tree", "trees", multiple=True, metavar="NAME=SPEC",
+              help="A tree to measure, e.g. ours=only:our-topic, theirs=topic:pr-61050 (SPEC: base, "
+                   "series, without:TOPIC, only:TOPIC alias topic:TOPIC; repeatable).")
+@click.option("--python", "python", metavar="PY",
+              help="Run over the release build installed in PY's environment, with each tree's Python "
+                   "changes laid over it as 'series test --run' does; `python` in CMD is PY. "
+                   "Default: CMD runs in a checkout of each tree.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Run N rounds (the trees take turns); numbers are their median, anything else "
+                   "must agree.")
+@click.option("--artifact", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Also write DIR/<tree>/tree.json, metrics.json and environment.json, for --collect.")
+@click.option("--only", "only", multiple=True, metavar="NAME",
+              help="Measure only this one of the --tree trees (repeatable): a CI job per tree, each "
+                   "with --artifact, then --collect joins them into the report of all of them.")
+@click.option("--collect", type=click.Path(file_okay=False, exists=True, path_type=Path), metavar="DIR",
+              help="Run nothing: make the report from the artifacts under DIR (CI downloads), checking "
+                   "each was measured against the frozen predictions.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
+              help="markdown: the report as a PR comment's body.")
+@click.option("--json", "as_json", is_flag=True, help="The report for CI and 'series comment --measurement'.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD...")
+@pass_ctx
+def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python: str | None, repeat: int,
+            artifact: Path | None, only: tuple[str, ...], collect: Path | None, fmt: str, as_json: bool,
+            command: tuple[str, ...]) -> None:
+    """Run a workload in named trees; judge frozen predictions against its metrics.
+
+    \b
+    CMD runs once per tree (per round with --repeat) with SERIES_TREE set to the tree's
+    name and SERIES_METRICS to a path where it writes one JSON object, metric -> number,
+    true/false or string (at most 1 MB). Without --python it runs in a checkout of the
+    tree (a scratch copy, removed after; the checkout is first on PYTHONPATH); with
+    --python PY it runs in an empty directory over PY's installed release build with the
+    tree's Python changes laid over it, as 'series test --run' does. Name files outside
+    the tree (the workload script) by absolute path. The predictions file must be frozen
+    and unchanged; every prediction is reported, held or failed (struck, with the reason
+    'series predict FILE --explain ID WHY' recorded).
+    Exit 0 when it ran, whatever held; 1 when refused or the workload failed.
+    \b
+    Examples:
+      series predict predictions.yaml
+      series measure --predictions predictions.yaml --tree ours=only:offload-evict-fix \\
+          --tree theirs=topic:pr-61050 -- python "$PWD/workload.py"
+      series measure ... --python ~/vllm-0.31/bin/python --repeat 3 --artifact out/
+      series measure --collect downloaded/ --predictions predictions.yaml --json
+    """
+    from series.git.repo import open_repo
+    from series.workspace import repair
+
+    if collect is not None and (trees or command or python or repeat != 1 or artifact or only):
+        raise click.UsageError("--collect makes the report from artifacts: no --tree, --python, --repeat, "
+                               "--artifact, --only or CMD with it")
+    if collect is None and not trees:
+        raise click.UsageError("name the trees to measure: --tree NAME=SPEC (repeatable)")
+    if collect is None and not command:
+        raise click.UsageError("no command: put it after '--', e.g. -- python \"$PWD/workload.py\"")
+    named = parse_trees(trees)
+    for name in only:
+        if name not in (n for n, _ in named):
+            raise click.UsageError(f"--only {name}: not one of the --tree names ({', '.join(n for n, _ in named)})")
+    path = predictions_file if predictions_file.is_absolute() else ctx.here / predictions_file
+    if not path.is_file():
+        raise SeriesError(f"{predictions_file}: no such file")
+    if collect is not None:
+        repo = open_repo(ctx.here)
+        repair(repo)
+        report = collect_artifacts(repo, pr.require_frozen(repo, path), collect)
+    else:
+        ws = ctx.workspace()
+        frozen = pr.require_frozen(ws.repo, path)
+        from series.build.pytestrun import Stopped
+
+        try:
+            report = run(ws, frozen, named, command, python=python, repeat=repeat, only=only,
+                         say=lambda msg: click.echo(msg, err=True))
+        except Stopped as stop:
+            click.echo(f"series: interrupted ({stop}); the workload was stopped, temporary files removed",
+                       err=True)
+            click.get_current_context().exit(128 + stop.signum)
+        if artifact is not None:
+            written = write_artifacts(report, artifact if artifact.is_absolute() else ctx.here / artifact)
+            click.echo(f"wrote {len(written)} artifact files under {artifact}", err=True)
+    if as_json:
+        emit_json(ms.to_json(report))
+    elif fmt == "markdown":
+        from series.analysis.measurement_tables import render_markdown
+
+        emit(render_markdown(report))
+    else:
+        from series.analysis.measurement_tables import render_text
+
+        emit(render_text(report))
