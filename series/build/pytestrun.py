@@ -274,6 +274,8 @@ def side_by_side(jobs: Sequence[Callable[[JobControl], T]], width: int,
 
     signum: int | None = None
 
+    finished = [False] * len(jobs)
+
     def work(index: int) -> None:
         try:
             results[index] = jobs[index](cancel)
@@ -281,23 +283,42 @@ def side_by_side(jobs: Sequence[Callable[[JobControl], T]], width: int,
             results[index] = exc
             if not isinstance(exc, Interrupted):
                 cancel.stop(cancel.signum)
+        finally:
+            finished[index] = True
 
+    # Our own flags, and sleep, not Thread.join(timeout): a signal raising in join() makes
+    # CPython 3.11 mark the joined thread stopped while it runs (the bpo-45274 handling),
+    # and its pytest would be left behind.
     waiting = list(range(len(jobs)))
-    running: list[threading.Thread] = []
+    running: list[int] = []
     while waiting or running:
         try:
             while waiting and len(running) < max(1, width) and not cancel.stopped:
-                thread = threading.Thread(target=work, args=(waiting.pop(0),), daemon=True)
-                thread.start()
-                running.append(thread)
+                with _signals_held():  # started and listed as one step: none unwatched
+                    threading.Thread(target=work, args=(waiting[0],), daemon=True).start()
+                    running.append(waiting.pop(0))
             if cancel.stopped:
                 waiting.clear()
-            if running:
-                running[0].join(0.2)
-            running = [t for t in running if t.is_alive()]
+            time.sleep(0.1)
+            running = [i for i in running if not finished[i]]
             tell()
         except Stopped as stop:
             signum = signum or stop.signum
             cancel.stop(stop.signum)
     tell()
     return results, signum
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """The trapped signals wait (pending) until the block ends; a thread started inside
+    inherits the mask, so those signals always reach the main thread."""
+    hold = getattr(signal, "pthread_sigmask", None)
+    if hold is None:
+        yield
+        return
+    previous = hold(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+    try:
+        yield
+    finally:
+        hold(signal.SIG_SETMASK, previous)
