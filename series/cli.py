@@ -14,7 +14,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from series import __version__
 from series.errors import EXIT_BUG, SeriesError, redact, write_bug_log
 from series.output import Output, page
 from series.validate import printable
+
+if TYPE_CHECKING:  # imported when a verb opens it: --help loads no pygit2
+    from series.workspace import Workspace
 
 
 class Context:
@@ -35,7 +38,7 @@ class Context:
         git -C changes directory first; repository PATHs and discovery start here."""
         return self.directory or Path.cwd()
 
-    def workspace(self, check_branches: bool = True) -> Any:
+    def workspace(self, check_branches: bool = True) -> Workspace:
         from series.workspace import open_workspace
 
         return open_workspace(self.config_file, self.directory, check_branches)
@@ -215,13 +218,13 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 
 def versions() -> str:
     """series, and what it runs on: a bug report wants all three, even when one is missing."""
-    from series.git.cli import git
+    from series.git.command import git
 
     lines = [f"series {__version__}"]
     try:
         lines.append(git(Path(os.sep), "--version").stdout.strip())
     except SeriesError as exc:
-        lines.append(f"git: {exc}")
+        lines.append(f"git: {exc.text}")
     try:
         import pygit2
     except ImportError as exc:
@@ -270,8 +273,8 @@ def group(ctx: click.Context, config_file: Path | None, directory: Path | None, 
         try:
             os.chdir(directory)
         except OSError as exc:
-            raise SeriesError(f"-C {directory}: cannot change to that directory "
-                              f"({exc.strerror or exc}); give an existing directory") from None
+            raise SeriesError(f"-C {directory}: cannot change to that directory ({exc.strerror or exc})",
+                              "give an existing directory") from None
         directory = Path.cwd()
     OUTPUT.directory = directory
     logging.basicConfig(level=OUTPUT.log_level(), format="%(name)s: %(message)s", stream=sys.stderr)
@@ -354,6 +357,8 @@ def main(argv: list[str] | None = None) -> None:
         if OUTPUT.colored(sys.stderr):
             prefix = click.style(prefix, fg="red", bold=True)
         click.echo(f"{prefix} {printable(redact(str(exc)))}", err=True, color=OUTPUT.colored(sys.stderr))
+        if exc.hint:
+            click.echo(f"hint: {printable(redact(exc.hint))}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)

@@ -59,12 +59,12 @@ def find(start: Path, explicit: Path | None = None) -> Path:
         if candidate.is_file():
             return candidate
     raise SeriesError(
-        f"no {FILENAME} in {here} or its parents: run 'series init --base REF' "
-        "in your fork, or pass --config FILE / -C DIR"
+        f"no {FILENAME} in {here} or its parents",
+        "run 'series init --base REF' in your fork, or pass --config FILE / -C DIR"
     )
 
 
-class _Checker:
+class _ConfigChecker:
     def __init__(self, path: Path):
         self.path = path
 
@@ -185,7 +185,7 @@ def load_yaml(text: str, path: Path) -> Any:
 def _validated(doc: Any, path: Path) -> Series:
     """The one validator, over ruamel's nodes or series.blockyaml's (both dicts and lists
     that know their lines)."""
-    check = _Checker(path)
+    check = _ConfigChecker(path)
     if not isinstance(doc, dict):
         raise SeriesError(f"{path.name}:1: expected a mapping with 'upstream' and 'topics'")
     for key in doc:
@@ -246,7 +246,7 @@ def unknown_key(key: Any, allowed: tuple[str, ...]) -> str:
     return f"unknown key ({hint}allowed: {', '.join(allowed)})"
 
 
-def _checked(check: _Checker, node: Mapping, key: str, where: str,
+def _checked(check: _ConfigChecker, node: Mapping, key: str, where: str,
              rule: Callable[[Any, str], Any]) -> Any:
     """node[key] through one of series.validate's rules; its refusal names file and line."""
     try:
@@ -267,7 +267,7 @@ def _revision(value: Any, where: str) -> str:
     return text
 
 
-def _opt_str(check: _Checker, node: Mapping, key: str, where: str) -> str | None:
+def _opt_str(check: _ConfigChecker, node: Mapping, key: str, where: str) -> str | None:
     value = node.get(key)
     if value is None:
         return None
@@ -276,7 +276,7 @@ def _opt_str(check: _Checker, node: Mapping, key: str, where: str) -> str | None
     return value
 
 
-def _str_list(check: _Checker, node: Mapping, key: str, where: str) -> tuple[str, ...]:
+def _str_list(check: _ConfigChecker, node: Mapping, key: str, where: str) -> tuple[str, ...]:
     value = node.get(key)
     if value is None:
         return ()
@@ -287,7 +287,7 @@ def _str_list(check: _Checker, node: Mapping, key: str, where: str) -> tuple[str
     return tuple(value)
 
 
-def _topic(check: _Checker, seq: Sequence, index: int, raw: Any) -> Topic:
+def _topic(check: _ConfigChecker, seq: Sequence, index: int, raw: Any) -> Topic:
     where = f"topics[{index}]"
     if not isinstance(raw, dict):
         raise check.fail(seq, index, where, "expected a mapping with name and branch")
@@ -339,7 +339,7 @@ def _topic(check: _Checker, seq: Sequence, index: int, raw: Any) -> Topic:
     )
 
 
-def _propose(check: _Checker, doc: Mapping) -> ProposeSettings:
+def _propose(check: _ConfigChecker, doc: Mapping) -> ProposeSettings:
     """The `propose:` block: first-PR limits for `series propose` (defaults: vLLM's guide)."""
     raw = doc.get("propose")
     if raw is None:
@@ -366,7 +366,7 @@ def _propose(check: _Checker, doc: Mapping) -> ProposeSettings:
     return ProposeSettings(**values)
 
 
-def _check_references(check: _Checker, seq: Sequence, topics: list[Topic]) -> None:
+def _check_references(check: _ConfigChecker, seq: Sequence, topics: list[Topic]) -> None:
     seen: dict[str, int] = {}
     for index, topic in enumerate(topics):
         if topic.name in seen:

@@ -231,9 +231,9 @@ class Ident:
     email: str
 
     def at(self, date: str) -> pygit2.Signature:
-        import datetime as dt
+        import datetime
 
-        when = dt.datetime.fromisoformat(date.replace("Z", "+00:00"))
+        when = datetime.datetime.fromisoformat(date.replace("Z", "+00:00"))
         return pygit2.Signature(self.name, self.email, int(when.timestamp()), 0)
 
 
@@ -294,7 +294,7 @@ def example_topics() -> Path:
             return candidate
     from series.errors import SeriesError
 
-    raise SeriesError("the example series (topics/) is not installed with this copy of series: "
+    raise SeriesError("the example series (topics/) is not installed with this copy of series",
                       "install from a source checkout ('pip install -e .')")
 
 

@@ -6,7 +6,7 @@ GitHub token can never end up in it.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import os
 import platform
 import sys
@@ -24,9 +24,23 @@ EXIT_WORSE = 5  # series test --run: a test is worse than on the base release (1
 
 
 class SeriesError(Exception):
-    """A mistake the user can fix: bad input, unknown ref, dirty worktree, network."""
+    """A mistake the user can fix: bad input, unknown ref, dirty worktree, network.
+
+    `message` says what was refused and why, in one line; `hint`, when there is one, says
+    how to go on (the flag, the command to run) and is printed on a line of its own, as
+    git prints its `hint:` lines. str() is the message alone; `text` carries both in one
+    line, for a caller that words the error into a report or another error."""
 
     exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    @property
+    def text(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
 
 
 class ConflictError(SeriesError):
@@ -63,7 +77,7 @@ def write_bug_log(exc: BaseException) -> Path:
 
     directory = log_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
     path = directory / f"series-{stamp}-{os.getpid()}.log"
     lines = [
         f"series {__version__}",

@@ -11,7 +11,7 @@ follow a link) and the name created afresh, once.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
+import datetime
 import fcntl
 import os
 import socket
@@ -140,7 +140,7 @@ class Lock:
                 f"another series command is running in this repository ({holder or 'its holder is starting'}); "
                 "wait for it to finish (the lock goes when that process ends, even if it is killed)"
             ) from None
-        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         try:  # the kernel lock is what counts: a full disk only loses the holder line
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"series {self.command}, pid {os.getpid()} on {socket.gethostname()}, "

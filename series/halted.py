@@ -7,8 +7,8 @@ with `--continue` or put everything back with `--abort`.
 Every operation that runs through the engine's resumable flow (a rebase, an adoption)
 uses this one file. What it is and how to go on with it is data, not code: `halt` names
 the operation's ending (`Halt.kind`, the identity the verb that resumes it hands in
-again), the sentence the halt guard shows (`Halt.what`), the command whose
-`--continue` / `--abort` go on with it (`Halt.resume`), and the ending's own payload
+again), the sentence the halt guard shows (`Halt.what`), the command that goes on
+with it (`Halt.resume`) and the verb's own words for going on and stopping (`go_on`, `stop`), and the ending's own payload
 (JSON that the ending validates when it reads it back). The engine never names a verb:
 `halted_message()` words a refusal from that record alone, so any verb (or `series
 status`) can say what is halted and how to go on without importing the one that halted.
@@ -38,15 +38,14 @@ import pygit2
 from series import faults
 from series.fs import state_dir, write_atomically
 from series.errors import SeriesError
-from series.persisted import (Json, JsonObject, read_bool as _bool, read_list, read_enum as _enum, read_int as _int,
-                              read_object as _object, read_opt_str as _opt_str, read_pairs as _pairs,
-                              read_str as _str, read_str_map as _str_map, read_strs as _strs)
+from series.git import checkouts, refs
+from series.journal import FileChange
+from series.persisted import (Json, JsonObject, read_bool, read_list, read_enum, read_int,
+                              read_object, read_opt_str, read_pairs,
+                              read_str, read_str_map, read_strs)
 
 TEMP_PREFIX = "refs/series/rebase"
 VERSION = 2   # 2: `halt` (the ending's identity and payload) replaced `kind` and `adoption`
-
-fault = faults.fault  # kept here: the engine's points are named st.fault(...)
-
 
 class TopicOutcome(str, enum.Enum):
     """Where one topic stands in the operation (the str mixin keeps the JSON value)."""
@@ -79,9 +78,9 @@ class HaltedCommit:
 
     @classmethod
     def load(cls, data: Json) -> "HaltedCommit":
-        d = _object(data, "conflict")
-        return cls(_str(d, "commit"), _str(d, "subject"), tuple(_strs(d, "files")),
-                   _str_map(d, "kinds"))
+        d = read_object(data, "conflict")
+        return cls(read_str(d, "commit"), read_str(d, "subject"), tuple(read_strs(d, "files")),
+                   read_str_map(d, "kinds"))
 
 
 @dataclass(frozen=True)
@@ -90,16 +89,24 @@ class Halt:
 
     kind: str                       # the ending's identity: the resuming verb hands it in again
     what: str                       # "a series rebase is in progress"
-    resume: str                     # "series rebase": its --continue / --abort go on with it
+    resume: str                     # "series rebase": the command that goes on with it
     payload: JsonObject = field(default_factory=dict)   # the ending's own data
+    go_on: str = ""                 # "series rebase --continue": the verb's words, as it handed them in
+    stop: str = ""                  # "series rebase --abort"
 
     def dump(self) -> dict[str, Json]:
-        return {"kind": self.kind, "what": self.what, "resume": self.resume, "payload": dict(self.payload)}
+        return {"kind": self.kind, "what": self.what, "resume": self.resume, "payload": dict(self.payload),
+                "go_on": self.go_on, "stop": self.stop}
 
     @classmethod
     def load(cls, data: Json) -> "Halt":
-        d = _object(data, "halt")
-        return cls(_str(d, "kind"), _str(d, "what"), _str(d, "resume"), _object(d.get("payload", {}), "payload"))
+        d = read_object(data, "halt")
+        resume = read_str(d, "resume")
+        # a record written before the verb handed its hints in: the two commands it meant
+        go_on = read_str(d, "go_on") if "go_on" in d else f"{resume} --continue"
+        stop = read_str(d, "stop") if "stop" in d else f"{resume} --abort"
+        return cls(read_str(d, "kind"), read_str(d, "what"), resume, read_object(d.get("payload", {}), "payload"),
+                   go_on, stop)
 
 
 @dataclass(frozen=True)
@@ -140,16 +147,16 @@ class TopicRun:
 
     @classmethod
     def load(cls, data: Json) -> "TopicRun":
-        d = _object(data, "topics[]")
+        d = read_object(data, "topics[]")
         conflict = d.get("conflict")
         return cls(
-            name=_str(d, "name"), branch=_str(d, "branch"), old_head=_str(d, "old_head"),
-            start=_str(d, "start"), commits=tuple(_strs(d, "commits")), depends_on=_opt_str(d, "depends_on"),
-            outcome=_enum(TopicOutcome, d, "outcome"), new_head=_opt_str(d, "new_head"),
-            new_start=_opt_str(d, "new_start"), done=_int(d, "done"), mapping=dict(_str_map(d, "mapping")),
-            dropped=tuple(_strs(d, "dropped")), changed=tuple(_strs(d, "changed")),
-            resolved=tuple(_pairs(d, "resolved")), by_hand=tuple(_pairs(d, "by_hand")), conflict=HaltedCommit.load(conflict) if conflict is not None else None,
-            reason=_str(d, "reason"), modified=_bool(d, "modified"), detail=_str(d, "detail"))
+            name=read_str(d, "name"), branch=read_str(d, "branch"), old_head=read_str(d, "old_head"),
+            start=read_str(d, "start"), commits=tuple(read_strs(d, "commits")), depends_on=read_opt_str(d, "depends_on"),
+            outcome=read_enum(TopicOutcome, d, "outcome"), new_head=read_opt_str(d, "new_head"),
+            new_start=read_opt_str(d, "new_start"), done=read_int(d, "done"), mapping=dict(read_str_map(d, "mapping")),
+            dropped=tuple(read_strs(d, "dropped")), changed=tuple(read_strs(d, "changed")),
+            resolved=tuple(read_pairs(d, "resolved")), by_hand=tuple(read_pairs(d, "by_hand")), conflict=HaltedCommit.load(conflict) if conflict is not None else None,
+            reason=read_str(d, "reason"), modified=read_bool(d, "modified"), detail=read_str(d, "detail"))
 
 
 @dataclass(frozen=True)
@@ -171,6 +178,10 @@ class RebaseState:
     op_id: str | None = None
     started: str = ""
     version: int = VERSION
+    # what the hooks wrote through the door while the operation went on (a recorded conflict
+    # resolution), kept here until the operation commits it: a step killed before its door
+    # committed hands it to the next step's door
+    recorded: tuple[FileChange, ...] = ()
 
     def topic(self, name: str) -> TopicRun:
         for run in self.topics:
@@ -189,7 +200,7 @@ class RebaseState:
             "config_path": self.config_path, "config_before": self.config_before,
             "topics": [t.dump() for t in self.topics], "halt": self.halt.dump(), "skip": list(self.skip),
             "phase": self.phase.value, "current": self.current, "materialized": self.materialized,
-            "op_id": self.op_id, "started": self.started,
+            "op_id": self.op_id, "started": self.started, "recorded": [f.to_json() for f in self.recorded],
         }
 
     def to_json(self) -> str:
@@ -197,24 +208,24 @@ class RebaseState:
 
     @classmethod
     def load(cls, data: Json) -> "RebaseState":
-        d = _object(data, "state")
+        d = read_object(data, "state")
         topics = read_list(d, "topics")
         return cls(
-            id=_str(d, "id"), onto_spec=_str(d, "onto_spec"), onto_name=_str(d, "onto_name"),
-            onto_sha=_str(d, "onto_sha"), old_base_name=_str(d, "old_base_name"),
-            old_base_sha=_str(d, "old_base_sha"), config_path=_str(d, "config_path"),
-            config_before=_str(d, "config_before"), topics=tuple(TopicRun.load(t) for t in topics),
-            halt=Halt.load(d.get("halt")), skip=tuple(_strs(d, "skip")), phase=_enum(Phase, d, "phase"),
-            current=_opt_str(d, "current"), materialized=_bool(d, "materialized"),
-            op_id=_opt_str(d, "op_id"), started=_str(d, "started"), version=_int(d, "version"))
+            id=read_str(d, "id"), onto_spec=read_str(d, "onto_spec"), onto_name=read_str(d, "onto_name"),
+            onto_sha=read_str(d, "onto_sha"), old_base_name=read_str(d, "old_base_name"),
+            old_base_sha=read_str(d, "old_base_sha"), config_path=read_str(d, "config_path"),
+            config_before=read_str(d, "config_before"), topics=tuple(TopicRun.load(t) for t in topics),
+            halt=Halt.load(d.get("halt")), skip=tuple(read_strs(d, "skip")), phase=read_enum(Phase, d, "phase"),
+            current=read_opt_str(d, "current"), materialized=read_bool(d, "materialized"),
+            op_id=read_opt_str(d, "op_id"), started=read_str(d, "started"), version=read_int(d, "version"),
+            recorded=tuple(FileChange.from_json(read_object(f, "recorded[]")) for f in read_list(d, "recorded", [])))
 
 
 # -- the halted operation in words, from its record alone ----------------------------------------
 
 def halted_message(state: RebaseState, verb: str) -> str:
     """The one-line refusal for `verb` while an operation is halted."""
-    command = state.halt.resume
-    return (f"{state.halt.what}: finish it with '{command} --continue' or '{command} --abort' "
+    return (f"{state.halt.what}: finish it with '{state.halt.go_on}' or '{state.halt.stop}' "
             f"before '{verb}'")
 
 
@@ -247,8 +258,8 @@ def load(repo: pygit2.Repository) -> RebaseState | None:
                               "finish it with that version")
         return RebaseState.load(data)
     except (ValueError, TypeError, RecursionError) as exc:
-        raise SeriesError(f"{path}: unreadable state of a halted operation ({exc}); remove it and "
-                          f"'git worktree prune' to start over") from None
+        raise SeriesError(f"{path}: unreadable state of a halted operation ({exc})",
+                          "remove it and 'git worktree prune' to start over") from None
 
 
 def save(repo: pygit2.Repository, state: RebaseState) -> None:
@@ -257,11 +268,26 @@ def save(repo: pygit2.Repository, state: RebaseState) -> None:
     write_atomically(path, state.to_json())
 
 
+def _keep_only(repo: pygit2.Repository, wanted: Mapping[str, str]) -> None:
+    """refs/series/rebase/ holds exactly `wanted` (name -> commit) afterwards: one git
+    transaction (series.git.refs, the one writer of refs), each old value checked; none
+    when nothing changes (the common case: no halted operation, no temporary ref)."""
+    moves = [refs.RefMove(name, refs.current(repo, name), None) for name in repo.references
+             if name.startswith(TEMP_PREFIX + "/") and name not in wanted]
+    moves += [refs.RefMove(name, old, target) for name, target in wanted.items()
+              if (old := refs.current(repo, name)) != target]
+    if moves:
+        # a lock file there is a killed git's (no one but series writes these refs, and the
+        # caller holds the series lock): git would refuse the transaction while it stays
+        for lock in (checkouts.common_dir(repo) / TEMP_PREFIX).rglob("*.lock"):
+            lock.unlink(missing_ok=True)
+        faults.fault("halted-before-temporary-refs")
+        refs.update(repo, moves, "series: the new commits of a halted operation")
+
+
 def clear(repo: pygit2.Repository) -> None:
     """Forget the operation: temporary refs, then the state (the worktree is removed before)."""
-    for name in list(repo.references):
-        if name.startswith(TEMP_PREFIX + "/"):
-            repo.references.delete(name)
+    _keep_only(repo, {})
     directory = rebase_dir(repo)
     state_file(repo).unlink(missing_ok=True)
     if directory.exists() and not worktree_path(repo).exists():
@@ -270,13 +296,8 @@ def clear(repo: pygit2.Repository) -> None:
 
 def protect(repo: pygit2.Repository, state: RebaseState) -> None:
     """Keep every new commit of a halted operation reachable (refs/series/rebase/<topic>)."""
-    wanted = {f"{TEMP_PREFIX}/{t.name}": t.new_head for t in state.topics
-              if t.new_head and t.new_head != t.new_start and t.new_head != t.old_head}
-    for name in list(repo.references):
-        if name.startswith(TEMP_PREFIX + "/") and name not in wanted:
-            repo.references.delete(name)
-    for name, target in wanted.items():
-        repo.references.create(name, pygit2.Oid(hex=target), force=True)
+    _keep_only(repo, {f"{TEMP_PREFIX}/{t.name}": t.new_head for t in state.topics
+                      if t.new_head and t.new_head != t.new_start and t.new_head != t.old_head})
 
 
 def refuse_if_halted(repo: pygit2.Repository, verb: str) -> None:

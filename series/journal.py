@@ -9,7 +9,8 @@ branch can always be found again.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import base64
+import datetime
 import enum
 import json
 from dataclasses import dataclass, field
@@ -40,6 +41,51 @@ class OpState(str, enum.Enum):
     ROLLED_BACK = "rolled-back"     # killed before its commit point: moved to journal/rolled-back/
 
 
+@dataclass(frozen=True)
+class FileChange:
+    """One file an operation writes or removes beside series.yaml (a recorded conflict
+    resolution, a pruned one, an imported directory's files): its content before and
+    after (None: no file), so recovery can finish it and undo put the old one back.
+    `path` as relative_config() journals it, in the worktree `worktree`."""
+
+    path: str
+    worktree: str | None
+    before: bytes | None
+    after: bytes | None
+
+    def to_json(self) -> dict[str, Json]:
+        return {"path": self.path, "worktree": self.worktree,
+                "before": _content(self.before), "after": _content(self.after)}
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> "FileChange":
+        return cls(read_str(d, "path"), read_opt_str(d, "worktree"), _read_content(d, "before"),
+                   _read_content(d, "after"))
+
+    def reversed(self) -> "FileChange":
+        return FileChange(self.path, self.worktree, self.after, self.before)
+
+
+def _content(data: bytes | None) -> Json:
+    """A file's bytes in JSON: as text when it is UTF-8 (readable in the entry), else base64."""
+    if data is None:
+        return None
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def _read_content(d: JsonObject, key: str) -> bytes | None:
+    value = d.get(key)
+    if value is None:
+        return None
+    content = read_object(value, key)
+    if "text" in content:
+        return read_str(content, "text").encode("utf-8")
+    return base64.b64decode(read_str(content, "base64"), validate=True)
+
+
 @dataclass
 class Operation:
     """One journal entry: .git/series/journal/<id>.json.
@@ -67,6 +113,7 @@ class Operation:
     edits: list[seriesedit.Edit] = field(default_factory=list)
     worktree: str | None = None
     verify: list[tuple[str, str]] = field(default_factory=list)   # (ref, value) that must hold
+    files: list[FileChange] = field(default_factory=list)        # written after the refs moved
 
     def to_json(self) -> str:
         data: dict[str, Json] = {
@@ -76,6 +123,7 @@ class Operation:
             "config_after": self.config_after, "state": self.state.value, "undoes": self.undoes,
             "time": self.time, "extra": dict(self.extra), "edits": [e.to_json() for e in self.edits],
             "worktree": self.worktree, "verify": [[ref, value] for ref, value in self.verify],
+            "files": [f.to_json() for f in self.files],
         }
         return json.dumps(data, indent=1, sort_keys=True)
 
@@ -95,7 +143,8 @@ class Operation:
             state=read_enum(OpState, d, "state"), undoes=read_opt_str(d, "undoes"),
             time=read_str(d, "time") if "time" in d else "", extra=dict(extra),
             edits=[seriesedit.Edit.from_json(read_object(e, "edits[]")) for e in edits],
-            worktree=read_opt_str(d, "worktree"), verify=read_pairs({"verify": verify}, "verify"))
+            worktree=read_opt_str(d, "worktree"), verify=read_pairs({"verify": verify}, "verify"),
+            files=[FileChange.from_json(read_object(f, "files[]")) for f in read_list(d, "files", [])])
 
     def config_edits(self) -> list[seriesedit.Edit]:
         if self.edits:
@@ -110,9 +159,13 @@ class Operation:
         """(path, branch) of the clean checkouts the operation found (the write door's)."""
         return read_pairs({"checkouts": self.extra.get("checkouts", [])}, "checkouts")
 
-    def removed_files(self) -> dict[str, str]:
-        """Files the operation removed (path as journaled -> text), which undo puts back."""
-        return read_str_map({"removed": self.extra.get("removed", {})}, "removed")
+    def file_changes(self) -> list[FileChange]:
+        """The files the operation wrote or removed; an entry of an older series kept what
+        `resolutions --prune` removed in extra["removed"] (path -> text)."""
+        removed = read_str_map({"removed": self.extra.get("removed", {})}, "removed")
+        worktree = self.extra_text("worktree")
+        return list(self.files) + [FileChange(rel, worktree, text.encode("utf-8"), None)
+                                   for rel, text in removed.items()]
 
     def is_record(self) -> bool:
         return self.extra.get(RECORD) is True
@@ -132,7 +185,7 @@ def journal_dir(repo: pygit2.Repository) -> Path:
 
 
 def new_op_id(repo: pygit2.Repository) -> str:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     directory = journal_dir(repo)
     existing = sorted(p.name for p in [*directory.glob("*.json"), *directory.glob("rolled-back/*.json")])
     seq = int(existing[-1].split("-", 1)[0]) + 1 if existing else 1

@@ -53,7 +53,7 @@ class Output:
 
 
 def _core_pager(directory: Path) -> str | None:
-    from series.git.cli import git
+    from series.git.command import git
 
     try:
         proc = git(directory, "config", "--get", "core.pager", check=False)

@@ -33,7 +33,7 @@ from typing import Callable, Iterable
 
 import pygit2
 
-from series.engine.resolve import Conflict as EngineConflict
+from series.engine.resolve import ReplayConflict
 from series.engine.resolve import Hooks
 from series.errors import SeriesError
 from series.fs import write_atomically
@@ -53,7 +53,7 @@ def _marker(line: bytes, marker: bytes) -> bool:
 
 
 @dataclass(frozen=True)
-class Conflict:
+class NormalizedConflict:
     preimage: bytes     # normalized file text
     conflict_id: str    # rerere-style id of the normalized hunks
     hunks: int
@@ -63,7 +63,7 @@ def _lines(data: bytes) -> list[bytes]:
     return re.findall(rb"[^\n]*\n|[^\n]+$", data)
 
 
-def normalize(conflicted: bytes) -> Conflict | None:
+def normalize(conflicted: bytes) -> NormalizedConflict | None:
     """The normalized conflict in a file with markers; None when there is none to key on.
 
     Nested or unterminated markers give None too: such a file is left for a human.
@@ -107,7 +107,7 @@ def normalize(conflicted: bytes) -> Conflict | None:
         # base lines are dropped: they do not decide how the clash is resolved
     if state is not None or hunks == 0:
         return None
-    return Conflict(b"".join(out), digest.hexdigest(), hunks)
+    return NormalizedConflict(b"".join(out), digest.hexdigest(), hunks)
 
 
 def has_markers(data: bytes) -> bool:
@@ -115,7 +115,7 @@ def has_markers(data: bytes) -> bool:
 
 
 @dataclass(frozen=True)
-class Resolution:
+class StoredResolution:
     topic: str
     path: str
     conflict_id: str
@@ -153,7 +153,7 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def render(resolution: Resolution) -> bytes:
+def render(resolution: StoredResolution) -> bytes:
     head = [
         f"# series resolution: how a conflict in {resolution.path} was resolved while replaying",
         f"# topic {resolution.topic}. 'series rebase' applies it when the same conflict reappears",
@@ -172,7 +172,7 @@ def render(resolution: Resolution) -> bytes:
             + _encode(resolution.hunks))
 
 
-def parse(data: bytes, file: Path) -> Resolution:
+def parse(data: bytes, file: Path) -> StoredResolution:
     fields: dict[str, str] = {}
     at = 0
     while True:
@@ -204,7 +204,7 @@ def parse(data: bytes, file: Path) -> Resolution:
     if not rest.startswith(b"=== resolution"):
         raise SeriesError(f"{file}: the preimage is not {size} bytes long (edited by hand?)")
     hunks = _decode(rest[rest.find(b"\n") + 1:]) if b"\n" in rest else ""
-    return Resolution(topic=fields["topic"], path=fields["path"], conflict_id=fields["conflict"],
+    return StoredResolution(topic=fields["topic"], path=fields["path"], conflict_id=fields["conflict"],
                       resolved_blob=fields["resolved-blob"], preimage=preimage, hunks=hunks,
                       commit=fields.get("commit"), file=file)
 
@@ -222,29 +222,34 @@ class ResolutionStore:
     def file_for(self, topic: str, path: str, conflict_id: str) -> Path:
         return self.directory / topic / f"{_slug(path)}.{conflict_id[:12]}.txt"
 
-    def all(self) -> list[Resolution]:
+    def all(self) -> list[StoredResolution]:
         if not self.directory.is_dir():
             return []
         return [parse(p.read_bytes(), p) for p in sorted(self.directory.glob("*/*.txt"))]
 
     def record(self, topic: str, path: str, conflicted: bytes, resolved: bytes,
-               commit: str | None = None) -> Resolution | None:
-        """Keep how `conflicted` (the file with markers) was resolved; None if nothing to key on."""
+               commit: str | None = None, write: Callable[[Path, bytes], None] | None = None) -> StoredResolution | None:
+        """Keep how `conflicted` (the file with markers) was resolved; None if nothing to key on.
+        `write`: how the file is written (a rebase hands in its write door's, so the file
+        is journaled with the operation and undone with it); else written here."""
         conflict = normalize(conflicted)
         if conflict is None or has_markers(resolved):
             return None
         from series.patches.format import unified_hunks
 
         file = self.file_for(topic, path, conflict.conflict_id)
-        resolution = Resolution(
+        resolution = StoredResolution(
             topic=topic, path=path, conflict_id=conflict.conflict_id,
             resolved_blob=str(pygit2.hash(resolved)), preimage=conflict.preimage,
             hunks=unified_hunks(conflict.preimage, resolved), commit=commit, file=file)
+        if write is not None:
+            write(file, render(resolution))
+            return resolution
         file.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(file, render(resolution))
         return resolution
 
-    def find(self, topic: str, path: str, conflicted: bytes) -> Resolution | None:
+    def find(self, topic: str, path: str, conflicted: bytes) -> StoredResolution | None:
         """The stored resolution of exactly this conflict, if any."""
         conflict = normalize(conflicted)
         if conflict is None:
@@ -263,17 +268,13 @@ class ResolutionStore:
         found = self.find(topic, path, conflicted)
         return found.resolved() if found is not None else None
 
-    def prune(self, keep: Callable[[Resolution], bool], dry_run: bool = False) -> list[Resolution]:
-        dropped = [r for r in self.all() if not keep(r)]
-        if not dry_run:
-            for r in dropped:
-                r.file.unlink()
-                if r.file.parent != self.directory and not any(r.file.parent.iterdir()):
-                    r.file.parent.rmdir()
-        return dropped
+    def unreachable(self, keep: Callable[[StoredResolution], bool]) -> list[StoredResolution]:
+        """The resolutions `keep` refuses (what `series resolutions --prune` removes, through
+        the write door)."""
+        return [r for r in self.all() if not keep(r)]
 
 
-def reachable(series: Series, repo: pygit2.Repository) -> Callable[[Resolution], bool]:
+def reachable(series: Series, repo: pygit2.Repository) -> Callable[[StoredResolution], bool]:
     """Can a rebase still meet this resolution? Its topic is active and its own commits
     still change its path (series.topics: dependencies' commits are not its own)."""
     from series.git.repo import resolve_commit
@@ -286,13 +287,13 @@ def reachable(series: Series, repo: pygit2.Repository) -> Callable[[Resolution],
         if own is not None:
             touched[topic.name] = own.commit_paths
 
-    def keep(resolution: Resolution) -> bool:
+    def keep(resolution: StoredResolution) -> bool:
         return resolution.path in touched.get(resolution.topic, frozenset())
 
     return keep
 
 
-def describe(resolutions: Iterable[Resolution], root: Path) -> list[dict[str, object]]:
+def describe(resolutions: Iterable[StoredResolution], root: Path) -> list[dict[str, object]]:
     rows = []
     for r in resolutions:
         try:
@@ -304,8 +305,10 @@ def describe(resolutions: Iterable[Resolution], root: Path) -> list[dict[str, ob
     return rows
 
 
-def engine_hooks(series: Series) -> Hooks:
-    """The rebase engine's resolver and recorder (protocol: series.engine.resolve).
+def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = None) -> Hooks:
+    """The rebase engine's resolver and recorder (protocol: series.engine.resolve); the
+    recorder writes through `write` (the write door's op.write, so `series undo` of the
+    operation removes what it recorded).
 
     Only textual conflicts ("content", "add/add") are keyed: a modify/delete or binary
     conflict has no markers to normalize and stays a human's call. An empty resolution
@@ -315,15 +318,16 @@ def engine_hooks(series: Series) -> Hooks:
     store = ResolutionStore.for_series(series)
     textual = ("content", "add/add")
 
-    def resolver(topic: str, path: str, conflict: EngineConflict) -> bytes | None:
+    def resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
         if conflict.kind not in textual:
             return None
         return store.lookup(topic, path, conflict.merged)
 
-    def recorder(topic: str, path: str, conflict: EngineConflict, resolved: bytes) -> None:
+    def recorder(topic: str, path: str, conflict: ReplayConflict, resolved: bytes) -> None:
         if conflict.kind not in textual or not resolved:
             return
-        store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged))
+        store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged),
+                     write=write)
 
     return Hooks(resolver=resolver, recorder=recorder)
 

@@ -5,7 +5,10 @@ Every operation that moves refs goes through `Transaction.commit()`:
   2.+3. all refs move in one `git update-ref --stdin` transaction with old values checked,
      which also keeps each old value under refs/series/backup/<op>/<ref>,
   4. series.yaml's new text, written beside it before step 2 (the write a full disk
-     stops), is renamed over it, and the entry becomes "done".
+     stops), is renamed over it,
+  5. the other files the operation writes (staged beside each before step 2, too) or
+     removes change (`FileChange`: recorded resolutions, pruned ones, an imported
+     directory), and the entry becomes "done".
 A process killed between steps leaves a pending entry; the next series command, whatever
 it is, finishes it or rolls it back (`recover()`, run by the write door in
 series.workspace before anything else), so refs are all old or all new again. A rename
@@ -14,7 +17,7 @@ every ref back at once: refs and series.yaml never disagree.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import os
 from pathlib import Path
 
@@ -25,8 +28,8 @@ from series.errors import SeriesError
 from series.fs import replace_staged, stage, write_atomically
 from series.git import checkouts, refs
 from series.git.refs import RefMove
-from series.journal import (Operation, OpState, backups, config_file, last_operation, new_op_id, relative_config,
-                            set_aside, write_entry)
+from series.journal import (FileChange, Operation, OpState, backups, config_file, last_operation, new_op_id,
+                            relative_config, resolve_path, set_aside, write_entry)
 from series.persisted import Json
 
 
@@ -59,6 +62,47 @@ def _write_config(path: Path, text: str | None) -> None:
         write_atomically(path, text)
 
 
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _files(repo: pygit2.Repository, op: Operation) -> list[tuple[Path, FileChange]]:
+    """Each file change of `op` with where it is in this repository now (a change whose
+    worktree is gone is left out: nothing to write there)."""
+    found = []
+    for change in op.files:
+        path = resolve_path(repo, change.path, change.worktree)
+        if path is not None:
+            found.append((path, change))
+    return found
+
+
+def _apply(repo: pygit2.Repository, path: Path, change: FileChange, staged: Path | None = None) -> None:
+    """One file to its new content (the staged copy renamed over it, or written now), or
+    removed, with the directories that removal leaves empty up to the worktree's top."""
+    if change.after is None:
+        path.unlink(missing_ok=True)
+        top = checkouts.worktree_root(repo, change.worktree)
+        here = path.parent
+        while top is not None and here != top and here.is_relative_to(top) and here.is_dir() \
+                and not any(here.iterdir()):
+            here.rmdir()
+            here = here.parent
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if staged is not None and staged.exists():
+        replace_staged(staged, path)
+    else:
+        write_atomically(path, change.after)
+
+
+def _applied(path: Path, change: FileChange) -> bool:
+    return change.before != change.after and _read(path) == change.after
+
+
 class Transaction:
     """Collect ref moves (and series.yaml's new text); commit all or none. Used by the
     write door (series.workspace.WriteOperation), which computes the text under the lock."""
@@ -75,6 +119,7 @@ class Transaction:
         self.edits: list[seriesedit.Edit] = []
         self.extra: dict[str, Json] = {}
         self.undoes: str | None = None
+        self.files: list[FileChange] = []
         self.op_id: str | None = None  # reserve_id(): known before commit(), for resumable callers
 
     def reserve_id(self) -> str:
@@ -92,6 +137,15 @@ class Transaction:
             return
         self.moves.append(RefMove(ref, old, new))  # type: ignore[arg-type]
 
+    def file(self, path: Path, after: bytes | None, before: bytes | None | object = ...) -> None:
+        """Write `after` to `path` (None: remove it) when the operation commits; the old
+        content is the one there now unless `before` says (undo, which knows it)."""
+        old = _read(path) if before is ... else before
+        rel, worktree = relative_config(self.repo, path)
+        self.files = [f for f in self.files if (f.path, f.worktree) != (rel, worktree)]
+        if old != after:
+            self.files.append(FileChange(rel, worktree, old, after))  # type: ignore[arg-type]
+
     def write_config(self, path: Path, before: str | None, after: str | None,
                      edits: list[seriesedit.Edit]) -> None:
         self.config_path, self.config_before, self.config_after = path, before, after
@@ -100,8 +154,8 @@ class Transaction:
     def commit(self, fault: str | None = None) -> Operation:
         op = Operation(
             id=self.reserve_id(), command=self.command, summary=self.summary,
-            moves=self.moves, time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            extra=self.extra, verify=self.verify, undoes=self.undoes,
+            moves=self.moves, time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            extra=self.extra, verify=self.verify, undoes=self.undoes, files=list(self.files),
         )
         if self.config_path is not None:
             op.config_path, op.worktree = relative_config(self.repo, self.config_path)
@@ -114,6 +168,12 @@ class Transaction:
         if path is not None and self.config_after is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             staged = stage(path, self.config_after, _staged(path, op))
+        files = _files(self.repo, op)
+        waiting = {}  # the new content of every file, beside it before any ref moves (a full disk stops here)
+        for where, change in files:
+            if change.after is not None:
+                where.parent.mkdir(parents=True, exist_ok=True)
+                waiting[where] = stage(where, change.after, _staged(where, op))
         # The backup refs are created in the same update-ref transaction as the moves: one
         # git process instead of one ref write per topic, and the old commits are reachable
         # from the branches themselves until that transaction commits.
@@ -132,6 +192,11 @@ class Transaction:
             except OSError as exc:
                 raise _roll_back(self.repo, op, path, exc) from None
         _inject(fault, "after-config")
+        for n, (where, change) in enumerate(files):
+            _apply(self.repo, where, change, waiting.get(where))
+            if n == 0:
+                _inject(fault, "after-first-file")
+        _inject(fault, "after-files")
         op.state = OpState.DONE
         write_entry(self.repo, op)
         return op
@@ -174,10 +239,14 @@ def recover(repo: pygit2.Repository) -> list[str]:
         path = config_file(repo, op)
         if path is not None:
             _staged(path, op).unlink(missing_ok=True)  # its text, if the kill came before the rename
+        for where, _ in _files(repo, op):
+            _staged(where, op).unlink(missing_ok=True)
         if op.moves:
             committed = any(now[m.ref] == m.new for m in op.moves)
-        else:
-            committed = path is not None and fs.read_text(path) == op.config_after
+        else:  # series.yaml is renamed before the files change, so either tells
+            committed = (path is not None and op.config_after != op.config_before
+                         and fs.read_text(path) == op.config_after) \
+                or any(_applied(where, change) for where, change in _files(repo, op))
         if committed:
             finish(repo, op)
             notes.append(f"finished {op.id} ({op.command}: {op.summary}), which was interrupted")
@@ -217,8 +286,11 @@ def finish(repo: pygit2.Repository, op: Operation) -> Operation:
                     seriesedit.apply(text, path, op.config_edits())
             except SeriesError as exc:
                 raise SeriesError(f"operation {op.id} ({op.command}) was interrupted after its refs moved; "
-                                  f"its series.yaml edit cannot be finished: {exc}") from None
+                                  f"its series.yaml edit cannot be finished: {exc.message}", exc.hint) from None
             _write_config(path, new)
+    for where, change in _files(repo, op):
+        if _read(where) != change.after:
+            _apply(repo, where, change)
     op.state = OpState.DONE
     write_entry(repo, op)
     return op

@@ -97,7 +97,7 @@ def existing_remote(found: Iterable[str | None], value: object, where: str) -> s
     if name not in names:
         known = ", ".join(sorted(names)) or "none"
         raise SeriesError(f"{where}: no git remote named '{printable(name)}' in this repository "
-                          f"(remotes: {known}); add it with 'git remote add {name} <url>'")
+                          f"(remotes: {known})", f"add it with 'git remote add {name} <url>'")
     return name
 
 

@@ -12,7 +12,8 @@ a rebase or an adoption is halted (unless it is the command that resumes it). `c
 refuses when a branch it moves is checked out with local changes anywhere, re-reads
 series.yaml and compares-and-swaps the operation's own edits onto it (a key someone else
 changed stops it, named), journals everything, moves every ref in one transaction, writes
-series.yaml, and updates the clean checkouts. `revert()` fills an operation with the
+series.yaml, writes (or removes) the other files it staged (op.write / op.remove: recorded
+resolutions, an imported directory), and updates the clean checkouts. `revert()` fills an operation with the
 reverse of an earlier one, which is what undo and an abort commit.
 """
 from __future__ import annotations
@@ -70,7 +71,7 @@ class Workspace:
         except SeriesError as exc:
             # name the file and line, like every other series.yaml error
             line = self.series.lines.get("upstream.base", 1)
-            raise SeriesError(f"{self.config_path.name}:{line}: upstream.base: {exc}") from None
+            raise SeriesError(f"{self.config_path.name}:{line}: upstream.base: {exc.message}", exc.hint) from None
 
     def head(self, topic: Topic) -> pygit2.Commit:
         commit = branch_commit(self.repo, topic.branch)
@@ -146,6 +147,14 @@ def repair(repo: pygit2.Repository) -> list[str]:
         return []
 
 
+def open_repaired(start: Path) -> pygit2.Repository:
+    """The repository at `start`, an operation a kill interrupted finished or rolled back
+    first: for the verbs that read the journal without a series.yaml (log, undo, predict)."""
+    repo = open_repo(start)
+    repair(repo)
+    return repo
+
+
 class WriteOperation:
     """What one command changes; nothing happens before commit()."""
 
@@ -161,7 +170,6 @@ class WriteOperation:
         self.edits: list[Edit] = []
         self.notes = notes          # what the door did on the way (a repaired operation, checkouts)
         self.committed: journal.Operation | None = None
-        self.restore: dict[Path, str] = {}   # files an undone operation removed (resolutions --prune)
 
     @property
     def summary(self) -> str:
@@ -191,6 +199,21 @@ class WriteOperation:
     def moves(self) -> list[refs.RefMove]:
         return self.txn.moves
 
+    # -- other files of the series (resolutions, an imported directory) ---------------------
+
+    def write(self, path: Path, data: str | bytes) -> None:
+        """Write `path` when the operation commits (staged before the refs move, journaled
+        with its old content, so undo puts that back)."""
+        self.txn.file(path, data.encode("utf-8") if isinstance(data, str) else data)
+
+    def remove(self, path: Path) -> None:
+        """Remove `path` when the operation commits (journaled with its content)."""
+        self.txn.file(path, None)
+
+    @property
+    def files(self) -> list[journal.FileChange]:
+        return self.txn.files
+
     # -- series.yaml -------------------------------------------------------------------------
 
     def seen(self, text: str | None = None) -> seriesedit.Plain:
@@ -201,7 +224,7 @@ class WriteOperation:
             if self._seen_text is None and self.config_path is not None:
                 self._seen_text = fs.read_text(self.config_path)
             if self._seen_text is None or self.config_path is None:
-                raise SeriesError("no series.yaml to edit: run 'series init --base REF' first")
+                raise SeriesError("no series.yaml to edit", "run 'series init --base REF' first")
             self._seen = seriesedit.load_plain(self._seen_text, self.config_path)
         return self._seen
 
@@ -261,12 +284,18 @@ class WriteOperation:
             else:
                 self.edits = [e.reversed() for e in reversed(edits)]
         self.txn.undoes = target.id
-        for rel, text in target.removed_files().items():
-            where = journal.resolve_path(self.repo, rel, target.extra_text("worktree"))
-            if where is not None:
-                self.restore[where] = text
-        if self.restore:
-            self.txn.extra["restored"] = [str(p) for p in sorted(self.restore)]
+        for change in reversed(target.file_changes()):
+            where = journal.resolve_path(self.repo, change.path, change.worktree)
+            if where is None:
+                continue  # its worktree is gone: nothing of it to put back
+            content = where.read_bytes() if where.is_file() else None
+            if content == change.before:
+                continue  # never changed (an operation killed before its files did)
+            if content != change.after:
+                raise SeriesError(
+                    f"cannot undo {target.id}: {where} changed since it {'wrote' if change.after is not None else 'removed'} "
+                    "it; move that file aside (or put back what the operation left) and run 'series undo' again")
+            self.txn.file(where, change.before, before=content)
 
     # -- commit ------------------------------------------------------------------------------
 
@@ -286,10 +315,6 @@ class WriteOperation:
             self.txn.write_config(self.config_path, before, after, self.edits)
         self.txn.extra["checkouts"] = [[str(c.path), c.branch] for c in found]
         op = self.txn.commit(fault)
-        for where, text in self.restore.items():
-            if not where.exists():  # never over a file someone wrote since
-                where.parent.mkdir(parents=True, exist_ok=True)
-                fs.write_atomically(where, text)
         self.committed = op
         self.notes += transaction.settle_checkouts(self.repo, op)
         return op

@@ -73,3 +73,41 @@ def test_version_names_git_pygit2_and_libgit2(fork: Path) -> None:
     assert lines[2] == f"pygit2 {pygit2.__version__} (libgit2 {pygit2.LIBGIT2_VERSION})", lines
     lines = run_series("--version", cwd=fork, env={"PATH": str(fork)}).stdout.splitlines()  # no git on PATH
     assert lines[1] == "git: git is not installed or not on PATH", lines
+
+
+def test_a_hint_is_its_own_line_after_the_error(fork: Path) -> None:
+    """SeriesError(message, hint): what was refused on the error line, how to go on on a
+    `hint:` line, as git prints them; a caller wording the error elsewhere keeps both."""
+    from series.errors import SeriesError
+
+    proc = run_series("add", "topic/nope", cwd=fork, expect=1)
+    assert proc.stderr == ("series: error: no local branch 'topic/nope'\n"
+                           "hint: create it first (git branch NAME START)\n"), proc.stderr
+    error = SeriesError("unknown ref 'x'", "nearest tags: v0.30.0")
+    assert (str(error), error.hint, error.text) == (
+        "unknown ref 'x'", "nearest tags: v0.30.0", "unknown ref 'x' (nearest tags: v0.30.0)")
+    assert SeriesError("plain").text == "plain" and SeriesError("plain").hint is None
+
+
+def test_no_error_outside_the_engine_hides_its_hint_in_the_message() -> None:
+    """A refusal whose message goes on with what to do ('...: run X', '...; pass --Y')
+    passes that as hint=, so it is printed on its own line. The engine names no CLI
+    command or flag, so its refusals are the verbs' to word (issue 25's door item)."""
+    import ast
+    import re
+
+    said = re.compile(r"[;:] (run '|(pass|set|give|use|add|install|fetch|create|delete|remove|drop|try|see) )")
+    package = Path(__file__).resolve().parent.parent / "series"
+    errors = {"SeriesError", "ConflictError", "ForgeError", "ForgeUnreachable", "HttpRefused", "HttpUnreachable"}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).parts[0] == "engine":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and len(node.args) == 1
+                    and getattr(node.func, "id", getattr(node.func, "attr", "")) in errors):
+                text = "".join(c.value for c in ast.walk(node.args[0])
+                               if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                if said.search(text):
+                    found.append(f"{path.relative_to(package)}:{node.lineno}: {text[:80]}")
+    assert found == []

@@ -16,7 +16,8 @@ def _fails(fork: Path, text: str, *args: str) -> str:
     proc = run_series(*(args or ("status",)), cwd=fork, expect=2 if args[:1] == ("touches",) else 1)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith("series: error: series.yaml:"), proc.stderr
-    assert proc.stderr.count("\n") == 1, f"not one line:\n{proc.stderr}"
+    # one line, and a hint on a line of its own when there is one
+    assert proc.stderr.count("\n") == 1 + proc.stderr.count("\nhint: "), f"not one line:\n{proc.stderr}"
     return proc.stderr.strip()
 
 
@@ -70,7 +71,7 @@ def test_unknown_base_names_line_and_key(fork: Path) -> None:
     for command in ("status", "touches"):
         message = _fails(fork, "# fork\nupstream:\n  remote: upstream\n  base: v0.29.0\ntopics: []\n", command)
         assert message.startswith("series: error: series.yaml:4: upstream.base: unknown ref 'v0.29.0': "
-                                   "not a branch, tag or commit here (nearest tags: v0.30.0, v0.31.0"), message
+                                   "not a branch, tag or commit here\nhint: nearest tags: v0.30.0, v0.31.0"), message
 
 
 def test_missing_branch_names_line_and_key(fork: Path) -> None:

@@ -20,6 +20,13 @@ def test_demo_runs_the_whole_story_offline(tmp_path: Path) -> None:
                      "upstream #61010 rewrote store() in manager.py",
                      "read it first (git show ", "landed by PR #61020",
                      "merged upstream", "$ series propose offload-stats --dry-run",
+                     # their PR and ours measured: predictions frozen first, one failed and explained,
+                     # the numbers rendered as a comment on #61050 (nothing posted)
+                     "froze ", "(superseded: its kept branch topic/offload-evict-fix)",
+                     "| `chunk0_lost` | 151 | 100 | 100 |", "2 of 3 held",
+                     "FAILED  no-chunk0: ~~chunk0_lost on theirs equals 0~~ (observed 100)",
+                     "~~chunk0\\_lost on theirs equals 0~~", "Why it failed: store() still inserts",
+                     "--dry-run: nothing posted, nothing recorded; would post these",
                      "2. grade (first-PR limits;", "FLAG  dco:", "may be @-mentioned: @kv-offload-owner",
                      "5. duplicates (open PRs of any age, source: git refs): none share a file", "Done."):
         assert expected in out, f"{expected!r} missing from the demo:\n{out}"

@@ -142,16 +142,15 @@ def test_pytest_runs_from_the_unpacked_sdist(dist: Path, tmp_path: Path) -> None
 def test_the_documented_spec_installs_this_version_from_a_clone(tmp_path: Path) -> None:
     """README and templates say `pip install git+REPOSITORY@vVERSION`: pip takes that spec,
     checks out the tag and builds this package (the repository a local clone; no index)."""
-    from series import __version__
-    from series.verbs import ci
+    from series import __version__, distribution
 
     tracked()
-    if ci.ON_INDEX:
+    if distribution.ON_INDEX:
         pytest.skip("the spec names the package index")
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True)
     subprocess.run(["git", "-C", str(clone), "tag", "-f", f"v{__version__}", "HEAD"], check=True, capture_output=True)
-    spec = ci.pip_spec().replace(ci.REPOSITORY, clone.as_uri())
+    spec = distribution.pip_spec().replace(distribution.REPOSITORY, clone.as_uri())
     assert spec == f"git+{clone.as_uri()}@v{__version__}"
     site = tmp_path / "site"
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
@@ -162,7 +161,7 @@ def test_the_documented_spec_installs_this_version_from_a_clone(tmp_path: Path) 
     proc = subprocess.run([sys.executable, "-m", "series", "ci", "path", "github/nightly.yml"],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.startswith(str(site)), proc.stdout + proc.stderr
-    assert f"'{ci.pip_spec()}'" in Path(proc.stdout.strip()).read_text()
+    assert f"'{distribution.pip_spec()}'" in Path(proc.stdout.strip()).read_text()
 
 
 def test_the_release_job_tests_the_sdist_before_it_publishes_with_an_action_that_reads_it(dist: Path) -> None:

@@ -6,6 +6,7 @@ new import or message anywhere fails."""
 from __future__ import annotations
 
 import ast
+import re
 import pkgutil
 from pathlib import Path
 
@@ -102,3 +103,58 @@ def test_the_engine_never_opens_the_write_door(path: Path) -> None:
 
 def test_the_door_check_sees_a_call(tmp_path: Path) -> None:
     assert _opens_a_door(ast.parse("def f(ws):\n    with ws.operation('rebase') as op:\n        pass\n")) == [2]
+
+
+# -- the engine names no CLI flag (issue 25): hints quote the commands the verb handed in ----------
+
+_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
+
+
+def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every string the code can produce, an f-string as one text ({} where a value goes),
+    docstrings left out."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    parts = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            found.append((node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}"
+                                               for v in node.values)))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in docstrings and id(node) not in parts:
+            found.append((node.lineno, node.value))
+    return found
+
+
+def _flags(path: Path, source: str | None = None) -> list[str]:
+    """Every `--flag` in a string the module's code can produce, except an argument of a
+    command line it runs (a literal that is only the flag, as in git(root, "worktree",
+    "add", "--detach")) and a flag of a git command a message quotes ('git merge-tree
+    --write-tree'): those are git's, not a verb's."""
+    tree = ast.parse(path.read_text() if source is None else source, str(path))
+    found = []
+    for line, text in _strings(tree):
+        if re.fullmatch(r"--[A-Za-z][\w-]*(=.*)?", text):
+            continue
+        for flag in _FLAG.finditer(re.sub(r"git [^'\"]*", "", text)):
+            found.append(f"{path.name}:{line}: {flag.group()} in {text!r}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
+def test_the_engine_names_no_cli_flag(path: Path) -> None:
+    """'--continue', '--abort', '--strict', '--skip-topic' are a verb's: the verb hands its
+    commands in (series.engine.ending.Identity.go_on / stop, kept in the halt record)."""
+    found = _flags(path)
+    assert not found, "the engine names a CLI flag; let the verb hand the words in:\n" + "\n".join(found)
+
+
+def test_the_flag_check_sees_a_hint(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    assert len(_flags(sample, "def f(c):\n    raise E(f\"run '{c} --abort' and start again\")\n"
+                              "x = 'left out with --skip-topic'\n")) == 2
+    assert _flags(sample, "def f():\n    git(root, 'worktree', 'add', '--detach')\n"
+                          "    m = \"'git merge-tree --write-tree --stdin' is needed\"\n") == []

@@ -203,15 +203,15 @@ def test_clear_errors(fork: Path, env: Path, tmp_path: Path) -> None:
     no_pytest = make_env(tmp_path / "bare", er.release_wheel(fork.parent / "upstream", tmp_path / "w1"),
                          pytest=False)
     proc = run_series("test", "--run", "--python", str(no_pytest), cwd=fork, expect=1)
-    assert "has no pytest: " in proc.stderr and "pip install pytest" in proc.stderr, proc.stderr
+    assert "has no pytest\nhint: " in proc.stderr and "pip install pytest" in proc.stderr, proc.stderr
     other = make_env(tmp_path / "other", er.release_wheel(fork.parent / "upstream", tmp_path / "w2", "0.29.0"))
     proc = run_series("test", "--run", "--python", str(other), cwd=fork, expect=1)
-    assert "has vllm 0.29.0 installed, but the series is based on v0.30.0: install vllm==0.30.0" in proc.stderr
+    assert "has vllm 0.29.0 installed, but the series is based on v0.30.0\nhint: install vllm==0.30.0" in proc.stderr
     proc = run_series("test", "--run", "--python", sys.executable, cwd=fork, expect=1)
     assert "has no vllm installed" in proc.stderr, proc.stderr
     proc = run_series("test", "--run", "--python", str(env), "--step", "kv-ofload", cwd=fork, expect=1)
-    assert proc.stderr.strip() == ("series: error: --step kv-ofload: no such step in .buildkite/test_areas "
-                                   "(did you mean kv-offload, kv-offload-gpu?)"), proc.stderr
+    assert proc.stderr.strip() == ("series: error: --step kv-ofload: no such step in .buildkite/test_areas\n"
+                                   "hint: did you mean kv-offload, kv-offload-gpu?"), proc.stderr
     proc = run_series("test", "--run", "--python", str(env), "--tree", "with:x", cwd=fork, expect=1)
     assert "tree 'with:x': not a tree name" in proc.stderr
     proc = run_series("test", "--without", "lru-peek", cwd=fork, expect=2)
@@ -256,7 +256,7 @@ def test_a_python_that_is_not_one_is_refused(fork: Path, tmp_path: Path) -> None
 
 def _scratch_in(temp: Path) -> tuple[subprocess.Popen[str], Path]:
     """A process that made its scratch directory in `temp` and sleeps in it."""
-    code = ("import sys, time; from series.build.testrun import Scratch; s = Scratch(); "
+    code = ("import sys, time; from series.ship.testrun import Scratch; s = Scratch(); "
             "print(s.root, flush=True); time.sleep(120)")
     proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(temp)),
                             stdout=subprocess.PIPE, text=True)
@@ -269,7 +269,7 @@ def test_the_next_run_removes_what_a_killed_run_left_and_keeps_a_live_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tempfile
 
-    from series.build import testrun
+    from series.ship import testrun
 
     temp = tmp_path / "tmp"
     temp.mkdir()

@@ -203,3 +203,37 @@ def test_a_stacked_topic_round_trips_on_its_dependency(fork: Path, upstream: Pat
     run_series("import", "patches", cwd=fresh)
     assert _commits(fresh, "topic/evict-metrics") == _commits(fork, "topic/evict-metrics")
     assert sh("git rev-parse topic/evict-metrics~1", fresh) == sh("git rev-parse topic/offload-evict-fix", fresh)
+
+
+def test_import_into_a_bare_clone_is_one_operation_one_undo_reverts_all(
+        fork: Path, upstream: Path, tmp_path: Path) -> None:
+    """Issue 25: the export's series.yaml, its resolutions and every branch are one journal
+    entry; one 'series undo' removes all of them (before, the copy was an operation of its
+    own, and the resolutions were copied beside the door, undone by nothing)."""
+    from series.resolutions import ResolutionStore
+
+    conflicted = b"a\n<<<<<<< ours\nb\n=======\nc\n>>>>>>> theirs\n"
+    kept = ResolutionStore(fork / "resolutions").record("offload-evict-fix", "vllm/x.py", conflicted, b"a\nbc\n")
+    assert kept is not None
+    run_series("export", cwd=fork)
+    fresh = _fresh_clone(upstream, tmp_path / "fresh", {"patches": fork / "patches"})
+    run_series("import", "patches", cwd=fresh)
+    log = json.loads(run_series("log", "--json", cwd=fresh).stdout)["operations"]
+    assert [op["command"] for op in log] == ["import"], log
+    assert (fresh / "series.yaml").is_file() and (fresh / "resolutions" / "offload-evict-fix").is_dir()
+    run_series("undo", cwd=fresh)
+    assert not (fresh / "series.yaml").exists(), "undo removes the copied series.yaml"
+    assert not (fresh / "resolutions").exists(), "undo removes the copied resolutions"
+    assert "topic/" not in sh("git branch", fresh), "undo removes the imported branches"
+    assert sh("git status --porcelain", fresh).split() == ["??", "patches/"]
+    run_series("undo", cwd=fresh, expect=1)  # nothing else to undo: the import was one operation
+
+
+def test_import_refused_for_a_branch_writes_no_series_yaml(fork: Path, upstream: Path, tmp_path: Path) -> None:
+    run_series("export", cwd=fork)
+    fresh = _fresh_clone(upstream, tmp_path / "fresh", {"patches": fork / "patches"})
+    sh("git branch topic/api-hello v0.30.0 && git commit -q --allow-empty -m other && "
+       "git branch -f topic/api-hello HEAD", fresh)
+    run_series("import", "patches", cwd=fresh, expect=1)
+    assert not (fresh / "series.yaml").exists(), "nothing is written when the import is refused"
+    assert list((fresh / ".git/series/journal").glob("*.json")) == []

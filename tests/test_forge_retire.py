@@ -8,7 +8,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from series.forge.github import GitHubForge
-from series.forge.retire import MERGED, MODIFIED, check
+from series.forge.retire import RetireKind, check
 from series.model import PRNumber, Topic
 from tests.conftest import sh
 from tests.repos import LRU_FIXED, TEST_LRU_ORDER, add_pull_request, commit_files, git, github_fixture
@@ -47,7 +47,7 @@ def test_squash_subject_with_the_same_files_is_merged(adopted: Path, upstream: P
                      "[Bugfix][KV offload] Fix eviction order of touched blocks (#61050)")
     repo, old, new = commits(adopted, "v0.30.0", "v0.30.1")
     verdict = check(repo, TOPIC, old, new)
-    assert verdict is not None and verdict.kind == MERGED, verdict
+    assert verdict is not None and verdict.kind == RetireKind.MERGED, verdict
     assert verdict.merge_commit == squash and "(#61050)" in verdict.reason, verdict
     assert verdict.diff == ""
 
@@ -59,7 +59,7 @@ def test_squash_in_modified_form_is_noticed_with_the_difference(adopted: Path, u
             "[Bugfix][KV offload] Fix eviction order (#61050)")
     repo, old, new = commits(adopted, "v0.30.0", "v0.30.1")
     verdict = check(repo, TOPIC, old, new)
-    assert verdict is not None and verdict.kind == MODIFIED, verdict
+    assert verdict is not None and verdict.kind == RetireKind.MODIFIED, verdict
     assert verdict.kind == "merged upstream in modified form"
     assert f"--- a/adopted/{LRU}" in verdict.diff and f"+++ b/upstream/{LRU}" in verdict.diff, verdict.diff
     assert "-        # keep request order" in verdict.diff and "+        # touch in reverse" in verdict.diff
@@ -73,7 +73,7 @@ def test_no_evidence_no_verdict(adopted: Path, upstream: Path) -> None:
     topic = Topic(name="sched-note", branch="topic/sched-note")
     assert check(repo, topic, old, new) is None, "not a PR topic"
     verdict = check(repo, TOPIC, old, new, replay_empty=True)
-    assert verdict is not None and verdict.kind == MERGED and "already in the new base" in verdict.reason
+    assert verdict is not None and verdict.kind == RetireKind.MERGED and "already in the new base" in verdict.reason
 
 
 def test_the_api_merge_commit_contained_in_the_new_base(adopted: Path, upstream: Path,
@@ -86,7 +86,7 @@ def test_the_api_merge_commit_contained_in_the_new_base(adopted: Path, upstream:
     repo, old, new = commits(adopted, "v0.30.0", "v0.30.1")
     assert check(repo, TOPIC, old, new) is None
     verdict = check(repo, TOPIC, old, new, forge)
-    assert verdict is not None and verdict.kind == MERGED, verdict
+    assert verdict is not None and verdict.kind == RetireKind.MERGED, verdict
     assert verdict.reason.startswith("GitHub: PR #61050 merged as"), verdict
     # the same merge commit already in the old base is not news for this rebase
     repo, old, new = commits(adopted, "v0.30.1", "v0.30.1")
@@ -98,4 +98,4 @@ def test_an_unreachable_api_still_uses_the_git_evidence(adopted: Path, upstream:
     forge = GitHubForge("vllm-project/vllm", "http://127.0.0.1:9", None, timeout=2)
     repo, old, new = commits(adopted, "v0.30.0", "v0.30.1")
     verdict = check(repo, TOPIC, old, new, forge)
-    assert verdict is not None and verdict.kind == MERGED, verdict
+    assert verdict is not None and verdict.kind == RetireKind.MERGED, verdict

@@ -29,7 +29,7 @@ def test_status_says_a_rebase_is_halted_and_how_to_go_on(fork: Path) -> None:
 
 
 def test_the_halted_state_names_its_ending_as_data_read_back_by_every_verb(fork: Path) -> None:
-    """What is halted and how to go on is in the state file (st.Halt), so a verb that did
+    """What is halted and how to go on is in the state file (halted.Halt), so a verb that did
     not halt it (drop) and `status` word it without loading the verb that did."""
     import json
 
@@ -51,7 +51,7 @@ def test_the_halted_state_names_its_ending_as_data_read_back_by_every_verb(fork:
     "halt-kind-a-number",
     "outcome-unknown",
 ])
-def test_a_damaged_state_file_is_a_one_line_error(fork: Path, damage: str) -> None:
+def test_a_damaged_state_file_is_a_one_line_error_and_a_hint(fork: Path, damage: str) -> None:
     import json
 
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
@@ -69,8 +69,8 @@ def test_a_damaged_state_file_is_a_one_line_error(fork: Path, damage: str) -> No
     for argv in (("rebase", "--continue"), ("status",), ("drop", "api-hello")):
         proc = run_series(*argv, cwd=fork, expect=1)
         lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and "state.json" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
-        assert "remove it" in lines[0], lines
+        assert "state.json" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+        assert lines[1:] == ["hint: remove it and 'git worktree prune' to start over"], lines
     if damage == "outcome-unknown":
         assert "'outcome' is 'half-done', not one of" in proc.stderr, proc.stderr
 

@@ -103,7 +103,7 @@ def test_init_without_base_names_the_candidates_when_it_cannot_choose(fork: Path
        "git branch -q topic/alone && git checkout -q --detach v0.30.0", fork)
     proc = run_series("init", "--topics", "topic/api-hello", cwd=fork, expect=1)
     assert proc.stderr == ("series: error: the branches matching topic/api-hello fork from more than one "
-                           "release (v0.31.0, v0.30.1): pass --base with the one they sit on\n"), proc.stderr
+                           "release (v0.31.0, v0.30.1)\nhint: pass --base with the one they sit on\n"), proc.stderr
     proc = run_series("init", cwd=fork, expect=1)
     assert "no release tag is in every branch matching topic/* (newest here: v0.31.0, v0.30.1, v0.30.0)" \
         in proc.stderr and "pass --base" in proc.stderr, proc.stderr
@@ -175,18 +175,19 @@ def test_add_errors_leave_the_file_alone(fork: Path) -> None:
     sh("git branch topic/sched-copy topic/sched-note && git update-ref refs/remotes/upstream/remote-only HEAD",
        fork)
     cases = [
-        (("add", "topic/nope"), "no local branch 'topic/nope': create it first"),
+        (("add", "topic/nope"), "no local branch 'topic/nope'\nhint: create it first"),
         (("add", "remote-only"), "git branch remote-only upstream/remote-only"),
         (("add", "topic/sched-note"), "series.yaml:8: branch 'topic/sched-note' is already topic 'sched-note'"),
         (("add", "topic/sched-copy", "--name", "api-hello"), "series.yaml:18: a topic named 'api-hello' exists"),
-        (("add", "topic/sched-copy", "--name", "Bad Name"), "--name Bad Name: use lowercase"),
+        (("add", "topic/sched-copy", "--name", "Bad Name"), "--name Bad Name: not a topic name\nhint: use lowercase"),
         (("add", "topic/sched-copy", "--after", "nope"), "no topic named 'nope'"),
         (("add", "topic/sched-copy", "--depends-on", "nope"), "no topic named 'nope'"),
     ]
     for args, message in cases:
         proc = run_series(*args, cwd=fork, expect=1)
         assert message in proc.stderr, (args, proc.stderr)
-        assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1 + proc.stderr.count("\nhint: "), proc.stderr
     assert path.read_text() == before
 
 

@@ -266,3 +266,252 @@ def test_the_cross_verb_check_sees_each_form() -> None:
     assert found == {"init", "status", "test", "touches", "undo", "rebase"}, found
     relative = _verb_imports(sample, "from ..preflight import rank\nfrom . import steps\nfrom .. import add\n")
     assert {_verb_of(m) for m in relative} == {"preflight", "propose", "add"}, relative
+
+
+def _command_names() -> set[str]:
+    """Every word a user types to pick a verb or a subcommand (`series ci report`)."""
+    names: set[str] = set()
+    ctx = click.Context(group)
+    stack: list[click.Command] = [c for n in group.list_commands(ctx) if (c := group.get_command(ctx, n))]
+    while stack:
+        command = stack.pop()
+        names.add(module_name(command.name or ""))
+        if isinstance(command, click.Group):
+            stack.extend(command.commands.values())
+    return names
+
+
+def test_no_two_classes_in_the_package_share_a_name() -> None:
+    """STYLE rule 10: `Outcome` meaning a rebase's end, a predict run's and a test case's
+    made every reader check the import; a class name says which one it is."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(path.relative_to(PACKAGE).as_posix())
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
+
+
+def test_module_names_are_unique_and_none_reads_as_build_output() -> None:
+    """STYLE rule 10. A library module's name is unique in the package (git/cli.py beside
+    series/cli.py, two integration.py: which one is imported?). A module under verbs/ is
+    named by what the user types, so it may repeat the name of the library module it drives
+    (verbs/touches.py and analysis/touches.py) only when that name is a verb or subcommand.
+    No directory is named like build output (build/, dist/): .gitignore templates, black,
+    ruff and pytest's norecursedirs skip such a directory at any depth."""
+    library: dict[str, list[str]] = {}
+    verbs: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        (verbs if rel.startswith("verbs/") else library).setdefault(path.stem, []).append(rel)
+    assert {n: p for n, p in library.items() if len(p) > 1} == {}
+    assert {n: p for n, p in verbs.items() if len(p) > 1} == {}
+    commands = _command_names()
+    assert {n: verbs[n] + library[n] for n in verbs if n in library and n not in commands} == {}
+    assert [d.relative_to(PACKAGE).as_posix() for d in PACKAGE.rglob("*")
+            if d.is_dir() and d.name in ("build", "dist")] == []
+
+
+def test_no_import_alias_hides_what_it_imports() -> None:
+    """`from series import halted as st` made every `st.` a lookup. A module or name is
+    imported by its own name; an alias is kept only where that name is taken in the module
+    (a `committer` parameter, the builtin `format`), and then it still says what it is:
+    `committer as git_committer`, `format as patch_format`."""
+    hidden = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    name = alias.name.rsplit(".", 1)[-1]
+                    if alias.asname and name.lower() not in alias.asname.lower():
+                        hidden.append(f"series/{path.relative_to(PACKAGE).as_posix()}:{node.lineno}: "
+                                      f"{alias.name} as {alias.asname}")
+    assert hidden == []
+
+
+# -- only the door writes the state dir and series.yaml; only git/ writes refs (issue 25) -------------
+
+DOOR = {"fs.py", "journal.py", "transaction.py", "workspace.py", "halted.py", "seriesedit.py"}
+# Outside the door, what may name the state dir, and why it is not the door's record:
+STATE_DIR_USERS = {
+    "engine/report.py": "the rebase report, the verb's output (written atomically, never read to decide)",
+    "engine/odb.py": "a scratch object directory for git's own writes, removed at exit",
+}
+REF_WRITERS = {"demo.py": "builds the demo's own repositories in a fresh directory, never the user's"}
+STATE_NAMES = {"state_dir", "journal_dir", "state_file", "rebase_dir"}
+CONFIG_NAMES = {"config_path", "FILENAME", "series.yaml"}
+FILE_WRITES = {"write_atomically", "stage", "replace_staged", "replacing", "write_text", "write_bytes",
+               "unlink", "rmtree", "rmdir", "remove", "copytree", "copyfile", "move"}
+REF_CALLS = {"set_target", "create_reference", "create_branch", "create_tag"}
+REF_COMMANDS = {"update-ref", "symbolic-ref"}
+
+
+def _mentioned(node: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.add(sub.attr)
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            found.add(sub.value)
+    return found
+
+
+def _writes_of(source: str, name: str) -> tuple[list[str], list[str], list[str]]:
+    """(state-dir names used, writes of the state dir or series.yaml, ref writes) in one
+    module: a write counts when its call (receiver or arguments) names either."""
+    tree = ast.parse(source, name)
+    state = sorted({f"{name}:{n.lineno}: {n.id}" for n in ast.walk(tree)
+                    if isinstance(n, ast.Name) and n.id in STATE_NAMES}
+                   | {f"{name}:{n.lineno}: {a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                      for a in n.names if a.name in STATE_NAMES})
+    files, refs = [], []
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        called = _called(n)
+        if called in FILE_WRITES and _mentioned(n) & (STATE_NAMES | CONFIG_NAMES):
+            files.append(f"{name}:{n.lineno}: {called}")
+        on_references = isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Attribute) \
+            and n.func.value.attr == "references" and called in ("create", "delete")
+        by_git = any(isinstance(a, ast.Constant) and a.value in REF_COMMANDS for a in n.args)
+        if on_references or called in REF_CALLS or by_git:
+            refs.append(f"{name}:{n.lineno}: {called}")
+    return state, files, refs
+
+
+def _outside_the_door() -> tuple[list[str], list[str], list[str]]:
+    state, files, refs = [], [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        named, wrote, moved = _writes_of(path.read_text(), rel)
+        if rel not in DOOR:
+            state += [] if rel in STATE_DIR_USERS else named
+            files += wrote
+        if not rel.startswith("git/") and rel not in REF_WRITERS:
+            refs += moved
+    return state, files, refs
+
+
+def test_only_the_door_writes_the_state_dir_and_series_yaml() -> None:
+    """The journal, the lock, the halt record and series.yaml are the door's (fs, journal,
+    transaction, workspace, halted, seriesedit): a module outside it neither finds the state
+    dir nor writes a file named from it or from series.yaml's path; files of the series
+    beside series.yaml go through WriteOperation.write / remove."""
+    state, files, _ = _outside_the_door()
+    assert state == [] and files == [], state + files
+
+
+def test_only_the_git_layer_writes_refs() -> None:
+    """Refs move in series.git.refs' update-ref transactions (through the door's journal, or
+    for the halt record's temporary refs through series.halted), never by pygit2 elsewhere."""
+    assert _outside_the_door()[2] == []
+
+
+def test_the_write_checks_see_each_form() -> None:
+    source = ("from series.fs import state_dir\n"
+              "def f(repo, ws):\n"
+              "    (state_dir(repo) / 'x').write_text('y')\n"
+              "    ws.config_path.write_text('z')\n"
+              "    write_atomically(ws.config_path, 'z')\n"
+              "    repo.references.create('refs/heads/x', oid)\n"
+              "    repo.references['refs/heads/y'].set_target(oid)\n"
+              "    git(root, 'update-ref', 'refs/heads/x', sha)\n"
+              "    op.move('refs/heads/x', sha)\n")
+    state, files, refs = _writes_of(source, "sample.py")
+    assert [s.split(": ")[1] for s in state] == ["state_dir", "state_dir"], state
+    assert [f.split(": ")[1] for f in files] == ["write_text", "write_text", "write_atomically"], files
+    assert [r.split(": ")[1] for r in refs] == ["create", "set_target", "git"], refs
+
+
+# -- no import cycle, not even through an import inside a function (issue 25) -------------------------
+
+def _module_of(path: Path, root: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_edges(path: Path, modules: set[str], root: Path = PACKAGE) -> list[tuple[str, int]]:
+    """The package's modules `path` imports, at module level or inside a function (an
+    import under `if TYPE_CHECKING:` never runs, so it is left out)."""
+    me = _module_of(path, root)
+    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {id(sub) for node in ast.walk(tree)
+                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                   for sub in ast.walk(node)}
+    edges = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            edges += [(a.name, node.lineno) for a in node.names if a.name in modules]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                if target in modules:
+                    edges.append((target, node.lineno))
+                elif base in modules:
+                    edges.append((base, node.lineno))
+    return [(m, line) for m, line in edges if m != me]
+
+
+def _import_cycles(root: Path = PACKAGE) -> list[list[str]]:
+    """Each set of modules that import each other, by any path (Tarjan's strongly
+    connected components of the import graph)."""
+    paths = {_module_of(p, root): p for p in sorted(root.rglob("*.py"))}
+    graph = {m: sorted({t for t, _ in _import_edges(p, set(paths), root)}) for m, p in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycle_not_even_inside_a_function() -> None:
+    """An import moved inside a function to dodge a cycle still couples the two modules
+    both ways: what both need goes in a third module (series/verbs/test/step_commands.py
+    did that for the test verb and its evidence run)."""
+    assert _import_cycles() == []
+
+
+def test_the_cycle_check_sees_a_lazy_import(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    (root / "sub").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "sub" / "__init__.py").write_text("from pkg.sub import b\n")
+    (root / "a.py").write_text("from pkg import sub\n")
+    (root / "sub" / "b.py").write_text("def f():\n    from pkg import a\n    from . import c\n")
+    (root / "sub" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import b\n")
+    assert _import_cycles(root) == [["pkg.a", "pkg.sub", "pkg.sub.b"]]

@@ -10,7 +10,7 @@ import pytest
 
 from series.engine import merge
 from series.engine.odb import MemOdb
-from series.git.cli import git_many
+from series.git.command import git_many
 from tests.conftest import sh
 
 

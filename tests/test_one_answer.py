@@ -30,7 +30,7 @@ def _where(predicate: Callable[[str], bool]) -> set[str]:
 
 def test_one_committer_resolver() -> None:
     # the git wrapper passes the variables through; only repo.py asks who the committer is
-    assert _where(lambda s: "GIT_COMMITTER_" in s) <= {"git/cli.py", "git/repo.py"}
+    assert _where(lambda s: "GIT_COMMITTER_" in s) <= {"git/command.py", "git/repo.py"}
     assert _where(lambda s: s == "GIT_COMMITTER_IDENT") == {"git/repo.py"}
 
 

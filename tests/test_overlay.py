@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from series.build import ziparchive
-from series.build.overlay import FileChange, local_version, overlay, stamp_version_file
+from series.ship import ziparchive
+from series.ship.overlay import OverlayChange, local_version, overlay, stamp_version_file
 from series.errors import SeriesError
 from tests.fakewheel import build_wheel, install_wheel
 
@@ -23,14 +23,14 @@ SHA = "1a2b3c4d5e6f708192a3b4c5d6e7f80912345678"
 WHEN = (2026, 2, 1, 12, 0, 0)
 
 
-def changes() -> dict[str, FileChange]:
+def changes() -> dict[str, OverlayChange]:
     items = [
-        FileChange("vllm/v1/kv_offload/cpu/policies/lru.py", b"class LRUPolicy:\n    order = 'request'\n"),
-        FileChange("vllm/multimodal/ipc.py", None),
-        FileChange("vllm/old_name.py", None),                      # renamed ...
-        FileChange("vllm/new_name.py", b"MOVED = True\n"),          # ... to here
-        FileChange("vllm/tools/run.sh", b"#!/bin/sh\necho hi\n", executable=True),
-        FileChange("tests/v1/test_lru.py", b"def test(): pass\n"),  # not in the wheel's packages
+        OverlayChange("vllm/v1/kv_offload/cpu/policies/lru.py", b"class LRUPolicy:\n    order = 'request'\n"),
+        OverlayChange("vllm/multimodal/ipc.py", None),
+        OverlayChange("vllm/old_name.py", None),                      # renamed ...
+        OverlayChange("vllm/new_name.py", b"MOVED = True\n"),          # ... to here
+        OverlayChange("vllm/tools/run.sh", b"#!/bin/sh\necho hi\n", executable=True),
+        OverlayChange("tests/v1/test_lru.py", b"def test(): pass\n"),  # not in the wheel's packages
     ]
     return {c.path: c for c in items}
 
@@ -144,7 +144,7 @@ def test_a_change_equal_to_the_wheels_bytes_reuses_its_compressed_form(tmp_path:
             data = zin.read(info)
             info.compress_type = zipfile.ZIP_STORED if info.filename == same else zipfile.ZIP_DEFLATED
             zout.writestr(info, data)
-    edits = {same: FileChange(same, BASE[same]), **{p: c for p, c in changes().items() if p != same}}
+    edits = {same: OverlayChange(same, BASE[same]), **{p: c for p, c in changes().items() if p != same}}
     result = overlay(src, tmp_path / "out", edits, SHA, WHEN)
 
     assert same in result.modified, result

@@ -8,7 +8,7 @@ import pygit2
 import pytest
 
 from series.errors import SeriesError
-from series.patches import format as fmt
+from series.patches import format as patch_format
 from series.patches.importer import apply_hunks, apply_patch, check_path, file_changes, split_lines
 from tests.conftest import sh
 
@@ -52,10 +52,10 @@ def test_export_matches_git_format_patch_full_index(tmp_path: Path, rev: str) ->
     path = _repo_with_history(tmp_path)
     repo = pygit2.Repository(str(path))
     head = repo.revparse_single(rev).peel(pygit2.Commit)
-    diff, stats = fmt.tree_diff(repo, head.parents[0].tree, head.tree, "test")
-    patch = fmt.Patch(head.author.name, head.author.email, head.author.time, head.author.offset,
+    diff, stats = patch_format.tree_diff(repo, head.parents[0].tree, head.tree, "test")
+    patch = patch_format.Patch(head.author.name, head.author.email, head.author.time, head.author.offset,
                       head.message, diff, 1, 1)
-    ours = fmt.render(patch, stats)
+    ours = patch_format.render(patch, stats)
     theirs = sh("git -c core.quotePath=true format-patch -1 --stdout --full-index -M "
                 f"--subject-prefix='PATCH 1/1' {rev}", path)
     # the only differences: the placeholder commit id and the version trailer
@@ -66,17 +66,17 @@ def test_export_matches_git_format_patch_full_index(tmp_path: Path, rev: str) ->
     # libgit2 and git score similarity differently (90% vs 96%); everything else is equal
     our_diff, their_diff = (re.sub(r"similarity index \d+%", "similarity", d) for d in (our_diff, their_diff))
     assert our_diff == their_diff, f"ours:\n{our_diff}\n\ntheirs:\n{their_diff}"
-    assert ours.startswith(fmt.FROM_LINE + "\n"), ours
+    assert ours.startswith(patch_format.FROM_LINE + "\n"), ours
 
 
 def test_git_am_applies_an_exported_patch(tmp_path: Path) -> None:
     path = _repo_with_history(tmp_path)
     repo = pygit2.Repository(str(path))
     head = repo.head.peel(pygit2.Commit)
-    diff, stats = fmt.tree_diff(repo, head.parents[0].tree, head.tree, "test")
-    text = fmt.render(fmt.Patch(head.author.name, head.author.email, head.author.time,
+    diff, stats = patch_format.tree_diff(repo, head.parents[0].tree, head.tree, "test")
+    text = patch_format.render(patch_format.Patch(head.author.name, head.author.email, head.author.time,
                                 head.author.offset, head.message, diff), stats)
-    (tmp_path / "p.patch").write_bytes(fmt.encode(text))
+    (tmp_path / "p.patch").write_bytes(patch_format.encode(text))
     sh(f"git checkout -q --detach HEAD~1 && git am -q {tmp_path / 'p.patch'}", path)
     assert sh("git rev-parse HEAD^{tree}", path) == sh("git rev-parse main^{tree}", path)
 
@@ -85,9 +85,9 @@ def test_exported_patch_reimports_to_the_same_tree(tmp_path: Path) -> None:
     path = _repo_with_history(tmp_path)
     repo = pygit2.Repository(str(path))
     for commit in (repo.revparse_single(r).peel(pygit2.Commit) for r in ("HEAD~1", "HEAD")):
-        diff, stats = fmt.tree_diff(repo, commit.parents[0].tree, commit.tree, "test")
-        text = fmt.render(fmt.Patch("A", "a@x", 0, 0, commit.message, diff), stats)
-        patch = fmt.parse(text, "p")
+        diff, stats = patch_format.tree_diff(repo, commit.parents[0].tree, commit.tree, "test")
+        text = patch_format.render(patch_format.Patch("A", "a@x", 0, 0, commit.message, diff), stats)
+        patch = patch_format.parse(text, "p")
         assert apply_patch(repo, commit.parents[0].tree, patch, "p") == commit.tree_id, text
 
 
@@ -97,7 +97,7 @@ def test_import_of_git_format_patch_output_rebuilds_the_tree(tmp_path: Path, rev
     text = sh(f"git format-patch -1 --stdout --full-index -M {rev}", path)
     repo = pygit2.Repository(str(path))
     head = repo.revparse_single(rev).peel(pygit2.Commit)
-    patch = fmt.parse(text, "git.patch")
+    patch = patch_format.parse(text, "git.patch")
     assert patch.message == head.message, (patch.message, head.message)
     assert (patch.author_name, patch.author_time) == (head.author.name, head.author.time)
     tree = apply_patch(repo, head.parents[0].tree, patch, "git.patch")
@@ -115,17 +115,17 @@ def test_import_of_git_format_patch_output_rebuilds_the_tree(tmp_path: Path, rev
     "not utf-8: \udcff\udcfe\n",
 ])
 def test_messages_round_trip_exactly(message: str) -> None:
-    patch = fmt.Patch("A", "a@x", 1767268800, 0, message, "")
-    parsed = fmt.parse(fmt.render(patch), "m.patch")
-    assert parsed.message == message, (fmt.render(patch), parsed.message)
+    patch = patch_format.Patch("A", "a@x", 1767268800, 0, message, "")
+    parsed = patch_format.parse(patch_format.render(patch), "m.patch")
+    assert parsed.message == message, (patch_format.render(patch), parsed.message)
 
 
 @pytest.mark.parametrize("name,offset", [
     ("Doe, Jane", 0), ('Q "Quote" Person', -330), ("Zoë Ünicode", 540), ("J. R. Hacker", -60),
 ])
 def test_authors_and_dates_round_trip(name: str, offset: int) -> None:
-    patch = fmt.Patch(name, "someone@example.com", 1767268800, offset, "s\n", "")
-    parsed = fmt.parse(fmt.render(patch), "a.patch")
+    patch = patch_format.Patch(name, "someone@example.com", 1767268800, offset, "s\n", "")
+    parsed = patch_format.parse(patch_format.render(patch), "a.patch")
     assert (parsed.author_name, parsed.author_email, parsed.author_time, parsed.author_offset) == \
         (name, "someone@example.com", 1767268800, offset)
 
@@ -133,7 +133,7 @@ def test_authors_and_dates_round_trip(name: str, offset: int) -> None:
 def test_rfc2047_names_and_folded_headers_from_git_are_read() -> None:
     text = ("From 1234 Mon Sep 17 00:00:00 2001\nFrom: =?UTF-8?q?Zo=C3=AB?=\n <z@x>\n"
             "Date: Thu, 1 Jan 2026 00:00:00 +0100\nSubject: [PATCH] =?UTF-8?q?caf=C3=A9?=\n\n---\n")
-    parsed = fmt.parse(text, "x.patch")
+    parsed = patch_format.parse(text, "x.patch")
     assert (parsed.author_name, parsed.author_email, parsed.message) == ("Zoë", "z@x", "café\n")
     assert parsed.author_offset == 60
 
@@ -166,7 +166,7 @@ def test_binary_patches_are_refused() -> None:
 def test_hunks_apply_with_an_offset_and_keep_crlf() -> None:
     old = b"".join(f"line {i}\r\n".encode() for i in range(1, 21))
     new = old.replace(b"line 10\r\n", b"line ten\r\n")
-    hunks_text = fmt.unified_hunks(old, new)
+    hunks_text = patch_format.unified_hunks(old, new)
     diff = "diff --git a/f b/f\n--- a/f\n+++ b/f\n" + hunks_text
     change = file_changes(diff, "p")[0]
     shifted = b"extra\n" * 3 + old
@@ -180,6 +180,6 @@ def test_split_lines_only_splits_on_newline() -> None:
 
 
 def test_stable_file_names() -> None:
-    assert fmt.file_name(1, "[Bugfix][KV offload] keep request order on touch") == \
+    assert patch_format.file_name(1, "[Bugfix][KV offload] keep request order on touch") == \
         "0001-Bugfix-KV-offload-keep-request-order-on-touch.patch"
-    assert fmt.file_name(12, "...") == "0012-patch.patch"
+    assert patch_format.file_name(12, "...") == "0012-patch.patch"

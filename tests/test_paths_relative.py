@@ -72,7 +72,8 @@ def test_dash_C_reads_every_relative_path_from_DIR(fork: Path, tmp_path: Path) -
     assert (fork / "out").is_dir() and not (tmp_path / "out").exists()
     run_series("-C", str(fork), "--config", "series.yaml", "status", cwd=tmp_path)
     proc = run_series("-C", str(tmp_path / "nowhere"), "status", cwd=fork, expect=1)
-    assert proc.stderr.count("\n") == 1 and "cannot change to that directory" in proc.stderr, proc.stderr
+    assert proc.stderr.splitlines()[1:] == ["hint: give an existing directory"], proc.stderr
+    assert "cannot change to that directory" in proc.stderr.splitlines()[0], proc.stderr
 
 
 def test_outside_the_work_tree_paths_are_from_the_root_as_in_git(fork: Path, tmp_path: Path) -> None:

@@ -7,13 +7,13 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 from series.analysis import pipeline
-from series.analysis.testmap import Selection, Step
+from series.analysis.testmap import StepSelection, BuildkiteStep
 from tests.conftest import run_series
 
 
 def step(key: str, device: str | None = "h100", optional: bool = False, commands: tuple[str, ...] = ("pytest -v -s x",),
-         **kw: object) -> Selection:
-    return Selection(Step(file="a.yaml", group="g", label=f"Label {key}", key=key, device=device,
+         **kw: object) -> StepSelection:
+    return StepSelection(BuildkiteStep(file="a.yaml", group="g", label=f"Label {key}", key=key, device=device,
                           commands=commands, dependencies=("vllm/",), optional=optional, **kw),  # type: ignore[arg-type]
                      ("vllm/x.py",), ("topic-a",))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.analysis import predictions as pr
+from series.analysis import predictions
 from series.errors import SeriesError
 from tests.conftest import run_series
 
@@ -46,7 +46,7 @@ def test_freeze_is_journaled_and_shown_by_log(fork: Path) -> None:
     assert "a record" in log, log
     rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
     assert rows[0]["command"] == "predict" and rows[0]["record"] is True, rows
-    record = pr.frozen(pygit2.Repository(str(fork)), "predictions.yaml")
+    record = predictions.frozen(pygit2.Repository(str(fork)), "predictions.yaml")
     assert record is not None and record.sha256 == _sha(path)
     assert record.ids == ("same-sum", "fewer-evictions") and record.time and record.previous == ()
     # freezing the same bytes again records nothing
@@ -65,11 +65,11 @@ def test_an_edited_file_is_refused_unless_refrozen_which_keeps_both(fork: Path) 
     assert first in err and second in err and "--refreeze" in err, err
     repo = pygit2.Repository(str(fork))
     with pytest.raises(SeriesError) as refused:
-        pr.require_frozen(repo, path)
+        predictions.require_frozen(repo, path)
     assert first in str(refused.value) and second in str(refused.value)
     out = run_series("predict", "predictions.yaml", "--refreeze", cwd=fork).stdout
     assert "refroze" in out and "earlier freeze" in out and first in out, out
-    record = pr.require_frozen(repo, path).record
+    record = predictions.require_frozen(repo, path).record
     assert record.sha256 == second and [f.sha256 for f in record.previous] == [first]
     run_series("predict", "predictions.yaml", "--explain", "same-sum", "a reason", cwd=fork)
     path.write_text(TEXT)
@@ -83,7 +83,7 @@ def test_an_edited_file_is_refused_unless_refrozen_which_keeps_both(fork: Path) 
 def test_an_unfrozen_file_is_refused_by_require_frozen(fork: Path) -> None:
     path = _write(fork)
     with pytest.raises(SeriesError, match="never frozen") as refused:
-        pr.require_frozen(pygit2.Repository(str(fork)), path)
+        predictions.require_frozen(pygit2.Repository(str(fork)), path)
     assert _sha(path) in str(refused.value)
     out = run_series("predict", "predictions.yaml", "--show", cwd=fork).stdout
     assert "not frozen" in out and "same-sum: tokens_sum on theirs equals 100064" in out, out
@@ -115,7 +115,7 @@ def test_undo_passes_over_a_freeze(fork: Path) -> None:
     run_series("predict", "predictions.yaml", cwd=fork)
     err = run_series("undo", cwd=fork, expect=1).stderr
     assert "nothing to undo" in err, err
-    assert pr.frozen(pygit2.Repository(str(fork)), "predictions.yaml") is not None
+    assert predictions.frozen(pygit2.Repository(str(fork)), "predictions.yaml") is not None
 
 
 def test_a_path_is_relative_to_dash_c_and_journaled_repo_relative(fork: Path) -> None:
@@ -125,8 +125,8 @@ def test_a_path_is_relative_to_dash_c_and_journaled_repo_relative(fork: Path) ->
     assert "froze evidence/p.yaml" in out, out
 
 
-def _pred(kind: str, expected: object, tree: str = "a") -> pr.Prediction:
-    return pr.Prediction("x", tree, "m", pr.ClaimKind(kind), expected, "why", 1)  # type: ignore[arg-type]
+def _pred(kind: str, expected: object, tree: str = "a") -> predictions.Prediction:
+    return predictions.Prediction("x", tree, "m", predictions.ClaimKind(kind), expected, "why", 1)  # type: ignore[arg-type]
 
 
 METRICS = {"a": {"m": 10, "flag": True, "name": "lru"}, "b": {"m": 10.0}, "c": {"m": 11}}
@@ -139,18 +139,18 @@ METRICS = {"a": {"m": 10, "flag": True, "name": "lru"}, "b": {"m": 10.0}, "c": {
     ("same_as", "b", True), ("same_as", "c", False),
 ])
 def test_judge_every_claim_kind(kind: str, expected: object, held: bool) -> None:
-    verdict = pr.judge(_pred(kind, expected), METRICS)
+    verdict = predictions.judge(_pred(kind, expected), METRICS)
     assert verdict.held is held and verdict.observed == 10
 
 
 def test_judge_bools_strings_and_missing_metrics() -> None:
-    flag = pr.Prediction("x", "a", "flag", pr.ClaimKind.EQUALS, True, "w", 1)
-    assert pr.judge(flag, METRICS).held is True
-    assert pr.judge(pr.Prediction("x", "a", "flag", pr.ClaimKind.EQUALS, 1, "w", 1), METRICS).held is False
-    assert pr.judge(pr.Prediction("x", "a", "name", pr.ClaimKind.EQUALS, "lru", "w", 1), METRICS).held is True
-    assert pr.judge(pr.Prediction("x", "a", "name", pr.ClaimKind.AT_LEAST, 1, "w", 1), METRICS).held is False
-    assert pr.judge(_pred("equals", 10, tree="zz"), METRICS) == pr.Verdict(None, None)
-    assert pr.judge(_pred("same_as", "zz"), METRICS).held is None
+    flag = predictions.Prediction("x", "a", "flag", predictions.ClaimKind.EQUALS, True, "w", 1)
+    assert predictions.judge(flag, METRICS).held is True
+    assert predictions.judge(predictions.Prediction("x", "a", "flag", predictions.ClaimKind.EQUALS, 1, "w", 1), METRICS).held is False
+    assert predictions.judge(predictions.Prediction("x", "a", "name", predictions.ClaimKind.EQUALS, "lru", "w", 1), METRICS).held is True
+    assert predictions.judge(predictions.Prediction("x", "a", "name", predictions.ClaimKind.AT_LEAST, 1, "w", 1), METRICS).held is False
+    assert predictions.judge(_pred("equals", 10, tree="zz"), METRICS) == predictions.PredictionVerdict(None, None)
+    assert predictions.judge(_pred("same_as", "zz"), METRICS).held is None
 
 
 BAD = [

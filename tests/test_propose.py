@@ -383,7 +383,9 @@ def test_a_refused_pr_says_the_branch_is_pushed(proposal: Path, httpserver: HTTP
                       env={"SERIES_GITHUB_API": httpserver.url_for("").rstrip("/"), "GITHUB_TOKEN": TOKEN})
     assert "GitHub refused a new pull request from forkdev:pr/offload-note (422): A pull request already " \
            "exists" in proc.stderr, proc.stderr
-    assert "pr/offload-note is pushed to origin" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "pr/offload-note is pushed to origin" in proc.stderr.splitlines()[0], proc.stderr
+    assert proc.stderr.splitlines()[1:] == [
+        "hint: fix the cause and open it from that branch, or run again with --branch NAME"], proc.stderr
     assert "upstream_pr" not in (proposal / "series.yaml").read_text()
 
 

@@ -1,4 +1,4 @@
-"""The engine's public API, in process: replay_commits, the resolver/recorder protocol,
+"""The rebase's public API, in process: replay_commits, the resolver/recorder protocol,
 merged rules, build_integration; and --fetch through the CLI."""
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pygit2
 import pytest
 
 from series.verbs.rebase import ENDING as REBASE
-from series.engine import rebase as engine
+from series.engine import rebase
 from series.engine.merged import MergedContext, MergedVerdict
 from series.engine.replay import replay_commits
-from series.engine.resolve import Conflict, Hooks
+from series.engine.resolve import ReplayConflict, Hooks
 from series.git.repo import commits_between
 from series.workspace import open_workspace
 from tests.conftest import run_series, sh
@@ -57,26 +57,26 @@ def test_replay_commits_conflict_carries_all_three_sides(fork: Path) -> None:
 
 
 def test_a_resolver_answer_is_used_and_reported_recorder_sees_the_human_fix(fork: Path) -> None:
-    seen: list[tuple[str, str, Conflict]] = []
+    seen: list[tuple[str, str, ReplayConflict]] = []
 
-    def resolver(topic: str, path: str, conflict: Conflict) -> bytes | None:
+    def resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
         seen.append((topic, path, conflict))
         return conflict.ours.replace(b"        for key in keys", b"        # remembered\n        for key in keys")
 
     ws = open_workspace(None, fork)
-    outcome = engine.start(ws, "v0.31.0", REBASE, hooks=Hooks(resolver=resolver), dry_run=True)
+    outcome = rebase.start(ws, "v0.31.0", REBASE, hooks=Hooks(resolver=resolver), dry_run=True)
     run = outcome.state.topic("offload-evict-fix")
     assert run.outcome == "clean" and run.resolved == ((run.commits[0], LRU),), run
     assert [(t, p) for t, p, _ in seen] == [("offload-evict-fix", LRU)]
     recorded: list[tuple[str, str, bytes]] = []
     ws = open_workspace(None, fork)
     with ws.operation("rebase") as door:   # the caller opens the door, as a verb does
-        outcome = engine.start(ws, "v0.31.0", REBASE, door=door)
+        outcome = rebase.start(ws, "v0.31.0", REBASE, door=door)
     assert outcome.worktree is not None
     resolve_lru(outcome.worktree)
     ws = open_workspace(None, fork)
     with ws.operation("rebase", resumes="rebase") as door:
-        engine.continue_rebase(ws, REBASE, door=door, hooks=Hooks(
+        rebase.continue_rebase(ws, REBASE, door=door, hooks=Hooks(
             recorder=lambda t, p, c, resolved: recorded.append((t, p, resolved))))
     assert [(t, p) for t, p, _ in recorded] == [("offload-evict-fix", LRU)]
     assert b"# keep request order" in recorded[0][2] and b"<<<<<<<" not in recorded[0][2]
@@ -90,7 +90,7 @@ def test_an_extra_merged_rule_retires_a_topic_without_replaying_it(fork: Path) -
 
     ws = open_workspace(None, fork)
     with ws.operation("rebase") as door:
-        outcome = engine.start(ws, "v0.31.0", REBASE, merged=[rule], door=door)
+        outcome = rebase.start(ws, "v0.31.0", REBASE, merged=[rule], door=door)
     assert outcome.finished and not outcome.conflicts
     text = (fork / "series.yaml").read_text()
     assert text.count("status: merged") == 2 and text.count("merged_in: v0.31.0") == 2, text
@@ -98,7 +98,7 @@ def test_an_extra_merged_rule_retires_a_topic_without_replaying_it(fork: Path) -
 
 def test_build_integration_of_the_current_branches(fork: Path) -> None:
     ws = open_workspace(None, fork)
-    result = engine.build_integration(ws)
+    result = rebase.build_integration(ws)
     assert result.ok and result.topics == ("sched-note", "offload-evict-fix", "ipc-backport", "api-hello")
     repo = ws.repo
     head = repo[result.head].peel(pygit2.Commit)
@@ -119,10 +119,10 @@ def test_fetch_first_then_rebase_onto_a_new_release(fork: Path, upstream: Path) 
 
 
 def test_build_integration_is_deterministic(fork: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = engine.build_integration(open_workspace(None, fork)).head
+    first = rebase.build_integration(open_workspace(None, fork)).head
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2030-01-01T00:00:00Z")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Someone Else")
-    again = engine.build_integration(open_workspace(None, fork)).head
+    again = rebase.build_integration(open_workspace(None, fork)).head
     assert first == again, "the same base and topic heads give the same integration commit"
 
 
@@ -139,12 +139,12 @@ def test_a_path_resolved_from_memory_stays_resolved_in_the_worktree(fork: Path) 
 EOF2
     """, fork)
 
-    def resolver(topic: str, path: str, conflict: Conflict) -> bytes | None:
+    def resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
         return conflict.ours + b"# remembered\n" if path == LRU and conflict.ours else None
 
     ws = open_workspace(None, fork)
     with ws.operation("rebase") as door:
-        outcome = engine.start(ws, "v0.31.0", REBASE, skip=("offload-evict-fix",),
+        outcome = rebase.start(ws, "v0.31.0", REBASE, skip=("offload-evict-fix",),
                                hooks=Hooks(resolver=resolver), door=door)
     assert outcome.worktree is not None
     status = sh("git status --porcelain --untracked-files=no", outcome.worktree)

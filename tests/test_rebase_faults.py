@@ -2,6 +2,7 @@
 then recovered with --continue or --abort: nothing lost, nothing half-done."""
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -19,12 +20,16 @@ def killed(fork: Path, point: str, *args: str) -> None:
     assert proc.returncode == 99, f"not killed at {point}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
 
 
-@pytest.mark.parametrize("point", ["rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree"])
+@pytest.mark.parametrize("point", ["halted-before-temporary-refs", "rebase-after-state", "rebase-mid-worktree",
+                                   "rebase-after-worktree"])
 def test_killed_while_halting_then_continue(fork: Path, point: str) -> None:
     before = snapshot(fork)
     killed(fork, point, "--onto", "v0.31.0")
     assert snapshot(fork) == before
-    if point != "rebase-after-worktree":
+    if point == "halted-before-temporary-refs":  # killed before the state was saved: nothing halted
+        assert not (fork / ".git/series/rebase/state.json").exists()
+        run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    elif point != "rebase-after-worktree":
         # the worktree was never laid out: --continue does it now
         proc = run_series("rebase", "--continue", cwd=fork, expect=3)
         assert "resolve offload-evict-fix" in proc.stdout, proc.stdout
@@ -34,10 +39,13 @@ def test_killed_while_halting_then_continue(fork: Path, point: str) -> None:
     assert "base: v0.31.0" in (fork / "series.yaml").read_text()
 
 
-@pytest.mark.parametrize("point", ["rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree"])
+@pytest.mark.parametrize("point", ["halted-before-temporary-refs", "rebase-after-state", "rebase-mid-worktree",
+                                   "rebase-after-worktree"])
 def test_killed_while_halting_then_abort(fork: Path, point: str) -> None:
     before = snapshot(fork)
     killed(fork, point, "--onto", "v0.31.0")
+    if point == "halted-before-temporary-refs":  # nothing halted: the next rebase starts afresh
+        run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
     run_series("rebase", "--abort", cwd=fork)
     assert snapshot(fork) == before
     assert sh("git worktree list", fork).count("\n") == 1
@@ -72,8 +80,16 @@ def test_killed_after_a_resolution_then_continue(fork: Path) -> None:
     proc = run_series("rebase", "--continue", cwd=fork, expect=None, env={"SERIES_FAULT": "continue-after-commit"})
     assert proc.returncode == 99
     assert "refs/heads/topic/offload-evict-fix" in refs_of(fork)
+    assert not (fork / "resolutions").exists(), "recorded through the door: written when it commits"
     run_series("rebase", "--continue", cwd=fork)
     assert "# keep request order" in sh(f"git show topic/offload-evict-fix~1:{LRU}", fork)
+    # the state kept what the recorder wrote: the next step's door wrote it with the rebase
+    recorded = list((fork / "resolutions").glob("*/*.txt"))
+    assert len(recorded) == 1, recorded
+    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
+    assert [r["command"] for r in rows] == ["rebase"], rows
+    assert any(f["path"].startswith("resolutions/") for f in json.loads(
+        (fork / ".git/series/journal" / f"{rows[0]['id']}.json").read_text())["files"])
 
 
 @pytest.mark.parametrize("point", ["rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree",
@@ -151,3 +167,18 @@ def test_a_refused_commit_leaves_no_halted_rebase(fork: Path) -> None:
     assert "in progress" not in run_series("status", cwd=fork).stdout
     sh("git checkout -q -- README.md", fork.parent / "integ")
     run_series("rebase", "--onto", "v0.31.0", *SKIP, cwd=fork)
+
+
+def test_a_killed_git_left_a_temporary_ref_locked_the_next_halt_goes_on(fork: Path) -> None:
+    """The temporary refs that keep a halted operation's commits are written by git's
+    update-ref (series.git.refs, the one writer of refs); a lock file a killed one left is
+    removed first (under the series lock nothing else writes refs/series/rebase/)."""
+    (fork / ".git/refs/series/rebase").mkdir(parents=True)
+    for topic in ("sched-note", "offload-evict-fix", "ipc-backport", "api-hello"):
+        (fork / f".git/refs/series/rebase/{topic}.lock").write_text("0" * 40 + "\n")
+    proc = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    assert "resolve offload-evict-fix" in proc.stdout, proc.stdout
+    assert "refs/series/rebase/" in sh("git for-each-ref --format='%(refname)' refs/series/rebase", fork)
+    assert not list((fork / ".git/refs/series/rebase").rglob("*.lock"))
+    run_series("rebase", "--abort", cwd=fork)
+    assert not sh("git for-each-ref refs/series/rebase", fork).strip()

@@ -231,3 +231,36 @@ def test_a_different_conflict_in_the_same_file_stops_for_a_human(
        "git branch -f topic/offload-evict-fix HEAD && git checkout -q --detach v0.30.0", ci)
     out = run_series("rebase", "--onto", "v0.31.0", cwd=ci, expect=3).stdout
     assert "CONFLICT" in out and "resolved from memory" not in out, out
+
+
+def test_a_recorded_resolution_is_journaled_with_the_rebase_and_undone_with_it(fork: Path) -> None:
+    """Issue 25: the recorder writes through the rebase's write door, so the file is part of
+    the operation that moved the branches, and one 'series undo' takes both back."""
+    before = sh("git for-each-ref --format='%(refname) %(objectname)' refs/heads", fork)
+    first = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    _resolve_in_worktree(_worktree(first.stdout + first.stderr), "keep request order")
+    run_series("rebase", "--continue", cwd=fork)
+    files = list((fork / "resolutions").glob("*/*.txt"))
+    assert len(files) == 1, files
+    log = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
+    assert [op["command"] for op in log] == ["rebase"], log
+    run_series("undo", cwd=fork)
+    assert not files[0].exists(), "undo removes what the rebase recorded"
+    assert sh("git for-each-ref --format='%(refname) %(objectname)' refs/heads", fork) == before
+
+
+def test_undo_of_a_prune_refuses_over_a_file_written_since(fork: Path) -> None:
+    """As it refuses a ref moved since, undo names a file changed since the operation
+    removed it, and changes nothing (before, it skipped that file in silence)."""
+    _record_in_fork(fork, "gone-topic", "vllm/multimodal/ipc.py")
+    run_series("resolutions", "--prune", cwd=fork)
+    (gone,) = [p for p in json.loads(sh("cat .git/series/journal/*.json", fork))["files"]]
+    where = fork / gone["path"]
+    where.parent.mkdir(parents=True)
+    where.write_text("mine now\n")
+    proc = run_series("undo", cwd=fork, expect=1)
+    assert str(where) in proc.stderr and "changed since" in proc.stderr, proc.stderr
+    assert where.read_text() == "mine now\n"
+    where.unlink()
+    run_series("undo", cwd=fork)
+    assert where.read_bytes().startswith(b"# series resolution")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from series.verbs.test import parse_command
+from series.verbs.test.step_commands import local_args, parse_command
 from tests.conftest import run_series
 
 
@@ -48,8 +48,8 @@ def test_only_plain_pytest_commands_are_run() -> None:
         "export", {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}, [])
     assert parse_command("pytest lora --shard-id=$$BUILDKITE_PARALLEL_JOB")[2][-1] == \
         "--shard-id=$BUILDKITE_PARALLEL_JOB"
-    from series.verbs.test import _SHARD_TEXT, local_args
-    assert _SHARD_TEXT.sub("", "pytest lora --shard-id=$J --num-shards 4 -x") == "pytest lora -x"
+    from series.analysis.pipeline import SHARD_TEXT
+    assert SHARD_TEXT.sub("", "pytest lora --shard-id=$J --num-shards 4 -x") == "pytest lora -x"
     sharded = parse_command("pytest -v lora --shard-id=$$BUILDKITE_PARALLEL_JOB --num-shards 4 -k $$SEL")
     assert local_args(sharded[2], {"SEL": "fast"}) == ["-v", "lora", "-k", "fast"], "a shard runs whole"
     assert parse_command("pip install -U lm-eval") is None

@@ -25,7 +25,7 @@ def real_areas(tmp_path: Path) -> testmap.TestMap:
     return testmap.load(r, r.head.peel(pygit2.Commit).tree)
 
 
-def keys(selections: list[testmap.Selection]) -> list[str]:
+def keys(selections: list[testmap.StepSelection]) -> list[str]:
     return [s.step.ident for s in selections]
 
 

@@ -57,11 +57,11 @@ def test_the_sample_has_the_cases_that_tell_the_rules_apart() -> None:
 
 
 def test_prefix_and_exclusion_rules() -> None:
-    step = testmap.Step(file="a.yaml", group=None, label="x", key="x", device=None, commands=(),
+    step = testmap.BuildkiteStep(file="a.yaml", group=None, label="x", key="x", device=None, commands=(),
                         dependencies=("vllm/v1/kv_offload", "vllm/", "!vllm/distributed/",
                                       "vllm/distributed/special.py"))
     assert step.covers("vllm/v1/kv_offload/x.py") and step.covers("vllm/v1/kv_offload")
-    assert not testmap.Step(file="a.yaml", group=None, label="y", key="y", device=None, commands=(),
+    assert not testmap.BuildkiteStep(file="a.yaml", group=None, label="y", key="y", device=None, commands=(),
                             dependencies=("vllm/v1/kv_offload",)).covers("vllm/v1/kv_offload_extra/foo.py")
     assert step.covers("vllm/engine.py")
     assert not step.covers("vllm/distributed/other.py")

@@ -24,7 +24,7 @@ from series.errors import SeriesError
 from series.forge.github import GitHubForge
 from series.forge.http import Answer, ApiClient
 from series.model import PRNumber
-from series.patches import format as fmt
+from series.patches import format as patch_format
 from series.patches.importer import make_commit
 
 FAST = settings(max_examples=120, deadline=None, derandomize=True, database=None,
@@ -112,7 +112,7 @@ def import_patch(repo: pygit2.Repository, data: bytes) -> None:
     parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
     sig = pygit2.Signature("T", "t@example.com", 1700000000, 0)
     try:
-        patch = fmt.parse(fmt.decode(data), "t/0001.patch")
+        patch = patch_format.parse(patch_format.decode(data), "t/0001.patch")
         commit = make_commit(repo, parent, patch, sig, "t/0001.patch")
     except SeriesError:
         return
@@ -124,7 +124,7 @@ def import_patch(repo: pygit2.Repository, data: bytes) -> None:
 def test_the_sample_patch_imports(repo: pygit2.Repository) -> None:
     parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
     sig = pygit2.Signature("T", "t@example.com", 1700000000, 0)
-    commit = make_commit(repo, parent, fmt.parse(PATCH, "t"), sig, "t")
+    commit = make_commit(repo, parent, patch_format.parse(PATCH, "t"), sig, "t")
     assert commit.author.offset == 60 and commit.tree["a.txt"].id == pygit2.Oid(
         hex="78981922613b2afb6025042ff6bd878ac1994e85")
 

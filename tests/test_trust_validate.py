@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from series import validate
 from series.errors import SeriesError
-from series.git.cli import git
+from series.git.command import git
 
 ALPHABET = "ab/.-_@{}~^:?*[\\ \t\x7f\x01lock" + "é"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from series import distribution
 from series.verbs import ci
 from tests.conftest import run_series
 
@@ -110,7 +111,7 @@ def test_ci_init_pins_the_version_and_keeps_local_edits(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     assert [w.state for w in ci.init("github", tmp_path)] == ["created"]
     written = tmp_path / ".github" / "workflows" / "series-nightly.yml"
-    assert f"'{ci.pip_spec()}'" in written.read_text() and __version__ in ci.pip_spec()
+    assert f"'{distribution.pip_spec()}'" in written.read_text() and __version__ in distribution.pip_spec()
     written.write_text(written.read_text() + "# ours\n")
     with pytest.raises(SeriesError, match="--force"):
         ci.init("github", tmp_path)
@@ -119,7 +120,7 @@ def test_ci_init_pins_the_version_and_keeps_local_edits(tmp_path: Path) -> None:
     assert [w.state for w in ci.init("github", tmp_path, force=True)] == ["updated"]
     assert [w.state for w in ci.init("buildkite", tmp_path)] == ["created"]
     pipeline = YAML(typ="safe").load((tmp_path / ".buildkite" / "series-nightly.yml").read_text())
-    assert pipeline["steps"] and pipeline["env"]["SERIES_PIP_SPEC"] == ci.pip_spec()
+    assert pipeline["steps"] and pipeline["env"]["SERIES_PIP_SPEC"] == distribution.pip_spec()
 
 
 SPEC_IN_TEMPLATE = re.compile(r"SERIES_PIP_SPEC: (?:\$\{\{ vars\.SERIES_PIP_SPEC \|\| )?['\"]([^'\"]+)['\"]")
@@ -132,11 +133,11 @@ def test_every_template_and_the_readmes_install_series_by_the_one_spec() -> None
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     from series import __version__
 
-    spec = ci.pip_spec()
-    assert spec == (f"vllm-series=={__version__}" if ci.ON_INDEX
+    spec = distribution.pip_spec()
+    assert spec == (f"vllm-series=={__version__}" if distribution.ON_INDEX
                     else f"git+https://github.com/vllm-series/vllm-series@v{__version__}")
     urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
-    assert urls["Source"] == ci.REPOSITORY
+    assert urls["Source"] == distribution.REPOSITORY
     for template in (ROOT / "ci" / "github" / "nightly.yml", ROOT / "ci" / "buildkite" / "nightly.yml",
                      ROOT / ".github" / "workflows" / "series-nightly.yml"):
         assert SPEC_IN_TEMPLATE.findall(template.read_text()) == [spec], template

@@ -22,7 +22,7 @@ from tests.conftest import run_series, sh
 from tests.test_adopt import no_api  # noqa: F401  (a fixture)
 from tests.test_rebase import refs_of
 
-POINTS = ["after-journal", "after-refs", "after-config"]
+POINTS = ["after-journal", "after-refs", "after-config", "after-first-file", "after-files"]
 
 Setup = Callable[[Path, Path], list[str]]   # (repository, scratch dir) -> the command's arguments
 
@@ -41,6 +41,22 @@ def _import(repo: Path, scratch: Path) -> list[str]:
     run_series("export", str(scratch / "patches"), cwd=repo)
     sh("git branch -f topic/api-hello topic/sched-note", repo)
     return ["import", str(scratch / "patches"), "--force"]
+
+
+def _import_fresh(repo: Path, scratch: Path) -> list[str]:
+    """A clone without series.yaml: the export's copy, its resolutions and every branch in
+    one operation (issue 25)."""
+    from series.resolutions import ResolutionStore
+
+    conflicted = b"a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> 0123abc (x)\nd\n"
+    store = ResolutionStore(repo / "resolutions")
+    store.record("sched-note", "x.py", conflicted, b"a\nbc\nd\n")
+    store.record("api-hello", "y.py", conflicted, b"a\ncb\nd\n")
+    run_series("export", str(scratch / "patches"), cwd=repo)
+    shutil.rmtree(repo / "resolutions")
+    (repo / "series.yaml").unlink()
+    sh("git branch -D topic/sched-note topic/api-hello >/dev/null", repo)
+    return ["import", str(scratch / "patches")]
 
 
 def _undo(repo: Path, scratch: Path) -> list[str]:
@@ -63,6 +79,7 @@ COMMANDS: dict[str, Setup] = {
     "supersede": lambda repo, scratch: ["supersede", "offload-evict-fix", "--by", "sched-note"],
     "rebase": lambda repo, scratch: ["rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix"],
     "import": _import,
+    "import-fresh": _import_fresh,
     "undo": _undo,
     "build": lambda repo, scratch: ["build"],
     "resolutions-prune": _prune,
@@ -72,9 +89,9 @@ COMMANDS: dict[str, Setup] = {
 def state(repo: Path) -> tuple[dict[str, str], str | None]:
     """Refs, and series.yaml (with the resolutions it carries)."""
     path = repo / "series.yaml"
-    text = path.read_text() if path.exists() else None
-    resolutions = sorted(str(p.relative_to(repo)) for p in (repo / "resolutions").rglob("*.txt"))
-    return refs_of(repo), None if text is None else text + "\n".join(resolutions)
+    text = path.read_text() if path.exists() else ""
+    resolutions = sorted(f"{p.relative_to(repo)}:{p.read_text()}" for p in (repo / "resolutions").rglob("*.txt"))
+    return refs_of(repo), None if not (text or resolutions) else text + "\n".join(resolutions)
 
 
 def check_after_kill(repo: Path, before: tuple[dict[str, str], str | None],
@@ -84,7 +101,7 @@ def check_after_kill(repo: Path, before: tuple[dict[str, str], str | None],
     assert not list((repo / ".git/refs").rglob("*.lock")), "a ref lock file is left"
     now = state(repo)
     assert now in (before, after), "refs and series.yaml are neither all old nor all new"
-    if now[1] is not None:
+    if (repo / "series.yaml").exists():
         config.load(repo / "series.yaml")
     for sha in before[0].values():
         assert sh(f"git for-each-ref --contains {sha} --count=1", repo).strip(), f"{sha} is lost"

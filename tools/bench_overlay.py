@@ -26,30 +26,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from series.build.fetch import resolve_wheel  # noqa: E402
-from series.build.overlay import FileChange, overlay  # noqa: E402
+from series.ship.fetch import resolve_wheel  # noqa: E402
+from series.ship.overlay import OverlayChange, overlay  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fixture import require  # noqa: E402
 
 
-def series_diff(fork: Path) -> dict[str, FileChange]:
+def series_diff(fork: Path) -> dict[str, OverlayChange]:
     import pygit2
 
     from series.git.repo import changed_paths
 
     if not (fork / ".git").exists():
-        return {p: FileChange(p, b"# edited\n") for p in (
+        return {p: OverlayChange(p, b"# edited\n") for p in (
             "vllm/v1/kv_offload/cpu/policies/lru.py", "vllm/envs.py", "vllm/new_module.py")}
     repo = pygit2.Repository(str(fork))
     base = repo.revparse_single("v0.30.0").peel(pygit2.Commit)
     names = (fork / ".git/series-fixture.txt").read_text().split()
-    changes: dict[str, FileChange] = {}
+    changes: dict[str, OverlayChange] = {}
     for branch in names:
         head = repo.revparse_single(branch).peel(pygit2.Commit)
         for c in changed_paths(repo, base.tree, head.tree):
             if c.path.startswith("vllm/"):
-                changes[c.path] = FileChange(c.path, repo[c.new_id].data if c.new_id else None)
+                changes[c.path] = OverlayChange(c.path, repo[c.new_id].data if c.new_id else None)
     return changes
 
 
@@ -61,7 +61,7 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def naive(src: Path, dst: Path, changes: dict[str, FileChange]) -> None:
+def naive(src: Path, dst: Path, changes: dict[str, OverlayChange]) -> None:
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
         for info in zin.infolist():
             change = changes.get(info.filename)

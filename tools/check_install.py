@@ -4,7 +4,7 @@
    `pip install -e .` + `series demo`; `pip install -e '.[test]'` + the linters present);
 2. `python -m build` (isolated, as the release job builds) and `twine check --strict`;
 3. the README's install line: `pipx install` of the spec it and the CI templates share
-   (series.verbs.ci.pip_spec(), `git+REPOSITORY@vX.Y.Z` until the package is on the
+   (series.distribution.pip_spec(), `git+REPOSITORY@vX.Y.Z` until the package is on the
    index), the repository being the fresh clone with that tag (or, with --as-written, the
    spec unchanged: the real repository over the network, once the tag is pushed);
 4. `pipx install` of the built wheel into a throwaway PIPX_HOME (what `pipx install
@@ -53,8 +53,7 @@ def stage(title: str, started: float) -> float:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from series import __version__
-    from series.verbs import ci
+    from series import __version__, distribution
 
     as_written = "--as-written" in sys.argv[1:]
     scratch = Path(tempfile.mkdtemp(prefix="series-install-"))
@@ -75,10 +74,10 @@ def main() -> int:
         t = stage("python -m build (isolated) + twine check --strict", t)
 
         pipx = [sys.executable, "-m", "pipx"] if not shutil.which("pipx") else ["pipx"]
-        spec = ci.pip_spec()
+        spec = distribution.pip_spec()
         if not as_written:
             run(["git", "tag", "-f", f"v{__version__}", "HEAD"], clone)
-            spec = spec.replace(ci.REPOSITORY, clone.as_uri())
+            spec = spec.replace(distribution.REPOSITORY, clone.as_uri())
         spec_home = scratch / "pipx-spec"
         spec_env = {**clean, "PIPX_HOME": str(spec_home), "PIPX_BIN_DIR": str(spec_home / "bin")}
         run([*pipx, "install", spec], scratch, spec_env)

@@ -17,7 +17,7 @@ base: an upstream commit that only moved our lines down is not a culprit.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -56,7 +56,7 @@ class UpstreamCommit:
     @classmethod
     def of(cls, commit: pygit2.Commit) -> "UpstreamCommit":
         subject = subject_of(commit)
-        when = _dt.datetime.fromtimestamp(commit.author.time, _dt.timezone.utc)
+        when = datetime.datetime.fromtimestamp(commit.author.time, datetime.timezone.utc)
         return cls(str(commit.id), subject, pr_number(subject), person(commit, commit.author)[0],
                    when.date().isoformat())
 

@@ -95,7 +95,7 @@ class TopicSpan:
     new_head: str       # rebased
 
 
-class _Checker:
+class _BreakChecker:
     def __init__(self, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid):
         self.repo, self.old_id, self.new_id = repo, old, new
         self.old, self.new = UpstreamTree(repo, old), UpstreamTree(repo, new)
@@ -235,7 +235,7 @@ def _changed_python(repo: pygit2.Repository, start: str, head: str) -> list[str]
 def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequence[TopicSpan],
           read: Read) -> dict[str, list[Break]]:
     """The breaks of each topic's rebased code (module docstring)."""
-    checker = _Checker(repo, pygit2.Oid(hex=old_base), pygit2.Oid(hex=new_base))
+    checker = _BreakChecker(repo, pygit2.Oid(hex=old_base), pygit2.Oid(hex=new_base))
     out: dict[str, list[Break]] = {}
     for topic in topics:
         found: list[Break] = []
@@ -246,7 +246,7 @@ def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequenc
     return out
 
 
-def _file(checker: _Checker, path: str, base: bytes | None, mine: bytes | None,
+def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | None,
           rebased: bytes | None) -> list[Break]:
     ours, after = parse(mine) if mine else None, parse(rebased) if rebased else None
     if ours is None or after is None:
@@ -275,7 +275,7 @@ def _file(checker: _Checker, path: str, base: bytes | None, mine: bytes | None,
     return out
 
 
-def _imports_gone(checker: _Checker, path: str, before: ast.Module | None, ours: ast.Module,
+def _imports_gone(checker: _BreakChecker, path: str, before: ast.Module | None, ours: ast.Module,
                   after: ast.Module, names: set[str]) -> list[Break]:
     """Names the topic's version imports and reads more often than the base's did, that the
     merged file reads but no longer binds: upstream's side of the merge removed the import."""

@@ -1,6 +1,6 @@
 """A proposed upstream PR graded against what gets a first vLLM PR merged.
 
-The rules, each a `Finding` that says what it saw, why it matters and how to fix it:
+The rules, each a `GradeFinding` that says what it saw, why it matters and how to fix it:
 size (changed lines, files: the first-PR limits of `propose:` in series.yaml, relaxed by
 `not_first`), one concern (one area of the tree; code mixed with docs or with a refactor
 is flagged), DCO (Signed-off-by on every commit), the title's tags (vLLM's well-known
@@ -55,7 +55,7 @@ class Level(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Finding:
+class GradeFinding:
     rule: str          # size | files | concern | dco | title | tests | hot-path | benchmark
     level: Level
     what: str
@@ -78,10 +78,10 @@ class Grade:
     first_pr: bool
     lines: int
     files: int
-    findings: tuple[Finding, ...]
+    findings: tuple[GradeFinding, ...]
 
     @property
-    def flags(self) -> tuple[Finding, ...]:
+    def flags(self) -> tuple[GradeFinding, ...]:
         return tuple(f for f in self.findings if f.level is Level.FLAG)
 
 
@@ -178,37 +178,37 @@ def grade(title: str, files: Sequence[FileStat], commits: Sequence[Commit], sett
     return Grade(first_pr, lines, len(files), tuple(out))
 
 
-def _size(files: Sequence[FileStat], lines: int, settings: ProposeSettings, first_pr: bool) -> list[Finding]:
+def _size(files: Sequence[FileStat], lines: int, settings: ProposeSettings, first_pr: bool) -> list[GradeFinding]:
     if not first_pr:
         weighty = sum(f.added + f.deleted for f in files if kind(f.path) == "code" and not f.path.startswith("csrc/"))
         if weighty > RFC_LINES:
-            return [Finding("size", Level.FLAG, f"{weighty} changed lines of code (tests, kernels, CI not counted)",
+            return [GradeFinding("size", Level.FLAG, f"{weighty} changed lines of code (tests, kernels, CI not counted)",
                             f"vLLM's guide expects a GitHub issue (RFC) for changes over {RFC_LINES} lines "
                             "before a PR; without one it is tagged rfc-required",
                             "open an RFC issue first and link it in the description, or split the change")]
-        return [Finding("size", Level.OK, f"{lines} changed lines in {len(files)} files "
+        return [GradeFinding("size", Level.OK, f"{lines} changed lines in {len(files)} files "
                         f"(not a first PR: the first-PR limits of {settings.max_lines} lines, "
                         f"{settings.max_files} files do not apply)")]
     out = []
     if lines > settings.max_lines:
-        out.append(Finding("size", Level.FLAG, f"{lines} changed lines (first-PR limit {settings.max_lines})",
+        out.append(GradeFinding("size", Level.FLAG, f"{lines} changed lines (first-PR limit {settings.max_lines})",
                            "a first PR under the limit is reviewed and merged; a large one from a new "
                            "contributor waits",
                            "split the topic into smaller PRs (one concern each), or pass --not-first "
                            "if you have merged PRs upstream (limit: propose.max_lines in series.yaml)"))
     else:
-        out.append(Finding("size", Level.OK, f"{lines} changed lines (limit {settings.max_lines})"))
+        out.append(GradeFinding("size", Level.OK, f"{lines} changed lines (limit {settings.max_lines})"))
     if len(files) > settings.max_files:
-        out.append(Finding("files", Level.FLAG, f"{len(files)} files changed (first-PR limit {settings.max_files})",
+        out.append(GradeFinding("files", Level.FLAG, f"{len(files)} files changed (first-PR limit {settings.max_files})",
                            "each file is another owner to convince; a first PR stays within a few files",
                            "drop what the fix does not need (formatting, drive-by edits) or split the PR "
                            "(limit: propose.max_files in series.yaml)"))
     else:
-        out.append(Finding("files", Level.OK, f"{len(files)} file{'s' if len(files) != 1 else ''} changed (limit {settings.max_files})"))
+        out.append(GradeFinding("files", Level.OK, f"{len(files)} file{'s' if len(files) != 1 else ''} changed (limit {settings.max_files})"))
     return out
 
 
-def _concern(files: Sequence[FileStat], commits: Sequence[Commit]) -> Finding:
+def _concern(files: Sequence[FileStat], commits: Sequence[Commit]) -> GradeFinding:
     kinds = {kind(f.path) for f in files}
     areas = sorted({area(f.path) for f in files if kind(f.path) == "code"})
     problems = []
@@ -221,33 +221,33 @@ def _concern(files: Sequence[FileStat], commits: Sequence[Commit]) -> Finding:
         problems.append(f"a refactor mixed with the change ({refactors[0].subject!r})")
     if not problems:
         where = areas[0] if areas else ", ".join(sorted(kinds))
-        return Finding("concern", Level.OK, f"one concern ({where})")
-    return Finding("concern", Level.FLAG, "; ".join(problems),
+        return GradeFinding("concern", Level.OK, f"one concern ({where})")
+    return GradeFinding("concern", Level.FLAG, "; ".join(problems),
                    "one concern per PR: reviewers of one area can approve it, and it can be reverted alone",
                    "split it: the fix in one PR, the refactor or the docs in their own (docs that only "
                    "describe this change's user-visible behaviour may stay)")
 
 
-def _dco(commits: Sequence[Commit]) -> Finding:
+def _dco(commits: Sequence[Commit]) -> GradeFinding:
     unsigned = [c for c in commits if not signed_off(c.message)]
     if not unsigned:
-        return Finding("dco", Level.OK, f"all {len(commits)} commit(s) carry Signed-off-by")
+        return GradeFinding("dco", Level.OK, f"all {len(commits)} commit(s) carry Signed-off-by")
     listed = ", ".join(f"{c.sha[:12]} {c.subject!r}" for c in unsigned[:3]) + (" ..." if len(unsigned) > 3 else "")
-    return Finding("dco", Level.FLAG, f"{len(unsigned)} of {len(commits)} commit(s) lack Signed-off-by: {listed}",
+    return GradeFinding("dco", Level.FLAG, f"{len(unsigned)} of {len(commits)} commit(s) lack Signed-off-by: {listed}",
                    "vLLM's DCO check fails a PR whose commits are not signed off; the sign-off is your "
                    "statement that you may contribute the change, so series never adds it silently",
                    "read the DCO (upstream's DCO file), then run 'series propose' again with --signoff")
 
 
-def _title(title: str, files: Sequence[FileStat], commits: Sequence[Commit], known: Sequence[str]) -> Finding:
+def _title(title: str, files: Sequence[FileStat], commits: Sequence[Commit], known: Sequence[str]) -> GradeFinding:
     tags, rest = title_tags(title)
     suggestion = suggest_tags(files, commits, known)
     if not tags:
-        return Finding("title", Level.FLAG, f"the title {title!r} has no [Tag]",
+        return GradeFinding("title", Level.FLAG, f"the title {title!r} has no [Tag]",
                        "vLLM's guide: PR titles start with one or more bracketed tags, e.g. [Bugfix][KV Offload]",
                        f"pass --title \"{suggestion} {rest}\" (or reword the first commit's subject)")
     if not rest:
-        return Finding("title", Level.FLAG, f"the title {title!r} is only tags",
+        return GradeFinding("title", Level.FLAG, f"the title {title!r} is only tags",
                        "the tags say the kind and area; the rest says what changes",
                        f"pass --title \"{''.join(f'[{t}]' for t in tags)} <what it changes>\"")
     lowered = {k.lower(): k for k in known}
@@ -256,49 +256,49 @@ def _title(title: str, files: Sequence[FileStat], commits: Sequence[Commit], kno
         near = [f"[{lowered[t.lower()]}]" for t in odd if t.lower() in lowered]
         fix = f"write {', '.join(near)} as the guide spells it" if near else \
             f"use a well-known tag where one fits ({suggestion})"
-        return Finding("title", Level.NOTE, f"tag(s) {', '.join(f'[{t}]' for t in odd)} not among the guide's "
+        return GradeFinding("title", Level.NOTE, f"tag(s) {', '.join(f'[{t}]' for t in odd)} not among the guide's "
                        "well-known tags", "any descriptive tag is accepted, but the well-known ones route "
                        "the PR to the right reviewers", fix)
-    return Finding("title", Level.OK, f"title tags {''.join(f'[{t}]' for t in tags)}")
+    return GradeFinding("title", Level.OK, f"title tags {''.join(f'[{t}]' for t in tags)}")
 
 
-def _tests(files: Sequence[FileStat]) -> Finding:
+def _tests(files: Sequence[FileStat]) -> GradeFinding:
     code = [f.path for f in files if kind(f.path) == "code"]
     tests = [f.path for f in files if kind(f.path) == "tests"]
     if not code:
-        return Finding("tests", Level.OK, "no code changed")
+        return GradeFinding("tests", Level.OK, "no code changed")
     if tests:
-        return Finding("tests", Level.OK, f"tests touched ({', '.join(tests)})")
-    return Finding("tests", Level.FLAG, f"code changed ({len(code)} file(s)) but no test",
+        return GradeFinding("tests", Level.OK, f"tests touched ({', '.join(tests)})")
+    return GradeFinding("tests", Level.FLAG, f"code changed ({len(code)} file(s)) but no test",
                    "the guide asks for tests with every change; reviewers merge what a test proves",
                    f"add or extend a test under tests/ for {area(code[0])} (one that fails without the change)")
 
 
-def _hot_paths(files: Sequence[FileStat], settings: ProposeSettings, first_pr: bool) -> list[Finding]:
+def _hot_paths(files: Sequence[FileStat], settings: ProposeSettings, first_pr: bool) -> list[GradeFinding]:
     hits = [(f.path, p) for f in files for p in [hot(f.path, settings.hot_paths)] if p is not None]
     if not hits:
-        return [Finding("hot-path", Level.OK, "no hot path (scheduler, attention, CUDA graphs, samplers)")]
+        return [GradeFinding("hot-path", Level.OK, "no hot path (scheduler, attention, CUDA graphs, samplers)")]
     paths = ", ".join(path for path, _ in hits)
     if not first_pr:
-        return [Finding("hot-path", Level.NOTE, f"touches a hot path: {paths}",
+        return [GradeFinding("hot-path", Level.NOTE, f"touches a hot path: {paths}",
                         "changes to the scheduler, attention kernels, CUDA graphs or samplers get a "
                         "deeper review and a performance check", "state the performance impact, measured")]
-    return [Finding("hot-path", Level.FLAG, f"touches a hot path: {paths}",
+    return [GradeFinding("hot-path", Level.FLAG, f"touches a hot path: {paths}",
                     "the first-PR guide keeps scheduler, attention-kernel, CUDA-graph and sampler "
                     "changes out of a first PR: they need maintainers' time and benchmarks",
                     "propose something outside the hot path first, or pass --not-first if you have "
                     "merged PRs upstream (paths: propose.hot_paths in series.yaml)")]
 
 
-def _benchmark(title: str, files: Sequence[FileStat], commits: Sequence[Commit]) -> Finding:
+def _benchmark(title: str, files: Sequence[FileStat], commits: Sequence[Commit]) -> GradeFinding:
     text = "\n".join([title, *(c.message for c in commits)])
     claim = _PERF.search(text)
     scripts = [f.path for f in files if f.path.startswith("benchmarks/")]
     if claim is None:
-        return Finding("benchmark", Level.OK, "no performance claim")
+        return GradeFinding("benchmark", Level.OK, "no performance claim")
     if scripts:
-        return Finding("benchmark", Level.OK, f"performance claim with a benchmark ({', '.join(scripts)})")
-    return Finding("benchmark", Level.FLAG, f"performance claim ({claim.group(0)!r}) without a benchmarks/ script",
+        return GradeFinding("benchmark", Level.OK, f"performance claim with a benchmark ({', '.join(scripts)})")
+    return GradeFinding("benchmark", Level.FLAG, f"performance claim ({claim.group(0)!r}) without a benchmarks/ script",
                    "a speed claim is believed when a reviewer can rerun it: a script and a released "
                    "vLLM version to compare against",
                    "add the script you measured with under benchmarks/ and name the released version "

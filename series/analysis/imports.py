@@ -34,7 +34,7 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import Iterable, Mapping
 
 import pygit2
 
@@ -42,9 +42,6 @@ from series.cache import user_cache
 from series.fs import write_atomically
 
 from series.git.repo import named_entries
-
-if TYPE_CHECKING:  # testmap loads ruamel: not for the graph alone
-    from series.analysis.testmap import Step
 
 TREE_MODE = pygit2.enums.FileMode.TREE
 
@@ -253,43 +250,6 @@ def _absolute(package: str, module: str, level: int) -> str | None:
         return None  # beyond the top-level package: Python raises, nothing is imported
     parts = parts[:len(parts) - (level - 1)]
     return ".".join(parts + ([module] if module else []))
-
-
-# --- the test files an evidence run gives pytest -----------------------------------------
-
-
-@dataclass(frozen=True)
-class FileSelection:
-    """The test files an evidence run gives pytest, of how many the covering steps run."""
-
-    files: tuple[str, ...]
-    candidates: int
-    steps: tuple[str, ...]
-
-
-def select_files(graph: ImportGraph, steps: list[Step], tests: Mapping[str, object],
-                 changed: list[str], package: str) -> FileSelection:
-    """Test files of `steps` that can exercise `changed` (the graph, as the module says)."""
-    candidates: set[str] = set()
-    for step in steps:
-        targets, ignored = pytest_targets(step.commands, step.repo_dir)
-        candidates |= invoked_files(tests, targets, ignored)
-    reach = graph.reaching([p for p in changed if p in graph.edges])
-    chosen = {c for c in candidates if c in reach}
-    chosen |= {p for p in changed if p in tests and is_test_file(p)}  # the topics' own tests
-    for path in changed:
-        directory = posixpath.dirname(path) + "/"
-        unparsed = path in graph.unparsed
-        if posixpath.basename(path) == "conftest.py" and path.startswith("tests/"):
-            chosen |= {c for c in candidates if c.startswith(directory)}
-        elif unparsed or (path.startswith(package + "/") and not path.endswith(".py")):
-            # data files and unparsable modules: no import edge to follow, so every
-            # test file of the steps covering the path
-            for step in steps:
-                if step.covers(path):
-                    targets, ignored = pytest_targets(step.commands, step.repo_dir)
-                    chosen |= invoked_files(tests, targets, ignored)
-    return FileSelection(tuple(sorted(chosen)), len(candidates), tuple(s.ident for s in steps))
 
 
 # --- which files a step runs (ci_selector's invoked_files) -----------------------------

@@ -4,8 +4,8 @@ The pure part of `series measure` (issue 23), shared with `series comment`: what
 workload may write (`read_metrics`: one JSON object of metric -> number, bool or string,
 at most 1 MB, validated where it enters with the tree named), how repeated runs combine
 (the median of numbers; anything else must agree), what the environment looks like, the
-report (`Measurement`, its JSON and the reading of it back) and the per-tree artifact files
-a CI job uploads. Rendering is series.analysis.measurement_tables.
+report (`Measurement` and its JSON; series.analysis.measurement_report reads it back) and the per-tree artifact files
+a CI job uploads. Text is series.analysis.measurement_tables; markdown is series comment's.
 """
 from __future__ import annotations
 
@@ -15,12 +15,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from series.analysis import predictions as pr
-from series.analysis.predictions import Scalar
+from series.analysis.predictions import ClaimKind, FrozenPredictions, PredictionsFile, Scalar, judge
 from series.config import NAME_RE
 from series.errors import SeriesError
-from series.persisted import (Json, JsonObject, read_int, read_list, read_object, read_opt_str, read_str,
-                              read_strs)
+from series.persisted import Json, JsonObject, read_object, read_opt_str, read_str
 
 SCHEMA = 1
 METRICS_LIMIT = 1 << 20         # a metrics file is a few numbers, not a dump
@@ -187,21 +185,21 @@ def show(value: Scalar | None) -> str:
 
 # -- the report --------------------------------------------------------------------------------
 
-def check_trees(file: pr.PredictionsFile, names: Sequence[str], remedy: str = "add --tree {tree}=SPEC") -> None:
+def check_trees(file: PredictionsFile, names: Sequence[str], remedy: str = "add --tree {tree}=SPEC") -> None:
     """Every claim is about a tree of this run: a measurement that left a frozen claim out
     would be a way around it."""
     for p in file.predictions:
-        for tree in (p.tree, *([str(p.expected)] if p.kind == pr.ClaimKind.SAME_AS else [])):
+        for tree in (p.tree, *([str(p.expected)] if p.kind == ClaimKind.SAME_AS else [])):
             if tree not in names:
                 raise SeriesError(f"{file.name}:{p.line}: prediction {p.id} is about tree {tree!r}, which this "
                                   f"run does not measure (its trees: {', '.join(names)}); "
                                   + remedy.format(tree=tree))
 
 
-def judged(frozen: pr.FrozenPredictions, metrics: Mapping[str, Values]) -> tuple[PredictionResult, ...]:
+def judged(frozen: FrozenPredictions, metrics: Mapping[str, Values]) -> tuple[PredictionResult, ...]:
     out = []
     for p in frozen.file.predictions:
-        verdict = pr.judge(p, metrics)
+        verdict = judge(p, metrics)
         reasons = [e.why for e in frozen.record.explanations if e.id == p.id and e.sha256 == frozen.file.sha256]
         out.append(PredictionResult(p.id, p.tree, p.metric, p.claim(), verdict.observed, verdict.held, p.why,
                                     reasons[-1] if reasons else None, verdict.compared_to))
@@ -255,42 +253,9 @@ def _text(value: str) -> str:
     return value
 
 
-def from_json(doc: Json, where: str) -> Measurement:
-    """A report read back (`series comment --measurement`): every field checked."""
-    try:
-        d = read_object(doc, "report")
-        if d.get("schema") != SCHEMA:
-            raise ValueError(f"schema is {d.get('schema')!r}, not {SCHEMA}")
-        trees = tuple(tree_from_json(read_object(t, "trees[]")) for t in read_list(d, "trees"))
-        names = [t.name for t in trees]
-        metrics = {n: metrics_from_json(read_object(d.get("metrics"), "metrics").get(n), f"{where}: metrics of {n}")
-                   for n in names}
-        runs_of = read_object(d.get("runs"), "runs")
-        runs = {n: [metrics_from_json(r, f"{where}: a run of {n}") for r in read_list(runs_of, n)] for n in names}
-        envs = read_object(d.get("environment"), "environment")
-        environment = {n: machine_from_json(envs[n], f"{where}: environment of {n}") for n in names if n in envs}
-        results = tuple(_result(read_object(p, "predictions[]"), where) for p in read_list(d, "predictions"))
-        python = read_opt_str(d, "python")
-        return Measurement(trees, metrics, runs, environment, read_str(d, "predictions_file"),
-                           read_str(d, "predictions_sha256"), results, tuple(read_strs(d, "command")),
-                           read_int(d, "repeat"), python)
-    except ValueError as exc:
-        raise SeriesError(f"{where}: not a measurement report of series measure --json ({exc})") from None
-
-
 def tree_from_json(d: JsonObject) -> MeasuredTree:
     name = read_str(d, "name")
     if not NAME_RE.match(name):
         raise ValueError(f"tree name {name[:40]!r} is not a name (lowercase letters, digits, '.', '_', '-')")
     return MeasuredTree(name, _text(read_str(d, "spec")), read_opt_str(d, "commit"),
                         _text(read_opt_str(d, "describe") or ""))
-
-
-def _result(d: JsonObject, where: str) -> PredictionResult:
-    values = metrics_from_json({k: d[k] for k in ("observed", "compared_to") if d.get(k) is not None}, where)
-    held = d.get("held")
-    if held is not None and not isinstance(held, bool):
-        raise ValueError("'held' is not true/false/null")
-    return PredictionResult(read_str(d, "id"), read_str(d, "tree"), read_str(d, "metric"), read_str(d, "claim"),
-                            values.get("observed"), held, read_str(d, "why"), read_opt_str(d, "explanation"),
-                            values.get("compared_to"))

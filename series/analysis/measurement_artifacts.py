@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from series.analysis import measurement as ms
-from series.analysis import predictions as pr
+from series.analysis import measurement
+from series.analysis import predictions
 from series.analysis.measurement import MachineInfo, MeasuredTree, Measurement, Values
 from series.errors import SeriesError
 from series.persisted import Json, read_int, read_list, read_object, read_opt_str, read_str, read_strs
@@ -27,12 +27,12 @@ TREE_LIMIT = 32 << 20   # every run's metrics: a 1 MB limit each would be too ti
 def files(m: Measurement, tree: MeasuredTree) -> dict[str, Json]:
     """{file name: document} of one tree's artifact."""
     return {
-        TREE_FILE: {"schema": ms.SCHEMA, "tree": tree.name, "spec": tree.spec, "commit": tree.commit,
+        TREE_FILE: {"schema": measurement.SCHEMA, "tree": tree.name, "spec": tree.spec, "commit": tree.commit,
                     "predictions_sha256": m.predictions_sha256, "command": list(m.command),
                     "repeat": m.repeat, "runs": [dict(r) for r in m.runs.get(tree.name, [])],
                     "describe": tree.describe, "python": m.python, "order": [n for n, _ in m.planned()]},
         METRICS_FILE: dict(m.metrics.get(tree.name, {})),
-        ENVIRONMENT_FILE: ms.machine_json(m.environment[tree.name]) if tree.name in m.environment else None,
+        ENVIRONMENT_FILE: measurement.machine_json(m.environment[tree.name]) if tree.name in m.environment else None,
     }
 
 
@@ -50,7 +50,7 @@ class CollectedTree:
     order: tuple[str, ...]          # the run's trees in order, when the job knew them
 
 
-def parse(data: bytes, where: str, limit: int = ms.METRICS_LIMIT) -> Json:
+def parse(data: bytes, where: str, limit: int = measurement.METRICS_LIMIT) -> Json:
     if len(data) > limit:
         raise SeriesError(f"{where}: {len(data)} bytes, more than the {limit} an artifact file may hold")
     try:
@@ -69,14 +69,14 @@ def read_collected(tree_doc: Json, metrics_doc: Json, environment_doc: Json, whe
     """One tree's artifact; `directory` names the metrics and environment files in errors."""
     try:
         d = read_object(tree_doc, TREE_FILE)
-        if d.get("schema") != ms.SCHEMA:
-            raise ValueError(f"schema is {d.get('schema')!r}, not {ms.SCHEMA}")
-        tree = ms.tree_from_json({"name": d.get("tree"), "spec": d.get("spec"), "commit": d.get("commit"),
+        if d.get("schema") != measurement.SCHEMA:
+            raise ValueError(f"schema is {d.get('schema')!r}, not {measurement.SCHEMA}")
+        tree = measurement.tree_from_json({"name": d.get("tree"), "spec": d.get("spec"), "commit": d.get("commit"),
                                   "describe": d.get("describe")})
         repeat = read_int(d, "repeat")
         if repeat < 1:
             raise ValueError(f"'repeat' is {repeat}")
-        runs = tuple(ms.metrics_from_json(r, f"{where}: a run") for r in read_list(d, "runs"))
+        runs = tuple(measurement.metrics_from_json(r, f"{where}: a run") for r in read_list(d, "runs"))
         order = tuple(read_strs(d, "order")) if d.get("order") is not None else ()
         command = tuple(read_strs(d, "command"))
         if not command:
@@ -85,15 +85,15 @@ def read_collected(tree_doc: Json, metrics_doc: Json, environment_doc: Json, whe
         python = read_opt_str(d, "python")
     except ValueError as exc:
         raise SeriesError(f"{where}: not a tree.json of series measure --artifact ({exc})") from None
-    metrics = ms.metrics_from_json(metrics_doc, f"{directory}/{METRICS_FILE}")
-    environment = ms.machine_from_json(environment_doc, f"{directory}/{ENVIRONMENT_FILE}")
-    if runs and ms.combine(runs, tree.name) != metrics:
+    metrics = measurement.metrics_from_json(metrics_doc, f"{directory}/{METRICS_FILE}")
+    environment = measurement.machine_from_json(environment_doc, f"{directory}/{ENVIRONMENT_FILE}")
+    if runs and measurement.combine(runs, tree.name) != metrics:
         raise SeriesError(f"{directory}/{METRICS_FILE}: tree {tree.name}'s metrics are not what its runs in "
                           f"{TREE_FILE} give (the median of numbers): the artifact was changed after the run")
     return CollectedTree(tree, where, sha, command, repeat, runs, metrics, environment, python, order)
 
 
-def assemble(found: list[CollectedTree], frozen: pr.FrozenPredictions) -> Measurement:
+def assemble(found: list[CollectedTree], frozen: predictions.FrozenPredictions) -> Measurement:
     """The report of the collected trees, as a local run of them would have made it."""
     if not found:
         raise SeriesError(f"no {TREE_FILE} found: the directory holds no artifact of series measure --artifact")
@@ -117,7 +117,7 @@ def assemble(found: list[CollectedTree], frozen: pr.FrozenPredictions) -> Measur
     orders = {c.order for c in found}
     order = next(iter(orders)) if len(orders) == 1 and set(first.order) == names else tuple(sorted(names))
     ranked = sorted(found, key=lambda c: order.index(c.tree.name))
-    ms.check_trees(frozen.file, [c.tree.name for c in ranked],
+    measurement.check_trees(frozen.file, [c.tree.name for c in ranked],
                    "collect the artifact of tree {tree} too (its job may have failed)")
     metrics = {c.tree.name: c.metrics for c in ranked}
     pythons = {c.python for c in found}
@@ -126,5 +126,5 @@ def assemble(found: list[CollectedTree], frozen: pr.FrozenPredictions) -> Measur
         runs={c.tree.name: list(c.runs) for c in ranked},
         environment={c.tree.name: c.environment for c in ranked},
         predictions_file=frozen.file.name, predictions_sha256=frozen.file.sha256,
-        predictions=ms.judged(frozen, metrics), command=first.command, repeat=first.repeat,
+        predictions=measurement.judged(frozen, metrics), command=first.command, repeat=first.repeat,
         python=pythons.pop() if len(pythons) == 1 else None)

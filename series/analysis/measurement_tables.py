@@ -1,14 +1,12 @@
-"""A measurement as text (the terminal) and as markdown (a PR comment).
+"""A measurement as text for the terminal: the metrics by tree, every prediction held or
+failed with what was observed (a failed one struck, its claim kept as written, with the
+reason `series predict --explain` recorded), and the environment.
 
-Both show the same three things in the same order: the metrics by tree, every prediction
-held or failed with what was observed (a failed one struck, its claim kept as written,
-with the reason `series predict --explain` recorded), and the environment. The markdown
-escapes what a workload or a predictions file wrote, so a metric name or a reason cannot
-open an HTML comment, a link or a table cell and hide the text after it.
+The markdown of the same report is `series comment`'s alone (series.analysis.comment_body,
+`series comment PR --measurement REPORT.json --dry-run` prints it): one renderer, whose
+escaping neither hides text nor notifies anyone.
 """
 from __future__ import annotations
-
-import re
 
 from series.analysis.measurement import MachineInfo, Measurement, PredictionResult, show
 
@@ -71,64 +69,3 @@ def _metric_names(m: Measurement) -> list[str]:
     for t in m.trees:
         out.extend(k for k in m.metrics.get(t.name, {}) if k not in out)
     return out
-
-
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
-
-
-def escape(text: str) -> str:
-    """Text a workload or a file wrote, as markdown that shows it and nothing else: every
-    character markdown or HTML would act on is backslash-escaped (`<!--` cannot hide what
-    follows, `|` cannot end a cell), and newlines become spaces."""
-    return _MARKDOWN.sub(r"\\\1", " ".join(text.splitlines()))
-
-
-def render_markdown(m: Measurement) -> str:
-    """The metrics table, the predictions (failures struck, reasons kept), the environment
-    and the commands to reproduce: the body a PR comment is made of (each part is its own
-    function, for a comment that puts other things between them)."""
-    runs = f", {m.repeat} runs each (numbers: the median)" if m.repeat > 1 else ""
-    parts = [["### Measured", "", f"Workload: `{_code(' '.join(m.command))}`{runs}."], markdown_metrics(m),
-             markdown_predictions(m), markdown_environment(m), markdown_reproduce(m)]
-    return "\n\n".join("\n".join(part) for part in parts) + "\n"
-
-
-def markdown_metrics(m: Measurement) -> list[str]:
-    """The trees (spec, commit), then the metrics by tree."""
-    names = [t.name for t in m.trees]
-    out = ["| tree | spec | commit |", "|---|---|---|"]
-    for t in m.trees:
-        out.append(f"| {escape(t.name)} | `{_code(t.spec)}` | {'`' + t.commit[:12] + '`' if t.commit else '-'} |")
-    out += ["", "| metric | " + " | ".join(escape(n) for n in names) + " |", "|---|" + "---:|" * len(names)]
-    for k in _metric_names(m):
-        out.append(f"| {escape(k)} | " + " | ".join(escape(show(m.metrics.get(n, {}).get(k))) for n in names) + " |")
-    return out
-
-
-def markdown_predictions(m: Measurement) -> list[str]:
-    """Every prediction: held, or failed and struck with the reason recorded after the run."""
-    out = [f"**Predictions**, frozen before the run (`{_code(m.predictions_file)}`, "
-           f"sha256 `{m.predictions_sha256[:16]}`): {m.held()} of {len(m.predictions)} held.", ""]
-    for p in m.predictions:
-        claim = escape(p.claim)
-        text = f"{claim}" if p.held else f"~~{claim}~~"
-        out.append(f"- **{_verdict(p).lower()}** `{_code(p.id)}`: {text} ({escape(_observed(p))}). "
-                   f"Predicted because: {escape(p.why)}")
-        if p.explanation:
-            out.append(f"  - Why it failed: {escape(p.explanation)}")
-    return out
-
-
-def markdown_environment(m: Measurement) -> list[str]:
-    return ["**Environment**", ""] + [f"- {escape(name + ': ') if name else ''}{escape(env.line())}"
-                                      for name, env in _environments(m)]
-
-
-def markdown_reproduce(m: Measurement) -> list[str]:
-    return (["<details><summary>Reproduce</summary>", "", "```sh"]
-            + [line.replace("```", "'''") for line in m.reproduce()] + ["```", "", "</details>"])
-
-
-def _code(text: str) -> str:
-    """Text inside a `code span`: a backtick would end it, a newline break it."""
-    return " ".join(text.splitlines()).replace("`", "'")

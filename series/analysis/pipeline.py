@@ -10,7 +10,7 @@ step behind a block step (`block: Run <label>`, key `block-<key>`) instead of ru
 Keys carry a prefix (default `series-`) so they cannot clash with a build's own steps,
 and a device goes to the queue series.yaml maps it to (`ci.queues`), else to upstream's.
 
-Selection is narrowed the same way for both forms: `devices` keeps the steps of those
+StepSelection is narrowed the same way for both forms: `devices` keeps the steps of those
 devices, `exclude_optional` drops optional ones, `max_steps` keeps the first N.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from series.analysis import testmap
-from series.analysis.testmap import Selection, Step
+from series.analysis.testmap import StepSelection, BuildkiteStep
 
 DOCKER_PLUGIN = "docker#v5.2.0"
 # Upstream's test image: the CI image their build pushed for the commit under test. A fork
@@ -63,7 +63,7 @@ class CiSettings:
     breaks: BreaksPolicy = BreaksPolicy.WARN
 
 
-def queue(step: Step, settings: CiSettings) -> str:
+def queue(step: BuildkiteStep, settings: CiSettings) -> str:
     device = step.device or ""
     if device in settings.queues:
         return settings.queues[device]
@@ -72,15 +72,15 @@ def queue(step: Step, settings: CiSettings) -> str:
     return "gpu_4_queue" if step.num_devices in (2, 4) else "gpu_1_queue"
 
 
-def narrow(selected: Iterable[Selection], devices: tuple[str, ...] = (), exclude_optional: bool = False,
-           max_steps: int | None = None) -> list[Selection]:
+def narrow(selected: Iterable[StepSelection], devices: tuple[str, ...] = (), exclude_optional: bool = False,
+           max_steps: int | None = None) -> list[StepSelection]:
     out = [s for s in selected
            if (not devices or (s.step.device or "") in devices)
            and not (exclude_optional and s.step.optional)]
     return out[:max_steps] if max_steps is not None else out
 
 
-def step_key(step: Step, prefix: str) -> str:
+def step_key(step: BuildkiteStep, prefix: str) -> str:
     """Upstream's key (the step's, or made from its label as their generator does), prefixed."""
     key = step.key or (step.label.replace(" ", "-").lower().replace("(", "").replace(")", "")
                        .replace("%", "").replace(",", "-").replace("+", "-").replace(":", "-")
@@ -96,7 +96,7 @@ def _inject(command: str, image: str) -> str:
     return re.sub(r"(?<!\$)\$IMAGE_TAG\b", image.replace("\\", "\\\\"), command)
 
 
-def _commands(step: Step, image: str) -> list[str]:
+def _commands(step: BuildkiteStep, image: str) -> list[str]:
     setup = [] if step.no_plugin else ["echo '--- :nvidia: GPU Info'", "(command nvidia-smi || true)"]
     commands = setup + [_inject(c, image) for c in step.commands]
     if not step.num_nodes:
@@ -107,7 +107,7 @@ def _commands(step: Step, image: str) -> list[str]:
     return commands
 
 
-def _plugin(step: Step, image: str) -> dict[str, Any]:
+def _plugin(step: BuildkiteStep, image: str) -> dict[str, Any]:
     options: dict[str, Any] = {"image": image, "always-pull": True, "propagate-environment": True}
     if step.device not in _CPU:
         options["gpus"] = "all"
@@ -118,7 +118,7 @@ def _plugin(step: Step, image: str) -> dict[str, Any]:
     return {DOCKER_PLUGIN: options}
 
 
-def buildkite_steps(selected: Iterable[Selection], settings: CiSettings) -> list[dict[str, Any]]:
+def buildkite_steps(selected: Iterable[StepSelection], settings: CiSettings) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for sel in selected:
         s = sel.step
@@ -144,7 +144,7 @@ def buildkite_steps(selected: Iterable[Selection], settings: CiSettings) -> list
     return out
 
 
-def buildkite(selected: Iterable[Selection], settings: CiSettings) -> str:
+def buildkite(selected: Iterable[StepSelection], settings: CiSettings) -> str:
     from ruamel.yaml import YAML
 
     out = io.StringIO()
@@ -155,7 +155,7 @@ def buildkite(selected: Iterable[Selection], settings: CiSettings) -> str:
     return out.getvalue()
 
 
-def github_matrix(selected: Iterable[Selection], settings: CiSettings) -> str:
+def github_matrix(selected: Iterable[StepSelection], settings: CiSettings) -> str:
     """One job per step; a Buildkite-sharded step runs whole (GitHub has no BUILDKITE_PARALLEL_JOB).
 
     `runner` is the device's runner label from series.yaml `ci.queues` (else the device)."""

@@ -23,7 +23,7 @@ from series.analysis import mentions
 from series.errors import SeriesError
 from series.validate import one_line
 from series.analysis.grade import Commit, kind, title_tags
-from series.analysis.testmap import Selection, unescape
+from series.analysis.testmap import StepSelection, unescape
 
 TEMPLATE_PATHS = (".github/pull_request_template.md", ".github/PULL_REQUEST_TEMPLATE.md",
                   "pull_request_template.md", "PULL_REQUEST_TEMPLATE.md",
@@ -84,7 +84,7 @@ def details(commits: Sequence[Commit]) -> str:
     return "\n\n".join(f"**{s}**\n\n{b}" for s, b in bodies)
 
 
-def test_plan(selected: Sequence[Selection], paths: Sequence[str]) -> str:
+def test_plan(selected: Sequence[StepSelection], paths: Sequence[str]) -> str:
     own = [p for p in paths if kind(p) == "tests" and p.endswith(".py")]
     out = []
     if own:
@@ -104,7 +104,7 @@ def test_plan(selected: Sequence[Selection], paths: Sequence[str]) -> str:
     return "\n\n".join(out)
 
 
-def _specificity(selection: Selection) -> int:
+def _specificity(selection: StepSelection) -> int:
     """How closely a step is tied to the paths: its longest dependency that selects one.
     A step on `vllm/v1/kv_offload` says more about a change there than one on `vllm/`."""
     best = 0
@@ -271,7 +271,7 @@ def _heading_kind(heading: str) -> str | None:
 
 
 def render(template_path: str | None, template: str, title: str, commits: Sequence[Commit],
-           selected: Sequence[Selection], paths: Sequence[str], release_note: str,
+           selected: Sequence[StepSelection], paths: Sequence[str], release_note: str,
            evidence: dict[str, Any] | None = None, mentionable: Sequence[str] = ()) -> Description:
     """The template filled; what the fills say mentions only `mentionable` and hides nothing
     (series.analysis.mentions); the template's own text is upstream's and stays as it is."""

@@ -81,7 +81,7 @@ class PredictionsFile:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class PredictionVerdict:
     held: bool | None          # None: a metric it needs was not measured
     observed: Scalar | None
     compared_to: Scalar | None = None   # SAME_AS: the other tree's value
@@ -228,28 +228,28 @@ def _expected(kind: ClaimKind, value: Any, tree: str, fail: Any) -> Scalar | tup
 
 # -- judging a claim -------------------------------------------------------------------------
 
-def judge(prediction: Prediction, metrics: Metrics) -> Verdict:
+def judge(prediction: Prediction, metrics: Metrics) -> PredictionVerdict:
     """Whether the claim held on `metrics` (tree -> metric -> value). Numbers compare as
     numbers (100064 equals 100064.0), never with a bool; a value of the wrong type for the
     claim is a claim that failed, shown with what was observed."""
     observed = metrics.get(prediction.tree, {}).get(prediction.metric)
     if observed is None:
-        return Verdict(None, None)
+        return PredictionVerdict(None, None)
     kind, expected = prediction.kind, prediction.expected
     if kind == ClaimKind.SAME_AS:
         other = metrics.get(str(expected), {}).get(prediction.metric)
         if other is None:
-            return Verdict(None, observed)
-        return Verdict(_equal(observed, other), observed, other)
+            return PredictionVerdict(None, observed)
+        return PredictionVerdict(_equal(observed, other), observed, other)
     if isinstance(expected, tuple):   # BETWEEN
         number = _number(observed)
-        return Verdict(number is not None and expected[0] <= number <= expected[1], observed)
+        return PredictionVerdict(number is not None and expected[0] <= number <= expected[1], observed)
     if kind == ClaimKind.EQUALS:
-        return Verdict(_equal(observed, expected), observed)
+        return PredictionVerdict(_equal(observed, expected), observed)
     number, bound = _number(observed), _number(expected)
     if number is None or bound is None:
-        return Verdict(False, observed)
-    return Verdict(number >= bound if kind == ClaimKind.AT_LEAST else number <= bound, observed)
+        return PredictionVerdict(False, observed)
+    return PredictionVerdict(number >= bound if kind == ClaimKind.AT_LEAST else number <= bound, observed)
 
 
 def _equal(a: Scalar, b: Scalar) -> bool:
@@ -315,8 +315,8 @@ def require_frozen(repo: pygit2.Repository, path: Path) -> FrozenPredictions:
     file = load(path, name)
     record = frozen(repo, name, worktree)
     if record is None:
-        raise SeriesError(f"{name} (sha256:{file.sha256}) was never frozen: run 'series predict {name}' "
-                          "before measuring, so the claims are on record first")
+        raise SeriesError(f"{name} (sha256:{file.sha256}) was never frozen",
+                          f"run 'series predict {name}' before measuring, so the claims are on record first")
     if record.sha256 != file.sha256:
         raise changed(file, record, f"'series predict {name} --refreeze' (recorded: reports show both hashes)")
     return FrozenPredictions(file, record)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from series import halted as st
+from series import halted
 from series.engine.report import report_dir
 from series.workspace import Workspace
 
@@ -30,7 +30,7 @@ def read_first(report: dict[str, Any], topic: str) -> list[str]:
 
 def halted_read_first(ws: Workspace) -> list[str]:
     """read_first() for the rebase halted now, from its saved report (for `series status`)."""
-    state = st.load(ws.repo)
+    state = halted.load(ws.repo)
     if state is None or not state.current:
         return []
     try:

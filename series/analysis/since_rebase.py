@@ -13,8 +13,8 @@ import pygit2
 
 from series import persisted
 from series.analysis import breaks
-from series.engine import report as reports
-from series import halted as st
+from series.engine import report
+from series import halted
 from series.git.repo import branch_commit
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def _last_rebase(repo: pygit2.Repository) -> tuple[str, str, dict[str, tuple[str
     """(onto sha, old base sha, {topic: (start, old head)}) of the newest report of a finished
     rebase; None when there is none. A report that does not read is passed over: it is ours,
     and status must not fail on it."""
-    found = sorted(reports.report_dir(repo).glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    found = sorted(report.report_dir(repo).glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     for path in found:
         try:
             d = persisted.read_object(json.loads(path.read_text()), "report")
@@ -57,7 +57,7 @@ def _last_rebase(repo: pygit2.Repository) -> tuple[str, str, dict[str, tuple[str
             rows = {}
             for item in persisted.read_list(d, "topics", []):
                 row = persisted.read_object(item, "topic")
-                if row.get("outcome") == st.TopicOutcome.CLEAN.value and isinstance(row.get("start"), str):
+                if row.get("outcome") == halted.TopicOutcome.CLEAN.value and isinstance(row.get("start"), str):
                     rows[persisted.read_str(row, "name")] = (persisted.read_str(row, "start"),
                                                              persisted.read_str(row, "old_head"))
             return (persisted.read_str(persisted.read_object(d.get("onto"), "onto"), "sha"),

@@ -1,16 +1,16 @@
 """The upstream CI steps that cover what the series touches: the plan `series test` lists,
 exports and runs, and `series ci report` tabulates (one selection for both).
 
-Selection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
-topic's own diff (series.build.integration.topic_paths).
+StepSelection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
+topic's own diff (series.ship.integration_tree.topic_paths).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from series.analysis import testmap
-from series.analysis.testmap import Selection
-from series.build import integration
+from series.analysis.testmap import StepSelection
+from series.ship import integration_tree
 from series.workspace import Workspace
 
 
@@ -18,14 +18,14 @@ from series.workspace import Workspace
 class Plan:
     base: str
     touched: dict[str, tuple[str, ...]]
-    selected: tuple[Selection, ...]
+    selected: tuple[StepSelection, ...]
     always: int                          # steps upstream runs on every change (not listed)
     problems: tuple[str, ...]
 
 
 def select(ws: Workspace, topics: tuple[str, ...] = (), include_always: bool = False) -> Plan:
-    chosen = integration.require_topics(ws, topics) if topics else None
-    touched = integration.topic_paths(ws, chosen)
+    chosen = integration_tree.require_topics(ws, topics) if topics else None
+    touched = integration_tree.topic_paths(ws, chosen)
     base = ws.base_commit()
     tmap = testmap.load(ws.repo, base.tree)
     selected = tuple(tmap.select(touched, include_always))

@@ -67,7 +67,7 @@ def dependencies_match(dependencies: Iterable[str], path: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Step:
+class BuildkiteStep:
     file: str                            # .buildkite/test_areas/<area>.yaml
     group: str | None
     label: str
@@ -136,15 +136,15 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Selection:
-    step: Step
+class StepSelection:
+    step: BuildkiteStep
     paths: tuple[str, ...]               # the touched paths that select it
     topics: tuple[str, ...] = ()         # the topics that touch those paths
 
 
 @dataclass(frozen=True)
 class TestMap:
-    steps: tuple[Step, ...]
+    steps: tuple[BuildkiteStep, ...]
     files: tuple[str, ...]
     problems: tuple[str, ...] = field(default=())  # files skipped, with why
     run_all: tuple[str, ...] = ()                  # ci_config.yaml run_all_patterns
@@ -155,7 +155,7 @@ class TestMap:
         return (any(re.match(p, path) for p in self.run_all)
                 and not any(re.match(p, path) for p in self.run_all_exclude))
 
-    def select(self, touched: dict[str, tuple[str, ...]], include_always: bool = False) -> list[Selection]:
+    def select(self, touched: dict[str, tuple[str, ...]], include_always: bool = False) -> list[StepSelection]:
         """Steps covering any touched path ({path: topics touching it}), in file order.
 
         A path that triggers upstream's run-all selects every step, with no dependencies or not."""
@@ -164,16 +164,16 @@ class TestMap:
         for step in self.steps:
             if everything:
                 hits = tuple(sorted(set(everything) | {p for p in touched if step.covers(p)}))
-                out.append(Selection(step, hits, tuple(dict.fromkeys(t for p in hits for t in touched[p]))))
+                out.append(StepSelection(step, hits, tuple(dict.fromkeys(t for p in hits for t in touched[p]))))
                 continue
             if step.always:
                 if include_always:
-                    out.append(Selection(step, (), ()))
+                    out.append(StepSelection(step, (), ()))
                 continue
             hits = tuple(p for p in sorted(touched) if step.covers(p))
             if hits:
                 topics = tuple(dict.fromkeys(t for p in hits for t in touched[p]))
-                out.append(Selection(step, hits, topics))
+                out.append(StepSelection(step, hits, topics))
         return out
 
     @property
@@ -193,7 +193,7 @@ def load(repo: pygit2.Repository, tree: pygit2.Tree, directory: str = TEST_AREAS
         raise SeriesError(
             f"no {directory}/ in the base tree: this upstream has no vLLM-style test areas "
             "to select from") from None
-    steps: list[Step] = []
+    steps: list[BuildkiteStep] = []
     files: list[str] = []
     problems: list[str] = []
     for name, entry in sorted(named_entries(repo[folder.id].peel(pygit2.Tree)).items()):
@@ -229,7 +229,7 @@ def _run_all(repo: pygit2.Repository, tree: pygit2.Tree, problems: list[str]) ->
     return include, exclude
 
 
-def parse(text: str, path: str) -> list[Step]:
+def parse(text: str, path: str) -> list[BuildkiteStep]:
     doc = _yaml().load(io.StringIO(text))
     if doc is None:
         return []
@@ -239,7 +239,7 @@ def parse(text: str, path: str) -> list[Step]:
     return list(_steps(doc, path, doc.get("group") or doc.get("label"), own_file))
 
 
-def _steps(node: dict[str, Any], path: str, group: str | None, own_file: bool = False) -> Iterable[Step]:
+def _steps(node: dict[str, Any], path: str, group: str | None, own_file: bool = False) -> Iterable[BuildkiteStep]:
     for raw in node.get("steps") or []:
         if not isinstance(raw, dict):
             continue  # "wait" and other Buildkite scalars
@@ -254,7 +254,7 @@ def _steps(node: dict[str, Any], path: str, group: str | None, own_file: bool = 
             commands = [commands]
         deps = raw.get("source_file_dependencies") or []
         env = raw.get("env") or {}
-        yield Step(
+        yield BuildkiteStep(
             file=path, group=group, label=str(label), key=raw.get("key"),
             device=raw.get("device"), commands=tuple(str(c) for c in commands),
             dependencies=tuple(str(d) for d in deps),

@@ -171,20 +171,20 @@ def directory_of(path: str, depth: int) -> str:
 
 
 @dataclass(frozen=True)
-class Matrix:
+class TouchMatrix:
     depth: int
     topics: tuple[str, ...]
     # directory -> topic name -> number of files that topic changes below it
     cells: dict[str, dict[str, int]]
 
 
-def matrix(diffs: Sequence[TopicDiff], depth: int) -> Matrix:
+def matrix(diffs: Sequence[TopicDiff], depth: int) -> TouchMatrix:
     cells: dict[str, dict[str, int]] = defaultdict(dict)
     for diff in diffs:
         for change in diff.changes:
             row = cells[directory_of(change.path, depth)]
             row[diff.topic.name] = row.get(diff.topic.name, 0) + 1
-    return Matrix(depth, tuple(d.topic.name for d in diffs),
+    return TouchMatrix(depth, tuple(d.topic.name for d in diffs),
                   {k: cells[k] for k in sorted(cells)})
 
 
@@ -290,7 +290,7 @@ def file_json(f: TouchedFile) -> dict[str, Any]:
 @dataclass(frozen=True)
 class MatrixResult:
     scope: Scope
-    matrix: Matrix
+    matrix: TouchMatrix
     collisions: list[Collision]
     files: dict[str, int]  # topic -> files changed
 

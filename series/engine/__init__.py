@@ -5,10 +5,10 @@
                     the same, git merge-tree --stdin everywhere else; prefetch() sends
                     merges known ahead to merge-tree processes of their own)
     replay.py       replay_commits(): cherry-picks through that merge (public API)
-    resolve.py      Conflict, and the resolver/recorder protocol (shared conflict memory)
+    resolve.py      ReplayConflict, and the resolver/recorder protocol (shared conflict memory)
     merged.py       rules that declare a topic merged upstream (RULES: add yours there)
     integration.py  integrate(): base + topics as a chain of merges, inter-topic conflicts
-    ports.py        what the caller hands in: Tree (a series in its repository), Door (the operation)
+    ports.py        what the caller hands in: SeriesRepo (a series in its repository), Door (the operation)
     ending.py       how an operation ends, handed in by the verb (TopicsEnding: the rebase's)
     worktree.py     the conflict worktree; the user's checked-out topic branches
     rebase.py       start / begin / continue_rebase / abort_rebase / build_integration

@@ -22,13 +22,13 @@ from typing import Callable, Sequence
 import pygit2
 
 from series.analysis.attribution import UpstreamCommit
-from series.engine import merged as merged_rules
+from series.engine import merged
 from series.engine.odb import MemOdb
 from series.engine.replay import replay_commits
-from series.git.repo import committer as git_committer
+from series.git.repo import committer
 from series.engine.resolve import Hooks
-from series.halted import TopicRun
-from series.engine.ports import Tree
+from series.halted import TopicOutcome, TopicRun
+from series.engine.ports import SeriesRepo
 
 
 def mainline(repo: pygit2.Repository, old: pygit2.Commit, new: pygit2.Commit) -> list[pygit2.Commit]:
@@ -69,7 +69,7 @@ class Prober:
     depend on.
     """
 
-    ws: Tree
+    ws: SeriesRepo
     runs: Sequence[TopicRun]
     line: Sequence[pygit2.Commit]
     hooks: Hooks
@@ -80,14 +80,13 @@ class Prober:
 
     def __post_init__(self) -> None:
         self.odb = MemOdb(self.ws.repo)
-        self.committer = git_committer(self.ws.repo)
+        self.committer = committer(self.ws.repo)
         self.old_base = self.ws.base_commit()
 
     def probe(self, index: int, only: set[str] | None = None) -> Probe:
         """Replay every pending topic (or `only` those and what they depend on) onto line[index]."""
-        repo = self.ws.repo
         point = self.line[index]
-        runs = [r for r in self.runs if r.outcome != "skipped"]
+        runs = [r for r in self.runs if r.outcome != TopicOutcome.SKIPPED]
         if only is not None:
             wanted = self._closure(only)
             runs = [r for r in runs if r.name in wanted]
@@ -122,7 +121,7 @@ class Prober:
         repo = self.ws.repo
         commits = tuple(repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits)
         topic = self.ws.series.topic(run.name)
-        if topic.upstream_pr is not None and merged_rules.first_verdict(merged_rules.MergedContext(
+        if topic.upstream_pr is not None and merged.first_verdict(merged.MergedContext(
                 repo, topic, self.old_base, point, str(point.id), commits)) is not None:
             heads[run.name] = onto  # merged there: retired, not replayed
             return None
@@ -179,7 +178,7 @@ class Breaking:
                 "replays": self.replays}
 
 
-def first_breaking(ws: Tree, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
+def first_breaking(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
                    names: Sequence[str], hooks: Hooks) -> list[Breaking]:
     """For each topic in `names` (each conflicts at line[-1]), where it starts to."""
     out = []
@@ -223,7 +222,7 @@ class Reach:
                 "replays": self.replays}
 
 
-def as_far_as_possible(ws: Tree, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
+def as_far_as_possible(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
                        hooks: Hooks) -> Reach:
     if not line:
         return Reach(None, 0, 0, None, {}, 0)

@@ -5,7 +5,7 @@ every operation; what differs is the *ending*, which the verb hands in (STYLE ru
 engine never names a verb, and does not branch on which one is running):
 
     Ending.identity       the verb's words (kind, door command, how to go on, the sentence
-                          the halt guard shows): stored in the state as a st.Halt record,
+                          the halt guard shows): stored in the state as a halted.Halt record,
                           so the next process reads them back as data
     Ending.detects_merged ask the merged-upstream rules (series.engine.merged) first
     Ending.rewrite(state) the message rewrite for replayed commits, or None
@@ -28,13 +28,13 @@ from typing import Callable, Protocol
 
 import pygit2
 
-from series import halted as st
+from series import halted
 from series.engine.integration import IntegrationPart, IntegrationResult, integrate
 from series.engine.odb import MemOdb
 from series.errors import SeriesError
 from series.persisted import JsonObject
 from series.git import refs
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 
 
 Rewrite = Callable[[pygit2.Commit], str]
@@ -44,15 +44,17 @@ Rewrite = Callable[[pygit2.Commit], str]
 class Identity:
     """An ending's words, all chosen by the verb."""
 
-    kind: str       # st.Halt.kind: the verb that resumes a halted state hands the same in
+    kind: str       # halted.Halt.kind: the verb that resumes a halted state hands the same in
     verb: str       # the write door's command, as the journal and `series log` show it
-    resume: str     # the command whose --continue / --abort go on with it ("series rebase")
+    resume: str     # the command that goes on with it ("series rebase")
+    go_on: str      # how to go on after resolving ("series rebase" and its flag): hints quote it
+    stop: str       # how to put everything back
     noun: str       # "a rebase": in "..., not a rebase"
     what: str       # "a series rebase is in progress": the halt guard's sentence
     nothing: str    # when nothing is halted; {action} is "continue" or "abort"
 
-    def halt(self, payload: JsonObject | None = None, what: str | None = None) -> st.Halt:
-        return st.Halt(self.kind, what or self.what, self.resume, dict(payload or {}))
+    def halt(self, payload: JsonObject | None = None, what: str | None = None) -> halted.Halt:
+        return halted.Halt(self.kind, what or self.what, self.resume, dict(payload or {}), self.go_on, self.stop)
 
 
 class Ending(Protocol):
@@ -62,13 +64,13 @@ class Ending(Protocol):
     @property
     def detects_merged(self) -> bool: ...
 
-    def rewrite(self, state: st.RebaseState) -> Rewrite | None: ...
+    def rewrite(self, state: halted.RebaseState) -> Rewrite | None: ...
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None: ...
+    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None: ...
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
+    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None: ...
 
 
@@ -79,23 +81,23 @@ class TopicsEnding:
     identity: Identity
     detects_merged: bool = True
 
-    def rewrite(self, state: st.RebaseState) -> Rewrite | None:
+    def rewrite(self, state: halted.RebaseState) -> Rewrite | None:
         return None
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
         return None
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult:
+    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult:
         return integrate(ws.repo, pygit2.Oid(hex=state.onto_sha), integration_parts(state), odb=odb)
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None:
         _moved_meanwhile(ws, state, self.identity.verb)
         door.summary = f"onto {state.onto_name}"
         for run in state.topics:
-            if run.outcome == st.TopicOutcome.CLEAN and run.new_head and run.new_head != run.old_head:
+            if run.outcome == halted.TopicOutcome.CLEAN and run.new_head and run.new_head != run.old_head:
                 door.move(f"refs/heads/{run.branch}", run.new_head, expect=run.old_head)
-            elif run.outcome in (st.TopicOutcome.CLEAN, st.TopicOutcome.MERGED):
+            elif run.outcome in (halted.TopicOutcome.CLEAN, halted.TopicOutcome.MERGED):
                 door.verify(f"refs/heads/{run.branch}", run.old_head)  # checked inside git's transaction
         branch = ws.series.integration
         if branch and integration is not None and integration.ok:
@@ -105,26 +107,26 @@ class TopicsEnding:
         if state.onto_name != state.old_base_name:
             door.edit(("upstream", "base"), state.onto_name)
         for run in state.topics:
-            if run.outcome == st.TopicOutcome.MERGED:
+            if run.outcome == halted.TopicOutcome.MERGED:
                 door.set_topic(run.name, status="merged", merged_in=state.onto_name)
         door.extra["onto"] = state.onto_name
 
 
-def integration_parts(state: st.RebaseState) -> list[IntegrationPart]:
+def integration_parts(state: halted.RebaseState) -> list[IntegrationPart]:
     return [IntegrationPart(t.name, pygit2.Oid(hex=t.new_start or state.onto_sha),
                             pygit2.Oid(hex=t.new_head or state.onto_sha))
-            for t in state.topics if t.outcome == st.TopicOutcome.CLEAN and t.commits]
+            for t in state.topics if t.outcome == halted.TopicOutcome.CLEAN and t.commits]
 
 
-def _moved_meanwhile(ws: Tree, state: st.RebaseState, verb: str) -> None:
+def _moved_meanwhile(ws: SeriesRepo, state: halted.RebaseState, verb: str) -> None:
     """A branch the operation moves, or marks merged, must be where it found it: a commit
     made there during a halt would otherwise be carried by no active topic."""
     for run in state.topics:
-        if run.outcome not in (st.TopicOutcome.CLEAN, st.TopicOutcome.MERGED):
+        if run.outcome not in (halted.TopicOutcome.CLEAN, halted.TopicOutcome.MERGED):
             continue
         now = refs.current(ws.repo, f"refs/heads/{run.branch}")
         if now != run.old_head:
-            what = "moved" if run.outcome == st.TopicOutcome.CLEAN else "was found merged upstream, but moved"
+            what = "moved" if run.outcome == halted.TopicOutcome.CLEAN else "was found merged upstream, but moved"
             raise SeriesError(f"{run.branch} {what} while the {verb} was halted "
                               f"({run.old_head[:12]} -> {(now or 'deleted')[:12]}); nothing was changed: "
-                              f"'{state.halt.resume} --abort', then start again")
+                              f"'{state.halt.stop}', then start again")

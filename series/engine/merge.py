@@ -41,7 +41,7 @@ import pygit2
 
 from series.engine.odb import TREE, Entry, MemOdb, PathConflict
 from series.errors import SeriesError
-from series.git.cli import clean_env, git
+from series.git.command import clean_env, git
 
 # The version this design needs: `merge-tree --write-tree --stdin` (merge-ort in memory,
 # many merges in one process).

@@ -2,10 +2,10 @@
 imports the workspace (series.workspace imports the halt record, series.halted; neither
 the engine nor the workspace imports the other).
 
-    Tree   a series in its repository: what the engine reads (series.workspace.Workspace
-           is one); it cannot open a door: the verb opens it and hands it in
-    Door   the one operation a step writes through (series.workspace.WriteOperation is one):
-           ref moves, series.yaml edits, commit, revert
+    SeriesRepo  a series in its repository: what the engine reads (series.workspace.Workspace
+                is one); it cannot open a door: the verb opens it and hands it in
+    Door        the one operation a step writes through (series.workspace.WriteOperation is one):
+                ref moves, series.yaml edits, files (what the hooks record), commit, revert
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import pygit2
 
 from series.git.refs import RefMove
-from series.journal import Operation
+from series.journal import FileChange, Operation
 from series.model import Series, Topic
 from series.persisted import Json
 from series.seriesedit import Edit, KeyPath, Plain
@@ -49,8 +49,13 @@ class Door(Protocol):
 
     def commit(self, fault: str | None = None) -> Operation: ...
 
+    @property
+    def files(self) -> list[FileChange]: ...
 
-class Tree(Protocol):
+    def write(self, path: Path, data: str | bytes) -> None: ...
+
+
+class SeriesRepo(Protocol):
     @property
     def repo(self) -> pygit2.Repository: ...
 
@@ -69,4 +74,4 @@ class Tree(Protocol):
 
     def require_own(self, topic: Topic) -> OwnWork: ...
 
-    def reload(self) -> "Tree": ...
+    def reload(self) -> "SeriesRepo": ...

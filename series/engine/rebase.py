@@ -14,7 +14,7 @@
 The verb hands in its ending (series.engine.ending): its words, its message rewrite,
 whether merged-upstream rules apply, and what its one operation moves and edits. The
 engine never branches on which verb runs; a halted state records the ending's identity as
-data (st.Halt), and the verb that goes on hands the same ending in again.
+data (halted.Halt), and the verb that goes on hands the same ending in again.
 
 Every topic is tried before anything is reported, so all conflicts show at once; no branch
 under refs/heads moves until every topic is clean. Each entry point but a dry run runs inside
@@ -28,17 +28,17 @@ series.engine.merged; conflict resolvers/recorders in series.engine.resolve.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import pygit2
 
-from series import journal, transaction
+from series import faults, journal, transaction
 from series.engine import merged as merged_rules
-from series import halted as st
-from series.engine import worktree as wt
+from series import halted
+from series.engine import worktree
 from series.engine.ending import Ending
 from series.engine.merge import prefetch, require_git
 from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
@@ -51,16 +51,16 @@ from series.git import checkouts
 from series.git.repo import (Abbreviations, committer as git_committer, encode_message, message as commit_message,
                              resolve_release)
 from series.topics import OwnWorks
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 
 Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RebaseOutcome:
     """What a rebase step ended with; series.verbs.rebase turns it into the report."""
 
-    state: st.RebaseState
+    state: halted.RebaseState
     finished: bool                      # refs moved (or, dry run: would move)
     dry_run: bool = False
     op_id: str | None = None
@@ -70,17 +70,17 @@ class Outcome:
     persisted: bool = False
 
     @property
-    def conflicts(self) -> list[st.TopicRun]:
-        return [t for t in self.state.topics if t.outcome == st.TopicOutcome.CONFLICT]
+    def conflicts(self) -> list[halted.TopicRun]:
+        return [t for t in self.state.topics if t.outcome == halted.TopicOutcome.CONFLICT]
 
 
 # -- plan ---------------------------------------------------------------------------------
 
 def _stamp() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def plan(ws: Tree, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicRun]:
+def plan(ws: SeriesRepo, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[halted.TopicRun]:
     """Each active topic's own commits and where it goes; pure (reads only)."""
     repo = ws.repo
     for name in skip:
@@ -88,8 +88,8 @@ def plan(ws: Tree, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicR
     # What is replayed is what status counts (series.topics), REF's history counted as
     # upstream's too: REF need not be a remote branch or a release tag.
     works = OwnWorks(repo, ws.series, ws.base_commit(), upstream=(onto.id,))
-    runs: list[st.TopicRun] = []
-    by_name: dict[str, st.TopicRun] = {}
+    runs: list[halted.TopicRun] = []
+    by_name: dict[str, halted.TopicRun] = {}
     for topic in ws.series.active():
         own = works.of(topic)
         if own is None:
@@ -97,13 +97,13 @@ def plan(ws: Tree, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicR
             raise AssertionError(topic.branch)
         head, start, commits = own.head, own.start.id, own.commits
         active_deps = [d for d in topic.depends_on if d in by_name]
-        run = st.TopicRun(name=topic.name, branch=topic.branch, old_head=str(head.id), start=str(start),
+        run = halted.TopicRun(name=topic.name, branch=topic.branch, old_head=str(head.id), start=str(start),
                           commits=tuple(str(c.id) for c in commits),
                           depends_on=active_deps[-1] if active_deps else None)
         if topic.name in skip:
-            run = replace(run, outcome=st.TopicOutcome.SKIPPED, reason="left out with --skip-topic")
-        elif run.depends_on and by_name[run.depends_on].outcome == st.TopicOutcome.SKIPPED:
-            run = replace(run, outcome=st.TopicOutcome.SKIPPED,
+            run = replace(run, outcome=halted.TopicOutcome.SKIPPED, reason="left out, as asked")
+        elif run.depends_on and by_name[run.depends_on].outcome == halted.TopicOutcome.SKIPPED:
+            run = replace(run, outcome=halted.TopicOutcome.SKIPPED,
                           reason=f"depends on {run.depends_on}, which is skipped")
         runs.append(run)
         by_name[topic.name] = run
@@ -112,8 +112,8 @@ def plan(ws: Tree, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[st.TopicR
 
 # -- replay --------------------------------------------------------------------------------
 
-def _advance(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-             rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> st.RebaseState:
+def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+             rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> halted.RebaseState:
     """Replay every topic that can go on; conflicts and blocked topics wait. The state
     after it, with each topic's new record."""
     repo = ws.repo
@@ -121,7 +121,7 @@ def _advance(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending:
     onto_commit = repo[pygit2.Oid(hex=state.onto_sha)].peel(pygit2.Commit)
     old_base = repo[pygit2.Oid(hex=state.old_base_sha)].peel(pygit2.Commit)
     rewrite = ending.rewrite(state)
-    waiting = (st.TopicOutcome.PENDING, st.TopicOutcome.BLOCKED)
+    waiting = (halted.TopicOutcome.PENDING, halted.TopicOutcome.BLOCKED)
     total = sum(1 for r in state.topics if r.outcome in waiting)
     count = 0
     with_git = _prefetch(repo, state, odb)
@@ -130,9 +130,9 @@ def _advance(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending:
                                       for c in r.commits[r.done:]))
     for name in _replay_order(state, with_git):
         run = state.topic(name)  # the state as the earlier topics left it (a dependency's new head)
-        if run.outcome == st.TopicOutcome.BLOCKED:
-            run = replace(run, outcome=st.TopicOutcome.PENDING)
-        if run.outcome != st.TopicOutcome.PENDING:
+        if run.outcome == halted.TopicOutcome.BLOCKED:
+            run = replace(run, outcome=halted.TopicOutcome.PENDING)
+        if run.outcome != halted.TopicOutcome.PENDING:
             continue
         count += 1
         if progress:
@@ -140,8 +140,8 @@ def _advance(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending:
         onto = state.onto_sha
         if run.depends_on:
             dep = state.topic(run.depends_on)
-            if dep.outcome in (st.TopicOutcome.CONFLICT, *waiting):
-                state = state.with_topic(replace(run, outcome=st.TopicOutcome.BLOCKED,
+            if dep.outcome in (halted.TopicOutcome.CONFLICT, *waiting):
+                state = state.with_topic(replace(run, outcome=halted.TopicOutcome.BLOCKED,
                                                  reason=f"waits for {dep.name} (conflict)"))
                 continue
             onto = dep.new_head or state.onto_sha
@@ -154,7 +154,7 @@ def _advance(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending:
                 repo, topic, old_base, onto_commit, state.onto_name, tuple(commits)), rules)
             if verdict is not None:
                 state = state.with_topic(replace(
-                    run, outcome=st.TopicOutcome.MERGED, reason=verdict.reason, modified=verdict.modified,
+                    run, outcome=halted.TopicOutcome.MERGED, reason=verdict.reason, modified=verdict.modified,
                     detail=verdict.detail, new_head=onto))
                 continue
         head = run.new_head if run.done > 0 and run.new_head else onto
@@ -170,19 +170,19 @@ def _advance(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending:
         if result.conflict is not None:
             stop = result.conflict
             subject = commit_message(repo[stop.commit].peel(pygit2.Commit)).split("\n", 1)[0]
-            run = replace(run, outcome=st.TopicOutcome.CONFLICT, new_head=str(stop.head),
-                          conflict=st.HaltedCommit(str(stop.commit), subject,
+            run = replace(run, outcome=halted.TopicOutcome.CONFLICT, new_head=str(stop.head),
+                          conflict=halted.HaltedCommit(str(stop.commit), subject,
                                                    tuple(c.path for c in stop.conflicts),
                                                    {c.path: c.kind for c in stop.conflicts}))
         elif run.commits and not run.mapping:
-            run = replace(run, outcome=st.TopicOutcome.MERGED, reason=f"every commit is already in {state.onto_name}")
+            run = replace(run, outcome=halted.TopicOutcome.MERGED, reason=f"every commit is already in {state.onto_name}")
         else:
-            run = replace(run, outcome=st.TopicOutcome.CLEAN)
+            run = replace(run, outcome=halted.TopicOutcome.CLEAN)
         state = state.with_topic(run)
     return state
 
 
-def _replay_order(state: st.RebaseState, with_git: list[str]) -> list[str]:
+def _replay_order(state: halted.RebaseState, with_git: list[str]) -> list[str]:
     """The topics in series order, except that those whose next merge git is answering
     (and the topics that depend on them) come last, in the order their answers can be
     expected: the replay does the rest meanwhile instead of waiting behind a slow merge.
@@ -197,7 +197,7 @@ def _replay_order(state: st.RebaseState, with_git: list[str]) -> list[str]:
     return [r.name for r in state.topics if r.name not in later] + deferred
 
 
-def _prefetch(repo: pygit2.Repository, state: st.RebaseState, odb: MemOdb) -> list[str]:
+def _prefetch(repo: pygit2.Repository, state: halted.RebaseState, odb: MemOdb) -> list[str]:
     """Each independent topic goes onto the new base itself: its merges up to the first
     one git must answer are known before the replay starts, so git can start on those
     at once (series.engine.merge.prefetch). The topics waiting for git are returned,
@@ -206,7 +206,7 @@ def _prefetch(repo: pygit2.Repository, state: st.RebaseState, odb: MemOdb) -> li
     onto_tree = odb.commit_tree(onto)
     chains = {}
     for run in state.topics:
-        if run.outcome != st.TopicOutcome.PENDING or run.depends_on or run.done or not run.commits:
+        if run.outcome != halted.TopicOutcome.PENDING or run.depends_on or run.done or not run.commits:
             continue
         commits = [repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits]
         if commits[0].parent_ids == [onto]:
@@ -220,7 +220,7 @@ def _prefetch(repo: pygit2.Repository, state: st.RebaseState, odb: MemOdb) -> li
     return prefetch(odb, chains)
 
 
-def _stop_for(ws: Tree, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
+def _stop_for(ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun, odb: MemOdb,
               hooks: Hooks) -> ReplayStop:
     """Recompute the halted commit of `run` (cheap, one commit) to lay it out; with the same
     resolver, so paths resolved from memory stay resolved."""
@@ -231,51 +231,51 @@ def _stop_for(ws: Tree, state: st.RebaseState, run: st.TopicRun, odb: MemOdb,
                             resolver=hooks.resolver)
     if result.conflict is None:
         raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
-                          f"run '{state.halt.resume} --abort' and start again")
+                          f"run '{state.halt.stop}' and start again")
     return result.conflict
 
 
 # -- halt, commit ----------------------------------------------------------------------------
 
-def _halt(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
+def _halt(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks) -> RebaseOutcome:
     repo = ws.repo
     odb.persist()
-    st.protect(repo, state)
-    current = next(t for t in state.topics if t.outcome == st.TopicOutcome.CONFLICT)
-    state = replace(state, phase=st.Phase.CONFLICT, current=current.name, materialized=False)
-    st.save(repo, state)
-    st.fault("rebase-after-state")
+    halted.protect(repo, state)
+    current = next(t for t in state.topics if t.outcome == halted.TopicOutcome.CONFLICT)
+    state = replace(state, phase=halted.Phase.CONFLICT, current=current.name, materialized=False)
+    halted.save(repo, state)
+    faults.fault("rebase-after-state")
     return _materialize(ws, state, odb, hooks)
 
 
-def _materialize(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks) -> Outcome:
+def _materialize(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks) -> RebaseOutcome:
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
-    path = st.worktree_path(repo)
-    notes = wt.materialize(repo, path, stop, state.halt.resume)
-    st.fault("rebase-after-worktree")
+    path = halted.worktree_path(repo)
+    notes = worktree.materialize(repo, path, stop, state.halt.stop)
+    faults.fault("rebase-after-worktree")
     state = replace(state, materialized=True)
-    st.save(repo, state)
-    return Outcome(state, finished=False, worktree=path, notes=notes, persisted=True)
+    halted.save(repo, state)
+    return RebaseOutcome(state, finished=False, worktree=path, notes=notes, persisted=True)
 
 
-def _commit(ws: Tree, state: st.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
-            door: Door | None) -> Outcome:
+def _commit(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
+            door: Door | None) -> RebaseOutcome:
     """Every topic is replayed: the ending fills the door's one operation, which commits."""
     repo = ws.repo
     integration = ending.integration(ws, state, odb)
     if dry_run or door is None:
-        return Outcome(state, finished=True, dry_run=True, integration=integration)
+        return RebaseOutcome(state, finished=True, dry_run=True, integration=integration)
     ending.fill(door, ws, state, integration)
     if not door.moves and not door.edits:
-        st.clear(repo)  # already there: nothing to journal, nothing for undo to revert
-        return Outcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
+        halted.clear(repo)  # already there: nothing to journal, nothing for undo to revert
+        return RebaseOutcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
     odb.persist()
-    before = st.load(repo)  # None when this run never halted
-    state = replace(state, phase=st.Phase.COMMITTING, op_id=door.reserve_id())
-    st.save(repo, state)
-    st.fault("rebase-before-transaction")
+    before = halted.load(repo)  # None when this run never halted
+    state = replace(state, phase=halted.Phase.COMMITTING, op_id=door.reserve_id())
+    halted.save(repo, state)
+    faults.fault("rebase-before-transaction")
     try:
         op = door.commit()
     except SeriesError:
@@ -283,29 +283,29 @@ def _commit(ws: Tree, state: st.RebaseState, odb: MemOdb, dry_run: bool, ending:
         # be replaced): nothing moved, so the run is where it was before, not "committing"
         # (which would read as a halt to go on with), and the command can simply be run again.
         if before is None:
-            st.clear(repo)
+            halted.clear(repo)
         else:
-            st.save(repo, before)
+            halted.save(repo, before)
         raise
     return _after_commit(ws, state, op, integration, door)
 
 
-def _after_commit(ws: Tree, state: st.RebaseState, op: journal.Operation,
-                  integration: IntegrationResult | None, door: Door) -> Outcome:
+def _after_commit(ws: SeriesRepo, state: halted.RebaseState, op: journal.Operation,
+                  integration: IntegrationResult | None, door: Door) -> RebaseOutcome:
     repo = ws.repo
     # door.commit() settled the checkouts already; again here for a process killed in between
     notes = door.notes + [n for n in transaction.settle_checkouts(repo, op) if n not in door.notes]
-    st.fault("rebase-after-transaction")
-    wt.remove(repo, st.worktree_path(repo)) if st.worktree_path(repo).exists() else None
-    st.clear(repo)
-    return Outcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
+    faults.fault("rebase-after-transaction")
+    worktree.remove(repo, halted.worktree_path(repo)) if halted.worktree_path(repo).exists() else None
+    halted.clear(repo)
+    return RebaseOutcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
 
 
-def _finish_or_halt(ws: Tree, state: st.RebaseState, odb: MemOdb, dry_run: bool,
-                    hooks: Hooks, ending: Ending, door: Door | None) -> Outcome:
-    if any(t.outcome == st.TopicOutcome.CONFLICT for t in state.topics):
+def _finish_or_halt(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: bool,
+                    hooks: Hooks, ending: Ending, door: Door | None) -> RebaseOutcome:
+    if any(t.outcome == halted.TopicOutcome.CONFLICT for t in state.topics):
         if dry_run:
-            return Outcome(state, finished=False, dry_run=True)
+            return RebaseOutcome(state, finished=False, dry_run=True)
         return _halt(ws, state, odb, hooks)
     return _commit(ws, state, odb, dry_run, ending, door)
 
@@ -318,7 +318,7 @@ def _door(door: Door | None) -> Door:
     return door
 
 
-def _current(ws: Tree) -> Tree:
+def _current(ws: SeriesRepo) -> SeriesRepo:
     """The workspace as it is under the lock (another command may have just finished)."""
     text = ws.config_path.read_text()
     return ws if text == ws.text else ws.reload()
@@ -326,27 +326,26 @@ def _current(ws: Tree) -> Tree:
 
 # -- the entry points ----------------------------------------------------------------------------
 
-def ready(ws: Tree, ending: Ending, action: str) -> None:
+def ready(ws: SeriesRepo, ending: Ending, action: str) -> None:
     """Refuse, in the engine's words, a step that cannot run: `start` while an operation is
     halted, `continue` / `abort` without one of this ending's. The verb asks before it opens
     the door (whose halt guard would refuse in general words); the step asks again inside."""
     if action == "start":
         require_git()  # before anything: a rebase that could not finish must not start
-        existing = st.load(ws.repo)
+        existing = halted.load(ws.repo)
         if existing is not None and existing.halt.kind != ending.identity.kind:
-            raise SeriesError(st.halted_message(existing, ending.identity.resume))
+            raise SeriesError(halted.halted_message(existing, ending.identity.resume))
         if existing is not None:
-            command = existing.halt.resume
             raise SeriesError(f"{ending.identity.noun} onto {existing.onto_name} is in progress (started "
-                              f"{existing.started}); '{command} --continue' or '{command} --abort' first")
+                              f"{existing.started}); '{existing.halt.go_on}' or '{existing.halt.stop}' first")
     else:
         _require(ws, action, ending)
 
 
-def start(ws: Tree, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
+def start(ws: SeriesRepo, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
           dry_run: bool = False, hooks: Hooks = NO_HOOKS,
           merged: list[merged_rules.MergedRule] | None = None, progress: Progress | None = None,
-          door: Door | None = None) -> Outcome:
+          door: Door | None = None) -> RebaseOutcome:
     """Plan every active topic onto `onto_spec`, replay them all, then end or halt; inside
     `door` (a dry run needs none: it takes no lock and writes nothing)."""
     ready(ws, ending, "start")
@@ -355,67 +354,67 @@ def start(ws: Tree, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (
     return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, _door(door))
 
 
-def _start(ws: Tree, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
+def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
            ending: Ending, merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
-           door: Door | None) -> Outcome:
+           door: Door | None) -> RebaseOutcome:
     repo = ws.repo
     if not dry_run:
-        st.clear(repo)  # temporary refs of a run killed before it saved its state
+        halted.clear(repo)  # temporary refs of a run killed before it saved its state
     onto_name, onto = resolve_release(repo, onto_spec)
     old_base = ws.base_commit()
     runs = plan(ws, onto, skip)
     if not dry_run:
-        names = {r.branch for r in runs if r.outcome == st.TopicOutcome.PENDING}
+        names = {r.branch for r in runs if r.outcome == halted.TopicOutcome.PENDING}
         for checkout in checkouts.checkouts(repo, names):
             if checkouts.dirty(checkout):
                 raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes; "
                                   "commit or stash them first (nothing was changed)")
-    state = st.RebaseState(
+    state = halted.RebaseState(
         id=f"{ending.identity.kind}-{_stamp()}", onto_spec=onto_spec, onto_name=onto_name, onto_sha=str(onto.id),
         old_base_name=ws.series.upstream.base, old_base_sha=str(old_base.id),
         config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
         topics=tuple(runs), halt=ending.identity.halt(), skip=tuple(skip),
-        started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+        started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     odb = MemOdb(repo)
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
     return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, door)
 
 
-def begin(ws: Tree, state: st.RebaseState, ending: Ending, *, door: Door,
-          hooks: Hooks = NO_HOOKS) -> Outcome:
+def begin(ws: SeriesRepo, state: halted.RebaseState, ending: Ending, *, door: Door,
+          hooks: Hooks = NO_HOOKS) -> RebaseOutcome:
     """Replay a state the verb built (its `halt` names `ending`), then halt on a conflict
     or end as `ending` says; inside `door`."""
-    existing = st.load(ws.repo)
+    existing = halted.load(ws.repo)
     if existing is not None:
-        raise SeriesError(st.halted_message(existing, ending.identity.resume))
-    st.clear(ws.repo)  # temporary refs of a run killed before it saved its state
+        raise SeriesError(halted.halted_message(existing, ending.identity.resume))
+    halted.clear(ws.repo)  # temporary refs of a run killed before it saved its state
     odb = MemOdb(ws.repo)
     state = _advance(ws, state, odb, hooks, ending, None, None)
     ending.replayed(ws, state, odb)
     return _finish_or_halt(ws, state, odb, False, hooks, ending, door)
 
 
-def _require(ws: Tree, action: str, ending: Ending) -> st.RebaseState:
-    state = st.load(ws.repo)
+def _require(ws: SeriesRepo, action: str, ending: Ending) -> halted.RebaseState:
+    state = halted.load(ws.repo)
     identity = ending.identity
     if state is None:
         raise SeriesError(identity.nothing.format(action=action))
     if state.halt.kind != identity.kind:
-        command = state.halt.resume
-        raise SeriesError(f"{state.halt.what}, not {identity.noun}: '{command} --continue' or '{command} --abort'")
+        raise SeriesError(f"{state.halt.what}, not {identity.noun}: '{state.halt.go_on}' or '{state.halt.stop}'")
     return state
 
 
-def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-                     path: Path) -> st.RebaseState:
+def _take_resolution(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+                     path: Path, door: Door) -> halted.RebaseState:
     """Commit what the user resolved in the worktree; the topic goes on from there (the
-    state saved with it)."""
+    state saved with it, and with what the recorder wrote through the door, until the door
+    commits it)."""
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
-    resolution = wt.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts],
-                                    state.halt.resume)
+    resolution = worktree.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts],
+                                    state.halt)
     for conflict in stop.conflicts:
         hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
     commit = repo[stop.commit].peel(pygit2.Commit)
@@ -436,75 +435,85 @@ def _take_resolution(ws: Tree, state: st.RebaseState, odb: MemOdb, hooks: Hooks,
         run = replace(run, mapping={**run.mapping, str(commit.id): str(new)},
                       changed=run.changed + (str(commit.id),), new_head=str(new))
     run = replace(run, by_hand=run.by_hand + tuple((str(commit.id), c.path) for c in stop.conflicts),
-                  done=run.done + 1, outcome=st.TopicOutcome.PENDING, conflict=None)
-    state = replace(state.with_topic(run), current=None, materialized=False)
+                  done=run.done + 1, outcome=halted.TopicOutcome.PENDING, conflict=None)
+    state = replace(state.with_topic(run), current=None, materialized=False, recorded=tuple(door.files))
     odb.persist()
-    st.protect(repo, state)
-    st.save(repo, state)
+    halted.protect(repo, state)
+    halted.save(repo, state)
     return state
 
 
-def continue_rebase(ws: Tree, ending: Ending, *, door: Door, hooks: Hooks = NO_HOOKS,
+def continue_rebase(ws: SeriesRepo, ending: Ending, *, door: Door, hooks: Hooks = NO_HOOKS,
                     merged: list[merged_rules.MergedRule] | None = None,
-                    progress: Progress | None = None) -> Outcome:
+                    progress: Progress | None = None) -> RebaseOutcome:
     """Take the worktree's resolution and go on, inside `door` (opened to resume this ending's kind)."""
     return _continue(_current(ws), hooks, ending, merged, progress, door)
 
 
-def _continue(ws: Tree, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
-              progress: Progress | None, door: Door) -> Outcome:
+def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
+              progress: Progress | None, door: Door) -> RebaseOutcome:
     repo = ws.repo
     state = _require(ws, "continue", ending)
+    _restage(repo, state, door)
     odb = MemOdb(repo)
-    if state.phase == st.Phase.COMMITTING:
+    if state.phase == halted.Phase.COMMITTING:
         ending.replayed(ws, state, odb)  # replayed before the kill: its objects are in the repository
         op = journal.find(repo, state.op_id or "")
-        if op is None or op.state == "rolled-back":  # killed before its refs moved: commit again
+        if op is None or op.state == journal.OpState.ROLLED_BACK:  # killed before its refs moved: commit again
             return _commit(ws, state, odb, False, ending, door)
         transaction.finish(repo, op)  # the door's repair has finished it already; idempotent
         return _after_commit(ws, state, op, ending.integration(ws, state, odb), door)
-    path = st.worktree_path(repo)
+    path = halted.worktree_path(repo)
     if state.current is not None:  # None: the resolution was taken, a process died after
         if not state.materialized:
             # killed while laying it out: redo it, unless it was complete (then the user
             # may have worked there already)
-            if not wt.laid_out(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
+            if not worktree.laid_out(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
                 return _materialize(ws, state, odb, hooks)
             state = replace(state, materialized=True)
-        state = _take_resolution(ws, state, odb, hooks, ending, path)
-    st.fault("continue-after-commit")
+        state = _take_resolution(ws, state, odb, hooks, ending, path, door)
+    faults.fault("continue-after-commit")
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
-    if any(t.outcome == st.TopicOutcome.CONFLICT for t in state.topics):
+    if any(t.outcome == halted.TopicOutcome.CONFLICT for t in state.topics):
         return _halt(ws, state, odb, hooks)
     if path.exists():
-        wt.remove(repo, path)
+        worktree.remove(repo, path)
     return _commit(ws, state, odb, False, ending, door)
 
 
-def abort_rebase(ws: Tree, ending: Ending, *, door: Door) -> st.RebaseState:
+def _restage(repo: pygit2.Repository, state: halted.RebaseState, door: Door) -> None:
+    """What the hooks recorded in an earlier step, into this step's door: a file its own
+    door wrote already is no change, one a kill lost is written with this step."""
+    for change in state.recorded:
+        where = journal.resolve_path(repo, change.path, change.worktree)
+        if where is not None and change.after is not None:
+            door.write(where, change.after)
+
+
+def abort_rebase(ws: SeriesRepo, ending: Ending, *, door: Door) -> halted.RebaseState:
     """Put everything back: a transaction already committed is reverted through the door
     (its own series.yaml edits reversed on the file as it is, later edits kept)."""
     repo = ws.repo
     state = _require(ws, "abort", ending)
-    if state.phase == st.Phase.COMMITTING and state.op_id:
+    if state.phase == halted.Phase.COMMITTING and state.op_id:
         op = journal.find(repo, state.op_id)
-        if op is not None and op.state == "done":
+        if op is not None and op.state == journal.OpState.DONE:
             door.summary = f"abort {state.id}: revert {op.id}"
             door.revert(op)
             door.commit()
-    wt.remove(repo, st.worktree_path(repo))
-    st.clear(repo)
+    worktree.remove(repo, halted.worktree_path(repo))
+    halted.clear(repo)
     return state
 
 
-def in_progress(ws: Tree) -> st.RebaseState | None:
-    return st.load(ws.repo)
+def in_progress(ws: SeriesRepo) -> halted.RebaseState | None:
+    return halted.load(ws.repo)
 
 
 # -- for `series build` ------------------------------------------------------------------------
 
-def build_integration(ws: Tree) -> IntegrationResult:
+def build_integration(ws: SeriesRepo) -> IntegrationResult:
     """The integration chain of the current branches over upstream.base, persisted.
 
     Raises ConflictError naming every inter-topic conflict ("topic X vs topic Y, file F").
@@ -522,4 +531,4 @@ def build_integration(ws: Tree) -> IntegrationResult:
 
 
 __all__ = ["ready", "start", "begin", "continue_rebase", "abort_rebase", "build_integration", "integrate",
-           "InterTopicConflict", "IntegrationResult", "Outcome", "plan"]
+           "InterTopicConflict", "IntegrationResult", "RebaseOutcome", "plan"]

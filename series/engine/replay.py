@@ -20,7 +20,7 @@ encoding header. The committer is `committer` or the one git itself would record
 On a conflict the resolver (the shared conflict memory) is asked for each textual
 conflict; when it answers every conflicted path the commit goes on with those answers.
 Otherwise the result carries `conflict` (a ReplayStop: the commit, the head it was being
-applied to, git's conflicted paths as resolve.Conflict values, and the resolver's answers
+applied to, git's conflicted paths as resolve.ReplayConflict values, and the resolver's answers
 for the paths it knew), which the conflict worktree lays out with git itself. When `odb`
 is None the new objects are written to the repository before returning (one pack);
 callers that pass their own MemOdb persist when they decide to (the rebase does it once,
@@ -35,7 +35,7 @@ import pygit2
 
 from series.engine.merge import PathStages, merge_trees
 from series.engine.odb import GITLINK, TREE, Entry, MemOdb
-from series.engine.resolve import Conflict, Resolver
+from series.engine.resolve import ReplayConflict, Resolver
 from series.errors import SeriesError
 from series.git.repo import Abbreviations, committer as git_committer, encode_message, message as commit_message
 
@@ -45,7 +45,7 @@ class ReplayStop:
     commit: pygit2.Oid                      # the commit that did not apply
     head: pygit2.Oid                        # what it was being applied onto
     index: int                              # its position in the input list
-    conflicts: tuple[Conflict, ...]
+    conflicts: tuple[ReplayConflict, ...]
     resolved: Mapping[str, bytes] = field(default_factory=dict)  # paths the resolver answered
 
 
@@ -155,7 +155,7 @@ def _relabel(data: bytes, labels: dict[bytes, bytes]) -> bytes:
 
 
 def _conflict(repo: pygit2.Repository, store: MemOdb, tree: pygit2.Oid, found: PathStages,
-              labels: dict[bytes, bytes]) -> Conflict:
+              labels: dict[bytes, bytes]) -> ReplayConflict:
     base, ours, theirs = (found.stages.get(stage) for stage in (1, 2, 3))
     kind = _KINDS.get(found.kind, found.kind)
     if kind == "content" and base is None:
@@ -164,7 +164,7 @@ def _conflict(repo: pygit2.Repository, store: MemOdb, tree: pygit2.Oid, found: P
     merged = _relabel(merged, labels) if merged is not None else None
     path = _relabel_path(found.path, labels)
     hexed = [(e[0], str(e[1])) if e is not None else None for e in (base, ours, theirs)]
-    return Conflict(path, kind, _blob(repo, base), _blob(repo, ours), _blob(repo, theirs),
+    return ReplayConflict(path, kind, _blob(repo, base), _blob(repo, ours), _blob(repo, theirs),
                     merged if merged is not None else b"", *hexed)
 
 

@@ -20,10 +20,10 @@ import pygit2
 
 from series.fs import state_dir, write_atomically
 from series.engine.integration import InterTopicConflict
-from series.engine.rebase import Outcome
+from series.engine.rebase import RebaseOutcome
 from series.halted import HaltedCommit, TopicOutcome, TopicRun
 from series.persisted import Json
-from series.git.cli import git_many
+from series.git.command import git_many
 from series.git.repo import message, workdir
 
 _RANGE_LINE = re.compile(r"^\s*(?:\d+|-):\s+(?:[0-9a-f]+|-+)\s+([=!<>])\s")
@@ -174,13 +174,13 @@ class RebaseReport:
         }
 
 
-def _needs_range_diff(outcome: Outcome, run: TopicRun) -> bool:
+def _needs_range_diff(outcome: RebaseOutcome, run: TopicRun) -> bool:
     """A clean topic whose patch changed, once its new commits are written."""
     return (run.outcome == TopicOutcome.CLEAN and _summary(run)["!"] > 0 and outcome.persisted
             and bool(run.new_start and run.new_head))
 
 
-def _topic(repo: pygit2.Repository, outcome: Outcome, run: TopicRun,
+def _topic(repo: pygit2.Repository, outcome: RebaseOutcome, run: TopicRun,
            diffed: tuple[dict[str, int], str] | None) -> TopicReport:
     counts: dict[str, int] | None = None
     text: str | None = None
@@ -197,7 +197,7 @@ def _topic(repo: pygit2.Repository, outcome: Outcome, run: TopicRun,
         range_diff_text=text)
 
 
-def build(repo: pygit2.Repository, outcome: Outcome, report_id: str, command: str) -> RebaseReport:
+def build(repo: pygit2.Repository, outcome: RebaseOutcome, report_id: str, command: str) -> RebaseReport:
     state = outcome.state
     diffing = [run for run in state.topics if _needs_range_diff(outcome, run)]
     diffed = dict(zip((run.name for run in diffing), range_diffs(repo, diffing)))

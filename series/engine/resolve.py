@@ -1,6 +1,6 @@
 """The conflict protocol: what a conflicting path looks like, and who may resolve it.
 
-During a replay, a path whose three-way merge fails becomes a `Conflict` (the ancestor,
+During a replay, a path whose three-way merge fails becomes a `ReplayConflict` (the ancestor,
 ours and theirs blob bytes, and the merged text with conflict markers). Before the
 replay stops, the engine asks a *resolver*:
 
@@ -25,7 +25,7 @@ from typing import Protocol
 
 
 @dataclass(frozen=True)
-class Conflict:
+class ReplayConflict:
     """One conflicting path of one commit being replayed.
 
     kind: "content" (both sides edited the same lines), "add/add", "modify/delete"
@@ -52,18 +52,18 @@ class Conflict:
 
 
 class Resolver(Protocol):
-    def __call__(self, topic: str, path: str, conflict: Conflict) -> bytes | None: ...
+    def __call__(self, topic: str, path: str, conflict: ReplayConflict) -> bytes | None: ...
 
 
 class Recorder(Protocol):
-    def __call__(self, topic: str, path: str, conflict: Conflict, resolved: bytes) -> None: ...
+    def __call__(self, topic: str, path: str, conflict: ReplayConflict, resolved: bytes) -> None: ...
 
 
-def no_resolver(topic: str, path: str, conflict: Conflict) -> bytes | None:
+def no_resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
     return None
 
 
-def no_recorder(topic: str, path: str, conflict: Conflict, resolved: bytes) -> None:
+def no_recorder(topic: str, path: str, conflict: ReplayConflict, resolved: bytes) -> None:
     return None
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 import pygit2
 
 from series.engine.replay import ReplayStop
-from series.halted import fault
+from series.faults import fault
+from series.halted import Halt
 from series.errors import SeriesError
-from series.git.cli import git
+from series.git.command import git
 from series.git.repo import workdir
 
 
@@ -47,8 +48,9 @@ def _rerere_enabled(repo: pygit2.Repository) -> bool:
         return True
 
 
-def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop, command: str) -> list[str]:
-    """Lay out `stop` in a worktree at `path`; return notes (e.g. rerere reuse).
+def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop, abort: str) -> list[str]:
+    """Lay out `stop` in a worktree at `path`; return notes (e.g. rerere reuse). `abort`: the
+    verb's command that puts everything back (hints quote it).
 
     git lays it out itself: `git cherry-pick --no-commit` of the commit onto the head it
     was being applied to is the same merge-ort merge the replay asked `git merge-tree`
@@ -65,7 +67,7 @@ def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop, command: 
     picked = git(path, "cherry-pick", "--no-commit", str(stop.commit), check=False)
     if picked.returncode == 0:
         raise SeriesError(f"the conflict in {str(stop.commit)[:12]} did not reproduce in {path}; "
-                          f"run '{command} --abort' and start again")
+                          f"run '{abort}' and start again")
     for rel, data in stop.resolved.items():
         target = path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -92,17 +94,18 @@ def laid_out(path: Path, stop: ReplayStop) -> bool:
 
 
 @dataclass(frozen=True)
-class Resolution:
+class WorktreeResolution:
     tree: pygit2.Oid
     files: dict[str, bytes]           # conflicted path -> resolved content
     commit: pygit2.Oid | None = None  # the user committed in the worktree themselves
 
 
 def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[str],
-                    command: str) -> Resolution:
-    """The resolved tree from the worktree's index; refuse while conflicts remain."""
+                    halt: Halt) -> WorktreeResolution:
+    """The resolved tree from the worktree's index; refuse while conflicts remain (the
+    hints quote the verb's commands, from `halt`)."""
     if not path.exists():
-        raise SeriesError(f"the conflict worktree {path} is missing; run '{command} --abort' "
+        raise SeriesError(f"the conflict worktree {path} is missing; run '{halt.stop}' "
                           "and start again")
     wt = pygit2.Repository(str(path))
     index = wt.index
@@ -111,7 +114,7 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
         left = sorted({(e.path) for triple in index.conflicts for e in triple if e is not None})
         if left:
             raise SeriesError(f"unresolved conflicts in {', '.join(left)} (in {path}): edit them, "
-                              f"'git add' each, then '{command} --continue'")
+                              f"'git add' each, then '{halt.go_on}'")
     if _rerere_enabled(repo):
         git(path, "rerere", check=False)  # records the postimage for this clone's rerere
     user_commit = None
@@ -121,10 +124,10 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
             user_commit = moved.id
         else:
             raise SeriesError(f"HEAD of {path} moved away from {head[:12]}; reset it there "
-                              f"(git -C {path} reset --soft {head[:12]}) and '{command} --continue'")
+                              f"(git -C {path} reset --soft {head[:12]}) and '{halt.go_on}'")
     tree = index.write_tree()
     files = {}
     for rel in paths:
         entry = index[rel] if rel in index else None
         files[rel] = wt[entry.id].data if entry is not None else b""  # type: ignore[attr-defined]
-    return Resolution(tree, files, user_commit)
+    return WorktreeResolution(tree, files, user_commit)

@@ -8,7 +8,7 @@ so adopt and preflight work with no API at all (a mirror, no token, no network).
 from __future__ import annotations
 
 import abc
-import datetime as _dt
+import datetime
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -127,13 +127,18 @@ class Forge(abc.ABC):
 
     #: a short word for reports: "github" or "git refs"
     source: str = ""
+    #: whether an API answers for people and opens PRs (commit_login, viewer_login,
+    #: create_pull); git refs alone do not: callers check this instead of the method
+    api: bool = False
+    #: requests the API's rate limit leaves, from its last answer (None: no limit known)
+    rate_remaining: int | None = None
 
     @abc.abstractmethod
     def pull(self, number: PRNumber) -> PullRequest:
         """One PR's metadata; ForgeError if there is no such PR."""
 
     @abc.abstractmethod
-    def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+    def list_pulls(self, since: datetime.datetime) -> list[PullRequest]:
         """Open PRs, and PRs closed at or after `since`."""
 
     @abc.abstractmethod
@@ -142,8 +147,20 @@ class Forge(abc.ABC):
 
     def open_pulls(self) -> list[PullRequest]:
         """Every open PR, whatever its age (offline: every fetched head, state unknown)."""
-        epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
         return [p for p in self.list_pulls(epoch) if p.state in ("open", "unknown")]
+
+    def commit_login(self, sha: str) -> str | None:
+        """The forge login of a commit's author, for an @-mention; None when unknown."""
+        return None
+
+    def viewer_login(self) -> str:
+        """The login the credentials belong to (the owner of the fork a PR's head lives in)."""
+        raise ForgeError(f"{self.source or 'this forge'} cannot say whose fork this is", "pass --owner LOGIN")
+
+    def create_pull(self, *, head: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
+        """Open a pull request; only a forge with an API can."""
+        raise ForgeError(f"{self.source or 'this forge'} cannot open a pull request: it needs the GitHub API")
 
     def pull_description(self, number: PRNumber) -> str | None:
         """A PR's description as its author wrote it (Markdown); None when this forge
@@ -152,8 +169,8 @@ class Forge(abc.ABC):
 
     def comment(self, number: PRNumber, body: str) -> PostedComment:
         """Post `body` on PR `number`'s conversation, once. Only an API can: git refs refuse."""
-        raise ForgeError(f"commenting on PR #{number} needs the GitHub API ({self.source} cannot post): set "
-                         "upstream.github in series.yaml and drop --offline (or SERIES_OFFLINE); "
+        raise ForgeError(f"commenting on PR #{number} needs the GitHub API ({self.source} cannot post)",
+                         "set upstream.github in series.yaml and drop --offline (or SERIES_OFFLINE); "
                          "--dry-run shows the comment")
 
 
@@ -190,8 +207,7 @@ def pr_fork_point(repo: pygit2.Repository, remote: str, head: pygit2.Oid,
     main = mainline_commit(repo, remote)
     if main is None:
         raise SeriesError(
-            f"cannot tell the PR's own commits: no {remote}/main here; "
-            f"run 'git fetch {remote}' first")
+            f"cannot tell the PR's own commits: no {remote}/main here", f"run 'git fetch {remote}' first")
     mb = repo.merge_base(main.id, head)
     if mb is None:
         raise SeriesError(f"the PR head {str(head)[:12]} shares no history with {remote}/main")
@@ -243,15 +259,15 @@ class OfflineForge(Forge):
         head = self._head(number)
         if head is None:
             raise ForgeError(
-                f"PR #{number} is not fetched here ({pr_ref(self.remote, number)}); "
+                f"PR #{number} is not fetched here ({pr_ref(self.remote, number)})",
                 f"fetch it with 'git fetch {self.remote} +refs/pull/{number}/head:{pr_ref(self.remote, number)}'")
-        when = _dt.datetime.fromtimestamp(head.commit_time, _dt.timezone.utc)
+        when = datetime.datetime.fromtimestamp(head.commit_time, datetime.timezone.utc)
         return PullRequest(
             number=number, title=subject(head), author=person(head, head.author)[0], state="unknown", head_sha=Sha(str(head.id)),
             updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z"),
         )
 
-    def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+    def list_pulls(self, since: datetime.datetime) -> list[PullRequest]:
         # Without the API, open/closed is unknown: every fetched head is a candidate.
         return [self.pull(n) for n in self.numbers()]
 

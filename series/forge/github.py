@@ -16,7 +16,7 @@ about the same PR cost one request each, and on disk by ETag across runs (http.p
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import json
 import logging
 import os
@@ -94,15 +94,16 @@ def web_hosts(api_host: str) -> tuple[str, ...]:
 
 def _when(epoch: str | None) -> str:
     try:
-        moment = _dt.datetime.fromtimestamp(int(epoch or ""), _dt.timezone.utc)
+        moment = datetime.datetime.fromtimestamp(int(epoch or ""), datetime.timezone.utc)
     except ValueError:
         return "later"
-    minutes = max(0, int((moment - _dt.datetime.now(_dt.timezone.utc)).total_seconds() // 60) + 1)
+    minutes = max(0, int((moment - datetime.datetime.now(datetime.timezone.utc)).total_seconds() // 60) + 1)
     return f"at {moment:%H:%M} UTC, in {minutes} min"
 
 
 class GitHubForge(Forge):
     source = "github"
+    api = True
 
     def __init__(self, repo_slug: str, api_url: str | None = None, token: str | None = None,
                  timeout: float = 20.0, client: ApiClient | None = None):
@@ -232,10 +233,10 @@ class GitHubForge(Forge):
                              f"not #{number}; refusing it")
         return pr
 
-    def list_pulls(self, since: _dt.datetime) -> list[PullRequest]:
+    def list_pulls(self, since: datetime.datetime) -> list[PullRequest]:
         """Every open PR, whatever its age (vLLM PRs stay open for months), then the PRs
         closed at or after `since`."""
-        cutoff = since.astimezone(_dt.timezone.utc)
+        cutoff = since.astimezone(datetime.timezone.utc)
         url = self._url("pulls", state="all", sort="updated", direction="desc", per_page=100)
 
         def older(items: list[Any]) -> bool:
@@ -296,7 +297,7 @@ class GitHubForge(Forge):
         data = self._cached(f"{self.base}/user", "the authenticated user")
         login = data.get("login") if isinstance(data, dict) else None
         if not isinstance(login, str) or not re.fullmatch(r"[A-Za-z0-9-]{1,39}", login):
-            raise ForgeError("the GitHub API did not say whose token this is (GET /user); "
+            raise ForgeError("the GitHub API did not say whose token this is (GET /user)",
                              "pass --owner LOGIN (the owner of your fork)")
         return login
 
@@ -305,7 +306,7 @@ class GitHubForge(Forge):
         lost answer could do it twice. `sent`: what the request makes ('opened'), `check`:
         where the user looks before running again. The answer, parsed JSON."""
         if not self._token:
-            raise ForgeError(f"{what} needs a GitHub token: set GH_TOKEN or GITHUB_TOKEN, or run 'gh auth login'")
+            raise ForgeError(f"{what} needs a GitHub token", "set GH_TOKEN or GITHUB_TOKEN, or run 'gh auth login'")
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
                    "User-Agent": f"series/{__version__}", "Content-Type": "application/json"}
         try:
@@ -399,17 +400,17 @@ def _validation_errors(body: bytes) -> str:
     return " ".join(text.split())[:300]
 
 
-def _parse_time(text: Any, url: str, field: str = "updated_at") -> _dt.datetime:
+def _parse_time(text: Any, url: str, field: str = "updated_at") -> datetime.datetime:
     if text is None or text == "":
-        return _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
+        return datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
     try:
         if not isinstance(text, str):
             raise ValueError(text)
-        moment = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ForgeError(f"the GitHub API sent {field} {validate.one_line(str(text))[:60]!r}, not an "
                          f"ISO 8601 time ({validate.one_line(url)})") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=_dt.timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.timezone.utc)
 
 
 def _text(value: Any) -> str:
@@ -452,7 +453,7 @@ def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> Pu
         if html_url is not None:
             validate.web_url(html_url, hosts, f"/{slug}/pull/{number}", f"PR #{number} html_url")
     except SeriesError as exc:
-        raise ForgeError(f"the GitHub API sent {exc} ({validate.one_line(url)})") from None
+        raise ForgeError(f"the GitHub API sent {exc.text} ({validate.one_line(url)})") from None
     for key in ("updated_at", "closed_at"):
         _parse_time(data.get(key), url, key)
     return PullRequest(

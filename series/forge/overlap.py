@@ -7,7 +7,7 @@ one path-limited walk over those heads (series.forge.scan).
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 from dataclasses import dataclass
 from typing import Callable
 
@@ -57,7 +57,7 @@ def updated_moment(stamp: str | None) -> float:
     """A PR's updated_at (ISO 8601, 'Z' allowed) as a POSIX time; 0 when it has none."""
     if not stamp:
         return 0.0
-    return _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def fetched_files(repo: pygit2.Repository, remote: str, pulls: list[PullRequest],

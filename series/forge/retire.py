@@ -11,6 +11,7 @@ whether anything of the adopted version is lost when the topic retires.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 import pygit2
@@ -20,20 +21,21 @@ from series.forge.base import Forge, ForgeUnreachable
 from series.git.repo import changed_paths
 from series.model import Topic
 
-MERGED = "merged"
-MODIFIED = "merged upstream in modified form"
+class RetireKind(str, enum.Enum):
+    MERGED = "merged"
+    MODIFIED = "merged upstream in modified form"
 
 
 @dataclass(frozen=True)
-class Verdict:
-    kind: str                       # MERGED or MODIFIED
+class RetireVerdict:
+    kind: RetireKind
     reason: str                     # one line: what proved it
     merge_commit: str | None = None
     diff: str = ""                  # MODIFIED: adopted head -> upstream, for the PR's files
 
     @property
     def modified(self) -> bool:
-        return self.kind == MODIFIED
+        return self.kind == RetireKind.MODIFIED
 
 
 def _subject_commit(repo: pygit2.Repository, number: int, old_base: pygit2.Oid,
@@ -79,7 +81,7 @@ def difference(repo: pygit2.Repository, adopted: pygit2.Tree, upstream: pygit2.T
 
 def check(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
           new_base: pygit2.Commit, forge: Forge | None = None, *,
-          replay_empty: bool = False) -> Verdict | None:
+          replay_empty: bool = False) -> RetireVerdict | None:
     """The verdict for one PR topic being rebased from old_base to new_base, or None.
 
     `topic` must carry upstream_pr; its branch is the adopted head (on old_base).
@@ -111,11 +113,11 @@ def check(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
     if merge is None and not replay_empty:
         return None
     if merge is None:
-        return Verdict(MERGED, f"every commit of PR #{number} is already in the new base")
+        return RetireVerdict(RetireKind.MERGED, f"every commit of PR #{number} is already in the new base")
 
     ref = repo.references.get(f"refs/heads/{topic.branch}")
     if ref is None:
-        return Verdict(MERGED, reason, str(merge.id))
+        return RetireVerdict(RetireKind.MERGED, reason, str(merge.id))
     head = ref.peel(pygit2.Commit)
     # The PR's files: what the adopted head changes over the base it sits on. (Not the
     # topic's own work, series.topics: an adopted head may still be the PR's own commits,
@@ -127,5 +129,5 @@ def check(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
     # same files are not the PR's), or at the new base, whichever agrees with the head.
     for upstream_tree in (merge.tree, new_base.tree):
         if not difference(repo, head.tree, upstream_tree, paths):
-            return Verdict(MERGED, reason, str(merge.id))
-    return Verdict(MODIFIED, reason, str(merge.id), difference(repo, head.tree, merge.tree, paths))
+            return RetireVerdict(RetireKind.MERGED, reason, str(merge.id))
+    return RetireVerdict(RetireKind.MODIFIED, reason, str(merge.id), difference(repo, head.tree, merge.tree, paths))

@@ -17,7 +17,7 @@ history, which `series touches --between` and the rebase's attribution show.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +25,7 @@ import pygit2
 
 from series.analysis.attribution import pr_number, subject_of
 from series.forge.base import PullFile, PullRequest, pr_ref
-from series.git.cli import git
+from series.git.command import git
 from series.git.repo import person, workdir
 from series.model import PRNumber, Sha
 
@@ -119,7 +119,7 @@ def scan(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, paths
     states = _states(repo, main, commits)
     pulls, files = [], {}
     for number, head in sorted(commits.items(), key=lambda kv: (-kv[1].commit_time, -kv[0])):
-        when = _dt.datetime.fromtimestamp(head.commit_time, _dt.timezone.utc)
+        when = datetime.datetime.fromtimestamp(head.commit_time, datetime.timezone.utc)
         merged = states.get(number)
         squash = merged if isinstance(merged, pygit2.Commit) else None
         pulls.append(PullRequest(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pygit2
 
-from series.git.cli import git
+from series.git.command import git
 
 
 @dataclass(frozen=True)

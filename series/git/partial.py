@@ -21,7 +21,7 @@ from typing import Iterable
 import pygit2
 
 from series.errors import SeriesError
-from series.git.cli import git
+from series.git.command import git
 from series.validate import remote_name
 
 _MAX_WALK = 20000  # commits per topic: beyond that, a topic is not what series manages
@@ -124,7 +124,7 @@ def fetch_objects(repo: pygit2.Repository, oids: list[pygit2.Oid]) -> None:
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         raise SeriesError(f"this is a partial clone and fetching the {len(oids)} file version(s) "
-                          f"series needs from {remote} failed ({last}); {full_clone_hint(remote)}")
+                          f"series needs from {remote} failed ({last})", full_clone_hint(remote))
 
 
 def ensure_blobs(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[pygit2.Commit],
@@ -150,7 +150,7 @@ def ensure_objects(repo: pygit2.Repository, oids: Iterable[pygit2.Oid]) -> int:
     if still:
         remote = promisor_remotes(repo)[0]
         raise SeriesError(f"this is a partial clone and {len(still)} file version(s) series needs "
-                          f"(e.g. {str(still[0])[:12]}) are not served by {remote}; {full_clone_hint(remote)}")
+                          f"(e.g. {str(still[0])[:12]}) are not served by {remote}", full_clone_hint(remote))
     return len(want)
 
 
@@ -165,13 +165,13 @@ def check_shallow(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[
             continue
         depth = sum(1 for _ in repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL))
         when = base.commit_time
-        import datetime as _dt
+        import datetime
 
-        since = _dt.datetime.fromtimestamp(when, _dt.timezone.utc).strftime("%Y-%m-%d")
+        since = datetime.datetime.fromtimestamp(when, datetime.timezone.utc).strftime("%Y-%m-%d")
         raise SeriesError(
             f"this is a shallow clone: the history of {str(head.id)[:12]} holds {depth} commit(s) and "
-            f"never reaches {base_name}; series needs a depth of more than {depth}, back to "
-            f"{base_name}: run 'git fetch --shallow-since={since} {remote}' (or 'git fetch --unshallow {remote}')")
+            f"never reaches {base_name}; series needs a depth of more than {depth}, back to {base_name}",
+            f"run 'git fetch --shallow-since={since} {remote}' (or 'git fetch --unshallow {remote}')")
 
 
 def explain(exc: BaseException, start: Path) -> str | None:

@@ -15,7 +15,7 @@ import pygit2
 from series import validate
 from series.errors import SeriesError
 from series.git import checkouts
-from series.git.cli import git
+from series.git.command import git
 
 ZERO = "0" * 40
 

@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 import pygit2
 from packaging.version import InvalidVersion, Version
 
-from series.git.cli import git
+from series.git.command import git
 
 LATEST = "latest"
 _SHORTHAND = re.compile(r"^v?(\d+(?:\.\d+)+)$")

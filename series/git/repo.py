@@ -17,7 +17,7 @@ import pygit2
 
 from series.errors import SeriesError
 from series.git import releases
-from series.git.cli import git
+from series.git.command import git
 from series.model import Sha
 
 TREE_MODE = pygit2.enums.FileMode.TREE
@@ -86,7 +86,7 @@ def repo_path(repo: pygit2.Repository, path: str, cwd: Path) -> str:
     never a path that nothing touches.
     """
     if not path:
-        raise SeriesError("an empty PATH: give a path, or '.' for the whole repository")
+        raise SeriesError("an empty PATH", "give a path, or '.' for the whole repository")
     gitdir = Path(repo.path).resolve()
     here = os.path.abspath(cwd)
     # in a bare repository or inside .git, git reads no work tree: paths are from the root
@@ -137,8 +137,9 @@ def committer(repo: pygit2.Repository) -> pygit2.Signature:
     proc = git(workdir(repo), "var", "GIT_COMMITTER_IDENT", check=False)
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise SeriesError(f"no committer identity ({detail}): set user.name and user.email "
-                          "(git config --global user.name 'You'), or GIT_COMMITTER_NAME/EMAIL")
+        raise SeriesError(f"no committer identity ({detail})",
+                          "set user.name and user.email (git config --global user.name 'You'), "
+                          "or GIT_COMMITTER_NAME/EMAIL")
     return signature_from_ident(proc.stdout)
 
 
@@ -176,11 +177,9 @@ def resolve_commit(repo: pygit2.Repository, ref: str, what: str = "ref") -> pygi
         obj = repo.revparse_single(ref)
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-        hint = ""
         near = releases.nearest(repo, ref)
-        if near:
-            hint = f" (nearest tags: {', '.join(near)})"
-        raise SeriesError(f"unknown {what} '{ref}': not a branch, tag or commit here{hint}") from None
+        raise SeriesError(f"unknown {what} '{ref}': not a branch, tag or commit here",
+                          f"nearest tags: {', '.join(near)}" if near else None) from None
 
 
 def branch_commit(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:

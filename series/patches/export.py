@@ -20,7 +20,7 @@ from series.config import FILENAME, NAME_RE
 from series.errors import SeriesError
 from series.fs import write_atomically
 from series.model import Topic
-from series.patches import format as fmt
+from series.patches import format as patch_format
 from series.topics import meant_start
 from series.workspace import Workspace
 
@@ -56,13 +56,13 @@ def topic_patches(ws: Workspace, topic: Topic) -> TopicPatches:
         if len(commit.parents) != 1:
             raise SeriesError(f"{where} is a merge; patch files carry a linear series only "
                               "(linearize the topic branch first)")
-        diff, stats = fmt.tree_diff(ws.repo, commit.parents[0].tree, commit.tree, where)
+        diff, stats = patch_format.tree_diff(ws.repo, commit.parents[0].tree, commit.tree, where)
         author = commit.author
-        patch = fmt.Patch(
-            author_name=fmt.decode(author.raw_name), author_email=fmt.decode(author.raw_email),
+        patch = patch_format.Patch(
+            author_name=patch_format.decode(author.raw_name), author_email=patch_format.decode(author.raw_email),
             author_time=author.time, author_offset=author.offset,
-            message=fmt.decode(commit.raw_message), diff=diff, number=number, total=total)
-        files.append((fmt.file_name(number, patch.subject), fmt.render(patch, stats)))
+            message=patch_format.decode(commit.raw_message), diff=diff, number=number, total=total)
+        files.append((patch_format.file_name(number, patch.subject), patch_format.render(patch, stats)))
     return TopicPatches(topic.name, tuple(files), on_base)
 
 
@@ -101,7 +101,7 @@ def patch_files(directory: Path, topic: str) -> list[Path]:
 
 
 def _write_if_changed(path: Path, text: str, result: ExportResult, rel: str) -> None:
-    data = fmt.encode(text)
+    data = patch_format.encode(text)
     if path.is_file() and path.read_bytes() == data:
         result.unchanged += 1
         return
@@ -132,7 +132,7 @@ def _copy_resolutions(ws: Workspace, directory: Path, result: ExportResult) -> N
             name = file.relative_to(source)
             wanted.add(name)
             data = file.read_bytes()
-            _write_if_changed(target / name, fmt.decode(data), result, str(rel / name))
+            _write_if_changed(target / name, patch_format.decode(data), result, str(rel / name))
     if target.is_dir() and source.resolve() != target.resolve():
         for stale in sorted(target.glob("*/*.txt")):
             if stale.relative_to(target) not in wanted:
@@ -147,7 +147,7 @@ def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResul
     previous: list[str] = []
     if directory.exists():
         if not directory.is_dir():
-            raise SeriesError(f"{directory} is a file; give a directory to export into")
+            raise SeriesError(f"{directory} is a file", "give a directory to export into")
         if (directory / ORDER).is_file():
             previous = read_order(directory)
         elif any(directory.iterdir()):

@@ -322,10 +322,10 @@ def file_name(number: int, subject: str) -> str:
 
 
 def format_date(time: int, offset: int) -> str:
-    import datetime as dt
+    import datetime
 
-    zone = dt.timezone(dt.timedelta(minutes=offset))
-    when = dt.datetime.fromtimestamp(time, zone)
+    zone = datetime.timezone(datetime.timedelta(minutes=offset))
+    when = datetime.datetime.fromtimestamp(time, zone)
     sign = "-" if offset < 0 else "+"
     hours, minutes = divmod(abs(offset), 60)
     days = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")

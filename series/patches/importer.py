@@ -45,7 +45,7 @@ def check_path(path: str, where: str) -> str:
 
 
 @dataclass(frozen=True)
-class FileChange:
+class FileDiff:
     old_path: str | None      # None: created
     new_path: str | None      # None: deleted
     old_mode: int | None
@@ -76,7 +76,7 @@ def _strip_prefix(path: str, prefix: str) -> str:
     return path[len(prefix):]
 
 
-def file_changes(diff: str, where: str) -> list[FileChange]:
+def file_changes(diff: str, where: str) -> list[FileDiff]:
     """Parse a patch's diff part; refuse binary changes and hostile paths."""
     if not diff.strip():
         return []
@@ -118,7 +118,7 @@ def file_changes(diff: str, where: str) -> list[FileChange]:
         for mode in (old_mode, new_mode):
             if mode is not None and mode not in _MODES:
                 raise SeriesError(f"{where}: {pf.path}: unsupported file mode {mode:o} (submodules are refused)")
-        changes.append(FileChange(
+        changes.append(FileDiff(
             old_path=None if created or old_path == "/dev/null" else check_path(old_path, where),
             new_path=None if deleted or new_path == "/dev/null" else check_path(new_path, where),
             old_mode=old_mode, new_mode=new_mode, old_id=old_id, new_id=new_id, hunks=tuple(pf),

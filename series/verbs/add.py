@@ -39,21 +39,21 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
     if head is None:
         remote_refs = [r for r in repo.references
                        if r.startswith("refs/remotes/") and r.endswith(f"/{branch}")]
-        hint = (f": create it from {remote_refs[0][len('refs/remotes/'):]} with "
+        hint = (f"create it from {remote_refs[0][len('refs/remotes/'):]} with "
                 f"'git branch {branch} {remote_refs[0][len('refs/remotes/'):]}'" if remote_refs
-                else ": create it first (git branch NAME START)")
-        raise SeriesError(f"no local branch '{branch}'{hint}")
+                else "create it first (git branch NAME START)")
+        raise SeriesError(f"no local branch '{branch}'", hint)
     for topic in series.topics:
         if topic.branch == branch:
             raise SeriesError(f"{series.path.name}:{topic.line}: branch '{branch}' is already "
                               f"topic '{topic.name}'")
     name = name or topic_name(branch)
     if not config.NAME_RE.match(name):
-        raise SeriesError(f"--name {name}: use lowercase [a-z0-9._-], e.g. offload-evict-fix")
+        raise SeriesError(f"--name {name}: not a topic name", "use lowercase [a-z0-9._-], e.g. offload-evict-fix")
     known = {t.name: t for t in series.topics}
     if name in known:
-        raise SeriesError(f"{series.path.name}:{known[name].line}: a topic named '{name}' exists "
-                          f"already: pass --name NAME")
+        raise SeriesError(f"{series.path.name}:{known[name].line}: a topic named '{name}' exists already",
+                          "pass --name NAME")
     for ref in ([after] if after else []) + list(depends_on):
         if ref not in known:
             raise SeriesError(f"no topic named '{ref}' in {series.path.name} "

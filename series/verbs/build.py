@@ -7,7 +7,7 @@ never leaves a half wheel under the final name.
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import hashlib
 import os
 from dataclasses import dataclass, field, replace
@@ -17,8 +17,8 @@ from typing import Any, Callable
 import click
 import pygit2
 
-from series.build import fetch, integration, manifest, overlay, source
-from series.build.integration import Integration
+from series.ship import fetch, integration_tree, manifest, overlay, source
+from series.ship.integration_tree import Integration
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import releases
@@ -46,12 +46,12 @@ class BuildResult:
     notes: tuple[str, ...] = ()
 
 
-def changes_between(ws: Workspace, integ: Integration) -> dict[str, overlay.FileChange]:
+def changes_between(ws: Workspace, integ: Integration) -> dict[str, overlay.OverlayChange]:
     repo = ws.repo
     out = {}
     for change in changed_paths(repo, integ.base.tree, integ.commit.tree):
         data = repo[change.new_id].peel(pygit2.Blob).data if change.new_id is not None else None
-        out[change.path] = overlay.FileChange(change.path, data,
+        out[change.path] = overlay.OverlayChange(change.path, data,
                                               executable=change.new_mode == 0o100755)
     return out
 
@@ -60,7 +60,7 @@ def refuse_compiled(ws: Workspace, paths: list[str]) -> None:
     hits = overlay.compiled_inputs(paths)
     if not hits:
         return
-    touched = integration.topic_paths(ws)
+    touched = integration_tree.topic_paths(ws)
     by_topic: dict[str, list[str]] = {}
     for path in hits:
         for name in touched.get(path, ("(the integration merge)",)):
@@ -81,12 +81,12 @@ def check_release(ws: Workspace, name: overlay.WheelName) -> None:
     wheel_public = name.version.split("+")[0]
     if version is not None and releases.parse_version(wheel_public) != version:
         raise SeriesError(
-            f"the wheel is {name.name} {name.version} but the series is based on {base}: "
+            f"the wheel is {name.name} {name.version} but the series is based on {base}",
             f"pass --wheel {name.name}=={version} (or rebase the series onto v{wheel_public} first)")
 
 
 def stale_files(ws: Workspace, integ: Integration, release: Path,
-                changes: dict[str, overlay.FileChange]) -> tuple[str, ...]:
+                changes: dict[str, overlay.OverlayChange]) -> tuple[str, ...]:
     """Files the series changes must be, in the wheel, the base's version (RECORD hash
     against the base blob); a difference is reported: the overlay would silently replace
     upstream code the series never saw."""
@@ -113,7 +113,7 @@ def timestamp(integ: Integration) -> tuple[int, int, int, int, int, int]:
     """SOURCE_DATE_EPOCH if set (reproducible-builds convention), else the commit's time."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     seconds = int(epoch) if epoch and epoch.isdigit() else integ.commit.committer.time
-    when = _dt.datetime.fromtimestamp(max(seconds, 315532800), _dt.timezone.utc)  # >= 1980
+    when = datetime.datetime.fromtimestamp(max(seconds, 315532800), datetime.timezone.utc)  # >= 1980
     return (when.year, when.month, when.day, when.hour, when.minute, when.second)
 
 
@@ -139,7 +139,7 @@ def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
         target: fetch.Target | None = None) -> BuildResult:
     """Everything that can refuse (compiled inputs, the wrong wheel, a download failing)
     happens before the integration branch moves."""
-    integ = integration.build(ws)
+    integ = integration_tree.build(ws)
     changes = changes_between(ws, integ)
     paths = sorted(changes)
     result = BuildResult(base=ws.series.upstream.base, base_sha=str(integ.base.id),
@@ -288,7 +288,7 @@ def command(ctx: Context, wheel: str | None, out: Path | None, from_source: bool
       series build --wheel ~/wheels/vllm-0.31.0-cp38-abi3-manylinux_2_28_x86_64.whl --out /tmp/w
       series build --wheel vllm==0.31.0 --from-source --dry-run   show the build command
     """
-    from series.build.fetch import Target
+    from series.ship.fetch import Target
 
     ws = ctx.workspace()
     result = run(ws, wheel=wheel, out=out, from_source=from_source, dry_run=dry_run,

@@ -25,7 +25,7 @@ from series.workspace import Workspace
 
 
 @dataclass(frozen=True)
-class Finding:
+class CheckFinding:
     line: int
     key: str                 # where in series.yaml, e.g. "topics (api-hello).scope"
     message: str
@@ -34,30 +34,30 @@ class Finding:
 
 
 @dataclass
-class Report:
+class CheckReport:
     config: str
     base: str
     topics: int
     active: int
     scopes_checked: int = 0
-    problems: list[Finding] = field(default_factory=list)
-    warnings: list[Finding] = field(default_factory=list)
+    problems: list[CheckFinding] = field(default_factory=list)
+    warnings: list[CheckFinding] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-class _Checker:
-    def __init__(self, ws: Workspace, report: Report):
+class _SeriesChecker:
+    def __init__(self, ws: Workspace, report: CheckReport):
         self.ws, self.report = ws, report
         self.lines = ws.series.lines
 
-    def _finding(self, topic: Topic | None, key: str, message: str, files: tuple[str, ...] = ()) -> Finding:
+    def _finding(self, topic: Topic | None, key: str, message: str, files: tuple[str, ...] = ()) -> CheckFinding:
         if topic is None:
-            return Finding(self.lines.get(key, 1), key, message, None, files)
+            return CheckFinding(self.lines.get(key, 1), key, message, None, files)
         line = self.lines.get(f"topics.{topic.name}.{key}", topic.line)
-        return Finding(line, f"topics ({topic.name}).{key}", message, topic.name, files)
+        return CheckFinding(line, f"topics ({topic.name}).{key}", message, topic.name, files)
 
     def problem(self, topic: Topic | None, key: str, message: str, files: tuple[str, ...] = ()) -> None:
         self.report.problems.append(self._finding(topic, key, message, files))
@@ -66,15 +66,15 @@ class _Checker:
         self.report.warnings.append(self._finding(topic, key, message))
 
 
-def run(ws: Workspace) -> Report:
+def run(ws: Workspace) -> CheckReport:
     series, repo = ws.series, ws.repo
-    report = Report(config=str(series.path), base=series.upstream.base,
+    report = CheckReport(config=str(series.path), base=series.upstream.base,
                     topics=len(series.topics), active=len(series.active()))
-    check = _Checker(ws, report)
+    check = _SeriesChecker(ws, report)
     try:
         base: pygit2.Commit | None = resolve_commit(repo, series.upstream.base, "ref")
     except SeriesError as exc:
-        check.problem(None, "upstream.base", str(exc))
+        check.problem(None, "upstream.base", exc.text)
         base = None
     if series.upstream.remote not in [r.name for r in repo.remotes]:
         check.warn(None, "upstream.remote", f"'{series.upstream.remote}' is not a remote of this "
@@ -90,7 +90,7 @@ def run(ws: Workspace) -> Report:
             try:
                 resolve_commit(repo, topic.merged_in, "ref")
             except SeriesError as exc:
-                check.warn(topic, "merged_in", str(exc))
+                check.warn(topic, "merged_in", exc.text)
         if not topic.active:
             continue
         if head is None:
@@ -117,7 +117,7 @@ def run(ws: Workspace) -> Report:
     return report
 
 
-def _check_range(check: _Checker, topic: Topic, base: pygit2.Commit, head: pygit2.Commit,
+def _check_range(check: _SeriesChecker, topic: Topic, base: pygit2.Commit, head: pygit2.Commit,
                  heads: dict[str, pygit2.Commit | None]) -> None:
     ws = check.ws
     own = ws.own(topic)  # series.topics: upstream's and its dependencies' commits hidden
@@ -140,13 +140,13 @@ def _check_range(check: _Checker, topic: Topic, base: pygit2.Commit, head: pygit
                       f"[{', '.join(topic.scope)}]", outside)
 
 
-def to_json(report: Report) -> dict[str, Any]:
+def to_json(report: CheckReport) -> dict[str, Any]:
     data = asdict(report)
     data["ok"] = report.ok
     return data
 
 
-def render(report: Report) -> str:
+def render(report: CheckReport) -> str:
     name = report.config.rsplit("/", 1)[-1]
     out = []
     for f in report.problems:

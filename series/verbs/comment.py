@@ -25,7 +25,7 @@ from typing import Any
 import click
 
 from series.analysis import comment_body, prbody
-from series.analysis import predictions as pr
+from series.analysis import predictions
 from series.analysis.measurement_report import MeasurementReport, read_report
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
@@ -42,7 +42,7 @@ class Outcome(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Options:
+class CommentOptions:
     dry_run: bool = False
     record: bool = True              # --no-record: post, record nothing
 
@@ -79,7 +79,7 @@ def on_record(ws: Workspace, report: MeasurementReport) -> tuple[MeasurementRepo
     freeze it names is on record, its time (the comment says when) and the explanations
     added since the run ('series predict --explain' after measuring: no need to measure
     again on the GPU seat to say why a claim failed). The report's own explanation wins."""
-    record = pr.frozen(ws.repo, report.predictions_file)
+    record = predictions.frozen(ws.repo, report.predictions_file)
     name, sha = report.predictions_file, report.predictions_sha256
     if record is None:
         return report, None, [f"{name} was never frozen in this repository's journal: the comment's \"frozen "
@@ -110,7 +110,7 @@ def _notes(report: MeasurementReport, topic: Topic | None) -> list[str]:
 
 
 def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
-        evidence: dict[str, Any] | None, opts: Options) -> Commented:
+        evidence: dict[str, Any] | None, opts: CommentOptions) -> Commented:
     topic = carrier(ws, number)
     if topic is None and opts.record:
         raise _no_carrier(ws, number)
@@ -152,8 +152,8 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
                 op.set_topic(result.topic, measured=result.posted.url)
                 result.operation = op.commit().id
         except SeriesError as exc:
-            raise SeriesError(f"the comment is posted ({result.posted.url}) but not recorded: {exc}; add "
-                              f"'measured: {result.posted.url}' to topic '{result.topic}' by hand") from None
+            raise SeriesError(f"the comment is posted ({result.posted.url}) but not recorded: {exc.text}",
+                              f"add 'measured: {result.posted.url}' to topic '{result.topic}' by hand") from None
     return result
 
 
@@ -229,7 +229,7 @@ def command(ctx: Context, number: int, measurement: Path, evidence: Path | None,
     ws = ctx.workspace(check_branches=False)
     use_git = offline or os.environ.get("SERIES_OFFLINE") == "1"
     forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)
-    result = run(ws, forge, number, report, data, Options(dry_run=dry_run, record=not no_record))
+    result = run(ws, forge, number, report, data, CommentOptions(dry_run=dry_run, record=not no_record))
     if as_json:
         emit_json(to_json(result))
     else:

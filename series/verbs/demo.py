@@ -15,18 +15,19 @@ from typing import Callable
 
 import click
 
-from series import demo
+from series import demo, demo_workload
 from series.cli import emit
 from series.errors import SeriesError
 
 
 @dataclass(frozen=True)
-class Step:
+class DemoStep:
     say: str                      # what the step shows, in one sentence
     argv: tuple[str, ...]         # series arguments
     expect: tuple[int, ...] = (0,)
     before: Callable[[Path], None] | None = field(default=None, compare=False)
     shell: str | None = None      # a git command the user would type instead
+    save: str | None = None       # write the output to this file in {measure} (shown: its name)
 
 
 def _resolve_stats_conflict(fork: Path) -> None:
@@ -49,37 +50,54 @@ def _resolve_stats_conflict(fork: Path) -> None:
     print(f"  (resolved {shown} by hand and ran `git add` there)")
 
 
-STEPS: list[Step] = [
-    Step("A fresh clone of upstream: bring in the fork's series from its patch files "
-         "(series.yaml comes along):", ("import", "{topics}")),
-    Step("What the fork carries over upstream v0.30.0:", ("status",)),
-    Step("Does our series touch the offload directory? (exit 1 would mean no topic does)",
-         ("touches", "vllm/v1/kv_offload")),
-    Step("Where topics sit across upstream's tree, and where they overlap:", ("touches",)),
-    Step("Every topic's scope claim, checked against its real diff:", ("check",)),
-    Step("Which upstream files changed since our base that our topics also touch:",
-         ("touches", "--between", "v0.30.0..v0.31.0")),
-    Step("Upstream PR #61050 fixes the same eviction bug: carry it instead of our topic, "
-         "authorship kept:", ("adopt-upstream", "61050", "--replaces", "offload-evict-fix")),
-    Step("A new release is out. How far along its history does the whole series still apply? "
-         "(a dry run: nothing moves)", ("rebase", "--onto", "v0.31", "--as-far-as-possible", "--dry-run")),
-    Step("Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
-         "report names the upstream PR behind each):", ("rebase", "--onto", "v0.31"), expect=(3,)),
-    Step("Resolve in the printed worktree, then go on:", ("rebase", "--continue"),
-         before=_resolve_stats_conflict),
-    Step("The series after the rebase:", ("status",)),
-    Step("The operations so far (each can be undone with `series undo`):", ("log",)),
-    Step("v0.32 squash-merges #61050: the adopted PR retires by itself:",
-         ("rebase", "--onto", "v0.32")),
-    Step("Upstream CI steps that cover what the series touches:", ("test",)),
-    Step("The patched wheel: the release wheel with the series overlaid:",
-         ("build", "--wheel", "{wheel}")),
-    Step("Evidence for a PR comment: upstream's tests over the release build (the v0.32.0 wheel, "
-         "installed in its own environment), with and without the topic whose conflict we resolved:",
-         ("test", "offload-stats", "--run", "--python", "{env}", "--without", "offload-stats")),
-    Step("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
-         "the guide allows, the description, and the duplicate search last (nothing is sent):",
-         ("propose", "offload-stats", "--dry-run")),
+STEPS: list[DemoStep] = [
+    DemoStep("A fresh clone of upstream: bring in the fork's series from its patch files "
+             "(series.yaml comes along):", ("import", "{topics}")),
+    DemoStep("What the fork carries over upstream v0.30.0:", ("status",)),
+    DemoStep("Does our series touch the offload directory? (exit 1 would mean no topic does)",
+             ("touches", "vllm/v1/kv_offload")),
+    DemoStep("Where topics sit across upstream's tree, and where they overlap:", ("touches",)),
+    DemoStep("Every topic's scope claim, checked against its real diff:", ("check",)),
+    DemoStep("Which upstream files changed since our base that our topics also touch:",
+             ("touches", "--between", "v0.30.0..v0.31.0")),
+    DemoStep("Upstream PR #61050 fixes the same eviction bug: carry it instead of our topic, "
+             "authorship kept:", ("adopt-upstream", "61050", "--replaces", "offload-evict-fix")),
+    DemoStep("Their PR and ours, measured before saying anything on #61050. First the predictions, "
+             "written down and frozen before the run (series log keeps the hash):",
+             ("predict", "{measure}/predictions.yaml")),
+    DemoStep("A tiny CPU workload (an eviction trace over the offload policy) in three trees: the "
+             "release, our superseded topic from its kept branch, their PR; --artifact writes what a "
+             "GPU seat's job would upload (series measure --emit github writes that job):",
+             ("measure", "--predictions", "{measure}/predictions.yaml", "--tree", "base",
+              "--tree", "ours=topic:offload-evict-fix", "--tree", "theirs=topic:pr-61050",
+              "--artifact", "{measure}/artifacts", "--", "python", "{measure}/evict_trace.py")),
+    DemoStep("One prediction failed. It stays, struck; the reason goes in the journal, the claim "
+             "is never rewritten:",
+             ("predict", "{measure}/predictions.yaml", "--explain", "no-chunk0", demo_workload.WHY_NO_CHUNK0_FAILED)),
+    DemoStep("The report from the artifacts (as from a GPU seat's), as JSON for the comment:",
+             ("measure", "--collect", "{measure}/artifacts", "--predictions", "{measure}/predictions.yaml",
+              "--json"), save="report.json"),
+    DemoStep("The numbers go on #61050 as a comment, not a second PR (--dry-run: nothing is posted):",
+             ("comment", "61050", "--measurement", "{measure}/report.json", "--dry-run")),
+    DemoStep("A new release is out. How far along its history does the whole series still apply? "
+             "(a dry run: nothing moves)", ("rebase", "--onto", "v0.31", "--as-far-as-possible", "--dry-run")),
+    DemoStep("Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
+             "report names the upstream PR behind each):", ("rebase", "--onto", "v0.31"), expect=(3,)),
+    DemoStep("Resolve in the printed worktree, then go on:", ("rebase", "--continue"),
+             before=_resolve_stats_conflict),
+    DemoStep("The series after the rebase:", ("status",)),
+    DemoStep("The operations so far (each can be undone with `series undo`):", ("log",)),
+    DemoStep("v0.32 squash-merges #61050: the adopted PR retires by itself:",
+             ("rebase", "--onto", "v0.32")),
+    DemoStep("Upstream CI steps that cover what the series touches:", ("test",)),
+    DemoStep("The patched wheel: the release wheel with the series overlaid:",
+             ("build", "--wheel", "{wheel}")),
+    DemoStep("Evidence for a PR comment: upstream's tests over the release build (the v0.32.0 wheel, "
+             "installed in its own environment), with and without the topic whose conflict we resolved:",
+             ("test", "offload-stats", "--run", "--python", "{env}", "--without", "offload-stats")),
+    DemoStep("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
+             "the guide allows, the description, and the duplicate search last (nothing is sent):",
+             ("propose", "offload-stats", "--dry-run")),
 ]
 
 
@@ -110,7 +128,7 @@ def _evidence_env(directory: Path, wheel: Path, python: str) -> Path | None:
 def run(directory: Path, echo: Callable[[str], None], python: str = sys.executable) -> Path:
     directory = directory.resolve()
     if directory.exists() and any(directory.iterdir()):
-        raise SeriesError(f"{directory} is not empty: give 'series demo' a new directory")
+        raise SeriesError(f"{directory} is not empty", "give 'series demo' a new directory")
     directory.mkdir(parents=True, exist_ok=True)
     upstream_path, fork = directory / "upstream.git", directory / "fork"
     echo(f"Building a small upstream vLLM in {upstream_path} and a fork in {fork} ...")
@@ -119,10 +137,12 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
     topics = demo.example_topics()
     wheel = demo.build_release_wheel(upstream, "v0.32.0", directory / "wheels")
     env_python = _evidence_env(directory, wheel, python)
+    measure = demo_workload.write(directory)
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", SERIES_OFFLINE="1")
     for number, step in enumerate(STEPS, 1):
         argv = tuple(a.replace("{wheel}", str(wheel)).replace("{topics}", str(topics))
-                     .replace("{env}", str(env_python)) for a in step.argv)
+                     .replace("{env}", str(env_python)).replace("{measure}", str(measure))
+                     for a in step.argv)
         echo("")
         echo(f"## {number}. {step.say}")
         if "{env}" in step.argv and env_python is None:
@@ -130,10 +150,16 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
             continue
         if step.before is not None:
             step.before(fork)
-        echo(f"$ series {shlex.join(argv)}")
-        proc = subprocess.run([python, "-m", "series", *argv], cwd=fork, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        echo(f"$ series {shlex.join(argv)}" + (f" > {measure / step.save}" if step.save else ""))
+        # a saved output is the command's stdout alone (JSON), its stderr shown apart
+        proc = subprocess.run([python, "-m", "series", *argv], cwd=fork, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE if step.save else subprocess.STDOUT, text=True)
         output = proc.stdout.rstrip()
+        if step.save is not None:
+            if proc.returncode in step.expect:
+                (measure / step.save).write_text(proc.stdout)
+                output = f"(saved to {measure / step.save})"
+            output = "\n".join(filter(None, [proc.stderr.rstrip(), output]))
         if output:
             echo(output)
         if proc.returncode not in step.expect:
@@ -151,7 +177,9 @@ def command(directory: Path | None) -> None:
 
     \b
     Works offline. DIRECTORY must be new or empty (default: a new temporary directory). The tour:
-    status, touches, check, adopt-upstream 61050, rebase onto v0.31 with a merged topic
+    status, touches, check, adopt-upstream 61050, their PR and ours measured on a tiny CPU
+    workload (predictions frozen first, one failing and explained, the comment for #61050
+    rendered with --dry-run), rebase onto v0.31 with a merged topic
     and a conflict resolved, retiring the adopted PR on v0.32, test selection, and the
     patched wheel.
     """

@@ -22,8 +22,8 @@ import pygit2
 from series import config
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
-from series.git.cli import git
-from series.journal import Operation, operations
+from series.git.command import git
+from series.journal import Operation, OpState, operations
 from series.git.repo import workdir
 from series.model import Series, Topic
 from series.topics import OwnWorks
@@ -66,7 +66,7 @@ def _parse_yaml(text: str, label: str, where: Path) -> Series:
 
 
 def _state_of_export(ws: Workspace, directory: Path, label: str) -> SeriesState:
-    from series.patches import format as fmt
+    from series.patches import format as patch_format
     from series.patches.export import patch_files, read_order
     from series.patches.importer import make_commit, read_patch_file
 
@@ -88,7 +88,7 @@ def _state_of_export(ws: Workspace, directory: Path, label: str) -> SeriesState:
                     parent = ws.repo[state.heads[dep]].peel(pygit2.Commit)
         try:
             for path in patch_files(directory, name):
-                patch = fmt.parse(read_patch_file(path), f"{name}/{path.name}")
+                patch = patch_format.parse(read_patch_file(path), f"{name}/{path.name}")
                 parent = make_commit(ws.repo, parent, patch, _DIFF_SIGNATURE, f"{name}/{path.name}")
         except SeriesError:
             continue  # does not apply here: no commits for this topic
@@ -115,7 +115,7 @@ def _state_of_operation(ws: Workspace, ops: list[Operation], index: int, before:
     A ref's value then is the new value of its last move up to that point; a ref no
     operation moved up to then has the old value of its first later move, or its value now.
     """
-    done = [op for op in ops if op.state == "done"]
+    done = [op for op in ops if op.state == OpState.DONE]
     cut = ops[index]
     upto = [op for op in done if op.id < cut.id or (op.id == cut.id and not before)]
     after = [op for op in done if op not in upto]

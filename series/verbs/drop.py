@@ -19,7 +19,7 @@ def run(ws: Workspace, name: str, reason: str | None = None, dry_run: bool = Fal
     dependents = [t.name for t in ws.series.active() if name in t.depends_on]
     if dependents:
         raise SeriesError(
-            f"cannot drop '{name}': active topics depend on it ({', '.join(dependents)}); "
+            f"cannot drop '{name}': active topics depend on it ({', '.join(dependents)})",
             "drop or re-base those first")
     op = edit_status(ws, "drop", f"drop {name}", name, dry_run=dry_run,
                      status=Status.DROPPED.value, superseded_by=None, reason=reason)

@@ -8,7 +8,6 @@ though its commit ids differ by committer date.
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -19,11 +18,11 @@ from series import config
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import checkouts
-from series.git.repo import branch_commit, committer as git_committer, open_repo, workdir
-from series.patches import format as fmt
+from series.git.repo import branch_commit, committer, open_repo, workdir
+from series.patches import format as patch_format
 from series.patches.export import patch_files, read_order, resolutions_subdir
 from series.patches.importer import make_commit, read_patch_file
-from series.workspace import Workspace, operation
+from series.workspace import Workspace, repair
 
 
 @dataclass(frozen=True)
@@ -46,12 +45,20 @@ class ImportResult:
     config_copied: Path | None = None
 
 
-def ensure_config(start: Path, directory: Path, dry_run: bool = False) -> Path | None:
-    """No series.yaml here yet: take the export's copy (a fresh clone of upstream).
+@dataclass(frozen=True)
+class ConfigCopy:
+    """A clone without series.yaml takes the export's, and the conflict resolutions that
+    travel with it: written by the import's one operation (so one 'series undo' removes
+    them with the branches)."""
 
-    Returns the series.yaml to use when it is not the one found here: the copy, or with
-    `dry_run` the export's own (a dry run writes nothing, not even the copy).
-    """
+    target: Path                # where series.yaml goes
+    text: str
+    files: dict[Path, bytes]    # the resolutions directory's files, at their place here
+
+
+def ensure_config(start: Path, directory: Path) -> ConfigCopy | None:
+    """No series.yaml here yet: the export's copy (a fresh clone of upstream), checked; None
+    when there is one here."""
     try:
         config.find(start)
         return None
@@ -59,26 +66,23 @@ def ensure_config(start: Path, directory: Path, dry_run: bool = False) -> Path |
         pass
     source = directory / config.FILENAME
     if not source.is_file():
-        raise SeriesError(f"no {config.FILENAME} here and none in {directory}: "
+        raise SeriesError(f"no {config.FILENAME} here and none in {directory}",
                           "run 'series init' first, or import a complete export")
-    # the export came from elsewhere (a pull request, a CI artifact): it must load, with
-    # every value checked, before it becomes this clone's series.yaml
-    config.load(source)
     if source.is_symlink():
         raise SeriesError(f"{source}: is a symbolic link; an export's {config.FILENAME} must be a file")
-    if dry_run:
-        return source
-    repo = open_repo(start)
-    root = workdir(repo)
-    target = root / config.FILENAME
-    with operation(repo, "import", f"{config.FILENAME} from {directory.name}/", config_path=target) as op:
-        op.write_file(source.read_text())  # journaled: 'series undo' removes it again
-        op.commit()
-    # the recorded conflict resolutions travel with the export
-    rel = resolutions_subdir(config.load(target).resolutions)
+    # the export came from elsewhere (a pull request, a CI artifact): it must load, with
+    # every value checked, before it becomes this clone's series.yaml
+    series = config.load(source)
+    root = workdir(open_repo(start))
+    rel = resolutions_subdir(series.resolutions)
+    files: dict[Path, bytes] = {}
     if rel is not None and (directory / rel).is_dir() and not (root / rel).exists():
-        shutil.copytree(directory / rel, root / rel)
-    return target
+        for path in sorted((directory / rel).rglob("*")):
+            if path.is_symlink():
+                raise SeriesError(f"{path}: is a symbolic link; an export's resolutions must be files")
+            if path.is_file():
+                files[root / rel / path.relative_to(directory / rel)] = path.read_bytes()
+    return ConfigCopy(root / config.FILENAME, config.read_text(source), files)
 
 
 def _same_commits(repo: pygit2.Repository, existing: pygit2.Commit, new: list[pygit2.Commit],
@@ -97,20 +101,22 @@ def _same_commits(repo: pygit2.Repository, existing: pygit2.Commit, new: list[py
 
 
 def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = False,
-        signer: pygit2.Signature | None = None) -> ImportResult:
+        signer: pygit2.Signature | None = None, copy: ConfigCopy | None = None) -> ImportResult:
+    """Rebuild every topic of the export, then move the branches (and, with `copy`, write
+    the export's series.yaml and resolutions) in one journaled operation."""
     repo = ws.repo
     base = ws.base_commit()
     names = read_order(directory)
     result = ImportResult(directory, ws.series.upstream.base)
-    who = signer or git_committer(repo)
+    who = signer or committer(repo)
     new_heads: dict[str, pygit2.Commit] = {}
     refused = []
     for name in names:
         try:
             topic = ws.series.topic(name)
         except SeriesError:
-            raise SeriesError(f"{directory / 'order'} lists '{name}', which {ws.config_path.name} "
-                              f"does not have; add the topic to {ws.config_path.name} first") from None
+            raise SeriesError(f"{directory / 'order'} lists '{name}', which {ws.config_path.name} does not have",
+                              f"add the topic to {ws.config_path.name} first") from None
         if not topic.active:
             result.topics.append(TopicImport(name, topic.branch, 0, "", "skipped",
                                              note=f"status {topic.status.value} in {ws.config_path.name}"))
@@ -125,7 +131,7 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
         start = parent
         commits = []
         for path in patch_files(directory, name):
-            patch = fmt.parse(read_patch_file(path), f"{name}/{path.name}")
+            patch = patch_format.parse(read_patch_file(path), f"{name}/{path.name}")
             parent = make_commit(repo, parent, patch, who, f"{name}/{path.name}")
             commits.append(parent)
         new_heads[name] = parent
@@ -152,9 +158,18 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
             f"commits ({', '.join(refused)}); nothing was changed. Re-run with --force to move them "
             "(their old heads are kept in backup refs; 'series undo' reverts)")
     moves = [t for t in result.topics if t.action in ("created", "updated")]
-    if dry_run or not moves:
+    result.config_copied = copy.target if copy is not None else None
+    if dry_run or not (moves or copy):
         return result
-    with ws.operation("import", f"{len(moves)} topics from {directory.name}/") as op:
+    summary = f"{len(moves)} topics from {directory.name}/"
+    if copy is not None:
+        summary += f", with its {config.FILENAME}" + (f" and {len(copy.files)} resolution file(s)"
+                                                       if copy.files else "")
+    with ws.operation("import", summary) as op:
+        if copy is not None:
+            op.write_file(copy.text)  # journaled: 'series undo' removes it again
+            for path, data in copy.files.items():
+                op.write(path, data)
         for t in moves:
             op.move(f"refs/heads/{t.branch}", t.head, expect=t.old_head)
         op.extra["directory"] = str(directory)
@@ -211,21 +226,18 @@ def command(ctx: Context, directory: Path | None, force: bool, dry_run: bool, as
     """
     from series.patches.export import default_directory
 
-    copied = None
+    copy = None
     start = ctx.here
     if directory is not None and ctx.config_file is None:
-        copied = ensure_config(start, directory.resolve(), dry_run=dry_run)
-    if copied is not None and dry_run:
-        from series import config
-        from series.git.repo import open_repo
-        from series.workspace import Workspace
-
-        ws = Workspace(config.load(copied), open_repo(start))
+        copy = ensure_config(start, directory.resolve())
+    if copy is not None:
+        repo = open_repo(start)
+        repair(repo)  # an operation a kill interrupted is finished or rolled back first
+        ws = Workspace(config.read(copy.text, copy.target), repo)
     else:
         ws = ctx.workspace(check_branches=False)
     target = (directory or default_directory(ws)).resolve()
-    result = run(ws, target, force=force, dry_run=dry_run)
-    result.config_copied = copied
+    result = run(ws, target, force=force, dry_run=dry_run, copy=copy)
     if as_json:
         emit_json(to_json(result))
     else:

@@ -79,17 +79,17 @@ def infer_base(repo: pygit2.Repository, heads: dict[str, pygit2.Commit],
     none, or two that neither contains, is an error naming the candidates."""
     matching = ", ".join(patterns)
     if not heads:
-        raise SeriesError(f"no local branch matches {matching}, so there is no base to infer: "
+        raise SeriesError(f"no local branch matches {matching}, so there is no base to infer",
                           "pass --base REF (e.g. --base latest), or --topics GLOB")
     found = releases.closest_common(repo, workdir(repo), [h.id for h in heads.values()])
     if len(found) == 1:
         return found[0].tag
     if found:
         raise SeriesError(f"the branches matching {matching} fork from more than one release "
-                          f"({releases.names(found)}): pass --base with the one they sit on")
+                          f"({releases.names(found)})", "pass --base with the one they sit on")
     newest = releases.names(releases.releases(repo)[:3]) or "no release tags here; git fetch --tags"
-    raise SeriesError(f"no release tag is in every branch matching {matching} (newest here: "
-                      f"{newest}): pass --base REF, a tag, branch or commit")
+    raise SeriesError(f"no release tag is in every branch matching {matching} (newest here: {newest})",
+                      "pass --base REF, a tag, branch or commit")
 
 
 def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
@@ -158,8 +158,8 @@ def run(start: Path, *, base: str | None, remote: str, github: str | None, patte
     repo = open_repo(start)
     if target is None:
         if repo.workdir is None:
-            raise SeriesError(f"{repo.path} is a bare repository: pass --config FILE to say where "
-                              "series.yaml goes")
+            raise SeriesError(f"{repo.path} is a bare repository",
+                              "pass --config FILE to say where series.yaml goes")
         target = workdir(repo) / config.FILENAME
     _refuse_existing(target, force)
     heads = _topic_heads(repo, patterns, integration)

@@ -20,6 +20,7 @@ def run(repo: pygit2.Repository) -> list[dict[str, Any]]:
             "state": op.state, "undoes": op.undoes, "undone_by": undone_by.get(op.id),
             "moves": [{"ref": m.ref, "old": m.old, "new": m.new} for m in op.moves],
             "config": op.config_path if op.config_before != op.config_after else None,
+            "files": [{"path": f.path, "written": f.after is not None} for f in op.file_changes()],
             "record": op.is_record(),
         })
     return rows
@@ -37,20 +38,12 @@ def render(rows: list[dict[str, Any]]) -> str:
             notes.append(f"[{r['state']}: another series command is running it]")
         if r["undone_by"]:
             notes.append(f"[undone by {r['undone_by']}]")
-        refs_moved = f"{len(r['moves'])} ref(s)" + (", series.yaml" if r["config"] else "")
+        refs_moved = f"{len(r['moves'])} ref(s)" + (", series.yaml" if r["config"] else "") \
+            + (f", {len(r['files'])} file(s)" if r["files"] else "")
         if r["record"] and not r["moves"] and not r["config"]:
             refs_moved = "a record, which undo passes over"
         out.append(f"{r['id']}  {r['command']:<8} {r['summary']}  ({refs_moved}) {' '.join(notes)}".rstrip())
     return "\n".join(out)
-
-
-def _repo(ctx: Context):  # type: ignore[no-untyped-def]
-    from series.git.repo import open_repo
-    from series.workspace import repair
-
-    repo = open_repo(ctx.here)
-    repair(repo)  # an operation a kill interrupted is finished or rolled back before it is listed
-    return repo
 
 
 @click.command("log")
@@ -58,8 +51,9 @@ def _repo(ctx: Context):  # type: ignore[no-untyped-def]
 @pass_ctx
 def command(ctx: Context, as_json: bool) -> None:
     """List the operations that moved refs (newest first), as 'series undo' sees them."""
+    from series.workspace import open_repaired
 
-    rows = run(_repo(ctx))
+    rows = run(open_repaired(ctx.here))
     if as_json:
         emit_json({"operations": rows})
     else:

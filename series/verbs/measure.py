@@ -2,12 +2,12 @@
 
 The predictions file must be frozen (`series predict FILE`) and unchanged: that is checked
 before anything runs. Each tree (base, series, without:T, only:T alias topic:T) is put
-under the command by series.build.workload: a checkout of the tree, or with --python the
+under the command by series.ship.workload: a checkout of the tree, or with --python the
 installed build with the tree's Python changes over it, as `series test --run` does. With
 --repeat N the trees take turns, N rounds, and numbers are their median. The report
 (series.analysis.measurement) is the metrics by tree, every prediction held or failed, and
 the environment. `--artifact DIR` leaves it per tree for another machine to collect;
-`--collect DIR` makes the same report from such artifacts.
+`--collect DIR` makes the same report from such measurement_artifacts.
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from typing import Callable
 import click
 import pygit2
 
-from series.analysis import measurement as ms
-from series.analysis import measurement_artifacts as artifacts
-from series.analysis import predictions as pr
+from series.analysis import measurement
+from series.analysis import measurement_artifacts
+from series.analysis import predictions
 from series.analysis.measurement import MeasuredTree, Measurement, Values
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.config import NAME_RE
@@ -53,19 +53,19 @@ def parse_trees(values: tuple[str, ...]) -> list[tuple[str, str]]:
     return out
 
 
-def run(ws: Workspace, frozen: pr.FrozenPredictions, plan: list[tuple[str, str]], command: tuple[str, ...], *,
+def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[str, str]], command: tuple[str, ...], *,
         python: str | None = None, repeat: int = 1, only: tuple[str, ...] = (),
         say: Say = lambda _: None) -> Measurement:
     """Measure the trees of `plan` ((name, spec), in order), or `only` those of them named."""
-    from series.build import interpreter, named_trees, pytestrun, testrun, workload
+    from series.ship import interpreter, named_trees, pytestrun, testrun, workload
 
     for _, spec in plan:
         named_trees.check_spec(spec)   # a typo is refused before the claims are checked
-    ms.check_trees(frozen.file, [n for n, _ in plan])
+    measurement.check_trees(frozen.file, [n for n, _ in plan])
     trees = [(n, s) for n, s in plan if not only or n in only]
     resolved = {spec: named_trees.resolve(ws, spec) for spec in dict.fromkeys(s for _, s in trees)}
     measured = tuple(MeasuredTree(n, s, str(resolved[s].commit.id), resolved[s].describe) for n, s in trees)
-    machine = ms.machine_from_json(interpreter.machine(python or sys.executable),
+    machine = measurement.machine_from_json(interpreter.machine(python or sys.executable),
                                    f"the environment of {python or sys.executable}")
     runs: dict[str, list[Values]] = {n: [] for n, _ in trees}
     with pytestrun.trapped(), testrun.Scratch() as scratch:
@@ -88,10 +88,64 @@ def run(ws: Workspace, frozen: pr.FrozenPredictions, plan: list[tuple[str, str]]
                 say(f"{stage.tree}: run {round_} of {repeat}" if repeat > 1 else f"{stage.tree}: running")
                 where = scratch.fresh(f"{stage.tree}-run{round_}")
                 runs[stage.tree].append(workload.run(stage, command, where / "metrics.json", where / "log"))
-    metrics = {n: ms.combine(r, n) for n, r in runs.items()}
+    metrics = {n: measurement.combine(r, n) for n, r in runs.items()}
     return Measurement(measured, metrics, runs, {n: machine for n, _ in trees}, frozen.file.name,
-                       frozen.file.sha256, ms.judged(frozen, metrics), command, repeat, python,
+                       frozen.file.sha256, measurement.judged(frozen, metrics), command, repeat, python,
                        tuple(plan) if only else ())
+
+
+def emit_jobs(ctx: Context, ws: Workspace, frozen: predictions.FrozenPredictions, path: Path, given: str,
+              trees: list[tuple[str, str]], command: tuple[str, ...], *, seat: str, out: str | None,
+              overlay: bool, repeat: int, as_json: bool) -> None:
+    """--emit: the measurement written as jobs (series.analysis.measure_jobs); nothing runs
+    here. Refused as a local run would be: the predictions frozen, every tree resolved."""
+    from series import distribution
+    from series.analysis import measure_jobs
+    from series.ship import named_trees
+    from series.git.repo import workdir
+
+    for _, spec in trees:
+        named_trees.check_spec(spec)
+    measurement.check_trees(frozen.file, [n for n, _ in trees])
+    for spec in dict.fromkeys(s for _, s in trees):
+        named_trees.resolve(ws, spec)     # a topic that is not in series.yaml is refused here, not there
+    try:
+        release: str | None = named_trees.base_release(ws)
+    except SeriesError:
+        if overlay:
+            raise
+        release = None                    # no release wheel to install: CMD runs in checkouts
+    where = measure_jobs.Seat(seat)
+    jobs = measure_jobs.plan(ws.repo, path, frozen, ctx.here, tuple(trees), command, repeat=repeat, overlay=overlay,
+                   base=ws.series.upstream.base, remote=ws.series.upstream.remote, release=release,
+                   pip_spec=distribution.pip_spec())
+    text = measure_jobs.render(where, jobs)
+    top = workdir(ws.repo)
+    if out == "-":
+        click.echo(text, nl=False)
+        shown = measure_jobs.DEFAULT_PATHS[where]
+    else:
+        target = None if out is None else (Path(out) if Path(out).is_absolute() else ctx.here / out)
+        written = measure_jobs.write(where, text, target, top)
+        shown = str(written.resolve().relative_to(top.resolve())) if written.resolve().is_relative_to(
+            top.resolve()) else str(written)
+    steps = measure_jobs.collect_steps(where, shown, jobs, given)
+    notes = [f"{rel}: CMD names it, but it is not committed at HEAD: the job's checkout will not have it "
+             "(commit and push it)" for rel in measure_jobs.unshipped(ws.repo, command)]
+    if overlay:
+        notes.append("--python: the jobs use the runner's python, with the patched wheel installed in it")
+    if as_json:
+        emit_json({"schema": measurement.SCHEMA, "emit": where.value, "path": shown,
+                   "jobs": [{"tree": n, "spec": s} for n, s in trees], "predictions_sha256": jobs.sha256,
+                   "next": steps, "notes": notes})
+        return
+    lines = [f"{'printed' if out == '-' else 'wrote'} {shown}: {len(trees)} job(s), one per tree "
+             f"({', '.join(n for n, _ in trees)}); nothing ran here", *(f"note: {n}" for n in notes),
+             "next:", *(f"  {n}. {step}" for n, step in enumerate(steps, 1))]
+    if out == "-":
+        click.echo("\n".join(lines), err=True)   # stdout holds the jobs
+    else:
+        emit("\n".join(lines))
 
 
 def write_artifacts(m: Measurement, directory: Path) -> list[Path]:
@@ -104,7 +158,7 @@ def write_artifacts(m: Measurement, directory: Path) -> list[Path]:
         into = directory / tree.name
         try:
             into.mkdir(parents=True, exist_ok=True)
-            for file, doc in artifacts.files(m, tree).items():
+            for file, doc in measurement_artifacts.files(m, tree).items():
                 write_atomically(into / file, json.dumps(doc, indent=2) + "\n")
                 written.append(into / file)
         except OSError as exc:
@@ -112,18 +166,18 @@ def write_artifacts(m: Measurement, directory: Path) -> list[Path]:
     return written
 
 
-def collect_artifacts(repo: pygit2.Repository, frozen: pr.FrozenPredictions, directory: Path) -> Measurement:
+def collect_artifacts(repo: pygit2.Repository, frozen: predictions.FrozenPredictions, directory: Path) -> Measurement:
     found = []
     for top, dirs, files in os.walk(directory):   # not into symlinked directories
         dirs.sort()
-        if artifacts.TREE_FILE not in files:
+        if measurement_artifacts.TREE_FILE not in files:
             continue
         here = Path(top)
-        docs = [artifacts.parse(_read(here / f, limit), str(here / f), limit) for f, limit in (
-            (artifacts.TREE_FILE, artifacts.TREE_LIMIT), (artifacts.METRICS_FILE, ms.METRICS_LIMIT),
-            (artifacts.ENVIRONMENT_FILE, ms.METRICS_LIMIT))]
-        found.append(artifacts.read_collected(docs[0], docs[1], docs[2], str(here / artifacts.TREE_FILE), str(here)))
-    return artifacts.assemble(found, frozen)
+        docs = [measurement_artifacts.parse(_read(here / f, limit), str(here / f), limit) for f, limit in (
+            (measurement_artifacts.TREE_FILE, measurement_artifacts.TREE_LIMIT), (measurement_artifacts.METRICS_FILE, measurement.METRICS_LIMIT),
+            (measurement_artifacts.ENVIRONMENT_FILE, measurement.METRICS_LIMIT))]
+        found.append(measurement_artifacts.read_collected(docs[0], docs[1], docs[2], str(here / measurement_artifacts.TREE_FILE), str(here)))
+    return measurement_artifacts.assemble(found, frozen)
 
 
 def _read(path: Path, limit: int) -> bytes:
@@ -134,7 +188,7 @@ def _read(path: Path, limit: int) -> bytes:
             return f.read(limit + 1)
     except OSError as exc:
         raise SeriesError(f"{path}: cannot read ({exc.strerror or exc}); an artifact holds "
-                          f"{artifacts.TREE_FILE}, {artifacts.METRICS_FILE} and {artifacts.ENVIRONMENT_FILE}") from None
+                          f"{measurement_artifacts.TREE_FILE}, {measurement_artifacts.METRICS_FILE} and {measurement_artifacts.ENVIRONMENT_FILE}") from None
 
 
 @click.command("measure", context_settings={"allow_interspersed_args": False})
@@ -142,7 +196,7 @@ def _read(path: Path, limit: int) -> bytes:
               type=click.Path(dir_okay=False, path_type=Path),
               help="The predictions, frozen first with 'series predict FILE' (refused otherwise).")
 @click.option("--tree", "trees", multiple=True, metavar="NAME=SPEC",
-              help="A tree to measure, e.g. ours=only:our-topic, theirs=topic:pr-61050 (SPEC: base, "
+              help="A tree to measure, e.g. ours=only:our-topic, theirs=topic:predictions-61050 (SPEC: base, "
                    "series, without:TOPIC, only:TOPIC alias topic:TOPIC; repeatable).")
 @click.option("--python", "python", metavar="PY",
               help="Run over the release build installed in PY's environment, with each tree's Python "
@@ -157,16 +211,21 @@ def _read(path: Path, limit: int) -> bytes:
               help="Measure only this one of the --tree trees (repeatable): a CI job per tree, each "
                    "with --artifact, then --collect joins them into the report of all of them.")
 @click.option("--collect", type=click.Path(file_okay=False, exists=True, path_type=Path), metavar="DIR",
-              help="Run nothing: make the report from the artifacts under DIR (CI downloads), checking "
+              help="Run nothing: make the report from the measurement_artifacts under DIR (CI downloads), checking "
                    "each was measured against the frozen predictions.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text",
-              help="markdown: the report as a PR comment's body.")
 @click.option("--json", "as_json", is_flag=True, help="The report for CI and 'series comment --measurement'.")
+@click.option("--emit", "seat", type=click.Choice(["github", "buildkite"]),
+              help="Run nothing here: write this measurement as jobs for the machine with the GPU, a "
+                   "GitHub workflow_dispatch job or a Buildkite step per tree; --collect reads back what "
+                   "they upload.")
+@click.option("--out", "emit_out", metavar="PATH",
+              help="With --emit: the file to write (default: .github/workflows/series-measure.yml or "
+                   ".buildkite/series-measure.yml in the fork); '-' prints it.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD...")
 @pass_ctx
 def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python: str | None, repeat: int,
-            artifact: Path | None, only: tuple[str, ...], collect: Path | None, fmt: str, as_json: bool,
-            command: tuple[str, ...]) -> None:
+            artifact: Path | None, only: tuple[str, ...], collect: Path | None, as_json: bool,
+            seat: str | None, emit_out: str | None, command: tuple[str, ...]) -> None:
     """Run a workload in named trees; judge frozen predictions against its metrics.
 
     \b
@@ -184,16 +243,24 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
     Examples:
       series predict predictions.yaml
       series measure --predictions predictions.yaml --tree ours=only:offload-evict-fix \\
-          --tree theirs=topic:pr-61050 -- python "$PWD/workload.py"
+          --tree theirs=topic:predictions-61050 -- python "$PWD/workload.py"
       series measure ... --python ~/vllm-0.31/bin/python --repeat 3 --artifact out/
       series measure --collect downloaded/ --predictions predictions.yaml --json
+      series measure ... --emit github      the same, as a workflow for the GPU runner
     """
     from series.git.repo import open_repo
     from series.workspace import repair
 
     if collect is not None and (trees or command or python or repeat != 1 or artifact or only):
-        raise click.UsageError("--collect makes the report from artifacts: no --tree, --python, --repeat, "
+        raise click.UsageError("--collect makes the report from measurement_artifacts: no --tree, --python, --repeat, "
                                "--artifact, --only or CMD with it")
+    if seat is not None and (collect is not None or artifact is not None or only):
+        raise click.UsageError("--emit writes the jobs that make the measurement_artifacts, one per tree: no --collect, "
+                               "--artifact or --only with it")
+    if emit_out is not None and seat is None:
+        raise click.UsageError("--out is where --emit writes the jobs: pass --emit github|buildkite")
+    if seat is not None and as_json and emit_out == "-":
+        raise click.UsageError("--out - prints the jobs on stdout: --json cannot go there too")
     if collect is None and not trees:
         raise click.UsageError("name the trees to measure: --tree NAME=SPEC (repeatable)")
     if collect is None and not command:
@@ -208,11 +275,15 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
     if collect is not None:
         repo = open_repo(ctx.here)
         repair(repo)
-        report = collect_artifacts(repo, pr.require_frozen(repo, path), collect)
+        report = collect_artifacts(repo, predictions.require_frozen(repo, path), collect)
     else:
         ws = ctx.workspace()
-        frozen = pr.require_frozen(ws.repo, path)
-        from series.build.pytestrun import Stopped
+        frozen = predictions.require_frozen(ws.repo, path)
+        if seat is not None:
+            emit_jobs(ctx, ws, frozen, path, str(predictions_file), named, command, seat=seat, out=emit_out,
+                      overlay=python is not None, repeat=repeat, as_json=as_json)
+            return
+        from series.ship.pytestrun import Stopped
 
         try:
             report = run(ws, frozen, named, command, python=python, repeat=repeat, only=only,
@@ -225,11 +296,7 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
             written = write_artifacts(report, artifact if artifact.is_absolute() else ctx.here / artifact)
             click.echo(f"wrote {len(written)} artifact files under {artifact}", err=True)
     if as_json:
-        emit_json(ms.to_json(report))
-    elif fmt == "markdown":
-        from series.analysis.measurement_tables import render_markdown
-
-        emit(render_markdown(report))
+        emit_json(measurement.to_json(report))
     else:
         from series.analysis.measurement_tables import render_text
 

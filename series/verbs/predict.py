@@ -18,13 +18,13 @@ import click
 import pygit2
 
 from series import validate
-from series.analysis import predictions as pr
+from series.analysis import predictions
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.workspace import operation
 
 
-class Outcome(str, enum.Enum):
+class PredictOutcome(str, enum.Enum):
     FROZE = "froze"
     REFROZE = "refroze"
     ALREADY = "already-frozen"
@@ -33,10 +33,10 @@ class Outcome(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Report:
-    outcome: Outcome
-    file: pr.PredictionsFile
-    record: pr.FrozenRecord | None
+class PredictReport:
+    outcome: PredictOutcome
+    file: predictions.PredictionsFile
+    record: predictions.FrozenRecord | None
     operation: str | None = None     # the journal entry this run wrote
 
 
@@ -45,52 +45,52 @@ def short(sha: str) -> str:
 
 
 def run(repo: pygit2.Repository, path: Path, *, refreeze: bool = False, show: bool = False,
-        explain: tuple[str, str] | None = None) -> Report:
-    name, worktree = pr.journaled_name(repo, path)
-    file = pr.load(path, name)
+        explain: tuple[str, str] | None = None) -> PredictReport:
+    name, worktree = predictions.journaled_name(repo, path)
+    file = predictions.load(path, name)
     if show:
-        return Report(Outcome.SHOWN, file, pr.frozen(repo, name, worktree))
+        return PredictReport(PredictOutcome.SHOWN, file, predictions.frozen(repo, name, worktree))
     if explain is not None:
         return _explain(repo, path, worktree, explain)
-    with operation(repo, pr.COMMAND) as op:
-        record = pr.frozen(repo, name, worktree)  # under the lock: no freeze can slip in between
+    with operation(repo, predictions.COMMAND) as op:
+        record = predictions.frozen(repo, name, worktree)  # under the lock: no freeze can slip in between
         if record is not None and record.sha256 == file.sha256:
-            return Report(Outcome.ALREADY, file, record)
+            return PredictReport(PredictOutcome.ALREADY, file, record)
         if record is not None and not refreeze:
-            raise pr.changed(file, record, "pass --refreeze to record a new freeze (the old one stays on record)")
-        pr.record_freeze(op.extra, file, worktree, record.sha256 if record else None)
+            raise predictions.changed(file, record, "pass --refreeze to record a new freeze (the old one stays on record)")
+        predictions.record_freeze(op.extra, file, worktree, record.sha256 if record else None)
         n = len(file.predictions)
         op.summary = (f"{'refroze' if record else 'froze'} {name} {short(file.sha256)} "
                       f"({n} prediction{'s' if n != 1 else ''})"
                       + (f", was {short(record.sha256)}" if record else ""))
         done = op.commit()
-    return Report(Outcome.REFROZE if record else Outcome.FROZE, file, pr.frozen(repo, name, worktree), done.id)
+    return PredictReport(PredictOutcome.REFROZE if record else PredictOutcome.FROZE, file, predictions.frozen(repo, name, worktree), done.id)
 
 
-def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain: tuple[str, str]) -> Report:
+def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain: tuple[str, str]) -> PredictReport:
     pred_id, why = explain[0], validate.one_line(explain[1]).strip()
     if not why:
         raise SeriesError("--explain ID WHY: WHY is empty; say why the prediction failed")
-    with operation(repo, pr.COMMAND) as op:
-        frozen = pr.require_frozen(repo, path)
+    with operation(repo, predictions.COMMAND) as op:
+        frozen = predictions.require_frozen(repo, path)
         if frozen.file.get(pred_id) is None:
             known = ", ".join(p.id for p in frozen.file.predictions)
             raise SeriesError(f"{frozen.file.name}: no prediction {pred_id!r} (its ids: {known})")
-        pr.record_explanation(op.extra, frozen, worktree, pred_id, why)
+        predictions.record_explanation(op.extra, frozen, worktree, pred_id, why)
         op.summary = f"explained {pred_id} of {frozen.file.name}: {why[:60]}"
         done = op.commit()
-    return Report(Outcome.EXPLAINED, frozen.file, pr.frozen(repo, frozen.file.name, worktree), done.id)
+    return PredictReport(PredictOutcome.EXPLAINED, frozen.file, predictions.frozen(repo, frozen.file.name, worktree), done.id)
 
 
-def render(report: Report) -> str:
+def render(report: PredictReport) -> str:
     file, record = report.file, report.record
     head = {
-        Outcome.FROZE: f"froze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions)",
-        Outcome.REFROZE: f"refroze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions); "
+        PredictOutcome.FROZE: f"froze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions)",
+        PredictOutcome.REFROZE: f"refroze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions); "
                          "the earlier freeze stays on record",
-        Outcome.ALREADY: f"{file.name} is frozen already, unchanged: nothing to do",
-        Outcome.EXPLAINED: f"recorded the explanation in the journal; {file.name} is unchanged",
-        Outcome.SHOWN: f"{file.name} {short(file.sha256)}",
+        PredictOutcome.ALREADY: f"{file.name} is frozen already, unchanged: nothing to do",
+        PredictOutcome.EXPLAINED: f"recorded the explanation in the journal; {file.name} is unchanged",
+        PredictOutcome.SHOWN: f"{file.name} {short(file.sha256)}",
     }[report.outcome]
     out = [head + (f" (as {report.operation}; 'series log' lists it)" if report.operation else "")]
     if record is None:
@@ -111,7 +111,7 @@ def render(report: Report) -> str:
     return "\n".join(out)
 
 
-def to_json(report: Report) -> dict[str, Any]:
+def to_json(report: PredictReport) -> dict[str, Any]:
     record = report.record
     return {
         "outcome": report.outcome.value, "file": report.file.name, "sha256": report.file.sha256,
@@ -146,13 +146,11 @@ def command(ctx: Context, file: Path, refreeze: bool, show: bool, explain: tuple
     is recorded beside the earlier freeze. A prediction that fails stays a result: add
     the reason with --explain ID WHY. 'series undo' passes over freezes and explanations.
     """
-    from series.git.repo import open_repo
-    from series.workspace import repair
+    from series.workspace import open_repaired
 
     if sum([refreeze, show, explain is not None]) > 1:
         raise click.UsageError("--refreeze, --show and --explain go one at a time")
-    repo = open_repo(ctx.here)
-    repair(repo)
+    repo = open_repaired(ctx.here)
     path = file if file.is_absolute() else ctx.here / file
     if not path.is_file():
         raise SeriesError(f"{file}: no such file")

@@ -10,7 +10,7 @@ topic's exact paths (for an honest PR description) and the DCO check vLLM enforc
 """
 from __future__ import annotations
 
-import datetime as _dt
+import datetime
 import os
 import sys
 from dataclasses import asdict, dataclass, field
@@ -55,7 +55,7 @@ class Preflight:
 
 
 def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
-        now: _dt.datetime | None = None, limit: int | None = None,
+        now: datetime.datetime | None = None, limit: int | None = None,
         progress: Callable[[int, int], None] | None = None) -> Preflight:
     topic = ws.series.topic(name)
     repo = ws.repo
@@ -65,8 +65,8 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
     files = change_files(repo, own.changes)
     commits = [CommitCheck(str(c.id), subject(c), signed_off(message(c)))
                for c in own.commits]
-    moment = now or _dt.datetime.now(_dt.timezone.utc)
-    since = moment - _dt.timedelta(days=days if days is not None else 30)
+    moment = now or datetime.datetime.now(datetime.timezone.utc)
+    since = moment - datetime.timedelta(days=days if days is not None else 30)
     notes = []
     scanned: scan.Scan | None = None
     if isinstance(forge, OfflineForge):
@@ -93,12 +93,12 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
     if limit is not None and len(pulls) > limit:
         notes.append(f"checked the {limit} most recently updated of {len(pulls)} PRs (--limit)")
         pulls = pulls[:limit]
-    budget = getattr(forge, "rate_remaining", None) if scanned is None else None
+    budget = forge.rate_remaining if scanned is None else None
     asked = sum(1 for p in pulls if int(p.number) not in local)
     if budget is not None and budget < asked:
         raise SeriesError(
             f"comparing files of {asked} PRs needs {asked} GitHub API requests but only "
-            f"{budget} remain this hour; set GITHUB_TOKEN, pass --limit N, or --fetch for git refs")
+            f"{budget} remain this hour", "set GITHUB_TOKEN, pass --limit N, or --fetch for git refs")
     done = 0
 
     def files_of(pr: PullRequest) -> list[PullFile]:
@@ -189,7 +189,7 @@ def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int 
     Also prints the topic's exact touched paths and whether every commit carries
     Signed-off-by: (vLLM's DCO check).
     """
-    from series.forge.refs import fetch_all_pulls
+    from series.forge.pulls import fetch_all_pulls
 
     ws = ctx.workspace(check_branches=False)
     if fetch:
@@ -197,10 +197,10 @@ def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int 
     use_git = offline or fetch or os.environ.get("SERIES_OFFLINE") == "1"
     forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)
 
-    progress = None
-    if sys.stderr.isatty() and not as_json:
-        def progress(done: int, total: int) -> None:
-            click.echo(f"\rcomparing PR files {done}/{total}", err=True, nl=done == total)
+    def counter(done: int, total: int) -> None:
+        click.echo(f"\rcomparing PR files {done}/{total}", err=True, nl=done == total)
+
+    progress = counter if sys.stderr.isatty() and not as_json else None
 
     from series.forge.base import ForgeUnreachable
 

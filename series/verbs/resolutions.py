@@ -6,7 +6,6 @@ from dataclasses import dataclass
 import click
 
 from series.cli import Context, emit, emit_json, pass_ctx
-from series import journal
 from series.resolutions import ResolutionStore, describe, reachable
 from series.workspace import Workspace
 
@@ -23,20 +22,19 @@ def run(ws: Workspace, prune: bool = False, dry_run: bool = False) -> Listing:
     root = ws.series.root
     pruned = []
     if prune and dry_run:
-        pruned = describe(store.prune(reachable(ws.series, ws.repo), dry_run=True), root)
+        pruned = describe(store.unreachable(reachable(ws.series, ws.repo)), root)
     elif prune:
         # through the write door: under the lock, never during a halted rebase (which may
-        # be about to use them), journaled with each file's text so nothing is lost
+        # be about to use them), journaled with each file's bytes ('series undo' puts them back)
         keep = reachable(ws.series, ws.repo)
         with ws.operation("resolutions", "prune") as op:
-            doomed = [r for r in store.all() if not keep(r)]
+            doomed = store.unreachable(keep)
             op.summary = f"prune {len(doomed)} resolution(s)"
-            op.extra["removed"] = {journal.relative_config(ws.repo, r.file)[0]: r.file.read_text(errors="replace")
-                                   for r in doomed}
-            op.extra["worktree"] = journal.relative_config(ws.repo, root)[1]  # 'series undo' puts them back
+            for r in doomed:
+                op.remove(r.file)
             if doomed:
                 op.commit()
-            pruned = describe(store.prune(keep), root)
+            pruned = describe(doomed, root)
     kept = describe(store.all(), root)
     if dry_run:
         gone = {row["file"] for row in pruned}

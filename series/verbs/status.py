@@ -20,16 +20,15 @@ def run(ws: Workspace) -> list[TopicStatus]:
     return topic_rows(ws)
 
 
-def halted(ws: Workspace) -> str | None:
+def halt_sentence(ws: Workspace) -> str | None:
     """A sentence when a rebase or adoption waits on a conflict, else None."""
-    from series import halted as st
+    from series import halted
 
-    state = st.load(ws.repo)
+    state = halted.load(ws.repo)
     if state is None:
         return None
-    command = state.halt.resume
-    return (f"{state.halt.what}: resolve in {st.worktree_path(ws.repo)}, then "
-            f"'{command} --continue' (or '{command} --abort')")
+    return (f"{state.halt.what}: resolve in {halted.worktree_path(ws.repo)}, then "
+            f"'{state.halt.go_on}' (or '{state.halt.stop}')")
 
 
 def behind(ws: Workspace) -> Behind | None:
@@ -42,7 +41,7 @@ def to_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
     topics = [{**asdict(r), "breaks": [b.as_json() for b in found.get(r.name, [])]} for r in rows]
     return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
             "behind": late.as_json() if late is not None else None,
-            "halted": halted(ws), "topics": topics}
+            "halted": halt_sentence(ws), "topics": topics}
 
 
 def render(ws: Workspace, rows: list[TopicStatus]) -> str:
@@ -77,7 +76,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         files = "-" if r.files is None else str(r.files)
         out.append(f"  {r.name:<{width}}  {r.status:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
         out += [f"  {'':<{width}}    {b.sentence()}" for b in found.get(r.name, [])]
-    sentence = halted(ws)
+    sentence = halt_sentence(ws)
     if sentence:
         out.append(sentence)
         out += [f"  {line}" for line in halted_read_first(ws)]

@@ -13,7 +13,7 @@ import click
 import pygit2
 
 from series.analysis import attribution
-from series.analysis import touches as analysis
+from series.analysis import touches
 from series.analysis.attribution import UpstreamCommit
 from series.analysis.touches import Hotspot, MatrixResult, PathSpec, Scope, TopicDiff, TouchedFile
 from series.cli import Context, emit, emit_json, pass_ctx
@@ -42,13 +42,13 @@ class PathsResult:
 
 
 def run_paths(ws: Workspace, paths: Sequence[str], include_all: bool) -> PathsResult:
-    specs = tuple(analysis.parse_spec(p) for p in paths)
-    scope, diffs = analysis.scope_of(ws, include_all)
-    analysis.fetch_blobs(ws, diffs, specs)
-    found = analysis.touching(diffs, specs)
+    specs = tuple(touches.parse_spec(p) for p in paths)
+    scope, diffs = touches.scope_of(ws, include_all)
+    touches.fetch_blobs(ws, diffs, specs)
+    found = touches.touching(diffs, specs)
     base_tree = ws.base_commit().tree
     ours = {p for d in diffs for p in d.paths}
-    unknown = tuple(s.text for s in specs if not analysis.exists_in(base_tree, s)
+    unknown = tuple(s.text for s in specs if not touches.exists_in(base_tree, s)
                     and not any(s.matches(p) for p in ours))
     return PathsResult(scope, specs, found, unknown)
 
@@ -58,7 +58,7 @@ def paths_json(result: PathsResult) -> dict[str, Any]:
         "paths": [s.text for s in result.specs],
         "base": result.scope.base,
         "topics": [{"name": d.topic.name, "branch": d.topic.branch, "status": d.topic.status.value,
-                    "files": [analysis.file_json(f) for f in files]} for d, files in result.found],
+                    "files": [touches.file_json(f) for f in files]} for d, files in result.found],
         "checked": list(result.scope.checked),
         "skipped_missing_branch": [t.name for t in result.scope.missing],
     }
@@ -200,10 +200,10 @@ def run_forecast(ws: Workspace, between: str, paths: Sequence[str], include_all:
         if merge_base is None:
             raise SeriesError(f"--between {between}: {old_name} and {new_name} share no history")
         old = ws.repo[merge_base].peel(pygit2.Commit)
-    specs = tuple(analysis.parse_spec(p) for p in paths)
-    scope, diffs = analysis.scope_of(ws, include_all)
-    analysis.fetch_blobs(ws, diffs, specs, (old.tree, new.tree))
-    found = analysis.forecast(ws.repo, diffs, old, new, specs)
+    specs = tuple(touches.parse_spec(p) for p in paths)
+    scope, diffs = touches.scope_of(ws, include_all)
+    touches.fetch_blobs(ws, diffs, specs, (old.tree, new.tree))
+    found = touches.forecast(ws.repo, diffs, old, new, specs)
     return ForecastResult(scope, old_name, new_name, str(old.id), str(new.id), specs, found,
                           _pulls(ws.repo, old, new, found))
 
@@ -215,8 +215,8 @@ def forecast_json(result: ForecastResult) -> dict[str, Any]:
         "paths": [s.text for s in result.specs],
         "base": result.scope.base,
         "topics": [{"name": d.topic.name, "branch": d.topic.branch,
-                    "files": [{"path": h.path, "upstream": analysis.file_json(h.upstream),
-                               "ours": analysis.file_json(h.ours),
+                    "files": [{"path": h.path, "upstream": touches.file_json(h.upstream),
+                               "ours": touches.file_json(h.ours),
                                "same_as_upstream": h.same_as_upstream}
                               for h in spots]} for d, spots in result.found],
         "upstream_pulls": [{**asdict(u.commit), "files": [{"path": p, "topics": list(t)} for p, t in u.files]}
@@ -309,8 +309,8 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
             output = paths_json(found) if as_json else render_paths(found)
             touched = found.touched
         else:
-            grid = analysis.matrix_of(ws, depth, include_all)
-            output = analysis.matrix_json(grid) if as_json else render_matrix(grid)
+            grid = touches.matrix_of(ws, depth, include_all)
+            output = touches.matrix_json(grid) if as_json else render_matrix(grid)
             touched = grid.touched
         if isinstance(output, str):
             emit(output)
@@ -321,7 +321,7 @@ def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
         exc.exit_code = EXIT_TOUCHES_ERROR
         raise
     except (KeyError, pygit2.GitError) as exc:
-        # an object a partial or shallow clone lacks (one analysis.fetch_blobs could not foresee, or
+        # an object a partial or shallow clone lacks (one touches.fetch_blobs could not foresee, or
         # a treeless clone): main() would say so with exit 1, which here means 'not touched'
         known = partial.explain(exc, here)
         if known is None:

@@ -1,4 +1,5 @@
-"""`series undo`: revert the newest operation not undone yet (refs and series.yaml).
+"""`series undo`: revert the newest operation not undone yet (refs, series.yaml, and the
+files it wrote or removed beside it: recorded or pruned resolutions, an imported copy).
 
 Through the write door: its refs go back only if each is still where the operation left
 it, and its own series.yaml edits are reversed on the file as it is now; an edit made
@@ -13,7 +14,7 @@ import pygit2
 
 from series.cli import Context, emit, pass_ctx
 from series import journal
-from series.workspace import operation, undoable
+from series.workspace import open_repaired, operation, undoable
 
 
 def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, list[str]]:
@@ -28,22 +29,15 @@ def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, 
 
 def describe(op: journal.Operation) -> str:
     config = f", {Path(op.config_path).name}" if op.config_path and op.config_before != op.config_after else ""
-    return f"{op.id} {op.command}: {op.summary} ({len(op.moves)} ref(s){config})"
-
-
-def _repo(ctx: Context):  # type: ignore[no-untyped-def]
-    from series.git.repo import open_repo
-    from series.workspace import repair
-
-    repo = open_repo(ctx.here)
-    repair(repo)  # an operation a kill interrupted is finished or rolled back before it is listed
-    return repo
+    files = f", {len(op.file_changes())} file(s)" if op.file_changes() else ""
+    return f"{op.id} {op.command}: {op.summary} ({len(op.moves)} ref(s){config}{files})"
 
 
 @click.command("undo")
 @pass_ctx
 def command(ctx: Context) -> None:
-    """Revert the last operation: every ref it moved and series.yaml.
+    """Revert the last operation: every ref it moved, series.yaml, and the files it wrote
+    or removed (conflict resolutions it recorded or pruned, what an import copied).
 
     Repeat to go further back. Only the operation's own series.yaml edits are reversed,
     on the file as it is now: an edit made since to a key it changed stops the undo (the
@@ -51,5 +45,5 @@ def command(ctx: Context) -> None:
     finished or rolled back first. Old values also stay under refs/series/backup/<operation>/.
     """
 
-    target, op, notes = run(_repo(ctx))
+    target, op, notes = run(open_repaired(ctx.here))
     emit("\n".join([f"undid {describe(target)}", f"(as {op.id}; 'series log' lists operations)", *notes]))

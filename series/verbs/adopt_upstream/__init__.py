@@ -65,7 +65,7 @@ def command(ctx: Context, number: int | None, replaces: str | None, no_replace: 
       series adopt-upstream 61050 --refresh      # the PR got new commits
       series adopt-upstream --continue           # after resolving a conflict
     """
-    from series.verbs.adopt_upstream import operation as cmd
+    from series.verbs.adopt_upstream import operation
     from series.errors import EXIT_CONFLICT
 
     if resume and abort:
@@ -77,28 +77,28 @@ def command(ctx: Context, number: int | None, replaces: str | None, no_replace: 
             raise click.UsageError(f"--continue / --abort take no other arguments (got {', '.join(given)})")
         ws = ctx.workspace(check_branches=False)
         if abort:
-            pr = cmd.abort(ws)
+            pr = operation.abort(ws)
             if as_json:
                 emit_json({"status": "aborted", "number": pr})
             else:
                 emit(f"adoption of PR #{pr} aborted: nothing was moved, the conflict worktree is removed")
             return
-        result = cmd.resume(ws)
+        result = operation.resume(ws)
     else:
         if number is None:
             raise click.UsageError("missing the PR number (or --continue / --abort for a halted adoption)")
         if replaces and no_replace:
             raise click.UsageError("--replaces and --no-replace exclude each other")
-        result = _adopt(ctx, cmd, number, replaces, no_replace, name, refresh, dry_run, offline, as_json)
+        result = _adopt(ctx, operation, number, replaces, no_replace, name, refresh, dry_run, offline, as_json)
     if as_json:
-        emit_json(cmd.as_json(result))
+        emit_json(operation.as_json(result))
     else:
-        emit(cmd.render(result))
+        emit(operation.render(result))
     if result.worktree is not None:
         sys.exit(EXIT_CONFLICT)
 
 
-def _adopt(ctx: Context, cmd: Any, number: int, replaces: str | None, no_replace: bool, name: str | None,
+def _adopt(ctx: Context, operation: Any, number: int, replaces: str | None, no_replace: bool, name: str | None,
            refresh: bool, dry_run: bool, offline: bool, as_json: bool) -> Any:
     ws = ctx.workspace(check_branches=False)
     offline = offline or os.environ.get("SERIES_OFFLINE") == "1"
@@ -110,7 +110,7 @@ def _adopt(ctx: Context, cmd: Any, number: int, replaces: str | None, no_replace
             f"PR #{number} shares {len(candidate.shared_files)} file(s) with topic "
             f"'{candidate.topic}' ({files}). Replace '{candidate.topic}'?", default=False)
 
-    return cmd.run(ws, number, forge=forge, replaces=replaces, no_replace=no_replace, name=name,
+    return operation.run(ws, number, forge=forge, replaces=replaces, no_replace=no_replace, name=name,
                    refresh=refresh, dry_run=dry_run,
                    confirm=confirm if (_interactive() and not as_json) else None,
                    note=lambda text: click.echo(f"note: {printable(text)}", err=True))

@@ -10,8 +10,8 @@ superseded and its branch is not touched. The whole adoption runs inside the wri
 a rebase cannot move the base underneath it; the branch and the series.yaml edits move in
 one journaled operation, so `series undo` reverts the adoption.
 
-A PR commit that conflicts with upstream.base halts the adoption in the rebase engine's
-resumable flow, with this verb's ending (series.verbs.adopt_upstream.ending): the commit laid out
+A PR commit that conflicts with upstream.base halts the adoption in the rebase rebase's
+resumable flow, with this verb's ending (series.verbs.adopt_upstream.adoption_ending): the commit laid out
 in the worktree with markers,
 state on disk; `--continue` (resume) takes the resolution, replays the rest and commits the
 same Transaction; `--abort` (abort) leaves everything as it was.
@@ -20,25 +20,25 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as _dt
+import datetime
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import pygit2
 
 from series import config, faults, validate
-from series.verbs.adopt_upstream.ending import ENDING, AdoptionPayload, payload, with_trailers
-from series.engine import rebase as engine
-from series import halted as st
+from series.verbs.adopt_upstream.adoption_ending import ENDING, AdoptionPayload, payload, with_trailers
+from series.engine import rebase
+from series import halted
 from series.engine.replay import replay_commits
 from series.errors import ConflictError, SeriesError
 from series.resolutions import engine_hooks
 from series.forge.base import (
     Forge, ForgeUnreachable, PullRequest, pr_fork_point, tree_files,
 )
-from series.forge.refs import fetch_commit, fetch_pull
+from series.forge.pulls import fetch_commit, fetch_pull
 from series.git import checkouts, partial
-from series.git.cli import git
+from series.git.command import git
 from series.git.refs import current
 from series.git.repo import message, subject
 from series.git.repo import commits_between, workdir
@@ -87,7 +87,7 @@ class Adoption:
     operation: str | None = None
     notes: list[str] = field(default_factory=list)
     worktree: str | None = None                 # halted on a conflict: where to resolve it
-    conflict: st.HaltedCommit | None = None
+    conflict: halted.HaltedCommit | None = None
 
 
 Confirm = Callable[[Overlap], bool]
@@ -170,7 +170,7 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
         if existing is None:
             raise SeriesError(f"no topic carries PR #{number}: adopt it first (without --refresh)")
         if replaces or no_replace or (name and name != existing.name):
-            raise SeriesError("--refresh re-adopts the PR into its topic; drop --replaces/--no-replace/--name")
+            raise SeriesError("--refresh re-adopts the PR into its topic", "drop --replaces/--no-replace/--name")
         topic_name, branch = existing.name, existing.branch
     else:
         if existing is not None:
@@ -225,7 +225,7 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
         replaces = _choose(ws, number, pr_files, replaces, no_replace, confirm, notes)
 
     base = ws.base_commit()
-    # The rebase engine's in-memory, path-limited replay: the author line is kept byte
+    # The rebase rebase's in-memory, path-limited replay: the author line is kept byte
     # for byte, the committer is the local user (GIT_COMMITTER_* or user.*).
     result = replay_commits(repo, picks, base,
                             rewrite_message=lambda c: with_trailers(message(c), reference, str(c.id)),
@@ -293,14 +293,14 @@ def _summary(number: int, topic: str, replaces: str | None, refresh: bool) -> st
     return ("refresh " if refresh else "") + summary
 
 
-# -- a conflict: the rebase engine's resumable flow ----------------------------------------------
+# -- a conflict: the rebase rebase's resumable flow ----------------------------------------------
 
 def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[pygit2.Commit],
           edits: list[Edit], summary: str, door: WriteOperation) -> Adoption:
-    """Hand the adoption to the engine with this verb's ending: it replays the PR's commits
+    """Hand the adoption to the rebase with this verb's ending: it replays the PR's commits
     again, lays the first conflicting one out in the worktree and saves the state; or, when
     the shared conflict memory resolves everything, commits right away."""
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = datetime.datetime.now(datetime.timezone.utc)
     data = AdoptionPayload(
         number=template.number, reference=template.reference, head=template.head, branch=template.branch,
         expect=template.previous_branch, summary=summary, edits=tuple(edits), refresh=template.refresh,
@@ -309,39 +309,39 @@ def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[py
         previous_head=template.previous_head, skipped_merges=tuple(template.skipped_merges),
         notes=tuple(template.notes))
     halt = ENDING.identity.halt(data.dump(), what=f"an adoption of PR #{template.number} is halted on a conflict")
-    state = st.RebaseState(
+    state = halted.RebaseState(
         id=f"adopt-{now.strftime('%Y%m%dT%H%M%SZ')}", onto_spec=template.base, onto_name=template.base,
         onto_sha=str(base.id), old_base_name=template.base, old_base_sha=str(base.id),
         config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
-        topics=(st.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
+        topics=(halted.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
                             start=template.fork_point, commits=tuple(str(c.id) for c in picks)),),
         halt=halt, started=now.isoformat(timespec="seconds"))
-    return _from_outcome(ws, engine.begin(ws, state, ENDING, hooks=engine_hooks(ws.series), door=door))
+    return _from_outcome(ws, rebase.begin(ws, state, ENDING, hooks=engine_hooks(ws.series), door=door))
 
 
 def _resuming(ws: Workspace, action: str) -> contextlib.AbstractContextManager[WriteOperation]:
-    """The door for going on with a halted adoption (the engine's own refusal first: none
+    """The door for going on with a halted adoption (the rebase's own refusal first: none
     halted, or another operation's), which its halt guard lets through."""
-    engine.ready(ws, ENDING, action)
+    rebase.ready(ws, ENDING, action)
     return ws.operation(ENDING.identity.verb, resumes=ENDING.identity.kind)
 
 
 def resume(ws: Workspace) -> Adoption:
     """`series adopt-upstream --continue`: the resolution, the rest of the PR, the Transaction."""
     with _resuming(ws, "continue") as door:
-        outcome = engine.continue_rebase(ws, ENDING, door=door, hooks=engine_hooks(ws.series))
+        outcome = rebase.continue_rebase(ws, ENDING, door=door, hooks=engine_hooks(ws.series))
     return _from_outcome(ws, outcome)
 
 
 def abort(ws: Workspace) -> int:
     """`series adopt-upstream --abort`: worktree and state gone, nothing moved; the PR number."""
     with _resuming(ws, "abort") as door:
-        state = engine.abort_rebase(ws, ENDING, door=door)
+        state = rebase.abort_rebase(ws, ENDING, door=door)
     number = state.halt.payload.get("number")  # not validated: an abort must work on a damaged state
     return number if isinstance(number, int) else 0
 
 
-def _from_outcome(ws: Workspace, outcome: engine.Outcome) -> Adoption:
+def _from_outcome(ws: Workspace, outcome: rebase.RebaseOutcome) -> Adoption:
     repo = ws.repo
     state = outcome.state
     data = payload(state)

@@ -1,9 +1,10 @@
 """`series ci`: the nightly pipeline's templates, written into a fork; whom a conflict concerns.
 
 The templates are ci/ in a source checkout and ship inside the wheel as series._ci, so an
-installed series has them too. Both install series by one spec, `pip_spec()`, written into
-them as text (a copied template, and the reusable workflow a fork calls, must work as they
-are); tests/test_workflows.py keeps every copy equal to it. `init` writes the workflow (GitHub) or pipeline
+installed series has them too. Both install series by one spec,
+series.distribution.pip_spec(), written into them as text (a copied template, and the
+reusable workflow a fork calls, must work as they are); tests/test_workflows.py keeps
+every copy equal to it. `init` writes the workflow (GitHub) or pipeline
 (Buildkite) into the fork and never overwrites a file that differs without --force;
 the workflow runs the installed copy of nightly.sh (`series ci path nightly.sh`), so a
 new release of series brings its fixes without a new copy in the fork.
@@ -20,8 +21,8 @@ from pathlib import Path
 
 import click
 
-from series import __version__
 from series.cli import Context, emit, emit_json, pass_ctx
+from series.distribution import pip_spec
 from series.errors import SeriesError
 from series.git.repo import person
 
@@ -29,11 +30,6 @@ TARGETS = {
     "github": (("github/nightly.yml", ".github/workflows/series-nightly.yml"),),
     "buildkite": (("buildkite/nightly.yml", ".buildkite/series-nightly.yml"),),
 }
-DISTRIBUTION = "vllm-series"
-REPOSITORY = "https://github.com/vllm-series/vllm-series"   # pyproject's Source URL
-# False until the first release is on the package index: until then only the release tag
-# in the repository installs this version. Flip it with the release that is published.
-ON_INDEX = False
 _NOREPLY = re.compile(r"^(?:\d+\+)?(?P<login>[A-Za-z0-9-]+)@users\.noreply\.github\.com$")
 
 
@@ -55,11 +51,6 @@ def path(name: str) -> Path:
         known = sorted(str(p.relative_to(templates())) for p in templates().rglob("*") if p.is_file())
         raise SeriesError(f"no CI template {name!r} (there are: {', '.join(known)})")
     return found
-
-
-def pip_spec() -> str:
-    """What `pip install` / `pipx install` takes to install this version of series."""
-    return f"{DISTRIBUTION}=={__version__}" if ON_INDEX else f"git+{REPOSITORY}@v{__version__}"
 
 
 @dataclass(frozen=True)
@@ -214,8 +205,8 @@ def _fork_root(ctx: Context) -> Path:
     for directory in (start, *start.parents):
         if (directory / ".git").exists():
             return directory
-    raise SeriesError(f"{start} is not inside a git repository: run this in your fork's clone "
-                      "(or pass -C DIR)")
+    raise SeriesError(f"{start} is not inside a git repository",
+                      "run this in your fork's clone (or pass -C DIR)")
 
 
 @ci.command("path")

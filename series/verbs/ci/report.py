@@ -125,7 +125,7 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
           onto: str | None = None, depth: int = 2) -> str:
     # loaded here, not with the module: `ci owners` reads a rebase document with read_rebase alone
     from series.analysis import test_plan
-    from series.analysis import touches as analysis
+    from series.analysis import touches
     from series.topic_status import topic_rows
 
     rows = topic_rows(ws)
@@ -170,13 +170,13 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
                     for b in row.breaks]
         out.append("")
 
-    present, _missing = analysis.select_topics(ws, False)
-    for diff in analysis.topic_diffs(ws, present):
+    present, _missing = touches.select_topics(ws, False)
+    for diff in touches.topic_diffs(ws, present):
         paths = sorted(c.path for c in diff.changes)
         out += [f"<details><summary>{diff.topic.name}: {len(paths)} file(s)</summary>", ""]
         out += [f"- `{p}`" for p in paths] + ["", "</details>", ""]
 
-    grid = analysis.matrix_json(analysis.matrix_of(ws, depth, False))
+    grid = touches.matrix_json(touches.matrix_of(ws, depth, False))
 
     out += [f"## Topics × directories (depth {depth})", ""] + mermaid(grid) + [""]
     if grid["collisions"]:
@@ -187,7 +187,7 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
     try:
         plan = test_plan.select(ws)
     except SeriesError as exc:  # an upstream without test_areas: say so, keep the report
-        out += ["## Upstream CI steps", "", f"not selected: {exc}", ""]
+        out += ["## Upstream CI steps", "", f"not selected: {exc.text}", ""]
         return "\n".join(out)
     out += ["## Upstream CI steps covering the series", "",
             f"{len(plan.selected)} steps of {plan.base}.", ""]

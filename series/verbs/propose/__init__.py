@@ -71,14 +71,14 @@ def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
       series propose offload-evict-fix --signoff --evidence ev.json --despite 61050
     """
     from series.analysis import prbody
-    from series.verbs.propose import steps as cmd
+    from series.verbs.propose import steps
     from series.forge import open_forge
 
     data = prbody.read_evidence(evidence) if evidence is not None else None
     ws = ctx.workspace(check_branches=False)
     use_git = offline or os.environ.get("SERIES_OFFLINE") == "1"
     forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)
-    opts = cmd.Options(signoff=signoff, not_first=not_first, dry_run=dry_run, despite=despite, title=title,
+    opts = steps.ProposeOptions(signoff=signoff, not_first=not_first, dry_run=dry_run, despite=despite, title=title,
                        fork_remote=fork_remote, owner=owner, branch=branch, release_note=release_note,
                        evidence=data, fetch=fetch)
 
@@ -86,11 +86,11 @@ def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
         if sys.stderr.isatty() and not as_json:
             click.echo(f"propose {topic}: {name} ...", err=True)
 
-    result = cmd.run(ws, topic, forge, opts, step)
+    result = steps.run(ws, topic, forge, opts, step)
     if as_json:
-        emit_json(cmd.as_json(result))
+        emit_json(steps.as_json(result))
     else:
-        emit(cmd.render(result, dry_run))
+        emit(steps.render(result, dry_run))
     if result.stopped:
         numbers = ", ".join(f"#{c.number}" for c in result.blocking)
         click.echo(f"series: error: open upstream PR(s) {numbers} touch the same files; read them, then "

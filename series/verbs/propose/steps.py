@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import pygit2
 
-from series.analysis import grade as grading
+from series.analysis import grade as pr_grade
 from series.analysis import prbody, reviewers, testmap
 from series.engine.replay import replay_commits
 from series.halted import refuse_if_halted
@@ -32,10 +32,9 @@ from series.errors import ConflictError, SeriesError
 from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
 from series.forge.overlap import Candidate, fetched_files, rank
-from series.forge.refs import fetch_all_pulls
-from series.git.cli import git
-from series.git.repo import committer as git_committer, file_stats, message, workdir
-from series.model import PRNumber
+from series.forge.pulls import fetch_all_pulls
+from series.git.command import git
+from series.git.repo import committer, file_stats, message, workdir
 from series.workspace import Workspace
 
 STEPS = ("replay", "grade", "reviewers", "description", "duplicates", "push", "pull request")
@@ -45,7 +44,7 @@ _FORK_URL = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?([^/:]+)[:/]+([A-Za-z0-9](?
 
 
 @dataclass(frozen=True)
-class Options:
+class ProposeOptions:
     signoff: bool = False
     not_first: bool = False
     dry_run: bool = False
@@ -65,7 +64,7 @@ class Replayed:
     onto: str                  # upstream main's sha
     onto_name: str             # e.g. upstream/main
     head: str
-    commits: tuple[grading.Commit, ...]
+    commits: tuple[pr_grade.Commit, ...]
     signed_off_added: bool
     dropped: int               # topic commits already in upstream main
 
@@ -86,7 +85,7 @@ class Proposal:
     base_branch: str
     steps: list[str] = field(default_factory=list)   # the steps done, in order
     replayed: Replayed | None = None
-    grade: grading.Grade | None = None
+    grade: pr_grade.Grade | None = None
     reviewers: reviewers.Reviewers | None = None
     description: prbody.Description | None = None
     source: str = ""                                  # where the duplicate search looked
@@ -124,11 +123,11 @@ def _mainline(ws: Workspace) -> tuple[pygit2.Commit, str, str]:
         ref = ws.repo.references.get(f"refs/remotes/{remote}/{name}")
         if ref is not None:
             return ref.peel(pygit2.Commit), f"{remote}/{name}", name
-    raise SeriesError(f"no {remote}/main in this repository: run 'git fetch {remote}' "
-                      "(or pass --fetch) so the PR is built on upstream's current main")
+    raise SeriesError(f"no {remote}/main in this repository",
+                      f"run 'git fetch {remote}' (or pass --fetch) so the PR is built on upstream's current main")
 
 
-def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Commit, list[str]]:
+def replay(ws: Workspace, name: str, opts: ProposeOptions) -> tuple[Replayed, pygit2.Commit, list[str]]:
     topic = ws.series.topic(name)
     if not topic.active:
         raise SeriesError(f"topic '{name}' is {topic.status.value}: only an active topic can be proposed")
@@ -148,7 +147,7 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
     notes = []
     if topic.depends_on:
         notes.append(f"depends on {', '.join(topic.depends_on)}: those commits are not part of this PR")
-    me = git_committer(repo)
+    me = committer(repo)
     result = replay_commits(repo, span.commits, main, committer=me, topic=name,
                             rewrite_message=_signoff(me) if opts.signoff else None)
     if result.conflict is not None:
@@ -159,7 +158,7 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
     if result.head == main.id:
         raise SeriesError(f"every commit of '{name}' is already in {main_name}: nothing to propose "
                           "(the next rebase marks it merged)")
-    commits = tuple(grading.Commit(str(oid), message(repo[oid].peel(pygit2.Commit))) for oid in result.new_commits)
+    commits = tuple(pr_grade.Commit(str(oid), message(repo[oid].peel(pygit2.Commit))) for oid in result.new_commits)
     branch = opts.branch or f"pr/{name}"
     if not pygit2.reference_is_valid_name(f"refs/heads/{branch}"):
         raise SeriesError(f"--branch {branch!r} is not a valid git branch name (see 'git check-ref-format')")
@@ -167,13 +166,13 @@ def replay(ws: Workspace, name: str, opts: Options) -> tuple[Replayed, pygit2.Co
                      len(result.dropped)), main, notes)
 
 
-def default_title(ws: Workspace, name: str, commits: tuple[grading.Commit, ...]) -> str:
+def default_title(ws: Workspace, name: str, commits: tuple[pr_grade.Commit, ...]) -> str:
     if len(commits) == 1:
         return commits[0].subject
     summary = ws.series.topic(name).summary
-    tagged = [c.subject for c in commits if grading.title_tags(c.subject)[0]]
+    tagged = [c.subject for c in commits if pr_grade.title_tags(c.subject)[0]]
     if summary:
-        tags = grading.title_tags(tagged[0])[0] if tagged else []
+        tags = pr_grade.title_tags(tagged[0])[0] if tagged else []
         return "".join(f"[{t}]" for t in tags) + (" " if tags else "") + summary
     return commits[0].subject
 
@@ -190,7 +189,7 @@ def fork_owner(repo: pygit2.Repository, remote: str) -> str | None:
     return m.group(2) if m else None
 
 
-def fork_remote(ws: Workspace, opts: Options) -> str:
+def fork_remote(ws: Workspace, opts: ProposeOptions) -> str:
     """The fork's remote, checked before anything runs: a name git reads as a remote (never
     an option: '--receive-pack=...'), and, unless --dry-run, one this repository has."""
     where = "--fork" if opts.fork_remote else "propose.fork_remote"
@@ -200,7 +199,7 @@ def fork_remote(ws: Workspace, opts: Options) -> str:
     return validate.existing_remote(ws.repo.remotes.names(), name, where)
 
 
-def run(ws: Workspace, name: str, forge: Forge, opts: Options,
+def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
         step: Callable[[str], None] = lambda _: None) -> Proposal:
     repo = ws.repo
     settings = ws.series.propose
@@ -218,20 +217,20 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     paths = [f.path for f in stats]
     # 2. grade
     step("grade")
-    known: tuple[str, ...] = grading.WELL_KNOWN_TAGS
+    known: tuple[str, ...] = pr_grade.WELL_KNOWN_TAGS
     try:
-        guide = main.tree[grading.GUIDE].peel(pygit2.Blob).data.decode("utf-8", "replace")
-        known = grading.tags_from_guide(guide) or known
+        guide = main.tree[pr_grade.GUIDE].peel(pygit2.Blob).data.decode("utf-8", "replace")
+        known = pr_grade.tags_from_guide(guide) or known
     except (KeyError, ValueError):
-        proposal.notes.append(f"no {grading.GUIDE} on {done.onto_name}: title tags checked against series' copy")
-    proposal.grade = grading.grade(title, stats, done.commits, settings, first_pr=not opts.not_first,
+        proposal.notes.append(f"no {pr_grade.GUIDE} on {done.onto_name}: title tags checked against series' copy")
+    proposal.grade = pr_grade.grade(title, stats, done.commits, settings, first_pr=not opts.not_first,
                                    known_tags=known)
     proposal.steps.append("grade")
     # 3. reviewers
     step("reviewers")
-    me = git_committer(repo)
+    me = committer(repo)
     owner = opts.owner or fork_owner(repo, remote)
-    login_of = getattr(forge, "commit_login", None)
+    login_of = forge.commit_login if forge.api else None
     proposal.reviewers = reviewers.suggest(repo, main, files, login_of=login_of,
                                            me=[me.email] + ([owner] if owner else []))
     proposal.steps.append("reviewers")
@@ -239,7 +238,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     step("description")
     template_path, template = prbody.read_template(repo, main.tree)
     selected = testmap.load(repo, main.tree).select({p: (name,) for p in paths})
-    note = opts.release_note or (ws.series.topic(name).summary or grading.title_tags(title)[1])
+    note = opts.release_note or (ws.series.topic(name).summary or pr_grade.title_tags(title)[1])
     proposal.description = prbody.render(template_path, template, title, done.commits, selected, paths,
                                          note, opts.evidence, mentionable=proposal.reviewers.mentionable)
     if template_path is None:
@@ -267,7 +266,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: Options,
     return proposal
 
 
-def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Options,
+def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: ProposeOptions,
                notes: list[str]) -> tuple[str, list[Candidate]]:
     """Open PRs of any age sharing a file with the PR branch, most overlap first: preflight's
     ranking; offline, its one path-limited walk over every fetched PR head (forge.scan),
@@ -303,31 +302,31 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
     repo = ws.repo
     done = proposal.replayed
     assert done is not None and proposal.description is not None
-    create = getattr(forge, "create_pull", None)
-    if create is None or not ws.series.upstream.github:
-        raise SeriesError("opening the draft PR needs the GitHub API: set upstream.github in series.yaml "
-                          "and drop --offline (or SERIES_OFFLINE); --dry-run shows the rest")
+    if not forge.api or not ws.series.upstream.github:
+        raise SeriesError("opening the draft PR needs the GitHub API",
+                          "set upstream.github in series.yaml and drop --offline (or SERIES_OFFLINE); "
+                          "--dry-run shows the rest")
     refuse_if_halted(repo, "propose")
     if owner is None:
-        owner = forge.viewer_login()  # type: ignore[attr-defined]
+        owner = forge.viewer_login()
     step("push")
     proc = git(workdir(repo), "push", "--porcelain", "--end-of-options", remote,
                f"{done.head}:refs/heads/{done.branch}", check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        hint = (f"; the fork already has a different {done.branch}: delete it there "
+        hint = (f"the fork already has a different {done.branch}: delete it there "
                 f"('git push {remote} --delete {done.branch}') or pass --branch NAME"
-                if "rejected" in proc.stdout + proc.stderr else "")
-        raise SeriesError(f"git push to {remote} failed: {_CREDENTIALS.sub('://', last)}{hint}")
+                if "rejected" in proc.stdout + proc.stderr else None)
+        raise SeriesError(f"git push to {remote} failed: {_CREDENTIALS.sub('://', last)}", hint)
     proposal.steps.append("push")
     step("pull request")
     head = f"{owner}:{done.branch}"
     try:
-        pr = create(head=head, base=proposal.base_branch, title=proposal.title,
-                    body=proposal.description.body, draft=True)
+        pr = forge.create_pull(head=head, base=proposal.base_branch, title=proposal.title,
+                               body=proposal.description.body, draft=True)
     except SeriesError as exc:
-        raise SeriesError(f"{exc}; {done.branch} is pushed to {remote} ({done.head[:12]}), no PR was opened: "
-                          f"fix the cause and open it from that branch, or run again with --branch NAME") from None
+        raise SeriesError(f"{exc.text}; {done.branch} is pushed to {remote} ({done.head[:12]}), no PR was opened",
+                          "fix the cause and open it from that branch, or run again with --branch NAME") from None
     proposal.steps.append("pull request")
     op = record(ws, name, int(pr.number), done)
     return Sent(remote, head, int(pr.number), pr.url, op)
@@ -350,7 +349,7 @@ def as_json(p: Proposal) -> dict[str, Any]:
         "topic": p.topic, "title": p.title, "base": p.base_branch, "steps": p.steps,
         "branch": done.branch if done else None, "head": done.head if done else None,
         "onto": done.onto if done else None,
-        "commits": [{"sha": c.sha, "subject": c.subject, "signed_off": grading.signed_off(c.message)}
+        "commits": [{"sha": c.sha, "subject": c.subject, "signed_off": pr_grade.signed_off(c.message)}
                     for c in done.commits] if done else [],
         "grade": {"first_pr": g.first_pr, "lines": g.lines, "files": g.files, "flags": len(g.flags),
                   "findings": [{"rule": f.rule, "level": f.level.value, "what": f.what, "why": f.why,
@@ -380,7 +379,7 @@ def render(p: Proposal, dry_run: bool) -> str:
     out.append(f"2. grade ({limits}; {len(g.flags)} to fix): {p.title}")
     for f in g.findings:
         out.append(f"   {f.level.value.upper():<4}  {f.rule}: {f.what}")
-        if f.level is not grading.Level.OK:
+        if f.level is not pr_grade.Level.OK:
             out.append(f"         why: {f.why}")
             out.append(f"         fix: {f.fix}")
     out.append("3. " + "\n   ".join(reviewers.render(p.reviewers)))

@@ -1,6 +1,6 @@
-"""`series rebase`: --onto REF, --continue, --abort. The engine is series.engine.rebase;
+"""`series rebase`: --onto REF, --continue, --abort. The rebase is series.engine.rebase;
 this module fetches when asked, opens the write door for each step that writes (the lock
-for the whole step, as a jj command starts its transaction) and hands it to the engine,
+for the whole step, as a jj command starts its transaction) and hands it to the rebase,
 and writes the report."""
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ import click
 
 from series import validate
 from series.cli import Context, emit, emit_json, pass_ctx
-from series.engine import rebase as engine
-from series.engine import report as reports
+from series.engine import rebase
+from series.engine import report as rebase_report
 from series.engine.ending import Identity, TopicsEnding
 from series.errors import EXIT_CONFLICT, SeriesError
 from series.git import partial
-from series.git.cli import git
+from series.git.command import git
 from series.git.repo import resolve_release, workdir
 from series.resolutions import engine_hooks
 from series.analysis.read_first import read_first
-from series.verbs.rebase import reach as history
+from series.verbs.rebase import reach
 from series.verbs.rebase import semantic
 from series.verbs.rebase import text as rebase_text
 from series.workspace import Workspace, WriteOperation
@@ -33,6 +33,7 @@ T = TypeVar("T")
 # upstream.base and the topics found merged; these are its words.
 ENDING = TopicsEnding(Identity(
     kind="rebase", verb="rebase", resume="series rebase", noun="a rebase",
+    go_on="series rebase --continue", stop="series rebase --abort",
     what="a series rebase is in progress",
     nothing="no rebase in progress: nothing to {action} (start one with 'series rebase --onto REF')"))
 
@@ -52,26 +53,26 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
     try:
         target = resolve_release(ws.repo, onto)[1]
     except SeriesError:
-        return  # the engine names a bad --onto in its own words
+        return  # the rebase names a bad --onto in its own words
     heads = [ws.head(t) for t in ws.series.active()]
     partial.ensure_blobs(ws.repo, ws.base_commit(), heads, target)
 
 
-def _finish(ws: Workspace, outcome: engine.Outcome, ending: semantic.CheckedEnding, *,
-            bisect: bool = False, reach: tuple[str, Any] | None = None) -> Result:
-    report_id = outcome.op_id or (f"dry-run-{engine._stamp()}" if outcome.dry_run else outcome.state.id)
-    report = reports.build(ws.repo, outcome, report_id, "rebase")
+def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.CheckedEnding, *,
+            bisect: bool = False, farthest: tuple[str, Any] | None = None) -> Result:
+    report_id = outcome.op_id or (f"dry-run-{rebase._stamp()}" if outcome.dry_run else outcome.state.id)
+    report = rebase_report.build(ws.repo, outcome, report_id, "rebase")
     data: dict[str, Any] = report.dump()
-    history.annotate(ws, outcome, data, bisect=bisect)
+    reach.annotate(ws, outcome, data, bisect=bisect)
     semantic.annotate(data, ending.found, outcome.state)
     held = ending.strict and ending.count() > 0
     data["strict"] = ending.strict
     if held:
         data["status"] = "conflict"
     text = rebase_text.render(report, data, ws.series.integration)
-    if reach is not None:
-        data["as_far_as_possible"] = reach[1].as_json()
-        text = history.render_reach(reach[1], reach[0], outcome.state.old_base_name) + "\n" + text
+    if farthest is not None:
+        data["as_far_as_possible"] = farthest[1].as_json()
+        text = reach.render_reach(farthest[1], farthest[0], outcome.state.old_base_name) + "\n" + text
     if outcome.worktree is not None:
         run = outcome.state.topic(outcome.state.current or "")
         text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
@@ -79,7 +80,7 @@ def _finish(ws: Workspace, outcome: engine.Outcome, ending: semantic.CheckedEndi
         text += "".join(f"\n  {line}" for line in read_first(data, run.name))
     elif held:
         text += f"\n--strict: {ending.count()} break(s) count as conflicts; nothing was changed"
-    elif report.status == reports.ReportStatus.CONFLICT:
+    elif report.status == rebase_report.ReportStatus.CONFLICT:
         text += "\nnothing was changed (dry run)" if outcome.dry_run else ""
     by_hand = [p for t in outcome.state.topics for _, p in t.by_hand]
     store = ws.series.root / ws.series.resolutions
@@ -88,44 +89,50 @@ def _finish(ws: Workspace, outcome: engine.Outcome, ending: semantic.CheckedEndi
         rel = store.relative_to(ws.series.root) if store.is_relative_to(ws.series.root) else store
         text += (f"\nrecorded how {len(by_hand)} conflict(s) were resolved in {rel}/ (commit it to share "
                  "the resolutions with CI and the next rebase; 'series resolutions' lists them)")
-    path = reports.write(ws.repo, report, data, text)
+    path = rebase_report.write(ws.repo, report, data, text)
     data["report"] = str(path)
     text += f"\nreport: {path}"
     return Result(data, text, str(path), report.conflict or held)
 
 
 def _step(ws: Workspace, action: str, step: Callable[[WriteOperation], T]) -> T:
-    """One engine step inside the door this verb opens: the engine's own refusal first (a
+    """One rebase step inside the door this verb opens: the rebase's own refusal first (a
     halted rebase, or none to go on with), then the lock; `continue` and `abort` go on with
     the rebase's halted state, which the door's halt guard lets through."""
     identity = ENDING.identity
-    engine.ready(ws, ENDING, action)
+    rebase.ready(ws, ENDING, action)
     with ws.operation(identity.verb, resumes=identity.kind if action != "start" else None) as door:
-        return step(door)
+        done = step(door)
+        if door.committed is None and door.files and not door.moves:
+            # halted again (or nothing to move): what the conflict memory recorded in this
+            # step is still its own operation, which 'series undo' reverts
+            door.summary = f"record {len(door.files)} conflict resolution(s)"
+            door.commit()
+        return done
 
 
 def _checked(ws: Workspace, ending: semantic.CheckedEnding, dry_run: bool,
-             replay: Callable[[semantic.CheckedEnding], engine.Outcome]) -> engine.Outcome:
+             replay: Callable[[semantic.CheckedEnding], rebase.RebaseOutcome]) -> rebase.RebaseOutcome:
     """Replay with the semantic check; under --strict a break stops it before the commit."""
     try:
         return replay(ending)
     except semantic.Held as held:
-        return engine.Outcome(held.state, finished=False, dry_run=dry_run, integration=held.integration)
+        return rebase.RebaseOutcome(held.state, finished=False, dry_run=dry_run, integration=held.integration)
 
 
 def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run: bool = False,
         skip: tuple[str, ...] = (), resume: bool = False, abort: bool = False,
-        progress: engine.Progress | None = None, bisect: bool = False,
+        progress: rebase.Progress | None = None, bisect: bool = False,
         as_far_as_possible: bool = False, strict: bool = False) -> Result:
     repo = ws.repo
     ending = semantic.CheckedEnding(ENDING, strict=strict and not resume)
     if abort:
-        state = _step(ws, "abort", lambda door: engine.abort_rebase(ws, ENDING, door=door))
+        state = _step(ws, "abort", lambda door: rebase.abort_rebase(ws, ENDING, door=door))
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
         return Result({"status": "aborted", "id": state.id}, text, "", False)
     if resume:
-        return _finish(ws, _step(ws, "continue", lambda door: engine.continue_rebase(
-            ws, ending, door=door, hooks=engine_hooks(ws.series), progress=progress)), ending)
+        return _finish(ws, _step(ws, "continue", lambda door: rebase.continue_rebase(
+            ws, ending, door=door, hooks=engine_hooks(ws.series, door.write), progress=progress)), ending)
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -133,38 +140,38 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
                                           "upstream.remote")
         git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
     _blobs_for(ws, onto)
-    if as_far_as_possible and engine.in_progress(ws) is None:
+    if as_far_as_possible and rebase.in_progress(ws) is None:
         return _as_far(ws, onto, skip, dry_run, progress, ending)
     outcome = _checked(ws, ending, dry_run, lambda e: _start(ws, onto, e, skip, dry_run, progress))
     return _finish(ws, outcome, ending, bisect=bisect)
 
 
 def _start(ws: Workspace, onto: str, ending: semantic.CheckedEnding, skip: tuple[str, ...], dry_run: bool,
-           progress: engine.Progress | None) -> engine.Outcome:
+           progress: rebase.Progress | None) -> rebase.RebaseOutcome:
     """A dry run takes no lock and writes nothing: it needs no door."""
     if dry_run:
-        return engine.start(ws, onto, ending, skip=skip, dry_run=True, hooks=engine_hooks(ws.series),
+        return rebase.start(ws, onto, ending, skip=skip, dry_run=True, hooks=engine_hooks(ws.series),
                             progress=progress)
-    return _step(ws, "start", lambda door: engine.start(
+    return _step(ws, "start", lambda door: rebase.start(
         ws, onto, ending, skip=skip, hooks=engine_hooks(ws.series), progress=progress, door=door))
 
 
 def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
-            progress: engine.Progress | None, ending: semantic.CheckedEnding) -> Result:
+            progress: rebase.Progress | None, ending: semantic.CheckedEnding) -> Result:
     """Rebase onto the newest commit of REF's first-parent line where every topic applies;
     move nothing when even the first one blocks."""
-    name, found = history.reach(ws, onto, skip)
+    name, found = reach.reach(ws, onto, skip)
     if found.target is None and found.total:
-        text = history.render_reach(found, name, ws.series.upstream.base)
+        text = reach.render_reach(found, name, ws.series.upstream.base)
         data = {"status": "blocked", "command": "rebase", "dry_run": dry_run,
                 "as_far_as_possible": found.as_json()}
         return Result(data, text, "", True)
     target = onto if found.complete or found.target is None else found.target.sha
     # --as-far-as-possible's ending (all or nothing with the integration branch) inside the check's
-    reached = semantic.CheckedEnding(history.ReachEnding(ending.inner, history.render_target(found, name),
+    reached = semantic.CheckedEnding(reach.ReachEnding(ending.inner, reach.render_target(found, name),
                                                          ws.series.integration), strict=ending.strict)
     outcome = _checked(ws, reached, dry_run, lambda e: _start(ws, target, e, skip, dry_run, progress))
-    return _finish(ws, outcome, reached, reach=(name, found))
+    return _finish(ws, outcome, reached, farthest=(name, found))
 
 
 class _Progress:

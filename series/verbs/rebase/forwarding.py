@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from series import halted as st
+from series import halted
 from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 
 
 @dataclass
@@ -24,15 +24,15 @@ class ForwardingEnding:
     def detects_merged(self) -> bool:
         return self.inner.detects_merged
 
-    def rewrite(self, state: st.RebaseState) -> Rewrite | None:
+    def rewrite(self, state: halted.RebaseState) -> Rewrite | None:
         return self.inner.rewrite(state)
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
         self.inner.replayed(ws, state, odb)
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return self.inner.integration(ws, state, odb)
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None:
         self.inner.fill(door, ws, state, integration)

@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import pygit2
 
 from series.analysis import attribution
-from series.engine import rebase as engine
-from series import halted as st
+from series.engine import rebase
+from series import halted
 from series.engine.integration import IntegrationResult
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 from series.verbs.rebase.forwarding import ForwardingEnding
 from series.errors import SeriesError
 from series.resolutions import engine_hooks
 from series.git.repo import changed_paths, resolve_release
 from series.workspace import Workspace
 
-if TYPE_CHECKING:  # the engine's bisection is imported by the two paths that use it
+if TYPE_CHECKING:  # the rebase's bisection is imported by the two paths that use it
     from series.engine import bisect as bisection
 
 # A conflict lists its likeliest culprits; the rest of upstream's changes to the file are
@@ -67,7 +67,7 @@ def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit,
     return [asdict(c) for c in attribution.containing(repo, old.id, onto.id, head.tree, paths, history())]
 
 
-def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, bisect: bool = False) -> None:
+def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any], *, bisect: bool = False) -> None:
     repo = ws.repo
     state = outcome.state
     old, onto = _commit(repo, state.old_base_sha), _commit(repo, state.onto_sha)
@@ -80,13 +80,13 @@ def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, 
         return walked[0]
 
     rows = {row["name"]: row for row in report["topics"]}
-    conflicted = [path for run in state.topics if run.outcome == "conflict" and run.conflict
+    conflicted = [path for run in state.topics if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict
                   for path in run.conflict.files]
     # every conflicted file's upstream commits in one pass over old..onto
     by_path = attribution.path_commits(repo, old.id, onto.id, conflicted, history()) if conflicted else {}
     for run in state.topics:
         row = rows[run.name]
-        if run.outcome == "conflict" and run.conflict:
+        if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict:
             ours = _commit(repo, run.conflict.commit).tree
             upstream = {}
             for path in run.conflict.files:
@@ -94,14 +94,14 @@ def annotate(ws: Workspace, outcome: engine.Outcome, report: dict[str, Any], *, 
                 upstream[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
                                   "more": max(0, len(found) - SHOWN)}
             row["upstream"] = upstream
-        elif run.outcome == "merged":
+        elif run.outcome == halted.TopicOutcome.MERGED:
             row["evidence"] = _evidence(ws, run, old, onto, history)
     moved = outcome.finished and not outcome.dry_run and bool(outcome.op_id)
     report["behind"] = _behind(ws, onto if moved else old, (old.id, onto.id, walked[0]) if walked else None)
     if bisect:
         from series.engine import bisect as bisection
 
-        conflicting = [r.name for r in state.topics if r.outcome == "conflict"]
+        conflicting = [r.name for r in state.topics if r.outcome == halted.TopicOutcome.CONFLICT]
         line = bisection.mainline(repo, old, onto)
         for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
                                                  engine_hooks(ws.series)):
@@ -116,7 +116,7 @@ def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bi
 
     repo = ws.repo
     onto_name, onto = resolve_release(repo, onto_spec)
-    runs = engine.plan(ws, onto, skip)
+    runs = rebase.plan(ws, onto, skip)
     line = bisection.mainline(repo, ws.base_commit(), onto)
     return onto_name, bisection.as_far_as_possible(ws, runs, line, engine_hooks(ws.series))
 
@@ -134,7 +134,7 @@ class ReachEnding(ForwardingEnding):
     reached: str                 # where it got to, for the message
     integration_branch: str | None
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None:
         if integration is not None and not integration.ok:
             branch = f"the integration branch {self.integration_branch}" if self.integration_branch \

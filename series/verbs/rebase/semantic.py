@@ -18,17 +18,17 @@ from typing import Any
 import pygit2
 
 from series.analysis import breaks
-from series import halted as st
+from series import halted
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Tree
+from series.engine.ports import SeriesRepo
 from series.verbs.rebase.forwarding import ForwardingEnding
 
 
 class Held(Exception):
     """--strict found breaks: the operation stops before its door commits anything."""
 
-    def __init__(self, state: st.RebaseState, integration: IntegrationResult | None):
+    def __init__(self, state: halted.RebaseState, integration: IntegrationResult | None):
         super().__init__("breaks found under --strict")
         self.state, self.integration = state, integration
 
@@ -44,9 +44,9 @@ def reader(odb: MemOdb) -> breaks.Read:
     return read
 
 
-def spans(state: st.RebaseState) -> list[breaks.TopicSpan]:
+def spans(state: halted.RebaseState) -> list[breaks.TopicSpan]:
     return [breaks.TopicSpan(t.name, t.start, t.old_head, t.new_head) for t in state.topics
-            if t.outcome == st.TopicOutcome.CLEAN and t.new_head and t.commits]
+            if t.outcome == halted.TopicOutcome.CLEAN and t.new_head and t.commits]
 
 
 @dataclass
@@ -57,11 +57,11 @@ class CheckedEnding(ForwardingEnding):
     strict: bool = False
     found: dict[str, list[breaks.Break]] = field(default_factory=dict)
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
         self.inner.replayed(ws, state, odb)
         self.found = breaks.check(ws.repo, state.old_base_sha, state.onto_sha, spans(state), reader(odb))
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         result = self.inner.integration(ws, state, odb)  # only when nothing conflicts: after replayed()
         if self.strict and any(self.found.values()):
             raise Held(state, result)
@@ -71,7 +71,7 @@ class CheckedEnding(ForwardingEnding):
         return sum(len(v) for v in self.found.values())
 
 
-def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]], state: st.RebaseState) -> None:
+def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]], state: halted.RebaseState) -> None:
     """A `breaks` list on every topic row of the report's JSON (empty when none or unchecked),
     and where its own commits sat (`start`), so that `series status` and `series check` can
     check the branches again later (series.analysis.since_rebase)."""

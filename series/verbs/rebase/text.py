@@ -6,7 +6,7 @@ from typing import Any, Mapping
 from series.analysis.attribution import describe
 from series.engine.report import RebaseReport
 from series.halted import TopicOutcome
-from series.verbs.rebase.semantic import lines as break_lines
+from series.verbs.rebase.semantic import lines
 
 
 def render(report: RebaseReport, document: Mapping[str, Any], integration_branch: str | None = None) -> str:
@@ -43,7 +43,7 @@ def render(report: RebaseReport, document: Mapping[str, Any], integration_branch
             out.append(f"  {'':<{width}}    resolved from memory: {r.path}")
         if t.outcome == TopicOutcome.MERGED and t.detail:
             out += [f"  {'':<{width}}    {line}" for line in t.detail.splitlines()]
-        out += [f"  {'':<{width}}    {line}" for line in break_lines(history.get(t.name, {}))]
+        out += [f"  {'':<{width}}    {line}" for line in lines(history.get(t.name, {}))]
         out += [f"  {'':<{width}}    {line}" for line in upstream_lines(history.get(t.name, {}))]
     integ = report.integration
     if integ is not None:

@@ -3,31 +3,24 @@
 Selection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
 topic's own diff. `--run` (series.verbs.test.evidence) runs upstream's tests over the
 installed release build in named trees and compares them with the base; this module
-parses the steps' commands for it and renders the plan.
+renders the plan (series.verbs.test.step_commands reads the steps' commands).
 """
 from __future__ import annotations
 
-import re
-import shlex
 from typing import Any, Callable
 
 import click
 
-from series.analysis import testmap
-from series.analysis.pipeline import SHARD_TEXT as _SHARD_TEXT  # noqa: F401 (tests use it)
 from series.analysis.test_plan import Plan, select
-from series.build.matrix import Matrix
+from series.ship.matrix import ResultMatrix
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_WORSE
 from series.workspace import Workspace
 
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_SHELL_OPS = ("&&", "||", ";", "|", "`", "$(", ">", "<")
-
 
 def run(ws: Workspace, plan: Plan, *, python: str, without: str | None = None,
         compare: tuple[str, str] | None = None, trees: tuple[str, ...] = (), steps: tuple[str, ...] = (),
-        use_cache: bool = True, jobs: int | None = None, say: Callable[[str], None] = lambda _: None) -> Matrix:
+        use_cache: bool = True, jobs: int | None = None, say: Callable[[str], None] = lambda _: None) -> ResultMatrix:
     """The evidence run (series.verbs.test.evidence) for the plan's covering steps."""
     from series.verbs.test import evidence
 
@@ -35,54 +28,6 @@ def run(ws: Workspace, plan: Plan, *, python: str, without: str | None = None,
     covering = [s.step for s in plan.selected]
     return evidence.run(ws, covering, sorted(plan.touched), names, python=python, steps=steps,
                         use_cache=use_cache, jobs=jobs, say=say)
-
-
-def parse_command(command: str) -> tuple[str, dict[str, str], list[str]] | None:
-    """('export'|'pytest', env, args) for what --run can execute; None for anything else."""
-    text = testmap.unescape(command).strip()
-    if any(op in text for op in _SHELL_OPS):
-        return None
-    try:
-        words = shlex.split(text)
-    except ValueError:
-        return None
-    env: dict[str, str] = {}
-    if words[:1] == ["export"]:
-        pairs = [w.split("=", 1) for w in words[1:] if _ASSIGN.match(w)]
-        return ("export", {k: v for k, v in pairs}, []) if pairs else None
-    while words and _ASSIGN.match(words[0]):
-        key, value = words.pop(0).split("=", 1)
-        env[key] = value
-    if words[:1] == ["pytest"]:
-        return "pytest", env, words[1:]
-    if words[:3] in (["python", "-m", "pytest"], ["python3", "-m", "pytest"]):
-        return "pytest", env, words[3:]
-    return None
-
-
-_SHARD_OPTIONS = ("--shard-id", "--num-shards")
-
-
-def local_args(args: list[str], env: dict[str, str]) -> list[str]:
-    """Upstream's pytest arguments as one local process runs them: a sharded step
-    (`--shard-id=$$BUILDKITE_PARALLEL_JOB`) runs whole, and $VARS expand from env."""
-    out: list[str] = []
-    skip_next = False
-    for arg in args:
-        if skip_next:
-            skip_next = False
-            continue
-        if arg in _SHARD_OPTIONS:
-            skip_next = True
-            continue
-        if arg.startswith(tuple(f"{o}=" for o in _SHARD_OPTIONS)):
-            continue
-        out.append(_expand(arg, env))
-    return out
-
-
-def _expand(arg: str, env: dict[str, str]) -> str:
-    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), m.group(0)), arg)
 
 
 # --- output -------------------------------------------------------------------------------
@@ -152,7 +97,7 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
 @click.option("--all-steps", is_flag=True, help="Also list steps upstream runs on every change.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "github-matrix", "buildkite"]),
               default="text",
-              help="markdown: the --run table as a PR comment; github-matrix: a GitHub Actions matrix "
+              help="markdown: the --run matrix as a PR comment; github-matrix: a GitHub Actions matrix "
                    "(JSON); buildkite: a pipeline to upload.")
 @click.option("--device", "devices", multiple=True, metavar="DEVICE",
               help="With --format github-matrix|buildkite: only steps of this upstream device, e.g. h100 "
@@ -162,7 +107,7 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
                    "they sit behind a block step).")
 @click.option("--max-steps", type=click.IntRange(min=0), metavar="N",
               help="With --format github-matrix|buildkite: at most N steps (the first in file order).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI (per-test table with --run).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI (per-test matrix with --run).")
 @pass_ctx
 @click.pass_context
 def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_run: bool, python: str | None,
@@ -187,7 +132,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
     fails on base as well) that import a changed module, plus the topics' own tests.
     Tests failing on base are this machine's and count against no tree.
     Exit 0: no test worse than on base; 5: some test is worse; 130/143: interrupted
-    (the partial table is printed).
+    (the partial matrix is printed).
     \b
     Examples:
       series test                               steps covering the whole series
@@ -203,7 +148,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
         raise click.UsageError("--python, --without, --compare, --tree, --step, --no-cache and --jobs "
                                "go with --run")
     if fmt == "markdown" and not do_run:
-        raise click.UsageError("--format markdown renders the --run table: add --run")
+        raise click.UsageError("--format markdown renders the --run matrix: add --run")
     ws = ctx.workspace()
     plan = select(ws, topics or (tuple(compare) if compare else ()), include_always=all_steps)
     if (devices or exclude_optional or max_steps is not None) and fmt not in ("github-matrix", "buildkite"):
@@ -220,16 +165,16 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
         return
     import sys
 
-    from series.build import matrix as table
+    from series.ship import matrix
     from series.verbs.test.evidence import EvidenceInterrupted
 
-    def show(result: "table.Matrix") -> None:
+    def show(result: "matrix.ResultMatrix") -> None:
         if as_json:
-            emit_json(table.as_json(result))
+            emit_json(matrix.as_json(result))
         elif fmt == "markdown":
-            emit(table.render_markdown(result))
+            emit(matrix.render_markdown(result))
         else:
-            emit(table.render_text(result))
+            emit(matrix.render_text(result))
 
     try:
         result = run(ws, plan, python=python or sys.executable, without=without,

@@ -4,21 +4,22 @@
    release of vLLM installed, or the patched wheel `series build` made from it (its
    version names the integration commit), and pytest.
 2. Each named tree (base, series, without:T, only:T) becomes a shadow of the installed
-   package with that tree's changes over the build laid in (series.build.testrun).
+   package with that tree's changes over the build laid in (series.ship.testrun).
 3. All trees run the same tests: the base's tests/ with every tree's test changes, so a
    topic's new test also runs on the base and without the topic.
 4. The test files: those of the upstream CI steps covering the change (GPU steps
    included: pytest's skips and the baseline sort out what cannot run here) that reach a
    changed module through the import graph, plus the topics' own tests
    (series.analysis.imports). `--step KEY` runs whole steps' commands instead.
-5. The trees run side by side (series.build.pytestrun), each its own pytest process;
+5. The trees run side by side (series.ship.pytestrun), each its own pytest process;
    trees with the same package files run once. Results per test id go into
-   series.build.matrix, cached per file.
+   series.ship.matrix, cached per file.
 """
 from __future__ import annotations
 
 import difflib
 import os
+import posixpath
 import signal
 import time
 from dataclasses import dataclass
@@ -28,12 +29,13 @@ from typing import Callable, Mapping
 import pygit2
 
 from series.analysis import imports, testmap
-from series.analysis.testmap import Step
-from series.build import interpreter, matrix, named_trees, pytestrun, testrun
-from series.build.interpreter import Environment
-from series.build.matrix import Matrix, TreeInfo
-from series.build.testrun import Outcome, Scratch
+from series.analysis.testmap import BuildkiteStep
+from series.ship import interpreter, matrix, named_trees, pytestrun, testrun
+from series.ship.interpreter import Environment
+from series.ship.matrix import ResultMatrix, TreeInfo
+from series.ship.testrun import CaseOutcome, Scratch
 from series.errors import SeriesError
+from series.verbs.test.step_commands import local_args, parse_command
 from series.workspace import Workspace
 
 Say = Callable[[str], None]
@@ -42,14 +44,14 @@ Say = Callable[[str], None]
 class EvidenceInterrupted(Exception):
     """The run was stopped by a signal; `matrix` holds what finished and the partial tree."""
 
-    def __init__(self, partial: Matrix, signum: int):
+    def __init__(self, partial: ResultMatrix, signum: int):
         super().__init__(partial.interrupted or "interrupted")
         self.matrix = partial
         self.signum = signum
 
 
 @dataclass(frozen=True)
-class Tree:
+class EvidenceTree:
     info: TreeInfo
     commit: pygit2.Commit
 
@@ -68,15 +70,15 @@ def tree_names(without: str | None, compare: tuple[str, str] | None, named: tupl
     return names
 
 
-def resolve_trees(ws: Workspace, names: list[str]) -> list[Tree]:
+def resolve_trees(ws: Workspace, names: list[str]) -> list[EvidenceTree]:
     out = []
     for name in names:
         found = named_trees.resolve(ws, name)
-        out.append(Tree(TreeInfo(name, str(found.commit.id), found.describe, 0), found.commit))
+        out.append(EvidenceTree(TreeInfo(name, str(found.commit.id), found.describe, 0), found.commit))
     return out
 
 
-def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[Step]:
+def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[BuildkiteStep]:
     by_id = {s.ident: s for s in tmap.steps}
     out = []
     for key in wanted:
@@ -84,9 +86,41 @@ def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[Step]:
             out.append(by_id[key])
             continue
         near = difflib.get_close_matches(key, list(by_id), n=3, cutoff=0.6)
-        hint = f"did you mean {', '.join(near)}?" if near else "'series test --all-steps' lists the steps"
-        raise SeriesError(f"--step {key}: no such step in {testmap.TEST_AREAS} ({hint})")
+        raise SeriesError(f"--step {key}: no such step in {testmap.TEST_AREAS}",
+                          f"did you mean {', '.join(near)}?" if near else "'series test --all-steps' lists the steps")
     return out
+
+
+@dataclass(frozen=True)
+class FileSelection:
+    files: tuple[str, ...]
+    candidates: int
+    steps: tuple[str, ...]
+
+
+def select_files(graph: imports.ImportGraph, steps: list[BuildkiteStep], tests: Mapping[str, object],
+                 changed: list[str], package: str) -> FileSelection:
+    """Test files of `steps` that can exercise `changed` (see series.analysis.imports)."""
+    candidates: set[str] = set()
+    for step in steps:
+        targets, ignored = imports.pytest_targets(step.commands, step.repo_dir)
+        candidates |= imports.invoked_files(tests, targets, ignored)
+    reach = graph.reaching([p for p in changed if p in graph.edges])
+    chosen = {c for c in candidates if c in reach}
+    chosen |= {p for p in changed if p in tests and imports.is_test_file(p)}  # the topics' own tests
+    for path in changed:
+        directory = posixpath.dirname(path) + "/"
+        unparsed = path in graph.unparsed
+        if posixpath.basename(path) == "conftest.py" and path.startswith("tests/"):
+            chosen |= {c for c in candidates if c.startswith(directory)}
+        elif unparsed or (path.startswith(package + "/") and not path.endswith(".py")):
+            # data files and unparsable modules: no import edge to follow, so every
+            # test file of the steps covering the path
+            for step in steps:
+                if step.covers(path):
+                    targets, ignored = imports.pytest_targets(step.commands, step.repo_dir)
+                    chosen |= imports.invoked_files(tests, targets, ignored)
+    return FileSelection(tuple(sorted(chosen)), len(candidates), tuple(s.ident for s in steps))
 
 
 def default_jobs(trees: int) -> int:
@@ -95,9 +129,8 @@ def default_jobs(trees: int) -> int:
     return max(1, min(trees, (os.cpu_count() or 1) + 1))
 
 
-def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str], *, python: str,
-        steps: tuple[str, ...] = (), use_cache: bool = True, jobs: int | None = None,
-        say: Say = lambda _: None) -> Matrix:
+def run(ws: Workspace, covering: list[BuildkiteStep], changed: list[str], names: list[str], *, python: str,
+        steps: tuple[str, ...] = (), use_cache: bool = True, jobs: int | None = None, say: Say = lambda _: None) -> ResultMatrix:
     repo = ws.repo
     env = interpreter.probe(python)
     package = env.package_dir.name
@@ -130,13 +163,13 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
     chosen_steps = nearest_step(tmap, steps) if steps else []
     graph = imports.build(repo, analysis, imports.ImportCache(imports.default_cache()))
     if chosen_steps:
-        selection = imports.FileSelection((), 0, tuple(s.ident for s in chosen_steps))
+        selection = FileSelection((), 0, tuple(s.ident for s in chosen_steps))
     else:
-        selection = imports.select_files(graph, covering, tests, changed, package)
+        selection = select_files(graph, covering, tests, changed, package)
         if not selection.files:
             raise SeriesError("no test file of the covering CI steps imports what the series changes: "
                               "name steps with --step KEY to run them whole")
-    m = Matrix([t.info for t in trees], selected=selection.files, candidates=selection.candidates,
+    m = ResultMatrix([t.info for t in trees], selected=selection.files, candidates=selection.candidates,
                steps=selection.steps, build=f"{package} {env.version} at {env.package_dir}")
     say(f"{m.build}; pytest {env.pytest}")
     if selection.files:
@@ -153,15 +186,15 @@ def run(ws: Workspace, covering: list[Step], changed: list[str], names: list[str
     return m
 
 
-def _run_trees(env: Environment, built: pygit2.Commit, trees: list[Tree], m: Matrix,
+def _run_trees(env: Environment, built: pygit2.Commit, trees: list[EvidenceTree], m: ResultMatrix,
                scratch: Scratch, repo: pygit2.Repository, tests: Mapping[str, pygit2.Oid],
-               graph: imports.ImportGraph, selection: imports.FileSelection, chosen_steps: list[Step],
+               graph: imports.ImportGraph, selection: FileSelection, chosen_steps: list[BuildkiteStep],
                package: str, use_cache: bool, jobs: int, say: Say) -> None:
     """Every tree's pytest at once, at most `jobs` side by side (pytestrun.side_by_side).
     Trees whose package changes are the same bytes run the same code over the same tests:
     the first of them runs, the others get its outcomes."""
     layout = scratch.write_tests({p: repo[o].peel(pygit2.Blob).data for p, o in tests.items()})
-    runs: dict[str, tuple[Tree, dict[str, bytes | None]]] = {}  # package digest -> the tree that runs
+    runs: dict[str, tuple[EvidenceTree, dict[str, bytes | None]]] = {}  # package digest -> the tree that runs
     same: dict[str, str] = {}  # tree name -> digest
     for index, tree in enumerate(trees):
         changes = named_trees.package_changes(repo, built, tree.commit, package)
@@ -174,9 +207,9 @@ def _run_trees(env: Environment, built: pygit2.Commit, trees: list[Tree], m: Mat
             runs[digest] = (tree, changes)
         same[tree.info.name] = digest
 
-    def job(tree: Tree, changes: dict[str, bytes | None], digest: str
-            ) -> Callable[[pytestrun.JobControl], tuple[dict[str, Outcome], int]]:
-        def run_tree(control: pytestrun.JobControl) -> tuple[dict[str, Outcome], int]:
+    def job(tree: EvidenceTree, changes: dict[str, bytes | None], digest: str
+            ) -> Callable[[pytestrun.JobControl], tuple[dict[str, CaseOutcome], int]]:
+        def run_tree(control: pytestrun.JobControl) -> tuple[dict[str, CaseOutcome], int]:
             shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
             control.say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files over the build")
             if chosen_steps:
@@ -225,9 +258,9 @@ FILE_ARGS = ("-q", "-rN")
 
 def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[str, ...],
                shadow: list[Path], digest: str, graph: imports.ImportGraph, tests: Mapping[str, pygit2.Oid],
-               name: str, use_cache: bool, control: pytestrun.JobControl) -> tuple[dict[str, Outcome], int]:
+               name: str, use_cache: bool, control: pytestrun.JobControl) -> tuple[dict[str, CaseOutcome], int]:
     say = control.say
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, CaseOutcome] = {}
     keys = {f: matrix.file_key(env.build_key, digest, _inputs(graph, tests, f), FILE_ARGS) for f in files}
     todo = []
     hits = 0
@@ -249,7 +282,7 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
                                   progress=_ticker(name, say), cancel=control)
     _check_started(result, name)
     say(f"  {name}: done, {_summary(result.outcomes)}")
-    by_file: dict[str, dict[str, Outcome]] = {f: {} for f in todo}
+    by_file: dict[str, dict[str, CaseOutcome]] = {f: {} for f in todo}
     for test, outcome in result.outcomes.items():
         by_file.setdefault(test.split("::", 1)[0], {})[test] = outcome
     for f, found in by_file.items():
@@ -259,13 +292,11 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
     return outcomes, hits
 
 
-def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[Step],
-               shadow: list[Path], name: str, control: pytestrun.JobControl) -> dict[str, Outcome]:
-    from series.verbs.test import local_args, parse_command
-
+def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[BuildkiteStep],
+               shadow: list[Path], name: str, control: pytestrun.JobControl) -> dict[str, CaseOutcome]:
     say = control.say
     root = layout
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, CaseOutcome] = {}
     for step in steps:
         extra = dict(step.env)
         workdir = root / step.repo_dir if (root / step.repo_dir).is_dir() else root
@@ -295,7 +326,7 @@ def _check_started(result: pytestrun.PytestResult, name: str) -> None:
     raise SeriesError(f"pytest did not run in tree {name} (exit {result.returncode}):\n{result.log_tail}")
 
 
-def _summary(outcomes: Mapping[str, Outcome]) -> str:
+def _summary(outcomes: Mapping[str, CaseOutcome]) -> str:
     return ", ".join(f"{n} {k}" for k, n in matrix.counts(outcomes).items() if n) or "no tests"
 
 

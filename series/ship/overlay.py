@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from series.build import ziparchive
-from series.build.ziparchive import Member
+from series.ship import ziparchive
+from series.ship.ziparchive import Member
 from series.errors import SeriesError
 from series.fs import replacing
 
@@ -37,7 +37,7 @@ REGULAR_FILE = 0o100000
 
 
 @dataclass(frozen=True)
-class FileChange:
+class OverlayChange:
     """A file of the integration tree that differs from the base: new bytes, or deleted."""
 
     path: str
@@ -164,7 +164,7 @@ def _mode_attr(executable: bool) -> int:
     return ((REGULAR_FILE | (0o755 if executable else 0o644)) << 16)
 
 
-def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: str,
+def overlay(src: Path, out_dir: Path, changes: Mapping[str, OverlayChange], sha: str,
             date_time: tuple[int, int, int, int, int, int], hash_output: bool = True) -> OverlayResult:
     """Write the patched wheel into out_dir and return what changed in it.
 
@@ -232,7 +232,7 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, FileChange], sha: st
     return OverlayResult(target, version, added, modified, deleted, ignored, digest)
 
 
-def _new_files(f: io.BufferedReader, by_name: dict[str, Member], applied: Mapping[str, FileChange],
+def _new_files(f: io.BufferedReader, by_name: dict[str, Member], applied: Mapping[str, OverlayChange],
                written: list[str], version_file: str | None, version: str,
                sha: str) -> list[tuple[str, bytes, int]]:
     """(path, bytes, external_attr) of every member written anew, in the order written."""

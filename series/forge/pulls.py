@@ -11,7 +11,7 @@ import pygit2
 from series import validate
 from series.errors import SeriesError
 from series.forge.base import pr_ref
-from series.git.cli import git
+from series.git.command import git
 from series.git.repo import workdir
 from series.model import Sha
 

@@ -24,12 +24,12 @@ from typing import Any, Iterable, Mapping
 
 from series.cache import user_cache
 from series.fs import write_atomically
-from series.build.testrun import Outcome
+from series.ship.testrun import CaseOutcome
 
-_RANK = {Outcome.PASSED: 2, Outcome.SKIPPED: 1, Outcome.FAILED: 0, Outcome.ERROR: 0}
+_RANK = {CaseOutcome.PASSED: 2, CaseOutcome.SKIPPED: 1, CaseOutcome.FAILED: 0, CaseOutcome.ERROR: 0}
 
 
-class Verdict(str, enum.Enum):
+class CaseVerdict(str, enum.Enum):
     SAME = "same"            # as on base, and not failing
     MACHINE = "machine"      # fails (or errors) on base too: this machine, not the tree
     WORSE = "worse"
@@ -38,18 +38,18 @@ class Verdict(str, enum.Enum):
     MISSING = "missing"      # on base, not in this tree (counts as worse)
 
 
-def verdict(base: Outcome | None, other: Outcome | None) -> Verdict:
+def verdict(base: CaseOutcome | None, other: CaseOutcome | None) -> CaseVerdict:
     if other is None:
-        return Verdict.MISSING
+        return CaseVerdict.MISSING
     if base is None:
-        return Verdict.WORSE if other.bad else Verdict.NEW
+        return CaseVerdict.WORSE if other.bad else CaseVerdict.NEW
     if base.bad and other.bad:
-        return Verdict.MACHINE
+        return CaseVerdict.MACHINE
     if _RANK[other] < _RANK[base]:
-        return Verdict.WORSE
+        return CaseVerdict.WORSE
     if _RANK[other] > _RANK[base]:
-        return Verdict.BETTER
-    return Verdict.SAME
+        return CaseVerdict.BETTER
+    return CaseVerdict.SAME
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,9 @@ class TreeInfo:
 
 
 @dataclass
-class Matrix:
+class ResultMatrix:
     trees: list[TreeInfo]
-    results: dict[str, dict[str, Outcome]] = field(default_factory=dict)
+    results: dict[str, dict[str, CaseOutcome]] = field(default_factory=dict)
     from_cache: dict[str, int] = field(default_factory=dict)   # tree -> test files from cache
     selected: tuple[str, ...] = ()                              # test files run
     candidates: int = 0                                         # test files of the covering steps
@@ -76,7 +76,7 @@ class Matrix:
     interrupted: str | None = None                              # the signal's name
 
     @property
-    def base(self) -> dict[str, Outcome]:
+    def base(self) -> dict[str, CaseOutcome]:
         return self.results.get("base", {})
 
     def names(self) -> list[str]:
@@ -88,7 +88,7 @@ class Matrix:
             out |= outcomes.keys()
         return sorted(out)
 
-    def verdicts(self, tree: str) -> dict[str, Verdict]:
+    def verdicts(self, tree: str) -> dict[str, CaseVerdict]:
         if tree == "base" or tree not in self.results:
             return {}
         other = self.results[tree]
@@ -101,7 +101,7 @@ class Matrix:
         for info in self.trees:
             if info.name == "base" or info.counterfactual:
                 continue
-            bad = [i for i, v in self.verdicts(info.name).items() if v in (Verdict.WORSE, Verdict.MISSING)]
+            bad = [i for i, v in self.verdicts(info.name).items() if v in (CaseVerdict.WORSE, CaseVerdict.MISSING)]
             if bad:
                 out[info.name] = bad
         return out
@@ -116,15 +116,15 @@ class Matrix:
     def needed(self, tree: str, full: str = "series") -> list[str]:
         """Tests that pass in `full` and fail in `tree`: what the left-out topic is needed for."""
         a, b = self.results.get(full, {}), self.results.get(tree, {})
-        return sorted(i for i, o in a.items() if o is Outcome.PASSED and (b.get(i) is None or b[i].bad))
+        return sorted(i for i, o in a.items() if o is CaseOutcome.PASSED and (b.get(i) is None or b[i].bad))
 
-    def differ(self, a: str, b: str) -> list[tuple[str, Outcome | None, Outcome | None]]:
+    def differ(self, a: str, b: str) -> list[tuple[str, CaseOutcome | None, CaseOutcome | None]]:
         ra, rb = self.results.get(a, {}), self.results.get(b, {})
         return [(i, ra.get(i), rb.get(i)) for i in sorted(set(ra) | set(rb)) if ra.get(i) != rb.get(i)]
 
 
-def counts(outcomes: Mapping[str, Outcome]) -> dict[str, int]:
-    return {o.value: sum(1 for v in outcomes.values() if v is o) for o in Outcome}
+def counts(outcomes: Mapping[str, CaseOutcome]) -> dict[str, int]:
+    return {o.value: sum(1 for v in outcomes.values() if v is o) for o in CaseOutcome}
 
 
 # --- cache -----------------------------------------------------------------------------
@@ -154,16 +154,16 @@ def package_digest(changes: Mapping[str, bytes | None]) -> str:
     return h.hexdigest()[:32]
 
 
-def cache_get(key: str) -> dict[str, Outcome] | None:
+def cache_get(key: str) -> dict[str, CaseOutcome] | None:
     path = cache_root() / f"{key}.json"
     try:
         raw = json.loads(path.read_text())
-        return {str(k): Outcome(v) for k, v in raw.items()}
+        return {str(k): CaseOutcome(v) for k, v in raw.items()}
     except (OSError, ValueError):
         return None
 
 
-def cache_put(key: str, outcomes: Mapping[str, Outcome]) -> None:
+def cache_put(key: str, outcomes: Mapping[str, CaseOutcome]) -> None:
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     write_atomically(root / f"{key}.json", json.dumps({k: v.value for k, v in sorted(outcomes.items())}))
@@ -181,7 +181,7 @@ def _listing(ids: list[str], indent: str = "  ") -> list[str]:
     return lines
 
 
-def render_text(m: Matrix) -> str:
+def render_text(m: ResultMatrix) -> str:
     names = [n for n in m.names() if n in m.results]
     lines = []
     if m.interrupted:
@@ -194,7 +194,7 @@ def render_text(m: Matrix) -> str:
                      f"steps (import graph + the topics' own tests)")
     width = max([len(n) for n in names] + [7])
     lines.append(" " * 22 + "".join(f"{n:>{width + 2}}" for n in names))
-    for outcome in Outcome:
+    for outcome in CaseOutcome:
         lines.append(f"  {outcome.value:<20}" + "".join(
             f"{counts(m.results[n])[outcome.value]:>{width + 2}}" for n in names))
     cached = [m.from_cache.get(n, 0) for n in names]
@@ -209,8 +209,8 @@ def render_text(m: Matrix) -> str:
         if info.name == "base" or info.name not in m.results:
             continue
         v = m.verdicts(info.name)
-        better = [i for i, x in v.items() if x is Verdict.BETTER]
-        worse = [i for i, x in v.items() if x in (Verdict.WORSE, Verdict.MISSING)]
+        better = [i for i, x in v.items() if x is CaseVerdict.BETTER]
+        worse = [i for i, x in v.items() if x in (CaseVerdict.WORSE, CaseVerdict.MISSING)]
         if info.counterfactual:
             needed = m.needed(info.name)
             topic = info.name.split(":", 1)[1]
@@ -241,11 +241,11 @@ def render_text(m: Matrix) -> str:
     return "\n".join(lines)
 
 
-def _o(outcome: Outcome | None) -> str:
+def _o(outcome: CaseOutcome | None) -> str:
     return outcome.value if outcome is not None else "missing"
 
 
-def render_markdown(m: Matrix) -> str:
+def render_markdown(m: ResultMatrix) -> str:
     """A PR comment: the summary table, then the tests that matter, machine failures folded."""
     names = [n for n in m.names() if n in m.results]
     out = ["### Upstream tests over the release build", "",
@@ -253,7 +253,7 @@ def render_markdown(m: Matrix) -> str:
                                     f"in {len(m.steps)} covering CI steps" if m.selected else ""), ""]
     out.append("| | " + " | ".join(f"`{n}`" for n in names) + " |")
     out.append("|---|" + "---:|" * len(names))
-    for outcome in Outcome:
+    for outcome in CaseOutcome:
         out.append(f"| {outcome.value} | " + " | ".join(str(counts(m.results[n])[outcome.value])
                                                      for n in names) + " |")
     out.append("")
@@ -269,8 +269,8 @@ def render_markdown(m: Matrix) -> str:
             out.append("")
             continue
         v = m.verdicts(info.name)
-        worse = [i for i, x in v.items() if x in (Verdict.WORSE, Verdict.MISSING)]
-        better = [i for i, x in v.items() if x is Verdict.BETTER]
+        worse = [i for i, x in v.items() if x in (CaseVerdict.WORSE, CaseVerdict.MISSING)]
+        better = [i for i, x in v.items() if x is CaseVerdict.BETTER]
         out.append(f"**`{info.name}`** ({info.describe}): {len(worse)} worse than base, "
                    f"{len(better)} fixed.")
         out.extend(f"- worse: `{i}` ({_o(m.base.get(i))} → {_o(m.results[info.name].get(i))})" for i in worse)
@@ -287,7 +287,7 @@ def render_markdown(m: Matrix) -> str:
     return "\n".join(out) + "\n"
 
 
-def as_json(m: Matrix) -> dict[str, Any]:
+def as_json(m: ResultMatrix) -> dict[str, Any]:
     names = [n for n in m.names() if n in m.results]
     return {
         "build": m.build,
@@ -298,7 +298,7 @@ def as_json(m: Matrix) -> dict[str, Any]:
         "summary": {n: {**counts(m.results[n]), "files_from_cache": m.from_cache.get(n, 0)} for n in names},
         "tests": {i: {n: (m.results[n][i].value if i in m.results[n] else None) for n in names}
                   for i in m.ids()},
-        "verdicts": {n: {i: v.value for i, v in m.verdicts(n).items() if v is not Verdict.SAME}
+        "verdicts": {n: {i: v.value for i, v in m.verdicts(n).items() if v is not CaseVerdict.SAME}
                      for n in names if n != "base"},
         "machine": m.machine(),
         "needed": {n.split(":", 1)[1]: m.needed(n) for n in names if n.startswith("without:")},

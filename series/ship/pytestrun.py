@@ -1,4 +1,4 @@
-"""One pytest process over the layout (series.build.testrun), and trees side by side.
+"""One pytest process over the layout (series.ship.testrun), and trees side by side.
 
 Per-test outcomes come from pytest's JUnit XML (xunit1, which names each test's file);
 a small plugin streams outcomes as they happen, for live progress and for the partial
@@ -22,25 +22,25 @@ import subprocess
 import sys
 import threading
 import time
-import xml.etree.ElementTree as ET
+from xml.etree import ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 
-from series.build.interpreter import Environment
-from series.build.testrun import Outcome
+from series.ship.interpreter import Environment
+from series.ship.testrun import CaseOutcome
 
 @dataclass
 class Progress:
     """What a running pytest has reported so far (from the plugin's stream)."""
 
     collected: int | None = None
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    outcomes: dict[str, CaseOutcome] = field(default_factory=dict)
 
     def line(self) -> str:
         done = len(self.outcomes)
-        failed = sum(1 for o in self.outcomes.values() if o is Outcome.FAILED)
-        errors = sum(1 for o in self.outcomes.values() if o is Outcome.ERROR)
+        failed = sum(1 for o in self.outcomes.values() if o is CaseOutcome.FAILED)
+        errors = sum(1 for o in self.outcomes.values() if o is CaseOutcome.ERROR)
         total = f"/{self.collected}" if self.collected is not None else ""
         return f"{done}{total} tests, {failed} failed, {errors} errors"
 
@@ -48,7 +48,7 @@ class Progress:
 class Interrupted(Exception):
     """Ctrl-C or a kill arrived while a tree's tests ran; carries what was seen of it."""
 
-    def __init__(self, signum: int, partial: dict[str, Outcome]):
+    def __init__(self, signum: int, partial: dict[str, CaseOutcome]):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
         self.partial = partial
@@ -56,24 +56,24 @@ class Interrupted(Exception):
 
 @dataclass(frozen=True)
 class PytestResult:
-    outcomes: dict[str, Outcome]
+    outcomes: dict[str, CaseOutcome]
     returncode: int
     log_tail: str
 
 
-def junit_outcomes(path: Path) -> dict[str, Outcome]:
+def junit_outcomes(path: Path) -> dict[str, CaseOutcome]:
     """{test id: outcome} from a JUnit XML report (xunit1: each case names its file)."""
     if not path.exists():
         return {}
     try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError:
+        root = ElementTree.parse(path).getroot()
+    except ElementTree.ParseError:
         return {}
-    out: dict[str, Outcome] = {}
+    out: dict[str, CaseOutcome] = {}
     for case in root.iter("testcase"):
         tags = {child.tag for child in case}
-        outcome = (Outcome.FAILED if "failure" in tags else Outcome.ERROR if "error" in tags
-                   else Outcome.SKIPPED if "skipped" in tags else Outcome.PASSED)
+        outcome = (CaseOutcome.FAILED if "failure" in tags else CaseOutcome.ERROR if "error" in tags
+                   else CaseOutcome.SKIPPED if "skipped" in tags else CaseOutcome.PASSED)
         out[test_id(case.get("file"), case.get("classname", ""), case.get("name", ""))] = outcome
     return out
 
@@ -159,8 +159,8 @@ def _read_stream(stream: Path, position: int, seen: Progress) -> int:
             continue
         if "collected" in item:
             seen.collected = (seen.collected or 0) + int(item["collected"])
-        elif item.get("outcome") in Outcome._value2member_map_:
-            seen.outcomes[str(item["id"])] = Outcome(item["outcome"])
+        elif item.get("outcome") in CaseOutcome._value2member_map_:
+            seen.outcomes[str(item["id"])] = CaseOutcome(item["outcome"])
     return position + len(complete) + (1 if complete else 0)
 
 

@@ -3,7 +3,7 @@ conflicts halts it the way a rebase halts): the ending `series adopt-upstream` h
 engine (series.engine.ending), and the payload it keeps in the halted state.
 
     with_trailers(...)   the provenance each replayed message gains
-    AdoptionPayload      what the ending needs at the end, typed; dumped into st.Halt.payload
+    AdoptionPayload      what the ending needs at the end, typed; dumped into halted.Halt.payload
                          and validated when the next process reads it back
     AdoptEnding          the ending: that rewrite, no merged-upstream rules, and fill(): the
                          new branch and the series.yaml edits recorded at the halt, in the
@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from series import halted as st
+from series import halted
 from series.engine.ending import Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Door, Tree
+from series.engine.ports import Door, SeriesRepo
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.git.repo import message
@@ -32,6 +32,7 @@ from series.seriesedit import Edit
 
 IDENTITY = Identity(
     kind="adopt", verb="adopt-upstream", resume="series adopt-upstream", noun="an adoption",
+    go_on="series adopt-upstream --continue", stop="series adopt-upstream --abort",
     what="an adoption is halted on a conflict",
     nothing="no adoption is halted: nothing to {action} (adopt with 'series adopt-upstream PR')")
 
@@ -52,7 +53,7 @@ def with_trailers(message: str, reference: str, original: str) -> str:
 
 @dataclass(frozen=True)
 class AdoptionPayload:
-    """What the adoption's end needs, kept in the halted state (st.Halt.payload)."""
+    """What the adoption's end needs, kept in the halted state (halted.Halt.payload)."""
 
     number: int
     reference: str                  # the Upstream-PR trailer's value
@@ -96,7 +97,7 @@ class AdoptionPayload:
             skipped_merges=tuple(read_strs(data, "skipped_merges")), notes=tuple(read_strs(data, "notes")))
 
 
-def payload(state: st.RebaseState) -> AdoptionPayload:
+def payload(state: halted.RebaseState) -> AdoptionPayload:
     """The adoption's payload of a halted state, validated (a damaged one: exit 1, named)."""
     try:
         return AdoptionPayload.load(state.halt.payload)
@@ -112,17 +113,17 @@ class AdoptEnding:
     identity: Identity = IDENTITY
     detects_merged: bool = False     # the PR is what is adopted, whatever upstream has
 
-    def rewrite(self, state: st.RebaseState) -> Rewrite | None:
+    def rewrite(self, state: halted.RebaseState) -> Rewrite | None:
         reference = payload(state).reference
         return lambda commit: with_trailers(message(commit), reference, str(commit.id))
 
-    def replayed(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
         return None  # nothing to look at before it ends
 
-    def integration(self, ws: Tree, state: st.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return None  # an adoption does not rebuild the integration branch
 
-    def fill(self, door: Door, ws: Tree, state: st.RebaseState,
+    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None:
         """The adoption's one operation, after checking nothing it depends on moved meanwhile."""
         data = payload(state)

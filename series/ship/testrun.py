@@ -9,7 +9,7 @@ files (compiled extensions included) with the changed files written in and delet
 left out, first on PYTHONPATH. Nothing in the environment is written: bytecode writing is
 off and no installed `__pycache__` is linked into a directory that holds a changed file.
 
-Running pytest in that layout is series.build.pytestrun.
+Running pytest in that layout is series.ship.pytestrun.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Mapping
 
 
-class Outcome(str, enum.Enum):
+class CaseOutcome(str, enum.Enum):
     PASSED = "passed"
     FAILED = "failed"
     ERROR = "error"       # setup/teardown or collection: kept apart from failures
@@ -31,7 +31,7 @@ class Outcome(str, enum.Enum):
 
     @property
     def bad(self) -> bool:
-        return self in (Outcome.FAILED, Outcome.ERROR)
+        return self in (CaseOutcome.FAILED, CaseOutcome.ERROR)
 
 
 # --- the layout ------------------------------------------------------------------------

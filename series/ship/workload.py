@@ -5,7 +5,7 @@ Two ways to put a tree under the command:
     repository and its worktrees are not touched), the command run there with the
     checkout first on PYTHONPATH;
   - the installed build (`--python PY`): the tree's package changes laid over the
-    installed release as `series test --run` lays them (series.build.testrun.shadow: a
+    installed release as `series test --run` lays them (series.ship.testrun.shadow: a
     shadow of symlinks, first on PYTHONPATH, no bytecode written), the command run in an
     empty directory with PYTHONSAFEPATH, so neither a source tree at the working
     directory nor the script's own directory shadows the build; `python` in the command
@@ -26,8 +26,8 @@ from typing import Mapping
 import pygit2
 
 from series.analysis.measurement import METRICS_LIMIT, Values, read_metrics
-from series.build import pytestrun, testrun
-from series.build.testrun import Scratch
+from series.ship import pytestrun, testrun
+from series.ship.testrun import Scratch
 from series.errors import SeriesError
 
 _SKIP = (".", "..", ".git")

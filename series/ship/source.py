@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from series.errors import SeriesError
-from series.git.cli import clean_env, git
+from series.git.command import clean_env, git
 
 KERNEL_SOURCES = ("csrc/", "cmake/", "CMakeLists.txt")
 REQUIREMENTS = (

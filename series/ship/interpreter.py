@@ -57,12 +57,12 @@ def probe(python: str, package: str = "vllm", need_pytest: bool = True) -> Envir
     except ValueError as exc:
         raise SeriesError(f"--python {python} is not a Python interpreter: {exc}") from None
     if not found.version or not found.location:
-        raise SeriesError(f"--python {python} has no {package} installed: install the base release "
-                          f"there (pip install {package}==VERSION) or name another interpreter")
+        raise SeriesError(f"--python {python} has no {package} installed",
+                          f"install the base release there (pip install {package}==VERSION) or name another interpreter")
     if need_pytest and not found.pytest:
-        raise SeriesError(f"--python {python} has no pytest: `{exe} -m pip install pytest` "
-                          "(upstream's tests/conftest.py also needs pytest-asyncio and friends; "
-                          "see the README)")
+        raise SeriesError(f"--python {python} has no pytest",
+                          f"`{exe} -m pip install pytest` (upstream's tests/conftest.py also needs "
+                          "pytest-asyncio and friends; see the README)")
     key = hashlib.sha256(f"{found.executable}\0{found.version}\0{found.record}".encode())
     return Environment(exe, found.version, Path(found.location[0]), found.pytest or "", key.hexdigest()[:20])
 

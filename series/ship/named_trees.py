@@ -6,7 +6,7 @@ base; `topic:TOPIC` says the same). An adopted PR is a topic, so `only:pr-61050`
 change on our base; and the topic it superseded keeps its branch, so `only:offload-evict-fix`
 is ours on the same base ("their PR and ours", measured side by side). `series test --run` and `series measure` both name trees this way,
 and both lay a tree's package changes over the installed release build
-(`package_changes`, then series.build.testrun.shadow).
+(`package_changes`, then series.ship.testrun.shadow).
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import pygit2
 
-from series.build import integration
-from series.build.interpreter import Environment
+from series.ship import integration_tree
+from series.ship.interpreter import Environment
 from series.errors import SeriesError
 from series.git import releases
 from series.model import Status
@@ -56,17 +56,17 @@ def resolve(ws: Workspace, spec: str) -> ResolvedTree:
     if spec == "base":
         commit, describe = base, f"{ws.series.upstream.base} (the release alone)"
     elif spec == "series":
-        commit, describe = integration.build(ws).commit, f"{ws.series.upstream.base} + {_topics(len(active))}"
+        commit, describe = integration_tree.build(ws).commit, f"{ws.series.upstream.base} + {_topics(len(active))}"
     elif kind == "without" and topic:
-        integration.require_topics(ws, (topic,))
-        commit = integration.build(integration.without(ws, (topic,))).commit
+        integration_tree.require_topics(ws, (topic,))
+        commit = integration_tree.build(integration_tree.without(ws, (topic,))).commit
         describe = f"the series less {topic} ({_topics(len(active) - 1)})"
     else:
         ws, kept = _kept_branch_active(ws, topic)
-        integration.require_topics(ws, (topic,))
+        integration_tree.require_topics(ws, (topic,))
         keep = _with_dependencies(ws, topic)
         drop = tuple(t.name for t in ws.series.active() if t.name not in keep)
-        commit = integration.build(integration.without(ws, drop)).commit
+        commit = integration_tree.build(integration_tree.without(ws, drop)).commit
         describe = f"{ws.series.upstream.base} + {topic}" + (
             f" (and {', '.join(sorted(keep - {topic}))} it depends on)" if len(keep) > 1 else "") + kept
     return ResolvedTree(spec, commit, describe)
@@ -120,8 +120,8 @@ def installed_commit(ws: Workspace, env: Environment) -> pygit2.Commit:
     if env.public_version != release:
         raise SeriesError(
             f"--python {env.python} has {env.package_dir.name} {env.version} installed, but the series "
-            f"is based on {ws.series.upstream.base}: install {env.package_dir.name}=={release} there, or "
-            "name an environment that has it")
+            f"is based on {ws.series.upstream.base}",
+            f"install {env.package_dir.name}=={release} there, or name an environment that has it")
     m = re.search(r"series\.g([0-9a-f]{7,40})", env.version.partition("+")[2])
     if m is None:
         return ws.base_commit()
@@ -129,8 +129,8 @@ def installed_commit(ws: Workspace, env: Environment) -> pygit2.Commit:
         return ws.repo.revparse_single(m.group(1)).peel(pygit2.Commit)
     except (KeyError, ValueError):
         raise SeriesError(f"{env.package_dir.name} {env.version} is a patched wheel of commit {m.group(1)}, "
-                          "which this repository does not have: install the release wheel, or fetch "
-                          "that integration branch") from None
+                          "which this repository does not have",
+                          "install the release wheel, or fetch that integration branch") from None
 
 
 def changes(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> dict[str, pygit2.Oid | None]:
