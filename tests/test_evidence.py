@@ -98,6 +98,28 @@ def test_without_gives_the_evidence_and_markdown_renders_it(fork: Path, env: Pat
     assert "<details><summary>2 tests fail on the base release too" in md
 
 
+def test_trees_side_by_side_each_import_their_own_code_and_an_equal_tree_runs_once(fork: Path, env: Path) -> None:
+    """Every tree's pytest at once (the default) or one at a time (--jobs 1): the same
+    table, each tree's own changes imported. only:api-note is the base plus api-note, as
+    without:lru-peek is: the same package files run once and both get the outcomes."""
+    er.series_yaml(fork, "lru-peek", "api-note")
+    args = ("--without", "lru-peek", "--tree", "only:api-note", "--no-cache")
+    side = run_series("test", *args, "--run", "--python", str(env), "--json", cwd=fork)
+    one = run_series("test", *args, "--jobs", "1", "--run", "--python", str(env), "--json", cwd=fork)
+    for proc in (side, one):
+        assert ("only:api-note: v0.30.0 + api-note; the same package files as without:lru-peek: "
+                "its results") in proc.stderr, proc.stderr
+        assert "only:api-note: done" not in proc.stderr, "the equal tree ran again"
+    data = json.loads(side.stdout)
+    assert data["tests"] == json.loads(one.stdout)["tests"]
+    assert data["tests"][PEEK] == {"base": "failed", "series": "passed", "without:lru-peek": "failed",
+                                   "only:api-note": "failed"}, data["tests"][PEEK]
+    api = "tests/entrypoints/test_api.py::test_serve"
+    assert data["tests"][api] == {"base": "passed", "series": "passed", "without:lru-peek": "passed",
+                                  "only:api-note": "passed"}, data["tests"][api]
+    assert [t["package_changes"] for t in data["trees"]] == [0, 2, 1, 1], data["trees"]
+
+
 def test_compare_runs_each_topic_alone_on_the_base(fork: Path, env: Path) -> None:
     er.series_yaml(fork, "lru-peek", "peek-pr")  # they conflict: no series tree is built
     data = evidence(fork, env, "--compare", "lru-peek", "peek-pr")

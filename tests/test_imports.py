@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pygit2
+import pytest
 
 from series.analysis import imports
 from tests.conftest import sh
@@ -78,3 +79,20 @@ def test_step_targets_as_ci_selector_reads_them() -> None:
              "examples/x/test_y.py", "tests/models/sub/test_m.py", "tests/other/test_o.py"]
     assert sorted(imports.invoked_files(files, targets, ignored)) == [
         "examples/x/test_y.py", "tests/models/sub/test_m.py", "tests/v1/e2e/test_a.py"]
+
+
+def test_a_first_run_parses_on_all_cores_to_the_same_graph(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past imports._PARALLEL_FROM uncached modules, prefetch parses them in a process
+    pool: the same records, the unparsable ones included, as one by one."""
+    monkeypatch.setattr(imports.os, "cpu_count", lambda: 2)  # a pool even on one core
+    monkeypatch.setattr(imports, "_PARALLEL_FROM", 5)
+    for side in ("pooled", "alone"):
+        (tmp_path / side).mkdir()
+    pooled = graph(tmp_path / "pooled")
+    cache = imports.ImportCache(tmp_path / "pooled" / "cache.json")
+    monkeypatch.setattr(imports, "_PARALLEL_FROM", 10**9)
+    alone = graph(tmp_path / "alone")
+    assert pooled.edges == alone.edges and pooled.unparsed == alone.unparsed == ("vllm/b/heavy.py",)
+    assert cache.data == imports.ImportCache(tmp_path / "alone" / "cache.json").data
+    assert reached_tests(pooled, "vllm/a/core.py") == reached_tests(alone, "vllm/a/core.py")

@@ -2,6 +2,7 @@
 by a real installer, one version everywhere, byte-identical rebuilds, raw member reuse."""
 from __future__ import annotations
 
+import time
 import zipfile
 from pathlib import Path
 
@@ -156,3 +157,46 @@ def test_a_change_equal_to_the_wheels_bytes_reuses_its_compressed_form(tmp_path:
         assert z.read(same) == BASE[same] and z.testzip() is None
     site = install_wheel(result.path, tmp_path / "target")  # RECORD still verifies
     assert (site / same).read_bytes() == BASE[same]
+
+
+def test_without_copy_file_range_the_wheel_is_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The background copy falls back to pread/pwrite at the same offsets (EXDEV, old
+    kernels, other platforms): same bytes as the kernel copy."""
+    src = build_wheel(tmp_path / "in", BASE, streamed=True, data_dir=True)
+    kernel = overlay(src, tmp_path / "kernel", changes(), SHA, WHEN)
+
+    def refuse(*_: object) -> int:
+        raise OSError(18, "Invalid cross-device link")
+    monkeypatch.setattr(ziparchive.os, "copy_file_range", refuse)
+    fallback = overlay(src, tmp_path / "fallback", changes(), SHA, WHEN)
+    assert fallback.path.read_bytes() == kernel.path.read_bytes()
+    assert fallback.sha256() == kernel.sha256()
+    install_wheel(fallback.path, tmp_path / "target")
+
+
+def test_an_error_while_copying_leaves_no_wheel_and_stops_the_copy(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error in the writer (here: the directory) while the kernel copies: the copy
+    thread is stopped before the files close, and no wheel nor partial file is left."""
+    src = build_wheel(tmp_path / "in", BASE)
+    copiers: list[ziparchive.RangeCopier] = []
+    start = ziparchive.RangeCopier.__init__
+
+    def recorded(self: ziparchive.RangeCopier, *args: object) -> None:
+        copiers.append(self)
+        start(self, *args)  # type: ignore[arg-type]
+
+    def broken(self: ziparchive.ZipWriter) -> None:
+        raise OSError(28, "No space left on device")
+
+    def slow(src: int, dst: int, count: int, offset_src: int, offset_dst: int) -> int:
+        time.sleep(0.01)  # one byte at a time: still copying when the error comes
+        return real(src, dst, 1, offset_src, offset_dst)
+    real = ziparchive.os.copy_file_range
+    monkeypatch.setattr(ziparchive.os, "copy_file_range", slow)
+    monkeypatch.setattr(ziparchive.RangeCopier, "__init__", recorded)
+    monkeypatch.setattr(ziparchive.ZipWriter, "close", broken)
+    with pytest.raises(OSError, match="No space left"):
+        overlay(src, tmp_path / "out", changes(), SHA, WHEN)
+    assert copiers and not any(c.is_alive() for c in copiers), "the copy outlived the error"
+    assert list((tmp_path / "out").iterdir()) == [], "a wheel or a partial file was left"

@@ -2,10 +2,12 @@
 # The evidence run on the real fork: upstream's tests over the installed vLLM 0.31.0 (CPU),
 # with and without a topic that adds LRUCachePolicy.num_evictable() and its test.
 #
-#   tools/bench_evidence.sh VENV [FORK] [WORK]
+#   [JOBS=N] tools/bench_evidence.sh VENV [FORK] [WORK]
 #     VENV  an environment built by ../shared/bench/vllm_env.sh VENV 0.31.0
 #     FORK  the 23-topic fork over v0.30.0 (default /tmp/bench/fork; copied, never changed)
 #     WORK  scratch directory (default: a new temporary one)
+#     JOBS  passed as --jobs N (default: series' own, every tree at once up to cores + 1);
+#           JOBS=1 is the one-tree-at-a-time anchor
 #
 # Steps: copy the fork, `series init`, drop the topic that conflicts with v0.31.0's rewrite
 # of lru.py, rebase onto v0.31.0, add the new topic, then time a cold run (empty caches)
@@ -57,13 +59,13 @@ TIMEFORMAT="%R %U %S"  # wall, user, system seconds (children included): the mac
 for run in cold warm; do
   code=0
   { time series test lru-evictable-count --run --python "$venv/bin/python" --without lru-evictable-count \
-      --json > "$work/$run.json" 2> "$work/$run.err" || code=$?; } 2> "$work/$run.time"
-  python3 - "$work/$run.json" "$run" "$(cat "$work/$run.time")" "$code" "$(cut -d' ' -f1 /proc/loadavg)" <<'EOF'
+      ${JOBS:+--jobs "$JOBS"} --json > "$work/$run.json" 2> "$work/$run.err" || code=$?; } 2> "$work/$run.time"
+  python3 - "$work/$run.json" "$run" "$(cat "$work/$run.time")" "$code" "$(cut -d' ' -f1 /proc/loadavg)" "${JOBS:-}" <<'EOF'
 import json, sys
 data = json.load(open(sys.argv[1]))
 sel = data["selection"]
 wall, user, system = (float(x) for x in sys.argv[3].split())
-print(f"{sys.argv[2]}: {wall:.1f} s wall, {user + system:.1f} s CPU (load average {sys.argv[5]}), "
+print(f"{sys.argv[2]} (jobs {sys.argv[6] or 'default'}): {wall:.1f} s wall, {user + system:.1f} s CPU (load average {sys.argv[5]}), "
       f"exit {sys.argv[4]}; {len(sel['files'])} test files of {sel['candidate_files']} in "
       f"{len(sel['steps'])} covering steps; summary {data['summary']}; needed {data['needed']}")
 EOF

@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import ast
 import json
+import multiprocessing
+import os
 import posixpath
 import re
 from collections import deque
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -130,11 +133,31 @@ class ImportCache:
         self.dirty = True
         return records
 
+    def prefetch(self, repo: pygit2.Repository, oids: Iterable[pygit2.Oid]) -> None:
+        """Parse every blob not cached yet, on all cores when there are many (a first run
+        over a vLLM tree: ~4,500 modules, ast.parse is nearly all of the time)."""
+        missing = sorted({str(oid) for oid in oids} - self.data.keys())
+        workers = min(os.cpu_count() or 1, 8)
+        if len(missing) < _PARALLEL_FROM or workers < 2:
+            return  # get() parses them one by one
+        sources = [repo[key].peel(pygit2.Blob).data for key in missing]
+        # fork: the workers need only parse_imports; no thread of ours runs at this point
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                              else None)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            parsed = list(pool.map(parse_imports, sources, chunksize=64))
+        for key, records in zip(missing, parsed):
+            self.data[key] = None if records is None else [[m, lv, list(n)] for m, lv, n in records]
+        self.dirty = True
+
     def save(self) -> None:
         if self.path is None or not self.dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(self.path, json.dumps(self.data))
+
+
+_PARALLEL_FROM = 400  # fewer misses parse faster here than workers start
 
 
 def default_cache() -> Path:
@@ -189,6 +212,7 @@ def build(repo: pygit2.Repository, files: Mapping[str, pygit2.Oid],
             modules[name] = path
     edges: dict[str, set[str]] = {}
     unparsed = []
+    cache.prefetch(repo, [oid for path, oid in files.items() if module_name(path) is not None])
     for path, oid in files.items():
         name = module_name(path)
         if name is None:

@@ -185,7 +185,7 @@ def render_text(m: ResultMatrix) -> str:
     names = [n for n in m.names() if n in m.results]
     lines = []
     if m.interrupted:
-        lines.append(f"INTERRUPTED ({m.interrupted}): partial results, the last tree incomplete")
+        lines.append(f"INTERRUPTED ({m.interrupted}): partial results, the trees still running incomplete")
     lines.append(f"build: {m.build}")
     pad = max(len(t.name) for t in m.trees) + 2
     lines.extend(f"  {t.name:<{pad}}{t.describe}" for t in m.trees)

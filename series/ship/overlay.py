@@ -198,34 +198,36 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, OverlayChange], sha:
     tmp = target.with_name(f".{target.name}.partial")
     # never a half wheel behind: replacing() removes the partial file on any error
     with open(src, "rb") as f, replacing(target, tmp, buffering=0) as out:
-        old_record = _read_record(f, by_name, old_info)
         records: list[tuple[str, str, int]] = []
         hasher = ziparchive.StreamHash() if hash_output else None
-        writer = ziparchive.ZipWriter(out, hasher)
         old_data = f"{wheel.name}-{wheel.version}.data/"
         body = [m for m in members if not m.name.startswith((old_info, old_data))]
         rewritten = set(modified) | set(deleted) | ({version_file} if version_file else set())
         stamped = version_file if version_file not in deleted else None
-        new_files = _new_files(f, by_name, applied, sorted(set(modified) | set(added)), stamped,
-                               version, sha)
-        # Deflating the changed files (the one CPU cost left) runs in a thread while the
-        # kernel copies the unchanged ranges: zlib and copy_file_range both drop the GIL.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            encoded = [pool.submit(_encode, f, by_name.get(path), old_record, data)
-                       for path, data, _ in new_files]
-            _copy_unchanged(f, writer, body, rewritten, members, records, old_record)
-            for (path, data, attr), job in zip(new_files, encoded):
-                raw, method, crc, digest = job.result()
-                writer.add_encoded(path, raw, method, crc, len(data), date_time, attr)
-                records.append((path, digest, len(data)))
-        # NAME-VERSION.data/ must follow the new version too; its bytes are reused.
-        for m in members:
-            if m.name.startswith(old_data) and not m.name.endswith("/"):
-                name = f"{wheel.name}-{version}.data/" + m.name[len(old_data):]
-                writer.add_compressed(m, name, ziparchive.read_compressed(f, m))
-                records.append(_record_of(f, m, name, old_record))
-        _write_dist_info(f, writer, members, old_info, new_info, version, date_time, records)
-        writer.close()
+        with ziparchive.ZipWriter(out, hasher) as writer:
+            # The kernel copies the unchanged ranges in the background from here on; the
+            # records, the changed files' deflates (in a thread: zlib drops the GIL), the
+            # dist-info and the directory are written after them meanwhile.
+            writer.copy_ranges(f, _unchanged_ranges(f, body, rewritten, members))
+            old_record = _read_record(f, by_name, old_info)
+            new_files = _new_files(f, by_name, applied, sorted(set(modified) | set(added)), stamped,
+                                   version, sha)
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                encoded = [pool.submit(_encode, f, by_name.get(path), old_record, data)
+                           for path, data, _ in new_files]
+                _unchanged_records(f, body, rewritten, records, old_record)
+                for (path, data, attr), job in zip(new_files, encoded):
+                    raw, method, crc, digest = job.result()
+                    writer.add_encoded(path, raw, method, crc, len(data), date_time, attr)
+                    records.append((path, digest, len(data)))
+            # NAME-VERSION.data/ must follow the new version too; its bytes are reused.
+            for m in members:
+                if m.name.startswith(old_data) and not m.name.endswith("/"):
+                    name = f"{wheel.name}-{version}.data/" + m.name[len(old_data):]
+                    writer.add_compressed(m, name, ziparchive.read_compressed(f, m))
+                    records.append(_record_of(f, m, name, old_record))
+            _write_dist_info(f, writer, members, old_info, new_info, version, date_time, records)
+            writer.close()  # waits for the copy
         digest = hasher.hexdigest() if hasher else ""  # before the source closes: it reads it
     return OverlayResult(target, version, added, modified, deleted, ignored, digest)
 
@@ -310,21 +312,19 @@ def _read_record(f: io.BufferedReader, by_name: dict[str, Member], info: str) ->
     return rows
 
 
-def _copy_unchanged(f: io.BufferedReader, writer: ziparchive.ZipWriter, body: list[Member],
-                    rewritten: set[str], members: list[Member],
-                    records: list[tuple[str, str, int]], old_record: dict[str, tuple[str, int]]) -> None:
-    """Copy runs of adjacent unchanged members as one byte range each."""
+def _unchanged_ranges(f: io.BufferedReader, body: list[Member], rewritten: set[str],
+                      members: list[Member]) -> list[tuple[int, int, list[Member]]]:
+    """(start, end, members) of each run of adjacent unchanged members, in file order."""
     # A member's bytes end where the next member (in file order) or the directory begins.
     ordered = sorted(members, key=lambda m: m.offset)
     ends = {m.name: (ordered[i + 1].offset if i + 1 < len(ordered) else None) for i, m in enumerate(ordered)}
+    ranges: list[tuple[int, int, list[Member]]] = []
     run: list[Member] = []
 
     def flush() -> None:
         if run:
             end = ends[run[-1].name]
-            if end is None:
-                end = _end_of_data(f, run[-1])
-            writer.copy_range(f, run[0].offset, end, list(run))
+            ranges.append((run[0].offset, _end_of_data(f, run[-1]) if end is None else end, list(run)))
             run.clear()
 
     for m in sorted(body, key=lambda m: m.offset):
@@ -334,14 +334,21 @@ def _copy_unchanged(f: io.BufferedReader, writer: ziparchive.ZipWriter, body: li
         if run and ends[run[-1].name] != m.offset:
             flush()
         run.append(m)
-        if m.name.endswith("/"):
-            continue  # a directory entry: copied, but RECORD lists files only
+    flush()
+    return ranges
+
+
+def _unchanged_records(f: io.BufferedReader, body: list[Member], rewritten: set[str],
+                       records: list[tuple[str, str, int]], old_record: dict[str, tuple[str, int]]) -> None:
+    """RECORD rows of the copied members, in the order they were copied."""
+    for m in sorted(body, key=lambda m: m.offset):
+        if m.name in rewritten or m.name.endswith("/"):
+            continue  # rewritten: its row comes with its new bytes; a directory: not a file
         known = old_record.get(m.name)
         if known is None:
             data = ziparchive.read_data(f, m)
             known = (record_hash(data), len(data))
         records.append((m.name, known[0], known[1]))
-    flush()
 
 
 def _end_of_data(f: io.BufferedReader, m: Member) -> int:

@@ -1,4 +1,4 @@
-"""Run upstream's tests over an installed release build, with a tree's changes laid over it.
+"""The layout upstream's tests run in over an installed release build, and a tree's shadow.
 
 The layout is what makes the run test the build and not the source: a scratch directory
 holds only `tests/` (and the root pytest configuration) written from git blobs, so
@@ -9,30 +9,18 @@ files (compiled extensions included) with the changed files written in and delet
 left out, first on PYTHONPATH. Nothing in the environment is written: bytecode writing is
 off and no installed `__pycache__` is linked into a directory that holds a changed file.
 
-Per-test outcomes come from pytest's JUnit XML (xunit1, which names each test's file);
-a small plugin streams outcomes as they happen, for live progress and for the partial
-table when a run is interrupted. The child runs in its own session so that a Ctrl-C or a
-kill of `series` ends the whole pytest process group.
+Running pytest in that layout is series.ship.pytestrun.
 """
 from __future__ import annotations
 
-import contextlib
 import enum
 import fcntl
-import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import time
-from xml.etree import ElementTree
-from dataclasses import dataclass, field
+import threading
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
-
-from series.ship.interpreter import Environment
+from typing import Mapping
 
 
 class CaseOutcome(str, enum.Enum):
@@ -112,6 +100,7 @@ class Scratch:
         (plugin_dir / "series_progress.py").write_text(PLUGIN)
         self.plugin_dir = plugin_dir
         self._count = 0
+        self._counting = threading.Lock()  # trees run side by side ask for directories
 
     def __enter__(self) -> "Scratch":
         return self
@@ -124,8 +113,9 @@ class Scratch:
         os.close(self._lock)
 
     def fresh(self, what: str) -> Path:
-        self._count += 1
-        path = self.root / f"{self._count}-{what}"
+        with self._counting:
+            self._count += 1
+            path = self.root / f"{self._count}-{what}"
         path.mkdir()
         return path
 
@@ -208,192 +198,3 @@ def _shadow_dir(src: Path, dst: Path, changes: dict[str, bytes | None]) -> None:
                 (dst / name).write_bytes(data)
         else:
             os.symlink(src / name, dst / name)
-
-
-# --- running pytest --------------------------------------------------------------------
-
-
-@dataclass
-class Progress:
-    """What a running pytest has reported so far (from the plugin's stream)."""
-
-    collected: int | None = None
-    outcomes: dict[str, CaseOutcome] = field(default_factory=dict)
-
-    def line(self) -> str:
-        done = len(self.outcomes)
-        failed = sum(1 for o in self.outcomes.values() if o is CaseOutcome.FAILED)
-        errors = sum(1 for o in self.outcomes.values() if o is CaseOutcome.ERROR)
-        total = f"/{self.collected}" if self.collected is not None else ""
-        return f"{done}{total} tests, {failed} failed, {errors} errors"
-
-
-class Interrupted(Exception):
-    """Ctrl-C or a kill arrived while a tree's tests ran; carries what was seen of it."""
-
-    def __init__(self, signum: int, partial: dict[str, CaseOutcome]):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-        self.partial = partial
-
-
-@dataclass(frozen=True)
-class PytestResult:
-    outcomes: dict[str, CaseOutcome]
-    returncode: int
-    log_tail: str
-
-
-def junit_outcomes(path: Path) -> dict[str, CaseOutcome]:
-    """{test id: outcome} from a JUnit XML report (xunit1: each case names its file)."""
-    if not path.exists():
-        return {}
-    try:
-        root = ElementTree.parse(path).getroot()
-    except ElementTree.ParseError:
-        return {}
-    out: dict[str, CaseOutcome] = {}
-    for case in root.iter("testcase"):
-        tags = {child.tag for child in case}
-        outcome = (CaseOutcome.FAILED if "failure" in tags else CaseOutcome.ERROR if "error" in tags
-                   else CaseOutcome.SKIPPED if "skipped" in tags else CaseOutcome.PASSED)
-        out[test_id(case.get("file"), case.get("classname", ""), case.get("name", ""))] = outcome
-    return out
-
-
-def test_id(file: str | None, classname: str, name: str) -> str:
-    """pytest's node id (tests/x/test_a.py::TestC::test_b[1]) from a JUnit test case."""
-    if not classname:  # a collection error names the module
-        return file or name.replace(".", "/") + ".py"
-    if file is None:
-        return f"{classname}::{name}"
-    module = file[:-3].replace("/", ".") if file.endswith(".py") else file
-    rest = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
-    return "::".join([file, *(p for p in rest.split(".") if p), name])
-
-
-def run_pytest(env: Environment, layout: Path, args: list[str], *, pythonpath: list[Path],
-               workdir: Path, extra_env: Mapping[str, str] | None = None, report: Path,
-               progress: Callable[[Progress], None] = lambda _: None) -> PytestResult:
-    """One pytest process over `args` (paths relative to `workdir`); ids relative to `layout`."""
-    stream = report.with_suffix(".jsonl")
-    log = report.with_suffix(".log")
-    child_env = dict(os.environ)
-    inherited = [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep)
-                 if p and not (Path(p) / env.package_dir.name).is_dir()]  # a source tree would shadow
-    child_env.update({
-        "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(report.parent.parent / "plugin"),
-                                       *inherited]),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "SERIES_PROGRESS": str(stream),
-    })
-    # No network here or in most CI runners: a Hugging Face lookup should fail fast, offline.
-    child_env.setdefault("HF_HUB_OFFLINE", "1")
-    child_env.setdefault("TRANSFORMERS_OFFLINE", "1")
-    child_env.update(extra_env or {})
-    argv = [env.python, "-m", "pytest", *args, "-p", "series_progress", "-p", "no:cacheprovider",
-            "--continue-on-collection-errors", "-o", "junit_family=xunit1",
-            f"--rootdir={layout}", f"--junitxml={report}"]
-    seen = Progress()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, cwd=workdir, env=child_env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        previous = _trap_signals()
-        try:
-            position = 0
-            while True:
-                code = proc.poll()
-                position = _read_stream(stream, position, seen)
-                progress(seen)
-                if code is not None:
-                    break
-                time.sleep(0.3)
-        except Stopped as sig:
-            stop_group(proc)
-            _read_stream(stream, position, seen)
-            raise Interrupted(sig.signum, dict(seen.outcomes)) from None
-        except BaseException:
-            stop_group(proc)
-            raise
-        finally:
-            _restore_signals(previous)
-    outcomes = junit_outcomes(report) or dict(seen.outcomes)
-    text = log.read_text(errors="replace").strip().splitlines()
-    return PytestResult(outcomes, proc.returncode, "\n".join(text[-15:]))
-
-
-def _read_stream(stream: Path, position: int, seen: Progress) -> int:
-    if not stream.exists():
-        return position
-    with open(stream) as f:
-        f.seek(position)
-        chunk = f.read()
-    complete, _, _ = chunk.rpartition("\n")
-    for raw in complete.splitlines():
-        try:
-            item = json.loads(raw)
-        except ValueError:
-            continue
-        if "collected" in item:
-            seen.collected = (seen.collected or 0) + int(item["collected"])
-        elif item.get("outcome") in CaseOutcome._value2member_map_:
-            seen.outcomes[str(item["id"])] = CaseOutcome(item["outcome"])
-    return position + len(complete) + (1 if complete else 0)
-
-
-class Stopped(BaseException):
-    """A trapped SIGINT/SIGTERM/SIGHUP, raised where the process was (see trapped())."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise(signum: int, _frame: object) -> None:
-    raise Stopped(signum)
-
-
-def _trap_signals() -> dict[int, object]:
-    previous: dict[int, object] = {}
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        try:
-            previous[signum] = signal.signal(signum, _raise)
-        except ValueError:  # not the main thread: leave signals alone
-            pass
-    return previous
-
-
-def _restore_signals(previous: dict[int, object]) -> None:
-    for signum, handler in previous.items():
-        signal.signal(signum, handler)  # type: ignore[arg-type]
-
-
-@contextlib.contextmanager
-def trapped() -> Iterator[None]:
-    """Turn a kill (SIGTERM, SIGHUP) into an exception like Ctrl-C, so `finally` blocks
-    (the scratch directory's removal) run however the run is stopped."""
-    previous = _trap_signals()
-    try:
-        yield
-    finally:
-        _restore_signals(previous)
-
-
-def stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """End the child (pytest, a workload) and everything it started (its own session: one process group)."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def python_default() -> str:
-    return sys.executable

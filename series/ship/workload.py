@@ -26,7 +26,7 @@ from typing import Mapping
 import pygit2
 
 from series.analysis.measurement import METRICS_LIMIT, Values, read_metrics
-from series.ship import testrun
+from series.ship import pytestrun, testrun
 from series.ship.testrun import Scratch
 from series.errors import SeriesError
 
@@ -104,7 +104,7 @@ def run(stage: Stage, command: tuple[str, ...], metrics: Path, log: Path) -> Val
         try:
             code = proc.wait()
         except BaseException:
-            testrun.stop_group(proc)   # Ctrl-C, a kill (testrun.trapped): the whole session goes
+            pytestrun.stop_group(proc)   # Ctrl-C, a kill (pytestrun.trapped): the whole session goes
             raise
     if code != 0:
         raise SeriesError(f"tree {stage.tree}: the command exited {code}{_tail(log)}")

@@ -57,7 +57,7 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
         python: str | None = None, repeat: int = 1, only: tuple[str, ...] = (),
         say: Say = lambda _: None) -> Measurement:
     """Measure the trees of `plan` ((name, spec), in order), or `only` those of them named."""
-    from series.ship import interpreter, named_trees, testrun, workload
+    from series.ship import interpreter, named_trees, pytestrun, testrun, workload
 
     for _, spec in plan:
         named_trees.check_spec(spec)   # a typo is refused before the claims are checked
@@ -68,7 +68,7 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
     machine = measurement.machine_from_json(interpreter.machine(python or sys.executable),
                                    f"the environment of {python or sys.executable}")
     runs: dict[str, list[Values]] = {n: [] for n, _ in trees}
-    with testrun.trapped(), testrun.Scratch() as scratch:
+    with pytestrun.trapped(), testrun.Scratch() as scratch:
         stages = []
         if python is not None:
             env = interpreter.probe(python, need_pytest=False)
@@ -283,7 +283,7 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
             emit_jobs(ctx, ws, frozen, path, str(predictions_file), named, command, seat=seat, out=emit_out,
                       overlay=python is not None, repeat=repeat, as_json=as_json)
             return
-        from series.ship.testrun import Stopped
+        from series.ship.pytestrun import Stopped
 
         try:
             report = run(ws, frozen, named, command, python=python, repeat=repeat, only=only,

@@ -20,14 +20,14 @@ from series.workspace import Workspace
 
 def run(ws: Workspace, plan: Plan, *, python: str, without: str | None = None,
         compare: tuple[str, str] | None = None, trees: tuple[str, ...] = (), steps: tuple[str, ...] = (),
-        use_cache: bool = True, say: Callable[[str], None] = lambda _: None) -> ResultMatrix:
+        use_cache: bool = True, jobs: int | None = None, say: Callable[[str], None] = lambda _: None) -> ResultMatrix:
     """The evidence run (series.verbs.test.evidence) for the plan's covering steps."""
     from series.verbs.test import evidence
 
     names = evidence.tree_names(without, compare, trees)
     covering = [s.step for s in plan.selected]
     return evidence.run(ws, covering, sorted(plan.touched), names, python=python, steps=steps,
-                        use_cache=use_cache, say=say)
+                        use_cache=use_cache, jobs=jobs, say=say)
 
 
 # --- output -------------------------------------------------------------------------------
@@ -90,6 +90,10 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
               help="With --run: run this step's own pytest commands whole instead of the selected "
                    "test files (repeatable).")
 @click.option("--no-cache", is_flag=True, help="With --run: rerun every tree, even cached results.")
+@click.option("--jobs", type=click.IntRange(min=1), metavar="N",
+              help="With --run: at most N trees' pytest at once (default: every tree, up to one more "
+                   "than the CPU count; each holds torch and vLLM in memory). --jobs 1 when the tests "
+                   "share a fixed port or file across processes.")
 @click.option("--all-steps", is_flag=True, help="Also list steps upstream runs on every change.")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "github-matrix", "buildkite"]),
               default="text",
@@ -108,8 +112,8 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
 @click.pass_context
 def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_run: bool, python: str | None,
          without: str | None, compare: tuple[str, str] | None, trees: tuple[str, ...],
-         steps: tuple[str, ...], no_cache: bool, all_steps: bool, fmt: str, devices: tuple[str, ...],
-         exclude_optional: bool, max_steps: int | None, as_json: bool) -> None:
+         steps: tuple[str, ...], no_cache: bool, jobs: int | None, all_steps: bool, fmt: str,
+         devices: tuple[str, ...], exclude_optional: bool, max_steps: int | None, as_json: bool) -> None:
     """Upstream's CI steps that cover what the series (or the given TOPICs) touches; with
     --run, upstream's own tests over the release build, with and without a topic.
 
@@ -140,8 +144,9 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
       series test --format buildkite --device h100 --exclude-optional --max-steps 20
     """
 
-    if (steps or without or compare or trees or python or no_cache) and not do_run:
-        raise click.UsageError("--python, --without, --compare, --tree, --step and --no-cache go with --run")
+    if (steps or without or compare or trees or python or no_cache or jobs) and not do_run:
+        raise click.UsageError("--python, --without, --compare, --tree, --step, --no-cache and --jobs "
+                               "go with --run")
     if fmt == "markdown" and not do_run:
         raise click.UsageError("--format markdown renders the --run matrix: add --run")
     ws = ctx.workspace()
@@ -174,7 +179,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
     try:
         result = run(ws, plan, python=python or sys.executable, without=without,
                          compare=(compare[0], compare[1]) if compare else None, trees=trees, steps=steps,
-                         use_cache=not no_cache, say=lambda msg: click.echo(msg, err=True))
+                         use_cache=not no_cache, jobs=jobs, say=lambda msg: click.echo(msg, err=True))
     except EvidenceInterrupted as stop:
         show(stop.matrix)
         click.echo(f"series: interrupted ({stop.matrix.interrupted}); temporary files removed", err=True)

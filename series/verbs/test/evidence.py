@@ -11,12 +11,16 @@
    included: pytest's skips and the baseline sort out what cannot run here) that reach a
    changed module through the import graph, plus the topics' own tests
    (series.analysis.imports). `--step KEY` runs whole steps' commands instead.
-5. Results per test id go into series.ship.matrix, cached per file.
+5. The trees run side by side (series.ship.pytestrun), each its own pytest process;
+   trees with the same package files run once. Results per test id go into
+   series.ship.matrix, cached per file.
 """
 from __future__ import annotations
 
 import difflib
+import os
 import posixpath
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +30,7 @@ import pygit2
 
 from series.analysis import imports, testmap
 from series.analysis.testmap import BuildkiteStep
-from series.ship import interpreter, matrix, named_trees, testrun
+from series.ship import interpreter, matrix, named_trees, pytestrun, testrun
 from series.ship.interpreter import Environment
 from series.ship.matrix import ResultMatrix, TreeInfo
 from series.ship.testrun import CaseOutcome, Scratch
@@ -119,8 +123,14 @@ def select_files(graph: imports.ImportGraph, steps: list[BuildkiteStep], tests: 
     return FileSelection(tuple(sorted(chosen)), len(candidates), tuple(s.ident for s in steps))
 
 
+def default_jobs(trees: int) -> int:
+    """All trees at once up to one more than the cores: the trees' pytest is CPU, so three
+    trees on two cores end in about 1.5 tree-times (two at a time: 2)."""
+    return max(1, min(trees, (os.cpu_count() or 1) + 1))
+
+
 def run(ws: Workspace, covering: list[BuildkiteStep], changed: list[str], names: list[str], *, python: str,
-        steps: tuple[str, ...] = (), use_cache: bool = True, say: Say = lambda _: None) -> ResultMatrix:
+        steps: tuple[str, ...] = (), use_cache: bool = True, jobs: int | None = None, say: Say = lambda _: None) -> ResultMatrix:
     repo = ws.repo
     env = interpreter.probe(python)
     package = env.package_dir.name
@@ -167,10 +177,10 @@ def run(ws: Workspace, covering: list[BuildkiteStep], changed: list[str], names:
             f"{len(selection.steps)} covering steps")
 
     try:
-        with testrun.trapped(), Scratch() as scratch:
+        with pytestrun.trapped(), Scratch() as scratch:
             _run_trees(env, built, trees, m, scratch, repo, tests, graph, selection, chosen_steps,
-                       package, use_cache, say)
-    except testrun.Stopped as stop:  # between two pytest runs
+                       package, use_cache, jobs or default_jobs(len(trees)), say)
+    except pytestrun.Stopped as stop:  # before the trees started
         m.interrupted = str(stop)
         raise EvidenceInterrupted(m, stop.signum) from None
     return m
@@ -179,26 +189,50 @@ def run(ws: Workspace, covering: list[BuildkiteStep], changed: list[str], names:
 def _run_trees(env: Environment, built: pygit2.Commit, trees: list[EvidenceTree], m: ResultMatrix,
                scratch: Scratch, repo: pygit2.Repository, tests: Mapping[str, pygit2.Oid],
                graph: imports.ImportGraph, selection: FileSelection, chosen_steps: list[BuildkiteStep],
-               package: str, use_cache: bool, say: Say) -> None:
+               package: str, use_cache: bool, jobs: int, say: Say) -> None:
+    """Every tree's pytest at once, at most `jobs` side by side (pytestrun.side_by_side).
+    Trees whose package changes are the same bytes run the same code over the same tests:
+    the first of them runs, the others get its outcomes."""
     layout = scratch.write_tests({p: repo[o].peel(pygit2.Blob).data for p, o in tests.items()})
+    runs: dict[str, tuple[EvidenceTree, dict[str, bytes | None]]] = {}  # package digest -> the tree that runs
+    same: dict[str, str] = {}  # tree name -> digest
     for index, tree in enumerate(trees):
         changes = named_trees.package_changes(repo, built, tree.commit, package)
         m.trees[index] = TreeInfo(tree.info.name, tree.info.commit, tree.info.describe, len(changes))
-        shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
-        say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files over the build")
-        try:
+        digest = matrix.package_digest(changes)
+        if digest in runs:
+            say(f"{tree.info.name}: {tree.info.describe}; the same package files as "
+                f"{runs[digest][0].info.name}: its results")
+        else:
+            runs[digest] = (tree, changes)
+        same[tree.info.name] = digest
+
+    def job(tree: EvidenceTree, changes: dict[str, bytes | None], digest: str
+            ) -> Callable[[pytestrun.JobControl], tuple[dict[str, CaseOutcome], int]]:
+        def run_tree(control: pytestrun.JobControl) -> tuple[dict[str, CaseOutcome], int]:
+            shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
+            control.say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files over the build")
             if chosen_steps:
-                m.results[tree.info.name] = _run_steps(env, scratch, layout, chosen_steps, shadow,
-                                                       tree.info.name, say)
-            else:
-                digest = matrix.package_digest(changes)
-                m.results[tree.info.name], m.from_cache[tree.info.name] = _run_files(
-                    env, scratch, layout, selection.files, shadow, digest, graph, tests,
-                    tree.info.name, use_cache, say)
-        except testrun.Interrupted as stop:
-            m.results[tree.info.name] = stop.partial
-            m.interrupted = stop.args[0]
-            raise EvidenceInterrupted(m, stop.signum) from None
+                return _run_steps(env, scratch, layout, chosen_steps, shadow, tree.info.name, control), 0
+            return _run_files(env, scratch, layout, selection.files, shadow, digest, graph, tests,
+                              tree.info.name, use_cache, control)
+        return run_tree
+
+    order = list(runs)
+    done, signum = pytestrun.side_by_side([job(*runs[d], d) for d in order], jobs, say)
+    by_digest = dict(zip(order, done))
+    errors = [r for r in done if isinstance(r, BaseException) and not isinstance(r, pytestrun.Interrupted)]
+    for tree in trees:
+        result = by_digest[same[tree.info.name]]
+        if isinstance(result, pytestrun.Interrupted):
+            m.results[tree.info.name] = result.partial
+        elif isinstance(result, tuple):
+            m.results[tree.info.name], m.from_cache[tree.info.name] = result
+    if errors:
+        raise errors[0]
+    if signum is not None:
+        m.interrupted = signal.Signals(signum).name
+        raise EvidenceInterrupted(m, signum)
 
 
 def _is_test_side(path: str) -> bool:
@@ -224,7 +258,8 @@ FILE_ARGS = ("-q", "-rN")
 
 def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[str, ...],
                shadow: list[Path], digest: str, graph: imports.ImportGraph, tests: Mapping[str, pygit2.Oid],
-               name: str, use_cache: bool, say: Say) -> tuple[dict[str, CaseOutcome], int]:
+               name: str, use_cache: bool, control: pytestrun.JobControl) -> tuple[dict[str, CaseOutcome], int]:
+    say = control.say
     outcomes: dict[str, CaseOutcome] = {}
     keys = {f: matrix.file_key(env.build_key, digest, _inputs(graph, tests, f), FILE_ARGS) for f in files}
     todo = []
@@ -242,9 +277,9 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
         return outcomes, hits
     root = layout
     report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
-    result = testrun.run_pytest(env, root, [*FILE_ARGS, *(f[len("tests/"):] for f in todo)],
-                                pythonpath=shadow, workdir=root / "tests", report=report,
-                                progress=_ticker(name, say))
+    result = pytestrun.run_pytest(env, root, [*FILE_ARGS, *(f[len("tests/"):] for f in todo)],
+                                  pythonpath=shadow, workdir=root / "tests", report=report,
+                                  progress=_ticker(name, say), cancel=control)
     _check_started(result, name)
     say(f"  {name}: done, {_summary(result.outcomes)}")
     by_file: dict[str, dict[str, CaseOutcome]] = {f: {} for f in todo}
@@ -258,7 +293,8 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
 
 
 def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[BuildkiteStep],
-               shadow: list[Path], name: str, say: Say) -> dict[str, CaseOutcome]:
+               shadow: list[Path], name: str, control: pytestrun.JobControl) -> dict[str, CaseOutcome]:
+    say = control.say
     root = layout
     outcomes: dict[str, CaseOutcome] = {}
     for step in steps:
@@ -274,16 +310,17 @@ def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[Bui
                 extra.update(assigned)
                 continue
             report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
-            result = testrun.run_pytest(env, root, local_args(args, {**extra, **assigned}),
-                                        pythonpath=shadow, workdir=workdir, extra_env={**extra, **assigned},
-                                        report=report, progress=_ticker(f"{name} [{step.ident}]", say))
+            result = pytestrun.run_pytest(env, root, local_args(args, {**extra, **assigned}),
+                                          pythonpath=shadow, workdir=workdir, extra_env={**extra, **assigned},
+                                          report=report, progress=_ticker(f"{name} [{step.ident}]", say),
+                                          cancel=control)
             _check_started(result, name)
             say(f"  {name} [{step.ident}]: done, {_summary(result.outcomes)}")
             outcomes.update(result.outcomes)
     return outcomes
 
 
-def _check_started(result: testrun.PytestResult, name: str) -> None:
+def _check_started(result: pytestrun.PytestResult, name: str) -> None:
     if result.outcomes or result.returncode in (0, 1, 5):
         return
     raise SeriesError(f"pytest did not run in tree {name} (exit {result.returncode}):\n{result.log_tail}")
@@ -293,12 +330,12 @@ def _summary(outcomes: Mapping[str, CaseOutcome]) -> str:
     return ", ".join(f"{n} {k}" for k, n in matrix.counts(outcomes).items() if n) or "no tests"
 
 
-def _ticker(name: str, say: Say) -> Callable[[testrun.Progress], None]:
+def _ticker(name: str, say: Say) -> Callable[[pytestrun.Progress], None]:
     """Live progress: a line when the counts change, at most every 2 seconds."""
     last = [""]
     at = [0.0]
 
-    def tick(progress: testrun.Progress) -> None:
+    def tick(progress: pytestrun.Progress) -> None:
         line = progress.line()
         now = time.monotonic()
         if progress.outcomes and line != last[0] and now - at[0] >= 2.0:
