@@ -242,7 +242,9 @@ def test_a_blobless_clone_that_cannot_fetch_says_so_never_not_touched(fork: Path
     for args in (("--all", "vllm"), ("--between", "v0.30.0..v0.31.0")):
         proc = run_series("touches", *args, cwd=part, expect=2)  # 1 would say 'not touched'
         err = proc.stderr.strip()
-        assert len(err.splitlines()) == 1 and err.startswith("series: error: this is a partial clone"), err
+        lines = err.splitlines()  # one error line, and its way out on a hint line
+        assert err.startswith("series: error: this is a partial clone"), err
+        assert len(lines) <= 2 and all(line.startswith("hint: ") for line in lines[1:]), err
         assert "git fetch --refetch upstream" in err and proc.stdout == "", err
 
 
