@@ -20,6 +20,7 @@ from series.ship import integration_tree
 from series.ship.interpreter import Environment
 from series.errors import SeriesError
 from series.git import releases
+from series.git.repo import branch_commit
 from series.model import Status
 from series.workspace import Workspace
 
@@ -77,7 +78,7 @@ def _kept_branch_active(ws: Workspace, name: str) -> tuple[Workspace, str]:
     with what to tell the reader; any other topic as it is (require_topics judges it)."""
     topic = ws.series.topic(name)
     if topic.status not in (Status.SUPERSEDED, Status.DROPPED) or \
-            ws.repo.references.get(f"refs/heads/{topic.branch}") is None:
+            branch_commit(ws.repo, topic.branch) is None:
         return ws, ""
     topics = tuple(dataclasses.replace(t, status=Status.ACTIVE) if t.name == name else t
                    for t in ws.series.topics)
