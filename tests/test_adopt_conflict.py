@@ -162,7 +162,8 @@ def test_abort_restores_everything_and_halted_adoption_blocks_other_commands(for
 def test_a_halted_rebase_is_not_continued_by_adopt(fork: Path) -> None:
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
     proc = run_series("adopt-upstream", "--continue", cwd=fork, expect=1)
-    assert "a series rebase is in progress, not an adoption: 'series rebase --continue'" in proc.stderr, proc.stderr
+    assert "series: error: a series rebase is in progress, not an adoption" in proc.stderr.splitlines(), proc.stderr
+    assert "hint: 'series rebase --continue' or 'series rebase --abort'" in proc.stderr.splitlines(), proc.stderr
     proc = run_series(*ADOPT, cwd=fork, expect=1)
     assert "series rebase --abort" in proc.stderr, proc.stderr
 

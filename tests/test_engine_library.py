@@ -158,3 +158,31 @@ def test_the_flag_check_sees_a_hint(tmp_path: Path) -> None:
                               "x = 'left out with --skip-topic'\n")) == 2
     assert _flags(sample, "def f():\n    git(root, 'worktree', 'add', '--detach')\n"
                           "    m = \"'git merge-tree --write-tree --stdin' is needed\"\n") == []
+
+
+# -- an engine refusal says what was refused; the way on (a command the verb handed in) is its hint --
+
+def _quoting_messages(path: Path, source: str | None = None) -> list[str]:
+    """SeriesError calls whose message quotes a value the verb handed in ('{halt.stop}'):
+    that quote is the way on, and belongs in `hint`, where the CLI prints it as 'hint:'."""
+    tree = ast.parse(path.read_text() if source is None else source, str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "SeriesError" \
+                and node.args and isinstance(node.args[0], ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.args[0].values)
+            if "'{}'" in text:
+                found.append(f"{path.name}:{node.lineno}: {text!r}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
+def test_an_engine_refusal_keeps_the_way_on_in_its_hint(path: Path) -> None:
+    found = _quoting_messages(path)
+    assert not found, "move the quoted command into SeriesError(message, hint):\n" + "\n".join(found)
+
+
+def test_the_hint_check_sees_a_quoted_command(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    assert len(_quoting_messages(sample, "raise SeriesError(f\"gone; run '{h.stop}' and start again\")\n")) == 1
+    assert _quoting_messages(sample, "raise SeriesError(f\"gone\", f\"run '{h.stop}' and start again\")\n") == []

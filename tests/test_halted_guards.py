@@ -41,7 +41,7 @@ def test_the_halted_state_names_its_ending_as_data_read_back_by_every_verb(fork:
     assert ("a series rebase is in progress: finish it with 'series rebase --continue' or "
             "'series rebase --abort' before 'series drop'") in proc.stderr, proc.stderr
     proc = run_series("adopt-upstream", "--continue", cwd=fork, expect=1)
-    assert "a series rebase is in progress, not an adoption: 'series rebase --continue'" in proc.stderr
+    assert "a series rebase is in progress, not an adoption\nhint: 'series rebase --continue'" in proc.stderr
     run_series("rebase", "--abort", cwd=fork)
 
 

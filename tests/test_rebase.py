@@ -126,6 +126,8 @@ def test_conflict_worktree_resolve_continue(fork: Path) -> None:
         "new commits of a halted rebase are protected from gc"
     proc = run_series("rebase", "--continue", cwd=fork, expect=1)
     assert f"unresolved conflicts in {LRU}" in proc.stderr, proc.stderr
+    assert "hint: edit them, 'git add' each, then 'series rebase --continue'" in proc.stderr.splitlines(), \
+        "the way on is the verb's words, on git's own 'hint:' line"
     resolve_lru(worktree)
     report = rebase_json(fork, "--continue")
     rows = topics(report)
@@ -326,6 +328,7 @@ def test_a_branch_moved_during_a_halted_rebase_is_caught_before_anything_moves(f
     resolve_lru(fork / ".git/series/rebase/worktree")
     proc = run_series("rebase", "--continue", cwd=fork, expect=1)
     assert "topic/api-hello moved while the rebase was halted" in proc.stderr, proc.stderr
+    assert "hint: 'series rebase --abort', then start again" in proc.stderr.splitlines(), proc.stderr
     assert snapshot(fork) == before
     run_series("rebase", "--abort", cwd=fork)
     assert snapshot(fork) == before

@@ -128,5 +128,5 @@ def _moved_meanwhile(ws: SeriesRepo, state: halted.RebaseState, verb: str) -> No
         if now != run.old_head:
             what = "moved" if run.outcome == halted.TopicOutcome.CLEAN else "was found merged upstream, but moved"
             raise SeriesError(f"{run.branch} {what} while the {verb} was halted "
-                              f"({run.old_head[:12]} -> {(now or 'deleted')[:12]}); nothing was changed: "
+                              f"({run.old_head[:12]} -> {(now or 'deleted')[:12]}); nothing was changed",
                               f"'{state.halt.stop}', then start again")

@@ -126,7 +126,7 @@ def require_git() -> None:
     if version[:2] < GIT_NEEDED:
         raise SeriesError(f"git {'.'.join(map(str, version))} is too old: series replays with "
                           f"'git merge-tree --write-tree --stdin' (git {GIT_NEEDED[0]}.{GIT_NEEDED[1]} "
-                          "or newer); install a newer git")
+                          "or newer)", "install a newer git")
 
 
 Triple = tuple[pygit2.Oid, pygit2.Oid, pygit2.Oid]  # base, ours, theirs

@@ -230,7 +230,7 @@ def _stop_for(ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun, o
                             committer=git_committer(repo), topic=run.name, odb=odb,
                             resolver=hooks.resolver)
     if result.conflict is None:
-        raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces; "
+        raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces",
                           f"run '{state.halt.stop}' and start again")
     return result.conflict
 
@@ -337,7 +337,7 @@ def ready(ws: SeriesRepo, ending: Ending, action: str) -> None:
             raise SeriesError(halted.halted_message(existing, ending.identity.resume))
         if existing is not None:
             raise SeriesError(f"{ending.identity.noun} onto {existing.onto_name} is in progress (started "
-                              f"{existing.started}); '{existing.halt.go_on}' or '{existing.halt.stop}' first")
+                              f"{existing.started})", f"'{existing.halt.go_on}' or '{existing.halt.stop}' first")
     else:
         _require(ws, action, ending)
 
@@ -367,8 +367,8 @@ def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool,
         names = {r.branch for r in runs if r.outcome == halted.TopicOutcome.PENDING}
         for checkout in checkouts.checkouts(repo, names):
             if checkouts.dirty(checkout):
-                raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes; "
-                                  "commit or stash them first (nothing was changed)")
+                raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes "
+                                  "(nothing was changed)", "commit or stash them first")
     state = halted.RebaseState(
         id=f"{ending.identity.kind}-{_stamp()}", onto_spec=onto_spec, onto_name=onto_name, onto_sha=str(onto.id),
         old_base_name=ws.series.upstream.base, old_base_sha=str(old_base.id),
@@ -401,7 +401,7 @@ def _require(ws: SeriesRepo, action: str, ending: Ending) -> halted.RebaseState:
     if state is None:
         raise SeriesError(identity.nothing.format(action=action))
     if state.halt.kind != identity.kind:
-        raise SeriesError(f"{state.halt.what}, not {identity.noun}: '{state.halt.go_on}' or '{state.halt.stop}'")
+        raise SeriesError(f"{state.halt.what}, not {identity.noun}", f"'{state.halt.go_on}' or '{state.halt.stop}'")
     return state
 
 

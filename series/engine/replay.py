@@ -222,7 +222,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
         if len(commit.parents) != 1:
             what = "a merge commit" if commit.parents else "a root commit"
             raise SeriesError(f"{topic or 'replay'}: {str(commit.id)[:12]} is {what}; series replays "
-                              "linear topics only (linearize it with 'git rebase' first)")
+                              "linear topics only", "linearize it with 'git rebase' first")
         parent = commit.parents[0]
         if parent.id == head and rewrite_message is None:  # git rebase fast-forwards these too
             mapping[commit.id] = commit.id  # already on the new head: keep it as it is

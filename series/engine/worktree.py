@@ -66,7 +66,7 @@ def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop, abort: st
     _rerere_enabled(repo)  # switched on (when unset) before git records the preimage
     picked = git(path, "cherry-pick", "--no-commit", str(stop.commit), check=False)
     if picked.returncode == 0:
-        raise SeriesError(f"the conflict in {str(stop.commit)[:12]} did not reproduce in {path}; "
+        raise SeriesError(f"the conflict in {str(stop.commit)[:12]} did not reproduce in {path}",
                           f"run '{abort}' and start again")
     for rel, data in stop.resolved.items():
         target = path / rel
@@ -105,16 +105,15 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
     """The resolved tree from the worktree's index; refuse while conflicts remain (the
     hints quote the verb's commands, from `halt`)."""
     if not path.exists():
-        raise SeriesError(f"the conflict worktree {path} is missing; run '{halt.stop}' "
-                          "and start again")
+        raise SeriesError(f"the conflict worktree {path} is missing", f"run '{halt.stop}' and start again")
     wt = pygit2.Repository(str(path))
     index = wt.index
     index.read()
     if index.conflicts is not None:
         left = sorted({(e.path) for triple in index.conflicts for e in triple if e is not None})
         if left:
-            raise SeriesError(f"unresolved conflicts in {', '.join(left)} (in {path}): edit them, "
-                              f"'git add' each, then '{halt.go_on}'")
+            raise SeriesError(f"unresolved conflicts in {', '.join(left)} (in {path})",
+                              f"edit them, 'git add' each, then '{halt.go_on}'")
     if _rerere_enabled(repo):
         git(path, "rerere", check=False)  # records the postimage for this clone's rerere
     user_commit = None
@@ -123,8 +122,8 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
         if moved.parents and str(moved.parents[0].id) == head and len(moved.parents) == 1:
             user_commit = moved.id
         else:
-            raise SeriesError(f"HEAD of {path} moved away from {head[:12]}; reset it there "
-                              f"(git -C {path} reset --soft {head[:12]}) and '{halt.go_on}'")
+            raise SeriesError(f"HEAD of {path} moved away from {head[:12]}",
+                              f"reset it there (git -C {path} reset --soft {head[:12]}) and '{halt.go_on}'")
     tree = index.write_tree()
     files = {}
     for rel in paths:
