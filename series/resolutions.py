@@ -316,15 +316,13 @@ def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = N
     replaying "empty" where the human meant "deleted" would be wrong.
     """
     store = ResolutionStore.for_series(series)
-    textual = ("content", "add/add")
-
     def resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
-        if conflict.kind not in textual:
+        if not conflict.textual:
             return None
         return store.lookup(topic, path, conflict.merged)
 
     def recorder(topic: str, path: str, conflict: ReplayConflict, resolved: bytes) -> None:
-        if conflict.kind not in textual or not resolved:
+        if not conflict.textual or not resolved:
             return
         store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged),
                      write=write)

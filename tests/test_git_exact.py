@@ -260,5 +260,6 @@ def test_a_git_too_old_for_merge_tree_is_refused_in_one_line(tmp_path: Path) -> 
     (shim / "git").chmod(0o755)
     proc = run_series("rebase", "--onto", "v2", cwd=repo, expect=1,
                       env={"PATH": f"{shim}:{os.environ['PATH']}"})
-    assert proc.stderr.strip().count("\n") == 0 and "git 2.34.1 is too old" in proc.stderr, proc.stderr
+    error, hint = proc.stderr.strip().split("\n")  # one error line, and the way on as git's 'hint:'
+    assert "git 2.34.1 is too old" in error and hint == "hint: install a newer git", proc.stderr
     assert "2.39" in proc.stderr and "Traceback" not in proc.stderr

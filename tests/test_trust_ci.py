@@ -29,19 +29,23 @@ TOPIC = {"name": "offload-evict-fix", "outcome": "conflict"}
 
 
 @pytest.mark.parametrize("content, said", [
-    (json.dumps({"schema": 1, "status": "clean", "topics": 5}), "'topics' is not a list"),
+    (json.dumps({"schema": 1, "status": "done", "topics": 5}), "'topics' is not a list"),
     (json.dumps([{"schema": 1}]), "'the document' is not an object"),
-    (json.dumps({"status": "clean", "topics": []}), "'schema' is None, not 1"),
-    (json.dumps({"schema": 2, "status": "clean", "topics": []}), "'schema' is 2, not 1"),
+    (json.dumps({"status": "done", "topics": []}), "'schema' is None, not 1"),
+    (json.dumps({"schema": 2, "status": "done", "topics": []}), "'schema' is 2, not 1"),
     (json.dumps({"schema": 1, "topics": []}), "'status' is not a string"),
-    (json.dumps({"schema": 1, "status": "clean", "topics": [5]}), "'topics[0]' is not an object"),
-    (json.dumps({"schema": 1, "status": "clean", "topics": [{"name": 5, "outcome": "clean"}]}),
+    (json.dumps({"schema": 1, "status": "done", "topics": [5]}), "'topics[0]' is not an object"),
+    (json.dumps({"schema": 1, "status": "done", "topics": [{"name": 5, "outcome": "clean"}]}),
      "topics[0]: 'name' is not a string"),
     (json.dumps({"schema": 1, "status": "conflict", "topics": [dict(TOPIC, conflict=[])]}),
      "topics[0]: 'conflict' is not an object"),
     (json.dumps({"schema": 1, "status": "conflict",
                  "topics": [dict(TOPIC, conflict={"commit": "ab", "subject": "s", "files": "x"})]}),
      "topics[0]: 'files' is not a list of strings"),
+    (json.dumps({"schema": 1, "status": "clean", "topics": []}),
+     "'status' is 'clean', not one of dry-run, done, conflict, aborted, blocked"),
+    (json.dumps({"schema": 1, "status": "done", "topics": [dict(TOPIC, outcome="fine")]}),
+     "topics[0]: 'outcome' is 'fine', not one of"),
     ("{not json", "not JSON"),
     (b"\xff\xfe{}", "not UTF-8 at byte 0"),
 ])

@@ -35,7 +35,7 @@ import pygit2
 
 from series.engine.merge import PathStages, merge_trees
 from series.engine.odb import GITLINK, TREE, Entry, MemOdb
-from series.engine.resolve import ReplayConflict, Resolver
+from series.engine.resolve import ADD_ADD, CONTENT, ReplayConflict, Resolver
 from series.errors import SeriesError
 from series.git.repo import Abbreviations, committer as git_committer, encode_message, message as commit_message
 
@@ -106,8 +106,7 @@ def _raw_commit(store: MemOdb, commit: pygit2.Commit) -> _Raw:
 
 # git's conflict types (merge-ort's short descriptions) in the words of the report; the
 # rest (rename/delete, rename/rename, file location, ...) keep git's own.
-_TEXTUAL = ("content", "add/add")  # what the conflict memory keys on (markers in the file)
-_KINDS = {"contents": "content", "distinct modes": "mode", "directory rename suggested": "file location"}
+_KINDS = {"contents": CONTENT, "distinct modes": "mode", "directory rename suggested": "file location"}
 
 
 def _blob(repo: pygit2.Repository, entry: Entry | None) -> bytes | None:
@@ -158,8 +157,8 @@ def _conflict(repo: pygit2.Repository, store: MemOdb, tree: pygit2.Oid, found: P
               labels: dict[bytes, bytes]) -> ReplayConflict:
     base, ours, theirs = (found.stages.get(stage) for stage in (1, 2, 3))
     kind = _KINDS.get(found.kind, found.kind)
-    if kind == "content" and base is None:
-        kind = "add/add"
+    if kind == CONTENT and base is None:
+        kind = ADD_ADD
     merged = _blob(repo, store.lookup(tree, found.path))
     merged = _relabel(merged, labels) if merged is not None else None
     path = _relabel_path(found.path, labels)
@@ -239,7 +238,7 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
             conflicts = [_conflict(repo, store, merged.tree, c, labels) for c in merged.conflicts]
             answers: dict[str, bytes] = {}
             for c in conflicts:
-                answer = resolver(topic, c.path, c) if resolver and c.kind in _TEXTUAL else None
+                answer = resolver(topic, c.path, c) if resolver and c.textual else None
                 if answer is not None:
                     answers[c.path] = answer
             if len(answers) < len(conflicts):

@@ -66,9 +66,13 @@ def range_diffs(repo: pygit2.Repository, runs: list[TopicRun]) -> list[tuple[dic
 
 
 class ReportStatus(str, enum.Enum):
+    """A `series rebase --json` document's "status", every value it can have."""
+
     DRY_RUN = "dry-run"
     DONE = "done"
-    CONFLICT = "conflict"
+    CONFLICT = "conflict"     # a conflict halted it, or --strict held it on a break
+    ABORTED = "aborted"       # --abort
+    BLOCKED = "blocked"       # --as-far-as-possible: not even the first commit applies
 
 
 @dataclass(frozen=True)

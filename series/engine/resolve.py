@@ -23,6 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+# The conflict kinds series names itself; the rest are git's own words (merge-ort's short
+# descriptions, "relied upon by external tools" and added to over git's versions), kept
+# as git says them: an open vocabulary, so a string and not an enum.
+CONTENT = "content"    # git's "contents": both sides edited the same lines
+ADD_ADD = "add/add"    # a contents conflict with no merge base
+
 
 @dataclass(frozen=True)
 class ReplayConflict:
@@ -45,6 +51,12 @@ class ReplayConflict:
     ancestor_entry: tuple[int, str] | None = None
     ours_entry: tuple[int, str] | None = None
     theirs_entry: tuple[int, str] | None = None
+
+    @property
+    def textual(self) -> bool:
+        """Markers in the file, the only conflicts the conflict memory keys on: a
+        modify/delete or binary one has no merged text that could be replayed."""
+        return self.kind in (CONTENT, ADD_ADD)
 
     def to_json(self) -> dict[str, object]:
         return {"path": self.path, "kind": self.kind, "ancestor": self.ancestor_entry,

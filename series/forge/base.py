@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import datetime
+import enum
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -22,12 +23,26 @@ from series.model import PRNumber, Sha
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
+class PullState(str, enum.Enum):
+    """Where a PR is, as the forge knows it. GitHub's API says open or closed (merged is
+    closed with a merge); a forge of git refs alone sees merged or, otherwise, unknown."""
+
+    OPEN = "open"
+    CLOSED = "closed"
+    MERGED = "merged"
+    UNKNOWN = "unknown"
+
+    @property
+    def maybe_open(self) -> bool:
+        return self in (PullState.OPEN, PullState.UNKNOWN)
+
+
 @dataclass(frozen=True)
 class PullRequest:
     number: PRNumber
     title: str
     author: str                    # GitHub login; offline: the head commit's author name
-    state: str                     # open | closed | merged | unknown (offline)
+    state: PullState
     head_sha: Sha | None = None
     base_sha: Sha | None = None    # where the PR branched off upstream, when the forge knows
     merged: bool = False
@@ -148,7 +163,7 @@ class Forge(abc.ABC):
     def open_pulls(self) -> list[PullRequest]:
         """Every open PR, whatever its age (offline: every fetched head, state unknown)."""
         epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-        return [p for p in self.list_pulls(epoch) if p.state in ("open", "unknown")]
+        return [p for p in self.list_pulls(epoch) if p.state.maybe_open]
 
     def commit_login(self, sha: str) -> str | None:
         """The forge login of a commit's author, for an @-mention; None when unknown."""
@@ -263,7 +278,7 @@ class OfflineForge(Forge):
                 f"fetch it with 'git fetch {self.remote} +refs/pull/{number}/head:{pr_ref(self.remote, number)}'")
         when = datetime.datetime.fromtimestamp(head.commit_time, datetime.timezone.utc)
         return PullRequest(
-            number=number, title=subject(head), author=person(head, head.author)[0], state="unknown", head_sha=Sha(str(head.id)),
+            number=number, title=subject(head), author=person(head, head.author)[0], state=PullState.UNKNOWN, head_sha=Sha(str(head.id)),
             updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z"),
         )
 

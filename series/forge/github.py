@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from series import __version__, validate
 from series.errors import SeriesError
-from series.forge.base import (Forge, ForgeError, ForgeUnreachable, PostedComment, PullFile, PullRequest,
+from series.forge.base import (Forge, ForgeError, ForgeUnreachable, PostedComment, PullFile, PullRequest, PullState,
                                hunks_of_patch)
 from series.forge.http import ApiClient, HttpFailed, HttpRefused, HttpUnreachable
 from series.model import PRNumber, Sha
@@ -40,7 +40,7 @@ _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 # 20,000 items at 100 a page (vLLM has a few thousand open PRs): a list still going on
 # past it is an error, never a silent cut (a duplicate on page 201 is still a duplicate)
 MAX_PAGES = 200
-_STATES = ("open", "closed")
+_API_STATES = (PullState.OPEN.value, PullState.CLOSED.value, PullState.UNKNOWN.value)
 
 
 def api_base(configured: str | None) -> str:
@@ -252,7 +252,7 @@ class GitHubForge(Forge):
         pulls: dict[int, PullRequest] = {}  # one closed between the two lists is in both
         for item, where in [*((i, open_url) for i in opened), *((i, closed_url) for i in closed)]:
             pr = self.pull_from_json(item, where)
-            if pr.state == "open" or (pr.closed_at and _parse_time(pr.closed_at, where) >= cutoff):
+            if pr.state == PullState.OPEN or (pr.closed_at and _parse_time(pr.closed_at, where) >= cutoff):
                 pulls.setdefault(int(pr.number), pr)
         return list(pulls.values())
 
@@ -437,9 +437,10 @@ def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> Pu
         if not isinstance(data.get(key), (dict, type(None))):
             raise bad(f"a '{key}' that is not an object")
     merged = bool(data.get("merged") or data.get("merged_at"))
-    state = data.get("state") or "unknown"
-    if state not in (*_STATES, "unknown"):
-        raise bad(f"state {validate.one_line(state)[:20]!r}")
+    said = data.get("state") or "unknown"  # the API says open or closed; merged is a PR with a merge
+    if said not in _API_STATES:
+        raise bad(f"state {validate.one_line(said)[:20]!r}")
+    state = PullState.MERGED if merged else PullState(said)
     base = data.get("base") or {}
     head = data.get("head") or {}
     user = data.get("user") or {}
@@ -458,7 +459,7 @@ def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> Pu
         _parse_time(data.get(key), url, key)
     return PullRequest(
         number=PRNumber(number), title=_text(data.get("title")),
-        author=_text(user.get("login")) or "?", state="merged" if merged else state,
+        author=_text(user.get("login")) or "?", state=state,
         head_sha=Sha(head_sha) if head_sha else None, base_sha=Sha(base_sha) if base_sha else None,
         merged=merged, merge_commit=Sha(merge_commit) if merge_commit else None,
         url=html_url, updated_at=data.get("updated_at"), closed_at=data.get("closed_at"),

@@ -14,7 +14,7 @@ from typing import Callable
 import pygit2
 
 from series.forge import scan
-from series.forge.base import PullFile, PullRequest, mainline_commit, pr_ref, ranges_overlap
+from series.forge.base import PullFile, PullRequest, PullState, mainline_commit, pr_ref, ranges_overlap
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Candidate:
     number: int
     title: str
     author: str
-    state: str
+    state: PullState
     url: str | None
     shared_files: list[str]
     overlapping_hunks: int

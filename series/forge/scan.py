@@ -24,7 +24,7 @@ from pathlib import Path
 import pygit2
 
 from series.analysis.attribution import pr_number, subject_of
-from series.forge.base import PullFile, PullRequest, pr_ref
+from series.forge.base import PullFile, PullRequest, PullState, pr_ref
 from series.git.command import git
 from series.git.repo import person, workdir
 from series.model import PRNumber, Sha
@@ -124,7 +124,7 @@ def scan(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, paths
         squash = merged if isinstance(merged, pygit2.Commit) else None
         pulls.append(PullRequest(
             number=PRNumber(number), title=subject_of(head), author=person(head, head.author)[0],
-            state="merged" if merged else "unknown", head_sha=Sha(str(head.id)), merged=bool(merged),
+            state=PullState.MERGED if merged else PullState.UNKNOWN, head_sha=Sha(str(head.id)), merged=bool(merged),
             merge_commit=Sha(str(squash.id)) if squash is not None else None,
             updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z")))
         # the paths' change in this PR: from before its oldest commit that changes each one

@@ -154,7 +154,7 @@ def render(result: Preflight) -> str:
             hunks = f"{c.overlapping_hunks} overlapping hunk{'s' if c.overlapping_hunks != 1 else ''}"
             when = f"  {c.updated_at[:10]}" if c.updated_at else ""
             squash = f"  (merged as {c.merge_commit[:12]})" if c.merge_commit else ""
-            out.append(f"  #{c.number:<{width}} {c.state:<8} {c.author:<16} {files}, {hunks}{when}  "
+            out.append(f"  #{c.number:<{width}} {c.state.value:<8} {c.author:<16} {files}, {hunks}{when}  "
                        f"{c.title}{mark}{squash}")
             out += [f"  {'':<{width + 2}}{p}" for p in c.shared_files]
     out += [f"note: {n}" for n in result.notes]

@@ -14,6 +14,7 @@ commits' authors where their address is GitHub's no-reply one, else their names.
 """
 from __future__ import annotations
 
+import enum
 import os
 import re
 from dataclasses import dataclass
@@ -53,10 +54,26 @@ def path(name: str) -> Path:
     return found
 
 
+class TemplateState(str, enum.Enum):
+    """What ci init does to one file of the template."""
+
+    CREATED = "created"
+    UPDATED = "updated"      # it differed, and --force replaces it
+    UNCHANGED = "unchanged"
+
+
 @dataclass(frozen=True)
 class Written:
-    path: str            # relative to the fork's root
-    state: str           # created | updated | unchanged | would create | would update
+    path: str                # relative to the fork's root
+    state: TemplateState
+    dry_run: bool = False    # planned, not written
+
+    @property
+    def label(self) -> str:
+        """created | updated | unchanged | would create | would update"""
+        if self.dry_run and self.state != TemplateState.UNCHANGED:
+            return f"would {self.state.value[:-1]}"
+        return self.state.value
 
 
 def init(target: str, root: Path, force: bool = False, dry_run: bool = False) -> list[Written]:
@@ -72,8 +89,8 @@ def init(target: str, root: Path, force: bool = False, dry_run: bool = False) ->
         planned.append((dest, where, text, state))
     out = []
     for dest, where, text, state in planned:
-        if state == "unchanged" or dry_run:
-            out.append(Written(dest, state if state == "unchanged" else f"would {state[:-1]}"))
+        if state == TemplateState.UNCHANGED or dry_run:
+            out.append(Written(dest, state, dry_run))
             continue
         try:
             where.parent.mkdir(parents=True, exist_ok=True)
@@ -102,10 +119,10 @@ def _inside(root: Path, dest: str) -> Path:
                       "it (with or without --force); replace the symlink with a directory")
 
 
-def _state(where: Path, dest: str, source: str, text: str, force: bool) -> str:
-    """created | updated | unchanged; a file that differs is replaced only with --force."""
+def _state(where: Path, dest: str, source: str, text: str, force: bool) -> TemplateState:
+    """A file that differs is replaced only with --force."""
     if not where.exists():
-        return "created"
+        return TemplateState.CREATED
     if not where.is_file():
         kind = "a directory" if where.is_dir() else "not a regular file"
         raise SeriesError(f"{dest} is {kind}: ci init writes the workflow file there; move it away "
@@ -116,11 +133,11 @@ def _state(where: Path, dest: str, source: str, text: str, force: bool) -> str:
     except UnicodeDecodeError:
         same, differs = False, "is not UTF-8 (so not the template)"
     if same:
-        return "unchanged"
+        return TemplateState.UNCHANGED
     if not force:
         raise SeriesError(f"{dest} exists and {differs}: keep your edits, or pass --force to "
                           f"replace it (see the difference: diff {dest} \"$(series ci path {source})\")")
-    return "updated"
+    return TemplateState.UPDATED
 
 
 def owners_of(ws: object, names: list[str]) -> list[str]:
@@ -187,9 +204,9 @@ def ci_init(ctx: Context, target: str, force: bool, dry_run: bool, as_json: bool
     written = init(target, root, force=force, dry_run=dry_run)
     if as_json:
         emit_json({"schema": 1, "root": str(root),
-                   "files": [{"path": w.path, "state": w.state} for w in written]})
+                   "files": [{"path": w.path, "state": w.label} for w in written]})
         return
-    emit("\n".join(f"{w.state}: {w.path}" for w in written))
+    emit("\n".join(f"{w.label}: {w.path}" for w in written))
 
 
 def _fork_root(ctx: Context) -> Path:

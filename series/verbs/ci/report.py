@@ -12,10 +12,12 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from series import persisted
 from series.analysis.breaks import Break
+from series.engine.report import ReportStatus
+from series.halted import TopicOutcome
 from series.errors import SeriesError
 from series.workspace import Workspace
 
@@ -47,7 +49,7 @@ class RebaseConflict:
 @dataclass(frozen=True)
 class RebaseRow:
     name: str
-    outcome: str
+    outcome: TopicOutcome
     conflict: RebaseConflict | None
     breaks: tuple[Break, ...] = ()      # what its clean replay broke (series.analysis.breaks)
 
@@ -56,7 +58,7 @@ class RebaseRow:
 class RebaseSummary:
     """What the report (and `ci owners`) read of a `series rebase --json` document."""
 
-    status: str
+    status: ReportStatus
     topics: tuple[RebaseRow, ...]
     strict: bool = False                # --strict: the breaks held the rebase
 
@@ -77,11 +79,23 @@ def parse_rebase(data: persisted.Json) -> RebaseSummary:
                 conflict = RebaseConflict(persisted.read_str(c, "commit"), persisted.read_str(c, "subject"),
                                           tuple(persisted.read_strs(c, "files")))
             found = tuple(Break.from_json(b) for b in persisted.read_list(row, "breaks", []))
-            rows.append(RebaseRow(persisted.read_str(row, "name"), persisted.read_str(row, "outcome"), conflict,
-                                  found))
+            rows.append(RebaseRow(persisted.read_str(row, "name"), _parsed(TopicOutcome, row, "outcome"),
+                                  conflict, found))
         except ValueError as exc:
             raise ValueError(f"topics[{n}]: {exc}") from None
-    return RebaseSummary(persisted.read_str(d, "status"), tuple(rows), d.get("strict") is True)
+    return RebaseSummary(_parsed(ReportStatus, d, "status"), tuple(rows), d.get("strict") is True)
+
+
+E = TypeVar("E", TopicOutcome, ReportStatus)
+
+
+def _parsed(kind: type[E], d: persisted.JsonObject, key: str) -> E:
+    """One of the words series writes there, or a ValueError naming the field and the words."""
+    word = persisted.read_str(d, key)
+    try:
+        return kind(word)
+    except ValueError:
+        raise ValueError(f"'{key}' is {word[:40]!r}, not one of {', '.join(k.value for k in kind)}") from None
 
 
 def read_rebase(path: Path) -> RebaseSummary:
@@ -138,7 +152,7 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
     summary = [("base", f"`{base}` ({str(ws.base_commit().id)[:12]})"),
                ("active topics", f"{len(ws.series.active())} of {len(rows)}")]
     if rebased:
-        summary.append(("rebase", f"**{rebased.status}**"))
+        summary.append(("rebase", f"**{rebased.status.value}**"))
     if build_data.get("wheel"):
         summary.append(("wheel", f"`{Path(build_data['wheel']).name}`"))
     if build_data.get("integration", {}).get("branch"):
@@ -150,7 +164,7 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
     for r in rows:
         lines = "" if r.added is None else f"+{r.added} −{r.deleted}"
         done = outcome.get(r.name)
-        result = done.outcome if done else ""
+        result = done.outcome.value if done else ""
         if done and done.conflict:
             files = ", ".join(f"`{f}`" for f in done.conflict.files)
             result = f"**conflict** at {done.conflict.commit[:12]} {done.conflict.subject}: {files}"

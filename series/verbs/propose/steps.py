@@ -358,7 +358,7 @@ def as_json(p: Proposal) -> dict[str, Any]:
         "description": {"template": d.template, "body": d.body, "filled": list(d.filled),
                         "results": d.results} if d else None,
         "duplicates": {"source": p.source, "candidates": [
-            {"number": c.number, "title": c.title, "author": c.author, "state": c.state, "url": c.url,
+            {"number": c.number, "title": c.title, "author": c.author, "state": c.state.value, "url": c.url,
              "shared_files": c.shared_files, "overlapping_hunks": c.overlapping_hunks} for c in p.candidates],
             "despite": p.despite, "stopped": p.stopped},
         "command": p.command,
@@ -392,7 +392,7 @@ def render(p: Proposal, dry_run: bool) -> str:
                + ("none share a file" if not p.candidates else f"{len(p.candidates)} share files"))
     for c in p.candidates:
         mark = "  (read; going on despite it)" if c.number in p.despite else ""
-        out.append(f"   #{c.number} {c.state} {c.author}: {c.title}{mark}")
+        out.append(f"   #{c.number} {c.state.value} {c.author}: {c.title}{mark}")
         out.append(f"      {len(c.shared_files)} shared file(s), {c.overlapping_hunks} overlapping hunk(s): "
                    + ", ".join(c.shared_files))
     if p.stopped:

@@ -68,7 +68,7 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
     held = ending.strict and ending.count() > 0
     data["strict"] = ending.strict
     if held:
-        data["status"] = "conflict"
+        data["status"] = rebase_report.ReportStatus.CONFLICT.value
     text = rebase_text.render(report, data, ws.series.integration)
     if farthest is not None:
         data["as_far_as_possible"] = farthest[1].as_json()
@@ -129,7 +129,7 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
     if abort:
         state = _step(ws, "abort", lambda door: rebase.abort_rebase(ws, ENDING, door=door))
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
-        return Result({"status": "aborted", "id": state.id}, text, "", False)
+        return Result({"status": rebase_report.ReportStatus.ABORTED.value, "id": state.id}, text, "", False)
     if resume:
         return _finish(ws, _step(ws, "continue", lambda door: rebase.continue_rebase(
             ws, ending, door=door, hooks=engine_hooks(ws.series, door.write), progress=progress)), ending)
@@ -163,7 +163,7 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
     name, found = reach.reach(ws, onto, skip)
     if found.target is None and found.total:
         text = reach.render_reach(found, name, ws.series.upstream.base)
-        data = {"status": "blocked", "command": "rebase", "dry_run": dry_run,
+        data = {"status": rebase_report.ReportStatus.BLOCKED.value, "command": "rebase", "dry_run": dry_run,
                 "as_far_as_possible": found.as_json()}
         return Result(data, text, "", True)
     target = onto if found.complete or found.target is None else found.target.sha
