@@ -12,6 +12,7 @@ written where sizes, offsets or the member count need it.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import queue
 import struct
@@ -179,6 +180,7 @@ class StreamHash(threading.Thread):
         self.digest = hashlib.sha256()
         self.jobs: queue.Queue[tuple[int, int, int] | bytes | None] = queue.Queue()
         self.error: BaseException | None = None
+        self._map: tuple[int, mmap.mmap | None] | None = None
         self.start()
 
     def feed(self, data: bytes) -> None:
@@ -196,19 +198,28 @@ class StreamHash(threading.Thread):
                     self.digest.update(job)
                     continue
                 fd, start, length = job
-                while length > 0:
-                    chunk = os.pread(fd, min(length, 8 << 20), start)
-                    if not chunk:
-                        raise ZipFormatError("source ended early while hashing")
-                    self.digest.update(chunk)
-                    start += len(chunk)
-                    length -= len(chunk)
+                self._hash_range(fd, start, length)
             except BaseException as exc:  # reported by hexdigest() in the caller's thread
                 self.error = exc
+
+    def _hash_range(self, fd: int, start: int, length: int) -> None:
+        """The source's bytes hashed where the page cache holds them (a map of the file):
+        no copy of each chunk into a new bytes object first (pread's), only the hash's read."""
+        if self._map is None or self._map[0] != fd:
+            size = os.fstat(fd).st_size
+            self._map = (fd, mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else None)
+        view = self._map[1]
+        if view is None or start + length > len(view):
+            raise ZipFormatError("source ended early while hashing")
+        with memoryview(view) as whole:
+            for at in range(start, start + length, 8 << 20):  # hashlib drops the GIL per update
+                self.digest.update(whole[at:min(at + (8 << 20), start + length)])
 
     def hexdigest(self) -> str:
         self.jobs.put(None)
         self.join()
+        if self._map is not None and self._map[1] is not None:
+            self._map[1].close()
         if self.error is not None:
             raise self.error
         return self.digest.hexdigest()
