@@ -16,10 +16,11 @@
 # on a 2-core machine, per ../shared/bench/README.md).
 set -euo pipefail
 venv=$1; fork=${2:-/tmp/bench/fork}; work=${3:-$(mktemp -d)}
+mkdir -p "$work"
 here=$(cd "$(dirname "$0")/.." && pwd)
 series() { PYTHONPATH="$here" "${SERIES_PYTHON:-python3}" -m series "$@"; }
 export XDG_CACHE_HOME="$work/cache"
-rm -rf "$work/fork" && cp -a "$fork" "$work/fork" && cd "$work/fork"
+rm -rf "$work/fork"; cp -a "$fork" "$work/fork"; cd "$work/fork"  # each its own step: set -e stops at the first that fails
 series init --base v0.30.0 --topics 'topic/*' >/dev/null
 series drop offload-evict-fix --reason "upstream rewrote lru.py in v0.31.0" >/dev/null
 series rebase --onto v0.31.0 >/dev/null
