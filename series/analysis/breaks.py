@@ -29,9 +29,10 @@ import pygit2
 from series import persisted
 from series.analysis import hunk_uses
 from series.analysis.attribution import UpstreamCommit, path_commits
-from series.analysis.upstream_api import Found, Function, UpstreamTree
+from series.analysis.moved import moved_to
+from series.analysis.upstream_api import Found, Function, UpstreamTree, module_name
 from series.git.repo import changed_paths
-from series.analysis.uses import BUILTINS, Use, UseKind, bound, imported_top, loads, parse, top_names, uses
+from series.analysis.uses import BUILTINS, REGISTRY_ENTRY, Use, UseKind, bound, imported_top, loads, parse, top_names, uses
 
 Read = Callable[[str, str], "bytes | None"]   # (commit sha, path) -> the file there, None: absent
 
@@ -39,6 +40,7 @@ Read = Callable[[str, str], "bytes | None"]   # (commit sha, path) -> the file t
 class BreakKind(str, enum.Enum):
     REMOVED = "removed"
     RENAMED = "renamed"
+    MOVED = "moved"
     SIGNATURE = "signature-changed"
     UNDEFINED = "undefined"
 
@@ -134,6 +136,10 @@ class _BreakChecker:
         if now is not None:
             return self.member(use, file, was, now)
         commit = self.culprit(was.path, lambda t: t.find(use.target) is not None)
+        moved = moved_to(self.repo, commit, was, self.new)
+        if moved is not None:
+            return self._break(use, file, BreakKind.MOVED, f"moved to {moved}", commit,
+                               f"{_move_fix(use, was, moved)} (moved in {self.label(commit)})")
         if was.module:
             return self._break(use, file, BreakKind.REMOVED, f"module {was.path} removed", commit,
                                f"import it from where {self.label(commit)} moved it")
@@ -234,6 +240,15 @@ class _BreakChecker:
                      UpstreamCommit.of(commit) if commit is not None else None, fix)
 
 
+def _move_fix(use: Use, was: Found, moved: str) -> str:
+    """The likeliest edit: the registry entry, or the import, naming the new module."""
+    if use.extra == REGISTRY_ENTRY:
+        package = module_name(was.path)[1]
+        module = moved[len(package) + 1:] if moved.startswith(f"{package}.") else moved
+        return f'register ("{module}", "{was.name}")'
+    return f"import {moved}" if was.module else f"from {moved} import {was.name}"
+
+
 def _callable(found: Found | None) -> tuple[str, Function] | None:
     """The function a call reaches: the def, or a class's __init__ without self."""
     if found is None:
@@ -306,7 +321,10 @@ def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | N
         if found is not None:
             out.append(found)
     out += _imports_gone(checker, path, before, ours, after, names)
-    return out
+    # a module gone takes its attributes along: one break for the import, not one per use
+    gone = tuple(f"{b.name}." for b in out if b.detail.startswith("module ") or
+                 (b.kind == BreakKind.MOVED and b.fix.startswith("import ")))
+    return [b for b in out if not b.name.startswith(gone)] if gone else out
 
 
 def _imports_gone(checker: _BreakChecker, path: str, before: ast.Module | None, ours: ast.Module,

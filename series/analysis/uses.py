@@ -27,6 +27,7 @@ BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spe
                                        "__package__", "__builtins__", "__loader__"}
 
 
+REGISTRY_ENTRY = "registry"   # a QUALNAME's `extra` when it is a model registry's entry
 _QUALNAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?\Z")
 
 
@@ -164,7 +165,8 @@ class UseCollector(ast.NodeVisitor):
                 and all(x.isidentifier() for x in strings):
             module, cls = strings
             if cls[:1].isupper():
-                self.found.append(Use(UseKind.QUALNAME, f"{self.package}.{module}.{cls}", line=node.lineno))
+                self.found.append(Use(UseKind.QUALNAME, f"{self.package}.{module}.{cls}", REGISTRY_ENTRY,
+                                      line=node.lineno))
                 return
         self.generic_visit(node)
 
