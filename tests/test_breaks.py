@@ -96,12 +96,45 @@ MOVED_ARCH = "class MovedArchForCausalLM:\n    def forward(self, x):\n        re
 HELPERS = "def kept(x):\n    return x\n"
 MOVED_FN = "\n\ndef moved_fn(x, y=0):\n    return x + y\n"
 OLDMOD = "VALUE = 1\n\n\ndef use():\n    return VALUE\n"
+# what upstream's #111 stops assigning in __init__
+WORKERBASE_V030 = '''\
+import torch.nn as nn
+
+from vllm.config import VllmConfig
+
+
+class WorkerBase:
+    def __init__(self, vllm_config: VllmConfig, rank: int):
+        self.vllm_config = vllm_config
+        self.rank = rank
+        self.local_rank = rank
+
+
+class Worker(WorkerBase):
+    def load(self):
+        return self.rank
+
+
+class TorchLayer(nn.Module):
+    def __init__(self):
+        self.local_rank = 0
+
+
+class Dynamic(WorkerBase):
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+        self.flag = True
+'''
+WORKERBASE_V031 = WORKERBASE_V030.replace("        self.local_rank = rank\n", "").replace(
+    "        self.local_rank = 0\n", "        pass\n").replace("        self.flag = True\n", "")
 FILES_V030 = {"vllm/config.py": CONFIG_V030, "vllm/model_executor/__init__.py": "", f"{MODELS}/__init__.py": "",
               f"{MODELS}/registry.py": REGISTRY, f"{MODELS}/llama.py": "class LlamaForCausalLM:\n    pass\n",
               f"{MODELS}/old_arch.py": "class OldArchForCausalLM:\n    pass\n",
               "vllm/sched.py": SCHED_V030, "vllm/__init__.py": "", "vllm/utils.py": UTIL_V030, "vllm/layer.py": LAYER_V030,
               "vllm/envs.py": ENVS_V030, "vllm/worker.py": WORKER_V030, "vllm/other.py": "A = 1\n",
-              f"{MODELS}/moved_arch.py": MOVED_ARCH, "vllm/helpers.py": HELPERS + MOVED_FN, "vllm/oldmod.py": OLDMOD}
+              f"{MODELS}/moved_arch.py": MOVED_ARCH, "vllm/helpers.py": HELPERS + MOVED_FN, "vllm/oldmod.py": OLDMOD,
+              "vllm/workerbase.py": WORKERBASE_V030}
 
 UPSTREAM = {"GIT_AUTHOR_NAME": "Ada Upstream", "GIT_AUTHOR_EMAIL": "ada@example.com",
             "GIT_COMMITTER_NAME": "Ada Upstream", "GIT_COMMITTER_EMAIL": "ada@example.com"}
@@ -173,6 +206,7 @@ def upstream_history(tmp_path: Path) -> Path:
     git(up, "mv", "vllm/oldmod.py", "vllm/common_mod.py")
     _pr(up, {"vllm/helpers.py": HELPERS, "vllm/common/__init__.py": "", "vllm/common/funcs.py": "import os" + MOVED_FN},
         "[Refactor] move MovedArch, moved_fn and oldmod (#110)", "2026-01-09T00:00:00Z")
+    _pr(up, {"vllm/workerbase.py": WORKERBASE_V031}, "[Worker] no local_rank (#111)", "2026-01-09T00:00:00Z")
     git(up, "tag", "v0.31.0")
     return up
 

@@ -9,13 +9,72 @@ import pytest
 
 from tests.test_breaks import MODELS, REGISTRY, fork_of, rebase_breaks, upstream_history
 
+SELF_ATTR = """\
+from vllm.workerbase import Worker, WorkerBase
+
+
+class MyWorker(Worker):
+    def where(self):
+        return self.local_rank + self.rank
+
+
+class MyBase(WorkerBase):
+    def legacy(self):
+        return self.vllm_config.cache_config.legacy_mode
+"""
+# what holds: kept fields, the topic's own, a base outside the tree (torch), attributes set
+# by name, a mixin beside the upstream base, a nested class's own self, a field never defined
+SELF_ORDINARY = """\
+from vllm.workerbase import Dynamic, TorchLayer, Worker
+
+
+class Kept(Worker):
+    def __init__(self, vllm_config, rank):
+        super().__init__(vllm_config, rank)
+        self.local_rank = 1
+
+    def where(self):
+        return self.local_rank + self.rank + self.vllm_config.cache_config.block_size + self.load()
+
+
+class Torchy(TorchLayer):
+    def where(self):
+        return self.local_rank
+
+
+class Dyn(Dynamic):
+    def where(self):
+        return self.flag
+
+
+class Mixin:
+    local_rank = 0
+
+
+class Mixed(Mixin, Worker):
+    def where(self):
+        return self.local_rank
+
+
+class Outer(Worker):
+    def make(self):
+        class Inner:
+            def __init__(self):
+                self.local_rank = 2
+
+            def get(self):
+                return self.local_rank
+        return Inner().get() + self.never_had_it
+"""
 TOPICS = {
     "moved-entry": {f"{MODELS}/registry.py": REGISTRY.replace(
         "}", '    "MovedArchForCausalLM": ("moved_arch", "MovedArchForCausalLM"),\n}')},
     "moved-name": {"vllm/fork_m.py": "from vllm.helpers import kept, moved_fn\n\n\n"
                                      "def m():\n    return moved_fn(kept(1))\n"},
     "moved-module": {"vllm/fork_n.py": "from vllm import oldmod\n\n\ndef n():\n    return oldmod.use()\n"},
-    "ordinary": {"vllm/fork_o.py": "from vllm.helpers import kept\n\n\ndef o():\n    return kept(2)\n"},
+    "self-attr": {"vllm/fork_s.py": SELF_ATTR},
+    "ordinary": {"vllm/fork_o.py": "from vllm.helpers import kept\n\n\ndef o():\n    return kept(2)\n",
+                 "vllm/fork_p.py": SELF_ORDINARY},
 }
 
 
@@ -37,3 +96,14 @@ def test_moved_names_say_where_they_live_now(fork: Path) -> None:
     module = found["moved-module"]
     assert [(b["name"], b["detail"], b["fix"]) for b in module] == [
         ("vllm.oldmod", "moved to vllm.common_mod", "import vllm.common_mod (moved in #110)")], module
+
+
+def test_attributes_read_on_self_of_an_upstream_base(fork: Path) -> None:
+    """`self.x` in a topic's subclass of an upstream class reads the base's x: assigned in
+    its __init__ in the old base and nowhere in the new one (nor in its bases) is a break;
+    whatever cannot be told from the tree is none."""
+    found = rebase_breaks(fork, "--dry-run")
+    assert found["ordinary"] == []
+    got = sorted((b["name"], b["kind"], b["line"], b["upstream"]["pr"]) for b in found["self-attr"])  # type: ignore[index]
+    assert got == [("vllm.workerbase.Worker.local_rank", "removed", 6, 111),
+                   ("vllm.workerbase.WorkerBase.vllm_config.cache_config.legacy_mode", "removed", 11, 107)], got

@@ -29,6 +29,7 @@ import pygit2
 from series import persisted
 from series.analysis import hunk_uses
 from series.analysis.attribution import UpstreamCommit, path_commits
+from series.analysis.members import owner
 from series.analysis.moved import moved_to
 from series.analysis.upstream_api import Found, Function, UpstreamTree, module_name
 from series.git.repo import changed_paths
@@ -151,20 +152,26 @@ class _BreakChecker:
                            f"removed in {self.label(commit)}: use what it put in its place")
 
     def member(self, use: Use, file: str, was: Found, now: Found) -> Break | None:
-        """A field or method of an upstream class (a config's) that its class no longer has,
-        judged only where the new class has all its members in its own body."""
-        if was.cls is None or was.member is None or now.cls is None or now.member is not None \
-                or not now.cls.whole or was.member.startswith("__"):
+        """A field or method of an upstream class (a config's) that its class no longer has:
+        the old class or a base of it defined it, and neither the new class nor any of its
+        bases does, each of them read whole (series.analysis.members)."""
+        member = was.asked
+        if was.cls is None or member is None or now.cls is None or now.member is not None \
+                or member.startswith("__"):
             return None
-        target = use.target
-        commit = self.culprit(now.path, lambda t: (f := t.find(target)) is not None and f.member is not None)
-        added = sorted((now.cls.fields | set(now.cls.methods)) - (was.cls.fields | set(was.cls.methods)))
-        close = difflib.get_close_matches(was.member, added, n=1, cutoff=0.8)
+        had = owner(self.old, was, member)
+        if not had or owner(self.new, now, member) is not False or had.cls is None:
+            return None
+        # the commit that took it out of the class that had it (that file, not the topic's base's)
+        target = f"{module_name(had.path)[0]}.{had.name}.{member}"
+        commit = self.culprit(had.path, lambda t: (f := t.find(target)) is not None and f.member is not None)
+        added = sorted((now.cls.fields | set(now.cls.methods)) - (had.cls.fields | set(had.cls.methods)))
+        close = difflib.get_close_matches(member, added, n=1, cutoff=0.8)
         where = f"{now.cls.name} in {now.path}"
         if close:
-            return self._break(use, file, BreakKind.RENAMED, f"{was.member} renamed to {close[0]} in {where}",
+            return self._break(use, file, BreakKind.RENAMED, f"{member} renamed to {close[0]} in {where}",
                                commit, f"renamed to {close[0]} in {self.label(commit)}")
-        return self._break(use, file, BreakKind.REMOVED, f"{was.member} removed from {where}", commit,
+        return self._break(use, file, BreakKind.REMOVED, f"{member} removed from {where}", commit,
                            f"removed in {self.label(commit)}: use what it put in its place")
 
     def _renamed(self, was: Found, commit: pygit2.Commit | None) -> str | None:

@@ -13,7 +13,8 @@ there unless what surrounds it changed meaning: the imports (which decide what `
 or a string that swallowed it (`base` had it inside a triple-quoted string whose quotes
 the topic removed). So a change that touches an import, or removes a line holding `import`,
 triple quotes or a trailing backslash, gets None; a change to a def's signature (what
-its annotated parameters are) puts its whole body near the change. Decorators sit above
+its annotated parameters are) puts its whole body near the change, and a change in a class
+whose `self` reads as its upstream base the whole class. Decorators sit above
 their def's line: a def's span starts at its first decorator. Only the imports and the statements that
 span a changed line are visited, so the cost follows the topic's hunks, not the file.
 
@@ -121,6 +122,17 @@ class _NearCollector(UseCollector):
             super().visit_FunctionDef(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        """In a class whose `self` reads as its upstream base, what `self.x` means depends on
+        the whole class (what it binds itself, its base): a change in it puts all of it near."""
+        span = _span(node)
+        if span is not None and self.self_base(node) is not None:
+            lines, self.lines = self.lines, list(range(span[0], span[1] + 1))
+            super().visit_ClassDef(node)
+            self.lines = lines
+        else:
+            super().visit_ClassDef(node)
 
 
 def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:

@@ -54,10 +54,6 @@ class ClassApi:
     def has(self, name: str) -> bool:
         return name in self.methods or name in self.fields
 
-    @property
-    def whole(self) -> bool:
-        """Everything an instance has is in this body: no base to inherit from, no __getattr__."""
-        return not self.open and all(b in ("object", "Generic") or b.startswith("Generic[") for b in self.bases)
 
 
 @dataclass(frozen=True)
@@ -148,12 +144,16 @@ def _class(node: ast.ClassDef) -> ClassApi:
     methods: dict[str, Function] = {}
     fields: set[str] = set()
     types: dict[str, str] = {}
+    dynamic = False
+    assigned: dict[str, str] = {}   # typed in a method: the class body's own annotation wins
     for item in _top_level(node.body):
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             methods[item.name] = Function.of(item)
             # what its methods set on self is an instance's too
             fields.update(n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)
                           and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == "self")
+            assigned.update(_self_types(item))
+            dynamic = dynamic or any(_sets_by_name(n) for n in ast.walk(item))
         elif isinstance(item, ast.Assign):
             fields.update(n.id for t in item.targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
@@ -164,8 +164,39 @@ def _class(node: ast.ClassDef) -> ClassApi:
         elif isinstance(item, ast.ClassDef):
             fields.add(item.name)
     bases = tuple(ast.unparse(b) for b in node.bases)
-    return ClassApi(node.name, methods, frozenset(fields), node.lineno, bases, types,
-                    "__getattr__" in methods or "__getattribute__" in methods)
+    return ClassApi(node.name, methods, frozenset(fields), node.lineno, bases, {**assigned, **types},
+                    dynamic or "__getattr__" in methods or "__getattribute__" in methods)
+
+
+# calls that give an instance attributes no `self.x =` names (torch's modules register some)
+_BY_NAME = frozenset({"setattr", "register_buffer", "register_parameter", "register_module", "add_module"})
+
+
+def _sets_by_name(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return True
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "") in _BY_NAME
+
+
+def _self_types(method: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+    """`self.x: T = ...`, and `self.x = p` of a parameter annotated `p: T`: x is a T."""
+    a = method.args
+    params = {p.arg: w for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if (w := type_name(p.annotation))}
+    out: dict[str, str] = {}
+    for n in ast.walk(method):
+        target: ast.expr | None = None
+        written: str | None = None
+        if isinstance(n, ast.AnnAssign):
+            target, written = n.target, type_name(n.annotation)
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Name):
+            target, written = n.targets[0], params.get(n.value.id)
+        if written and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id == "self":
+            out[target.attr] = written
+    return out
 
 
 def absolute(node: ast.ImportFrom, package: str) -> str:
@@ -236,6 +267,7 @@ class Found:
     member: str | None = None               # "Class.member" was asked: the member's name, None: not
                                             # in the class body
     module: bool = False                    # the name is a module
+    asked: str | None = None                # "Class.member" was asked: that member, in the body or not
 
 
 class UpstreamTree:
@@ -311,18 +343,18 @@ class UpstreamTree:
         cls = api.classes.get(name)
         if cls is not None and len(rest) > 2 and rest[1] in cls.field_types and hops:
             # a field of a class type (`vllm_config.cache_config.x`): on into that class
-            typed = self._resolve(mod, api, cls.field_types[rest[1]])
+            typed = self.resolve(mod, api, cls.field_types[rest[1]])
             deeper = self.find(".".join([typed, *rest[2:]]), hops - 1) if typed else None
             if deeper is not None:
                 return deeper
         if cls is not None and len(rest) > 1:
-            # an inherited member is not in the body: unknown, never "removed" (see `whole`)
+            # an inherited member is not in the body: its bases tell (series.analysis.members)
             member = rest[1] if cls.has(rest[1]) else None
-            return Found(path, name, cls.methods.get(rest[1]), cls, member)
+            return Found(path, name, cls.methods.get(rest[1]), cls, member, asked=rest[1])
         return Found(path, name, api.functions.get(name), cls)
 
     @staticmethod
-    def _resolve(module: str, api: ModuleApi, written: str) -> str | None:
+    def resolve(module: str, api: ModuleApi, written: str) -> str | None:
         """The dotted name a class name written in `module` means there."""
         root, _, tail = written.partition(".")
         if root in api.reexports:

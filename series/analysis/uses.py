@@ -170,6 +170,11 @@ class UseCollector(ast.NodeVisitor):
                 return
         self.generic_visit(node)
 
+    def self_base(self, node: ast.ClassDef) -> str | None:
+        """The upstream class `self` reads as in this class's methods: its only base."""
+        dotted = self.dotted(node.bases[0]) if len(node.bases) == 1 and not node.keywords else None
+        return dotted
+
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
             dotted = self.dotted(base)
@@ -179,7 +184,39 @@ class UseCollector(ast.NodeVisitor):
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("__"):
                     self.found.append(Use(UseKind.OVERRIDE, dotted, item.name, line=item.lineno,
                                           method=Function.of(item)))
+        # `self` in the methods reads as the one upstream base, but for what the class
+        # itself binds; with another base (or none) it means nothing known
+        was, start = self.aliases.pop("self", None), len(self.found)
+        single = self.self_base(node)
+        own = _own_members(node) if single is not None else None
+        if single is not None and own is not None:
+            self.aliases["self"] = single
         self.generic_visit(node)
+        self.aliases.pop("self", None)
+        if was is not None:
+            self.aliases["self"] = was
+        if single is not None and own is not None:
+            mine = tuple(f"{single}.{name}" for name in own)
+            self.found[start:] = [u for u in self.found[start:] if u.kind == UseKind.OVERRIDE or not (
+                u.target in mine or u.target.startswith(tuple(f"{m}." for m in mine)))]
+
+
+def _own_members(node: ast.ClassDef) -> set[str] | None:
+    """What a class binds itself (body names, `self.x =` anywhere in it); None when it sets
+    attributes by name (setattr, __dict__, __getattr__): then `self.x` may be its own."""
+    own: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(n.name)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            own.add(n.id)
+        elif isinstance(n, ast.Attribute) and (n.attr == "__dict__" or isinstance(n.ctx, ast.Store)):
+            if n.attr == "__dict__":
+                return None
+            own.add(n.attr)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("setattr", "getattr"):
+            return None
+    return None if "__getattr__" in own else own
 
 
 def top_names(tree: ast.Module) -> set[str]:
