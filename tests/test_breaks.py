@@ -109,6 +109,9 @@ class WorkerBase:
         self.rank = rank
         self.local_rank = rank
 
+    def info(self):   # reads its attributes by name, sets none
+        return {k: getattr(self, k) for k in self.__dict__}
+
 
 class Worker(WorkerBase):
     def load(self):
@@ -126,6 +129,19 @@ class Dynamic(WorkerBase):
             setattr(self, k, v)
         self.flag = True
 '''
+# what upstream's #112 stops registering (old_op), or registers from another file (moved_op)
+BINDINGS_V030 = '''\
+TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
+  ops.def("old_op(Tensor! out, Tensor x) -> ()");
+  ops.impl("old_op", torch::kCUDA, &old_op);
+  ops.def(
+      "kept_op(Tensor x) -> Tensor");
+  ops.def("moved_op.out(Tensor x, Tensor! out) -> ()");
+}
+'''
+BINDINGS_V031 = BINDINGS_V030.replace('  ops.def("old_op(Tensor! out, Tensor x) -> ()");\n', "").replace(
+    '  ops.def("moved_op.out(Tensor x, Tensor! out) -> ()");\n', "")
+KERNEL_V031 = 'STABLE_TORCH_LIBRARY_FRAGMENT(_C, m) {\n  m.def("moved_op(Tensor x) -> Tensor");\n}\n'
 WORKERBASE_V031 = WORKERBASE_V030.replace("        self.local_rank = rank\n", "").replace(
     "        self.local_rank = 0\n", "        pass\n").replace("        self.flag = True\n", "")
 FILES_V030 = {"vllm/config.py": CONFIG_V030, "vllm/model_executor/__init__.py": "", f"{MODELS}/__init__.py": "",
@@ -134,7 +150,7 @@ FILES_V030 = {"vllm/config.py": CONFIG_V030, "vllm/model_executor/__init__.py": 
               "vllm/sched.py": SCHED_V030, "vllm/__init__.py": "", "vllm/utils.py": UTIL_V030, "vllm/layer.py": LAYER_V030,
               "vllm/envs.py": ENVS_V030, "vllm/worker.py": WORKER_V030, "vllm/other.py": "A = 1\n",
               f"{MODELS}/moved_arch.py": MOVED_ARCH, "vllm/helpers.py": HELPERS + MOVED_FN, "vllm/oldmod.py": OLDMOD,
-              "vllm/workerbase.py": WORKERBASE_V030}
+              "vllm/workerbase.py": WORKERBASE_V030, "csrc/torch_bindings.cpp": BINDINGS_V030}
 
 UPSTREAM = {"GIT_AUTHOR_NAME": "Ada Upstream", "GIT_AUTHOR_EMAIL": "ada@example.com",
             "GIT_COMMITTER_NAME": "Ada Upstream", "GIT_COMMITTER_EMAIL": "ada@example.com"}
@@ -207,6 +223,8 @@ def upstream_history(tmp_path: Path) -> Path:
     _pr(up, {"vllm/helpers.py": HELPERS, "vllm/common/__init__.py": "", "vllm/common/funcs.py": "import os" + MOVED_FN},
         "[Refactor] move MovedArch, moved_fn and oldmod (#110)", "2026-01-09T00:00:00Z")
     _pr(up, {"vllm/workerbase.py": WORKERBASE_V031}, "[Worker] no local_rank (#111)", "2026-01-09T00:00:00Z")
+    _pr(up, {"csrc/torch_bindings.cpp": BINDINGS_V031, "csrc/kernels/moved.cu": KERNEL_V031},
+        "[Kernel] drop old_op, moved_op in its kernel (#112)", "2026-01-09T00:00:00Z")
     git(up, "tag", "v0.31.0")
     return up
 

@@ -73,8 +73,11 @@ TOPICS = {
                                      "def m():\n    return moved_fn(kept(1))\n"},
     "moved-module": {"vllm/fork_n.py": "from vllm import oldmod\n\n\ndef n():\n    return oldmod.use()\n"},
     "self-attr": {"vllm/fork_s.py": SELF_ATTR},
+    "custom-op": {"vllm/fork_c.py": "import torch\n\n\ndef c(x):\n    return torch.ops._C.old_op(x, x)\n"},
     "ordinary": {"vllm/fork_o.py": "from vllm.helpers import kept\n\n\ndef o():\n    return kept(2)\n",
-                 "vllm/fork_p.py": SELF_ORDINARY},
+                 "vllm/fork_p.py": SELF_ORDINARY,
+                 "vllm/fork_q.py": "import torch\n\n\ndef q(x):\n    return torch.ops._C.kept_op(x) + "
+                                   "torch.ops._C.moved_op.default(x) + torch.ops._C.fork_own_op(x)\n"},
 }
 
 
@@ -107,3 +110,13 @@ def test_attributes_read_on_self_of_an_upstream_base(fork: Path) -> None:
     got = sorted((b["name"], b["kind"], b["line"], b["upstream"]["pr"]) for b in found["self-attr"])  # type: ignore[index]
     assert got == [("vllm.workerbase.Worker.local_rank", "removed", 6, 111),
                    ("vllm.workerbase.WorkerBase.vllm_config.cache_config.legacy_mode", "removed", 11, 107)], got
+
+
+def test_a_custom_op_upstream_stopped_registering(fork: Path) -> None:
+    """torch.ops._C.x: registered by a `.def("x(...)` in the old base's csrc, by none in the
+    new one's; an op registered from another file now still holds."""
+    found = rebase_breaks(fork, "--dry-run")
+    assert found["ordinary"] == []
+    (op,) = found["custom-op"]
+    assert (op["name"], op["kind"], op["line"]) == ("torch.ops._C.old_op", "removed", 5), op
+    assert "was in csrc/torch_bindings.cpp" in str(op["detail"]) and op["upstream"]["pr"] == 112  # type: ignore[index]

@@ -29,6 +29,7 @@ import pygit2
 from series import persisted
 from series.analysis import hunk_uses
 from series.analysis.attribution import UpstreamCommit, path_commits
+from series.analysis.custom_ops import OpRegistry, registers
 from series.analysis.members import owner
 from series.analysis.moved import moved_to
 from series.analysis.upstream_api import Found, Function, UpstreamTree, module_name
@@ -104,6 +105,7 @@ class _BreakChecker:
     def __init__(self, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid):
         self.repo, self.old_id, self.new_id = repo, old, new
         self.old, self.new = UpstreamTree(repo, old), UpstreamTree(repo, new)
+        self.old_ops, self.new_ops = OpRegistry(repo, self.old.tree), OpRegistry(repo, self.new.tree)
         self._history: dict[str, list[pygit2.Commit]] = {}
 
     def culprit(self, path: str, present: Callable[[UpstreamTree], bool]) -> pygit2.Commit | None:
@@ -123,6 +125,8 @@ class _BreakChecker:
     # -- one use ----------------------------------------------------------------------
     def judge(self, use: Use, file: str) -> Break | None:
         """The break of an upstream use (a name, a keyword, an override), None if it holds."""
+        if use.kind == UseKind.NAME and use.target.startswith("torch.ops._"):
+            return self.custom_op(use, file)
         if use.kind in (UseKind.NAME, UseKind.QUALNAME):
             return self.name(use, file)
         if use.kind == UseKind.KEYWORD:
@@ -150,6 +154,21 @@ class _BreakChecker:
                                f"renamed to {renamed} in {self.label(commit)}")
         return self._break(use, file, BreakKind.REMOVED, f"removed from {was.path}", commit,
                            f"removed in {self.label(commit)}: use what it put in its place")
+
+    def custom_op(self, use: Use, file: str) -> Break | None:
+        """`torch.ops._C.foo`: an op the old base's csrc registered and the new one's does not
+        (series.analysis.custom_ops)."""
+        parts = use.target.split(".")
+        if len(parts) < 4:
+            return None
+        op = parts[3]
+        was = self.old_ops.where(op)
+        if was is None or self.new_ops.where(op) is not None:
+            return None
+        commit = self.culprit(was, lambda t: registers(self.repo, t.tree, was, op))
+        return self._break(use, file, BreakKind.REMOVED, f"custom op {op} no longer registered (was in {was})",
+                           commit, f"removed in {self.label(commit)}: call what replaced it",
+                           name=".".join(parts[:4]))
 
     def member(self, use: Use, file: str, was: Found, now: Found) -> Break | None:
         """A field or method of an upstream class (a config's) that its class no longer has:

@@ -153,7 +153,7 @@ def _class(node: ast.ClassDef) -> ClassApi:
             fields.update(n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)
                           and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == "self")
             assigned.update(_self_types(item))
-            dynamic = dynamic or any(_sets_by_name(n) for n in ast.walk(item))
+            dynamic = dynamic or any(sets_by_name(n) for n in ast.walk(item))
         elif isinstance(item, ast.Assign):
             fields.update(n.id for t in item.targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
@@ -169,16 +169,33 @@ def _class(node: ast.ClassDef) -> ClassApi:
 
 
 # calls that give an instance attributes no `self.x =` names (torch's modules register some)
-_BY_NAME = frozenset({"setattr", "register_buffer", "register_parameter", "register_module", "add_module"})
+_BY_NAME = frozenset({"setattr", "__setattr__", "register_buffer", "register_parameter", "register_module",
+                      "add_module"})
 
 
-def _sets_by_name(node: ast.AST) -> bool:
-    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
-        return True
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def sets_by_name(node: ast.AST) -> bool:
+    """`setattr(self, ...)`, `self.register_buffer(...)`, a write to `self.__dict__`: an
+    attribute of self that no `self.x =` names."""
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute)
+                   and t.value.attr == "__dict__" and _is_self(t.value.value) for t in targets)
     if not isinstance(node, ast.Call):
         return False
     f = node.func
-    return (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "") in _BY_NAME
+    if isinstance(f, ast.Attribute) and f.attr == "update" and isinstance(f.value, ast.Attribute) \
+            and f.value.attr == "__dict__":
+        return _is_self(f.value.value)
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    if name not in _BY_NAME:
+        return False
+    if name in ("setattr", "__setattr__"):
+        return bool(node.args) and _is_self(node.args[0])
+    return isinstance(f, ast.Attribute) and _is_self(f.value)
 
 
 def _self_types(method: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:

@@ -21,7 +21,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from series.analysis.upstream_api import Function, absolute, module_name, type_name
+from series.analysis.upstream_api import Function, absolute, module_name, sets_by_name, type_name
 
 BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__path__",
                                        "__package__", "__builtins__", "__loader__"}
@@ -203,18 +203,17 @@ class UseCollector(ast.NodeVisitor):
 
 def _own_members(node: ast.ClassDef) -> set[str] | None:
     """What a class binds itself (body names, `self.x =` anywhere in it); None when it sets
-    attributes by name (setattr, __dict__, __getattr__): then `self.x` may be its own."""
+    attributes by name (setattr, __dict__, register_buffer, __getattr__): then `self.x` may
+    be its own."""
     own: set[str] = set()
     for n in ast.walk(node):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             own.add(n.name)
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             own.add(n.id)
-        elif isinstance(n, ast.Attribute) and (n.attr == "__dict__" or isinstance(n.ctx, ast.Store)):
-            if n.attr == "__dict__":
-                return None
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
             own.add(n.attr)
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("setattr", "getattr"):
+        elif sets_by_name(n):
             return None
     return None if "__getattr__" in own else own
 
