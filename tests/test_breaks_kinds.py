@@ -66,6 +66,18 @@ class Outer(Worker):
                 return self.local_rank
         return Inner().get() + self.never_had_it
 """
+PYPROJECT = """\
+[project]
+name = "fork-plugin"
+
+[project.entry-points."vllm.general_plugins"]
+fork = "vllm.helpers:moved_fn"
+
+[project.scripts]
+fork-serve = "vllm.utils:old_helper"
+fork-ok = "vllm.helpers:kept"
+fork-own = "fork_plugin.main:run"
+"""
 TOPICS = {
     "moved-entry": {f"{MODELS}/registry.py": REGISTRY.replace(
         "}", '    "MovedArchForCausalLM": ("moved_arch", "MovedArchForCausalLM"),\n}')},
@@ -73,11 +85,17 @@ TOPICS = {
                                      "def m():\n    return moved_fn(kept(1))\n"},
     "moved-module": {"vllm/fork_n.py": "from vllm import oldmod\n\n\ndef n():\n    return oldmod.use()\n"},
     "self-attr": {"vllm/fork_s.py": SELF_ATTR},
+    "entry-points": {"plugins/fork/pyproject.toml": PYPROJECT,
+                     "plugins/other/setup.py": "from setuptools import setup\n\nsetup(\n    name='other',\n"
+                                               "    entry_points={'vllm.general_plugins': ['o = vllm.oldmod:use']},\n)\n"},
     "custom-op": {"vllm/fork_c.py": "import torch\n\n\ndef c(x):\n    return torch.ops._C.old_op(x, x)\n"},
     "ordinary": {"vllm/fork_o.py": "from vllm.helpers import kept\n\n\ndef o():\n    return kept(2)\n",
                  "vllm/fork_p.py": SELF_ORDINARY,
                  "vllm/fork_q.py": "import torch\n\n\ndef q(x):\n    return torch.ops._C.kept_op(x) + "
-                                   "torch.ops._C.moved_op.default(x) + torch.ops._C.fork_own_op(x)\n"},
+                                   "torch.ops._C.moved_op.default(x) + torch.ops._C.fork_own_op(x)\n",
+                 "plugins/ok/setup.cfg": "[metadata]\nname = ok\n\n[options.entry_points]\n"
+                                         "vllm.general_plugins =\n    ok = vllm.helpers:kept\n"
+                                         "console_scripts =\n    ok-own = ok.main:run\n"},
 }
 
 
@@ -120,3 +138,20 @@ def test_a_custom_op_upstream_stopped_registering(fork: Path) -> None:
     (op,) = found["custom-op"]
     assert (op["name"], op["kind"], op["line"]) == ("torch.ops._C.old_op", "removed", 5), op
     assert "was in csrc/torch_bindings.cpp" in str(op["detail"]) and op["upstream"]["pr"] == 112  # type: ignore[index]
+
+
+def test_entry_points_that_name_what_upstream_moved_or_removed(fork: Path) -> None:
+    """A plugin's or a script's `module:attr` in the topic's pyproject.toml, setup.py or
+    setup.cfg, judged like an import; the topic's own modules and kept names hold."""
+    found = rebase_breaks(fork, "--dry-run")
+    assert found["ordinary"] == []
+    got = {(b["file"], b["line"], b["name"], b["kind"], b["fix"], b["upstream"]["pr"])  # type: ignore[index]
+           for b in found["entry-points"]}
+    assert got == {
+        ("plugins/fork/pyproject.toml", 5, "vllm.helpers.moved_fn", "moved",
+         "point it at vllm.common.funcs:moved_fn (moved in #110)", 110),
+        ("plugins/fork/pyproject.toml", 8, "vllm.utils.old_helper", "removed",
+         "removed in #101: use what it put in its place", 101),
+        ("plugins/other/setup.py", 5, "vllm.oldmod.use", "moved",
+         "point it at vllm.common_mod:use (moved in #110)", 110)}, found["entry-points"]
+    assert all(str(b["detail"]).startswith("entry point target ") for b in found["entry-points"])

@@ -11,7 +11,12 @@ used, not by line), and it is checked in the rebased file against the two upstre
 trees (series.analysis.upstream_api): a name that resolved in the old base and does not
 in the new one, a keyword the old signature took and the new one does not, a method
 override whose base signature changed under it, a module-level helper of the same file
-that upstream deleted. Only names that existed upstream before are judged, so code that
+that upstream deleted, a member of an upstream class (`self.x` in a subclass too) that no
+class of its new chain of bases has (series.analysis.members), a `torch.ops._C.x` the new
+csrc no longer registers (series.analysis.custom_ops), an entry point of the topic's
+pyproject.toml / setup.py / setup.cfg naming what is gone (series.analysis.entry_points).
+A name gone from its module that the culprit defined elsewhere is "moved to" that module
+(series.analysis.moved). Only names that existed upstream before are judged, so code that
 only adds new names reports nothing. The culprit is the newest upstream commit old..new
 touching the defining file after which the name (or parameter) is gone
 (series.analysis.attribution: its "(#N)", author, date).
@@ -21,13 +26,14 @@ from __future__ import annotations
 import ast
 import difflib
 import enum
-from dataclasses import dataclass
+import posixpath
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import pygit2
 
 from series import persisted
-from series.analysis import hunk_uses
+from series.analysis import entry_points, hunk_uses
 from series.analysis.attribution import UpstreamCommit, path_commits
 from series.analysis.custom_ops import OpRegistry, registers
 from series.analysis.members import owner
@@ -36,6 +42,7 @@ from series.analysis.upstream_api import Found, Function, UpstreamTree, module_n
 from series.git.repo import changed_paths
 from series.analysis.uses import BUILTINS, REGISTRY_ENTRY, Use, UseKind, bound, imported_top, loads, parse, top_names, uses
 
+ENTRY_POINT = "entry-point"   # a NAME's `extra` when a pyproject/setup entry point names it
 Read = Callable[[str, str], "bytes | None"]   # (commit sha, path) -> the file there, None: absent
 
 
@@ -272,6 +279,8 @@ def _move_fix(use: Use, was: Found, moved: str) -> str:
         package = module_name(was.path)[1]
         module = moved[len(package) + 1:] if moved.startswith(f"{package}.") else moved
         return f'register ("{module}", "{was.name}")'
+    if use.extra == ENTRY_POINT:
+        return f"point it at {moved}" if was.module else f"point it at {moved}:{was.name}"
     return f"import {moved}" if was.module else f"from {moved} import {was.name}"
 
 
@@ -297,11 +306,10 @@ def _method(found: Found | None, name: str) -> tuple[str, ...] | None:
     return method.params if method is not None else None
 
 
-def _changed_python(repo: pygit2.Repository, start: str, head: str) -> list[str]:
+def _changed(repo: pygit2.Repository, start: str, head: str) -> list[str]:
     # only the changed subtrees are read (a whole-tree diff of vLLM costs ~5 ms a topic)
     return sorted(c.path for c in changed_paths(repo, repo[start].peel(pygit2.Commit).tree,
-                                                repo[head].peel(pygit2.Commit).tree)
-                  if c.path.endswith(".py") and c.new_id is not None)
+                                                repo[head].peel(pygit2.Commit).tree) if c.new_id is not None)
 
 
 def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequence[TopicSpan],
@@ -311,9 +319,12 @@ def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequenc
     out: dict[str, list[Break]] = {}
     for topic in topics:
         found: list[Break] = []
-        for path in _changed_python(repo, topic.start, topic.old_head):
-            found += _file(checker, path, read(topic.start, path), read(topic.old_head, path),
-                           read(topic.new_head, path))
+        for path in _changed(repo, topic.start, topic.old_head):
+            versions = read(topic.start, path), read(topic.old_head, path), read(topic.new_head, path)
+            if path.endswith(".py"):
+                found += _file(checker, path, *versions)
+            if posixpath.basename(path) in entry_points.FILES:
+                found += _entry_points(checker, path, *versions)
         out[topic.name] = found
     return out
 
@@ -351,6 +362,20 @@ def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | N
     gone = tuple(f"{b.name}." for b in out if b.detail.startswith("module ") or
                  (b.kind == BreakKind.MOVED and b.fix.startswith("import ")))
     return [b for b in out if not b.name.startswith(gone)] if gone else out
+
+
+def _entry_points(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | None,
+                  rebased: bytes | None) -> list[Break]:
+    """The `module:attr` entry points the topic declares that the new base no longer has."""
+    if not mine or not rebased:
+        return []
+    introduced = entry_points.targets(path, mine).keys() - entry_points.targets(path, base or b"").keys()
+    out = []
+    for target, line in sorted(entry_points.targets(path, rebased).items()):
+        found = checker.name(Use(UseKind.NAME, target, ENTRY_POINT, line), path) if target in introduced else None
+        if found is not None:
+            out.append(replace(found, detail=f"entry point target {found.detail}"))
+    return out
 
 
 def _imports_gone(checker: _BreakChecker, path: str, before: ast.Module | None, ours: ast.Module,
