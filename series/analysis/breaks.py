@@ -191,9 +191,10 @@ class _BreakChecker:
         # the commit that took it out of the class that had it (that file, not the topic's base's)
         target = f"{module_name(had.path)[0]}.{had.name}.{member}"
         commit = self.culprit(had.path, lambda t: (f := t.find(target)) is not None and f.member is not None)
-        added = sorted((now.cls.fields | set(now.cls.methods)) - (had.cls.fields | set(had.cls.methods)))
+        same = (had.path, had.name) == (now.path, now.name)   # else a subclass's names are no rename
+        added = sorted((now.cls.fields | set(now.cls.methods)) - (had.cls.fields | set(had.cls.methods))) if same else []
         close = difflib.get_close_matches(member, added, n=1, cutoff=0.8)
-        where = f"{now.cls.name} in {now.path}"
+        where = f"{had.cls.name} in {had.path}"
         if close:
             return self._break(use, file, BreakKind.RENAMED, f"{member} renamed to {close[0]} in {where}",
                                commit, f"renamed to {close[0]} in {self.label(commit)}")
@@ -359,8 +360,7 @@ def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | N
             out.append(found)
     out += _imports_gone(checker, path, before, ours, after, names)
     # a module gone takes its attributes along: one break for the import, not one per use
-    gone = tuple(f"{b.name}." for b in out if b.detail.startswith("module ") or
-                 (b.kind == BreakKind.MOVED and b.fix.startswith("import ")))
+    gone = tuple(f"{b.name}." for b in out if (f := checker.old.find(b.name)) is not None and f.module)
     return [b for b in out if not b.name.startswith(gone)] if gone else out
 
 
