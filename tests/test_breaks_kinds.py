@@ -21,6 +21,11 @@ class MyWorker(Worker):
 class MyBase(WorkerBase):
     def legacy(self):
         return self.vllm_config.cache_config.legacy_mode
+
+
+class Deeper(Worker):
+    def legacy(self):
+        return self.vllm_config.cache_config.legacy_mode
 """
 # what holds: kept fields, the topic's own, a base outside the tree (torch), attributes set
 # by name, a mixin beside the upstream base, a nested class's own self, a field never defined
@@ -127,6 +132,7 @@ def test_attributes_read_on_self_of_an_upstream_base(fork: Path) -> None:
     assert found["ordinary"] == []
     got = sorted((b["name"], b["kind"], b["line"], b["upstream"]["pr"]) for b in found["self-attr"])  # type: ignore[index]
     assert got == [("vllm.workerbase.Worker.local_rank", "removed", 6, 111),
+                   ("vllm.workerbase.Worker.vllm_config.cache_config.legacy_mode", "removed", 16, 107),
                    ("vllm.workerbase.WorkerBase.vllm_config.cache_config.legacy_mode", "removed", 11, 107)], got
 
 

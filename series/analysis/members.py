@@ -15,14 +15,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from series.analysis.class_reading import adds_nothing
 from series.analysis.upstream_api import Found, UpstreamTree, module_name
-
-_EMPTY = frozenset({"object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol"})
-
-
-def _adds_nothing(written: str) -> bool:
-    return written in _EMPTY or written.split("[", 1)[0] in _EMPTY
-
 
 def owner(tree: UpstreamTree, found: Found, name: str, depth: int = 8) -> Found | Literal[False] | None:
     """The module docstring's answer for the class `found` names."""
@@ -35,7 +29,7 @@ def owner(tree: UpstreamTree, found: Found, name: str, depth: int = 8) -> Found 
         return None
     answer: Literal[False] | None = False
     for written in cls.bases:
-        if _adds_nothing(written):
+        if adds_nothing(written):
             continue
         base = _base(tree, found.path, written)
         inherited = owner(tree, base, name, depth - 1) if base is not None else None

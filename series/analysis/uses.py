@@ -21,7 +21,8 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from series.analysis.upstream_api import Function, absolute, module_name, sets_by_name, type_name
+from series.analysis.class_reading import sets_by_name, type_name
+from series.analysis.upstream_api import Function, absolute, module_name
 
 BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__path__",
                                        "__package__", "__builtins__", "__loader__"}
