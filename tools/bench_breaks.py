@@ -8,7 +8,7 @@
    (a removed function, a removed keyword, an override whose base signature changed, a
    removed envs.VLLM_* variable, a config field read through VllmConfig, a model registry
    entry whose module went, a name moved to another module, `self.x` of an upstream base
-   whose __init__ no longer sets x, a torch.ops._C op csrc no longer registers, a plugin
+   whose __init__ no longer sets x, `self.vllm_config.<config>.<field>` in a Worker subclass, a torch.ops._C op csrc no longer registers, a plugin
    entry point naming a removed function), each checked; every one must be reported.
 2. False positives on upstream's own code: the uses of every file upstream left unchanged
    between two releases, judged as if a topic had written them: none may break.
@@ -65,6 +65,9 @@ def topics_for(tree: UpstreamTree, old: str) -> dict[str, str]:
                           "apply_humming_linear\n\n\ndef m(x):\n    return apply_humming_linear(x)\n",
             "self-attr": "from vllm.v1.core.sched.scheduler import Scheduler\n\n\nclass Mine(Scheduler):\n"
                          "    def skipped(self):\n        return len(self.skipped_waiting)\n",
+            "self-config": "from vllm.v1.worker.gpu_worker import Worker\n\n\nclass Mine(Worker):\n"
+                           "    def fine(self):\n"
+                           "        return self.vllm_config.cache_config.enable_mamba_fine_grained_prefix_cache\n",
             "custom-op": "import torch\n\n\ndef a(x, w):\n    return torch.ops._C.allspark_w8a16_gemm(x, w)\n",
             "entry-point": "[project]\nname = \"fork-plugin\"\n\n[project.entry-points.\"vllm.general_plugins\"]\n"
                            "fork = \"vllm._custom_ops:allspark_repack_weight\"\n",
@@ -86,6 +89,10 @@ def topics_for(tree: UpstreamTree, old: str) -> dict[str, str]:
                       "def t(*a):\n    return AsyncMultiModalItemTracker(*a)\n",
         "self-attr": "from vllm.v1.attention.backend import AttentionMetadataBuilder\n\n\n"
                      "class Mine(AttentionMetadataBuilder):\n    def block(self):\n        return self.kernel_block_size\n",
+        # gpu_worker.Worker sets attributes by name in v0.32.0 (setattr(self, config_name, ...)):
+        # its self.vllm_config is unknown there, so a platform's WorkerBase subclass
+        "self-config": "from vllm.v1.worker.worker_base import WorkerBase\n\n\nclass Mine(WorkerBase):\n"
+                       "    def size(self):\n        return self.vllm_config.kv_transfer_config.kv_buffer_size\n",
         "entry-point": "[project]\nname = \"fork-plugin\"\n\n[project.scripts]\n"
                        "fork = \"vllm.distributed.kv_transfer.kv_connector.utils:kv_postprocess_layout_on_receive\"\n",
     }
