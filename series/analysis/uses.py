@@ -5,8 +5,11 @@ compares it against upstream's API).
                         imported module (`envs.VLLM_X`, `m.f`), keywords passed to a call
                         of an imported name, methods a class overrides on an imported base,
                         attributes of a parameter annotated with an imported class (config
-                        fields), strings naming an object of an imported package (what
-                        registries import by name), module-level names of the file itself
+                        fields), attributes of `self` in a class whose one base is an
+                        imported class and that the class does not bind itself (what it
+                        inherits: `self.vllm_config.x`), strings naming an object of an
+                        imported package (what registries import by name), module-level
+                        names of the file itself
     bound(source)       every name the file binds anywhere (to tell a name left undefined)
 
 Scopes are not tracked, but for annotated parameters (a local that shadows an import reads as the import): the check
