@@ -83,6 +83,46 @@ fork-serve = "vllm.utils:old_helper"
 fork-ok = "vllm.helpers:kept"
 fork-own = "fork_plugin.main:run"
 """
+LOCAL_ALIAS = """\
+from vllm.config import VllmConfig
+from vllm.workerbase import WorkerBase
+
+
+def swap(vllm_config: VllmConfig) -> float:
+    cache = vllm_config.cache_config
+    return cache.swap_space
+
+
+class W(WorkerBase):
+    def legacy(self):
+        config = self.vllm_config
+        cache = config.cache_config
+        return cache.legacy_mode
+"""
+# locals bound more than once, or not to an upstream chain, mean nothing known
+LOCAL_ORDINARY = """\
+from vllm.config import CacheConfig, VllmConfig
+
+
+def twice(vllm_config: VllmConfig, other) -> float:
+    cache = vllm_config.cache_config
+    if other:
+        cache = other
+    return cache.swap_space
+
+
+def looped(vllm_config: VllmConfig, others) -> float:
+    cache = vllm_config.cache_config
+    for cache in others:
+        pass
+    return cache.legacy_mode
+
+
+def kept(vllm_config: VllmConfig) -> int:
+    cache = vllm_config.cache_config
+    made = CacheConfig()
+    return cache.block_size + made.block_size
+"""
 TOPICS = {
     "moved-entry": {f"{MODELS}/registry.py": REGISTRY.replace(
         "}", '    "MovedArchForCausalLM": ("moved_arch", "MovedArchForCausalLM"),\n}')},
@@ -93,9 +133,10 @@ TOPICS = {
     "entry-points": {"plugins/fork/pyproject.toml": PYPROJECT,
                      "plugins/other/setup.py": "from setuptools import setup\n\nsetup(\n    name='other',\n"
                                                "    entry_points={'vllm.general_plugins': ['o = vllm.oldmod:use']},\n)\n"},
+    "local-alias": {"vllm/fork_l.py": LOCAL_ALIAS},
     "custom-op": {"vllm/fork_c.py": "import torch\n\n\ndef c(x):\n    return torch.ops._C.old_op(x, x)\n"},
     "ordinary": {"vllm/fork_o.py": "from vllm.helpers import kept\n\n\ndef o():\n    return kept(2)\n",
-                 "vllm/fork_p.py": SELF_ORDINARY,
+                 "vllm/fork_p.py": SELF_ORDINARY, "vllm/fork_r.py": LOCAL_ORDINARY,
                  "vllm/fork_q.py": "import torch\n\n\ndef q(x):\n    return torch.ops._C.kept_op(x) + "
                                    "torch.ops._C.moved_op.default(x) + torch.ops._C.fork_own_op(x)\n",
                  "plugins/ok/setup.cfg": "[metadata]\nname = ok\n\n[options.entry_points]\n"
@@ -161,3 +202,13 @@ def test_entry_points_that_name_what_upstream_moved_or_removed(fork: Path) -> No
         ("plugins/other/setup.py", 5, "vllm.oldmod.use", "moved",
          "point it at vllm.common_mod:use (moved in #110)", 110)}, found["entry-points"]
     assert all(str(b["detail"]).startswith("entry point target ") for b in found["entry-points"])
+
+
+def test_a_local_bound_once_to_an_upstream_chain(fork: Path) -> None:
+    """`cache = vllm_config.cache_config` then `cache.x`: x read on the upstream class; a
+    local bound twice, or in a loop, is not judged."""
+    found = rebase_breaks(fork, "--dry-run")
+    assert found["ordinary"] == []
+    got = sorted((b["name"], b["kind"], b["line"], b["upstream"]["pr"]) for b in found["local-alias"])  # type: ignore[index]
+    assert got == [("vllm.config.VllmConfig.cache_config.swap_space", "renamed", 7, 107),
+                   ("vllm.workerbase.WorkerBase.vllm_config.cache_config.legacy_mode", "removed", 14, 107)], got

@@ -112,14 +112,27 @@ class _NearCollector(UseCollector):
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """A changed signature changes what the body's parameters are (an annotation): then
-        the whole body is near the change."""
+        the whole body is near the change. A change anywhere in a function with local
+        aliases may change what they are (a second binding undoes one, a deleted one makes
+        one): then every use through them is near too, wherever it is."""
         header = _span(node)
-        if header is not None and node.body and _crosses((header[0], node.body[0].lineno - 1), self.lines):
-            lines, self.lines = self.lines, list(range(header[0], (node.end_lineno or header[0]) + 1))
+        if header is None or not node.body:
+            super().visit_FunctionDef(node)
+            return
+        whole = list(range(header[0], (node.end_lineno or header[0]) + 1))
+        if _crosses((header[0], node.body[0].lineno - 1), self.lines):
+            lines, self.lines = self.lines, whole
             super().visit_FunctionDef(node)
             self.lines = lines
-        else:
+            return
+        super().visit_FunctionDef(node)
+        local = self.local_aliases(node)
+        if local:
+            start, lines, self.lines = len(self.found), self.lines, whole
             super().visit_FunctionDef(node)
+            through = tuple(f"{v}." for v in set(local.values()))
+            self.found[start:] = [u for u in self.found[start:] if u.target.startswith(through)]
+            self.lines = lines
 
     visit_AsyncFunctionDef = visit_FunctionDef
 

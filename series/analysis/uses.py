@@ -136,7 +136,8 @@ class UseCollector(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """A parameter annotated with an upstream class reads as that class in the body
-        (`vllm_config: VllmConfig` -> `vllm_config.cache_config` is a use of the field)."""
+        (`vllm_config: VllmConfig` -> `vllm_config.cache_config` is a use of the field), and
+        so does a local bound once, to an upstream attribute chain (`local_aliases`)."""
         a = node.args
         typed = {}
         for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs):
@@ -145,12 +146,33 @@ class UseCollector(ast.NodeVisitor):
                 typed[arg.arg] = ".".join([self.aliases[written[0]], *written[1:]])
         saved = {name: self.aliases.get(name) for name in typed}
         self.aliases.update(typed)
+        local = self.local_aliases(node)
+        saved.update({name: self.aliases.get(name) for name in local if name not in saved})
+        self.aliases.update(local)
         self.generic_visit(node)
         for name, was in saved.items():
             if was is None:
                 del self.aliases[name]
             else:
                 self.aliases[name] = was
+
+    def local_aliases(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+        """`config = vllm_config.model_config`: a local the function (nested scopes counted)
+        binds exactly once, by a plain assignment of an attribute chain that reads as an
+        upstream name; any other binding of it (a loop, a second assignment, a parameter,
+        `global`) and it means nothing known."""
+        binds = _bindings(node)
+        out: dict[str, str] = {}
+        saved = dict(self.aliases)
+        for n in sorted((x for x in ast.walk(node) if isinstance(x, ast.Assign)), key=lambda x: (x.lineno, x.col_offset)):
+            target = n.targets[0] if len(n.targets) == 1 else None
+            if isinstance(target, ast.Name) and binds.get(target.id) == 1 \
+                    and isinstance(n.value, (ast.Attribute, ast.Name)):
+                dotted = self.dotted(n.value)
+                if dotted is not None:
+                    out[target.id] = self.aliases[target.id] = dotted   # a later chain may start from it
+        self.aliases = saved
+        return out
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -203,6 +225,34 @@ class UseCollector(ast.NodeVisitor):
             mine = tuple(f"{single}.{name}" for name in own)
             self.found[start:] = [u for u in self.found[start:] if u.kind == UseKind.OVERRIDE or not (
                 u.target in mine or u.target.startswith(tuple(f"{m}." for m in mine)))]
+
+
+def _bindings(node: ast.AST) -> dict[str, int]:
+    """How often each name is bound anywhere under `node` (a global counts as many)."""
+    out: dict[str, int] = {}
+
+    def add(name: str, times: int = 1) -> None:
+        out[name] = out.get(name, 0) + times
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            add(n.id)
+        elif isinstance(n, ast.arg):
+            add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node:
+            add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                add((a.asname or a.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            add(n.name)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                add(name, 2)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            add(n.rest)
+    return out
 
 
 def _own_members(node: ast.ClassDef) -> set[str] | None:
