@@ -91,11 +91,66 @@ _MODELS = {
 }
 '''
 MODELS = "vllm/model_executor/models"
+# what upstream's #110 moves elsewhere (tests/test_breaks_kinds.py)
+MOVED_ARCH = "class MovedArchForCausalLM:\n    def forward(self, x):\n        return x\n"
+HELPERS = "def kept(x):\n    return x\n"
+MOVED_FN = "\n\ndef moved_fn(x, y=0):\n    return x + y\n"
+OLDMOD = "VALUE = 1\n\n\ndef use():\n    return VALUE\n"
+# what upstream's #111 stops assigning in __init__
+WORKERBASE_V030 = '''\
+import torch.nn as nn
+
+from vllm.config import VllmConfig
+
+
+class WorkerBase:
+    def __init__(self, vllm_config: VllmConfig, rank: int):
+        self.vllm_config = vllm_config
+        self.rank = rank
+        self.local_rank = rank
+
+    def info(self):   # reads its attributes by name, sets none
+        return {k: getattr(self, k) for k in self.__dict__}
+
+
+class Worker(WorkerBase):
+    def load(self):
+        return self.rank
+
+
+class TorchLayer(nn.Module):
+    def __init__(self):
+        self.local_rank = 0
+
+
+class Dynamic(WorkerBase):
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+        self.flag = True
+'''
+# what upstream's #112 stops registering (old_op), or registers from another file (moved_op)
+BINDINGS_V030 = '''\
+TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
+  ops.def("old_op(Tensor! out, Tensor x) -> ()");
+  ops.impl("old_op", torch::kCUDA, &old_op);
+  ops.def(
+      "kept_op(Tensor x) -> Tensor");
+  ops.def("moved_op.out(Tensor x, Tensor! out) -> ()");
+}
+'''
+BINDINGS_V031 = BINDINGS_V030.replace('  ops.def("old_op(Tensor! out, Tensor x) -> ()");\n', "").replace(
+    '  ops.def("moved_op.out(Tensor x, Tensor! out) -> ()");\n', "")
+KERNEL_V031 = 'STABLE_TORCH_LIBRARY_FRAGMENT(_C, m) {\n  m.def("moved_op(Tensor x) -> Tensor");\n}\n'
+WORKERBASE_V031 = WORKERBASE_V030.replace("        self.local_rank = rank\n", "").replace(
+    "        self.local_rank = 0\n", "        pass\n").replace("        self.flag = True\n", "")
 FILES_V030 = {"vllm/config.py": CONFIG_V030, "vllm/model_executor/__init__.py": "", f"{MODELS}/__init__.py": "",
               f"{MODELS}/registry.py": REGISTRY, f"{MODELS}/llama.py": "class LlamaForCausalLM:\n    pass\n",
               f"{MODELS}/old_arch.py": "class OldArchForCausalLM:\n    pass\n",
               "vllm/sched.py": SCHED_V030, "vllm/__init__.py": "", "vllm/utils.py": UTIL_V030, "vllm/layer.py": LAYER_V030,
-              "vllm/envs.py": ENVS_V030, "vllm/worker.py": WORKER_V030, "vllm/other.py": "A = 1\n"}
+              "vllm/envs.py": ENVS_V030, "vllm/worker.py": WORKER_V030, "vllm/other.py": "A = 1\n",
+              f"{MODELS}/moved_arch.py": MOVED_ARCH, "vllm/helpers.py": HELPERS + MOVED_FN, "vllm/oldmod.py": OLDMOD,
+              "vllm/workerbase.py": WORKERBASE_V030, "csrc/torch_bindings.cpp": BINDINGS_V030}
 
 UPSTREAM = {"GIT_AUTHOR_NAME": "Ada Upstream", "GIT_AUTHOR_EMAIL": "ada@example.com",
             "GIT_COMMITTER_NAME": "Ada Upstream", "GIT_COMMITTER_EMAIL": "ada@example.com"}
@@ -142,7 +197,11 @@ def _pr(repo: Path, files: dict[str, str], subject: str, date: str) -> None:
 
 @pytest.fixture
 def broken_fork(tmp_path: Path) -> Path:
-    """Upstream v0.30.0 -> four PRs -> v0.31.0; a fork with one topic per kind of break."""
+    """Upstream v0.30.0 -> its PRs -> v0.31.0; a fork with one topic per kind of break."""
+    return fork_of(tmp_path, upstream_history(tmp_path), TOPICS)
+
+
+def upstream_history(tmp_path: Path) -> Path:
     up = tmp_path / "upstream"
     up.mkdir()
     git(up, "init", "-q", "-b", "main")
@@ -159,11 +218,23 @@ def broken_fork(tmp_path: Path) -> Path:
     (up / MODELS / "old_arch.py").unlink()
     _pr(up, {}, "[Model] remove OldArch (#108)", "2026-01-09T00:00:00Z")
     _pr(up, {"vllm/other.py": "A = 2\n"}, "[Misc] unrelated (#105)", "2026-01-09T00:00:00Z")
+    git(up, "mv", f"{MODELS}/moved_arch.py", f"{MODELS}/moved_home.py")
+    git(up, "mv", "vllm/oldmod.py", "vllm/common_mod.py")
+    _pr(up, {"vllm/helpers.py": HELPERS, "vllm/common/__init__.py": "", "vllm/common/funcs.py": "import os" + MOVED_FN},
+        "[Refactor] move MovedArch, moved_fn and oldmod (#110)", "2026-01-09T00:00:00Z")
+    _pr(up, {"vllm/workerbase.py": WORKERBASE_V031}, "[Worker] no local_rank (#111)", "2026-01-09T00:00:00Z")
+    _pr(up, {"csrc/torch_bindings.cpp": BINDINGS_V031, "csrc/kernels/moved.cu": KERNEL_V031},
+        "[Kernel] drop old_op, moved_op in its kernel (#112)", "2026-01-09T00:00:00Z")
     git(up, "tag", "v0.31.0")
+    return up
+
+
+def fork_of(tmp_path: Path, up: Path, topics: dict[str, dict[str, str]]) -> Path:
+    """A clone of `up` with one topic branch per entry on v0.30.0, and its series.yaml."""
     fork = tmp_path / "fork"
     subprocess.run(["git", "clone", "-q", "-o", "upstream", str(up), str(fork)], check=True)
     yaml = ["upstream:", "  remote: upstream", "  base: v0.30.0", "topics:"]
-    for name, files in TOPICS.items():
+    for name, files in topics.items():
         git(fork, "checkout", "-q", "-B", f"topic/{name}", "v0.30.0")
         write(fork, files)
         commit_all(fork, f"[Fork] {name}", "2026-01-10T00:00:00Z", env=FORK)
@@ -173,13 +244,13 @@ def broken_fork(tmp_path: Path) -> Path:
     return fork
 
 
-def _breaks(fork: Path, *args: str, expect: int = 0) -> dict[str, list[dict[str, object]]]:
+def rebase_breaks(fork: Path, *args: str, expect: int = 0) -> dict[str, list[dict[str, object]]]:
     out = run_series("rebase", "--onto", "v0.31.0", "--json", *args, cwd=fork, expect=expect)
     return {t["name"]: t["breaks"] for t in json.loads(out.stdout)["topics"]}
 
 
 def test_each_break_named_with_its_upstream_pr(broken_fork: Path) -> None:
-    found = _breaks(broken_fork, "--dry-run")
+    found = rebase_breaks(broken_fork, "--dry-run")
     assert found["ordinary"] == [] and found["new-code"] == []
     (removed,) = found["uses-removed"]
     assert (removed["file"], removed["line"], removed["name"]) == ("vllm/fork_a.py", 1, "vllm.utils.old_helper")
@@ -205,7 +276,7 @@ def test_config_fields_registry_entries_and_qualified_names(broken_fork: Path) -
     """A config field read through an annotated parameter (one class's field typed with
     another), a model registry entry naming an upstream module's class, a string naming an
     upstream object (what platform and worker registries import by name)."""
-    found = _breaks(broken_fork, "--dry-run")
+    found = rebase_breaks(broken_fork, "--dry-run")
     renamed, removed = found["config-field"]
     assert (renamed["name"], renamed["kind"], renamed["line"]) == (
         "vllm.config.VllmConfig.cache_config.swap_space", "renamed", 5), renamed
@@ -241,13 +312,13 @@ def test_strict_exits_3_and_moves_nothing(broken_fork: Path) -> None:
 
 
 def test_without_strict_the_rebase_moves_and_warns(broken_fork: Path) -> None:
-    found = _breaks(broken_fork)
+    found = rebase_breaks(broken_fork)
     assert len(found["uses-removed"]) == 1
     assert "v0.31.0" in (broken_fork / "series.yaml").read_text()
 
 
 def test_strict_with_only_ordinary_topics_moves(broken_fork: Path) -> None:
-    found = _breaks(broken_fork, "--strict", *[f"--skip-topic={n}" for n in TOPICS
+    found = rebase_breaks(broken_fork, "--strict", *[f"--skip-topic={n}" for n in TOPICS
                                                if n not in ("ordinary", "new-code")])
     assert found["ordinary"] == [] and found["new-code"] == []
     assert git(broken_fork, "rev-parse", "topic/ordinary") != git(broken_fork, "rev-parse", "v0.30.0")

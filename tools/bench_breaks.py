@@ -7,7 +7,9 @@
    here against APIs that really changed between v0.30.0 -> v0.31.0 and v0.31.0 -> v0.32.0
    (a removed function, a removed keyword, an override whose base signature changed, a
    removed envs.VLLM_* variable, a config field read through VllmConfig, a model registry
-   entry whose module moved), each checked; every one must be reported.
+   entry whose module went, a name moved to another module, `self.x` of an upstream base
+   whose __init__ no longer sets x, `self.vllm_config.<config>.<field>` in a Worker subclass, a torch.ops._C op csrc no longer registers, a plugin
+   entry point naming a removed function), each checked; every one must be reported.
 2. False positives on upstream's own code: the uses of every file upstream left unchanged
    between two releases, judged as if a topic had written them: none may break.
 3. False positives and cost: the shared 23-topic fork (../shared/bench/fork_fixture.py),
@@ -59,6 +61,16 @@ def topics_for(tree: UpstreamTree, old: str) -> dict[str, str]:
             "env": "import vllm.envs as envs\n\n\ndef h():\n    return envs.VLLM_PLE_CPU_OFFLOAD\n",
             "config-field": "from vllm.config import VllmConfig\n\n\ndef c(vllm_config: VllmConfig):\n"
                             "    return vllm_config.cache_config.enable_mamba_fine_grained_prefix_cache\n",
+            "moved-name": "from vllm.model_executor.layers.quantization.utils.humming_utils import "
+                          "apply_humming_linear\n\n\ndef m(x):\n    return apply_humming_linear(x)\n",
+            "self-attr": "from vllm.v1.core.sched.scheduler import Scheduler\n\n\nclass Mine(Scheduler):\n"
+                         "    def skipped(self):\n        return len(self.skipped_waiting)\n",
+            "self-config": "from vllm.v1.worker.gpu_worker import Worker\n\n\nclass Mine(Worker):\n"
+                           "    def fine(self):\n"
+                           "        return self.vllm_config.cache_config.enable_mamba_fine_grained_prefix_cache\n",
+            "custom-op": "import torch\n\n\ndef a(x, w):\n    return torch.ops._C.allspark_w8a16_gemm(x, w)\n",
+            "entry-point": "[project]\nname = \"fork-plugin\"\n\n[project.entry-points.\"vllm.general_plugins\"]\n"
+                           "fork = \"vllm._custom_ops:allspark_repack_weight\"\n",
         }
     return {
         "removed-fn": "from vllm.distributed.kv_transfer.kv_connector.utils import "
@@ -73,6 +85,16 @@ def topics_for(tree: UpstreamTree, old: str) -> dict[str, str]:
         "config-field": "from vllm.config import VllmConfig\n\n\ndef c(vllm_config: VllmConfig):\n"
                         "    return vllm_config.kv_transfer_config.kv_buffer_size\n",
         "model-registry": "_FORK_MODELS = {\n    \"ArceeForCausalLM\": (\"arcee\", \"ArceeForCausalLM\"),\n}\n",
+        "moved-name": "from vllm.entrypoints.chat_utils import AsyncMultiModalItemTracker\n\n\n"
+                      "def t(*a):\n    return AsyncMultiModalItemTracker(*a)\n",
+        "self-attr": "from vllm.v1.attention.backend import AttentionMetadataBuilder\n\n\n"
+                     "class Mine(AttentionMetadataBuilder):\n    def block(self):\n        return self.kernel_block_size\n",
+        # gpu_worker.Worker sets attributes by name in v0.32.0 (setattr(self, config_name, ...)):
+        # its self.vllm_config is unknown there, so a platform's WorkerBase subclass
+        "self-config": "from vllm.v1.worker.worker_base import WorkerBase\n\n\nclass Mine(WorkerBase):\n"
+                       "    def size(self):\n        return self.vllm_config.kv_transfer_config.kv_buffer_size\n",
+        "entry-point": "[project]\nname = \"fork-plugin\"\n\n[project.scripts]\n"
+                       "fork = \"vllm.distributed.kv_transfer.kv_connector.utils:kv_postprocess_layout_on_receive\"\n",
     }
 
 
@@ -85,7 +107,7 @@ def caught(upstream: Path) -> bool:
         spans, heads = [], {}
         for name, text in topics_for(UpstreamTree(repo, base.id), old).items():
             folder = "vllm/model_executor/models" if name == "model-registry" else "vllm"
-            path = f"{folder}/fork_{name.replace('-', '_')}.py"
+            path = "plugins/fork/pyproject.toml" if name == "entry-point" else f"{folder}/fork_{name.replace('-', '_')}.py"
             blob = repo.create_blob(text.encode())
             for parent in (base, onto):   # the topic, and the same topic "rebased" (adds a file: clean)
                 builder = pygit2.IndexEntry(path, blob, pygit2.enums.FileMode.BLOB)
@@ -128,7 +150,7 @@ def unchanged_files(upstream: Path) -> bool:
         a, b = (repo.revparse_single(x).peel(pygit2.Commit) for x in (old, new))
         before, after = flatten(repo, a.tree), flatten(repo, b.tree)
         same = [p for p, oid in before.items() if p.startswith("vllm/") and p.endswith(".py") and after.get(p) == oid]
-        checker = breaks._Checker(repo, a.id, b.id)
+        checker = breaks._BreakChecker(repo, a.id, b.id)
         judged, found = 0, []
         for path in same:
             tree = parse(repo[before[path]].peel(pygit2.Blob).data)

@@ -11,7 +11,12 @@ used, not by line), and it is checked in the rebased file against the two upstre
 trees (series.analysis.upstream_api): a name that resolved in the old base and does not
 in the new one, a keyword the old signature took and the new one does not, a method
 override whose base signature changed under it, a module-level helper of the same file
-that upstream deleted. Only names that existed upstream before are judged, so code that
+that upstream deleted, a member of an upstream class (`self.x` in a subclass too) that no
+class of its new chain of bases has (series.analysis.members), a `torch.ops._C.x` the new
+csrc no longer registers (series.analysis.custom_ops), an entry point of the topic's
+pyproject.toml / setup.py / setup.cfg naming what is gone (series.analysis.entry_points).
+A name gone from its module that the culprit defined elsewhere is "moved to" that module
+(series.analysis.moved). Only names that existed upstream before are judged, so code that
 only adds new names reports nothing. The culprit is the newest upstream commit old..new
 touching the defining file after which the name (or parameter) is gone
 (series.analysis.attribution: its "(#N)", author, date).
@@ -21,24 +26,30 @@ from __future__ import annotations
 import ast
 import difflib
 import enum
-from dataclasses import dataclass
+import posixpath
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import pygit2
 
 from series import persisted
-from series.analysis import hunk_uses
+from series.analysis import entry_points, hunk_uses
 from series.analysis.attribution import UpstreamCommit, path_commits
-from series.analysis.upstream_api import Found, Function, UpstreamTree
+from series.analysis.custom_ops import OpRegistry, registers
+from series.analysis.members import owner
+from series.analysis.moved import moved_to
+from series.analysis.upstream_api import Found, Function, UpstreamTree, module_name
 from series.git.repo import changed_paths
-from series.analysis.uses import BUILTINS, Use, UseKind, bound, imported_top, loads, parse, top_names, uses
+from series.analysis.uses import BUILTINS, REGISTRY_ENTRY, Use, UseKind, bound, imported_top, loads, parse, top_names, uses
 
+ENTRY_POINT = "entry-point"   # a NAME's `extra` when a pyproject/setup entry point names it
 Read = Callable[[str, str], "bytes | None"]   # (commit sha, path) -> the file there, None: absent
 
 
 class BreakKind(str, enum.Enum):
     REMOVED = "removed"
     RENAMED = "renamed"
+    MOVED = "moved"
     SIGNATURE = "signature-changed"
     UNDEFINED = "undefined"
 
@@ -101,6 +112,7 @@ class _BreakChecker:
     def __init__(self, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid):
         self.repo, self.old_id, self.new_id = repo, old, new
         self.old, self.new = UpstreamTree(repo, old), UpstreamTree(repo, new)
+        self.old_ops, self.new_ops = OpRegistry(repo, self.old.tree), OpRegistry(repo, self.new.tree)
         self._history: dict[str, list[pygit2.Commit]] = {}
 
     def culprit(self, path: str, present: Callable[[UpstreamTree], bool]) -> pygit2.Commit | None:
@@ -120,6 +132,8 @@ class _BreakChecker:
     # -- one use ----------------------------------------------------------------------
     def judge(self, use: Use, file: str) -> Break | None:
         """The break of an upstream use (a name, a keyword, an override), None if it holds."""
+        if use.kind == UseKind.NAME and use.target.startswith("torch.ops._"):
+            return self.custom_op(use, file)
         if use.kind in (UseKind.NAME, UseKind.QUALNAME):
             return self.name(use, file)
         if use.kind == UseKind.KEYWORD:
@@ -134,6 +148,10 @@ class _BreakChecker:
         if now is not None:
             return self.member(use, file, was, now)
         commit = self.culprit(was.path, lambda t: t.find(use.target) is not None)
+        moved = moved_to(self.repo, commit, was, self.new)
+        if moved is not None:
+            return self._break(use, file, BreakKind.MOVED, f"moved to {moved}", commit,
+                               f"{_move_fix(use, was, moved)} (moved in {self.label(commit)})")
         if was.module:
             return self._break(use, file, BreakKind.REMOVED, f"module {was.path} removed", commit,
                                f"import it from where {self.label(commit)} moved it")
@@ -144,21 +162,43 @@ class _BreakChecker:
         return self._break(use, file, BreakKind.REMOVED, f"removed from {was.path}", commit,
                            f"removed in {self.label(commit)}: use what it put in its place")
 
-    def member(self, use: Use, file: str, was: Found, now: Found) -> Break | None:
-        """A field or method of an upstream class (a config's) that its class no longer has,
-        judged only where the new class has all its members in its own body."""
-        if was.cls is None or was.member is None or now.cls is None or now.member is not None \
-                or not now.cls.whole or was.member.startswith("__"):
+    def custom_op(self, use: Use, file: str) -> Break | None:
+        """`torch.ops._C.foo`: an op the old base's csrc registered and the new one's does not
+        (series.analysis.custom_ops)."""
+        parts = use.target.split(".")
+        if len(parts) < 4:
             return None
-        target = use.target
-        commit = self.culprit(now.path, lambda t: (f := t.find(target)) is not None and f.member is not None)
-        added = sorted((now.cls.fields | set(now.cls.methods)) - (was.cls.fields | set(was.cls.methods)))
-        close = difflib.get_close_matches(was.member, added, n=1, cutoff=0.8)
-        where = f"{now.cls.name} in {now.path}"
+        op = parts[3]
+        was = self.old_ops.where(op)
+        if was is None or self.new_ops.where(op) is not None:
+            return None
+        commit = self.culprit(was, lambda t: registers(self.repo, t.tree, was, op))
+        return self._break(use, file, BreakKind.REMOVED, f"custom op {op} no longer registered (was in {was})",
+                           commit, f"removed in {self.label(commit)}: call what replaced it",
+                           name=".".join(parts[:4]))
+
+    def member(self, use: Use, file: str, was: Found, now: Found) -> Break | None:
+        """A field or method of an upstream class (a config's) that its class no longer has:
+        the old class or a base of it defined it, and neither the new class nor any of its
+        bases does, each of them read whole (series.analysis.members)."""
+        member = was.asked
+        if was.cls is None or member is None or now.cls is None or now.member is not None \
+                or member.startswith("__"):
+            return None
+        had = owner(self.old, was, member)
+        if not had or owner(self.new, now, member) is not False or had.cls is None:
+            return None
+        # the commit that took it out of the class that had it (that file, not the topic's base's)
+        target = f"{module_name(had.path)[0]}.{had.name}.{member}"
+        commit = self.culprit(had.path, lambda t: (f := t.find(target)) is not None and f.member is not None)
+        same = (had.path, had.name) == (now.path, now.name)   # else a subclass's names are no rename
+        added = sorted((now.cls.fields | set(now.cls.methods)) - (had.cls.fields | set(had.cls.methods))) if same else []
+        close = difflib.get_close_matches(member, added, n=1, cutoff=0.8)
+        where = f"{had.cls.name} in {had.path}"
         if close:
-            return self._break(use, file, BreakKind.RENAMED, f"{was.member} renamed to {close[0]} in {where}",
+            return self._break(use, file, BreakKind.RENAMED, f"{member} renamed to {close[0]} in {where}",
                                commit, f"renamed to {close[0]} in {self.label(commit)}")
-        return self._break(use, file, BreakKind.REMOVED, f"{was.member} removed from {where}", commit,
+        return self._break(use, file, BreakKind.REMOVED, f"{member} removed from {where}", commit,
                            f"removed in {self.label(commit)}: use what it put in its place")
 
     def _renamed(self, was: Found, commit: pygit2.Commit | None) -> str | None:
@@ -234,6 +274,17 @@ class _BreakChecker:
                      UpstreamCommit.of(commit) if commit is not None else None, fix)
 
 
+def _move_fix(use: Use, was: Found, moved: str) -> str:
+    """The likeliest edit: the registry entry, or the import, naming the new module."""
+    if use.extra == REGISTRY_ENTRY:
+        package = module_name(was.path)[1]
+        module = moved[len(package) + 1:] if moved.startswith(f"{package}.") else moved
+        return f'register ("{module}", "{was.name}")'
+    if use.extra == ENTRY_POINT:
+        return f"point it at {moved}" if was.module else f"point it at {moved}:{was.name}"
+    return f"import {moved}" if was.module else f"from {moved} import {was.name}"
+
+
 def _callable(found: Found | None) -> tuple[str, Function] | None:
     """The function a call reaches: the def, or a class's __init__ without self."""
     if found is None:
@@ -256,11 +307,10 @@ def _method(found: Found | None, name: str) -> tuple[str, ...] | None:
     return method.params if method is not None else None
 
 
-def _changed_python(repo: pygit2.Repository, start: str, head: str) -> list[str]:
+def _changed(repo: pygit2.Repository, start: str, head: str) -> list[str]:
     # only the changed subtrees are read (a whole-tree diff of vLLM costs ~5 ms a topic)
     return sorted(c.path for c in changed_paths(repo, repo[start].peel(pygit2.Commit).tree,
-                                                repo[head].peel(pygit2.Commit).tree)
-                  if c.path.endswith(".py") and c.new_id is not None)
+                                                repo[head].peel(pygit2.Commit).tree) if c.new_id is not None)
 
 
 def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequence[TopicSpan],
@@ -270,9 +320,12 @@ def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequenc
     out: dict[str, list[Break]] = {}
     for topic in topics:
         found: list[Break] = []
-        for path in _changed_python(repo, topic.start, topic.old_head):
-            found += _file(checker, path, read(topic.start, path), read(topic.old_head, path),
-                           read(topic.new_head, path))
+        for path in _changed(repo, topic.start, topic.old_head):
+            versions = read(topic.start, path), read(topic.old_head, path), read(topic.new_head, path)
+            if path.endswith(".py"):
+                found += _file(checker, path, *versions)
+            if posixpath.basename(path) in entry_points.FILES:
+                found += _entry_points(checker, path, *versions)
         out[topic.name] = found
     return out
 
@@ -306,6 +359,22 @@ def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | N
         if found is not None:
             out.append(found)
     out += _imports_gone(checker, path, before, ours, after, names)
+    # a module gone takes its attributes along: one break for the import, not one per use
+    gone = tuple(f"{b.name}." for b in out if (f := checker.old.find(b.name)) is not None and f.module)
+    return [b for b in out if not b.name.startswith(gone)] if gone else out
+
+
+def _entry_points(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | None,
+                  rebased: bytes | None) -> list[Break]:
+    """The `module:attr` entry points the topic declares that the new base no longer has."""
+    if not mine or not rebased:
+        return []
+    introduced = entry_points.targets(path, mine).keys() - entry_points.targets(path, base or b"").keys()
+    out = []
+    for target, line in sorted(entry_points.targets(path, rebased).items()):
+        found = checker.name(Use(UseKind.NAME, target, ENTRY_POINT, line), path) if target in introduced else None
+        if found is not None:
+            out.append(replace(found, detail=f"entry point target {found.detail}"))
     return out
 
 

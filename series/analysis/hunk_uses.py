@@ -13,7 +13,8 @@ there unless what surrounds it changed meaning: the imports (which decide what `
 or a string that swallowed it (`base` had it inside a triple-quoted string whose quotes
 the topic removed). So a change that touches an import, or removes a line holding `import`,
 triple quotes or a trailing backslash, gets None; a change to a def's signature (what
-its annotated parameters are) puts its whole body near the change. Decorators sit above
+its annotated parameters are) puts its whole body near the change, and a change in a class
+whose `self` reads as its upstream base the whole class. Decorators sit above
 their def's line: a def's span starts at its first decorator. Only the imports and the statements that
 span a changed line are visited, so the cost follows the topic's hunks, not the file.
 
@@ -111,16 +112,40 @@ class _NearCollector(UseCollector):
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """A changed signature changes what the body's parameters are (an annotation): then
-        the whole body is near the change."""
+        the whole body is near the change. A change anywhere in a function with local
+        aliases may change what they are (a second binding undoes one, a deleted one makes
+        one): then every use through them is near too, wherever it is."""
         header = _span(node)
-        if header is not None and node.body and _crosses((header[0], node.body[0].lineno - 1), self.lines):
-            lines, self.lines = self.lines, list(range(header[0], (node.end_lineno or header[0]) + 1))
+        if header is None or not node.body:
+            super().visit_FunctionDef(node)
+            return
+        whole = list(range(header[0], (node.end_lineno or header[0]) + 1))
+        if _crosses((header[0], node.body[0].lineno - 1), self.lines):
+            lines, self.lines = self.lines, whole
             super().visit_FunctionDef(node)
             self.lines = lines
-        else:
+            return
+        super().visit_FunctionDef(node)
+        local = self.local_aliases(node)
+        if local:
+            start, lines, self.lines = len(self.found), self.lines, whole
             super().visit_FunctionDef(node)
+            through = tuple(f"{v}." for v in set(local.values()))
+            self.found[start:] = [u for u in self.found[start:] if u.target.startswith(through)]
+            self.lines = lines
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        """In a class whose `self` reads as its upstream base, what `self.x` means depends on
+        the whole class (what it binds itself, its base): a change in it puts all of it near."""
+        span = _span(node)
+        if span is not None and self.self_base(node) is not None:
+            lines, self.lines = self.lines, list(range(span[0], span[1] + 1))
+            super().visit_ClassDef(node)
+            self.lines = lines
+        else:
+            super().visit_ClassDef(node)
 
 
 def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
@@ -165,7 +190,7 @@ def _decode(raw: object) -> list[Use] | None:
 def near_changes(path: str, base: bytes, mine: bytes, cache: Path | None = None) -> list[Use] | None:
     """The module docstring's answer, from the disk cache when it has it (`cache`: its
     directory, default the user's: series.analysis.blob_cache)."""
-    from series.analysis import uses
-    key = ("near", blob_cache.version(__file__, uses.__file__), module_name(path)[1],
-           str(pygit2.hash(base)), str(pygit2.hash(mine)))
+    from series.analysis import class_reading, uses
+    code = blob_cache.version(__file__, uses.__file__, class_reading.__file__)
+    key = ("near", code, module_name(path)[1], str(pygit2.hash(base)), str(pygit2.hash(mine)))
     return blob_cache.cached(key, lambda: _encode(_compute(path, base, mine)), _decode, cache)

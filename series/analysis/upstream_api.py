@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterator, Union
 
 import pygit2
 
-from series.analysis import blob_cache
+from series.analysis import blob_cache, class_reading
+from series.analysis.class_reading import adds_nothing, self_types, sets_by_name, type_name
 
 BlobReader = Callable[[str], Union[bytes, None]]  # path -> the file at one commit, None: absent
 
@@ -54,10 +55,6 @@ class ClassApi:
     def has(self, name: str) -> bool:
         return name in self.methods or name in self.fields
 
-    @property
-    def whole(self) -> bool:
-        """Everything an instance has is in this body: no base to inherit from, no __getattr__."""
-        return not self.open and all(b in ("object", "Generic") or b.startswith("Generic[") for b in self.bases)
 
 
 @dataclass(frozen=True)
@@ -129,31 +126,20 @@ def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield node
 
 
-def type_name(annotation: ast.expr | None) -> str | None:
-    """The class an annotation names, as written: `X`, `m.X`, `X | None`, `Optional[X]`."""
-    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        sides = [a for a in (annotation.left, annotation.right)
-                 if not (isinstance(a, ast.Constant) and a.value is None)]
-        return type_name(sides[0]) if len(sides) == 1 else None
-    if isinstance(annotation, ast.Subscript) and type_name(annotation.value) in ("Optional", "typing.Optional"):
-        return type_name(annotation.slice)
-    parts: list[str] = []
-    while isinstance(annotation, ast.Attribute):
-        parts.append(annotation.attr)
-        annotation = annotation.value
-    return ".".join([annotation.id, *reversed(parts)]) if isinstance(annotation, ast.Name) else None
-
-
 def _class(node: ast.ClassDef) -> ClassApi:
     methods: dict[str, Function] = {}
     fields: set[str] = set()
     types: dict[str, str] = {}
+    dynamic = False
+    assigned: dict[str, str] = {}   # typed in a method: the class body's own annotation wins
     for item in _top_level(node.body):
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             methods[item.name] = Function.of(item)
             # what its methods set on self is an instance's too
             fields.update(n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)
                           and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == "self")
+            assigned.update(self_types(item))
+            dynamic = dynamic or any(sets_by_name(n) for n in ast.walk(item))
         elif isinstance(item, ast.Assign):
             fields.update(n.id for t in item.targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
@@ -164,8 +150,8 @@ def _class(node: ast.ClassDef) -> ClassApi:
         elif isinstance(item, ast.ClassDef):
             fields.add(item.name)
     bases = tuple(ast.unparse(b) for b in node.bases)
-    return ClassApi(node.name, methods, frozenset(fields), node.lineno, bases, types,
-                    "__getattr__" in methods or "__getattribute__" in methods)
+    return ClassApi(node.name, methods, frozenset(fields), node.lineno, bases, {**assigned, **types},
+                    dynamic or "__getattr__" in methods or "__getattribute__" in methods)
 
 
 def absolute(node: ast.ImportFrom, package: str) -> str:
@@ -236,6 +222,7 @@ class Found:
     member: str | None = None               # "Class.member" was asked: the member's name, None: not
                                             # in the class body
     module: bool = False                    # the name is a module
+    asked: str | None = None                # "Class.member" was asked: that member, in the body or not
 
 
 class UpstreamTree:
@@ -276,7 +263,7 @@ class UpstreamTree:
             package = module_name(path)[1]
             # on disk too (series.analysis.blob_cache): the next run over the same base parses nothing
             _PARSED[oid] = blob_cache.cached(
-                ("api", blob_cache.version(__file__), package, str(oid)),
+                ("api", blob_cache.version(__file__, class_reading.__file__), package, str(oid)),
                 lambda: _encode(ModuleApi.of(self.repo[oid].peel(pygit2.Blob).data, package)), _decode)
         api = _PARSED[oid]
         return (path, api) if api is not None else None
@@ -309,20 +296,47 @@ class UpstreamTree:
             deeper = self.find(".".join([api.reexports[name], *rest[1:]]), hops - 1)
             return deeper if deeper is not None else Found(path, name)
         cls = api.classes.get(name)
-        if cls is not None and len(rest) > 2 and rest[1] in cls.field_types and hops:
+        if cls is not None and len(rest) > 2 and hops:
             # a field of a class type (`vllm_config.cache_config.x`): on into that class
-            typed = self._resolve(mod, api, cls.field_types[rest[1]])
+            typed = self.field_type(mod, api, cls, rest[1])
             deeper = self.find(".".join([typed, *rest[2:]]), hops - 1) if typed else None
             if deeper is not None:
                 return deeper
         if cls is not None and len(rest) > 1:
-            # an inherited member is not in the body: unknown, never "removed" (see `whole`)
+            # an inherited member is not in the body: its bases tell (series.analysis.members)
             member = rest[1] if cls.has(rest[1]) else None
-            return Found(path, name, cls.methods.get(rest[1]), cls, member)
+            return Found(path, name, cls.methods.get(rest[1]), cls, member, asked=rest[1])
         return Found(path, name, api.functions.get(name), cls)
 
+    def field_type(self, module: str, api: ModuleApi, cls: ClassApi, name: str) -> str | None:
+        """The dotted class a field is annotated with, in `cls` or, as the MRO reads it, the
+        first base that binds it (`self.vllm_config` of a subclass of the WorkerBase whose
+        __init__ set it); None when that class does not say, or no class binds it."""
+        return self._binding(module, api, cls, name, 4)[1]
+
+    def _binding(self, module: str, api: ModuleApi, cls: ClassApi, name: str,
+                 depth: int) -> tuple[bool, str | None]:
+        """(some class of the chain binds `name`, its type there)."""
+        if name in cls.field_types:
+            return True, self.resolve(module, api, cls.field_types[name])
+        if cls.has(name) or cls.open or depth == 0:
+            return True, None   # bound untyped, or anything: a base's type would be a guess
+        for written in cls.bases:
+            if adds_nothing(written):
+                continue
+            target = self.resolve(module, api, written)
+            base = self.find(target) if target is not None else None
+            where = module_name(base.path)[0] if base is not None else ""
+            loaded = self.module(where) if base is not None else None
+            if base is None or base.cls is None or base.asked is not None or loaded is None:
+                return True, None   # a base the tree does not define may bind it
+            bound, typed = self._binding(where, loaded[1], base.cls, name, depth - 1)
+            if bound:
+                return True, typed
+        return False, None
+
     @staticmethod
-    def _resolve(module: str, api: ModuleApi, written: str) -> str | None:
+    def resolve(module: str, api: ModuleApi, written: str) -> str | None:
         """The dotted name a class name written in `module` means there."""
         root, _, tail = written.partition(".")
         if root in api.reexports:

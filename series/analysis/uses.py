@@ -5,8 +5,11 @@ compares it against upstream's API).
                         imported module (`envs.VLLM_X`, `m.f`), keywords passed to a call
                         of an imported name, methods a class overrides on an imported base,
                         attributes of a parameter annotated with an imported class (config
-                        fields), strings naming an object of an imported package (what
-                        registries import by name), module-level names of the file itself
+                        fields), attributes of `self` in a class whose one base is an
+                        imported class and that the class does not bind itself (what it
+                        inherits: `self.vllm_config.x`), strings naming an object of an
+                        imported package (what registries import by name), module-level
+                        names of the file itself
     bound(source)       every name the file binds anywhere (to tell a name left undefined)
 
 Scopes are not tracked, but for annotated parameters (a local that shadows an import reads as the import): the check
@@ -21,12 +24,14 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from series.analysis.upstream_api import Function, absolute, module_name, type_name
+from series.analysis.class_reading import sets_by_name, type_name
+from series.analysis.upstream_api import Function, absolute, module_name
 
 BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__path__",
                                        "__package__", "__builtins__", "__loader__"}
 
 
+REGISTRY_ENTRY = "registry"   # a QUALNAME's `extra` when it is a model registry's entry
 _QUALNAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?\Z")
 
 
@@ -131,7 +136,8 @@ class UseCollector(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """A parameter annotated with an upstream class reads as that class in the body
-        (`vllm_config: VllmConfig` -> `vllm_config.cache_config` is a use of the field)."""
+        (`vllm_config: VllmConfig` -> `vllm_config.cache_config` is a use of the field), and
+        so does a local bound once, to an upstream attribute chain (`local_aliases`)."""
         a = node.args
         typed = {}
         for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs):
@@ -140,12 +146,33 @@ class UseCollector(ast.NodeVisitor):
                 typed[arg.arg] = ".".join([self.aliases[written[0]], *written[1:]])
         saved = {name: self.aliases.get(name) for name in typed}
         self.aliases.update(typed)
+        local = self.local_aliases(node)
+        saved.update({name: self.aliases.get(name) for name in local if name not in saved})
+        self.aliases.update(local)
         self.generic_visit(node)
         for name, was in saved.items():
             if was is None:
                 del self.aliases[name]
             else:
                 self.aliases[name] = was
+
+    def local_aliases(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
+        """`config = vllm_config.model_config`: a local the function (nested scopes counted)
+        binds exactly once, by a plain assignment of an attribute chain that reads as an
+        upstream name; any other binding of it (a loop, a second assignment, a parameter,
+        `global`) and it means nothing known."""
+        binds = _bindings(node)
+        out: dict[str, str] = {}
+        saved = dict(self.aliases)
+        for n in sorted((x for x in ast.walk(node) if isinstance(x, ast.Assign)), key=lambda x: (x.lineno, x.col_offset)):
+            target = n.targets[0] if len(n.targets) == 1 else None
+            if isinstance(target, ast.Name) and binds.get(target.id) == 1 \
+                    and isinstance(n.value, (ast.Attribute, ast.Name)):
+                dotted = self.dotted(n.value)
+                if dotted is not None:
+                    out[target.id] = self.aliases[target.id] = dotted   # a later chain may start from it
+        self.aliases = saved
+        return out
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -164,9 +191,15 @@ class UseCollector(ast.NodeVisitor):
                 and all(x.isidentifier() for x in strings):
             module, cls = strings
             if cls[:1].isupper():
-                self.found.append(Use(UseKind.QUALNAME, f"{self.package}.{module}.{cls}", line=node.lineno))
+                self.found.append(Use(UseKind.QUALNAME, f"{self.package}.{module}.{cls}", REGISTRY_ENTRY,
+                                      line=node.lineno))
                 return
         self.generic_visit(node)
+
+    def self_base(self, node: ast.ClassDef) -> str | None:
+        """The upstream class `self` reads as in this class's methods: its only base."""
+        dotted = self.dotted(node.bases[0]) if len(node.bases) == 1 and not node.keywords else None
+        return dotted
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
@@ -177,7 +210,66 @@ class UseCollector(ast.NodeVisitor):
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("__"):
                     self.found.append(Use(UseKind.OVERRIDE, dotted, item.name, line=item.lineno,
                                           method=Function.of(item)))
+        # `self` in the methods reads as the one upstream base, but for what the class
+        # itself binds; with another base (or none) it means nothing known
+        was, start = self.aliases.pop("self", None), len(self.found)
+        single = self.self_base(node)
+        own = _own_members(node) if single is not None else None
+        if single is not None and own is not None:
+            self.aliases["self"] = single
         self.generic_visit(node)
+        self.aliases.pop("self", None)
+        if was is not None:
+            self.aliases["self"] = was
+        if single is not None and own is not None:
+            mine = tuple(f"{single}.{name}" for name in own)
+            self.found[start:] = [u for u in self.found[start:] if u.kind == UseKind.OVERRIDE or not (
+                u.target in mine or u.target.startswith(tuple(f"{m}." for m in mine)))]
+
+
+def _bindings(node: ast.AST) -> dict[str, int]:
+    """How often each name is bound anywhere under `node` (a global counts as many)."""
+    out: dict[str, int] = {}
+
+    def add(name: str, times: int = 1) -> None:
+        out[name] = out.get(name, 0) + times
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            add(n.id)
+        elif isinstance(n, ast.arg):
+            add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node:
+            add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                add((a.asname or a.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            add(n.name)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                add(name, 2)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            add(n.rest)
+    return out
+
+
+def _own_members(node: ast.ClassDef) -> set[str] | None:
+    """What a class binds itself (body names, `self.x =` anywhere in it); None when it sets
+    attributes by name (setattr, __dict__, register_buffer, __getattr__): then `self.x` may
+    be its own."""
+    own: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(n.name)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            own.add(n.id)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
+            own.add(n.attr)
+        elif sets_by_name(n):
+            return None
+    return None if "__getattr__" in own else own
 
 
 def top_names(tree: ast.Module) -> set[str]:
