@@ -26,6 +26,7 @@ class Worker(WorkerBase):
 
     def load_model(self, path, strict=False):
         helper(path, y=2)
+        VllmConfig(model=path)
         return envs.VLLM_USE_V1, self.vllm_config.cache_config.block_size
 '''
 
