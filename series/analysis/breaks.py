@@ -23,7 +23,6 @@ touching the defining file after which the name (or parameter) is gone
 """
 from __future__ import annotations
 
-import ast
 import difflib
 import enum
 import posixpath
@@ -33,14 +32,14 @@ from typing import Callable, Sequence
 import pygit2
 
 from series import persisted
-from series.analysis import entry_points, hunk_uses
+from series.analysis import entry_points, file_reading, hunk_uses
 from series.analysis.attribution import UpstreamCommit, path_commits
 from series.analysis.custom_ops import OpRegistry, registers
 from series.analysis.members import owner
 from series.analysis.moved import moved_to
 from series.analysis.upstream_api import Found, Function, UpstreamTree, module_name
 from series.git.repo import changed_paths
-from series.analysis.uses import BUILTINS, REGISTRY_ENTRY, Use, UseKind, bound, imported_top, loads, parse, top_names, uses
+from series.analysis.uses import BUILTINS, REGISTRY_ENTRY, Use, UseKind
 
 ENTRY_POINT = "entry-point"   # a NAME's `extra` when a pyproject/setup entry point names it
 Read = Callable[[str, str], "bytes | None"]   # (commit sha, path) -> the file there, None: absent
@@ -341,17 +340,17 @@ def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | N
         near = hunk_uses.near_changes(path, base, mine)
         if near is not None and not any(checker.judge(use, path) for use in near):
             return []
-    ours = parse(mine)
-    after = ours if rebased == mine else parse(rebased)
+    ours = file_reading.read(path, mine)
+    after = ours if rebased == mine or ours is None else file_reading.read(path, rebased, ours.top)
     if ours is None or after is None:
         return []
-    before = parse(base) if base else None
-    theirs = {u.key for u in uses(before, path)} if before is not None else set()
-    introduced = {u.key for u in uses(ours, path)} - theirs
-    names = bound(after) | top_names(after)
+    before = file_reading.read(path, base) if base else None
+    theirs = {u.key for u in before.uses} if before is not None else set()
+    introduced = {u.key for u in ours.uses} - theirs
+    names = set(after.bound | after.top)
     seen: set[tuple[UseKind, str, str]] = set()
     out: list[Break] = []
-    for use in uses(after, path, top_names(ours)):
+    for use in after.uses:
         if use.key not in introduced or use.key in seen:
             continue
         seen.add(use.key)
@@ -378,16 +377,16 @@ def _entry_points(checker: _BreakChecker, path: str, base: bytes | None, mine: b
     return out
 
 
-def _imports_gone(checker: _BreakChecker, path: str, before: ast.Module | None, ours: ast.Module,
-                  after: ast.Module, names: set[str]) -> list[Break]:
+def _imports_gone(checker: _BreakChecker, path: str, before: file_reading.FileReading | None,
+                  ours: file_reading.FileReading, after: file_reading.FileReading, names: set[str]) -> list[Break]:
     """Names the topic's version imports and reads more often than the base's did, that the
     merged file reads but no longer binds: upstream's side of the merge removed the import."""
-    was, now, mine = loads(before) if before is not None else {}, loads(after), loads(ours)
+    was, now, mine = before.loads if before is not None else {}, after.loads, ours.loads
     out = []
-    for name in sorted(imported_top(ours) - names):
+    for name in sorted(ours.imported - names):
         if now.get(name) and mine.get(name, 0) > was.get(name, 0):
-            line = min(n.lineno for n in ast.walk(after) if isinstance(n, ast.Name) and n.id == name)
-            found = checker.local(Use(UseKind.LOCAL, name, line=line), path, names, imported=True)
+            found = checker.local(Use(UseKind.LOCAL, name, line=after.first_line[name]), path, names,
+                                  imported=True)
             if found is not None:
                 out.append(found)
     return out

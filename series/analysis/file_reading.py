@@ -1,0 +1,84 @@
+"""What the semantic check reads of one version of a Python file, kept on disk per blob.
+
+The full reading (series.analysis.breaks._file) parses up to three versions of a file (the
+base's, the topic's, the rebased one) and walks each: its upstream uses, the names it binds
+and defines, its module-level imports, how often each bare name is read. That is the check's
+cost onto a far upstream (more of the topics' files changed upstream too: onto upstream/main
+of the realistic history, 33 readings and most of the dry run). It depends only on the bytes,
+the file's package and, for the uses, the other version's top-level names: so it is computed
+once per (blob, path's package, those names) and kept in the check's disk cache
+(series.analysis.blob_cache), which a nightly over the same topics then only reads.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import pygit2
+
+from series.analysis import blob_cache
+from series.analysis.upstream_api import Function, module_name
+from series.analysis.uses import Use, UseKind, bound, imported_top, loads, parse, top_names, uses
+
+
+@dataclass(frozen=True)
+class FileReading:
+    top: frozenset[str]              # defined at top level (uses.top_names)
+    bound: frozenset[str]            # bound anywhere (uses.bound)
+    imported: frozenset[str]         # bound by module-level imports (uses.imported_top)
+    loads: Mapping[str, int]         # how often each bare name is read (uses.loads)
+    first_line: Mapping[str, int]    # the first line a bare name appears on
+    uses: tuple[Use, ...]            # uses.uses(tree, path, also_top)
+
+
+def read(path: str, source: bytes, also_top: frozenset[str] = frozenset(),
+         cache: Path | None = None) -> FileReading | None:
+    """The reading of `source` as the file `path`; None when it does not parse. `also_top`:
+    the other version's top-level names (uses.uses)."""
+    from series.analysis import class_reading, uses as uses_module
+    code = blob_cache.version(__file__, uses_module.__file__, class_reading.__file__)
+    names = hashlib.sha256("\n".join(sorted(also_top)).encode()).hexdigest()[:16]
+    key = ("reading", code, module_name(path)[1], str(pygit2.hash(source)), names)
+    return blob_cache.cached(key, lambda: _encode(_compute(path, source, also_top)), _decode, cache)
+
+
+def _compute(path: str, source: bytes, also_top: frozenset[str]) -> FileReading | None:
+    tree = parse(source)
+    if tree is None:
+        return None
+    first: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.lineno < first.get(node.id, node.lineno + 1):
+            first[node.id] = node.lineno
+    return FileReading(frozenset(top_names(tree)), frozenset(bound(tree)), frozenset(imported_top(tree)),
+                       loads(tree), first, tuple(uses(tree, path, also_top)))
+
+
+def _encode(found: FileReading | None) -> object:
+    if found is None:
+        return None
+    return {"top": sorted(found.top), "bound": sorted(found.bound), "imported": sorted(found.imported),
+            "loads": dict(found.loads), "first_line": dict(found.first_line),
+            "uses": [[u.kind.value, u.target, u.extra, u.line,
+                      None if u.method is None else [u.method.name, list(u.method.params), u.method.flexible,
+                                                     u.method.line]] for u in found.uses]}
+
+
+def _decode(raw: object) -> FileReading | None:
+    """The cached answer; a ValueError (or TypeError, KeyError) when it is not one."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError("not an object")
+    found = []
+    for kind, target, extra, line, method in raw["uses"]:
+        fn = None if method is None else Function(str(method[0]), tuple(str(p) for p in method[1]),
+                                                  bool(method[2]), int(method[3]))
+        found.append(Use(UseKind(kind), str(target), str(extra), int(line), fn))
+    return FileReading(frozenset(map(str, raw["top"])), frozenset(map(str, raw["bound"])),
+                       frozenset(map(str, raw["imported"])),
+                       {str(k): int(v) for k, v in raw["loads"].items()},
+                       {str(k): int(v) for k, v in raw["first_line"].items()}, tuple(found))
