@@ -38,8 +38,9 @@ def read(path: str, source: bytes, also_top: frozenset[str] = frozenset(),
          cache: Path | None = None) -> FileReading | None:
     """The reading of `source` as the file `path`; None when it does not parse. `also_top`:
     the other version's top-level names (uses.uses)."""
-    from series.analysis import class_reading, uses as uses_module
-    code = blob_cache.version(__file__, uses_module.__file__, class_reading.__file__)
+    from series.analysis import class_reading, upstream_api, uses as uses_module
+    # every module the reading's answer comes from: another version of any is another answer
+    code = blob_cache.version(__file__, uses_module.__file__, class_reading.__file__, upstream_api.__file__)
     names = hashlib.sha256("\n".join(sorted(also_top)).encode()).hexdigest()[:16]
     key = ("reading", code, module_name(path)[1], str(pygit2.hash(source)), names)
     return blob_cache.cached(key, lambda: _encode(_compute(path, source, also_top)), _decode, cache)
