@@ -122,7 +122,11 @@ def test_slow_when_asked():
     if marker:
         with open(marker, "w") as f:
             f.write(str(os.getpid()))
-        time.sleep(120)
+        try:
+            time.sleep(120)
+        except KeyboardInterrupt:  # series stops its pytest as Ctrl-C does: it can report
+            open(marker + ".interrupted", "w").close()
+            raise
     assert LRUPolicy
 '''
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import run_series
+from tests.parsed import parsed
 
 BUG_SCRIPT = """
 import sys
@@ -103,7 +104,7 @@ def test_no_error_outside_the_engine_hides_its_hint_in_the_message() -> None:
     for path in sorted(package.rglob("*.py")):
         if path.relative_to(package).parts[0] == "engine":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             if (isinstance(node, ast.Call) and len(node.args) == 1
                     and getattr(node.func, "id", getattr(node.func, "attr", "")) in errors):
                 text = "".join(c.value for c in ast.walk(node.args[0])

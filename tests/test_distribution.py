@@ -119,7 +119,10 @@ def test_the_sdist_carries_every_tracked_file(dist: Path) -> None:
 
 
 def test_pytest_runs_from_the_unpacked_sdist(dist: Path, tmp_path: Path) -> None:
-    """A few files of the suite, with helpers and fixtures, over the sdist's own package."""
+    """A few files of the suite, with helpers and fixtures, over the sdist's own package:
+    test_status builds its repositories from the session templates (conftest, harness,
+    repos) and runs the CLI; test_testmap reads tests/fixtures; test_packaging reads the
+    project's metadata. Quick ones: the suite itself runs every file from the checkout."""
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         top = {m.name.split("/", 1)[0] for m in sdist.getmembers()}
         if hasattr(tarfile, "data_filter"):
@@ -133,7 +136,7 @@ def test_pytest_runs_from_the_unpacked_sdist(dist: Path, tmp_path: Path) -> None
                            cwd=unpacked, env=env, capture_output=True, text=True)
     assert where.stdout.startswith(str(unpacked)), where.stdout + where.stderr
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "tests/test_blockyaml.py", "tests/test_testmap.py", "tests/test_packaging.py"],
+                           "tests/test_status.py", "tests/test_testmap.py", "tests/test_packaging.py"],
                           cwd=unpacked, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert " passed" in proc.stdout and "error" not in proc.stdout.lower(), proc.stdout[-3000:]

@@ -15,6 +15,8 @@ import pytest
 import series.verbs
 from series.cli import verb_name
 
+from tests.parsed import parsed
+
 ENGINE = Path(__file__).resolve().parent.parent / "series" / "engine"
 FORBIDDEN = ("series.resolutions", "series.commands", "series.cli", "series.verbs")
 
@@ -23,7 +25,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     """Every module `path` imports (absolute names; relative ones resolved)."""
     package = "series.engine"
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -61,7 +63,7 @@ def test_the_check_sees_every_form_of_import(tmp_path: Path) -> None:
 
 def _texts(path: Path) -> list[tuple[int, str]]:
     """Every string the module's code can produce (docstrings left out: they explain)."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = parsed(path)
     docstrings = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
@@ -82,7 +84,7 @@ def test_engine_module_names_no_verb_and_prints_nothing(path: Path) -> None:
     assert "rebase" in verbs and "adopt-upstream" in verbs, verbs
     named = [f"{path.name}:{line}: {text!r}" for line, text in _texts(path)
              for verb in verbs if f"series {verb}" in text]
-    printed = [f"{path.name}:{node.lineno}: print()" for node in ast.walk(ast.parse(path.read_text()))
+    printed = [f"{path.name}:{node.lineno}: print()" for node in ast.walk(parsed(path))
                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
     assert not named + printed, "the engine words or prints what the verb should:\n" + "\n".join(named + printed)
 
@@ -97,7 +99,7 @@ def _opens_a_door(tree: ast.AST) -> list[int]:
 def test_the_engine_never_opens_the_write_door(path: Path) -> None:
     """Issue 25: the verb opens the door and hands it to the engine (as a jj command starts
     the transaction); the engine takes the repository and the series, never opens one."""
-    lines = _opens_a_door(ast.parse(path.read_text(), str(path)))
+    lines = _opens_a_door(parsed(path))
     assert not lines, f"{path.name}:{lines}: the engine calls .operation(; take the door as `door=`"
 
 
@@ -134,7 +136,7 @@ def _flags(path: Path, source: str | None = None) -> list[str]:
     command line it runs (a literal that is only the flag, as in git(root, "worktree",
     "add", "--detach")) and a flag of a git command a message quotes ('git merge-tree
     --write-tree'): those are git's, not a verb's."""
-    tree = ast.parse(path.read_text() if source is None else source, str(path))
+    tree = parsed(path, source)
     found = []
     for line, text in _strings(tree):
         if re.fullmatch(r"--[A-Za-z][\w-]*(=.*)?", text):

@@ -195,6 +195,8 @@ def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, e
     assert list(scratch.iterdir()) == [], "no temporary directory is left"
     with pytest.raises(ProcessLookupError):
         os.kill(pytest_pid, 0)
+    # pytest got the SIGINT (not a SIGKILL after the waits): it could end the run itself
+    assert marker.with_name(marker.name + ".interrupted").exists()
     assert "series-" not in sh("git worktree list", fork)
 
 

@@ -20,10 +20,21 @@ JUDGED = (UseKind.NAME, UseKind.KEYWORD, UseKind.OVERRIDE, UseKind.QUALNAME)
 
 
 def _introduced(path: str, base: bytes, mine: bytes) -> set[tuple[UseKind, str, str]]:
-    before, after = parse(base), parse(mine)
-    assert before is not None and after is not None
-    theirs = {u.key for u in uses(before, path)}
-    return {u.key for u in uses(after, path) if u.kind in JUDGED} - theirs
+    after = parse(mine)
+    assert after is not None
+    return {u.key for u in uses(after, path) if u.kind in JUDGED} - _base_uses(path, base)
+
+
+_BASE_USES: dict[tuple[str, bytes], set[tuple[UseKind, str, str]]] = {}
+
+
+def _base_uses(path: str, base: bytes) -> set[tuple[UseKind, str, str]]:
+    """The full reading of the base's version, once per file (every mutant of it shares it)."""
+    if (path, base) not in _BASE_USES:
+        before = parse(base)
+        assert before is not None
+        _BASE_USES[path, base] = {u.key for u in uses(before, path)}
+    return _BASE_USES[path, base]
 
 
 def _aliases(text: str) -> list[str]:

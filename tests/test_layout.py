@@ -18,6 +18,8 @@ import click
 import series.verbs
 from series.cli import group, module_name, verb_name
 
+from tests.parsed import parsed
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "series"
 
@@ -44,7 +46,7 @@ def test_every_verb_module_defines_its_command_under_its_own_name() -> None:
 
 def _imports(path: Path) -> set[str]:
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -156,7 +158,7 @@ def _renames(path: Path) -> list[int]:
     """Lines that rename a file over another: os.replace/os.rename, or Path.replace/rename
     with its one argument (str.replace takes two, dataclasses.replace keywords)."""
     lines = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr in ("replace", "rename")):
             continue
@@ -210,7 +212,7 @@ def _verb_imports(path: Path, source: str | None = None) -> set[str]:
     """Every series.verbs.* name a file (at `path` in the package, its text `source` or
     what is there) imports, at module level or inside a function; `from series.verbs
     import x`, relative imports and import_module name their verbs too."""
-    tree = ast.parse(path.read_text() if source is None else source, str(path))
+    tree = parsed(path, source)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -286,7 +288,7 @@ def test_no_two_classes_in_the_package_share_a_name() -> None:
     made every reader check the import; a class name says which one it is."""
     where: dict[str, list[str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ClassDef):
                 where.setdefault(node.name, []).append(path.relative_to(PACKAGE).as_posix())
     assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
@@ -321,7 +323,7 @@ def test_no_import_alias_hides_what_it_imports() -> None:
     `committer as git_committer`, `format as patch_format`."""
     hidden = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 for alias in node.names:
                     name = alias.name.rsplit(".", 1)[-1]
@@ -363,7 +365,7 @@ def _mentioned(node: ast.AST) -> set[str]:
 def _writes_of(source: str, name: str) -> tuple[list[str], list[str], list[str]]:
     """(state-dir names used, writes of the state dir or series.yaml, ref writes) in one
     module: a write counts when its call (receiver or arguments) names either."""
-    tree = ast.parse(source, name)
+    tree = parsed(Path(name), source)
     state = sorted({f"{name}:{n.lineno}: {n.id}" for n in ast.walk(tree)
                     if isinstance(n, ast.Name) and n.id in STATE_NAMES}
                    | {f"{name}:{n.lineno}: {a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
@@ -439,7 +441,7 @@ def _import_edges(path: Path, modules: set[str], root: Path = PACKAGE) -> list[t
     import under `if TYPE_CHECKING:` never runs, so it is left out)."""
     me = _module_of(path, root)
     package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
-    tree = ast.parse(path.read_text(), str(path))
+    tree = parsed(path)
     typing_only = {id(sub) for node in ast.walk(tree)
                    if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
                    for sub in ast.walk(node)}

@@ -281,7 +281,8 @@ def pushed(tmp_path: Path) -> Path:
 def loop_runner(tmp_path: Path, fork: Path) -> simrunner.Runner:
     from tests.fakeenv import make_env
 
-    python = make_env(tmp_path / "runner-python", None)   # no vllm yet: the job installs the wheel
+    # no vllm yet: the job installs the wheel, with pip, as a runner's setup-python has it
+    python = make_env(tmp_path / "runner-python", None, everything=True)
     shims = tmp_path / "loop-shims"
     shims.mkdir()
     (shims / "series").write_text(SHIM.format(python=shlex.quote(sys.executable)))

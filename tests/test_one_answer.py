@@ -11,11 +11,13 @@ import ast
 from pathlib import Path
 from typing import Callable
 
+from tests.parsed import parsed
+
 PACKAGE = Path(__file__).resolve().parent.parent / "series"
 
 
 def _strings(path: Path) -> list[tuple[int, str]]:
-    return [(n.lineno, n.value) for n in ast.walk(ast.parse(path.read_text(), str(path)))
+    return [(n.lineno, n.value) for n in ast.walk(parsed(path))
             if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
@@ -43,7 +45,7 @@ def test_one_state_dir_resolver() -> None:
     or the user cache (cache.user_cache), nowhere else."""
     found = set()
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(parsed(path)):
             if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
                     and isinstance(node.right, ast.Constant) and node.right.value == "series"):
                 found.add(path.relative_to(PACKAGE).as_posix())

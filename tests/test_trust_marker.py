@@ -15,19 +15,15 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 from tests.conftest import run_series, sh
-from tests.repos import add_pull_request, build_fork, build_upstream, github_fixture
+from tests.repos import github_fixture
 
 MARKER = "ghp_MARKERmarkerMARKER0123456789"
 PULL = "/repos/vllm-project/vllm/pulls/61050"
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
-    work = build_upstream(tmp_path / "upstream-work")
-    add_pull_request(work, 61050)
-    bare = tmp_path / "upstream.git"
-    sh(f"git clone -q --mirror {work} {bare}", tmp_path)
-    fork = build_fork(bare, tmp_path / "fork")
+def setup(tmp_path: Path, served: Path) -> tuple[Path, Path, Path]:
+    fork = served  # upstream-work with PR #61050, its mirror upstream.git, the fork of it
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls.log"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from series import config
-from tests.conftest import run_series, sh
+from tests.conftest import from_template, run_series, sh
 from tests.repos import LRU_V030, LRU_V031, build_fork, build_upstream, commit_all, git, write
 
 LRU = "vllm/v1/kv_offload/cpu/policies/lru.py"
@@ -58,9 +58,15 @@ def history_upstream(path: Path, rewrite_at: int) -> dict[int, str]:
     return shas
 
 
+def _fork_over(root: Path, rewrite_at: int) -> tuple[Path, dict[int, str]]:
+    shas = history_upstream(root / "upstream", rewrite_at)
+    return build_fork(root / "upstream", root / "fork"), shas
+
+
 def fork_over(tmp_path: Path, rewrite_at: int) -> tuple[Path, dict[int, str]]:
-    shas = history_upstream(tmp_path / "upstream", rewrite_at)
-    return build_fork(tmp_path / "upstream", tmp_path / "fork"), shas
+    """tmp_path/upstream with #60012 at `rewrite_at`, and tmp_path/fork over it (built
+    once per session for each `rewrite_at`, copied)."""
+    return from_template(f"history-{rewrite_at}", lambda root: _fork_over(root, rewrite_at), tmp_path)
 
 
 def rebase(fork: Path, *args: str, expect: int = 0) -> dict:

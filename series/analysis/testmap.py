@@ -57,6 +57,13 @@ def matches(dependency: str, path: str) -> bool:
     return path == normalized or path.startswith(normalized + "/")
 
 
+@functools.lru_cache(maxsize=4096)
+def _prefixes(path: str) -> frozenset[str]:
+    """Every normalized dependency `matches` accepts for `path`: the path itself and each
+    part of it that ends just before a '/'."""
+    return frozenset([path, *(path[:i] for i, c in enumerate(path) if c == "/")])
+
+
 def dependencies_match(dependencies: Iterable[str], path: str) -> bool:
     """Some include matches `path` and no `!` exclusion does (an exclusion always wins)."""
     deps = list(dependencies)
@@ -97,7 +104,7 @@ class BuildkiteStep:
         """Runs without a GPU in upstream's CI (device cpu, cpu-small, cpu-medium ...)."""
         return (self.device or "").startswith("cpu")
 
-    @property
+    @functools.cached_property
     def always(self) -> bool:
         return not self.dependencies and not self.own_file
 
@@ -117,19 +124,21 @@ class BuildkiteStep:
         return wd.lstrip("/")
 
     @functools.cached_property
-    def _rules(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _rules(self) -> tuple[frozenset[str], frozenset[str]]:
         """(includes, exclusions), normalized once: covers() runs for every path x step."""
         deps = self.all_dependencies
-        def norm(ds: Iterable[str]) -> tuple[str, ...]:
-            return tuple(n for n in (d.rstrip("/") for d in ds) if n)
+        def norm(ds: Iterable[str]) -> frozenset[str]:
+            return frozenset(n for n in (d.rstrip("/") for d in ds) if n)
 
         return (norm(d for d in deps if not d.startswith("!")),
                 norm(d[1:] for d in deps if d.startswith("!")))
 
     def covers(self, path: str) -> bool:
+        # matches(d, path) for a normalized d is "d is one of path's prefixes": a few set
+        # lookups per path instead of a string comparison per dependency
         includes, excludes = self._rules
-        if (any(path == d or path.startswith(d + "/") for d in includes)
-                and not any(path == d or path.startswith(d + "/") for d in excludes)):
+        prefixes = _prefixes(path)
+        if not includes.isdisjoint(prefixes) and excludes.isdisjoint(prefixes):
             return True
         return (self.device in AMD_GPU_DEVICES and not self.dind
                 and dependencies_match(AMD_NATIVE_RUNTIME, path))
@@ -159,7 +168,8 @@ class TestMap:
         """Steps covering any touched path ({path: topics touching it}), in file order.
 
         A path that triggers upstream's run-all selects every step, with no dependencies or not."""
-        everything = tuple(p for p in sorted(touched) if self.runs_all(p))
+        paths = sorted(touched)
+        everything = tuple(p for p in paths if self.runs_all(p))
         out = []
         for step in self.steps:
             if everything:
@@ -170,7 +180,7 @@ class TestMap:
                 if include_always:
                     out.append(StepSelection(step, (), ()))
                 continue
-            hits = tuple(p for p in sorted(touched) if step.covers(p))
+            hits = tuple(p for p in paths if step.covers(p))
             if hits:
                 topics = tuple(dict.fromkeys(t for p in hits for t in touched[p]))
                 out.append(StepSelection(step, hits, topics))

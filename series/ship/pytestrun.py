@@ -278,6 +278,7 @@ def side_by_side(jobs: Sequence[Callable[[JobControl], T]], width: int,
 
     def work(index: int) -> None:
         try:
+            _signals_released()
             results[index] = jobs[index](cancel)
         except BaseException as exc:  # handed to the caller, in the main thread
             results[index] = exc
@@ -307,6 +308,16 @@ def side_by_side(jobs: Sequence[Callable[[JobControl], T]], width: int,
             cancel.stop(stop.signum)
     tell()
     return results, signum
+
+
+def _signals_released() -> None:
+    """Unblock the trapped signals in a job's thread: it inherits the mask _signals_held()
+    set, and a process it starts would inherit it too (a mask survives fork and exec), so
+    its pytest could not be stopped but by SIGKILL. The handler still runs in the main
+    thread, whichever thread the signal arrives in."""
+    release = getattr(signal, "pthread_sigmask", None)
+    if release is not None:
+        release(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
 @contextlib.contextmanager

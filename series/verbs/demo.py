@@ -101,17 +101,38 @@ STEPS: list[DemoStep] = [
 ]
 
 
+# Run in the interpreter that has pytest: the top-level entries (packages, modules, their
+# .dist-info) of pytest and what it requires, one path a line.
+_PYTEST_ENTRIES = r"""
+import importlib.metadata as md
+from packaging.requirements import Requirement
+todo, seen, entries = ["pytest"], set(), set()
+while todo:
+    dist = md.distribution(todo.pop())
+    if dist.metadata["Name"].lower() in seen:
+        continue
+    seen.add(dist.metadata["Name"].lower())
+    base = dist.locate_file("")
+    entries |= {str(base / f.parts[0]) for f in dist.files or ()
+                if f.parts and f.parts[0] not in ("..", "bin", "__pycache__")}
+    todo += [r.name for r in map(Requirement, dist.requires or ())
+             if r.marker is None or r.marker.evaluate({"extra": ""})]
+print("\n".join(sorted(entries)))
+"""
+
+
 def _evidence_env(directory: Path, wheel: Path, python: str) -> Path | None:
     """A venv holding the release wheel, and this interpreter's pytest (None without one).
 
     The venv has no pip: the demo wheel is pure Python, so installing it is unpacking it
-    into the venv's site-packages; a .pth line lets the venv import this environment's
-    pytest after its own packages, so its vllm is the wheel's.
+    into the venv's site-packages; a .pth line lets the venv import pytest after its own
+    packages, so its vllm is the wheel's. Only pytest and its requirements are linked
+    there, not the whole environment: pytest would auto-load every plugin installed
+    beside it (hypothesis alone is a second of imports per run) into upstream's tests.
     """
     import zipfile
 
-    probe = subprocess.run([python, "-c", "import pytest, site; print('\\n'.join(site.getsitepackages()))"],
-                           capture_output=True, text=True)
+    probe = subprocess.run([python, "-c", _PYTEST_ENTRIES], capture_output=True, text=True)
     if probe.returncode != 0:
         return None
     env = directory / "release-env"
@@ -121,7 +142,12 @@ def _evidence_env(directory: Path, wheel: Path, python: str) -> Path | None:
                                   capture_output=True, text=True, check=True).stdout.strip())
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(purelib)
-    (purelib / "zz-demo-pytest.pth").write_text(probe.stdout)
+    linked = env / "pytest-site"
+    linked.mkdir()
+    for entry in map(Path, probe.stdout.splitlines()):
+        if entry.exists() and not (linked / entry.name).exists():
+            (linked / entry.name).symlink_to(entry)
+    (purelib / "zz-demo-pytest.pth").write_text(f"{linked}\n")
     return env_python
 
 
