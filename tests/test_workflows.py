@@ -116,7 +116,8 @@ def test_ci_init_pins_the_version_and_keeps_local_edits(tmp_path: Path) -> None:
     with pytest.raises(SeriesError, match="--force"):
         ci.init("github", tmp_path)
     assert written.read_text().endswith("# ours\n")
-    assert [w.state for w in ci.init("github", tmp_path, force=True, dry_run=True)] == ["would update"]
+    assert [w.state for w in ci.init("github", tmp_path, force=True, dry_run=True)] == [ci.TemplateState.UPDATED]
+    assert [w.label for w in ci.init("github", tmp_path, force=True, dry_run=True)] == ["would update"]
     assert [w.state for w in ci.init("github", tmp_path, force=True)] == ["updated"]
     assert [w.state for w in ci.init("buildkite", tmp_path)] == ["created"]
     pipeline = YAML(typ="safe").load((tmp_path / ".buildkite" / "series-nightly.yml").read_text())
