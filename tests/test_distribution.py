@@ -135,8 +135,10 @@ def test_pytest_runs_from_the_unpacked_sdist(dist: Path, tmp_path: Path) -> None
     where = subprocess.run([sys.executable, "-c", "import series, tests.repos; print(series.__file__)"],
                            cwd=unpacked, env=env, capture_output=True, text=True)
     assert where.stdout.startswith(str(unpacked)), where.stdout + where.stderr
+    # its own basetemp: in the default one, pytest would first remove the oldest numbered
+    # directories there, this very suite's earlier runs (seconds of unlinking per thousand repos)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "tests/test_status.py", "tests/test_testmap.py", "tests/test_packaging.py"],
+                           f"--basetemp={tmp_path / 'inner'}", "tests/test_status.py", "tests/test_testmap.py", "tests/test_packaging.py"],
                           cwd=unpacked, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert " passed" in proc.stdout and "error" not in proc.stdout.lower(), proc.stdout[-3000:]
