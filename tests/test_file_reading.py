@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from series.analysis import file_reading
+from series.analysis.uses import UseKind
 
 SOURCE = b'''import os
 from vllm.config import VllmConfig
@@ -38,7 +39,7 @@ def test_a_reading_comes_back_from_the_cache_without_a_parse(tmp_path: Path, mon
     assert {"helper", "Worker", "REGISTRY"} <= first.top and "os" in first.imported
     assert first.first_line["helper"] == 18 and first.loads["helper"] == 1
     kinds = {u.kind for u in first.uses}
-    assert {file_reading.UseKind.NAME, file_reading.UseKind.KEYWORD, file_reading.UseKind.OVERRIDE} <= kinds, kinds
+    assert {UseKind.NAME, UseKind.KEYWORD, UseKind.OVERRIDE} <= kinds, kinds
     assert any(u.method is not None for u in first.uses), "an override keeps the topic's own signature"
 
     def no_parse(source: bytes) -> None:

@@ -320,11 +320,12 @@ def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequenc
     for topic in topics:
         found: list[Break] = []
         for path in _changed(repo, topic.start, topic.old_head):
-            versions = read(topic.start, path), read(topic.old_head, path), read(topic.new_head, path)
-            if path.endswith(".py"):
-                found += _file(checker, path, *versions)
-            if posixpath.basename(path) in entry_points.FILES:
-                found += _entry_points(checker, path, *versions)
+            judged = [j for j, reads in ((_file, path.endswith(".py")),   # setup.py is both
+                                         (_entry_points, posixpath.basename(path) in entry_points.FILES)) if reads]
+            if judged:  # the three versions read only for a file the check reads
+                versions = read(topic.start, path), read(topic.old_head, path), read(topic.new_head, path)
+                for judge in judged:
+                    found += judge(checker, path, *versions)
         out[topic.name] = found
     return out
 

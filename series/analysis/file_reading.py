@@ -20,8 +20,9 @@ from typing import Mapping
 import pygit2
 
 from series.analysis import blob_cache
-from series.analysis.upstream_api import Function, module_name
-from series.analysis.uses import Use, UseKind, bound, imported_top, loads, parse, top_names, uses
+from series.analysis.upstream_api import module_name
+from series.analysis.uses import (Use, bound, imported_top, loads, parse, top_names, uses, uses_from_json,
+                                  uses_to_json)
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,7 @@ def _encode(found: FileReading | None) -> object:
         return None
     return {"top": sorted(found.top), "bound": sorted(found.bound), "imported": sorted(found.imported),
             "loads": dict(found.loads), "first_line": dict(found.first_line),
-            "uses": [[u.kind.value, u.target, u.extra, u.line,
-                      None if u.method is None else [u.method.name, list(u.method.params), u.method.flexible,
-                                                     u.method.line]] for u in found.uses]}
+            "uses": uses_to_json(found.uses)}
 
 
 def _decode(raw: object) -> FileReading | None:
@@ -74,12 +73,7 @@ def _decode(raw: object) -> FileReading | None:
         return None
     if not isinstance(raw, dict):
         raise ValueError("not an object")
-    found = []
-    for kind, target, extra, line, method in raw["uses"]:
-        fn = None if method is None else Function(str(method[0]), tuple(str(p) for p in method[1]),
-                                                  bool(method[2]), int(method[3]))
-        found.append(Use(UseKind(kind), str(target), str(extra), int(line), fn))
     return FileReading(frozenset(map(str, raw["top"])), frozenset(map(str, raw["bound"])),
                        frozenset(map(str, raw["imported"])),
                        {str(k): int(v) for k, v in raw["loads"].items()},
-                       {str(k): int(v) for k, v in raw["first_line"].items()}, tuple(found))
+                       {str(k): int(v) for k, v in raw["first_line"].items()}, tuple(uses_from_json(raw["uses"])))

@@ -34,8 +34,8 @@ from typing import Iterator
 import pygit2
 
 from series.analysis import blob_cache
-from series.analysis.upstream_api import Function, module_name
-from series.analysis.uses import Use, UseCollector, UseKind, parse
+from series.analysis.upstream_api import module_name
+from series.analysis.uses import Use, UseCollector, parse, uses_from_json, uses_to_json
 
 _IMPORT = re.compile(rb"\bimport\b")
 _HAZARD = re.compile(rb"\bimport\b|\"\"\"|'''|\\\s*$")
@@ -166,25 +166,12 @@ def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
 # -- the disk cache ---------------------------------------------------------------------------
 
 def _encode(found: list[Use] | None) -> object:
-    if found is None:
-        return None
-    return [[u.kind.value, u.target, u.extra, u.line,
-             None if u.method is None else [u.method.name, list(u.method.params), u.method.flexible,
-                                            u.method.line]] for u in found]
+    return None if found is None else uses_to_json(found)
 
 
 def _decode(raw: object) -> list[Use] | None:
     """The cached answer; a ValueError (or TypeError, KeyError) when it is not one."""
-    if raw is None:
-        return None
-    if not isinstance(raw, list):
-        raise ValueError("not a list")
-    out = []
-    for kind, target, extra, line, method in raw:
-        fn = None if method is None else Function(str(method[0]), tuple(str(p) for p in method[1]),
-                                                  bool(method[2]), int(method[3]))
-        out.append(Use(UseKind(kind), str(target), str(extra), int(line), fn))
-    return out
+    return None if raw is None else uses_from_json(raw)
 
 
 def near_changes(path: str, base: bytes, mine: bytes, cache: Path | None = None) -> list[Use] | None:

@@ -31,21 +31,10 @@ def owner(tree: UpstreamTree, found: Found, name: str, depth: int = 8) -> Found 
     for written in cls.bases:
         if adds_nothing(written):
             continue
-        base = _base(tree, found.path, written)
+        base = tree.base_class(module_name(found.path)[0], written)
         inherited = owner(tree, base, name, depth - 1) if base is not None else None
         if inherited:
             return inherited
         if inherited is None:
             answer = None   # a later base may still have it: go on, but never say False
     return answer
-
-
-def _base(tree: UpstreamTree, path: str, written: str) -> Found | None:
-    """The class a base written in the module at `path` names, where the tree defines it."""
-    dotted = module_name(path)[0]
-    loaded = tree.module(dotted)
-    if loaded is None or "(" in written:
-        return None
-    target = tree.resolve(dotted, loaded[1], written)
-    found = tree.find(target) if target is not None else None
-    return found if found is not None and found.cls is not None and found.asked is None else None

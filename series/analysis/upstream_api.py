@@ -324,16 +324,25 @@ class UpstreamTree:
         for written in cls.bases:
             if adds_nothing(written):
                 continue
-            target = self.resolve(module, api, written)
-            base = self.find(target) if target is not None else None
+            base = self.base_class(module, written)
             where = module_name(base.path)[0] if base is not None else ""
             loaded = self.module(where) if base is not None else None
-            if base is None or base.cls is None or base.asked is not None or loaded is None:
+            if base is None or base.cls is None or loaded is None:
                 return True, None   # a base the tree does not define may bind it
             bound, typed = self._binding(where, loaded[1], base.cls, name, depth - 1)
             if bound:
                 return True, typed
         return False, None
+
+    def base_class(self, module: str, written: str) -> Found | None:
+        """The class a base written in `module` (as the class statement spells it) names,
+        where this tree defines it; None for anything else (a call, a name from outside)."""
+        loaded = self.module(module)
+        if loaded is None or "(" in written:
+            return None
+        target = self.resolve(module, loaded[1], written)
+        found = self.find(target) if target is not None else None
+        return found if found is not None and found.cls is not None and found.asked is None else None
 
     @staticmethod
     def resolve(module: str, api: ModuleApi, written: str) -> str | None:

@@ -22,6 +22,7 @@ import ast
 import builtins
 import enum
 import re
+from typing import Sequence
 from dataclasses import dataclass, field
 
 from series.analysis.class_reading import sets_by_name, type_name
@@ -198,8 +199,7 @@ class UseCollector(ast.NodeVisitor):
 
     def self_base(self, node: ast.ClassDef) -> str | None:
         """The upstream class `self` reads as in this class's methods: its only base."""
-        dotted = self.dotted(node.bases[0]) if len(node.bases) == 1 and not node.keywords else None
-        return dotted
+        return self.dotted(node.bases[0]) if len(node.bases) == 1 and not node.keywords else None
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:
@@ -298,24 +298,7 @@ def uses(tree: ast.Module, path: str, also_top: set[str] | frozenset[str] = froz
 
 def bound(tree: ast.Module) -> set[str]:
     """Every name bound anywhere in the file (defs, params, targets, imports, globals)."""
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            out.add(node.id)
-        elif isinstance(node, ast.arg):
-            out.add(node.arg)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            out.add(node.name)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            out.update(node.names)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            out.add(node.name)
-    return out
-
+    return set(_bindings(tree))
 
 
 def imported_top(tree: ast.Module) -> set[str]:
@@ -339,4 +322,23 @@ def loads(tree: ast.Module) -> dict[str, int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             out[node.id] = out.get(node.id, 0) + 1
+    return out
+
+
+def uses_to_json(found: Sequence[Use]) -> list[object]:
+    """The uses as the disk caches keep them (series.analysis.hunk_uses, file_reading)."""
+    return [[u.kind.value, u.target, u.extra, u.line,
+             None if u.method is None else [u.method.name, list(u.method.params), u.method.flexible,
+                                            u.method.line]] for u in found]
+
+
+def uses_from_json(raw: object) -> list[Use]:
+    """uses_to_json's uses back; a ValueError (or TypeError, KeyError) when `raw` is not them."""
+    if not isinstance(raw, list):
+        raise ValueError("not a list")
+    out = []
+    for kind, target, extra, line, method in raw:
+        fn = None if method is None else Function(str(method[0]), tuple(str(p) for p in method[1]),
+                                                  bool(method[2]), int(method[3]))
+        out.append(Use(UseKind(kind), str(target), str(extra), int(line), fn))
     return out
