@@ -45,11 +45,14 @@ class PullRequest:
     state: PullState
     head_sha: Sha | None = None
     base_sha: Sha | None = None    # where the PR branched off upstream, when the forge knows
-    merged: bool = False
     merge_commit: Sha | None = None
     url: str | None = None
     updated_at: str | None = None  # ISO 8601, UTC
     closed_at: str | None = None
+
+    @property
+    def merged(self) -> bool:
+        return self.state == PullState.MERGED
 
     @property
     def reference(self) -> str:

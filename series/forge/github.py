@@ -461,6 +461,6 @@ def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> Pu
         number=PRNumber(number), title=_text(data.get("title")),
         author=_text(user.get("login")) or "?", state=state,
         head_sha=Sha(head_sha) if head_sha else None, base_sha=Sha(base_sha) if base_sha else None,
-        merged=merged, merge_commit=Sha(merge_commit) if merge_commit else None,
+        merge_commit=Sha(merge_commit) if merge_commit else None,
         url=html_url, updated_at=data.get("updated_at"), closed_at=data.get("closed_at"),
     )

@@ -124,7 +124,7 @@ def scan(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, paths
         squash = merged if isinstance(merged, pygit2.Commit) else None
         pulls.append(PullRequest(
             number=PRNumber(number), title=subject_of(head), author=person(head, head.author)[0],
-            state=PullState.MERGED if merged else PullState.UNKNOWN, head_sha=Sha(str(head.id)), merged=bool(merged),
+            state=PullState.MERGED if merged else PullState.UNKNOWN, head_sha=Sha(str(head.id)),
             merge_commit=Sha(str(squash.id)) if squash is not None else None,
             updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z")))
         # the paths' change in this PR: from before its oldest commit that changes each one
