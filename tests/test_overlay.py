@@ -2,6 +2,7 @@
 by a real installer, one version everywhere, byte-identical rebuilds, raw member reuse."""
 from __future__ import annotations
 
+import os
 import time
 import zipfile
 from pathlib import Path
@@ -200,3 +201,25 @@ def test_an_error_while_copying_leaves_no_wheel_and_stops_the_copy(tmp_path: Pat
         overlay(src, tmp_path / "out", changes(), SHA, WHEN)
     assert copiers and not any(c.is_alive() for c in copiers), "the copy outlived the error"
     assert list((tmp_path / "out").iterdir()) == [], "a wheel or a partial file was left"
+
+
+def test_the_wheel_is_on_disk_before_it_gets_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fdatasync of the finished archive (tail included) comes before the rename: a crash
+    never leaves a wheel of the right name with bytes that never reached the disk."""
+    src = build_wheel(tmp_path / "in", BASE)
+    events: list[tuple[str, int]] = []
+    real_sync, real_replace = ziparchive.os.fdatasync, os.replace
+
+    def synced(fd: int) -> None:
+        events.append(("sync", os.fstat(fd).st_size))
+        real_sync(fd)
+
+    def renamed(a: object, b: object) -> None:
+        events.append(("rename", Path(str(a)).stat().st_size))
+        real_replace(a, b)  # type: ignore[arg-type]
+    monkeypatch.setattr(ziparchive.os, "fdatasync", synced)
+    monkeypatch.setattr(os, "replace", renamed)
+    result = overlay(src, tmp_path / "out", changes(), SHA, WHEN)
+    size = result.path.stat().st_size
+    assert events[-1] == ("rename", size), events
+    assert ("sync", size) in events[:-1], f"the whole archive was never synced before the rename: {events}"

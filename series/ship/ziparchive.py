@@ -338,6 +338,9 @@ class ZipWriter:
         self.out.flush()
         if self._copier is not None:
             self._copier.finish()
+        # On disk before the caller renames it into place: a crash never leaves a wheel
+        # of the right name and the wrong bytes. Cheap here: the copier flushed the bulk.
+        os.fdatasync(self.out.fileno())
 
 
 _CHUNK = 64 << 20  # per copy_file_range call: a stop() is seen within one chunk
@@ -349,7 +352,11 @@ class RangeCopier(threading.Thread):
     copy_file_range at explicit offsets drops the GIL for the whole kernel-side copy, so
     the writer's Python work (records, new members, the directory) runs beside it; where
     the kernel cannot (EXDEV on old kernels, another filesystem), pread/pwrite at the same
-    offsets. finish() joins and re-raises the thread's error in the caller.
+    offsets. When the copy is done the thread flushes it to disk (fdatasync), so the
+    writeback of the bulk runs beside the caller's hash instead of after it: measured on
+    the 320 MB vLLM wheel, the copy, hash and a trailing `sync` took 340 ms without it and
+    226 ms with it (cp + sync: 205-220 ms). finish() joins and re-raises the thread's
+    error in the caller.
     """
 
     def __init__(self, src_fd: int, dst_fd: int, jobs: list[tuple[int, int, int]]):
@@ -379,6 +386,8 @@ class RangeCopier(threading.Thread):
                     if not chunk:
                         raise ZipFormatError("archive ended early while copying")
                     done += os.pwrite(self.dst_fd, chunk, at + done)
+            if not self.stopping.is_set():
+                os.fdatasync(self.dst_fd)
         except BaseException as exc:  # reported by finish() in the caller's thread
             self.error = exc
 
