@@ -112,6 +112,7 @@ def test_needs_the_hub(model):
 
 TEST_SLOW = '''\
 import os
+import tempfile
 import time
 
 from vllm.v1.kv_offload.cpu.policies.lru import LRUPolicy
@@ -120,6 +121,8 @@ from vllm.v1.kv_offload.cpu.policies.lru import LRUPolicy
 def test_slow_when_asked():
     marker = os.environ.get("EVIDENCE_SLOW")
     if marker:
+        with open(marker + ".tmpdir", "w") as f:
+            f.write(tempfile.gettempdir())
         with open(marker, "w") as f:
             f.write(str(os.getpid()))
         try:

@@ -186,6 +186,9 @@ def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, e
         time.sleep(0.1)
     assert marker.exists(), proc.communicate()
     pytest_pid = int(marker.read_text())
+    child_temp = Path(marker.with_name(marker.name + ".tmpdir").read_text())
+    assert child_temp.is_relative_to(scratch) and child_temp.name == "t" and "series-evidence-" in str(child_temp), \
+        f"the tests' temporary files belong in the run's scratch, not the user's TMPDIR: {child_temp}"
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signum, (out, err)
@@ -198,6 +201,26 @@ def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, e
     # pytest got the SIGINT (not a SIGKILL after the waits): it could end the run itself
     assert marker.with_name(marker.name + ".interrupted").exists()
     assert "series-" not in sh("git worktree list", fork)
+
+
+def test_a_tree_stopped_mid_run_is_not_worse_for_what_it_did_not_reach() -> None:
+    """An interrupted run: a test the stopped tree never reached is not run, not worse;
+    what it did run is judged, and a finished tree still answers for what it lacks."""
+    from series.ship.matrix import CaseVerdict, ResultMatrix, TreeInfo, render_text
+    from series.ship.testrun import CaseOutcome as O
+    trees = [TreeInfo(n, "c0ffee", n, 1) for n in ("base", "series", "without:lru-peek")]
+    m = ResultMatrix(trees, interrupted="SIGTERM", incomplete={"series"})
+    m.results = {"base": {"t::a": O.PASSED, "t::b": O.PASSED, "t::c": O.PASSED},
+                 "series": {"t::a": O.FAILED},
+                 "without:lru-peek": {"t::a": O.PASSED}}
+    assert m.verdicts("series") == {"t::a": CaseVerdict.WORSE}
+    assert m.verdicts("without:lru-peek")["t::b"] is CaseVerdict.MISSING, "it finished: b is dropped"
+    text = render_text(m)
+    assert "stopped mid-run: series" in text and "t::b" not in text and "t::a  (passed -> failed)" in text, text
+    m.incomplete = {"base"}  # the base stopped: what the series ran beyond it has no verdict
+    m.results["series"] = {"t::a": O.PASSED, "t::z": O.FAILED}
+    assert m.verdicts("series") == {"t::a": CaseVerdict.SAME, "t::b": CaseVerdict.MISSING,
+                                    "t::c": CaseVerdict.MISSING}
 
 
 def test_clear_errors(fork: Path, env: Path, tmp_path: Path) -> None:

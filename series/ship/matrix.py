@@ -6,7 +6,8 @@ topic alone on the base; `--compare A B` is only:A and only:B). What counts is t
 difference from `base`: a test that fails on the base too is the machine's (no GPU, no
 network, a setup step not run here), not the series'. A tree is *worse* when a test's
 outcome drops below its base outcome (passed > skipped > failed = error; a test missing
-from the tree counts as dropped). `without:` trees are counterfactuals: they show what a
+from the tree counts as dropped, unless the run was stopped before that tree reached it:
+then it is not run, and has no verdict). `without:` trees are counterfactuals: they show what a
 topic is needed for, and never make a run fail.
 
 Results are cached per test file, keyed by the build, the tree's changes to the package
@@ -74,6 +75,7 @@ class ResultMatrix:
     steps: tuple[str, ...] = ()                                 # the covering steps (keys)
     build: str = ""                                             # "vllm 0.31.0 at ..."
     interrupted: str | None = None                              # the signal's name
+    incomplete: set[str] = field(default_factory=set)           # trees the signal stopped mid-run
 
     @property
     def base(self) -> dict[str, CaseOutcome]:
@@ -92,7 +94,13 @@ class ResultMatrix:
         if tree == "base" or tree not in self.results:
             return {}
         other = self.results[tree]
-        ids = set(self.base) | set(other)
+        ids = set(self.base) & set(other)
+        # a test one side lacks is judged only where that side finished: a tree stopped
+        # mid-run has not reached it, which says nothing about the tree
+        if tree not in self.incomplete:
+            ids |= set(self.base)
+        if "base" not in self.incomplete:
+            ids |= set(other)
         return {i: verdict(self.base.get(i), other.get(i)) for i in sorted(ids)}
 
     def worse(self) -> dict[str, list[str]]:
@@ -185,7 +193,9 @@ def render_text(m: ResultMatrix) -> str:
     names = [n for n in m.names() if n in m.results]
     lines = []
     if m.interrupted:
-        lines.append(f"INTERRUPTED ({m.interrupted}): partial results, the trees still running incomplete")
+        stopped = ", ".join(n for n in m.names() if n in m.incomplete) or "none"
+        lines.append(f"INTERRUPTED ({m.interrupted}): partial results; stopped mid-run: {stopped} "
+                     "(a test such a tree did not reach is not counted)")
     lines.append(f"build: {m.build}")
     pad = max(len(t.name) for t in m.trees) + 2
     lines.extend(f"  {t.name:<{pad}}{t.describe}" for t in m.trees)
@@ -292,6 +302,7 @@ def as_json(m: ResultMatrix) -> dict[str, Any]:
     return {
         "build": m.build,
         "interrupted": m.interrupted,
+        "incomplete": [n for n in m.names() if n in m.incomplete],
         "trees": [{"name": t.name, "commit": t.commit, "describe": t.describe,
                    "package_changes": t.package_changes} for t in m.trees],
         "selection": {"steps": list(m.steps), "candidate_files": m.candidates, "files": list(m.selected)},

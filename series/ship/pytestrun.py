@@ -99,6 +99,11 @@ def run_pytest(env: Environment, layout: Path, args: list[str], *, pythonpath: l
     stream = report.with_suffix(".jsonl")
     log = report.with_suffix(".log")
     child_env = dict(os.environ)
+    # The child's temporary files live in the run's scratch, which the run removes: a
+    # child stopped mid-write leaves nothing in the user's TMPDIR, and the tests' tmp_path
+    # never prunes the user's own pytest-of-USER directories. Short: sockets go there too.
+    temp = report.parent / "t"
+    temp.mkdir(exist_ok=True)
     inherited = [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep)
                  if p and not (Path(p) / env.package_dir.name).is_dir()]  # a source tree would shadow
     child_env.update({
@@ -106,6 +111,7 @@ def run_pytest(env: Environment, layout: Path, args: list[str], *, pythonpath: l
                                        *inherited]),
         "PYTHONDONTWRITEBYTECODE": "1",
         "SERIES_PROGRESS": str(stream),
+        "TMPDIR": str(temp),
     })
     # No network here or in most CI runners: a Hugging Face lookup should fail fast, offline.
     child_env.setdefault("HF_HUB_OFFLINE", "1")

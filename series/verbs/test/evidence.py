@@ -226,6 +226,7 @@ def _run_trees(env: Environment, built: pygit2.Commit, trees: list[EvidenceTree]
         result = by_digest[same[tree.info.name]]
         if isinstance(result, pytestrun.Interrupted):
             m.results[tree.info.name] = result.partial
+            m.incomplete.add(tree.info.name)
         elif isinstance(result, tuple):
             m.results[tree.info.name], m.from_cache[tree.info.name] = result
     if errors:
