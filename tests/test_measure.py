@@ -333,6 +333,29 @@ def test_artifacts_collected_give_the_local_report(fork: Path, tmp_path: Path) -
     assert "metrics.json holds list, not an object" in err and "Traceback" not in err, err
 
 
+
+def test_collect_says_when_a_tree_is_not_what_was_measured(fork: Path, tmp_path: Path) -> None:
+    """The report is what the jobs measured; a note says when a tree is another here now
+    (its topic amended after the jobs ran) or its commit is not in this repository."""
+    _freeze(fork)
+    workload = _script(tmp_path, CHECKOUT_WORKLOAD)
+    out = tmp_path / "artifacts"
+    local = measure(fork, *TREES, "--artifact", str(out), "--", "python", str(workload))
+    fresh = run_series("measure", "--collect", str(out), "--predictions", "predictions.yaml", "--json", cwd=fork)
+    assert "note:" not in fresh.stderr, fresh.stderr
+    subprocess.run("git checkout -q topic/lru-peek && echo '# later' >> vllm/v1/kv_offload/cpu/policies/lru.py"
+                   " && git commit -qam later && git checkout -q --detach v0.30.0", shell=True, cwd=fork, check=True)
+    amended = run_series("measure", "--collect", str(out), "--predictions", "predictions.yaml", "--json", cwd=fork)
+    assert json.loads(amended.stdout) == local, "the report stays what was measured"
+    ours = local["trees"][1]["commit"][:12]
+    assert f"note: tree ours (only:lru-peek) was measured at {ours}, but here it is " in amended.stderr, amended.stderr
+    assert "tree theirs" not in amended.stderr and "tree base" not in amended.stderr, amended.stderr
+    tree = json.loads((out / "theirs" / "tree.json").read_text())
+    (out / "theirs" / "tree.json").write_text(json.dumps({**tree, "commit": "0123456789" * 4}))
+    elsewhere = run_series("measure", "--collect", str(out), "--predictions", "predictions.yaml", cwd=fork)
+    assert ("note: tree theirs (topic:peek-pr) was measured at 012345678901, which this repository does not "
+            "have") in elsewhere.stderr, elsewhere.stderr
+
 def test_usage_mistakes_are_usage_errors(fork: Path) -> None:
     _freeze(fork)
     for args, said in [((), "name the trees"), (("--tree", "base"), "no command"),

@@ -180,6 +180,43 @@ def collect_artifacts(repo: pygit2.Repository, frozen: predictions.FrozenPredict
     return measurement_artifacts.assemble(found, frozen)
 
 
+def collected_notes(ctx: Context, repo: pygit2.Repository, report: Measurement) -> list[str]:
+    """What --collect can tell about the commits the jobs measured, against this checkout.
+
+    The report holds what was measured, as a local run would have; these notes say when
+    that is not what the trees are here now (a topic amended after the jobs were sent, a
+    job that ran on another branch), so a number is never read as a tree's it is not."""
+    from series.ship import named_trees
+
+    notes: list[str] = []
+    try:
+        ws: Workspace | None = ctx.workspace()
+    except SeriesError:
+        ws = None  # no series here: only whether the commits exist can be said
+    for tree in report.trees:
+        if tree.commit is None:
+            continue
+        try:
+            measured = repo[tree.commit].peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError):
+            notes.append(f"tree {tree.name} ({tree.spec}) was measured at {tree.commit[:12]}, which this "
+                         "repository does not have: fetch the branch the job ran on to check what it measured")
+            continue
+        if ws is None:
+            continue
+        try:
+            here = named_trees.resolve(ws, tree.spec).commit
+        except SeriesError as exc:
+            notes.append(f"tree {tree.name} ({tree.spec}) cannot be resolved here ({exc}); the report "
+                         f"holds what was measured at {tree.commit[:12]}")
+            continue
+        if here.tree_id != measured.tree_id:
+            notes.append(f"tree {tree.name} ({tree.spec}) was measured at {tree.commit[:12]}, but here it is "
+                         f"{str(here.id)[:12]} with other files: the numbers are of what was measured; "
+                         "rerun the jobs to measure the trees as they are now")
+    return notes
+
+
 def _read(path: Path, limit: int) -> bytes:
     try:
         if not stat.S_ISREG(path.stat().st_mode):   # a FIFO would block the read
@@ -276,6 +313,8 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
         repo = open_repo(ctx.here)
         repair(repo)
         report = collect_artifacts(repo, predictions.require_frozen(repo, path), collect)
+        for note in collected_notes(ctx, repo, report):
+            click.echo(f"note: {note}", err=True)
     else:
         ws = ctx.workspace()
         frozen = predictions.require_frozen(ws.repo, path)
