@@ -226,6 +226,16 @@ def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None
         assert [str(c.id) for c in chain[path]] == theirs, path
     line = [str(c.id) for c in mainline(repo, old, new)]
     assert line == sh("git rev-list --first-parent --reverse v0.30.0..main", up).split()
+    # kept and asked a path or two at a time (a rebase's conflicts as they show up): git's answer still
+    from series.analysis.attribution import PathHistory
+
+    for end, spec in ((before, "v0.30.0..main~2"), (new, "v0.30.0..main")):
+        kept = PathHistory(repo, old.id, end.id)
+        assert not kept.walked
+        asked = {**kept.of(paths[:1]), **kept.of(paths[2:0:-1]), **kept.of(paths)}
+        for path in paths:
+            theirs = sh(f"git log --format=%H {spec} -- {path}", up).split()
+            assert sorted(str(c.id) for c in asked[path]) == sorted(theirs), (spec, path)
 
 
 def _crafted_upstream_commit(fork: Path, tmp_path: Path, header: bytes, subject: bytes) -> str:

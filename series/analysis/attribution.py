@@ -4,6 +4,7 @@
                                            changed `path`, the ones that changed the lines
                                            our version edits first ("culprits")
     path_commits(repo, old, new, paths)    every upstream commit old..new per path
+    PathHistory(repo, old, new)            the same, kept: .of(paths), .commits()
     containing(repo, old, new, tree, paths) the upstream commits whose result is our
                                            version of those paths (merged, with evidence)
     pr_commit(repo, old, new, number)      upstream's squash commit "(#N)" in old..new
@@ -156,6 +157,35 @@ def path_commits(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, path
             todo.extend(relevant)
         found[path] = [c for c in span if c.id in shown]
     return found
+
+
+class PathHistory:
+    """path_commits over one range, asked a few paths at a time (a rebase asks as its
+    conflicts show up, its semantic check a file at a time): old..new is walked once, and
+    each path's commits are found once, in one pass for the paths not asked before. A
+    path's commits do not depend on which paths are asked with it."""
+
+    def __init__(self, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid):
+        self.repo, self.old, self.new = repo, old, new
+        self._span: list[pygit2.Commit] | None = None
+        self._found: dict[str, list[pygit2.Commit]] = {}
+
+    @property
+    def walked(self) -> bool:
+        return self._span is not None
+
+    def commits(self) -> list[pygit2.Commit]:
+        """old..new, oldest first (upstream_commits)."""
+        if self._span is None:
+            self._span = upstream_commits(self.repo, self.old, self.new)
+        return self._span
+
+    def of(self, paths: Iterable[str]) -> dict[str, list[pygit2.Commit]]:
+        wanted = list(dict.fromkeys(paths))
+        missing = [path for path in wanted if path not in self._found]
+        if missing:
+            self._found.update(path_commits(self.repo, self.old, self.new, missing, self.commits()))
+        return {path: self._found[path] for path in wanted}
 
 
 def _linear(span: Sequence[pygit2.Commit], new: pygit2.Oid) -> bool:

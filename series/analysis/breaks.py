@@ -3,6 +3,7 @@ changed, and names the merge left undefined, each with the upstream commit (and 
 did it. Git cannot see these; nothing here imports the code it reads.
 
     check(repo, old_base, new_base, topics, read)  -> {topic: [Break]}
+    TopicBreaks(repo, old_base, new_base, read)    the same, a topic at a time (.topic, .check)
 
 Per topic only its own changed Python files are read, at three points: the old base's
 version (`start`), the topic's (`old_head`) and the rebased one (`new_head`). A use counts
@@ -33,7 +34,7 @@ import pygit2
 
 from series import persisted
 from series.analysis import entry_points, file_reading, hunk_uses
-from series.analysis.attribution import UpstreamCommit, path_commits
+from series.analysis.attribution import PathHistory, UpstreamCommit
 from series.analysis.custom_ops import OpRegistry, registers
 from series.analysis.members import owner
 from series.analysis.moved import moved_to
@@ -108,17 +109,15 @@ class TopicSpan:
 
 
 class _BreakChecker:
-    def __init__(self, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid):
+    def __init__(self, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, history: PathHistory):
         self.repo, self.old_id, self.new_id = repo, old, new
         self.old, self.new = UpstreamTree(repo, old), UpstreamTree(repo, new)
         self.old_ops, self.new_ops = OpRegistry(repo, self.old.tree), OpRegistry(repo, self.new.tree)
-        self._history: dict[str, list[pygit2.Commit]] = {}
+        self._history = history
 
     def culprit(self, path: str, present: Callable[[UpstreamTree], bool]) -> pygit2.Commit | None:
         """The newest commit old..new touching `path` after which `present` stops holding."""
-        if path not in self._history:
-            self._history[path] = path_commits(self.repo, self.old_id, self.new_id, [path])[path]
-        commits = self._history[path]
+        commits = self._history.of([path])[path]
         for commit in reversed(commits):
             if commit.parents and present(UpstreamTree(self.repo, commit.parents[0].id)) \
                     and not present(UpstreamTree(self.repo, commit.id)):
@@ -312,22 +311,47 @@ def _changed(repo: pygit2.Repository, start: str, head: str) -> list[str]:
                                                 repo[head].peel(pygit2.Commit).tree) if c.new_id is not None)
 
 
+class TopicBreaks:
+    """check() a topic at a time, each topic's answer kept: what a rebase runs while git is
+    still answering other topics' merges (the upstream lookups are shared, as in check())."""
+
+    def __init__(self, repo: pygit2.Repository, old_base: str, new_base: str, read: Read,
+                 history: PathHistory | None = None):
+        """`history`: upstream's old_base..new_base as the caller keeps it for other uses."""
+        self.repo, self.read = repo, read
+        self.old, self.new = pygit2.Oid(hex=old_base), pygit2.Oid(hex=new_base)
+        same = history is not None and (history.old, history.new) == (self.old, self.new)
+        self.history = history if history is not None and same else PathHistory(repo, self.old, self.new)
+        self._checker: _BreakChecker | None = None
+        self._found: dict[TopicSpan, list[Break]] = {}
+
+    def topic(self, topic: TopicSpan) -> list[Break]:
+        if topic not in self._found:
+            if self._checker is None:
+                self._checker = _BreakChecker(self.repo, self.old, self.new, self.history)
+            self._found[topic] = _topic_breaks(self._checker, self.repo, topic, self.read)
+        return self._found[topic]
+
+    def check(self, topics: Sequence[TopicSpan]) -> dict[str, list[Break]]:
+        return {topic.name: self.topic(topic) for topic in topics}
+
+
 def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequence[TopicSpan],
           read: Read) -> dict[str, list[Break]]:
     """The breaks of each topic's rebased code (module docstring)."""
-    checker = _BreakChecker(repo, pygit2.Oid(hex=old_base), pygit2.Oid(hex=new_base))
-    out: dict[str, list[Break]] = {}
-    for topic in topics:
-        found: list[Break] = []
-        for path in _changed(repo, topic.start, topic.old_head):
-            judged = [j for j, reads in ((_file, path.endswith(".py")),   # setup.py is both
-                                         (_entry_points, posixpath.basename(path) in entry_points.FILES)) if reads]
-            if judged:  # the three versions read only for a file the check reads
-                versions = read(topic.start, path), read(topic.old_head, path), read(topic.new_head, path)
-                for judge in judged:
-                    found += judge(checker, path, *versions)
-        out[topic.name] = found
-    return out
+    return TopicBreaks(repo, old_base, new_base, read).check(topics)
+
+
+def _topic_breaks(checker: _BreakChecker, repo: pygit2.Repository, topic: TopicSpan, read: Read) -> list[Break]:
+    found: list[Break] = []
+    for path in _changed(repo, topic.start, topic.old_head):
+        judged = [j for j, reads in ((_file, path.endswith(".py")),   # setup.py is both
+                                     (_entry_points, posixpath.basename(path) in entry_points.FILES)) if reads]
+        if judged:  # the three versions read only for a file the check reads
+            versions = read(topic.start, path), read(topic.old_head, path), read(topic.new_head, path)
+            for judge in judged:
+                found += judge(checker, path, *versions)
+    return found
 
 
 def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | None,
