@@ -3,7 +3,10 @@ answer is the one its own merge gets, whatever order the replay asks in, and the
 the replay needs now never wait behind the queue sent ahead."""
 from __future__ import annotations
 
+import os
+from collections import deque
 from pathlib import Path
+from types import SimpleNamespace
 
 import pygit2
 import pytest
@@ -197,3 +200,35 @@ def test_abbreviations_are_gits_own_asked_once(tmp_path: Path, monkeypatch: pyte
     missing = pygit2.Oid(hex="1" * 40)
     spoilt = git_repo.Abbreviations(repo, [missing, ids[0]])
     assert spoilt(ids[0]) == sh(f"git rev-parse --short {ids[0]}", root).strip() and len(calls) == 3
+
+
+def test_work_handed_in_runs_only_while_git_has_nothing_to_say() -> None:
+    """MemOdb.when_waiting: while a merge's answer is not there yet, the tasks handed in run,
+    in order; once the answer can be read, no more of them (the replay goes on first). A
+    task that raises is dropped: its caller does the work again at the end."""
+    read_end, write_end = os.pipe()
+    merger = merge.Merger.__new__(merge.Merger)  # git's side of the pipe is played below
+    merger.store = SimpleNamespace(meanwhile=deque())  # type: ignore[assignment]
+    merger._proc = SimpleNamespace(stdout=os.fdopen(read_end, "rb"))  # type: ignore[assignment]
+    merger._buffer = b""
+    ran: list[str] = []
+
+    def fails() -> None:
+        ran.append("fails")
+        raise RuntimeError("a bug in a check")
+
+    def git_answers() -> None:
+        ran.append("git answers")
+        os.write(write_end, b"1\0")
+
+    def later() -> None:
+        ran.append("later")
+
+    merger.store.meanwhile.extend([fails, git_answers, later])
+    try:
+        assert merger._field() == b"1"
+        assert ran == ["fails", "git answers"]
+        assert list(merger.store.meanwhile) == [later]  # left for the next wait, or for the end
+    finally:
+        os.close(write_end)
+        merger._proc.stdout.close()

@@ -9,6 +9,9 @@ engine never names a verb, and does not branch on which one is running):
                           so the next process reads them back as data
     Ending.detects_merged ask the merged-upstream rules (series.engine.merged) first
     Ending.rewrite(state) the message rewrite for replayed commits, or None
+    Ending.topic_replayed after each topic's replay, with its record: work on that topic
+                          alone may start while git answers the others' merges
+                          (MemOdb.when_waiting)
     Ending.replayed       once the replay is done, whatever its outcome (a conflict, a dry
                           run), with its in-memory objects: a look at what replayed cleanly
                           before the engine ends or halts (a check that reports)
@@ -66,6 +69,9 @@ class Ending(Protocol):
 
     def rewrite(self, state: halted.RebaseState) -> Rewrite | None: ...
 
+    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+                       odb: MemOdb) -> None: ...
+
     def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None: ...
 
     def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
@@ -82,6 +88,10 @@ class TopicsEnding:
     detects_merged: bool = True
 
     def rewrite(self, state: halted.RebaseState) -> Rewrite | None:
+        return None
+
+    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+                       odb: MemOdb) -> None:
         return None
 
     def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:

@@ -21,6 +21,9 @@ reference, so there are exactly two ways to an answer:
   config (rename limits, directory renames, conflict style). git 2.39 has no
   `--merge-base`, so each merge is two tiny commits with a shared parentless parent
   carrying the base tree; with one merge base, merge-ort merges exactly those three trees.
+  Where the replay would wait for git's answer, it runs the work handed in for such waits
+  (MemOdb.when_waiting: the verb's look at topics already replayed) until the answer can
+  be read; that work changes no merge.
 
 The result tree of a conflicted merge holds git's conflicted files (markers and all); the
 conflicted paths come with their index stages and git's conflict kinds.
@@ -30,6 +33,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import select
 import subprocess
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -215,13 +219,28 @@ class Merger:
     # (count, paths, type, text), and a "" that git may only flush with the next merge.
     def _field(self) -> bytes:
         stdout: IO[bytes] = self._proc.stdout  # type: ignore[assignment]
+        # read from the pipe itself, never through its buffered reader, so that "nothing
+        # to read" (select) is the truth
+        fd = stdout.fileno()
         while b"\0" not in self._buffer:
-            chunk = stdout.read1(1 << 16)  # type: ignore[attr-defined]
+            self._meanwhile(fd)
+            chunk = os.read(fd, 1 << 16)
             if not chunk:
                 raise EOFError
             self._buffer += chunk
         field, _, self._buffer = self._buffer.partition(b"\0")
         return field
+
+    def _meanwhile(self, fd: int) -> None:
+        """While git has nothing for us yet, the work handed in for such a wait
+        (MemOdb.when_waiting), a task at a time."""
+        tasks = self.store.meanwhile
+        while tasks and not select.select([fd], [], [], 0)[0]:
+            task = tasks.popleft()
+            try:
+                task()
+            except Exception:  # noqa: BLE001 - its caller does it again at the end, and fails there
+                pass
 
     def _read_merge(self, sentinel: bool = False) -> TreeMerge:
         status = self._field()

@@ -26,8 +26,9 @@ import shutil
 import struct
 import tempfile
 import zlib
+from collections import deque
 from pathlib import Path
-from typing import Iterator, Mapping, Optional
+from typing import Callable, Iterator, Mapping, Optional
 
 import pygit2
 
@@ -120,6 +121,17 @@ class MemOdb:
         self._flushed: set[pygit2.Oid] = set()
         self._packs: pygit2.Odb | None = None
         self.merger: object | None = None  # series.engine.merge.Mergers, made on first use
+        # work handed in to run while the replay would wait for git (when_waiting)
+        self.meanwhile: deque[Callable[[], object]] = deque()
+
+    def when_waiting(self, task: Callable[[], object]) -> None:
+        """Run `task` while the replay waits for one of git's merges: only when git has no
+        answer ready to read, in the order given, each at most once. For work the caller
+        would otherwise do after the replay, whose result it keeps (a check of a topic
+        already replayed); the caller still asks for every result at the end, so a task
+        that never ran costs nothing and one that raised is done again there, where its
+        error then surfaces. No task changes what the replay does."""
+        self.meanwhile.append(task)
 
     # -- where objects live --------------------------------------------------------
     def objects_dir(self) -> Path:

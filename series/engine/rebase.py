@@ -179,6 +179,7 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
         else:
             run = replace(run, outcome=halted.TopicOutcome.CLEAN)
         state = state.with_topic(run)
+        ending.topic_replayed(ws, state, run, odb)
     return state
 
 

@@ -117,6 +117,10 @@ class AdoptEnding:
         reference = payload(state).reference
         return lambda commit: with_trailers(message(commit), reference, str(commit.id))
 
+    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+                       odb: MemOdb) -> None:
+        return None
+
     def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
         return None  # nothing to look at before it ends
 

@@ -27,6 +27,10 @@ class ForwardingEnding:
     def rewrite(self, state: halted.RebaseState) -> Rewrite | None:
         return self.inner.rewrite(state)
 
+    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+                       odb: MemOdb) -> None:
+        self.inner.topic_replayed(ws, state, run, odb)
+
     def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
         self.inner.replayed(ws, state, odb)
 
