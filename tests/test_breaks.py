@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from series.analysis import breaks
+from series.engine.odb import MemOdb
 from tests.conftest import run_series
 from tests.harness import ALL_FRESH
 from tests.repos import commit_all, git, write
@@ -400,7 +402,29 @@ def test_the_check_runs_once(broken_fork: Path, monkeypatch: pytest.MonkeyPatch,
     if conflict:
         _with_conflict(broken_fork)
     calls: list[int] = []
-    real = breaks.check
-    monkeypatch.setattr(breaks, "check", lambda *a: calls.append(1) or real(*a))
+    real = breaks.TopicBreaks.check
+    monkeypatch.setattr(breaks.TopicBreaks, "check", lambda *a: calls.append(1) or real(*a))
     run_series("rebase", "--onto", "v0.31.0", cwd=broken_fork, expect=3 if conflict else 0)
     assert calls == [1]
+
+
+@pytest.mark.skipif(ALL_FRESH, reason="changes when the work handed to the replay's waits runs, in this process")
+def test_what_runs_while_git_answers_gives_the_report_it_gives_at_the_end(
+        broken_fork: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The semantic check of a replayed topic and a conflicting topic's upstream history are
+    handed to the replay's waits for git (MemOdb.when_waiting). Run at the earliest moment
+    (as each topic is replayed) or never (all at the end), the report is the same."""
+    _with_conflict(broken_fork)
+
+    def report(when_waiting: Callable[[MemOdb, Callable[[], object]], None]) -> list[object]:
+        with monkeypatch.context() as patch:
+            patch.setattr(MemOdb, "when_waiting", when_waiting)
+            out = run_series("rebase", "--onto", "v0.31.0", "--dry-run", "--json", cwd=broken_fork, expect=3)
+        return [(t["name"], t["outcome"], t["breaks"], t.get("upstream")) for t in json.loads(out.stdout)["topics"]]
+
+    ran: list[object] = []
+    eager = report(lambda odb, task: ran.append(task()))
+    assert report(lambda odb, task: None) == eager
+    assert len(ran) >= 4  # every clean topic's check, and the conflict's history, ran early
+    names = {row[0]: row for row in eager}
+    assert names["kw-renamed"][2] and names["conflicts"][3], eager  # a break and a culprit are in it

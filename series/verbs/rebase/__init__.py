@@ -63,7 +63,7 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
     report_id = outcome.op_id or (f"dry-run-{rebase._stamp()}" if outcome.dry_run else outcome.state.id)
     report = rebase_report.build(ws.repo, outcome, report_id, "rebase")
     data: dict[str, Any] = report.dump()
-    reach.annotate(ws, outcome, data, bisect=bisect)
+    reach.annotate(ws, outcome, data, bisect=bisect, upstream=ending.upstream_history(ws.repo, outcome.state))
     semantic.annotate(data, ending.found, outcome.state)
     held = ending.strict and ending.count() > 0
     data["strict"] = ending.strict

@@ -1,6 +1,7 @@
 """What `series rebase` says about upstream's history, beyond replaying the topics.
 
-    annotate(ws, outcome, report, bisect=)   add to the report: per conflicting topic and
+    annotate(ws, outcome, report, bisect=, upstream=)
+                                             add to the report: per conflicting topic and
                                              file the upstream commits that changed the
                                              lines it edits (series.analysis.attribution);
                                              for a merged topic the upstream commit and PR
@@ -67,37 +68,36 @@ def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit,
     return [asdict(c) for c in attribution.containing(repo, old.id, onto.id, head.tree, paths, history())]
 
 
-def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any], *, bisect: bool = False) -> None:
+def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any], *, bisect: bool = False,
+             upstream: attribution.PathHistory | None = None) -> None:
+    """`upstream`: old base..onto as the replay kept it (some paths may be known already)."""
     repo = ws.repo
     state = outcome.state
     old, onto = _commit(repo, state.old_base_sha), _commit(repo, state.onto_sha)
-    walked: list[list[pygit2.Commit]] = []
-
-    def history() -> list[pygit2.Commit]:
-        """old..onto, walked once for every topic that needs it (thousands of commits)."""
-        if not walked:
-            walked.append(attribution.upstream_commits(repo, old.id, onto.id))
-        return walked[0]
+    if upstream is None or (upstream.old, upstream.new) != (old.id, onto.id):
+        upstream = attribution.PathHistory(repo, old.id, onto.id)
+    history = upstream.commits  # old..onto, walked once for every topic that needs it
 
     rows = {row["name"]: row for row in report["topics"]}
     conflicted = [path for run in state.topics if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict
                   for path in run.conflict.files]
-    # every conflicted file's upstream commits in one pass over old..onto
-    by_path = attribution.path_commits(repo, old.id, onto.id, conflicted, history()) if conflicted else {}
+    # every conflicted file's upstream commits, in one pass over old..onto for those not known yet
+    by_path = upstream.of(conflicted) if conflicted else {}
     for run in state.topics:
         row = rows[run.name]
         if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict:
             ours = _commit(repo, run.conflict.commit).tree
-            upstream = {}
+            by_file = {}
             for path in run.conflict.files:
                 found = attribution.attribute(repo, old.id, onto.id, ours, path, history(), by_path[path])
-                upstream[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
-                                  "more": max(0, len(found) - SHOWN)}
-            row["upstream"] = upstream
+                by_file[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
+                                 "more": max(0, len(found) - SHOWN)}
+            row["upstream"] = by_file
         elif run.outcome == halted.TopicOutcome.MERGED:
             row["evidence"] = _evidence(ws, run, old, onto, history)
     moved = outcome.finished and not outcome.dry_run and bool(outcome.op_id)
-    report["behind"] = _behind(ws, onto if moved else old, (old.id, onto.id, walked[0]) if walked else None)
+    report["behind"] = _behind(ws, onto if moved else old,
+                               (old.id, onto.id, upstream.commits()) if upstream.walked else None)
     if bisect:
         from series.engine import bisect as bisection
 

@@ -4,7 +4,10 @@ topic's code breaks against the new base (series.analysis.breaks), and --strict.
 The check needs the replayed trees, which a dry run keeps only in memory: the rebase's
 ending (series.engine.ending) is wrapped so that, when the engine hands it the replay's
 in-memory objects (`replayed`: once, conflict or not, dry run or not), it checks the
-topics that replayed cleanly; a conflict elsewhere does not hide their breaks. Under
+topics that replayed cleanly; a conflict elsewhere does not hide their breaks. A topic
+the engine has replayed (`topic_replayed`) is checked meanwhile, while the replay waits for
+git to answer another topic's merge (MemOdb.when_waiting): the same answer, kept until
+`replayed` asks for it, in time git would have left idle. Under
 --strict a break stops an operation that would otherwise end when the engine asks for
 the integration chain, before the write door has anything to commit (`Held`): the verb
 reports it like a conflict (exit 3), nothing moved; on a conflict the rebase halts anyway. The engine's
@@ -17,7 +20,7 @@ from typing import Any
 
 import pygit2
 
-from series.analysis import breaks
+from series.analysis import attribution, breaks
 from series import halted
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
@@ -44,9 +47,15 @@ def reader(odb: MemOdb) -> breaks.Read:
     return read
 
 
+def span(run: halted.TopicRun) -> breaks.TopicSpan | None:
+    """What the check reads of a topic: one that replayed cleanly, with commits."""
+    if run.outcome != halted.TopicOutcome.CLEAN or not run.new_head or not run.commits:
+        return None
+    return breaks.TopicSpan(run.name, run.start, run.old_head, run.new_head)
+
+
 def spans(state: halted.RebaseState) -> list[breaks.TopicSpan]:
-    return [breaks.TopicSpan(t.name, t.start, t.old_head, t.new_head) for t in state.topics
-            if t.outcome == halted.TopicOutcome.CLEAN and t.new_head and t.commits]
+    return [s for s in map(span, state.topics) if s is not None]
 
 
 @dataclass
@@ -57,9 +66,41 @@ class CheckedEnding(ForwardingEnding):
     strict: bool = False
     found: dict[str, list[breaks.Break]] = field(default_factory=dict)
 
+    _checks: tuple[MemOdb, breaks.TopicBreaks] | None = field(default=None, repr=False, compare=False)
+    _history: attribution.PathHistory | None = field(default=None, repr=False, compare=False)
+
+    def upstream_history(self, repo: pygit2.Repository, state: halted.RebaseState) -> attribution.PathHistory:
+        """Upstream's old base..new base, kept for the replay: its semantic check and the
+        report's conflict culprits (series.verbs.rebase.reach) ask it for their paths."""
+        old, new = pygit2.Oid(hex=state.old_base_sha), pygit2.Oid(hex=state.onto_sha)
+        if self._history is None or (self._history.old, self._history.new) != (old, new):
+            self._history = attribution.PathHistory(repo, old, new)
+        return self._history
+
+    def _topic_breaks(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> breaks.TopicBreaks:
+        """One TopicBreaks per replay (its objects, its two bases)."""
+        history = self.upstream_history(ws.repo, state)
+        if self._checks is None or self._checks[0] is not odb or self._checks[1].history is not history:
+            self._checks = (odb, breaks.TopicBreaks(ws.repo, state.old_base_sha, state.onto_sha,
+                                                    reader(odb), history))
+        return self._checks[1]
+
+    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+                       odb: MemOdb) -> None:
+        """Work on this topic while git answers the other topics' merges: its check when
+        it replayed cleanly, its conflicted files' upstream history when it conflicts."""
+        self.inner.topic_replayed(ws, state, run, odb)
+        found = span(run)
+        if found is not None:
+            check = self._topic_breaks(ws, state, odb)
+            odb.when_waiting(lambda: check.topic(found))
+        elif run.outcome == halted.TopicOutcome.CONFLICT and run.conflict is not None:
+            history, files = self.upstream_history(ws.repo, state), run.conflict.files
+            odb.when_waiting(lambda: history.of(files))
+
     def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
         self.inner.replayed(ws, state, odb)
-        self.found = breaks.check(ws.repo, state.old_base_sha, state.onto_sha, spans(state), reader(odb))
+        self.found = self._topic_breaks(ws, state, odb).check(spans(state))
 
     def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         result = self.inner.integration(ws, state, odb)  # only when nothing conflicts: after replayed()
