@@ -3,7 +3,7 @@
 
     .venv/bin/python tools/bench_rebase.py [--fork /tmp/bench/fork] [--repeat 3] [--no-synthetic]
 
-On a fresh copy (cp -a) of the shared vLLM fork for every timed run (v0.30.0 -> v0.31.0,
+On a fresh copy (cp -a, written back with sync before the clock starts) of the shared vLLM fork for every timed run (v0.30.0 -> v0.31.0,
 23 topics, 63 commits; one topic conflicts, one is already upstream), with series.yaml
 listing the fixture's branches in order:
   git loop     /work/shared/bench/anchor_rebase.py cli: `git rebase --onto` per topic
@@ -79,7 +79,15 @@ def fresh(src: Path, work: Path) -> Path:
     subprocess.run(["cp", "-a", str(src), str(dest)], check=True)
     branches = (dest / ".git/series-fixture.txt").read_text().split()
     (dest / "series.yaml").write_text(series_yaml(branches, "v0.30.0"))
+    settle()
     return dest
+
+
+def settle() -> None:
+    """Write back the copy just made (and what the run before wrote: the git loop checks
+    out thousands of files), so that the disk is not busy with it while the next command
+    is timed; every timed command, the anchor's included, starts from the same quiet disk."""
+    os.sync()
 
 
 CPU: list[float] = []  # CPU seconds (user + sys, the process and its children) of each timed run
@@ -264,6 +272,7 @@ def fresh_copy(src: Path, work: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     subprocess.run(["cp", "-a", str(src), str(dest)], check=True)
+    settle()
     return dest
 
 
