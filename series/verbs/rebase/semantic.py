@@ -6,8 +6,9 @@ ending (series.engine.ending) is wrapped so that, when the engine hands it the r
 in-memory objects (`replayed`: once, conflict or not, dry run or not), it checks the
 topics that replayed cleanly; a conflict elsewhere does not hide their breaks. A topic
 the engine has replayed (`topic_replayed`) is checked meanwhile, while the replay waits for
-git to answer another topic's merge (MemOdb.when_waiting): the same answer, kept until
-`replayed` asks for it, in time git would have left idle. Under
+git to answer another topic's merge (MemOdb.when_waiting), and a conflicting topic's files
+get their upstream history for the report's culprits the same way: the same answers, kept
+until `replayed` and the report ask for them, in time the replay would have spent waiting. Under
 --strict a break stops an operation that would otherwise end when the engine asks for
 the integration chain, before the write door has anything to commit (`Held`): the verb
 reports it like a conflict (exit 3), nothing moved; on a conflict the rebase halts anyway. The engine's
