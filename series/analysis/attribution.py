@@ -170,6 +170,14 @@ class PathHistory:
         self._span: list[pygit2.Commit] | None = None
         self._found: dict[str, list[pygit2.Commit]] = {}
 
+    @classmethod
+    def over(cls, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid,
+             kept: "PathHistory | None" = None) -> "PathHistory":
+        """`kept` when it is this range's, else a new one."""
+        if kept is not None and (kept.old, kept.new) == (old, new):
+            return kept
+        return cls(repo, old, new)
+
     @property
     def walked(self) -> bool:
         return self._span is not None

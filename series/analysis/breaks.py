@@ -320,8 +320,7 @@ class TopicBreaks:
         """`history`: upstream's old_base..new_base as the caller keeps it for other uses."""
         self.repo, self.read = repo, read
         self.old, self.new = pygit2.Oid(hex=old_base), pygit2.Oid(hex=new_base)
-        same = history is not None and (history.old, history.new) == (self.old, self.new)
-        self.history = history if history is not None and same else PathHistory(repo, self.old, self.new)
+        self.history = PathHistory.over(repo, self.old, self.new, history)
         self._checker: _BreakChecker | None = None
         self._found: dict[TopicSpan, list[Break]] = {}
 

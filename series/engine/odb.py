@@ -119,7 +119,7 @@ class MemOdb:
         self._edits: dict[tuple[pygit2.Oid | None, frozenset[tuple[str, Entry | None]]], pygit2.Oid | None] = {}
         self._scratch: Path | None = None
         self._flushed: set[pygit2.Oid] = set()
-        self._made: set[Path] = set()
+        self._pack_dir_made = False
         self._packs: pygit2.Odb | None = None
         self.merger: object | None = None  # series.engine.merge.Mergers, made on first use
         # work handed in to run while the replay would wait for git (when_waiting)
@@ -183,9 +183,9 @@ class MemOdb:
                          if row.startswith(_TREE_ROW) and pygit2.Oid(raw=row[-20:]) in self.objects]
         if batch:
             pack_dir = self.inputs_dir() / "pack"
-            if pack_dir not in self._made:  # made once: a mkdir is a system call per merge
+            if not self._pack_dir_made:  # made once: a mkdir is a system call per merge
                 pack_dir.mkdir(parents=True, exist_ok=True)
-                self._made.add(pack_dir)
+                self._pack_dir_made = True
             _write_pack(pack_dir, [(oid, *batch[oid]) for oid in sorted(batch)])
             self._flushed.update(batch)
         return self.inputs_dir()

@@ -74,8 +74,7 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any
     repo = ws.repo
     state = outcome.state
     old, onto = _commit(repo, state.old_base_sha), _commit(repo, state.onto_sha)
-    if upstream is None or (upstream.old, upstream.new) != (old.id, onto.id):
-        upstream = attribution.PathHistory(repo, old.id, onto.id)
+    upstream = attribution.PathHistory.over(repo, old.id, onto.id, upstream)
     history = upstream.commits  # old..onto, walked once for every topic that needs it
 
     rows = {row["name"]: row for row in report["topics"]}

@@ -73,9 +73,8 @@ class CheckedEnding(ForwardingEnding):
     def upstream_history(self, repo: pygit2.Repository, state: halted.RebaseState) -> attribution.PathHistory:
         """Upstream's old base..new base, kept for the replay: its semantic check and the
         report's conflict culprits (series.verbs.rebase.reach) ask it for their paths."""
-        old, new = pygit2.Oid(hex=state.old_base_sha), pygit2.Oid(hex=state.onto_sha)
-        if self._history is None or (self._history.old, self._history.new) != (old, new):
-            self._history = attribution.PathHistory(repo, old, new)
+        self._history = attribution.PathHistory.over(repo, pygit2.Oid(hex=state.old_base_sha),
+                                                     pygit2.Oid(hex=state.onto_sha), self._history)
         return self._history
 
     def _topic_breaks(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> breaks.TopicBreaks:
