@@ -35,6 +35,7 @@ import pygit2
 
 from series.engine.resolve import ReplayConflict
 from series.engine.resolve import Hooks
+from series import resolution_check
 from series.errors import SeriesError
 from series.fs import write_atomically
 from series.model import Series
@@ -327,7 +328,7 @@ def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = N
         store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged),
                      write=write)
 
-    return Hooks(resolver=resolver, recorder=recorder)
+    return Hooks(resolver=resolver, recorder=recorder, check=resolution_check.problems)
 
 
 def _replayed_subject(merged: bytes) -> str | None:
