@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 from tests.conftest import run_series, sh
 from tests.test_rebase import LRU, resolve_lru, snapshot
@@ -58,3 +59,86 @@ def test_leftover_conflict_markers_are_refused(fork: Path) -> None:
     assert snapshot(fork) == before
     resolve_lru(worktree)
     run_series("rebase", "--continue", cwd=fork)
+
+
+# -- the conflict memory: hunks, not files; the first format still read; nothing replayed unchecked --
+
+def _first_format(topic: str, path: str, conflicted: bytes, resolved: bytes) -> bytes:
+    """A resolution file as series wrote them before issue 33 (forks have them committed):
+    the whole normalized file, then the hunks over it."""
+    import pygit2
+
+    from series.patches.format import unified_hunks
+    from series.resolutions import normalize
+
+    conflict = normalize(conflicted)
+    assert conflict is not None
+    head = (f"# series resolution\ntopic: {topic}\npath: {path}\nconflict: {conflict.conflict_id}\n"
+            f"resolved-blob: {pygit2.hash(resolved)}\npreimage-bytes: {len(conflict.preimage)}\n"
+            "=== preimage (conflict markers normalized: labels and base dropped, sides sorted)\n")
+    return (head.encode() + conflict.preimage + b"=== resolution (hunks turning the preimage into the resolved file)\n"
+            + unified_hunks(conflict.preimage, resolved).encode())
+
+
+def _remember(fork: Path, resolved_text: Callable[[str], str]) -> tuple[Path, str]:
+    """Halt on the LRU conflict, keep a first-format resolution of it, abort: the next rebase
+    meets a conflict its memory knows."""
+    from series.resolutions import ResolutionStore, normalize
+
+    worktree = _halt(fork)
+    conflicted = (worktree / LRU).read_bytes()
+    resolve_lru(worktree)
+    resolved = resolved_text((worktree / LRU).read_text())
+    run_series("rebase", "--abort", cwd=fork)
+    file = ResolutionStore(fork / "resolutions").file_for(
+        "offload-evict-fix", LRU, normalize(conflicted).conflict_id)  # type: ignore[union-attr]
+    file.parent.mkdir(parents=True)
+    file.write_bytes(_first_format("offload-evict-fix", LRU, conflicted, resolved.encode()))
+    return file, resolved
+
+
+def test_a_first_format_resolution_still_replays(fork: Path) -> None:
+    file, resolved = _remember(fork, lambda text: text)
+    out = run_series("rebase", "--onto", "v0.31.0", cwd=fork).stdout
+    assert "resolved from memory" in out and "not replayed" not in out, out
+    assert sh(f"git show topic/offload-evict-fix~1:{LRU}", fork) == resolved
+    assert file.read_bytes().count(b"\n") > 20, "the file is read as it was, not rewritten"
+
+
+def test_a_remembered_resolution_that_no_longer_parses_goes_to_a_human(fork: Path) -> None:
+    """The fork's case: a resolution recorded with an IndentationError came back at every
+    rebase as 'resolved from memory'. Now it is named, and the conflict halts."""
+    file, broken = _remember(fork, lambda text: text.replace("move_to_end(key)\n",
+                                                            "move_to_end(key)\n          touched = True\n"))
+    before = snapshot(fork)
+    proc = run_series("rebase", "--onto", "v0.31.0", "--json", cwd=fork, expect=3)
+    report = json.loads(proc.stdout)
+    line = broken.splitlines().index("          touched = True") + 1
+    (refused,) = report["resolutions_refused"]
+    assert refused["file"] == str(file.relative_to(fork)) and refused["path"] == LRU, refused
+    assert f"{LRU}:{line}: unindent does not match" in refused["reason"], refused
+    assert snapshot(fork) == before
+    assert "<<<<<<< HEAD" in (fork / WORKTREE / LRU).read_text(), "left for a human, not replayed"
+    run_series("rebase", "--abort", cwd=fork)
+    text = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3).stdout
+    assert f"the recorded resolution {file.relative_to(fork)} of {LRU} was not replayed" in text, text
+    resolve_lru(fork / WORKTREE)
+    run_series("rebase", "--continue", cwd=fork)
+    assert b"touched = True" not in file.read_bytes() and b"preimage" not in file.read_bytes(), \
+        "the human's resolution is recorded in its place"
+
+
+def test_a_big_files_resolution_stores_its_hunks_not_the_file(tmp_path: Path) -> None:
+    from series.resolutions import ResolutionStore
+    from tests.test_resolutions import merge
+
+    base = "".join(f"line {i}\n" for i in range(1, 5001))
+    ours, theirs = (base.replace("line 2500\n", f"{side} 2500\n") for side in ("ours", "theirs"))
+    conflicted = merge(tmp_path, ours, theirs, base=base)
+    resolved = base.replace("line 2500\n", "both 2500\n").encode()
+    store = ResolutionStore(tmp_path / "resolutions")
+    recorded = store.record("t", "big.py", conflicted, resolved)
+    assert recorded is not None
+    stored = recorded.file.read_text()
+    assert stored.count("\n") < 30 and "\n line 2496\n" not in stored and "\n line 2497\n" in stored, stored
+    assert store.lookup("t", "big.py", conflicted) == resolved
