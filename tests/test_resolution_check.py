@@ -142,3 +142,59 @@ def test_a_big_files_resolution_stores_its_hunks_not_the_file(tmp_path: Path) ->
     stored = recorded.file.read_text()
     assert stored.count("\n") < 30 and "\n line 2496\n" not in stored and "\n line 2497\n" in stored, stored
     assert store.lookup("t", "big.py", conflicted) == resolved
+
+
+# -- the semantic check reads what a resolution brings in ----------------------------------
+
+IFACE_V030 = 'import os\nfrom vllm.utils import is_tpu\n\n\ndef device():\n    return "tpu" if is_tpu() else os.name\n'
+IFACE_V031 = ('import os\nfrom vllm.utils import platform_name\n\n\ndef device():\n'
+              '    return platform_name() or os.name\n')
+IFACE_TOPIC = IFACE_V030.replace("from vllm.utils import is_tpu\n",
+                                 "from vllm.utils import is_tpu\nfrom vllm.hpu import is_hpu\n")
+IFACE = "vllm/platforms/interface.py"
+
+
+def _platform_fork(tmp_path: Path) -> Path:
+    """Upstream drops vllm.utils.is_tpu (and its import in interface.py) where the topic adds
+    an import next to it: the import lines conflict."""
+    from tests.repos import commit_all, git, write
+    from tests.test_breaks import UPSTREAM, _pr, fork_of
+
+    up = tmp_path / "upstream"
+    up.mkdir()
+    git(up, "init", "-q", "-b", "main")
+    _pr(up, {"vllm/__init__.py": "", "vllm/utils.py": "def is_tpu():\n    return False\n",
+             "vllm/hpu.py": "def is_hpu():\n    return True\n", IFACE: IFACE_V030}, "v0.30.0", "2026-01-01T00:00:00Z")
+    git(up, "tag", "v0.30.0")
+    write(up, {"vllm/utils.py": "def platform_name():\n    return ''\n", IFACE: IFACE_V031})
+    commit_all(up, "[Platform] drop is_tpu (#201)", "2026-01-05T00:00:00Z", env=UPSTREAM)
+    git(up, "tag", "v0.31.0")
+    return fork_of(tmp_path, up, {"hpu": {IFACE: IFACE_TOPIC}})
+
+
+def test_an_import_a_resolution_brings_back_is_reported_as_a_break(tmp_path: Path) -> None:
+    fork = _platform_fork(tmp_path)
+    run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    worktree = fork / WORKTREE
+    text = (worktree / IFACE).read_text()
+    assert "<<<<<<< HEAD" in text, text
+    # the conflict fix keeps both sides' imports: the removed is_tpu comes back
+    conflict = text[text.index("<<<<<<< "):text.index("\n", text.index(">>>>>>> ")) + 1]
+    (worktree / IFACE).write_text(text.replace(conflict, "from vllm.utils import platform_name\n"
+                                               "from vllm.utils import is_tpu\nfrom vllm.hpu import is_hpu\n"))
+    sh(f"git add {IFACE}", worktree)
+    report = json.loads(run_series("rebase", "--continue", "--json", cwd=fork).stdout)
+    (row,) = report["topics"]
+    (found,) = row["breaks"]
+    assert (found["file"], found["line"], found["name"], found["kind"]) == (IFACE, 3, "vllm.utils.is_tpu", "renamed")
+    assert found["upstream"]["pr"] == 201, found
+
+    # replayed from memory (undo takes back the rebase and what it recorded: keep a copy, as
+    # one commits it), the same resolution is read the same way
+    kept = {f: f.read_bytes() for f in (fork / "resolutions").glob("*/*.txt")}
+    run_series("undo", cwd=fork)
+    for f, data in kept.items():
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(data)
+    out = run_series("rebase", "--onto", "v0.31.0", cwd=fork).stdout
+    assert "resolved from memory" in out and f"break {IFACE}:3 vllm.utils.is_tpu: renamed to platform_name" in out, out
