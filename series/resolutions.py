@@ -118,7 +118,7 @@ def normalize(conflicted: bytes) -> NormalizedConflict | None:
 
 
 def has_markers(data: bytes) -> bool:
-    return any(_marker(line, _OURS) or _marker(line, _THEIRS) for line in _lines(data))
+    return resolution_check.marker_line(data) is not None
 
 
 @dataclass(frozen=True)
