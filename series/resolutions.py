@@ -8,20 +8,26 @@ topic, path and the conflict itself, and reviewed and versioned like the series.
 The conflict is normalized the way rerere does it: marker labels and diff3 base
 sections are dropped and the two sides of each conflicting hunk are put in byte order,
 so the same clash yields the same text whichever side was "ours" and whatever the
-commits were called. Its id is the SHA-1 over the sorted sides of every hunk. A stored
-resolution is applied only when the whole normalized preimage matches byte for byte; a
-different conflict in the same file, or the same clash with other context around it, is
-left for a human.
+commits were called. Its id is the SHA-1 over the sorted sides of every hunk. What is
+stored is the resolution as @@ hunks over that normalized file: each conflict hunk (its
+markers and both sides) with 3 lines of context, and what the human made of it. A stored
+resolution is replayed when its hunks apply to the new conflict exactly (context
+included; the rest of the file may differ), leave no marker, and the result passes
+series.resolution_check; otherwise it is named in the rebase's output (`Refusal`) and the
+conflict is left for a human, whose resolution is then recorded in its place.
 
 A file, resolutions/<topic>/<path with / as __>.<id12>.txt:
     # comment lines
     topic: offload-evict-fix
     path: vllm/v1/kv_offload/cpu/policies/lru.py
     conflict: <40 hex>          (the normalized conflict's id)
-    resolved-blob: <40 hex>     (git blob id of the resolved file: a checksum)
-    preimage-bytes: <n>
-    === preimage ...            then exactly n bytes: the file with normalized markers
-    === resolution ...          then @@ hunks turning the preimage into the resolution
+    hunks-sha1: <40 hex>        (SHA-1 of the hunks below: a checksum)
+    === resolution ...          then the @@ hunks
+
+Files of the first format (a fork has them committed) are read and replayed too: instead
+of `hunks-sha1` they hold `resolved-blob` (git blob id of the resolved file),
+`preimage-bytes: <n>` and `=== preimage ...` with the whole normalized file before the
+hunks; that whole file is what made one rebase store 11,953 lines.
 """
 from __future__ import annotations
 
@@ -35,14 +41,15 @@ import pygit2
 
 from series.engine.resolve import ReplayConflict
 from series.engine.resolve import Hooks
+from series import resolution_check
 from series.errors import SeriesError
 from series.fs import write_atomically
 from series.model import Series
 
 MARKER_SIZE = 7
 _OURS, _BASE, _SEP, _THEIRS = b"<" * 7, b"|" * 7, b"=" * 7, b">" * 7
-PREIMAGE_HEADER = "=== preimage (conflict markers normalized: labels and base dropped, sides sorted)"
-RESOLUTION_HEADER = "=== resolution (hunks turning the preimage into the resolved file)"
+RESOLUTION_HEADER = ("=== resolution (@@ hunks over the file with its conflict markers normalized: labels "
+                     "and base dropped, sides sorted)")
 
 
 def _marker(line: bytes, marker: bytes) -> bool:
@@ -111,7 +118,7 @@ def normalize(conflicted: bytes) -> NormalizedConflict | None:
 
 
 def has_markers(data: bytes) -> bool:
-    return any(_marker(line, _OURS) or _marker(line, _THEIRS) for line in _lines(data))
+    return resolution_check.marker_line(data) is not None
 
 
 @dataclass(frozen=True)
@@ -119,26 +126,48 @@ class StoredResolution:
     topic: str
     path: str
     conflict_id: str
-    resolved_blob: str
-    preimage: bytes
-    hunks: str        # the resolution as @@ hunks
+    hunks: str        # the resolution as @@ hunks over the normalized conflicted file
     commit: str | None
     file: Path
+    checksum: str     # hunks-sha1; in the first format, the resolved file's blob id
+    preimage: bytes | None = None  # the first format only: the whole normalized file
 
-    def resolved(self) -> bytes:
-        """The resolved file; raises if the stored text was edited out of shape."""
+    def resolve(self, preimage: bytes) -> bytes:
+        """The resolved file for the conflict whose normalized text is `preimage`; raises
+        SeriesError when the stored text was edited out of shape or does not apply."""
+        if self.preimage is None:
+            if _sha1(_encode(self.hunks)) != self.checksum:
+                raise self._edited()
+        else:
+            if str(pygit2.hash(self._apply(self.preimage))) != self.checksum:
+                raise self._edited()
+        data = self._apply(preimage)
+        if has_markers(data):
+            raise SeriesError(f"{self.file}: no longer applies: the conflict has hunks it does not resolve")
+        return data
+
+    def _apply(self, preimage: bytes) -> bytes:
         from series.patches.importer import apply_hunks, file_changes
 
-        if self.hunks.strip():
-            diff = f"diff --git a/f b/f\n--- a/f\n+++ b/f\n{self.hunks}"
+        diff = f"diff --git a/f b/f\n--- a/f\n+++ b/f\n{self.hunks}"
+        try:
             change = file_changes(diff, str(self.file))[0]
-            data = apply_hunks(self.preimage, change.hunks, str(self.file))
-        else:
-            data = self.preimage
-        if str(pygit2.hash(data)) != self.resolved_blob:
-            raise SeriesError(f"{self.file}: the resolution does not produce its resolved-blob; "
-                              "the file was edited by hand: record the resolution again")
-        return data
+            return apply_hunks(preimage, change.hunks, str(self.file))
+        except (SeriesError, IndexError):
+            raise SeriesError(f"{self.file}: no longer applies: the lines around the conflict "
+                              "changed") from None
+
+    def _edited(self) -> SeriesError:
+        return SeriesError(f"{self.file}: the resolution does not match its checksum; "
+                           "the file was edited by hand: record the resolution again")
+
+    @property
+    def conflicts(self) -> int:
+        return sum(1 for line in self.hunks.splitlines() if line == "-<<<<<<<")
+
+
+def _sha1(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
 
 
 def _slug(path: str) -> str:
@@ -154,34 +183,32 @@ def _decode(data: bytes) -> str:
 
 
 def render(resolution: StoredResolution) -> bytes:
+    """The file's text, in the current format (hunks only)."""
     head = [
         f"# series resolution: how a conflict in {resolution.path} was resolved while replaying",
         f"# topic {resolution.topic}. 'series rebase' applies it when the same conflict reappears",
-        "# exactly (below). Review it like code; delete this file to forget it.",
+        "# with the same lines around it (below). Review it like code; delete this file to forget it.",
         f"topic: {resolution.topic}",
         f"path: {resolution.path}",
         f"conflict: {resolution.conflict_id}",
-        f"resolved-blob: {resolution.resolved_blob}",
     ]
     if resolution.commit:
         head.append(f"commit: {resolution.commit}")
-    head += [f"preimage-bytes: {len(resolution.preimage)}", PREIMAGE_HEADER, ""]
-    pre = resolution.preimage
-    tail = b"" if pre.endswith(b"\n") or not pre else b"\n"
-    return (_encode("\n".join(head)) + pre + tail + _encode(RESOLUTION_HEADER + "\n")
-            + _encode(resolution.hunks))
+    head += [f"hunks-sha1: {_sha1(_encode(resolution.hunks))}", RESOLUTION_HEADER, ""]
+    return _encode("\n".join(head) + resolution.hunks)
 
 
 def parse(data: bytes, file: Path) -> StoredResolution:
+    """A resolution file of either format (module docstring)."""
     fields: dict[str, str] = {}
     at = 0
     while True:
         end = data.find(b"\n", at)
         if end == -1:
-            raise SeriesError(f"{file}: not a resolution file (no '{PREIMAGE_HEADER[:12]}' line)")
+            raise SeriesError(f"{file}: not a resolution file (no '{RESOLUTION_HEADER[:16]}' line)")
         line = _decode(data[at:end])
         at = end + 1
-        if line.startswith("=== preimage"):
+        if line.startswith(("=== preimage", "=== resolution")):
             break
         if line.startswith("#") or not line.strip():
             continue
@@ -189,24 +216,27 @@ def parse(data: bytes, file: Path) -> StoredResolution:
         if not sep:
             raise SeriesError(f"{file}: malformed line {line!r} (expected 'key: value')")
         fields[key.strip()] = value.strip()
-    for key in ("topic", "path", "conflict", "resolved-blob", "preimage-bytes"):
+    first = line.startswith("=== preimage")
+    for key in ("topic", "path", "conflict") + (("resolved-blob", "preimage-bytes") if first else ("hunks-sha1",)):
         if key not in fields:
             raise SeriesError(f"{file}: missing '{key}:' line")
-    try:
-        size = int(fields["preimage-bytes"])
-    except ValueError:
-        raise SeriesError(f"{file}: preimage-bytes is not a number") from None
-    preimage = data[at:at + size]
-    at += size
-    if preimage and not preimage.endswith(b"\n"):
-        at += 1
-    rest = data[at:]
-    if not rest.startswith(b"=== resolution"):
-        raise SeriesError(f"{file}: the preimage is not {size} bytes long (edited by hand?)")
-    hunks = _decode(rest[rest.find(b"\n") + 1:]) if b"\n" in rest else ""
+    preimage = None
+    if first:
+        try:
+            size = int(fields["preimage-bytes"])
+        except ValueError:
+            raise SeriesError(f"{file}: preimage-bytes is not a number") from None
+        preimage = data[at:at + size]
+        at += size
+        if preimage and not preimage.endswith(b"\n"):
+            at += 1
+        rest = data[at:]
+        if not rest.startswith(b"=== resolution"):
+            raise SeriesError(f"{file}: the preimage is not {size} bytes long (edited by hand?)")
+        at += rest.find(b"\n") + 1 if b"\n" in rest else len(rest)
     return StoredResolution(topic=fields["topic"], path=fields["path"], conflict_id=fields["conflict"],
-                      resolved_blob=fields["resolved-blob"], preimage=preimage, hunks=hunks,
-                      commit=fields.get("commit"), file=file)
+                            hunks=_decode(data[at:]), commit=fields.get("commit"), file=file,
+                            checksum=fields["resolved-blob" if first else "hunks-sha1"], preimage=preimage)
 
 
 class ResolutionStore:
@@ -238,10 +268,9 @@ class ResolutionStore:
         from series.patches.format import unified_hunks
 
         file = self.file_for(topic, path, conflict.conflict_id)
-        resolution = StoredResolution(
-            topic=topic, path=path, conflict_id=conflict.conflict_id,
-            resolved_blob=str(pygit2.hash(resolved)), preimage=conflict.preimage,
-            hunks=unified_hunks(conflict.preimage, resolved), commit=commit, file=file)
+        hunks = unified_hunks(conflict.preimage, resolved)
+        resolution = StoredResolution(topic=topic, path=path, conflict_id=conflict.conflict_id, hunks=hunks,
+                                      commit=commit, file=file, checksum=_sha1(_encode(hunks)))
         if write is not None:
             write(file, render(resolution))
             return resolution
@@ -249,8 +278,9 @@ class ResolutionStore:
         write_atomically(file, render(resolution))
         return resolution
 
-    def find(self, topic: str, path: str, conflicted: bytes) -> StoredResolution | None:
-        """The stored resolution of exactly this conflict, if any."""
+    def find(self, topic: str, path: str, conflicted: bytes) -> tuple[StoredResolution, NormalizedConflict] | None:
+        """The stored resolution of this conflict (same topic, path and clash), if any, with
+        the conflict normalized."""
         conflict = normalize(conflicted)
         if conflict is None:
             return None
@@ -260,13 +290,13 @@ class ResolutionStore:
         resolution = parse(file.read_bytes(), file)
         if (resolution.topic, resolution.path, resolution.conflict_id) != (topic, path, conflict.conflict_id):
             return None
-        if resolution.preimage != conflict.preimage:
-            return None  # the same clash in other surroundings: not ours to decide
-        return resolution
+        return resolution, conflict
 
     def lookup(self, topic: str, path: str, conflicted: bytes) -> bytes | None:
+        """The resolved file; None when nothing is recorded for this conflict; SeriesError
+        when what is recorded cannot be used (edited by hand, or no longer applies)."""
         found = self.find(topic, path, conflicted)
-        return found.resolved() if found is not None else None
+        return found[0].resolve(found[1].preimage) if found is not None else None
 
     def unreachable(self, keep: Callable[[StoredResolution], bool]) -> list[StoredResolution]:
         """The resolutions `keep` refuses (what `series resolutions --prune` removes, through
@@ -301,14 +331,36 @@ def describe(resolutions: Iterable[StoredResolution], root: Path) -> list[dict[s
         except ValueError:
             file = str(r.file)
         rows.append({"topic": r.topic, "path": r.path, "conflict": r.conflict_id,
-                     "hunks": r.preimage.count(_OURS + b"\n"), "commit": r.commit, "file": file})
+                     "hunks": r.conflicts, "commit": r.commit, "file": file})
     return rows
 
 
-def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = None) -> Hooks:
-    """The rebase engine's resolver and recorder (protocol: series.engine.resolve); the
-    recorder writes through `write` (the write door's op.write, so `series undo` of the
-    operation removes what it recorded).
+@dataclass(frozen=True)
+class Refusal:
+    """A recorded resolution the rebase did not replay, and why: the conflict went to a human."""
+
+    topic: str
+    path: str
+    file: Path
+    reason: str
+
+    def sentence(self, root: Path) -> str:
+        where = self.file.relative_to(root) if self.file.is_relative_to(root) else self.file
+        return (f"{self.topic}: the recorded resolution {where} of {self.path} was not replayed: "
+                f"{self.reason}; resolve it by hand (--continue records the new one in its place)")
+
+    def to_json(self, root: Path) -> dict[str, str]:
+        where = self.file.relative_to(root) if self.file.is_relative_to(root) else self.file
+        return {"topic": self.topic, "path": self.path, "file": str(where), "reason": self.reason}
+
+
+def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = None,
+                 refused: list[Refusal] | None = None) -> Hooks:
+    """The rebase engine's resolver, recorder and check (protocol: series.engine.resolve);
+    the recorder writes through `write` (the write door's op.write, so `series undo` of the
+    operation removes what it recorded). A recorded resolution that cannot be used (edited
+    by hand, no longer applies, or its result fails series.resolution_check) is not
+    replayed: it goes into `refused`, once, for the verb to name.
 
     Only textual conflicts ("content", "add/add") are keyed: a modify/delete or binary
     conflict has no markers to normalize and stays a human's call. An empty resolution
@@ -316,10 +368,32 @@ def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = N
     replaying "empty" where the human meant "deleted" would be wrong.
     """
     store = ResolutionStore.for_series(series)
+
+    def refuse(topic: str, path: str, file: Path, reason: str) -> None:
+        refusal = Refusal(topic, path, file, reason)
+        if refused is not None and refusal not in refused:
+            refused.append(refusal)  # the halted commit is replayed again to lay it out
+
     def resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
         if not conflict.textual:
             return None
-        return store.lookup(topic, path, conflict.merged)
+        normalized = normalize(conflict.merged)
+        if normalized is None:
+            return None
+        file = store.file_for(topic, path, normalized.conflict_id)
+        try:
+            found = store.find(topic, path, conflict.merged)
+            if found is None:
+                return None
+            data = found[0].resolve(normalized.preimage)
+        except SeriesError as exc:
+            refuse(topic, path, file, exc.message.removeprefix(f"{file}: "))
+            return None
+        problem = resolution_check.problem(path, data, conflict.theirs)
+        if problem is not None:
+            refuse(topic, path, file, f"its result is refused: {problem}")
+            return None
+        return data
 
     def recorder(topic: str, path: str, conflict: ReplayConflict, resolved: bytes) -> None:
         if not conflict.textual or not resolved:
@@ -327,7 +401,7 @@ def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = N
         store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged),
                      write=write)
 
-    return Hooks(resolver=resolver, recorder=recorder)
+    return Hooks(resolver=resolver, recorder=recorder, check=resolution_check.problems)
 
 
 def _replayed_subject(merged: bytes) -> str | None:

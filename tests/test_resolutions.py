@@ -78,11 +78,27 @@ def test_a_different_conflict_in_the_same_file_is_not_applied(tmp_path: Path) ->
     conflicted = merge(tmp_path, *ours_theirs("line 5\n"))
     store.record("t", "f.py", conflicted, BASE.encode())
     assert store.lookup("t", "f.py", merge(tmp_path, *ours_theirs("line 15\n"))) is None
-    # the same clash, but the file around it changed: the preimage differs, not applied
-    around = BASE.replace("line 18\n", "line eighteen\n")
-    moved = merge(tmp_path, *(s.replace("line 18\n", "line eighteen\n") for s in ours_theirs()), base=around)
-    assert normalize(moved).conflict_id == normalize(conflicted).conflict_id  # type: ignore[union-attr]
-    assert store.lookup("t", "f.py", moved) is None
+
+
+def _around(tmp_path: Path, old: str, new: str) -> bytes:
+    """The same clash (line 5), with `old` changed to `new` on both sides and the base."""
+    return merge(tmp_path, *(s.replace(old, new) for s in ours_theirs()), base=BASE.replace(old, new))
+
+
+def test_the_same_clash_applies_where_its_context_is_unchanged(tmp_path: Path) -> None:
+    """Issue 33: the hunks and their 3 lines of context are the resolution; the rest of the
+    file may change (upstream moves on), the lines next to the clash may not."""
+    store = ResolutionStore(tmp_path / "resolutions")
+    conflicted = merge(tmp_path, *ours_theirs())
+    store.record("t", "f.py", conflicted, BASE.replace("line 5\n", "merged 5\n").encode())
+    far = _around(tmp_path, "line 18\n", "line eighteen\n")
+    assert normalize(far).conflict_id == normalize(conflicted).conflict_id  # type: ignore[union-attr]
+    assert store.lookup("t", "f.py", far) == BASE.replace("line 5\n", "merged 5\n").replace(
+        "line 18\n", "line eighteen\n").encode()
+    shifted = merge(tmp_path, *("line 0\n" + s for s in ours_theirs()), base="line 0\n" + BASE)
+    assert store.lookup("t", "f.py", shifted) == ("line 0\n" + BASE.replace("line 5\n", "merged 5\n")).encode()
+    with pytest.raises(SeriesError, match="no longer applies: the lines around the conflict changed"):
+        store.lookup("t", "f.py", _around(tmp_path, "line 7\n", "line seven\n"))
 
 
 def test_the_file_is_readable_and_round_trips(tmp_path: Path) -> None:
@@ -94,11 +110,12 @@ def test_the_file_is_readable_and_round_trips(tmp_path: Path) -> None:
     assert recorded.file.parent == tmp_path / "resolutions" / "t"
     text = recorded.file.read_text()
     for needle in ("topic: t\n", "path: vllm/v1/lru.py\n", "commit: [Fix] touch order\n",
-                   "<<<<<<<\nours 5\n=======\ntheirs 5\n>>>>>>>\n", "+merged 5\n", "-<<<<<<<\n"):
+                   "-<<<<<<<\n-ours 5\n-=======\n-theirs 5\n->>>>>>>\n", "+merged 5\n", " line 8\n"):
         assert needle in text, (needle, text)
+    assert "line 9" not in text, "only the conflict's hunk and its context are stored"
     again = parse(recorded.file.read_bytes(), recorded.file)
     assert again == recorded
-    assert again.resolved() == resolved
+    assert again.resolve(normalize(conflicted).preimage) == resolved  # type: ignore[union-attr]
 
 
 def test_a_preimage_without_final_newline_round_trips(tmp_path: Path) -> None:

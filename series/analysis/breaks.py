@@ -106,6 +106,8 @@ class TopicSpan:
     start: str          # the old commit its own commits sit on
     old_head: str
     new_head: str       # rebased
+    new_start: str | None = None        # what it was rebased onto (read for `resolved` files)
+    resolved: frozenset[str] = frozenset()  # paths whose conflict a resolution decided
 
 
 class _BreakChecker:
@@ -349,15 +351,22 @@ def _topic_breaks(checker: _BreakChecker, repo: pygit2.Repository, topic: TopicS
         if judged:  # the three versions read only for a file the check reads
             versions = read(topic.start, path), read(topic.old_head, path), read(topic.new_head, path)
             for judge in judged:
-                found += judge(checker, path, *versions)
+                if judge is _file and path in topic.resolved and topic.new_start is not None:
+                    found += _file(checker, path, *versions, landed=read(topic.new_start, path))
+                else:
+                    found += judge(checker, path, *versions)
     return found
 
 
 def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | None,
-          rebased: bytes | None) -> list[Break]:
+          rebased: bytes | None, landed: bytes | None | bool = False) -> list[Break]:
+    """`landed`: for a file whose conflict a resolution decided, the new base's version
+    (None: it has none): what the resolution brings in that upstream's file does not have
+    is the topic's too, as an import of a name upstream removed, kept by the resolution
+    (issue 33). False: a clean merge, whose every line is upstream's or the topic's."""
     if not mine or not rebased:
         return []
-    if base is not None and rebased == mine:
+    if base is not None and rebased == mine and landed is False:
         # upstream left the file alone: only the uses near the topic's own hunks can be its
         # (series.analysis.hunk_uses), and the file lost nothing it binds; the full reading
         # below only when one of those is judged broken
@@ -371,6 +380,10 @@ def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | N
     before = file_reading.read(path, base) if base else None
     theirs = {u.key for u in before.uses} if before is not None else set()
     introduced = {u.key for u in ours.uses} - theirs
+    if landed is not False:
+        upstream = file_reading.read(path, landed) if isinstance(landed, bytes) else None
+        if upstream is not None or landed is None:  # unreadable upstream: nothing to tell apart
+            introduced |= {u.key for u in after.uses} - {u.key for u in (upstream.uses if upstream else ())}
     names = set(after.bound | after.top)
     seen: set[tuple[UseKind, str, str]] = set()
     out: list[Break] = []

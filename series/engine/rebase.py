@@ -45,7 +45,7 @@ from series.engine.integration import (IntegrationPart, IntegrationResult, Inter
                                        integrate)
 from series.engine.odb import MemOdb
 from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signature_line
-from series.engine.resolve import NO_HOOKS, Hooks
+from series.engine.resolve import NO_HOOKS, Hooks, ResolvedFile
 from series.errors import ConflictError, SeriesError
 from series.git import checkouts
 from series.git.repo import (Abbreviations, committer as git_committer, encode_message, message as commit_message,
@@ -416,6 +416,10 @@ def _take_resolution(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hoo
     stop = _stop_for(ws, state, run, odb, hooks)
     resolution = worktree.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts],
                                     state.halt)
+    refused = hooks.check(run.name, _resolved_files(odb, stop, resolution.tree))
+    if refused:
+        raise SeriesError(f"{run.name}: the resolution is refused (nothing moved): {'; '.join(refused)}",
+                          f"fix it in {path}, 'git add' it, then '{state.halt.go_on}'")
     for conflict in stop.conflicts:
         hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
     commit = repo[stop.commit].peel(pygit2.Commit)
@@ -442,6 +446,24 @@ def _take_resolution(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hoo
     halted.protect(repo, state)
     halted.save(repo, state)
     return state
+
+
+def _resolved_files(odb: MemOdb, stop: ReplayStop, tree: pygit2.Oid) -> list[ResolvedFile]:
+    """Every file the resolution changes against the head the commit went onto, with the
+    commit's own version (what the hooks' check reads)."""
+    own = odb.commit_tree(stop.commit)
+    files = []
+    for rel, _, new in odb.changed(odb.commit_tree(stop.head), tree):
+        if new is None or new[0] not in (0o100644, 0o100755):
+            continue  # removed, a symlink or a submodule: no text to check
+        mine = odb.lookup(own, rel)
+        original = _blob(odb, mine[1]) if mine is not None and mine[0] in (0o100644, 0o100755) else None
+        files.append(ResolvedFile(rel, _blob(odb, new[1]), original))
+    return files
+
+
+def _blob(odb: MemOdb, oid: pygit2.Oid) -> bytes:
+    return odb.objects[oid][1] if oid in odb else odb.raw(oid)[1]
 
 
 def continue_rebase(ws: SeriesRepo, ending: Ending, *, door: Door, hooks: Hooks = NO_HOOKS,

@@ -12,16 +12,24 @@ the operation's `--continue` calls a *recorder* for each path that had conflicte
 
     recorder(topic_name, path, conflict, resolved_bytes) -> None
 
+Before it records or commits anything, `--continue` asks a *check* about every file the
+resolution changes against the head the commit was applied to (`ResolvedFile`):
+
+    check(topic_name, files) -> list[str]
+
+Each string is one refused file ("path:line: message"); any refuses the whole resolution:
+nothing is recorded, nothing moves, the worktree stays for the human to fix.
+
 Where they come from: the caller. A verb hands the engine its `Hooks` (the shared conflict
 memory's are `series.resolutions.engine_hooks(series)`); the engine never imports that
 store (STYLE rule 4, and no import cycle: the store imports these types). Without hooks
-the no-op pair below is used. The call points are `series.engine.replay.replay_commits`
-(resolver) and `series.engine.rebase.continue_rebase` (recorder).
+the no-op ones below are used. The call points are `series.engine.replay.replay_commits`
+(resolver) and `series.engine.rebase.continue_rebase` (check, then recorder).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, Sequence
 
 # The conflict kinds series names itself; the rest are git's own words (merge-ort's short
 # descriptions, "relied upon by external tools" and added to over git's versions), kept
@@ -63,12 +71,27 @@ class ReplayConflict:
                 "ours": self.ours_entry, "theirs": self.theirs_entry}
 
 
+@dataclass(frozen=True)
+class ResolvedFile:
+    """A file a human's resolution leaves changed: its bytes, and the replayed commit's own
+    version of it (None: the commit has no such file), so a check can tell what the
+    resolution brought from what the topic already had."""
+
+    path: str
+    data: bytes
+    original: bytes | None
+
+
 class Resolver(Protocol):
     def __call__(self, topic: str, path: str, conflict: ReplayConflict) -> bytes | None: ...
 
 
 class Recorder(Protocol):
     def __call__(self, topic: str, path: str, conflict: ReplayConflict, resolved: bytes) -> None: ...
+
+
+class Check(Protocol):
+    def __call__(self, topic: str, files: Sequence[ResolvedFile]) -> list[str]: ...
 
 
 def no_resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
@@ -79,10 +102,15 @@ def no_recorder(topic: str, path: str, conflict: ReplayConflict, resolved: bytes
     return None
 
 
+def no_check(topic: str, files: Sequence[ResolvedFile]) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Hooks:
     resolver: Resolver = no_resolver
     recorder: Recorder = no_recorder
+    check: Check = no_check
 
 
 NO_HOOKS = Hooks()

@@ -19,7 +19,7 @@ from series.errors import EXIT_CONFLICT, SeriesError
 from series.git import partial
 from series.git.command import git
 from series.git.repo import resolve_release, workdir
-from series.resolutions import engine_hooks
+from series.resolutions import Refusal, engine_hooks
 from series.analysis.read_first import read_first
 from series.verbs.rebase import reach
 from series.verbs.rebase import semantic
@@ -59,7 +59,8 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
 
 
 def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.CheckedEnding, *,
-            bisect: bool = False, farthest: tuple[str, Any] | None = None) -> Result:
+            bisect: bool = False, farthest: tuple[str, Any] | None = None,
+            refused: list[Refusal] | None = None) -> Result:
     report_id = outcome.op_id or (f"dry-run-{rebase._stamp()}" if outcome.dry_run else outcome.state.id)
     report = rebase_report.build(ws.repo, outcome, report_id, "rebase")
     data: dict[str, Any] = report.dump()
@@ -70,6 +71,9 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
     if held:
         data["status"] = rebase_report.ReportStatus.CONFLICT.value
     text = rebase_text.render(report, data, ws.series.integration)
+    if refused:  # recorded resolutions not replayed: their conflicts went to a human (issue 33)
+        data["resolutions_refused"] = [r.to_json(ws.series.root) for r in refused]
+        text += "".join(f"\n{r.sentence(ws.series.root)}" for r in refused)
     if farthest is not None:
         data["as_far_as_possible"] = farthest[1].as_json()
         text = reach.render_reach(farthest[1], farthest[0], outcome.state.old_base_name) + "\n" + text
@@ -126,13 +130,15 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         as_far_as_possible: bool = False, strict: bool = False) -> Result:
     repo = ws.repo
     ending = semantic.CheckedEnding(ENDING, strict=strict and not resume)
+    refused: list[Refusal] = []
     if abort:
         state = _step(ws, "abort", lambda door: rebase.abort_rebase(ws, ENDING, door=door))
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
         return Result({"status": rebase_report.ReportStatus.ABORTED.value, "id": state.id}, text, "", False)
     if resume:
         return _finish(ws, _step(ws, "continue", lambda door: rebase.continue_rebase(
-            ws, ending, door=door, hooks=engine_hooks(ws.series, door.write), progress=progress)), ending)
+            ws, ending, door=door, hooks=engine_hooks(ws.series, door.write, refused), progress=progress)),
+            ending, refused=refused)
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -141,23 +147,24 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
     _blobs_for(ws, onto)
     if as_far_as_possible and rebase.in_progress(ws) is None:
-        return _as_far(ws, onto, skip, dry_run, progress, ending)
-    outcome = _checked(ws, ending, dry_run, lambda e: _start(ws, onto, e, skip, dry_run, progress))
-    return _finish(ws, outcome, ending, bisect=bisect)
+        return _as_far(ws, onto, skip, dry_run, progress, ending, refused)
+    outcome = _checked(ws, ending, dry_run, lambda e: _start(ws, onto, e, skip, dry_run, progress, refused))
+    return _finish(ws, outcome, ending, bisect=bisect, refused=refused)
 
 
 def _start(ws: Workspace, onto: str, ending: semantic.CheckedEnding, skip: tuple[str, ...], dry_run: bool,
-           progress: rebase.Progress | None) -> rebase.RebaseOutcome:
+           progress: rebase.Progress | None, refused: list[Refusal]) -> rebase.RebaseOutcome:
     """A dry run takes no lock and writes nothing: it needs no door."""
     if dry_run:
-        return rebase.start(ws, onto, ending, skip=skip, dry_run=True, hooks=engine_hooks(ws.series),
-                            progress=progress)
+        return rebase.start(ws, onto, ending, skip=skip, dry_run=True,
+                            hooks=engine_hooks(ws.series, refused=refused), progress=progress)
     return _step(ws, "start", lambda door: rebase.start(
-        ws, onto, ending, skip=skip, hooks=engine_hooks(ws.series), progress=progress, door=door))
+        ws, onto, ending, skip=skip, hooks=engine_hooks(ws.series, refused=refused), progress=progress,
+        door=door))
 
 
 def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
-            progress: rebase.Progress | None, ending: semantic.CheckedEnding) -> Result:
+            progress: rebase.Progress | None, ending: semantic.CheckedEnding, refused: list[Refusal]) -> Result:
     """Rebase onto the newest commit of REF's first-parent line where every topic applies;
     move nothing when even the first one blocks."""
     name, found = reach.reach(ws, onto, skip)
@@ -170,8 +177,8 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
     # --as-far-as-possible's ending (all or nothing with the integration branch) inside the check's
     reached = semantic.CheckedEnding(reach.ReachEnding(ending.inner, reach.render_target(found, name),
                                                          ws.series.integration), strict=ending.strict)
-    outcome = _checked(ws, reached, dry_run, lambda e: _start(ws, target, e, skip, dry_run, progress))
-    return _finish(ws, outcome, reached, farthest=(name, found))
+    outcome = _checked(ws, reached, dry_run, lambda e: _start(ws, target, e, skip, dry_run, progress, refused))
+    return _finish(ws, outcome, reached, farthest=(name, found), refused=refused)
 
 
 class _Progress:

@@ -49,10 +49,13 @@ def reader(odb: MemOdb) -> breaks.Read:
 
 
 def span(run: halted.TopicRun) -> breaks.TopicSpan | None:
-    """What the check reads of a topic: one that replayed cleanly, with commits."""
+    """What the check reads of a topic: one that replayed cleanly (a conflict resolved counts),
+    with commits."""
     if run.outcome != halted.TopicOutcome.CLEAN or not run.new_head or not run.commits:
         return None
-    return breaks.TopicSpan(run.name, run.start, run.old_head, run.new_head)
+    # a resolution's own lines count as the topic's (issue 33): by hand or from memory
+    resolved = frozenset(path for _, path in run.resolved + run.by_hand)
+    return breaks.TopicSpan(run.name, run.start, run.old_head, run.new_head, run.new_start, resolved)
 
 
 def spans(state: halted.RebaseState) -> list[breaks.TopicSpan]:
