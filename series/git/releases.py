@@ -128,10 +128,16 @@ def fork_tags(repo: pygit2.Repository, remote: str = UPSTREAM) -> frozenset[str]
         if off:
             beyond = set(git(root, "rev-list", "--branches", f"--exclude=refs/remotes/{remote}/pr/*",
                              "--remotes", "--not", *map(str, line)).stdout.split())
-            found = frozenset(t for t in off
-                              if str(repo.references[f"refs/tags/{t}"].peel(pygit2.Commit).id) in beyond)
+            found = frozenset(t for t in off if _commit_of(repo, t) in beyond)
     _FORK_TAGS[key] = (refs, found)
     return found
+
+
+def _commit_of(repo: pygit2.Repository, tag: str) -> str | None:
+    try:
+        return str(repo.references[f"refs/tags/{tag}"].peel(pygit2.Commit).id)
+    except (KeyError, pygit2.GitError, pygit2.InvalidSpecError, ValueError):
+        return None  # a tag of a tree or blob: no history to be on
 
 
 def version_tags(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[Release]:
