@@ -104,9 +104,11 @@ class OwnWorks:
     @cached_property
     def _beyond_upstream(self) -> frozenset[pygit2.Oid]:
         """The commits of every topic's branch that neither the base nor upstream's
-        history (series.git.repo.upstream_tips: remote branches, release tags) contains.
-        A branch rebased by hand onto a newer release contains base..release too: those
-        are upstream's, not the topic's."""
+        history (series.git.repo.upstream_tips: upstream's main and release branches, its
+        version tags) contains. A branch rebased by hand onto a newer release contains
+        base..release too: those are upstream's, not the topic's. The remote's other
+        branches are not upstream's history: a fork's server cloned as `upstream` carries
+        the fork's integration branch, which contains every topic (issue 33)."""
         walker = self.repo.walk(self.base.id, pygit2.enums.SortMode.NONE)
         walker.reset()
         for topic in self.series.topics:

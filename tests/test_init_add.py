@@ -95,9 +95,11 @@ def test_init_without_base_takes_the_newest_release_every_topic_forks_from(fork:
 
 def test_init_without_base_names_the_candidates_when_it_cannot_choose(fork: Path) -> None:
     (fork / "series.yaml").unlink()
-    # a patch release off v0.30.0 merged into a topic that also merged v0.31.0: two releases,
-    # neither containing the other
+    # a patch release off v0.30.0 (on upstream's release branch: a tag only the fork's
+    # branches reach is the fork's own) merged into a topic that also merged v0.31.0: two
+    # releases, neither containing the other
     sh("git checkout -q -B side v0.30.0 && git commit -q --allow-empty -m side && git tag v0.30.1 && "
+       "git update-ref refs/remotes/upstream/releases/v0.30.1 side && "
        "git checkout -q topic/api-hello && git merge -q --no-edit v0.31.0 && git merge -q --no-edit side && "
        "git checkout -q --orphan alone && git rm -rqf . && git commit -q --allow-empty -m alone && "
        "git branch -q topic/alone && git checkout -q --detach v0.30.0", fork)

@@ -211,15 +211,16 @@ def test_patch_headers_git_cannot_store_are_exit_1(fork: Path, tmp_path: Path,
 # -- partial and shallow clones ----------------------------------------------------------------
 
 def blobless(fork: Path, tmp_path: Path, name: str = "part", keep: str = "blob:none") -> Path:
-    """A partial clone of `fork` (`keep`: git clone's --filter) with its topic branches."""
+    """A partial clone of `fork` (`keep`: git clone's --filter) with its topic branches; the
+    remote keeps them too, as a real clone of a fork's server does (issue 33: upstream's
+    history is its main and its tags, not every branch of the remote)."""
     bare = tmp_path / "fork.git"
     if not bare.exists():
         sh(f"git clone -q --bare {fork} {bare} && git -C {bare} config uploadpack.allowFilter true", tmp_path)
     part = tmp_path / name
     sh(f"git clone -q --no-checkout --filter={keep} -o upstream file://{bare} {part}", tmp_path)
     for branch in ("sched-note", "offload-evict-fix", "ipc-backport", "api-hello"):
-        sh(f"git branch -q topic/{branch} upstream/topic/{branch} && "
-           f"git update-ref -d refs/remotes/upstream/topic/{branch}", part)
+        sh(f"git branch -q topic/{branch} upstream/topic/{branch}", part)
     shutil.copy(fork / "series.yaml", part / "series.yaml")
     return part
 

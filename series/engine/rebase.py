@@ -361,7 +361,7 @@ def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool,
     repo = ws.repo
     if not dry_run:
         halted.clear(repo)  # temporary refs of a run killed before it saved its state
-    onto_name, onto = resolve_release(repo, onto_spec)
+    onto_name, onto = resolve_release(repo, onto_spec, ws.series.upstream.remote)
     old_base = ws.base_commit()
     runs = plan(ws, onto, skip)
     if not dry_run:

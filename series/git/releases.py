@@ -16,6 +16,18 @@ vLLM tags its release candidates (v0.11.0rc1) on the way to a release; a shortha
 Release names: an existing tag is always itself. `latest` is the newest release. `v0.6`
 (a prefix of release numbers) is the newest release whose numbers start 0.6, by PEP 440's
 order, so v0.6.6.post1 beats v0.6.6 and v0.10.1.1 beats v0.10.1.
+
+*Upstream's* tags only: a fork tags its own builds with names upstream could have made
+(HabanaAI's v0.6.6.post2, on a branch of its own, newer by PEP 440 than upstream's
+v0.6.6.post1), and git does not record which remote a tag came from. So the rule is by
+history: *upstream's line* is the upstream remote's main (master where it has no main) and
+release branches (refs/remotes/<remote>/main, releases/*: vLLM cuts its post releases on
+releases/vX.Y.Z). A version tag is the fork's own when a branch (local, or any remote's but
+a pull request head) reaches its commit and upstream's line does not; every other version
+tag is upstream's: the ones on upstream's line, and the ones no branch reaches (fetched with
+--tags, their release branch since deleted). When the remote has no such branch here (no
+remote at all), nothing tells the tags apart and every version tag counts. The fork's own
+are listed by `series release --all`, and are still reached by their exact name.
 """
 from __future__ import annotations
 
@@ -30,6 +42,7 @@ from packaging.version import InvalidVersion, Version
 from series.git.command import git
 
 LATEST = "latest"
+UPSTREAM = "upstream"  # the remote series.yaml names by default (series.model.Upstream)
 _SHORTHAND = re.compile(r"^v?(\d+(?:\.\d+)+)$")
 
 
@@ -61,8 +74,7 @@ def tag_version(tag: str) -> Version | None:
     return version
 
 
-def version_tags(repo: pygit2.Repository) -> list[Release]:
-    """Every version tag here, newest first (release candidates too)."""
+def _all_version_tags(repo: pygit2.Repository) -> list[Release]:
     found = []
     for ref in repo.references:
         if ref.startswith("refs/tags/") and (version := tag_version(ref[len("refs/tags/"):])):
@@ -70,9 +82,84 @@ def version_tags(repo: pygit2.Repository) -> list[Release]:
     return sorted(found, reverse=True)
 
 
-def releases(repo: pygit2.Repository) -> list[Release]:
-    """The release tags here, newest first."""
-    return [r for r in version_tags(repo) if r.is_release]
+def upstream_line(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[pygit2.Oid]:
+    """The tips of upstream's line (see the module docstring): the remote's main or master
+    and release branches; not its other branches, which may be a fork's own (a fork cloned
+    as `upstream` carries habana_main and its engineers' branches)."""
+    prefix = f"refs/remotes/{remote}/"
+    names = sorted(repo.references)
+    # main, or master where there is no main: never both (HabanaAI's master is a copy of
+    # its habana_main, beside a main that follows vLLM)
+    trunk = f"{prefix}main" if f"{prefix}main" in names else f"{prefix}master"
+    tips = []
+    for name in names:
+        if name == trunk or name.startswith(f"{prefix}releases/"):
+            try:
+                tips.append(repo.references[name].peel(pygit2.Commit).id)
+            except (pygit2.GitError, pygit2.InvalidSpecError, ValueError):
+                continue
+    return tips
+
+
+# fork_tags per repository and remote, while the refs it was read from stay as they were:
+# one command resolves a release name, its hint and upstream's history from one reading
+_FORK_TAGS: dict[tuple[str, str], tuple[tuple[tuple[str, str], ...], frozenset[str]]] = {}
+
+
+def _refs_now(repo: pygit2.Repository) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((r.name, str(r.target)) for r in repo.references.iterator()
+                        if r.name.startswith(("refs/heads/", "refs/remotes/", "refs/tags/"))))
+
+
+def fork_tags(repo: pygit2.Repository, remote: str = UPSTREAM) -> frozenset[str]:
+    """The version tags only the fork has (the module docstring's rule). git walks the
+    history: `tag --no-merged` gives the tags upstream's line does not reach, and only if
+    there are any, `rev-list` the commits branches reach beyond it."""
+    key, refs = (repo.path, remote), _refs_now(repo)
+    if key in _FORK_TAGS and _FORK_TAGS[key][0] == refs:
+        return _FORK_TAGS[key][1]
+    found: frozenset[str] = frozenset()
+    line = upstream_line(repo, remote)
+    known = {r.tag for r in _all_version_tags(repo)}
+    if line and known:
+        root = Path(repo.workdir or repo.path)
+        off = [t for t in git(root, "tag", "--list", *(f"--no-merged={t}" for t in line)).stdout.split()
+               if t in known]
+        if off:
+            beyond = set(git(root, "rev-list", "--branches", f"--exclude=refs/remotes/{remote}/pr/*",
+                             "--remotes", "--not", *map(str, line)).stdout.split())
+            found = frozenset(t for t in off if _commit_of(repo, t) in beyond)
+    _FORK_TAGS[key] = (refs, found)
+    return found
+
+
+def _commit_of(repo: pygit2.Repository, tag: str) -> str | None:
+    try:
+        return str(repo.references[f"refs/tags/{tag}"].peel(pygit2.Commit).id)
+    except (KeyError, pygit2.GitError, pygit2.InvalidSpecError, ValueError):
+        return None  # a tag of a tree or blob: no history to be on
+
+
+def version_tags(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[Release]:
+    """Upstream's version tags here, newest first (release candidates too)."""
+    own = fork_tags(repo, remote)
+    return [r for r in _all_version_tags(repo) if r.tag not in own]
+
+
+def own_tags(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[str]:
+    """The fork's own tags: every tag that is not one of upstream's version tags (its
+    version tags newest first, then the rest by name)."""
+    upstream = {r.tag for r in version_tags(repo, remote)}
+    own = fork_tags(repo, remote)
+    versions = [r.tag for r in _all_version_tags(repo) if r.tag in own]
+    rest = sorted(ref[len("refs/tags/"):] for ref in repo.references if ref.startswith("refs/tags/")
+                  and ref[len("refs/tags/"):] not in upstream and ref[len("refs/tags/"):] not in own)
+    return versions + rest
+
+
+def releases(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[Release]:
+    """Upstream's release tags here, newest first."""
+    return [r for r in version_tags(repo, remote) if r.is_release]
 
 
 def shorthand(spec: str) -> tuple[int, ...] | None:
@@ -89,17 +176,18 @@ def _starts_with(version: Version, prefix: tuple[int, ...]) -> bool:
     return numbers[:len(prefix)] == prefix
 
 
-def newest(repo: pygit2.Repository, prefix: tuple[int, ...], pre_releases: bool = False) -> Release | None:
-    """The newest release whose numbers start with `prefix` (any release for ()); with
-    `pre_releases`, the newest version tag so, rc or dev tags too."""
-    found = version_tags(repo) if pre_releases else releases(repo)
+def newest(repo: pygit2.Repository, prefix: tuple[int, ...], pre_releases: bool = False,
+           remote: str = UPSTREAM) -> Release | None:
+    """The newest release of upstream's whose numbers start with `prefix` (any release for
+    ()); with `pre_releases`, the newest version tag so, rc or dev tags too."""
+    found = version_tags(repo, remote) if pre_releases else releases(repo, remote)
     return next((r for r in found if _starts_with(r.version, prefix)), None)
 
 
-def nearest(repo: pygit2.Repository, spec: str, count: int = 3) -> list[str]:
-    """Release tags closest to what `spec` seems to ask for (for an error's hint), newer
-    first among equals; the newest if it names no version."""
-    known = releases(repo)
+def nearest(repo: pygit2.Repository, spec: str, count: int = 3, remote: str = UPSTREAM) -> list[str]:
+    """Upstream's release tags closest to what `spec` seems to ask for (for an error's
+    hint), newer first among equals; the newest if it names no version."""
+    known = releases(repo, remote)
     m = re.match(r"^v?(\d+(?:\.\d+)*)", spec)
     if m:
         want = tuple(int(n) for n in m.group(1).split("."))[:3]
@@ -115,7 +203,8 @@ def nearest(repo: pygit2.Repository, spec: str, count: int = 3) -> list[str]:
     return [r.tag for r in known[:count]]
 
 
-def closest_common(repo: pygit2.Repository, workdir: Path, commits: Sequence[pygit2.Oid]) -> list[Release]:
+def closest_common(repo: pygit2.Repository, workdir: Path, commits: Sequence[pygit2.Oid],
+                   remote: str = UPSTREAM) -> list[Release]:
     """The releases every one of `commits` contains that no other such release follows:
     one when the commits fork from one release's line, several when they sit on two
     (v0.31.0 and a v0.30.1 merged into it), none when no release is in all of them.
@@ -133,7 +222,7 @@ def closest_common(repo: pygit2.Repository, workdir: Path, commits: Sequence[pyg
     if bases.returncode != 0 or not tips:
         return []
     merged = git(workdir, "tag", "--list", *(f"--merged={t}" for t in tips)).stdout.split()
-    by_tag = {r.tag: r for r in releases(repo)}
+    by_tag = {r.tag: r for r in releases(repo, remote)}
     candidates: dict[str, Release] = {}
     for tag in merged:
         if tag in by_tag:

@@ -196,20 +196,22 @@ def branch_commit(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
     return repo[ref.target].peel(pygit2.Commit)
 
 
-def resolve_release(repo: pygit2.Repository, spec: str) -> tuple[str, pygit2.Commit]:
-    """A release name (`latest`, `v0.31`: series.git.releases says which tag) or any ref.
+def resolve_release(repo: pygit2.Repository, spec: str,
+                    remote: str = releases.UPSTREAM) -> tuple[str, pygit2.Commit]:
+    """A release name (`latest`, `v0.31`: series.git.releases says which tag, among the
+    upstream `remote`'s tags, never the fork's own) or any ref.
 
     Returns the resolved name (what series.yaml records: the tag or branch, else the full
     commit id) and its commit. An existing tag is always itself, so v0.11.0rc1 is an rc
-    because it was asked for by name.
+    because it was asked for by name (and a fork's own tag is used when named exactly).
     """
     prefix = releases.shorthand(spec)
     if prefix is not None and repo.references.get(f"refs/tags/{spec}") is None:
-        found = releases.newest(repo, prefix)
+        found = releases.newest(repo, prefix, remote=remote)
         if found is None:
-            near = releases.nearest(repo, spec)
+            near = releases.nearest(repo, spec, remote=remote)
             listing = ", ".join(near) if near else "no release tags here; try --fetch"
-            pre = releases.newest(repo, prefix, pre_releases=True)
+            pre = releases.newest(repo, prefix, pre_releases=True, remote=remote)
             only = f"; {pre.tag} is a pre-release: name it exactly to use it" if pre else ""
             raise SeriesError(f"no release tag matches '{spec}' (nearest: {listing}{only})")
         return found.tag, resolve_commit(repo, found.tag)
@@ -310,23 +312,22 @@ def sha(oid: pygit2.Oid | str) -> Sha:
 
 
 def upstream_tips(repo: pygit2.Repository, remote: str) -> list[pygit2.Oid]:
-    """Commits of upstream's history as this clone knows it: remote branches, release tags.
+    """Commits of upstream's history as this clone knows it: upstream's line (its main and
+    release branches) and its version tags (series.git.releases says which are upstream's).
 
-    Not the pull request heads fetched into refs/remotes/<remote>/pr/N: a PR is a
-    proposal, not upstream history (and may be our own topic, posted upstream).
+    Not the remote's other branches: a fork cloned as the upstream remote carries its own
+    integration branch (HabanaAI's habana_main), whose history holds the topics' commits,
+    and hiding it would leave every topic empty (`touches` exit 1, "not touched"). Nor the
+    pull request heads fetched into refs/remotes/<remote>/pr/N: a PR is a proposal, not
+    upstream history (and may be our own topic, posted upstream). Nor a fork's own tags
+    (v0.31.0+fork.2, or v0.6.6.post2 on a branch of its own): they would hide its commits.
     """
-    tips = []
-    proposals = f"refs/remotes/{remote}/pr/"
-    for name in repo.references:
-        upstream_branch = name.startswith(f"refs/remotes/{remote}/") and not name.startswith(proposals)
-        # upstream's version tags, release candidates too (series.git.releases: a fork's
-        # own tags, v0.31.0+fork.2, are not, and must not be: they would hide its commits)
-        version_tag = name.startswith("refs/tags/") and releases.tag_version(name[len("refs/tags/"):]) is not None
-        if upstream_branch or version_tag:
-            try:
-                tips.append(repo.references[name].peel(pygit2.Commit).id)
-            except (pygit2.GitError, pygit2.InvalidSpecError, ValueError):
-                continue
+    tips = releases.upstream_line(repo, remote)
+    for found in releases.version_tags(repo, remote):
+        try:
+            tips.append(repo.references[f"refs/tags/{found.tag}"].peel(pygit2.Commit).id)
+        except (KeyError, pygit2.GitError, pygit2.InvalidSpecError, ValueError):
+            continue
     return tips
 
 

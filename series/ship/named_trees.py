@@ -107,7 +107,7 @@ def base_release(ws: Workspace) -> str:
     if version is not None:
         return str(version)
     base = ws.base_commit().id
-    for found in releases.version_tags(ws.repo):
+    for found in releases.version_tags(ws.repo, ws.series.upstream.remote):
         if ws.repo.references[f"refs/tags/{found.tag}"].peel(pygit2.Commit).id == base:
             return str(found.version)
     raise SeriesError(f"upstream.base {ws.series.upstream.base} is not a release (no vX.Y.Z tag points "

@@ -74,20 +74,20 @@ def _topic_heads(repo: pygit2.Repository, patterns: Sequence[str],
 
 
 def infer_base(repo: pygit2.Repository, heads: dict[str, pygit2.Commit],
-               patterns: Sequence[str]) -> str:
+               patterns: Sequence[str], remote: str = releases.UPSTREAM) -> str:
     """The newest release every topic branch forks from (series.git.releases.closest_common);
     none, or two that neither contains, is an error naming the candidates."""
     matching = ", ".join(patterns)
     if not heads:
         raise SeriesError(f"no local branch matches {matching}, so there is no base to infer",
                           "pass --base REF (e.g. --base latest), or --topics GLOB")
-    found = releases.closest_common(repo, workdir(repo), [h.id for h in heads.values()])
+    found = releases.closest_common(repo, workdir(repo), [h.id for h in heads.values()], remote)
     if len(found) == 1:
         return found[0].tag
     if found:
         raise SeriesError(f"the branches matching {matching} fork from more than one release "
                           f"({releases.names(found)})", "pass --base with the one they sit on")
-    newest = releases.names(releases.releases(repo)[:3]) or "no release tags here; git fetch --tags"
+    newest = releases.names(releases.releases(repo, remote)[:3]) or "no release tags here; git fetch --tags"
     raise SeriesError(f"no release tag is in every branch matching {matching} (newest here: {newest})",
                       "pass --base REF, a tag, branch or commit")
 
@@ -164,7 +164,8 @@ def run(start: Path, *, base: str | None, remote: str, github: str | None, patte
     _refuse_existing(target, force)
     heads = _topic_heads(repo, patterns, integration)
     inferred = base is None
-    base_name, base_commit = resolve_release(repo, infer_base(repo, heads, patterns) if base is None else base)
+    base_name, base_commit = resolve_release(
+        repo, infer_base(repo, heads, patterns, remote) if base is None else base, remote)
     warnings: list[str] = []
     # series.yaml's remote reaches 'git fetch': a name this clone has, never an option
     remote = validate.existing_remote([r.name for r in repo.remotes], remote, "--remote")

@@ -193,8 +193,9 @@ def _split_range(between: str) -> tuple[str, str, bool]:
 
 def run_forecast(ws: Workspace, between: str, paths: Sequence[str], include_all: bool) -> ForecastResult:
     old_spec, new_spec, symmetric = _split_range(between)
-    old_name, old = resolve_release(ws.repo, old_spec)
-    new_name, new = resolve_release(ws.repo, new_spec)
+    remote = ws.series.upstream.remote
+    old_name, old = resolve_release(ws.repo, old_spec, remote)
+    new_name, new = resolve_release(ws.repo, new_spec, remote)
     if symmetric:  # A...B: what B changed since it forked from A
         merge_base = ws.repo.merge_base(old.id, new.id)
         if merge_base is None:

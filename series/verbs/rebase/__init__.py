@@ -51,7 +51,7 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
     if not partial.is_partial(ws.repo):
         return
     try:
-        target = resolve_release(ws.repo, onto)[1]
+        target = resolve_release(ws.repo, onto, ws.series.upstream.remote)[1]
     except SeriesError:
         return  # the rebase names a bad --onto in its own words
     heads = [ws.head(t) for t in ws.series.active()]

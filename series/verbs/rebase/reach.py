@@ -114,7 +114,7 @@ def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bi
     from series.engine import bisect as bisection
 
     repo = ws.repo
-    onto_name, onto = resolve_release(repo, onto_spec)
+    onto_name, onto = resolve_release(repo, onto_spec, ws.series.upstream.remote)
     runs = rebase.plan(ws, onto, skip)
     line = bisection.mainline(repo, ws.base_commit(), onto)
     return onto_name, bisection.as_far_as_possible(ws, runs, line, engine_hooks(ws.series))
