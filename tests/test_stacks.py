@@ -76,3 +76,62 @@ def test_check_names_a_stacked_topic_without_depends_on(fork: Path) -> None:
     assert "topics (hpu)." not in out and "topics (hpu-b).depends_on: branch 'topic/hpu-b' is built on topic hpu-a" not in out, out
     # the third: offload-evict-fix's scope, as the fork has it
     assert out.endswith("check failed: 3 problems in 3 of 7 active topics\n"), out
+
+
+# -- build ----------------------------------------------------------------------------------
+
+def test_build_names_only_the_pair_git_says_conflicts_with_its_file_and_a_hint(fork: Path) -> None:
+    """The base topic's fixup changes the line hpu-c changes: that pair conflicts, and git
+    merges hpu-a and hpu-b with it cleanly though they changed the same file."""
+    _stack(fork)
+    _list(fork, "hpu", "hpu-a", "hpu-b", "hpu-c", depends=True)
+    _fixup(fork, DEPENDENTS["c"])
+    proc = run_series("build", cwd=fork, expect=3)
+    assert proc.stderr.startswith("series: error: the topics do not combine: "
+                                  "topic hpu vs topic hpu-c, file hpu/backend.py\n"), proc.stderr
+    hint = ("hint: see it: git merge-tree --write-tree --name-only topic/hpu topic/hpu-c; resolve it "
+            "by building hpu-c on hpu: git rebase topic/hpu topic/hpu-c\n")
+    assert proc.stderr.endswith(hint), proc.stderr
+    seen = sh(hint.split("see it: ")[1].split(";")[0] + " || test $? = 1", fork)  # as written
+    assert seen.splitlines()[1] == "hpu/backend.py", seen  # git: conflicted files after the tree
+
+
+def test_build_of_a_stack_without_depends_on_names_no_false_pair(fork: Path) -> None:
+    """As on the fork: the dependents were listed without depends_on and the base topic got
+    a fixup elsewhere in the file. Each dependent's own diff then carries the base's first
+    version of the file, which no longer merges onto the chain; git merges each pair
+    cleanly, so no pair is named: the hint is the missing depends_on."""
+    _stack(fork)
+    _list(fork, "hpu", "hpu-a", "hpu-b", depends=False)
+    _fixup(fork, 12)
+    proc = run_series("build", cwd=fork, expect=3)
+    assert " vs topic" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(
+        "series: error: the topics do not combine: topic hpu-a does not merge onto hpu, file hpu/backend.py, "
+        "though git merges it with each alone; topic hpu-b does not merge onto hpu, file "
+        "hpu/backend.py, though git merges it with each alone\n"), proc.stderr
+    assert proc.stderr.endswith("hint: topic/hpu-a holds the commits of topic hpu, which changed since: "
+                                "add 'depends_on: [hpu]' to topic hpu-a in series.yaml\n"), proc.stderr
+    # the hint, followed: the stack builds
+    text = (fork / "series.yaml").read_text()
+    for name in ("hpu-a", "hpu-b"):
+        text = text.replace(f"branch: topic/{name}\n", f"branch: topic/{name}\n    depends_on: [hpu]\n")
+    (fork / "series.yaml").write_text(text)
+    run_series("check", cwd=fork, expect=1)  # only offload-evict-fix's scope, as the fork has it
+    out = run_series("build", "--json", cwd=fork).stdout
+    assert json.loads(out)["topics"][-3:] == ["hpu", "hpu-a", "hpu-b"], out
+
+
+def test_a_topic_on_one_left_out_is_left_out_with_it(fork: Path) -> None:
+    """hpu conflicts with a topic before it: its dependents are left out with it, named as
+    such, not as conflicts of their own with whatever touched their files."""
+    _stack(fork)
+    sh("git checkout -q -B topic/hpu-rival v0.30.0 && mkdir -p hpu", fork)
+    (fork / "hpu" / "backend.py").write_text("a rival backend\n")
+    sh("git add hpu && git commit -qm rival && git checkout -q --detach v0.30.0", fork)
+    _list(fork, "hpu-rival", depends=False)
+    _list(fork, "hpu", "hpu-a", depends=True)
+    proc = run_series("build", cwd=fork, expect=3)
+    assert proc.stderr.startswith("series: error: the topics do not combine: topic hpu-rival vs topic hpu, file "
+                                  "hpu/backend.py; topic hpu-a left out with topic hpu, which it "
+                                  "depends on\n"), proc.stderr
