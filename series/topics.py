@@ -170,9 +170,9 @@ def built_on(works: OwnWorks, topic: Topic, candidates: Sequence[Topic]) -> Topi
         if shared and not works.repo.descendant_of(theirs.head.id, own.head.id):
             found.append((position, other, theirs, len(shared)))
     best: tuple[tuple[bool, int, int, int], Topic] | None = None
-    for position, other, theirs, shared in found:
+    for position, other, theirs, count in found:
         owned = sum(1 for name in owner.values() if name == other.name)
-        key = (works.repo.descendant_of(own.head.id, theirs.head.id), owned, shared, position)
+        key = (works.repo.descendant_of(own.head.id, theirs.head.id), owned, count, position)
         if best is None or key > best[0]:
             best = (key, other)
     return best[1] if best is not None else None

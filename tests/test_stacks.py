@@ -135,3 +135,22 @@ def test_a_topic_on_one_left_out_is_left_out_with_it(fork: Path) -> None:
     assert proc.stderr.startswith("series: error: the topics do not combine: topic hpu-rival vs topic hpu, file "
                                   "hpu/backend.py; topic hpu-a left out with topic hpu, which it "
                                   "depends on\n"), proc.stderr
+
+
+# -- diff -----------------------------------------------------------------------------------
+
+def test_diff_shows_a_fixup_on_the_base_topic_once_under_the_base_topic(fork: Path, tmp_path: Path) -> None:
+    """The stack as `series add` listed it before it inferred depends_on; the fixup is
+    squashed into nothing: it is a commit on hpu, and the dependents are rebuilt on it."""
+    _stack(fork)
+    _list(fork, "hpu", "hpu-a", "hpu-b", depends=False)
+    run_series("export", str(tmp_path / "before"), cwd=fork)
+    _fixup(fork, 12)
+    for name in ("a", "b"):
+        sh(f"git rebase -q topic/hpu topic/hpu-{name} && git checkout -q --detach v0.30.0", fork)
+    run_series("export", str(tmp_path / "after"), cwd=fork)
+    out = run_series("diff", str(tmp_path / "before"), str(tmp_path / "after"), "--json", cwd=fork).stdout
+    commits = {c["topic"]: c["counts"] for c in json.loads(out)["changes"] if c["change"] == "commits"}
+    assert commits["hpu"] == {"equal": 1, "changed": 0, "dropped": 0, "added": 1}, commits
+    for name in ("hpu-a", "hpu-b"):
+        assert commits[name] == {"equal": 1, "changed": 0, "dropped": 0, "added": 0}, commits
