@@ -137,3 +137,44 @@ class OwnWorks:
         start = (commits[0].parents[0] if commits[0].parents else self.base) if commits else head
         on_base = start.id in {self.base.id, *(h.id for h in deps)}
         return OwnWork(topic, head, start, commits, on_base, self.repo)
+
+
+def built_on(works: OwnWorks, topic: Topic, candidates: Sequence[Topic]) -> Topic | None:
+    """The topic among `candidates` that `topic`'s branch is built on (stacked on), or None:
+    the one answer `series init` and `add` infer depends_on from, `check` holds the series
+    to, and `diff` attributes commits by.
+
+    A stacked branch holds the commits of the topic under it: a candidate qualifies when
+    its own commits and `topic`'s (as `works` counts them: for a topic with no depends_on,
+    everything over the base) share one, and `topic`'s head is neither the candidate's nor
+    an ancestor of it (then the candidate is the one built on `topic`). A fixup committed
+    on the candidate after the stack was made leaves a shared commit, not a shared head.
+    Nearest first: a candidate whose head `topic` contains, then the one owning the most of
+    the shared commits (a commit is owned by the first candidate holding it: siblings
+    built on one base share its commits, which are the base's), then the one sharing the
+    most, then the later one in `candidates`. Two branches that fork from one another's
+    commits and neither contains the other's head answer each other: only the order of
+    the series (the candidates before `topic`) tells which is under.
+    """
+    own = works.of(topic)
+    if own is None or not own.commits:
+        return None
+    mine = {c.id for c in own.commits}
+    owner: dict[pygit2.Oid, str] = {}
+    found: list[tuple[int, Topic, OwnWork, int]] = []
+    for position, other in enumerate(candidates):
+        theirs = works.of(other) if other.name != topic.name else None
+        if theirs is None or theirs.head.id == own.head.id:
+            continue
+        shared = [c.id for c in theirs.commits if c.id in mine]
+        for oid in shared:
+            owner.setdefault(oid, other.name)
+        if shared and not works.repo.descendant_of(theirs.head.id, own.head.id):
+            found.append((position, other, theirs, len(shared)))
+    best: tuple[tuple[bool, int, int, int], Topic] | None = None
+    for position, other, theirs, count in found:
+        owned = sum(1 for name in owner.values() if name == other.name)
+        key = (works.repo.descendant_of(own.head.id, theirs.head.id), owned, count, position)
+        if best is None or key > best[0]:
+            best = (key, other)
+    return best[1] if best is not None else None

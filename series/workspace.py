@@ -35,7 +35,7 @@ from series.git.repo import branch_commit, open_repo, resolve_commit
 from series.persisted import Json
 from series.model import Series, Topic
 from series.seriesedit import Edit, KeyPath
-from series.topics import OwnWork, OwnWorks
+from series.topics import OwnWork, OwnWorks, built_on
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,13 @@ class Workspace:
         """The topic's own commits, paths and stats (series.topics), computed once; None
         when its branch does not exist."""
         return self._own.of(topic)
+
+    def built_on(self, topic: Topic) -> Topic | None:
+        """The earlier active topic `topic`'s branch is built on (series.topics.built_on),
+        its own commits counted as this series does (a stacked topic with depends_on
+        shares none)."""
+        earlier = self.series.topics[: [t.name for t in self.series.topics].index(topic.name)]
+        return built_on(self._own, topic, [t for t in earlier if t.active])
 
     def require_own(self, topic: Topic) -> OwnWork:
         """`own`, for a verb that needs the branch: the one missing-branch error (`head`)."""

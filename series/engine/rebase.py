@@ -41,7 +41,7 @@ from series import halted
 from series.engine import worktree
 from series.engine.ending import Ending
 from series.engine.merge import prefetch, require_git
-from series.engine.integration import (IntegrationPart, IntegrationResult, InterTopicConflict,
+from series.engine.integration import (IntegrationPart, combine_hint, IntegrationResult, InterTopicConflict,
                                        integrate)
 from series.engine.odb import MemOdb
 from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signature_line
@@ -546,10 +546,12 @@ def build_integration(ws: SeriesRepo) -> IntegrationResult:
     # stacked topic's own diff starts where its own commits do: from its dependency's
     # head *now* it would undo whatever the dependency gained since the stack was made.
     owns = [ws.require_own(topic) for topic in ws.series.active()]
-    parts = [IntegrationPart(own.topic.name, own.start.id, own.head.id) for own in owns if own.commits]
+    parts = [IntegrationPart(own.topic.name, own.start.id, own.head.id, own.topic.depends_on)
+             for own in owns if own.commits]
     result = integrate(ws.repo, base.id, parts)
     if not result.ok:
-        raise ConflictError("the topics do not combine: " + "; ".join(str(c) for c in result.conflicts))
+        raise ConflictError("the topics do not combine: " + "; ".join(str(c) for c in result.conflicts),
+                            combine_hint(ws, result.conflicts) or None)
     return result
 
 

@@ -140,7 +140,8 @@ class IntegrationReport:
 
     def dump(self) -> dict[str, Json]:
         return {"head": self.head, "topics": list(self.topics),
-                "conflicts": [{"topic": c.topic, "other": c.other, "path": c.path} for c in self.conflicts]}
+                "conflicts": [{"topic": c.topic, "other": c.other, "path": c.path, "clash": c.clash.value}
+                              for c in self.conflicts]}
 
 
 @dataclass(frozen=True)

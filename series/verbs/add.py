@@ -6,16 +6,18 @@ replaces the file, and the operation is journaled, so `series undo` takes it out
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import click
+import pygit2
 
 from series import config
 from series.cli import Context, emit, pass_ctx
 from series.errors import SeriesError
 from series.git.repo import branch_commit, repo_path
-from series.model import topic_name
+from series.model import Topic, topic_name
+from series.topics import OwnWorks, built_on
 from series.workspace import Workspace
 
 
@@ -28,6 +30,8 @@ class AddResult:
     on_base: bool
     position: int
     total: int
+    depends_on: tuple[str, ...] = ()
+    inferred: bool = False       # depends_on found from the branch, not given
 
 
 def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | None = None,
@@ -58,7 +62,10 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
         if ref not in known:
             raise SeriesError(f"no topic named '{ref}' in {series.path.name} "
                               f"(topics: {', '.join(known) or 'none'})")
-    ws.base_commit()  # a bad upstream.base: said before anything is written
+    base = ws.base_commit()  # a bad upstream.base: said before anything is written
+    inferred = not depends_on
+    if inferred:
+        depends_on = _stacked_on(ws, Topic(name, branch), after, base)
     fields = {"name": name, "branch": branch, "summary": summary,
               "scope": list(scope) or None, "depends_on": list(depends_on) or None}
     with ws.operation("add", f"add {name} ({branch})") as op:
@@ -69,7 +76,18 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
     own = added.require_own(added.series.topic(name))
     names = [t.name for t in added.series.topics]
     return AddResult(name, branch, after, len(own.commits), own.on_base,
-                     names.index(name) + 1, len(names))
+                     names.index(name) + 1, len(names), tuple(depends_on), inferred and bool(depends_on))
+
+
+def _stacked_on(ws: Workspace, new: Topic, after: str | None, base: pygit2.Commit) -> tuple[str, ...]:
+    """depends_on as `series init` infers it (series.topics.built_on): the active topic,
+    among those the new one will follow, whose commits its branch is built on."""
+    topics = list(ws.series.topics)
+    at = [t.name for t in topics].index(after) + 1 if after else len(topics)
+    before = [t for t in topics[:at] if t.active]
+    provisional = replace(ws.series, topics=(*topics[:at], new, *topics[at:]))
+    under = built_on(OwnWorks(ws.repo, provisional, base), new, before)
+    return (under.name,) if under is not None else ()
 
 
 def render(ws: Workspace, result: AddResult) -> str:
@@ -77,6 +95,9 @@ def render(ws: Workspace, result: AddResult) -> str:
     out = [f"added topic {result.name} ({result.branch}, {result.commits} commit"
            f"{'s' if result.commits != 1 else ''} over {ws.series.upstream.base}) to "
            f"{ws.series.path.name} {where}: {result.position} of {result.total}"]
+    if result.inferred:
+        out.append(f"depends_on: [{', '.join(result.depends_on)}] (its branch is built on "
+                   f"{' and '.join(result.depends_on)}'s commits; pass --depends-on to say otherwise)")
     if not result.on_base:
         out.append(f"warning: {result.branch} does not sit on {ws.series.upstream.base}; "
                    "'series check' will flag it until it is rebased")
@@ -93,7 +114,8 @@ def render(ws: Workspace, result: AddResult) -> str:
               help="Path the topic claims to stay inside, relative to the current directory as in git "
                    "(repeatable; 'series check' enforces it).")
 @click.option("--depends-on", "depends_on", multiple=True, metavar="TOPIC",
-              help="Topic this one is built on (repeatable; must come earlier).")
+              help="Topic this one is built on (repeatable; must come earlier). Default: the "
+                   "earlier topic whose commits the branch holds, as 'series init' infers it.")
 @pass_ctx
 def command(ctx: Context, branch: str, name: str | None, after: str | None, summary: str | None,
         scope: tuple[str, ...], depends_on: tuple[str, ...]) -> None:

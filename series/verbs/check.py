@@ -108,6 +108,7 @@ def run(ws: Workspace) -> CheckReport:
                               f"'{by_name[dep].branch}' (rebuild it on that branch, or drop depends_on)")
         if base is not None:
             _check_range(check, topic, base, head, heads)
+            _check_stacked(check, topic)
     if base is not None:
         from series.analysis import since_rebase   # reads the rebase reports only when it can use them
 
@@ -138,6 +139,19 @@ def _check_range(check: _SeriesChecker, topic: Topic, base: pygit2.Commit, head:
         n = len(outside)
         check.problem(topic, "scope", f"{n} file{'s' if n != 1 else ''} outside scope "
                       f"[{', '.join(topic.scope)}]", outside)
+
+
+def _check_stacked(check: _SeriesChecker, topic: Topic) -> None:
+    """A branch built on an earlier topic's commits without saying so: its own commits
+    hold the other's, so the integration merges them twice (after a fixup on the other,
+    a conflict) and a rebase replays them twice."""
+    if topic.depends_on:
+        return
+    under = check.ws.built_on(topic)
+    if under is not None:
+        check.problem(topic, "depends_on", f"branch '{topic.branch}' is built on topic "
+                      f"{under.name} (it holds {under.branch}'s commits) but has no depends_on: "
+                      f"add 'depends_on: [{under.name}]' to topic {topic.name}")
 
 
 def to_json(report: CheckReport) -> dict[str, Any]:

@@ -13,7 +13,7 @@ is rebuilt in memory on its base to get commits; a series.yaml alone has none.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import click
@@ -26,7 +26,7 @@ from series.git.command import git
 from series.journal import Operation, OpState, operations
 from series.git.repo import workdir
 from series.model import Series, Topic
-from series.topics import OwnWorks
+from series.topics import OwnWorks, built_on
 from series.workspace import Workspace
 
 _DIFF_SIGNATURE = pygit2.Signature("series diff", "series@localhost", 0, 0)
@@ -192,7 +192,21 @@ def _own_works(ws: Workspace, state: SeriesState) -> OwnWorks | None:
         sha = state.heads.get(t.name)
         return ws.repo[sha].peel(pygit2.Commit) if sha is not None else None
 
-    return OwnWorks(ws.repo, state.series, base, head_of)
+    works = OwnWorks(ws.repo, state.series, base, head_of)
+    # A commit is shown under the topic that owns it: a branch built on an earlier topic
+    # without depends_on (as `series add` wrote them before it inferred it) would
+    # otherwise show the base topic's commits, a fixup there included, under each
+    # topic built on it (series.topics.built_on, the answer `series check` holds to).
+    topics, earlier = list(state.series.topics), list[Topic]()
+    for index, topic in enumerate(state.series.topics):
+        under = built_on(works, topic, earlier) if topic.active and not topic.depends_on else None
+        if under is not None:
+            topics[index] = replace(topic, depends_on=(under.name,))
+        if topic.active:
+            earlier.append(topic)
+    if topics == list(state.series.topics):
+        return works
+    return OwnWorks(ws.repo, replace(state.series, topics=tuple(topics)), base, head_of)
 
 
 def _range(works: OwnWorks | None, topic: str) -> str | None:

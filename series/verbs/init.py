@@ -26,7 +26,7 @@ from series.errors import SeriesError
 from series.git import releases
 from series.git.repo import open_repo, resolve_release, workdir
 from series.model import Series, Topic, Upstream, topic_name
-from series.topics import OwnWork, OwnWorks
+from series.topics import OwnWork, OwnWorks, built_on
 from series.workspace import operation
 
 _GITHUB_URL = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
@@ -105,20 +105,14 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
         assert own is not None, branch  # found among the branches just now
         return own
 
-    spans = {b: own_of(OwnWorks(repo, provisional, base), b) for b in heads}
-    # a stacked branch contains another topic's own commits: the nearest such is its parent
-    parents: dict[str, str] = {}
-    for branch, head in heads.items():
-        best: tuple[int, str] | None = None
-        for other, other_head in heads.items():
-            if other == branch or not spans[other].commits or other_head.id == head.id:
-                continue
-            if repo.descendant_of(head.id, other_head.id):
-                key = (len(spans[other].commits), other)
-                if best is None or key > best:
-                    best = key
-        if best is not None:
-            parents[branch] = best[1]
+    alone_works = OwnWorks(repo, provisional, base)
+    spans = {b: own_of(alone_works, b) for b in heads}
+    # a stacked branch contains another topic's own commits (series.topics.built_on); with
+    # no order yet, two branches that each answer the other are siblings, neither under
+    under = {b: built_on(alone_works, alone[b], [alone[o] for o in sorted(heads) if o != b]) for b in heads}
+    parents = {b: on.name for b, on in under.items()
+               if on is not None and not _answers(under[on.name], b)}
+    parents = {b: p for b, p in parents.items() if not _cycles(parents, b)}
     stacked = OwnWorks(repo, replace(provisional, topics=tuple(
         replace(t, depends_on=(parents[b],)) if b in parents else t for b, t in alone.items())), base)
     found: dict[str, tuple[str, pygit2.Commit, tuple[pygit2.Commit, ...]]] = {}
@@ -151,6 +145,22 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
         place(branch)
     return [FoundTopic(names[b], b, len(found[b][2]), first_time(b),
                        names[parents[b]] if b in parents else None) for b in placed]
+
+
+def _answers(topic: Topic | None, branch: str) -> bool:
+    return topic is not None and topic.name == branch
+
+
+def _cycles(parents: dict[str, str], branch: str) -> bool:
+    """Does following depends_on from `branch` come back to it (histories built on each
+    other's commits)? Such a branch gets no depends_on: series.yaml cannot hold a cycle."""
+    seen, at = {branch}, parents.get(branch)
+    while at is not None:
+        if at in seen:
+            return True
+        seen.add(at)
+        at = parents.get(at)
+    return False
 
 
 def run(start: Path, *, base: str | None, remote: str, github: str | None, patterns: Sequence[str],
