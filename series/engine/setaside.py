@@ -32,7 +32,7 @@ def leave_out(series: Series, state: halted.RebaseState, *, drop: tuple[str, ...
         _run(series, state, name)
     both = set(skip) & set(drop)
     if both:
-        raise SeriesError(f"'{sorted(both)[0]}' is named to skip and to drop: say which")
+        raise SeriesError(f"{sorted(both)[0]} is named to skip and to drop: say which")
     for name in skip:
         for gone in (name, *_dependents(series, state, name)):
             run = state.topic(gone)
@@ -44,9 +44,10 @@ def leave_out(series: Series, state: halted.RebaseState, *, drop: tuple[str, ...
         staying = [d for d in _dependents(series, state, name)
                    if d not in drop and state.topic(d).outcome not in (_OUT.DROPPED, _OUT.MERGED)]
         if staying:
-            raise SeriesError(f"cannot drop '{name}': {', '.join(staying)} depend{'s' if len(staying) == 1 else ''} "
-                              "on it and stay active",
-                              "drop them with it (--drop-topic each), or --skip-topic it for this rebase")
+            one = len(staying) == 1
+            raise SeriesError(f"cannot drop {name}: {', '.join(staying)} {'depends' if one else 'depend'} on it "
+                              f"and {'stays' if one else 'stay'} active",
+                              "drop them with it (name each to drop), or skip it for this rebase")
     for name in drop:
         state = _out(state, state.topic(name), _OUT.DROPPED, reason or "")
     return state
@@ -57,9 +58,9 @@ def _run(series: Series, state: halted.RebaseState, name: str) -> halted.TopicRu
     try:
         run = state.topic(name)
     except KeyError:
-        raise SeriesError(f"'{name}' is not part of this rebase (only active topics are)") from None
+        raise SeriesError(f"{name} is not part of this rebase (only active topics are)") from None
     if run.outcome.left_out:
-        raise SeriesError(f"'{name}' is {run.outcome.value} in this rebase already: nothing to leave out")
+        raise SeriesError(f"{name} is {run.outcome.value} in this rebase already: nothing to leave out")
     return run
 
 

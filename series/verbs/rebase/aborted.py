@@ -23,10 +23,10 @@ def kept_resolutions(ws: Workspace, state: halted.RebaseState, verb: str) -> tup
         return 0, ""
     root = ws.series.root
     store = ws.series.root / ws.series.resolutions
-    where = f"{store.relative_to(root)}/" if store.is_relative_to(root) else f"{store}/"
+    shown = f"{store.relative_to(root)}/" if store.is_relative_to(root) else f"{store}/"
     n = len(files)
     one = n == 1
-    text = (f"kept {n} recorded conflict resolution{'' if one else 's'} in {where} "
+    text = (f"kept {n} recorded conflict resolution{'' if one else 's'} in {shown} "
             f"(what 'series rebase --continue' recorded; the next rebase reuses {'it' if one else 'them'})")
     undos = _recording_operations(ws, state, verb, files)
     pronoun = "it" if one else "them"
