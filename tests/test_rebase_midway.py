@@ -190,3 +190,14 @@ def test_abort_with_nothing_recorded_says_nothing_about_resolutions(fork: Path) 
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
     proc = run_series("rebase", "--abort", cwd=fork)
     assert "resolution" not in proc.stdout, proc.stdout
+
+
+def test_killed_after_leaving_a_topic_out_continue_goes_on_from_there(fork: Path) -> None:
+    run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    proc = run_series("rebase", "--drop-topic", "offload-evict-fix", cwd=fork, expect=None,
+                      env={"SERIES_FAULT": "setaside-after-state"})
+    assert proc.returncode == 99, proc.stderr
+    report = rebase_json(fork, "--continue")
+    assert topics(report)["offload-evict-fix"]["outcome"] == "dropped", report
+    assert "status: dropped" in (fork / "series.yaml").read_text()
+    assert sh("git worktree list", fork).count("\n") == 1

@@ -523,6 +523,7 @@ def set_aside(ws: SeriesRepo, ending: Ending, *, door: Door, drop: tuple[str, ..
     odb = MemOdb(repo)
     halted.protect(repo, state)
     halted.save(repo, state)
+    faults.fault("setaside-after-state")  # killed here: --continue goes on from this state
     if state.current is None:
         return _go_on(ws, state, odb, hooks, ending, merged, progress, door)
     if not state.materialized:
