@@ -55,7 +55,14 @@ class TopicOutcome(str, enum.Enum):
     CONFLICT = "conflict"
     MERGED = "merged"
     BLOCKED = "blocked"
-    SKIPPED = "skipped"
+    SKIPPED = "skipped"       # left where it was by this operation (asked, or its dependency was)
+    DROPPED = "dropped"       # retired during a halt, as asked: status dropped, branch kept
+    EMPTY = "empty"           # nothing left after a human resolution (not "merged": no rule proved it)
+
+    @property
+    def left_out(self) -> bool:
+        """Out of the operation: it moves no branch (a merged topic's is kept too)."""
+        return self in (TopicOutcome.SKIPPED, TopicOutcome.DROPPED, TopicOutcome.MERGED)
 
 
 class Phase(str, enum.Enum):

@@ -21,8 +21,9 @@ engine never names a verb, and does not branch on which one is running):
                           on moved during a halt)
 
 `TopicsEnding` is the ending of an operation over the planned topics (a rebase): every
-clean topic's branch moves to its new head, the integration branch is rebuilt, and
-series.yaml gets upstream.base and the topics found merged. The verb gives it its words.
+clean (or emptied) topic's branch moves to its new head, the integration branch is
+rebuilt, and series.yaml gets upstream.base, the topics found merged and those dropped
+during a halt. The verb gives it its words.
 """
 from __future__ import annotations
 
@@ -103,11 +104,12 @@ class TopicsEnding:
     def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None:
         _moved_meanwhile(ws, state, self.identity.verb)
-        door.summary = f"onto {state.onto_name}"
+        dropped = [run.name for run in state.topics if run.outcome == halted.TopicOutcome.DROPPED]
+        door.summary = f"onto {state.onto_name}" + (f"; drop {', '.join(dropped)}" if dropped else "")
         for run in state.topics:
-            if run.outcome == halted.TopicOutcome.CLEAN and run.new_head and run.new_head != run.old_head:
+            if run.outcome in _MOVED and run.new_head and run.new_head != run.old_head:
                 door.move(f"refs/heads/{run.branch}", run.new_head, expect=run.old_head)
-            elif run.outcome in (halted.TopicOutcome.CLEAN, halted.TopicOutcome.MERGED):
+            elif run.outcome in (*_MOVED, halted.TopicOutcome.MERGED):
                 door.verify(f"refs/heads/{run.branch}", run.old_head)  # checked inside git's transaction
         branch = ws.series.integration
         if branch and integration is not None and integration.ok:
@@ -119,7 +121,14 @@ class TopicsEnding:
         for run in state.topics:
             if run.outcome == halted.TopicOutcome.MERGED:
                 door.set_topic(run.name, status="merged", merged_in=state.onto_name)
+            elif run.outcome == halted.TopicOutcome.DROPPED:  # as `series drop` sets it
+                door.set_topic(run.name, status="dropped", superseded_by=None, reason=run.reason or None)
         door.extra["onto"] = state.onto_name
+
+
+# the outcomes whose branch goes where the replay left it: an emptied topic's too (onto the
+# new base with no commit of its own, as git rebase leaves a branch whose commits all drop)
+_MOVED = (halted.TopicOutcome.CLEAN, halted.TopicOutcome.EMPTY)
 
 
 def integration_parts(state: halted.RebaseState) -> list[IntegrationPart]:
@@ -132,11 +141,11 @@ def _moved_meanwhile(ws: SeriesRepo, state: halted.RebaseState, verb: str) -> No
     """A branch the operation moves, or marks merged, must be where it found it: a commit
     made there during a halt would otherwise be carried by no active topic."""
     for run in state.topics:
-        if run.outcome not in (halted.TopicOutcome.CLEAN, halted.TopicOutcome.MERGED):
+        if run.outcome not in (*_MOVED, halted.TopicOutcome.MERGED):
             continue
         now = refs.current(ws.repo, f"refs/heads/{run.branch}")
         if now != run.old_head:
-            what = "moved" if run.outcome == halted.TopicOutcome.CLEAN else "was found merged upstream, but moved"
+            what = "moved" if run.outcome in _MOVED else "was found merged upstream, but moved"
             raise SeriesError(f"{run.branch} {what} while the {verb} was halted "
                               f"({run.old_head[:12]} -> {(now or 'deleted')[:12]}); nothing was changed",
                               f"'{state.halt.stop}', then start again")

@@ -6,6 +6,7 @@
                                    series.yaml's edits) or halt on conflicts
     begin(ws, state, ending)       run a state the verb built (an adoption: one topic)
     continue_rebase(ws, ending)    take the worktree's resolution and go on
+    set_aside(ws, ending)          leave topics out of a halted run (skip / drop), go on
     abort_rebase(ws, ending)       put everything back
     ready(ws, ending, action)      whether start / continue / abort can run (the verb asks
                                    before it opens the door)
@@ -38,7 +39,7 @@ import pygit2
 from series import faults, journal, transaction
 from series.engine import merged as merged_rules
 from series import halted
-from series.engine import worktree
+from series.engine import setaside, worktree
 from series.engine.ending import Ending
 from series.engine.merge import prefetch, require_git
 from series.engine.integration import (IntegrationPart, combine_hint, IntegrationResult, InterTopicConflict,
@@ -174,6 +175,11 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
                           conflict=halted.HaltedCommit(str(stop.commit), subject,
                                                    tuple(c.path for c in stop.conflicts),
                                                    {c.path: c.kind for c in stop.conflicts}))
+        elif run.commits and not run.mapping and _emptied_by_hand(run):
+            # a human resolved a commit away (say, to upstream's side): that proves nothing
+            # about what upstream contains, so the topic is not declared merged
+            run = replace(run, outcome=halted.TopicOutcome.EMPTY,
+                          reason="every commit came out empty, one by the conflict resolution")
         elif run.commits and not run.mapping:
             run = replace(run, outcome=halted.TopicOutcome.MERGED, reason=f"every commit is already in {state.onto_name}")
         else:
@@ -181,6 +187,11 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
         state = state.with_topic(run)
         ending.topic_replayed(ws, state, run, odb)
     return state
+
+
+def _emptied_by_hand(run: halted.TopicRun) -> bool:
+    """A commit of `run` resolved in the worktree came out empty (_take_resolution)."""
+    return bool({c for c, _ in run.by_hand} & set(run.dropped))
 
 
 def _replay_order(state: halted.RebaseState, with_git: list[str]) -> list[str]:
@@ -496,13 +507,50 @@ def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_
             state = replace(state, materialized=True)
         state = _take_resolution(ws, state, odb, hooks, ending, path, door)
     faults.fault("continue-after-commit")
+    return _go_on(ws, state, odb, hooks, ending, merged, progress, door)
+
+
+def _go_on(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+           merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
+           door: Door) -> RebaseOutcome:
+    """No topic is laid out in the worktree any more: replay what can go on, then halt
+    on the next conflict or end."""
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
     if any(t.outcome == halted.TopicOutcome.CONFLICT for t in state.topics):
         return _halt(ws, state, odb, hooks)
+    path = halted.worktree_path(ws.repo)
     if path.exists():
-        worktree.remove(repo, path)
+        worktree.remove(ws.repo, path)
     return _commit(ws, state, odb, False, ending, door)
+
+
+def set_aside(ws: SeriesRepo, ending: Ending, *, door: Door, drop: tuple[str, ...] = (),
+              skip: tuple[str, ...] = (), reason: str | None = None, hooks: Hooks = NO_HOOKS,
+              merged: list[merged_rules.MergedRule] | None = None,
+              progress: Progress | None = None) -> RebaseOutcome:
+    """Leave topics out of a halted operation, inside `door`: each of `skip` stays where it
+    was (and so do the topics that depend on it: they sit on it), each of `drop` is retired
+    when the operation ends (the ending marks it dropped, `reason` recorded, its branch
+    kept). Then as after a resolution: the topic laid out in the worktree, if another one,
+    still waits; else the operation goes on to the next conflict or ends."""
+    ws = _current(ws)
+    repo = ws.repo
+    state = _require(ws, "drop" if drop else "skip", ending)
+    if state.phase == halted.Phase.COMMITTING:
+        raise SeriesError(f"every topic of {ending.identity.noun} is replayed already: nothing to leave out",
+                          f"'{state.halt.go_on}' or '{state.halt.stop}'")
+    _restage(repo, state, door)
+    state = setaside.leave_out(ws.series, state, drop=drop, skip=skip, reason=reason)
+    odb = MemOdb(repo)
+    halted.protect(repo, state)
+    halted.save(repo, state)
+    faults.fault("setaside-after-state")  # killed here: --continue goes on from this state
+    if state.current is None:
+        return _go_on(ws, state, odb, hooks, ending, merged, progress, door)
+    if not state.materialized:
+        return _materialize(ws, state, odb, hooks)
+    return RebaseOutcome(state, finished=False, worktree=halted.worktree_path(repo), persisted=True)
 
 
 def _restage(repo: pygit2.Repository, state: halted.RebaseState, door: Door) -> None:
@@ -555,5 +603,5 @@ def build_integration(ws: SeriesRepo) -> IntegrationResult:
     return result
 
 
-__all__ = ["ready", "start", "begin", "continue_rebase", "abort_rebase", "build_integration", "integrate",
+__all__ = ["ready", "start", "begin", "continue_rebase", "set_aside", "abort_rebase", "build_integration", "integrate",
            "InterTopicConflict", "IntegrationResult", "RebaseOutcome", "plan"]

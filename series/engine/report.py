@@ -96,7 +96,7 @@ class TopicReport:
     outcome: TopicOutcome
     commits: int
     old_head: str
-    new_head: str | None                # clean: where its branch goes
+    new_head: str | None                # clean, empty: where its branch goes
     depends_on: str | None
     reason: str = ""
     merged_in: str | None = None        # merged: the release that carries it
@@ -194,7 +194,7 @@ def _topic(repo: pygit2.Repository, outcome: RebaseOutcome, run: TopicRun,
     merged = run.outcome == TopicOutcome.MERGED
     return TopicReport(
         name=run.name, branch=run.branch, outcome=run.outcome, commits=len(run.commits), old_head=run.old_head,
-        new_head=run.new_head if run.outcome == TopicOutcome.CLEAN else None, depends_on=run.depends_on,
+        new_head=run.new_head if run.outcome in (TopicOutcome.CLEAN, TopicOutcome.EMPTY) else None, depends_on=run.depends_on,
         reason=run.reason, merged_in=outcome.state.onto_name if merged else None, modified=run.modified,
         detail=run.detail, dropped=tuple(DroppedCommit(c, _subject(repo, c)) for c in run.dropped),
         conflict=run.conflict, resolved_from_memory=tuple(CommitPath(c, p) for c, p in run.resolved),

@@ -1,4 +1,5 @@
-"""`series rebase`: --onto REF, --continue, --abort. The rebase is series.engine.rebase;
+"""`series rebase`: --onto REF, --continue, --abort, and while halted --skip-topic /
+--drop-topic (leave a topic out and go on). The rebase is series.engine.rebase;
 this module fetches when asked, opens the write door for each step that writes (the lock
 for the whole step, as a jj command starts its transaction) and hands it to the rebase,
 and writes the report."""
@@ -21,7 +22,7 @@ from series.git.command import git
 from series.git.repo import resolve_release, workdir
 from series.resolutions import Refusal, engine_hooks
 from series.analysis.read_first import read_first
-from series.verbs.rebase import reach
+from series.verbs.rebase import aborted, reach
 from series.verbs.rebase import semantic
 from series.verbs.rebase import text as rebase_text
 from series.workspace import Workspace, WriteOperation
@@ -82,6 +83,8 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
         text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
                  "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
         text += "".join(f"\n  {line}" for line in read_first(data, run.name))
+        text += (f"\nor leave it out: 'series rebase --skip-topic {run.name}' (it stays where it is, this rebase "
+                 f"only) or 'series rebase --drop-topic {run.name} --reason TEXT' (stop carrying it)")
     elif held:
         text += f"\n--strict: {ending.count()} break(s) count as conflicts; nothing was changed"
     elif report.status == rebase_report.ReportStatus.CONFLICT:
@@ -127,18 +130,27 @@ def _checked(ws: Workspace, ending: semantic.CheckedEnding, dry_run: bool,
 def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run: bool = False,
         skip: tuple[str, ...] = (), resume: bool = False, abort: bool = False,
         progress: rebase.Progress | None = None, bisect: bool = False,
-        as_far_as_possible: bool = False, strict: bool = False) -> Result:
+        as_far_as_possible: bool = False, strict: bool = False,
+        drop: tuple[str, ...] = (), reason: str | None = None) -> Result:
     repo = ws.repo
     ending = semantic.CheckedEnding(ENDING, strict=strict and not resume)
     refused: list[Refusal] = []
     if abort:
         state = _step(ws, "abort", lambda door: rebase.abort_rebase(ws, ENDING, door=door))
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
-        return Result({"status": rebase_report.ReportStatus.ABORTED.value, "id": state.id}, text, "", False)
+        count, kept = aborted.kept_resolutions(ws, state, ENDING.identity.verb)
+        text += f"\n{kept}" if kept else ""
+        return Result({"status": rebase_report.ReportStatus.ABORTED.value, "id": state.id,
+                       "kept_resolutions": count}, text, "", False)
     if resume:
         return _finish(ws, _step(ws, "continue", lambda door: rebase.continue_rebase(
             ws, ending, door=door, hooks=engine_hooks(ws.series, door.write, refused), progress=progress)),
             ending, refused=refused)
+    if onto is None and (drop or skip):
+        # while halted: leave topics out and go on, as --continue does after a resolution
+        return _finish(ws, _step(ws, "drop" if drop else "skip", lambda door: rebase.set_aside(
+            ws, ending, door=door, drop=drop, skip=skip, reason=reason,
+            hooks=engine_hooks(ws.series, door.write, refused), progress=progress)), ending, refused=refused)
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -203,7 +215,13 @@ class _Progress:
 @click.option("--dry-run", is_flag=True, help="Compute everything and print the report; move nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for CI).")
 @click.option("--skip-topic", "skip", multiple=True, metavar="NAME",
-              help="Leave this topic out of this rebase (status unchanged). Repeatable.")
+              help="Leave this topic out of this rebase (status unchanged, branch where it is; the "
+                   "topics that depend on it too). With --onto, or alone while a rebase is halted. "
+                   "Repeatable.")
+@click.option("--drop-topic", "drop", multiple=True, metavar="NAME",
+              help="While a rebase is halted: stop carrying this topic (status dropped when the rebase "
+                   "ends, branch kept, as 'series drop'), and go on. Repeatable.")
+@click.option("--reason", metavar="TEXT", help="With --drop-topic: why, recorded in series.yaml.")
 @click.option("--bisect", is_flag=True,
               help="For each conflicting topic, find the first upstream commit on REF's first-parent "
                    "line at which it stops applying (in-memory replays, log2 of the commits).")
@@ -217,7 +235,8 @@ class _Progress:
 @click.option("--abort", is_flag=True, help="Stop the rebase in progress and put everything back.")
 @pass_ctx
 def command(ctx: Context, onto: str | None, fetch: bool, dry_run: bool, as_json: bool,
-           skip: tuple[str, ...], bisect: bool, as_far: bool, strict: bool, resume: bool, abort: bool) -> None:
+           skip: tuple[str, ...], drop: tuple[str, ...], reason: str | None, bisect: bool, as_far: bool,
+           strict: bool, resume: bool, abort: bool) -> None:
     """Replay every active topic from upstream.base onto REF, in memory.
 
     \b
@@ -235,23 +254,37 @@ def command(ctx: Context, onto: str | None, fetch: bool, dry_run: bool, as_json:
       series rebase --onto upstream/main --dry-run --bisect     which upstream PR broke a topic
       series rebase --onto upstream/main --as-far-as-possible   up to the first blocking commit
     \b
+    While halted, a topic can be left out instead of resolved, and the rebase goes on:
+      series rebase --skip-topic NAME          it stays where it was (its dependents too)
+      series rebase --drop-topic NAME --reason TEXT    status dropped, branch kept
+    Both are part of the rebase's one operation: 'series undo' reverts them with it.
+    A topic whose commits all come out empty after you resolved them is reported "empty
+    after resolution" (never "merged": nothing proved upstream has it).
+    \b
     A conflict names the upstream commits (and PRs, from "(#N)") that changed the lines
     the topic edits, likeliest first; a merged topic names the upstream commit that
     landed it.
     """
 
-    if sum(bool(x) for x in (onto, resume, abort)) != 1:
-        raise click.UsageError("give exactly one of --onto REF, --continue, --abort")
+    midway = bool(drop) or (bool(skip) and not onto)   # leave topics out of a halted rebase
+    if sum(bool(x) for x in (onto, resume, abort, midway)) != 1:
+        raise click.UsageError("give exactly one of --onto REF, --continue, --abort, "
+                               "or (while a rebase is halted) --skip-topic / --drop-topic")
+    if reason is not None and not drop:
+        raise click.UsageError("--reason goes with --drop-topic")
+    if midway and (dry_run or bisect or as_far or strict or fetch):
+        raise click.UsageError("--skip-topic / --drop-topic on a halted rebase take no other option "
+                               "but --reason and --json")
     if (bisect or as_far) and not onto:
         raise click.UsageError("--bisect and --as-far-as-possible go with --onto REF")
-    ws = ctx.workspace(check_branches=not (resume or abort))
+    ws = ctx.workspace(check_branches=not (resume or abort or midway))
     progress: Any = None
     if sys.stderr.isatty() and not as_json:
         progress = _Progress()
     try:
         result = run(ws, onto=onto, fetch=fetch, dry_run=dry_run, skip=skip, resume=resume,
-                         abort=abort, progress=progress, bisect=bisect, as_far_as_possible=as_far,
-                     strict=strict)
+                     abort=abort, progress=progress, bisect=bisect, as_far_as_possible=as_far,
+                     strict=strict, drop=drop, reason=reason)
     finally:
         if progress is not None:
             progress.close()

@@ -20,6 +20,7 @@ def render(report: RebaseReport, document: Mapping[str, Any], integration_branch
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
     out = [f"{head} onto {report.onto_name}{spec} {report.onto_sha[:12]} from {report.old_base_name}: {summary}"]
     width = max([len(t.name) for t in report.topics] + [5])
+    halted = any(t.outcome == TopicOutcome.CONFLICT for t in report.topics) and not report.dry_run
     history = {row["name"]: row for row in document.get("topics", [])}
     for t in report.topics:
         if t.outcome == TopicOutcome.CLEAN:
@@ -34,11 +35,22 @@ def render(report: RebaseReport, document: Mapping[str, Any], integration_branch
         elif t.outcome == TopicOutcome.MERGED:
             form = "merged upstream in modified form" if t.modified else "merged upstream"
             text = f"{form} ({t.reason}); status: merged, branch kept"
+        elif t.outcome == TopicOutcome.DROPPED:
+            text = f"dropped    {t.reason or 'as asked'}; status: dropped, branch kept"
+        elif t.outcome == TopicOutcome.EMPTY:
+            text = (f"empty after resolution ({t.reason}): branch -> {str(t.new_head)[:12]} with no commit "
+                    "of its own; status unchanged")
         else:
             text = f"{t.outcome.value:<10} {t.reason}"
         out.append(f"  {t.name:<{width}}  {text}".rstrip())
-        for d in t.dropped:
-            out.append(f"  {'':<{width}}    dropped (already upstream): {d.commit[:12]} {d.subject}")
+        if t.outcome == TopicOutcome.EMPTY:
+            # not merged: nothing proved upstream has it; the user decides whether it goes
+            how = f"series rebase --drop-topic {t.name}" if halted else f"series drop {t.name}"
+            out.append(f"  {'':<{width}}    if upstream's side is all it needs: '{how}' stops carrying it")
+        by_hand = {r.commit for r in t.resolved_by_hand}
+        for d in t.dropped if t.outcome not in (TopicOutcome.DROPPED, TopicOutcome.SKIPPED) else ():
+            why = "empty after resolution" if d.commit in by_hand else "already upstream"
+            out.append(f"  {'':<{width}}    dropped ({why}): {d.commit[:12]} {d.subject}")
         for r in t.resolved_from_memory:
             out.append(f"  {'':<{width}}    resolved from memory: {r.path}")
         if t.outcome == TopicOutcome.MERGED and t.detail:
