@@ -56,7 +56,8 @@ def command(ctx: Context) -> None:
     Repeat to go further back. Only the operation's own series.yaml edits are reversed,
     on the file as it is now: an edit made since to a key it changed stops the undo (the
     key is named), other edits are kept. An operation a killed process left half-done is
-    finished or rolled back first. Old values also stay under refs/series/backup/<operation>/.
+    finished or rolled back first; when that was an undo, it is finished and nothing more
+    is undone. Old values also stay under refs/series/backup/<operation>/.
     """
 
     target, op, notes = run(open_repo(ctx.here))
