@@ -264,7 +264,7 @@ def _revision(value: Any, where: str) -> str:
     if text.startswith("-") or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
         raise SeriesError(f"{where}: {validate.printable(text)!r} is not a revision "
                           "(no leading '-', spaces or control characters)")
-    return text
+    return validate.stable_revision(text, where)
 
 
 def _opt_str(check: _ConfigChecker, node: Mapping, key: str, where: str) -> str | None:

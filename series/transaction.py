@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
@@ -210,7 +211,17 @@ def _inject(fault: str | None, point: str) -> None:
     faults.fault(point)
 
 
-def recover(repo: pygit2.Repository) -> list[str]:
+@dataclass(frozen=True)
+class Recovery:
+    """What `recover` did: its notes, and the interrupted operation it finished (None when
+    there was none or it was rolled back), which a command that would repeat it needs
+    (`series undo` run again after a killed undo stops there: series.verbs.undo)."""
+
+    notes: list[str] = field(default_factory=list)
+    finished: Operation | None = None
+
+
+def recover(repo: pygit2.Repository) -> Recovery:
     """Finish or roll back every operation a kill interrupted; what was done, as notes.
 
     git's files backend commits a multi-ref transaction one rename at a time, so a kill
@@ -219,6 +230,7 @@ def recover(repo: pygit2.Repository) -> list[str]:
     its refs, its backups, its series.yaml edits. One that moved nothing is rolled back:
     nothing to undo, so it is only marked. Its leftover ref lock files go first."""
     notes = []
+    finished = None
     # Only the newest entry can be pending: every write runs this first, under the lock,
     # so reading the whole journal (it grows with every operation) is never needed.
     for op in [last] if (last := last_operation(repo)) is not None else []:
@@ -248,14 +260,14 @@ def recover(repo: pygit2.Repository) -> list[str]:
                          and fs.read_text(path) == op.config_after) \
                 or any(_applied(where, change) for where, change in _files(repo, op))
         if committed:
-            finish(repo, op)
+            finished = finish(repo, op)
             notes.append(f"finished {op.id} ({op.command}: {op.summary}), which was interrupted")
             notes += settle_checkouts(repo, op)
         else:
             set_aside(repo, op)  # nothing happened, so nothing to list or undo
             notes.append(f"rolled back {op.id} ({op.command}: {op.summary}): it was interrupted "
                          "before anything moved")
-    return notes
+    return Recovery(notes, finished)
 
 
 def finish(repo: pygit2.Repository, op: Operation) -> Operation:

@@ -77,6 +77,21 @@ def branch_name(value: object, where: str) -> str:
     return value
 
 
+def stable_revision(spec: str, where: str) -> str:
+    """A revision whose meaning does not move as the user works: none of git's @{...}
+    forms (@{-1}, topic@{2}, main@{yesterday}: the reflog and the checkout history;
+    @{upstream}, @{push}: the branch checked out and its configuration). series records
+    what it was given (series.yaml's base, an operation's 'onto') and reads it again
+    later, when such a form would name another commit."""
+    if "@{" in spec:
+        shown = printable(spec)[:80]
+        raise SeriesError(f"{where}: '{shown}' depends on the reflog or the checkout history (an @{{...}} form), "
+                          "so it would name another commit later",
+                          f"name a branch, a tag or a commit id: git rev-parse '{shown}' prints the commit "
+                          "it names now")
+    return spec
+
+
 def remote_name(value: object, where: str) -> str:
     """A remote name git accepts: a valid ref component path, no leading '-'."""
     if not isinstance(value, str) or not value:

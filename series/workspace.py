@@ -149,7 +149,7 @@ def repair(repo: pygit2.Repository) -> list[str]:
         return []
     try:
         with fs.Lock(repo, "repair"):
-            return transaction.recover(repo)
+            return transaction.recover(repo).notes
     except SeriesError:
         return []
 
@@ -176,6 +176,7 @@ class WriteOperation:
         self._seen: seriesedit.Plain | None = None
         self.edits: list[Edit] = []
         self.notes = notes          # what the door did on the way (a repaired operation, checkouts)
+        self.finished: journal.Operation | None = None  # the interrupted operation the door finished first
         self.committed: journal.Operation | None = None
 
     @property
@@ -348,11 +349,13 @@ def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
     command goes on with (series.halted.Halt.kind), which the halt guard lets through."""
     try:
         with fs.Lock(repo, command):
-            notes = transaction.recover(repo)
+            recovery = transaction.recover(repo)
             state = halted.load(repo)
             if state is not None and state.halt.kind != resumes:
                 raise SeriesError(halted.halted_message(state, f"series {command}"))
-            yield WriteOperation(repo, command, summary, config_path, seen, notes)
+            door = WriteOperation(repo, command, summary, config_path, seen, recovery.notes)
+            door.finished = recovery.finished
+            yield door
     except OSError as exc:
         if exc.errno in NO_SPACE:
             raise disk_error(exc) from None

@@ -129,8 +129,9 @@ def test_continue_refuses_when_a_topic_found_merged_got_a_new_commit_during_the_
 
 
 def test_rebase_onto_a_relative_ref_keeps_series_yaml_parseable(fork: Path) -> None:
-    sh("git checkout -q v0.31.0 && git checkout -q --detach v0.30.0", fork)
-    run_series("rebase", "--onto", "@{-1}", *SKIP, cwd=fork)
+    # (an @{...} form is refused: tests/test_trust_revisions.py)
+    sh("git checkout -q --detach v0.31.0", fork)
+    run_series("rebase", "--onto", "HEAD~0", *SKIP, cwd=fork)
     base = parsed(fork).upstream.base
     assert rev(fork, base) == rev(fork, "v0.31.0"), base
 

@@ -273,17 +273,17 @@ def test_the_series_yaml_editor_keeps_the_file_and_reads_back(layout: str, tmp_p
     path = tmp_path / "series.yaml"
     text = SERIES_YAML if layout == "block" else \
         "upstream: {remote: upstream, base: v0.30.0}\ntopics: [{name: a, branch: topic/a}, {name: ipc-backport, branch: b}]\n"
-    edits = [Edit(("upstream", "base"), "v0.30.0", "@{-1}"),
+    edits = [Edit(("upstream", "base"), "v0.30.0", "@~1"),
              Edit(("topics", "ipc-backport", "status"), None, "merged"),
              Edit(("topics", "ipc-backport", "merged_in"), None, "0.31")]
     out = seriesedit.apply(text, path, edits)
     assert out is not None
     series = config.parse(out, path)[0]
-    assert series.upstream.base == "@{-1}" and series.topic("ipc-backport").merged_in == "0.31"
+    assert series.upstream.base == "@~1" and series.topic("ipc-backport").merged_in == "0.31"
     assert series.topic("ipc-backport").status.value == "merged"
     if layout == "block":  # line splices: every other line byte for byte, comments kept
         changed = [line for line in out.splitlines() if line not in SERIES_YAML.splitlines()]
-        assert changed == ["  base: '@{-1}'   # bumped by 'series rebase'", "    status: merged",
+        assert changed == ["  base: '@~1'   # bumped by 'series rebase'", "    status: merged",
                            "    merged_in: '0.31'"], changed
     with pytest.raises(seriesedit.EditConflict, match="upstream.base changed since"):
         seriesedit.apply(out, path, [Edit(("upstream", "base"), "v0.30.0", "v0.32.0")])

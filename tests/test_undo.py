@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import run_series, sh
-from tests.test_rebase import snapshot
+from tests.test_rebase import refs_of, snapshot
 
 SKIP = ("--skip-topic", "offload-evict-fix")
 
@@ -66,3 +66,23 @@ def test_undo_updates_a_clean_checkout(fork: Path) -> None:
 def test_log_with_no_operations(fork: Path) -> None:
     assert "no operations yet" in run_series("log", cwd=fork).stdout
     assert json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"] == []
+
+
+def test_undo_run_again_after_a_killed_undo_finishes_that_undo_and_no_more(fork: Path) -> None:
+    """A user who saw `series undo` die runs it again: the interrupted undo is completed,
+    and the operation before it (here the build that made the integration branch) is left
+    alone, so every ref, series/integration included, is as one completed undo leaves it."""
+    from tests.test_write_faults import killed
+
+    run_series("build", cwd=fork)
+    after_build = snapshot(fork)
+    assert "refs/heads/series/integration" in after_build[0]
+    run_series("rebase", "--onto", "v0.31.0", *SKIP, cwd=fork)
+    killed(fork, ["undo"], "after-refs")
+    proc = run_series("undo", cwd=fork)
+    assert "rebase: onto v0.31.0" in proc.stdout and "interrupted" in proc.stdout, proc.stdout
+    assert snapshot(fork) == after_build
+    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
+    assert [r["command"] for r in rows] == ["undo", "rebase", "build"], rows
+    assert "build" in run_series("undo", cwd=fork).stdout, "run again, it goes further back"
+    assert "refs/heads/series/integration" not in refs_of(fork)

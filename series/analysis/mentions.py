@@ -6,11 +6,14 @@ or team, and an unclosed '<!--' hides everything after it. Commit messages are w
 for git, where neither means anything ('cc @someone', a pasted HTML comment), and a
 topic may carry commits of other people. So in text that came from commits:
 - a mention of anyone but the allowed (CODEOWNERS owners, authors of the changed lines)
-  is put in a code span, `@name`, which GitHub shows as written and notifies nobody for;
+  gets a zero width joiner after its '@': GitHub shows '@name' and notifies nobody;
 - '<!--' becomes '&lt;!--', shown as written.
-What is already code (fenced blocks, code spans) is left alone: GitHub neither notifies
-nor hides there. A mention is what GitHub's mention filter takes for one: '@' after the
-start or a character that is not a letter, digit or '_' (so a@b.com is an address).
+What is surely code (a fence at a line's start, a code span nothing casts doubt on) is
+left alone: GitHub neither notifies nor hides there; anything else is text. GitHub's
+mention filter reads the rendered text, where '@' after the start or a character that is
+not a letter, digit or '_' is a mention; an '_' may be an emphasis delimiter that is gone
+after rendering, and '&#64;' is an '@' there, so only an '@' right after a letter or a
+digit is left as an address (a@b.com).
 
 `inline`, `code` and `fenced` are the stricter half, for strings that are not Markdown at
 all (a metric name, a server's PR body quoted, a command): they come out as exactly the
@@ -23,10 +26,21 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)")
 _NAME = r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:/[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)?"
-_MENTION = re.compile(rf"(`?)(?<![A-Za-z0-9_])@({_NAME})(`?)")
+# '@' as GitHub reads it in text: itself, or a character reference that decodes to it
+_MENTION = re.compile(rf"(@|&#0*64;|&#[xX]0*40;|&commat;)({_NAME})")
+# GitHub reads the rendered text, where an '_' before the '@' may have been an emphasis
+# delimiter and gone: only a letter or digit there surely makes an address
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+ZWJ = "\u200d"  # after the '@': GitHub's mention filter needs a letter or digit there
+_FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})(.*)$")          # at the line's start: never inside a list item
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+_HTML_START = re.compile(r"^ {0,3}<")
+_RUN = re.compile(r"`+")
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+# what ends an autolink or a tag ('>'), a link's destination or title (')'), a reference (']'):
+# a span holding one may have begun inside it, where the backtick was no code at all
+_SWALLOWED = re.compile(r"[>)\]]")
 _AT_NAME = re.compile(rf"@{_NAME}")
 _AT_NAMES = re.compile(rf"(?:@{_NAME})+")  # '@a@b': one span (two would merge their backticks)
 _WORD = re.compile(r"[A-Za-z0-9_]")
@@ -39,43 +53,84 @@ _INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u
 
 
 def neutralise(text: str, allowed: Iterable[str]) -> str:
-    """`text` with every mention not in `allowed` ('@login', '@org/team') in a code span and
-    every '<!--' escaped, outside code."""
+    """`text` with every mention not in `allowed` ('@login', '@org/team') broken by a zero
+    width joiner after its '@' and every '<!--' escaped, outside what is surely code.
+
+    The joiner changes nothing around the mention (a code span put there instead would
+    meet a backslash, a backtick or another '@' next to it and make a new mention), so
+    what is not surely code can simply be treated as text: only a fence opened at the
+    start of a line (no list item or quote can hold it there) and a code span found on a
+    line with nothing in doubt before it are left alone. After a doubt (a backtick run
+    with no closer on its line, a span holding what could end a link or a tag that began
+    before it, a line that starts HTML) the paragraph's spans are text, and after a
+    line that starts HTML, every fence and span is; a fence left open is closed."""
     keep = {a.lower() for a in allowed if a.startswith("@")}
     out = []
     fence: str | None = None
+    html = False       # a line started HTML: its blocks can hold a fence line, or end past a blank line
+    doubt = False      # this paragraph's code spans are not trusted any more
     for line in text.split("\n"):
-        m = _FENCE.match(line)
         if fence is not None:
+            m = _FENCE_CLOSE.match(line)
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
                 fence = None
             out.append(line)
-        elif m:
-            fence = m.group(1)
+            continue
+        opening = _FENCE_OPEN.match(line)
+        if opening and not html and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            fence, doubt = opening.group(1), False
             out.append(line)
-        else:
-            out.append(_line(line, keep))
+            continue
+        if not line.strip():
+            doubt = False
+        if _HTML_START.match(line):
+            html = True
+        escaped, clear = _line(line, keep, trust=not (doubt or html))
+        doubt = doubt or not clear
+        out.append(escaped)
+    if fence is not None:
+        out.append(fence)  # an open fence would make code of whatever follows in the body
     return "\n".join(out)
 
 
-def _line(line: str, keep: set[str]) -> str:
+def _line(line: str, keep: set[str], trust: bool) -> tuple[str, bool]:
+    """The line escaped, and whether nothing in it was in doubt. Code spans as CommonMark
+    finds them (a backslash before a backtick makes it text; a run closes only with a run
+    as long), honoured while `trust` holds and until the first doubt."""
     parts = []
-    at = 0
-    for span in _CODE_SPAN.finditer(line):
-        parts += [_text(line[at:span.start()], keep), span.group(0)]
-        at = span.end()
+    at = i = 0
+    while i < len(line):
+        char = line[i]
+        if char == "\\" and i + 1 < len(line) and line[i + 1] in _PUNCTUATION:
+            i += 2
+            continue
+        if char != "`":
+            i += 1
+            continue
+        run = _RUN.match(line, i)
+        assert run is not None
+        close = next((m for m in _RUN.finditer(line, run.end()) if len(m.group(0)) == len(run.group(0))), None)
+        if close is None or not trust or _SWALLOWED.search(line, run.end(), close.start()):
+            trust = False  # a run with no closer here may close on a later line; a link or tag may hold it
+            break
+        parts += [_text(line[at:i], keep), line[i:close.end()]]
+        at = i = close.end()
     parts.append(_text(line[at:], keep))
-    return "".join(parts)
+    return "".join(parts), trust
 
 
-def _text(text: str, keep: set[str]) -> str:
+def _text(raw: str, keep: set[str]) -> str:
+    text = raw.replace("<!--", "&lt;!--")
+
     def mention(m: re.Match[str]) -> str:
-        before, name, after = m.group(1), m.group(2), m.group(3)
-        if f"@{name}".lower() in keep:
-            return m.group(0)
-        # a lone backtick next to the span would merge with it: escaped, it stays a backtick
-        return ("\\`" if before else "") + f"`@{name}`" + ("\\`" if after else "")
-    return _MENTION.sub(mention, text.replace("<!--", "&lt;!--"))
+        at, name = m.group(1), m.group(2)
+        if m.start() > 0 and _ALNUM.match(text[m.start() - 1]):
+            return m.group(0)  # an address (a@b.com): '@' after a letter or digit is no mention
+        following = text[m.end():m.end() + 1]
+        if at == "@" and f"@{name}".lower() in keep and following not in ("\\", "&"):
+            return m.group(0)  # kept, unless an escape or a reference could lengthen the name
+        return f"@{ZWJ}{name}"
+    return _MENTION.sub(mention, text)
 
 
 def _flat(text: str) -> str:

@@ -15,6 +15,7 @@ from typing import Iterable, Iterator, cast
 
 import pygit2
 
+from series import validate
 from series.errors import SeriesError
 from series.git import releases
 from series.git.command import git
@@ -179,7 +180,10 @@ class Abbreviations:
 
 
 def resolve_commit(repo: pygit2.Repository, ref: str, what: str = "ref") -> pygit2.Commit:
-    """A branch, tag, remote-tracking ref or commit, peeled to a commit."""
+    """A branch, tag, remote-tracking ref or commit, peeled to a commit. Every revision a
+    user gives (--onto, --base, --between, series.yaml's base) comes through here, so the
+    one rule against revisions that move by themselves (validate.stable_revision) is here."""
+    validate.stable_revision(ref, what)
     try:
         obj = repo.revparse_single(ref)
         return obj.peel(pygit2.Commit)
@@ -219,8 +223,8 @@ def resolve_release(repo: pygit2.Repository, spec: str,
     names = (f"refs/tags/{spec}", f"refs/heads/{spec}", f"refs/remotes/{spec}", spec)
     if any(n.startswith("refs/") and repo.references.get(n) is not None for n in names):
         return spec, commit
-    # HEAD, @{-1}, v0.31.0~2, a sha prefix: their meaning changes over time (or is only
-    # a prefix), so series.yaml gets the commit itself
+    # HEAD, v0.31.0~2, a sha prefix: their meaning changes over time (or is only a prefix),
+    # so series.yaml gets the commit itself (the @{...} forms were refused: resolve_commit)
     return str(commit.id), commit
 
 

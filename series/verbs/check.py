@@ -18,7 +18,7 @@ import pygit2
 from series.analysis.touches import matches_any, parse_spec
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
-from series.git.repo import branch_commit, resolve_commit
+from series.git.repo import branch_commit, resolve_commit, workdir
 from series.model import Topic
 from series.topics import meant_start
 from series.workspace import Workspace
@@ -130,6 +130,12 @@ def _check_range(check: _SeriesChecker, topic: Topic, base: pygit2.Commit, head:
             "rebuild it on that branch (series rebase replays it there)"
         check.problem(topic, "branch", f"'{topic.branch}' sits on {str(own.start.id)[:12]}, not on "
                       f"{meant_start(topic, ws.series.upstream.base)}: {fix}")
+    carried = _series_files(ws, own.paths)
+    if carried:
+        check.warn(topic, "branch", f"'{topic.branch}' commits {', '.join(carried[:3])}"
+                   f"{' and more' if len(carried) > 3 else ''}: the series' own files belong on the fork's "
+                   "default branch, not in a topic (its PR and every rebase would carry them); "
+                   "move that commit out of the topic")
     if not topic.scope:
         return
     check.report.scopes_checked += 1
@@ -152,6 +158,20 @@ def _check_stacked(check: _SeriesChecker, topic: Topic) -> None:
         check.problem(topic, "depends_on", f"branch '{topic.branch}' is built on topic "
                       f"{under.name} (it holds {under.branch}'s commits) but has no depends_on: "
                       f"add 'depends_on: [{under.name}]' to topic {topic.name}")
+
+
+def _series_files(ws: Workspace, paths: tuple[str, ...]) -> list[str]:
+    """Which of a topic's own changed paths are series.yaml or its resolutions directory
+    (where this series.yaml is, relative to the work tree's top)."""
+    top = workdir(ws.repo).resolve()
+    try:
+        here = ws.series.path.resolve().parent.relative_to(top).as_posix()
+    except ValueError:
+        return []  # series.yaml outside the work tree: no topic can commit it
+    prefix = "" if here == "." else here + "/"
+    mine = f"{prefix}{ws.series.path.name}"
+    stored = f"{prefix}{ws.series.resolutions.strip('/')}/"
+    return [p for p in paths if p == mine or p.startswith(stored)]
 
 
 def to_json(report: CheckReport) -> dict[str, Any]:

@@ -228,7 +228,23 @@ def render(result: InitResult) -> str:
     out.extend(f"warning: {w}" for w in result.warnings)
     out.append("next: 'series status' to see them, 'series check' to validate, "
                "add scope: claims by hand")
+    out += where_it_lives(result)
     return "\n".join(out)
+
+
+def where_it_lives(result: InitResult) -> list[str]:
+    """Where series.yaml and resolutions/ are committed, and the day-to-day loop, with
+    commands that run as written here (README: "Where series.yaml lives")."""
+    branch = result.topics[0].branch if result.topics else "topic/x"
+    return [
+        f"where: commit {result.path.name} and resolutions/ (once a rebase records one) on the fork's default branch",
+        "  (the one its CI checks out), never on a topic branch (its PR and every rebase would carry",
+        "  them), nor on the integration branch, which series rebuilds",
+        "day to day:",
+        f"  git switch {branch}   # edit, then git commit: a topic is plain git",
+        f"  series rebase --onto {result.base}   # the same base: the topics stacked on it follow it",
+        "  series check   # a break or a problem names its line; fix it on the topic, commit, check again",
+    ]
 
 
 @click.command("init")

@@ -4,6 +4,11 @@ files it wrote or removed beside it: recorded or pruned resolutions, an imported
 Through the write door: its refs go back only if each is still where the operation left
 it, and its own series.yaml edits are reversed on the file as it is now; an edit made
 since to a key it changed stops the undo, naming the key (later edits are never erased).
+
+An undo a kill interrupted after its refs moved is finished by the door's repair; `series
+undo` run again then stops there: what a user who saw the first one die asks for is that
+undo, not one more (which would revert an earlier operation too, a build's integration
+branch for one).
 """
 from __future__ import annotations
 
@@ -14,12 +19,21 @@ import pygit2
 
 from series.cli import Context, emit, pass_ctx
 from series import journal
-from series.workspace import open_repaired, operation, undoable
+from series.git.repo import open_repo
+from series.workspace import operation, undoable
 
 
 def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, list[str]]:
-    """Returns (the operation undone, the undo operation, notes)."""
+    """Returns (the operation undone, the undo operation, notes). The repair runs inside
+    the door (not before it), so the undo knows when the operation it finished is an undo."""
     with operation(repo, "undo") as op:
+        interrupted = op.finished
+        if interrupted is not None and interrupted.command == "undo" and interrupted.undoes is not None:
+            undone = journal.find(repo, interrupted.undoes)
+            if undone is not None:
+                return undone, interrupted, [
+                    *op.notes, "the undo above was interrupted and is now complete; nothing more was "
+                    "undone: run 'series undo' again to go further back"]
         target = undoable(repo)
         op.summary = f"undo {target.id} ({target.command}: {target.summary})"
         op.revert(target)
@@ -42,8 +56,9 @@ def command(ctx: Context) -> None:
     Repeat to go further back. Only the operation's own series.yaml edits are reversed,
     on the file as it is now: an edit made since to a key it changed stops the undo (the
     key is named), other edits are kept. An operation a killed process left half-done is
-    finished or rolled back first. Old values also stay under refs/series/backup/<operation>/.
+    finished or rolled back first; when that was an undo, it is finished and nothing more
+    is undone. Old values also stay under refs/series/backup/<operation>/.
     """
 
-    target, op, notes = run(open_repaired(ctx.here))
+    target, op, notes = run(open_repo(ctx.here))
     emit("\n".join([f"undid {describe(target)}", f"(as {op.id}; 'series log' lists operations)", *notes]))
