@@ -109,9 +109,9 @@ def run(ws: Workspace) -> CheckReport:
         if base is not None:
             _check_range(check, topic, base, head, heads)
     if base is not None:
-        from series.analysis import since_rebase   # reads the rebase reports only when it can use them
+        from series.analysis import base_breaks   # the semantic check: only when there is a base
 
-        for name, found in since_rebase.since_last_rebase(ws).items():
+        for name, found in base_breaks.of_branches(ws).items():
             for b in found:   # warnings: the code may be right (git cannot tell), the build decides
                 check.warn(by_name[name], "branch", b.sentence())
     return report

@@ -114,8 +114,7 @@ class CheckedEnding(ForwardingEnding):
 
 def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]], state: halted.RebaseState) -> None:
     """A `breaks` list on every topic row of the report's JSON (empty when none or unchecked),
-    and where its own commits sat (`start`), so that `series status` and `series check` can
-    check the branches again later (series.analysis.since_rebase)."""
+    and where its own commits sat (`start`)."""
     starts = {t.name: t.start for t in state.topics}
     for row in document.get("topics", []):
         row["breaks"] = [b.as_json() for b in found.get(row["name"], [])]
