@@ -15,6 +15,7 @@ with `series import` sees the same ones. Which commits touch those files is kept
 per (base, files) (series.analysis.blob_cache), so a warm `status` runs no git at all.
 
     BaseChecker(repo, base)        a BreakChecker whose old base is found per use
+    topic_breaks(repo, old, new, read)   breaks.TopicBreaks, with a BaseChecker when old == new
     of_branches(ws)                {topic: [Break]} of each active topic's branch as it is now
 """
 from __future__ import annotations
@@ -147,8 +148,16 @@ def of_branches(ws: "Workspace") -> dict[str, list[breaks.Break]]:
             continue
         head = str(own.head.id)
         spans.append(breaks.TopicSpan(topic.name, str(own.start.id), head, head))
-    found = breaks.check(ws.repo, base, base, spans, repo_reader(ws.repo))
+    found = topic_breaks(ws.repo, base, base, repo_reader(ws.repo)).check(spans)
     return {k: v for k, v in found.items() if v}
+
+
+def topic_breaks(repo: pygit2.Repository, old_base: str, new_base: str, read: breaks.Read,
+                 history: PathHistory | None = None) -> breaks.TopicBreaks:
+    """breaks.TopicBreaks, with a BaseChecker when the two bases are one (a rebase onto the
+    base it is on, status, check): else that check would find nothing by construction."""
+    one = BaseChecker(repo, pygit2.Oid(hex=new_base)) if old_base == new_base else None
+    return breaks.TopicBreaks(repo, old_base, new_base, read, history, one)
 
 
 def repo_reader(repo: pygit2.Repository) -> breaks.Read:

@@ -325,8 +325,10 @@ class TopicBreaks:
     still answering other topics' merges (the upstream lookups are shared, as in check())."""
 
     def __init__(self, repo: pygit2.Repository, old_base: str, new_base: str, read: Read,
-                 history: PathHistory | None = None):
-        """`history`: upstream's old_base..new_base as the caller keeps it for other uses."""
+                 history: PathHistory | None = None, checker: BreakChecker | None = None):
+        """`history`: upstream's old_base..new_base as the caller keeps it for other uses;
+        `checker`: one that judges otherwise (series.analysis.base_breaks, with one base)."""
+        self._given = checker
         self.repo, self.read = repo, read
         self.old, self.new = pygit2.Oid(hex=old_base), pygit2.Oid(hex=new_base)
         self.history = PathHistory.over(repo, self.old, self.new, history)
@@ -341,11 +343,7 @@ class TopicBreaks:
         return self._found[topic]
 
     def _make_checker(self) -> BreakChecker:
-        if self.old == self.new:
-            # one base (status, check, a rebase onto where it is): history finds the old side
-            from series.analysis.base_breaks import BaseChecker
-            return BaseChecker(self.repo, self.new)
-        return BreakChecker(self.repo, self.old, self.new, self.history)
+        return self._given or BreakChecker(self.repo, self.old, self.new, self.history)
 
     def check(self, topics: Sequence[TopicSpan]) -> dict[str, list[Break]]:
         return {topic.name: self.topic(topic) for topic in topics}

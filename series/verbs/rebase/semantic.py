@@ -21,7 +21,7 @@ from typing import Any
 
 import pygit2
 
-from series.analysis import attribution, breaks
+from series.analysis import attribution, base_breaks, breaks
 from series import halted
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
@@ -81,8 +81,8 @@ class CheckedEnding(ForwardingEnding):
         """One TopicBreaks per replay (its objects, its two bases)."""
         history = self.upstream_history(ws.repo, state)
         if self._checks is None or self._checks[0] is not odb or self._checks[1].history is not history:
-            self._checks = (odb, breaks.TopicBreaks(ws.repo, state.old_base_sha, state.onto_sha,
-                                                    reader(odb), history))
+            self._checks = (odb, base_breaks.topic_breaks(ws.repo, state.old_base_sha, state.onto_sha,
+                                                          reader(odb), history))
         return self._checks[1]
 
     def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
