@@ -240,8 +240,8 @@ The output options (-v, -q, --color, --no-pager) may also follow the verb.
 \b
 Exit codes: 0 ok, 1 an error you can fix (the message says how), 2 usage,
 3 conflict, 4 a bug in series (the message names a log file), 5 'test --run':
-a test got worse than on the base release. touches: 0 touched, 1 not touched,
-2 an error.
+a test got worse than on the base release, 6 'check': warnings, no problem.
+touches: 0 touched, 1 not touched, 2 an error.
 """
 
 

@@ -21,6 +21,7 @@ EXIT_USAGE = 2
 EXIT_CONFLICT = 3
 EXIT_BUG = 4
 EXIT_WORSE = 5  # series test --run: a test is worse than on the base release (1 stays 'an error you can fix')
+EXIT_WARNINGS = 6  # series check: warnings and no problem (1 stays 'a problem to fix', so CI can tell them apart)
 
 
 class SeriesError(Exception):

@@ -85,6 +85,34 @@ def test_check_ignores_missing_branches_of_inactive_topics_and_json(fork: Path) 
     data = json.loads(run_series("check", "--json", cwd=fork).stdout)
     assert data["ok"] is True and data["problems"] == [] and data["active"] == 3, data
     _edit(fork, "merged_in: v0.31.0", "merged_in: v0.99.0")
-    data = json.loads(run_series("check", "--json", cwd=fork).stdout)
-    assert data["ok"] is True, data
+    data = json.loads(run_series("check", "--json", cwd=fork, expect=6).stdout)
+    assert data["ok"] is False and data["exit"] == 6 and data["problems"] == [], data
     assert data["warnings"][0]["key"] == "topics (ipc-backport).merged_in", data
+
+
+def _hinted_command(out: str) -> list[str]:
+    """The command check's re-stack hint names, as a user would paste it."""
+    import shlex
+    quoted = out.split("'series ", 1)[1].split("'", 1)[0]
+    return shlex.split(quoted)
+
+
+def test_restack_hint_is_a_command_that_works(fork: Path) -> None:
+    """A topic off the base, and a dependent that lost its dependency's new head: check names
+    the command that re-stacks them; run as printed, it succeeds and check is ok again."""
+    _edit(fork, "scope: [vllm/v1/kv_offload/]", "scope: [vllm/v1/kv_offload/, tests/]")
+    sh("git checkout -q -B topic/api-hello v0.31.0 && echo x >> vllm/entrypoints/openai/api_server.py && "
+       "git commit -qam 'hello on v0.31' && "
+       "git checkout -q -B topic/offload-more topic/offload-evict-fix && echo 'A = 1' > vllm/v1/kv_offload/more.py && "
+       "git add -A vllm && git commit -qm more && git checkout -q topic/offload-evict-fix && "
+       "echo 'B = 1' > vllm/v1/kv_offload/fix2.py && git add -A vllm && git commit -qm fix2 && "
+       "git checkout -q --detach v0.30.0", fork)
+    with (fork / "series.yaml").open("a") as f:
+        f.write("  - name: offload-more\n    branch: topic/offload-more\n"
+                "    depends_on: [offload-evict-fix]\n    scope: [vllm/v1/kv_offload/]\n")
+    out = run_series("check", cwd=fork, expect=1).stdout
+    hints = [line for line in out.splitlines() if "series.yaml:" in line]
+    assert len(hints) == 3 and all("'series rebase --onto v0.30.0'" in h for h in hints), out
+    assert _hinted_command(out) == ["rebase", "--onto", "v0.30.0"], out
+    run_series(*_hinted_command(out), cwd=fork)
+    assert run_series("check", cwd=fork).stdout.startswith("ok: 5 topics"), out

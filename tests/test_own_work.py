@@ -118,7 +118,7 @@ def test_export_flags_a_stacked_topic_off_its_dependency_as_status_does(stacked:
     line = next(l for l in run_series("status", cwd=stacked).stdout.splitlines() if "offload-more" in l)
     assert "warning: not on the head of offload-evict-fix (forks at " in line, line
     problems = {p["key"]: p["message"] for p in _json(stacked, "check", expect=1)["problems"]}
-    assert "not on the head of offload-evict-fix: rebuild it on that branch" in \
+    assert "not on the head of offload-evict-fix: re-stack it on that branch: 'series rebase --onto v0.30.0'" in \
         problems["topics (offload-more).branch"], problems
     export = _json(stacked, "export", str(tmp_path / "patches"))
     assert sorted(n.split(":")[0] for n in export["notes"]) == ["api-hello", "offload-more"], export["notes"]

@@ -150,7 +150,7 @@ def unchanged_files(upstream: Path) -> bool:
         a, b = (repo.revparse_single(x).peel(pygit2.Commit) for x in (old, new))
         before, after = flatten(repo, a.tree), flatten(repo, b.tree)
         same = [p for p, oid in before.items() if p.startswith("vllm/") and p.endswith(".py") and after.get(p) == oid]
-        checker = breaks._BreakChecker(repo, a.id, b.id)
+        checker = breaks.BreakChecker(repo, a.id, b.id)
         judged, found = 0, []
         for path in same:
             tree = parse(repo[before[path]].peel(pygit2.Blob).data)

@@ -110,7 +110,11 @@ class TopicSpan:
     resolved: frozenset[str] = frozenset()  # paths whose conflict a resolution decided
 
 
-class _BreakChecker:
+class BreakChecker:
+    """Judges a topic's uses against an old and a new upstream tree (the module docstring)."""
+
+    fast_path = True   # _file may read only the uses near the topic's hunks (see there)
+
     def __init__(self, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, history: PathHistory):
         self.repo, self.old_id, self.new_id = repo, old, new
         self.old, self.new = UpstreamTree(repo, old), UpstreamTree(repo, new)
@@ -218,7 +222,7 @@ class _BreakChecker:
         return close[0] if close else None
 
     def keyword(self, use: Use, file: str) -> Break | None:
-        was, now = _callable(self.old.find(use.target)), _callable(self.new.find(use.target))
+        was, now = callable_of(self.old.find(use.target)), callable_of(self.new.find(use.target))
         if was is None or now is None or use.extra not in was[1].params or now[1].flexible \
                 or use.extra in now[1].params:
             return None
@@ -268,6 +272,11 @@ class _BreakChecker:
                            commit, f"deleted in {self.label(commit)}: bring it into the topic or use "
                                    "what replaced it")
 
+    def unbound(self, path: str, before: file_reading.FileReading | None, ours: file_reading.FileReading,
+                after: file_reading.FileReading, names: set[str]) -> list[Break]:
+        """Names the file reads and no longer binds, beyond its uses (`_imports_gone`)."""
+        return _imports_gone(self, path, before, ours, after, names)
+
     def _break(self, use: Use, file: str, kind: BreakKind, detail: str, commit: pygit2.Commit | None,
                fix: str, name: str | None = None) -> Break:
         return Break(file, use.line, name or use.target, kind, detail,
@@ -285,7 +294,7 @@ def _move_fix(use: Use, was: Found, moved: str) -> str:
     return f"import {moved}" if was.module else f"from {moved} import {was.name}"
 
 
-def _callable(found: Found | None) -> tuple[str, Function] | None:
+def callable_of(found: Found | None) -> tuple[str, Function] | None:
     """The function a call reaches: the def, or a class's __init__ without self."""
     if found is None:
         return None
@@ -298,7 +307,7 @@ def _callable(found: Found | None) -> tuple[str, Function] | None:
 
 
 def _accepts(found: Found | None, keyword: str) -> bool:
-    fn = _callable(found)
+    fn = callable_of(found)
     return fn is not None and (keyword in fn[1].params or fn[1].flexible)
 
 
@@ -318,20 +327,25 @@ class TopicBreaks:
     still answering other topics' merges (the upstream lookups are shared, as in check())."""
 
     def __init__(self, repo: pygit2.Repository, old_base: str, new_base: str, read: Read,
-                 history: PathHistory | None = None):
-        """`history`: upstream's old_base..new_base as the caller keeps it for other uses."""
+                 history: PathHistory | None = None, checker: BreakChecker | None = None):
+        """`history`: upstream's old_base..new_base as the caller keeps it for other uses;
+        `checker`: one that judges otherwise (series.analysis.base_breaks, with one base)."""
+        self._given = checker
         self.repo, self.read = repo, read
         self.old, self.new = pygit2.Oid(hex=old_base), pygit2.Oid(hex=new_base)
         self.history = PathHistory.over(repo, self.old, self.new, history)
-        self._checker: _BreakChecker | None = None
+        self._checker: BreakChecker | None = None
         self._found: dict[TopicSpan, list[Break]] = {}
 
     def topic(self, topic: TopicSpan) -> list[Break]:
         if topic not in self._found:
             if self._checker is None:
-                self._checker = _BreakChecker(self.repo, self.old, self.new, self.history)
+                self._checker = self._make_checker()
             self._found[topic] = _topic_breaks(self._checker, self.repo, topic, self.read)
         return self._found[topic]
+
+    def _make_checker(self) -> BreakChecker:
+        return self._given or BreakChecker(self.repo, self.old, self.new, self.history)
 
     def check(self, topics: Sequence[TopicSpan]) -> dict[str, list[Break]]:
         return {topic.name: self.topic(topic) for topic in topics}
@@ -343,7 +357,7 @@ def check(repo: pygit2.Repository, old_base: str, new_base: str, topics: Sequenc
     return TopicBreaks(repo, old_base, new_base, read).check(topics)
 
 
-def _topic_breaks(checker: _BreakChecker, repo: pygit2.Repository, topic: TopicSpan, read: Read) -> list[Break]:
+def _topic_breaks(checker: BreakChecker, repo: pygit2.Repository, topic: TopicSpan, read: Read) -> list[Break]:
     found: list[Break] = []
     for path in _changed(repo, topic.start, topic.old_head):
         judged = [j for j, reads in ((_file, path.endswith(".py")),   # setup.py is both
@@ -358,7 +372,7 @@ def _topic_breaks(checker: _BreakChecker, repo: pygit2.Repository, topic: TopicS
     return found
 
 
-def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | None,
+def _file(checker: BreakChecker, path: str, base: bytes | None, mine: bytes | None,
           rebased: bytes | None, landed: bytes | None | bool = False) -> list[Break]:
     """`landed`: for a file whose conflict a resolution decided, the new base's version
     (None: it has none): what the resolution brings in that upstream's file does not have
@@ -366,7 +380,7 @@ def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | N
     (issue 33). False: a clean merge, whose every line is upstream's or the topic's."""
     if not mine or not rebased:
         return []
-    if base is not None and rebased == mine and landed is False:
+    if base is not None and rebased == mine and landed is False and checker.fast_path:
         # upstream left the file alone: only the uses near the topic's own hunks can be its
         # (series.analysis.hunk_uses), and the file lost nothing it binds; the full reading
         # below only when one of those is judged broken
@@ -394,13 +408,13 @@ def _file(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | N
         found = checker.local(use, path, names) if use.kind == UseKind.LOCAL else checker.judge(use, path)
         if found is not None:
             out.append(found)
-    out += _imports_gone(checker, path, before, ours, after, names)
+    out += checker.unbound(path, before, ours, after, names)
     # a module gone takes its attributes along: one break for the import, not one per use
     gone = tuple(f"{b.name}." for b in out if (f := checker.old.find(b.name)) is not None and f.module)
     return [b for b in out if not b.name.startswith(gone)] if gone else out
 
 
-def _entry_points(checker: _BreakChecker, path: str, base: bytes | None, mine: bytes | None,
+def _entry_points(checker: BreakChecker, path: str, base: bytes | None, mine: bytes | None,
                   rebased: bytes | None) -> list[Break]:
     """The `module:attr` entry points the topic declares that the new base no longer has."""
     if not mine or not rebased:
@@ -414,7 +428,7 @@ def _entry_points(checker: _BreakChecker, path: str, base: bytes | None, mine: b
     return out
 
 
-def _imports_gone(checker: _BreakChecker, path: str, before: file_reading.FileReading | None,
+def _imports_gone(checker: BreakChecker, path: str, before: file_reading.FileReading | None,
                   ours: file_reading.FileReading, after: file_reading.FileReading, names: set[str]) -> list[Break]:
     """Names the topic's version imports and reads more often than the base's did, that the
     merged file reads but no longer binds: upstream's side of the merge removed the import."""

@@ -9,6 +9,7 @@ not just the first, each with the line of series.yaml to fix.
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,7 +18,7 @@ import pygit2
 
 from series.analysis.touches import matches_any, parse_spec
 from series.cli import Context, emit, emit_json, pass_ctx
-from series.errors import SeriesError
+from series.errors import EXIT_ERROR, EXIT_OK, EXIT_WARNINGS, SeriesError
 from series.git.repo import branch_commit, resolve_commit, workdir
 from series.model import Topic
 from series.topics import meant_start
@@ -45,7 +46,12 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        """Nothing to report: no problem and no warning."""
+        return not self.problems and not self.warnings
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_ERROR if self.problems else EXIT_WARNINGS if self.warnings else EXIT_OK
 
 
 class _SeriesChecker:
@@ -105,17 +111,24 @@ def run(ws: Workspace) -> CheckReport:
             if by_name[dep].active and dep_head is not None and dep_head.id != head.id \
                     and not repo.descendant_of(head.id, dep_head.id):
                 check.problem(topic, "depends_on", f"branch '{topic.branch}' does not contain "
-                              f"'{by_name[dep].branch}' (rebuild it on that branch, or drop depends_on)")
+                              f"'{by_name[dep].branch}' (re-stack it on that branch: "
+                              f"{restack(ws)}; or drop depends_on)")
         if base is not None:
             _check_range(check, topic, base, head, heads)
             _check_stacked(check, topic)
     if base is not None:
-        from series.analysis import since_rebase   # reads the rebase reports only when it can use them
+        from series.analysis import base_breaks   # the semantic check: only when there is a base
 
-        for name, found in since_rebase.since_last_rebase(ws).items():
+        for name, found in base_breaks.of_branches(ws).items():
             for b in found:   # warnings: the code may be right (git cannot tell), the build decides
                 check.warn(by_name[name], "branch", b.sentence())
     return report
+
+
+def restack(ws: Workspace) -> str:
+    """The command that puts every active topic back on the base, each dependent on the new
+    head of what it depends on: a rebase onto the base the series is already on."""
+    return f"'series rebase --onto {shlex.quote(ws.series.upstream.base)}'"
 
 
 def _check_range(check: _SeriesChecker, topic: Topic, base: pygit2.Commit, head: pygit2.Commit,
@@ -126,8 +139,8 @@ def _check_range(check: _SeriesChecker, topic: Topic, base: pygit2.Commit, head:
     if not own.commits:
         check.warn(topic, "branch", f"'{topic.branch}' has no commits of its own over {ws.series.upstream.base}")
     elif not own.on_base:
-        fix = "rebase it onto the base (series rebase)" if not topic.depends_on else \
-            "rebuild it on that branch (series rebase replays it there)"
+        fix = f"rebase it onto the base: {restack(ws)}" if not topic.depends_on else \
+            f"re-stack it on that branch: {restack(ws)}"
         check.problem(topic, "branch", f"'{topic.branch}' sits on {str(own.start.id)[:12]}, not on "
                       f"{meant_start(topic, ws.series.upstream.base)}: {fix}")
     carried = _series_files(ws, own.paths)
@@ -177,6 +190,7 @@ def _series_files(ws: Workspace, paths: tuple[str, ...]) -> list[str]:
 def to_json(report: CheckReport) -> dict[str, Any]:
     data = asdict(report)
     data["ok"] = report.ok
+    data["exit"] = report.exit_code
     return data
 
 
@@ -188,11 +202,13 @@ def render(report: CheckReport) -> str:
         out.extend(f"    {path}" for path in f.files)
     for f in report.warnings:
         out.append(f"{name}:{f.line}: warning: {f.key}: {f.message}")
-    if report.ok:
+    if not report.problems:
         n = report.scopes_checked
         scopes = ("no scope: claims to check" if n == 0 else
                   "1 scope claim holds" if n == 1 else f"{n} scope claims hold")
-        out.append(f"ok: {report.topics} topics ({report.active} active) over {report.base}: "
+        w = len(report.warnings)
+        lead = f"{w} warning{'s' if w != 1 else ''}, no problem" if w else "ok"
+        out.append(f"{lead}: {report.topics} topics ({report.active} active) over {report.base}: "
                    f"branches exist and sit on the base, {scopes}")
     else:
         topics = {f.topic for f in report.problems if f.topic}
@@ -213,10 +229,13 @@ def command(ctx: Context, as_json: bool) -> int:
     on the base (or on the topics it depends_on, which it must contain), and that each
     active topic with a scope: changes only files inside it (same matching as
     'series touches': directories at a '/' boundary, files, globs).
-    Warns about each break of the last rebase that the branches still have (an upstream
-    name a topic uses that the new base removed or changed; 'series status' lists them).
-    Exit 0 with a one-line ok; exit 1 naming each topic, line and file out of place:
-      series check || exit 1     # in CI: "our series does not touch X", enforced
+    Warns about each break the branches have against the base (an upstream name a topic
+    uses that the base removed or changed; 'series status' lists them too).
+    \b
+    Exit 0 with a one-line ok; 1 when there is a problem (each topic, line and file out
+    of place); 6 when there are warnings and no problem:
+      series check || exit 1                # in CI: warnings fail too
+      series check || [ $? -eq 6 ]          # in CI: only problems fail
     """
 
     ws = ctx.workspace(check_branches=False)
@@ -225,4 +244,4 @@ def command(ctx: Context, as_json: bool) -> int:
         emit_json(to_json(report))
     else:
         emit(render(report))
-    return 0 if report.ok else 1
+    return report.exit_code

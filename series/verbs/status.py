@@ -11,7 +11,7 @@ from series.analysis.read_first import halted_read_first
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.topic_status import TopicStatus, topic_rows
 from series.topics import meant_start
-from series.analysis import since_rebase
+from series.analysis import base_breaks
 from series.workspace import Workspace
 
 
@@ -37,7 +37,7 @@ def behind(ws: Workspace) -> Behind | None:
 
 def to_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
     late = behind(ws)
-    found = since_rebase.since_last_rebase(ws)
+    found = base_breaks.of_branches(ws)
     topics = [{**asdict(r), "breaks": [b.as_json() for b in found.get(r.name, [])]} for r in rows]
     return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
             "behind": late.as_json() if late is not None else None,
@@ -50,7 +50,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
     out = [f"upstream base {ws.series.upstream.base} ({str(ws.base_commit().id)[:12]}), "
            f"{len(ws.series.active())} active of {len(rows)} topics{lag}"]
     width = max([len(r.name) for r in rows] + [5])
-    found = since_rebase.since_last_rebase(ws)
+    found = base_breaks.of_branches(ws)
     out.append(f"  {'topic':<{width}}  {'status':<10} {'commits':>7} {'files':>5}  lines        notes")
     for r in rows:
         notes = []
@@ -62,7 +62,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
             notes.append(f"warning: not on {on} (forks at {r.fork_point})")
         n = len(found.get(r.name, []))
         if n:
-            notes.append(f"warning: {n} break{'s' if n != 1 else ''} since the rebase onto the base")
+            notes.append(f"warning: {n} break{'s' if n != 1 else ''} against the base")
         if r.upstream_pr:
             notes.append(f"PR #{r.upstream_pr}")
         if r.measured:
@@ -91,8 +91,9 @@ def command(ctx: Context, as_json: bool) -> None:
 
     A topic whose branch does not contain upstream.base is flagged: it sits on another
     base and the next rebase would replay more than its own commits. So is one whose code,
-    as its branch is now, uses an upstream name the last rebase's new base removed or
-    changed (a break, named with the upstream PR; see 'series rebase --strict').
+    as its branch is now, uses an upstream name the base removed or
+    changed (a break, named with the upstream PR that did it; see 'series rebase --strict').
+    Breaks are read from the branches against the base each time: they stay until fixed.
     """
 
     ws = ctx.workspace(check_branches=False)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pygit2
 
-from series.analysis import attribution, breaks
+from series.analysis import attribution, base_breaks, breaks
 from series import halted
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
@@ -84,8 +84,8 @@ class CheckedEnding(ForwardingEnding):
         """One TopicBreaks per replay (its objects, its two bases)."""
         history = self.upstream_history(ws.repo, state)
         if self._checks is None or self._checks[0] is not odb or self._checks[1].history is not history:
-            self._checks = (odb, breaks.TopicBreaks(ws.repo, state.old_base_sha, state.onto_sha,
-                                                    reader(odb), history))
+            self._checks = (odb, base_breaks.topic_breaks(ws.repo, state.old_base_sha, state.onto_sha,
+                                                          reader(odb), history))
         return self._checks[1]
 
     def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
@@ -117,8 +117,7 @@ class CheckedEnding(ForwardingEnding):
 
 def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]], state: halted.RebaseState) -> None:
     """A `breaks` list on every topic row of the report's JSON (empty when none or unchecked),
-    and where its own commits sat (`start`), so that `series status` and `series check` can
-    check the branches again later (series.analysis.since_rebase)."""
+    and where its own commits sat (`start`)."""
     starts = {t.name: t.start for t in state.topics}
     for row in document.get("topics", []):
         row["breaks"] = [b.as_json() for b in found.get(row["name"], [])]
