@@ -41,8 +41,8 @@ EQUIVALENT = ROOT / "tools" / "mutate_equivalent.txt"
 TESTS_FOR: dict[str, list[str]] = {
     "series/transaction.py": ["test_mutants_door.py", "test_door.py", "test_write_faults.py", "test_undo.py",
                               "test_rebase_faults.py"],
-    "series/journal.py": ["test_mutants_door.py", "test_door.py", "test_undo.py", "test_write_faults.py",
-                          "test_rebase_faults.py"],
+    "series/journal.py": ["test_mutants_door.py", "test_door.py", "test_undo.py", "test_predict.py",
+                          "test_write_faults.py", "test_rebase_faults.py"],
     "series/fs.py": ["test_fs.py", "test_door.py", "test_write_faults.py", "test_line_ends.py"],
     "series/halted.py": ["test_mutants_engine.py", "test_halted_guards.py", "test_rebase_faults.py", "test_rebase.py",
                          "test_adopt_conflict.py"],
@@ -322,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
             rel = str(module.resolve().relative_to(ROOT))
             mutants = find_mutants(ROOT / rel)
             chosen = mutants if args.sample is None or args.sample >= len(mutants) else \
-                [mutants[i] for i in sorted(random.Random(f"{args.seed}:{rel}").sample(range(len(mutants)), args.sample))]
+                [mutants[i] for i in sorted(random.Random(f"{args.seed}:{rel}").sample(range(len(mutants)),
+                                                                                        args.sample))]
             tests = args.tests or tests_for(rel)
             entry: dict[str, object] = {"module": rel, "mutants": len(mutants), "tested": len(chosen),
                                         "tests": tests}
