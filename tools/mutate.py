@@ -354,8 +354,8 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     with lock:
                         free.append(scratch)
-                if not args.json:
-                    print(f"  [{n}/{len(chosen)}] {status:8} {mutant.key()} ({took:.0f}s)", file=sys.stderr, flush=True)
+                # progress on stderr, with --json too (the report is stdout's)
+                print(f"  [{n}/{len(chosen)}] {status:8} {mutant.key()} ({took:.0f}s)", file=sys.stderr, flush=True)
                 return {**asdict(mutant), "status": status, "seconds": round(took, 1)}
 
             with ThreadPoolExecutor(len(scratches)) as pool:
