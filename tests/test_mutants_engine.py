@@ -40,3 +40,21 @@ EOF2
     assert rev(fork, "topic/evict-more~1") == rev(fork, "topic/offload-evict-fix")
     assert rev(fork, "topic/evict-most~1") == rev(fork, "topic/evict-more")
     assert "# keep request order" in show(fork, f"topic/evict-most:{LRU}")
+
+
+def test_a_commit_already_on_its_new_base_is_kept_not_rewritten(fork: Path) -> None:
+    """As git rebase does: a commit whose parent is already where it goes is kept as it is,
+    even when replaying it would stamp another committer date."""
+    from tests.conftest import run_series
+    run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork)
+    before = rev(fork, "topic/api-hello")
+    later = {"GIT_COMMITTER_DATE": "2030-01-01T00:00:00Z"}
+    proc = run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork, env=later)
+    assert "already up to date" in proc.stdout, proc.stdout
+    assert rev(fork, "topic/api-hello") == before
+
+
+def test_a_topic_left_out_says_so(fork: Path) -> None:
+    report = rebase_json(fork, "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", "--dry-run")
+    row = topics(report)["offload-evict-fix"]
+    assert (row["outcome"], row["reason"]) == ("skipped", "left out, as asked"), row

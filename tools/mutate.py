@@ -83,7 +83,7 @@ class Mutant:
         return source[:at(self.start)] + self.new + source[at(self.end):]
 
     def key(self) -> str:
-        return f"{self.path}:{self.line}: {self.description}"
+        return f"{self.path}:{self.line}:{self.start[1] + 1}: {self.description}"  # the column: one line, two mutants
 
 
 def _short(text: str) -> str:
@@ -254,7 +254,7 @@ def tests_for(rel: str) -> list[str]:
 
 
 def equivalents() -> dict[str, str]:
-    """`path:line: old -> new  # why` per line: the mutants that behave as the original."""
+    """`path:line:column: old -> new  # why` per line: the mutants that behave as the original."""
     found = {}
     if EQUIVALENT.exists():
         for line in EQUIVALENT.read_text().splitlines():
@@ -393,7 +393,7 @@ def _print(report: list[dict[str, object]], listing: bool) -> None:
               f"equivalent {entry['equivalent']}; kill rate {'-' if rate is None else f'{rate:.0%}'}")
         for r in entry["results"]:  # type: ignore[attr-defined]
             if r["status"] == "survived":
-                print(f"  SURVIVED {r['path']}:{r['line']}: [{r['operator']}] {r['description']}")
+                print(f"  SURVIVED {r['path']}:{r['line']}:{r['start'][1] + 1}: [{r['operator']}] {r['description']}")
 
 
 if __name__ == "__main__":
