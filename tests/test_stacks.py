@@ -110,8 +110,8 @@ def test_build_of_a_stack_without_depends_on_names_no_false_pair(fork: Path) -> 
         "series: error: the topics do not combine: topic hpu-a does not merge onto hpu, file hpu/backend.py, "
         "though git merges it with each alone; topic hpu-b does not merge onto hpu, file "
         "hpu/backend.py, though git merges it with each alone\n"), proc.stderr
-    assert proc.stderr.endswith("hint: topic/hpu-a holds the commits of topic hpu, which changed since: "
-                                "add 'depends_on: [hpu]' to topic hpu-a in series.yaml\n"), proc.stderr
+    assert proc.stderr.endswith("hint: topic/hpu-a holds the commits of topic hpu but has no depends_on, so "
+                                "they would be applied twice: add 'depends_on: [hpu]' to topic hpu-a in series.yaml\n"), proc.stderr
     # the hint, followed: the stack builds
     text = (fork / "series.yaml").read_text()
     for name in ("hpu-a", "hpu-b"):

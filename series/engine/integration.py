@@ -164,8 +164,9 @@ def combine_hint(ws: SeriesRepo, conflicts: Sequence[InterTopicConflict]) -> str
                 f"git rebase {other.branch} {topic.branch}{then}")
     under = None if topic.depends_on else ws.built_on(topic)
     if under is not None:
-        return (f"{topic.branch} holds the commits of topic {under.name}, which changed since: "
-                f"add 'depends_on: [{under.name}]' to topic {topic.name} in {name}")
+        # without depends_on its changes are taken from the base: under's commits twice
+        return (f"{topic.branch} holds the commits of topic {under.name} but has no depends_on, so "
+                f"they would be applied twice: add 'depends_on: [{under.name}]' to topic {topic.name} in {name}")
     if first.clash is Clash.CHAIN and first.other != "upstream":
         return (f"git merges {topic.name} with each of {first.other} alone: rebuild {topic.branch} "
                 f"on them, or move {topic.name} before them in {name}")
