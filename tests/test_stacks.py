@@ -154,3 +154,35 @@ def test_diff_shows_a_fixup_on_the_base_topic_once_under_the_base_topic(fork: Pa
     assert commits["hpu"] == {"equal": 1, "changed": 0, "dropped": 0, "added": 1}, commits
     for name in ("hpu-a", "hpu-b"):
         assert commits[name] == {"equal": 1, "changed": 0, "dropped": 0, "added": 0}, commits
+
+
+def test_diff_of_the_restacking_rebase_shows_a_fixup_made_outside_it_under_the_base_only(fork: Path) -> None:
+    """As on the real fork: a fixup committed on the base topic by hand (no operation moves
+    it), then `series rebase --onto <the same base>` re-stacks the dependents on it. The
+    journal's last word on topic/hpu predates the fixup; the rebase saw the fixup."""
+    _stack(fork)
+    _list(fork, "hpu", "hpu-a", "hpu-b", depends=True)
+    run_series("rebase", "--onto", "v0.30.0", cwd=fork)
+    _fixup(fork, 12)
+    run_series("rebase", "--onto", "v0.30.0", cwd=fork)
+    last = run_series("log", cwd=fork).stdout.split()[0]
+    out = run_series("diff", "--json", f"{last}^", last, cwd=fork).stdout
+    commits = {c["topic"]: c["counts"] for c in json.loads(out)["changes"] if c["change"] == "commits"}
+    # when the fixup was made between two operations the journal cannot tell: it is in the
+    # series before this rebase (2 equal) or comes with it (1 added), never under another topic
+    assert commits["hpu"]["equal"] + commits["hpu"]["added"] == 2, commits
+    for name in ("hpu-a", "hpu-b"):
+        assert commits[name] == {"equal": 1, "changed": 0, "dropped": 0, "added": 0}, commits
+
+
+def test_diff_of_a_topic_that_came_out_empty_says_its_commit_was_dropped(fork: Path, tmp_path: Path) -> None:
+    """git range-diff refuses an empty range ('need two commit ranges'); the real fork's
+    topic resolved to upstream's side had none left."""
+    _stack(fork)
+    _list(fork, "hpu", depends=False)
+    run_series("export", str(tmp_path / "before"), cwd=fork)
+    sh("git branch -f topic/hpu v0.30.0", fork)
+    run_series("export", str(tmp_path / "after"), cwd=fork)
+    proc = run_series("diff", str(tmp_path / "before"), str(tmp_path / "after"), cwd=fork)
+    assert "hpu: 1 dropped\n" in proc.stdout, proc.stdout
+    assert "< -:  ------- hpu: backend" in proc.stdout, proc.stdout

@@ -26,7 +26,7 @@ from series.git.command import git
 from series.journal import Operation, OpState, operations
 from series.git.repo import workdir
 from series.model import Series, Topic
-from series.topics import OwnWorks, built_on
+from series.topics import OwnWork, OwnWorks, built_on
 from series.workspace import Workspace
 
 _DIFF_SIGNATURE = pygit2.Signature("series diff", "series@localhost", 0, 0)
@@ -137,12 +137,40 @@ def _state_of_operation(ws: Workspace, ops: list[Operation], index: int, before:
         text = config.read_text(ws.config_path)
     series = _parse_yaml(text, label, ws.config_path)
     state = SeriesState(label, series)
+    later: dict[str, str | None] = {}
+    for op in after:
+        for move in op.moves:
+            later.setdefault(move.ref, move.old)
     for topic in series.topics:
         ref = f"refs/heads/{topic.branch}"
         value = refs[ref] if ref in refs else _current(ws.repo, ref)
         if value is not None:
             state.heads[topic.name] = value
+    _outside_moves(ws.repo, state, refs, later)
     return state
+
+
+def _outside_moves(repo: pygit2.Repository, state: SeriesState, refs: dict[str, str | None],
+                   later: dict[str, str | None]) -> None:
+    """A commit made on a topic branch by hand (a fixup) moves it outside the journal, so
+    the last value the journal gave it can be older than what the operation saw. When the
+    value it had afterwards is a descendant of the journal's and another topic's head in
+    this state already builds on it (a rebase re-stacked the dependents on it), the
+    operation saw that later value: take it, or the fixup shows under every dependent."""
+    for topic in state.series.topics:
+        ref = f"refs/heads/{topic.branch}"
+        recorded = refs.get(ref)
+        after = later[ref] if ref in later else _current(repo, ref)
+        if recorded is None or after is None or after == recorded:
+            continue
+        try:
+            newer = repo.descendant_of(after, recorded)
+            built_on = any(head != after and repo.descendant_of(head, after)
+                           for name, head in state.heads.items() if name != topic.name)
+        except (KeyError, ValueError, pygit2.GitError):
+            continue  # a commit no longer in this clone: keep the journal's word
+        if newer and built_on:
+            state.heads[topic.name] = after
 
 
 def _current(repo: pygit2.Repository, ref: str) -> str | None:
@@ -209,14 +237,20 @@ def _own_works(ws: Workspace, state: SeriesState) -> OwnWorks | None:
     return OwnWorks(ws.repo, replace(state.series, topics=tuple(topics)), base, head_of)
 
 
-def _range(works: OwnWorks | None, topic: str) -> str | None:
-    own = works.of(works.series.topic(topic)) if works is not None else None
-    return f"{own.start.id}..{own.head.id}" if own is not None else None
+def _own(works: OwnWorks | None, topic: str) -> OwnWork | None:
+    return works.of(works.series.topic(topic)) if works is not None else None
 
 
-def range_diff(ws: Workspace, old: str, new: str) -> tuple[tuple[str, ...], dict[str, int]]:
-    out = git(workdir(ws.repo), "range-diff", "--no-color", "-s", old, new).stdout
-    lines = tuple(line for line in out.splitlines() if line.strip())
+def range_diff(ws: Workspace, old: OwnWork, new: OwnWork) -> tuple[tuple[str, ...], dict[str, int]]:
+    if old.commits and new.commits:
+        out = git(workdir(ws.repo), "range-diff", "--no-color", "-s", f"{old.start.id}..{old.head.id}",
+                  f"{new.start.id}..{new.head.id}").stdout
+        lines = tuple(line for line in out.splitlines() if line.strip())
+    else:
+        # git range-diff refuses an empty range ("need two commit ranges"): with no commits
+        # on one side, each commit of the other is dropped or added, in range-diff's words
+        lines = tuple(f"{i}:  {str(c.id)[:7]} < -:  ------- {_subject(c)}" for i, c in enumerate(old.commits, 1)) \
+            + tuple(f"-:  ------- > {i}:  {str(c.id)[:7]} {_subject(c)}" for i, c in enumerate(new.commits, 1))
     counts = {"equal": 0, "changed": 0, "dropped": 0, "added": 0}
     for line in lines:
         m = re.match(r"^\s*[-\d]+:\s+\S+ ([=!<>]) ", line)
@@ -250,12 +284,16 @@ def run(ws: Workspace, old_spec: str, new_spec: str) -> SeriesDiff:
             result.changes.append(TopicChange(name, "status", before.status.value, topic.status.value, detail))
         if not (before.active and topic.active):
             continue  # a merged or superseded topic's kept branch says nothing new
-        old_range, new_range = _range(old_works, name), _range(new_works, name)
-        if old_range and new_range:
-            lines, counts = range_diff(ws, old_range, new_range)
+        old_own, new_own = _own(old_works, name), _own(new_works, name)
+        if old_own is not None and new_own is not None and (old_own.commits or new_own.commits):
+            lines, counts = range_diff(ws, old_own, new_own)
             result.changes.append(TopicChange(name, "commits", before.status.value, topic.status.value,
                                               range_diff=lines, counts=counts))
     return result
+
+
+def _subject(commit: pygit2.Commit) -> str:
+    return commit.message.split("\n", 1)[0]
 
 
 def render(diff: SeriesDiff) -> str:
