@@ -415,3 +415,22 @@ def test_signoff_on_a_commit_in_an_unknown_encoding_reads_it_as_its_bytes(propos
     dry = run_series("propose", "serving-fix", "--dry-run", "--despite", "50001", "--signoff",
                      cwd=proposal, env=_api(httpserver)).stdout
     assert "OK    dco: all 1 commit(s) carry Signed-off-by" in dry, dry
+
+
+def test_a_main_with_no_ci_map_skips_the_test_plan_and_runs_the_other_steps(proposal: Path) -> None:
+    """An older upstream (no test_areas, no test-pipeline.yaml): the test plan is reported as
+    skipped with its reason; the grade, the reviewers and the duplicate search still run."""
+    git(proposal, "checkout", "-q", "--detach", "upstream/main")
+    git(proposal, "rm", "-rq", ".buildkite")
+    commit_all(proposal, "[CI] no CI map on this main", "2026-02-03T00:00:00Z")
+    git(proposal, "update-ref", "refs/remotes/upstream/main", "HEAD")
+    out = json.loads(run_series("propose", "offload-note", "--dry-run", "--offline", "--json", cwd=proposal).stdout)
+    assert out["steps"] == ["replay", "grade", "reviewers", "description", "duplicates"], out["steps"]
+    assert [s["step"] for s in out["skipped"]] == ["test plan"], out["skipped"]
+    assert "no .buildkite/test_areas/ nor .buildkite/test-pipeline.yaml" in out["skipped"][0]["reason"]
+    assert out["grade"]["findings"] and out["reviewers"] is not None
+    assert out["duplicates"]["source"] == "git refs"
+    assert "not selected (no CI map could be read)" in out["description"]["body"]
+    text = run_series("propose", "offload-note", "--dry-run", "--offline", cwd=proposal).stdout
+    assert "   test plan: skipped: no .buildkite/test_areas/ nor" in text, text
+    assert "2. grade" in text and "5. duplicates" in text, text

@@ -66,3 +66,29 @@ def test_prefix_and_exclusion_rules() -> None:
     assert step.covers("vllm/engine.py")
     assert not step.covers("vllm/distributed/other.py")
     assert not step.covers("vllm/distributed/special.py")   # an exclusion always wins
+
+
+LEGACY = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "testmap_parity_legacy.json.gz")
+                                    .read_bytes()))
+
+
+def test_test_pipeline_selection_matches_its_eras_template(tmp_path: Path) -> None:
+    """vLLM v0.6.2's .buildkite/test-pipeline.yaml (Apache-2.0, commands cut to the first) and
+    what ci-infra's bootstrap and Jinja template of that era ran for each sample path
+    (tools/testmap_parity_legacy.py ran their files): run-all, and the steps not blocked."""
+    repo, tree = tree_of(tmp_path, {".buildkite/test-pipeline.yaml": LEGACY["pipeline"]})
+    tmap = testmap.load(repo, tree, when=LEGACY["commit_time"])
+    assert tmap.source == ".buildkite/test-pipeline.yaml" and LEGACY["era"] in tmap.rule
+    assert len(tmap.steps) == 38 and not tmap.problems
+    wrong = []
+    for path, (run_all, runs) in LEGACY["cases"].items():
+        ours = sorted(s.step.label for s in tmap.select({path: ("t",)}, include_always=True) if not s.step.optional)
+        if (tmap.runs_all(path), ours) != (run_all, runs):
+            wrong.append(path)
+    assert not wrong, f"{len(wrong)} of {len(LEGACY['cases'])} paths differ, e.g. {wrong[:5]}"
+    cases = LEGACY["cases"]
+    # the sample tells the era's rule from test_areas': a dependency anywhere in the path,
+    # run-all by glob prefix, and steps without dependencies on every change
+    assert "LoRA Test %N" in cases["x/tests/lora/y.py"][1] and "LoRA Test %N" in cases["tests/lora_extra/foo.py"][1]
+    assert cases["requirements-rocm.txt"][0] and not cases["x/requirements"][0]
+    assert "Documentation Build" in cases["x/tests/lora/y.py"][1]

@@ -23,7 +23,7 @@ from series.analysis import mentions
 from series.errors import SeriesError
 from series.validate import one_line
 from series.analysis.grade import Commit, kind, title_tags
-from series.analysis.testmap import StepSelection, unescape
+from series.analysis.testmap import TEST_AREAS, StepSelection, unescape
 
 TEMPLATE_PATHS = (".github/pull_request_template.md", ".github/PULL_REQUEST_TEMPLATE.md",
                   "pull_request_template.md", "PULL_REQUEST_TEMPLATE.md",
@@ -84,7 +84,8 @@ def details(commits: Sequence[Commit]) -> str:
     return "\n\n".join(f"**{s}**\n\n{b}" for s, b in bodies)
 
 
-def test_plan(selected: Sequence[StepSelection], paths: Sequence[str]) -> str:
+def test_plan(selected: Sequence[StepSelection] | None, paths: Sequence[str]) -> str:
+    """`selected` None: the CI map could not be read, so no step is claimed either way."""
     own = [p for p in paths if kind(p) == "tests" and p.endswith(".py")]
     out = []
     if own:
@@ -92,14 +93,19 @@ def test_plan(selected: Sequence[StepSelection], paths: Sequence[str]) -> str:
     if selected:
         ranked = sorted(selected, key=lambda s: -_specificity(s))
         shown = ranked[:MAX_STEPS]
-        text = "Upstream CI steps that cover the changed paths (`.buildkite/test_areas`):\n\n" + "\n".join(
+        source = shown[0].step.file
+        source = source if not source.startswith(TEST_AREAS + "/") else TEST_AREAS
+        text = f"Upstream CI steps that cover the changed paths (`{source}`):\n\n" + "\n".join(
             f"- {s.step.label} (`{s.step.ident}`, {s.step.device or 'GPU'}): "
             + "; ".join(f"`{unescape(c)}`" for c in s.step.commands) for s in shown)
         if len(ranked) > len(shown):
             text += (f"\n- ... and {len(ranked) - len(shown)} more steps whose dependencies are broader "
                      "(`series test` lists them all)")
         out.append(text)
-    if not out:
+    if selected is None:
+        out.append("Upstream CI steps covering the changed paths: not selected (no CI map could be read); "
+                   "describe how you checked the change.")
+    elif not out:
         out.append("No upstream CI step covers the changed paths; describe how you checked the change.")
     return "\n\n".join(out)
 
@@ -271,7 +277,7 @@ def _heading_kind(heading: str) -> str | None:
 
 
 def render(template_path: str | None, template: str, title: str, commits: Sequence[Commit],
-           selected: Sequence[StepSelection], paths: Sequence[str], release_note: str,
+           selected: Sequence[StepSelection] | None, paths: Sequence[str], release_note: str,
            evidence: dict[str, Any] | None = None, mentionable: Sequence[str] = ()) -> Description:
     """The template filled; what the fills say mentions only `mentionable` and hides nothing
     (series.analysis.mentions); the template's own text is upstream's and stays as it is."""

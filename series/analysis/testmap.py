@@ -23,6 +23,10 @@ against this one on every path of real trees:
 - `optional: true` steps never run by themselves: upstream puts a block step before them.
 A step with no dependencies runs upstream only in run-all and nightly builds: it is listed
 only when asked (`include_always`), since it says nothing about what the series touches.
+
+A base with no test_areas but a `.buildkite/test-pipeline.yaml` (vLLM before test_areas) is
+read with the rule of that era instead (series.analysis.testmap_legacy: substring matching,
+the bootstrap's run-all patterns); there a step with no dependencies runs on every change.
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ import pygit2
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from series.analysis import testmap_legacy
 from series.errors import SeriesError
 from series.git.repo import named_entries
 
@@ -94,6 +99,7 @@ class BuildkiteStep:
     no_plugin: bool = False
     num_nodes: int | None = None
     mount_buildkite_agent: bool = False
+    substring_rule: bool = False         # test-pipeline.yaml's era: a dependency anywhere in the path
 
     @property
     def ident(self) -> str:
@@ -134,6 +140,8 @@ class BuildkiteStep:
                 norm(d[1:] for d in deps if d.startswith("!")))
 
     def covers(self, path: str) -> bool:
+        if self.substring_rule:
+            return any(d in path for d in self.dependencies)
         # matches(d, path) for a normalized d is "d is one of path's prefixes": a few set
         # lookups per path instead of a string comparison per dependency
         includes, excludes = self._rules
@@ -158,6 +166,8 @@ class TestMap:
     problems: tuple[str, ...] = field(default=())  # files skipped, with why
     run_all: tuple[str, ...] = ()                  # ci_config.yaml run_all_patterns
     run_all_exclude: tuple[str, ...] = ()
+    source: str = TEST_AREAS                       # what was read: the test_areas or test-pipeline.yaml
+    rule: str = "vllm-project/ci-infra pipeline_generator"  # whose rule selects, for messages
 
     def runs_all(self, path: str) -> bool:
         """Upstream's run-all trigger (global_config._should_run_all) for one changed path."""
@@ -195,14 +205,24 @@ def _yaml() -> YAML:
     return YAML(typ="safe", pure=True)
 
 
-def load(repo: pygit2.Repository, tree: pygit2.Tree, directory: str = TEST_AREAS) -> TestMap:
-    """Every step of every test_areas file in `tree`."""
+def load_commit(repo: pygit2.Repository, commit: pygit2.Commit) -> TestMap:
+    """The map of `commit`'s tree, with the rule upstream's CI applied when it was made."""
+    return load(repo, commit.tree, when=commit.commit_time)
+
+
+def load(repo: pygit2.Repository, tree: pygit2.Tree, directory: str = TEST_AREAS,
+         when: int | None = None) -> TestMap:
+    """Every step of every test_areas file in `tree`; failing those, of its test-pipeline.yaml,
+    by the rule in force at `when` (unix time; None: that layout's last rule)."""
     try:
         folder = tree[directory]
     except KeyError:
+        legacy = testmap_legacy.read(repo, tree)
+        if legacy is not None:
+            return _load_legacy(legacy, when)
         raise SeriesError(
-            f"no {directory}/ in the base tree: this upstream has no vLLM-style test areas "
-            "to select from") from None
+            f"no {directory}/ nor {testmap_legacy.TEST_PIPELINE} in the base tree: this upstream has "
+            "no vLLM-style CI map to select tests from") from None
     steps: list[BuildkiteStep] = []
     files: list[str] = []
     problems: list[str] = []
@@ -219,6 +239,21 @@ def load(repo: pygit2.Repository, tree: pygit2.Tree, directory: str = TEST_AREAS
         files.append(path)
     run_all, run_all_exclude = _run_all(repo, tree, problems)
     return TestMap(tuple(steps), tuple(files), tuple(problems), run_all, run_all_exclude)
+
+
+def _load_legacy(text: str, when: int | None) -> TestMap:
+    era = testmap_legacy.era_at(when)
+    path = testmap_legacy.TEST_PIPELINE
+    rule = f"vllm-project/ci-infra bootstrap and template as of {era.commit}"
+    try:
+        raw = testmap_legacy.parse_steps(text)
+    except (YAMLError, ValueError) as exc:
+        problem = f"{path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        return TestMap((), (), (problem,), source=path, rule=rule)
+    steps = tuple(BuildkiteStep(file=path, group=None, key=None, substring_rule=True, **fields)
+                  for fields in testmap_legacy.steps_of(raw, era))
+    return TestMap(steps, (path,), (), testmap_legacy.run_all_regexes(era.run_all),
+                   testmap_legacy.run_all_regexes(era.run_all_ignore), source=path, rule=rule)
 
 
 def _run_all(repo: pygit2.Repository, tree: pygit2.Tree, problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -78,6 +78,13 @@ class Sent:
     operation: str
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A step that could not run here, and why: the others still run and report."""
+    step: str
+    reason: str
+
+
 @dataclass
 class Proposal:
     topic: str
@@ -94,6 +101,7 @@ class Proposal:
     command: list[str] = field(default_factory=list)  # what step 6 runs (or would run)
     sent: Sent | None = None
     notes: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
 
     @property
     def blocking(self) -> list[Candidate]:
@@ -237,7 +245,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
     # 4. description
     step("description")
     template_path, template = prbody.read_template(repo, main.tree)
-    selected = testmap.load(repo, main.tree).select({p: (name,) for p in paths})
+    selected = test_plan(repo, main, name, paths, proposal)
     note = opts.release_note or (ws.series.topic(name).summary or pr_grade.title_tags(title)[1])
     proposal.description = prbody.render(template_path, template, title, done.commits, selected, paths,
                                          note, opts.evidence, mentionable=proposal.reviewers.mentionable)
@@ -264,6 +272,17 @@ def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
     # 6. send
     proposal.sent = send(ws, name, forge, proposal, remote, owner, step)
     return proposal
+
+
+def test_plan(repo: pygit2.Repository, main: pygit2.Commit, name: str, paths: list[str],
+              proposal: Proposal) -> list[testmap.StepSelection] | None:
+    """The upstream CI steps covering the PR's paths, for its description; None, with the step
+    reported as skipped, when main has no CI map series can read (an older upstream)."""
+    try:
+        return testmap.load_commit(repo, main).select({p: (name,) for p in paths})
+    except SeriesError as exc:
+        proposal.skipped.append(Skipped("test plan", exc.text))
+        return None
 
 
 def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: ProposeOptions,
@@ -364,6 +383,7 @@ def as_json(p: Proposal) -> dict[str, Any]:
         "command": p.command,
         "pull_request": {"number": p.sent.number, "url": p.sent.url, "head": p.sent.head,
                          "remote": p.sent.remote, "operation": p.sent.operation} if p.sent else None,
+        "skipped": [{"step": s.step, "reason": s.reason} for s in p.skipped],
         "notes": p.notes,
     }
 
@@ -387,6 +407,7 @@ def render(p: Proposal, dry_run: bool) -> str:
     where = d.template or "series' fallback"
     out.append(f"4. description (from {where}; filled: {', '.join(d.filled) or 'nothing'}"
                + ("; test results from the evidence file" if d.results else "") + "):")
+    out += [f"   {s.step}: skipped: {s.reason}" for s in p.skipped if s.step == "test plan"]
     out.append("   " + "\n   ".join(prbody.strip_comments(d.body).rstrip().splitlines()))
     out.append(f"5. duplicates (open PRs of any age, source: {p.source}): "
                + ("none share a file" if not p.candidates else f"{len(p.candidates)} share files"))

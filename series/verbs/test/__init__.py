@@ -34,7 +34,7 @@ def run(ws: Workspace, plan: Plan, *, python: str, without: str | None = None,
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:
-    return {"base": plan.base, "always_steps_not_listed": plan.always, "problems": list(plan.problems),
+    return {"base": plan.base, "source": plan.source, "rule": plan.rule, "always_steps_not_listed": plan.always, "problems": list(plan.problems),
             "steps": [{"key": s.step.key, "label": s.step.label, "device": s.step.device,
                        "cpu": s.step.cpu, "optional": s.step.optional, "file": s.step.file,
                        "working_dir": s.step.repo_dir, "commands": list(s.step.commands),
@@ -42,7 +42,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 
 def render_plan(plan: Plan) -> str:
-    lines = [f"{len(plan.selected)} upstream CI steps of {plan.base} cover "
+    lines = [f"{len(plan.selected)} upstream CI steps of {plan.base} ({plan.source}) cover "
              f"{len(plan.touched)} paths the series touches"]
     for sel in plan.selected:
         s = sel.step
@@ -122,7 +122,10 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
     a changed path selects a step when it is, or is below, one of the step's
     source_file_dependencies and under none of its '!' exclusions (an exclusion always
     wins), or is the step's YAML file; a run-all path (ci_config.yaml: setup.py, csrc/ ...)
-    selects every step. Optional steps go behind a Buildkite block step. Devices map to
+    selects every step. An older base with only .buildkite/test-pipeline.yaml is read
+    with the rule of its era (a dependency anywhere in the path selects the step; a step
+    without dependencies runs on every change). Optional steps go behind a Buildkite
+    block step. Devices map to
     your queues or runner labels through series.yaml 'ci: queues: {h100: my-h100}'.
     \b
     --run needs one environment with the base release of vLLM, torch and pytest (see the

@@ -86,7 +86,7 @@ def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[Buildki
             out.append(by_id[key])
             continue
         near = difflib.get_close_matches(key, list(by_id), n=3, cutoff=0.6)
-        raise SeriesError(f"--step {key}: no such step in {testmap.TEST_AREAS}",
+        raise SeriesError(f"--step {key}: no such step in {tmap.source}",
                           f"did you mean {', '.join(near)}?" if near else "'series test --all-steps' lists the steps")
     return out
 
@@ -159,7 +159,7 @@ def run(ws: Workspace, covering: list[BuildkiteStep], changed: list[str], names:
             else:
                 tests[path] = oid
 
-    tmap = testmap.load(repo, base.tree)
+    tmap = testmap.load_commit(repo, base)
     chosen_steps = nearest_step(tmap, steps) if steps else []
     graph = imports.build(repo, analysis, imports.ImportCache(imports.default_cache()))
     if chosen_steps:
