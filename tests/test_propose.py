@@ -434,3 +434,17 @@ def test_a_main_with_no_ci_map_skips_the_test_plan_and_runs_the_other_steps(prop
     text = run_series("propose", "offload-note", "--dry-run", "--offline", cwd=proposal).stdout
     assert "   test plan: skipped: no .buildkite/test_areas/ nor" in text, text
     assert "2. grade" in text and "5. duplicates" in text, text
+
+
+def test_offline_with_no_pr_head_fetched_says_the_search_was_not_made(proposal: Path) -> None:
+    """As on the HabanaAI fork: no PR head under refs/remotes/upstream/pr/. 'none share a
+    file' would be a negative never proven; the search is reported as not made."""
+    sh("git for-each-ref --format='delete %(refname)' refs/remotes/upstream/pr/ | git update-ref --stdin",
+       proposal)
+    proc = run_series("propose", "offload-note", "--dry-run", "--offline", "--json", cwd=proposal)
+    found = json.loads(proc.stdout)["duplicates"]
+    assert found["searched"] is False and found["candidates"] == [], found
+    text = run_series("propose", "offload-note", "--dry-run", "--offline", cwd=proposal).stdout
+    assert ("5. duplicates: not searched: no PR heads under refs/remotes/upstream/pr/ to search: "
+            "--fetch fetches them (or run online)") in text, text
+    assert "none share a file" not in text, text

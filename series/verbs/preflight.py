@@ -48,6 +48,7 @@ class Preflight:
     candidates: list[Candidate]
     checked: int                        # PRs whose files were compared
     notes: list[str] = field(default_factory=list)
+    unsearched: str | None = None       # why no PR could be read (no answer, never "none")
 
     @property
     def dco_ok(self) -> bool:
@@ -118,6 +119,9 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         since=since.date().isoformat() if scanned is None or days is not None else "",
         paths=[f.path for f in files], commits=commits, candidates=candidates,
         checked=scanned.heads if scanned is not None else len(pulls), notes=notes,
+        unsearched=None if scanned is None or scanned.heads else
+        f"no PR heads under refs/remotes/{ws.series.upstream.remote}/pr/ to search: --fetch fetches them "
+        "(or run online)",
     )
 
 
@@ -143,7 +147,9 @@ def render(result: Preflight) -> str:
     else:
         window = f"heads since {result.since}" if result.since else "every head, whatever its age"
     where = f"(source: {result.source}; {window}; {result.checked} checked)"
-    if not result.candidates:
+    if result.unsearched is not None:
+        out.append(f"upstream PRs touching the same files: not searched: {result.unsearched}")
+    elif not result.candidates:
         out.append(f"upstream PRs touching the same files {where}: none")
     else:
         out.append(f"upstream PRs touching the same files {where}:")

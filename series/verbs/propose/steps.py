@@ -96,6 +96,7 @@ class Proposal:
     reviewers: reviewers.Reviewers | None = None
     description: prbody.Description | None = None
     source: str = ""                                  # where the duplicate search looked
+    unsearched: str | None = None                     # why it could not look anywhere
     candidates: list[Candidate] = field(default_factory=list)
     despite: list[int] = field(default_factory=list)
     command: list[str] = field(default_factory=list)  # what step 6 runs (or would run)
@@ -254,7 +255,8 @@ def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
     proposal.steps.append("description")
     # 5. duplicates: the last step before anything is sent
     step("duplicates")
-    proposal.source, proposal.candidates = duplicates(ws, forge, files, opts, proposal.notes)
+    proposal.source, proposal.candidates, proposal.unsearched = duplicates(ws, forge, files, opts,
+                                                                          proposal.notes)
     proposal.despite = sorted(set(opts.despite))
     for number in proposal.despite:
         if number not in {c.number for c in proposal.candidates}:
@@ -286,10 +288,11 @@ def test_plan(repo: pygit2.Repository, main: pygit2.Commit, name: str, paths: li
 
 
 def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: ProposeOptions,
-               notes: list[str]) -> tuple[str, list[Candidate]]:
+               notes: list[str]) -> tuple[str, list[Candidate], str | None]:
     """Open PRs of any age sharing a file with the PR branch, most overlap first: preflight's
     ranking; offline, its one path-limited walk over every fetched PR head (forge.scan),
-    with the PRs main has merged left out."""
+    with the PRs main has merged left out. The third value says why nothing could be
+    searched (no PR head fetched), which is no answer, never 'none share a file'."""
     remote = ws.series.upstream.remote
     if opts.fetch and isinstance(forge, OfflineForge):
         fetch_all_pulls(ws.repo, remote)
@@ -302,7 +305,7 @@ def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Propose
                 notes.append(f"{len(local)} of {len(pulls)} open PRs compared from their heads fetched into "
                              "git refs (same head as GitHub's), not with an API request each")
             return forge.source, rank(files, pulls, lambda pr: local[int(pr.number)] if int(pr.number) in local
-                                      else forge.pull_files(pr.number))
+                                      else forge.pull_files(pr.number)), None
         except ForgeUnreachable as exc:
             notes.append(f"{exc}; searched the PR heads fetched into git refs instead")
             forge = OfflineForge(ws.repo, remote)
@@ -310,10 +313,13 @@ def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Propose
     found = scan.scan(ws.repo, remote, mainline_commit(ws.repo, remote), [f.path for f in files],
                       len(offline.numbers()))
     unmerged = [p for p in found.pulls if not p.merged]
+    if not found.heads:
+        return offline.source, [], (f"no PR heads under refs/remotes/{remote}/pr/ to search: "
+                                    "--fetch fetches them (or run online)")
     notes.append(f"offline: {found.heads} PR heads under refs/remotes/{remote}/pr/ searched; "
                  f"{len(found.pulls) - len(unmerged)} that touch these files are merged into {remote}/main, "
                  "left out; open or closed is unknown offline (--fetch refreshes the heads)")
-    return offline.source, rank(files, unmerged, lambda pr: found.files[pr.number])
+    return offline.source, rank(files, unmerged, lambda pr: found.files[pr.number]), None
 
 
 def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str, owner: str | None,
@@ -376,7 +382,8 @@ def as_json(p: Proposal) -> dict[str, Any]:
         "reviewers": r.as_json() if r else None,
         "description": {"template": d.template, "body": d.body, "filled": list(d.filled),
                         "results": d.results} if d else None,
-        "duplicates": {"source": p.source, "candidates": [
+        "duplicates": {"source": p.source, "searched": p.unsearched is None, "unsearched": p.unsearched,
+                       "candidates": [
             {"number": c.number, "title": c.title, "author": c.author, "state": c.state.value, "url": c.url,
              "shared_files": c.shared_files, "overlapping_hunks": c.overlapping_hunks} for c in p.candidates],
             "despite": p.despite, "stopped": p.stopped},
@@ -409,8 +416,11 @@ def render(p: Proposal, dry_run: bool) -> str:
                + ("; test results from the evidence file" if d.results else "") + "):")
     out += [f"   {s.step}: skipped: {s.reason}" for s in p.skipped if s.step == "test plan"]
     out.append("   " + "\n   ".join(prbody.strip_comments(d.body).rstrip().splitlines()))
-    out.append(f"5. duplicates (open PRs of any age, source: {p.source}): "
-               + ("none share a file" if not p.candidates else f"{len(p.candidates)} share files"))
+    if p.unsearched is not None:
+        out.append(f"5. duplicates: not searched: {p.unsearched}")
+    else:
+        out.append(f"5. duplicates (open PRs of any age, source: {p.source}): "
+                   + ("none share a file" if not p.candidates else f"{len(p.candidates)} share files"))
     for c in p.candidates:
         mark = "  (read; going on despite it)" if c.number in p.despite else ""
         out.append(f"   #{c.number} {c.state.value} {c.author}: {c.title}{mark}")
