@@ -149,6 +149,26 @@ def test_a_topic_resolved_to_upstreams_side_is_not_reported_merged(fork: Path) -
     assert snapshot(fork) == before
 
 
+def test_a_recorded_resolution_to_upstreams_side_replayed_is_not_reported_merged(fork: Path) -> None:
+    """As on the HabanaAI fork: the resolution recorded then (upstream's side) is replayed
+    by the next rebase from a clone at the old base. Replayed or typed, a resolution proves
+    nothing about what upstream contains: the topic is empty, never "merged"."""
+    _add_topic(fork, "lru-only", "git checkout -q -B topic/lru-only topic/offload-evict-fix~1")
+    run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork, expect=3)
+    _take_upstream_side(fork / WORKTREE, LRU)
+    run_series("rebase", "--continue", cwd=fork)
+    kept = {p: p.read_bytes() for p in (fork / "resolutions").rglob("*.txt")}
+    assert kept, "the resolution was recorded"
+    run_series("undo", cwd=fork)   # the branches back at v0.30.0; the recorded resolution put back too
+    for path, data in kept.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    proc = run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", "--dry-run", cwd=fork)
+    part = proc.stdout.split("  lru-only", 1)[1].split("\n  ", 1)[0]
+    assert "empty after resolution" in part and "merged" not in part, proc.stdout
+    assert "resolved from memory" in proc.stdout.split("  lru-only", 1)[1], proc.stdout
+
+
 def test_a_commit_resolved_to_upstreams_side_is_not_said_to_be_already_upstream(fork: Path) -> None:
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
     _take_upstream_side(fork / WORKTREE, LRU)

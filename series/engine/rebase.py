@@ -175,9 +175,10 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
                           conflict=halted.HaltedCommit(str(stop.commit), subject,
                                                    tuple(c.path for c in stop.conflicts),
                                                    {c.path: c.kind for c in stop.conflicts}))
-        elif run.commits and not run.mapping and _emptied_by_hand(run):
-            # a human resolved a commit away (say, to upstream's side): that proves nothing
-            # about what upstream contains, so the topic is not declared merged
+        elif run.commits and not run.mapping and _emptied_by_a_resolution(run):
+            # a human resolved a commit away (say, to upstream's side), now or in a resolution
+            # recorded then and replayed: that proves nothing about what upstream contains,
+            # so the topic is not declared merged
             run = replace(run, outcome=halted.TopicOutcome.EMPTY,
                           reason="every commit came out empty, one by the conflict resolution")
         elif run.commits and not run.mapping:
@@ -189,9 +190,10 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
     return state
 
 
-def _emptied_by_hand(run: halted.TopicRun) -> bool:
-    """A commit of `run` resolved in the worktree came out empty (_take_resolution)."""
-    return bool({c for c, _ in run.by_hand} & set(run.dropped))
+def _emptied_by_a_resolution(run: halted.TopicRun) -> bool:
+    """A commit of `run` resolved in the worktree (_take_resolution) or by a recorded
+    resolution came out empty."""
+    return bool({c for c, _ in run.by_hand + run.resolved} & set(run.dropped))
 
 
 def _replay_order(state: halted.RebaseState, with_git: list[str]) -> list[str]:

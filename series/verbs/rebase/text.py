@@ -47,7 +47,7 @@ def render(report: RebaseReport, document: Mapping[str, Any], integration_branch
             # not merged: nothing proved upstream has it; the user decides whether it goes
             how = f"series rebase --drop-topic {t.name}" if halted else f"series drop {t.name}"
             out.append(f"  {'':<{width}}    if upstream's side is all it needs: '{how}' stops carrying it")
-        by_hand = {r.commit for r in t.resolved_by_hand}
+        by_hand = {r.commit for r in t.resolved_by_hand + t.resolved_from_memory}
         for d in t.dropped if t.outcome not in (TopicOutcome.DROPPED, TopicOutcome.SKIPPED) else ():
             why = "empty after resolution" if d.commit in by_hand else "already upstream"
             out.append(f"  {'':<{width}}    dropped ({why}): {d.commit[:12]} {d.subject}")
