@@ -1,6 +1,6 @@
 """The command line: the group, its global options, output, and the one exit-code mapper.
 
-The verbs are the modules of series.verbs (STYLE rule 5): `series adopt-upstream` is
+The verbs are the modules of series.verbs (CONTRIBUTING.md rule 5): `series adopt-upstream` is
 series/verbs/adopt_upstream.py (or a package of that name), whose `command` is its click
 command. A verb is found by its module's name and imported only when it runs, so
 `series rebase` pays for the rebase engine alone; a new verb is one new module.
@@ -34,7 +34,7 @@ class Context:
 
     @property
     def here(self) -> Path:
-        """Where the command runs (STYLE rule 3): -C DIR, else the process's directory, as
+        """Where the command runs (CONTRIBUTING.md rule 3): -C DIR, else the process's directory, as
         git -C changes directory first; repository PATHs and discovery start here."""
         return self.directory or Path.cwd()
 

@@ -1,4 +1,4 @@
-"""STYLE rule 4: the engine is a library. Nothing under series/engine imports the verbs, the
+"""CONTRIBUTING.md rule 4: the engine is a library. Nothing under series/engine imports the verbs, the
 CLI or the conflict store (the store is handed in as hooks), not even lazily inside a
 function or under TYPE_CHECKING; and no text it produces names a verb or is printed (an
 operation's words come from its ending, series.engine.ending). Read from the source, so a

@@ -1,6 +1,6 @@
-"""The layout the README describes: a verb is one module, found by its name, loaded alone.
+"""The layout docs/architecture.md describes: a verb is one module, found by its name, loaded alone.
 
-STYLE rule 5 and the README's Layout section: series/verbs/<verb>.py defines `command`;
+CONTRIBUTING.md rule 5 and docs/architecture.md: series/verbs/<verb>.py defines `command`;
 series.cli finds it by the module's name and imports it only when that verb runs; the
 library packages never import click, the CLI or a verb.
 """
@@ -253,7 +253,7 @@ def _cross_verb_imports() -> list[str]:
 
 def test_no_verb_imports_another_verb() -> None:
     """A verb package's own parts (rebase/reach.py for rebase) are the same verb; code two
-    verbs share lives in the library (STYLE rule 4), so each verb loads alone."""
+    verbs share lives in the library (CONTRIBUTING.md rule 4), so each verb loads alone."""
     assert _cross_verb_imports() == []
 
 
@@ -284,7 +284,7 @@ def _command_names() -> set[str]:
 
 
 def test_no_two_classes_in_the_package_share_a_name() -> None:
-    """STYLE rule 10: `Outcome` meaning a rebase's end, a predict run's and a test case's
+    """CONTRIBUTING.md rule 10: `Outcome` meaning a rebase's end, a predict run's and a test case's
     made every reader check the import; a class name says which one it is."""
     where: dict[str, list[str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -295,7 +295,7 @@ def test_no_two_classes_in_the_package_share_a_name() -> None:
 
 
 def test_module_names_are_unique_and_none_reads_as_build_output() -> None:
-    """STYLE rule 10. A library module's name is unique in the package (git/cli.py beside
+    """CONTRIBUTING.md rule 10. A library module's name is unique in the package (git/cli.py beside
     series/cli.py, two integration.py: which one is imported?). A module under verbs/ is
     named by what the user types, so it may repeat the name of the library module it drives
     (verbs/touches.py and analysis/touches.py) only when that name is a verb or subcommand.

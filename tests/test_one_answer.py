@@ -1,4 +1,4 @@
-"""STYLE rule 3: one answer per question, read from the source so a second copy fails here.
+"""CONTRIBUTING.md rule 3: one answer per question, read from the source so a second copy fails here.
 
     who is the committer        series.git.repo.committer (git var GIT_COMMITTER_IDENT)
     where is a branch checked   series.git.checkouts (the only reader of commondir and

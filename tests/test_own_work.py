@@ -171,7 +171,7 @@ def test_init_and_add_count_what_status_counts(stacked: Path) -> None:
 
 
 def test_only_series_topics_separates_a_branchs_own_commits() -> None:
-    """STYLE rule 3: which of a branch's commits are its own (not upstream's, not a
+    """CONTRIBUTING.md rule 3: which of a branch's commits are its own (not upstream's, not a
     dependency's) is decided in series.topics, and every verb, the rebase plan included,
     asks it: nothing else reads upstream's tips or walks a branch's own range."""
     root = Path(__file__).resolve().parent.parent / "series"

@@ -1,4 +1,4 @@
-"""series.validate against git itself (STYLE rule 1): branch names against
+"""series.validate against git itself (CONTRIBUTING.md rule 1): branch names against
 `git check-ref-format --branch`, dates and identities against `git fsck --strict`."""
 from __future__ import annotations
 

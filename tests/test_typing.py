@@ -1,4 +1,4 @@
-"""STYLE rule 3: the package stays mypy-clean, checked with the settings in pyproject.toml."""
+"""CONTRIBUTING.md rule 6: the package stays mypy-clean, checked with the settings in pyproject.toml."""
 from __future__ import annotations
 
 import subprocess

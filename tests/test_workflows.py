@@ -2,8 +2,8 @@
 
 Checked: ci/github/*.yml (what `series ci init github` writes, version-pinned as it
 writes it), .github/workflows/*.yml (the reusable nightly and the release), and every
-```yaml block of README.md and ci/README.md that is a workflow (has `jobs:`); the other
-blocks must at least parse. The linters come with the test extras (zizmor; actionlint
+```yaml block of README.md, ci/README.md and docs/*.md that is a workflow (has `jobs:`);
+the other blocks must at least parse. The linters come with the test extras (zizmor; actionlint
 from a wheel that carries its binary); a test skips only when its tool is not installed.
 """
 from __future__ import annotations
@@ -22,7 +22,8 @@ from series.verbs import ci
 from tests.conftest import run_series
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = (ROOT / "README.md", ROOT / "ci" / "README.md")
+DOCS = (ROOT / "README.md", ROOT / "ci" / "README.md")   # the two that say how to install series
+SNIPPET_DOCS = (*DOCS, *sorted((ROOT / "docs").glob("*.md")))
 
 
 def tool(name: str) -> str | None:
@@ -32,7 +33,7 @@ def tool(name: str) -> str | None:
 
 def snippets() -> list[tuple[str, str]]:
     out = []
-    for doc in DOCS:
+    for doc in SNIPPET_DOCS:
         for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", doc.read_text(), re.S)):
             out.append((f"{doc.relative_to(ROOT)}#{n}", block))
     return out

@@ -1,7 +1,7 @@
 """How an operation that runs through the engine's resumable flow ends: handed in by the verb.
 
 The engine replays, halts on a conflict, takes the resolution and goes on the same way for
-every operation; what differs is the *ending*, which the verb hands in (STYLE rule 4: the
+every operation; what differs is the *ending*, which the verb hands in (CONTRIBUTING.md rule 4: the
 engine never names a verb, and does not branch on which one is running):
 
     Ending.identity       the verb's words (kind, door command, how to go on, the sentence

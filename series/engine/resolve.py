@@ -22,7 +22,7 @@ nothing is recorded, nothing moves, the worktree stays for the human to fix.
 
 Where they come from: the caller. A verb hands the engine its `Hooks` (the shared conflict
 memory's are `series.resolutions.engine_hooks(series)`); the engine never imports that
-store (STYLE rule 4, and no import cycle: the store imports these types). Without hooks
+store (CONTRIBUTING.md rule 4, and no import cycle: the store imports these types). Without hooks
 the no-op ones below are used. The call points are `series.engine.replay.replay_commits`
 (resolver) and `series.engine.rebase.continue_rebase` (check, then recorder).
 """

@@ -1,5 +1,5 @@
 """Upstream's release tags: which tags are versions, which of those are releases, their
-order, and what a release name means. The one answer (STYLE rule 3) for `rebase --onto`,
+order, and what a release name means. The one answer (CONTRIBUTING.md rule 3) for `rebase --onto`,
 `init --base`, `touches --between`, `build`, `test --run`, `series release` and through it
 ci/nightly.sh.
 

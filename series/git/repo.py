@@ -44,7 +44,7 @@ def _codec(commit: pygit2.Commit) -> str:
 
 
 def message(commit: pygit2.Commit) -> str:
-    """The commit message as text (STYLE rule 3: every reader of a message asks here);
+    """The commit message as text (CONTRIBUTING.md rule 3: every reader of a message asks here);
     bytes the encoding cannot read become U+FFFD, as pygit2 decodes a known encoding."""
     return commit.raw_message.decode(_codec(commit), "replace")
 
@@ -139,7 +139,7 @@ def signature_from_ident(ident: str) -> pygit2.Signature:
 
 
 def committer(repo: pygit2.Repository) -> pygit2.Signature:
-    """The committer git itself would record (the one answer, STYLE rule 3): `git var
+    """The committer git itself would record (the one answer, CONTRIBUTING.md rule 3): `git var
     GIT_COMMITTER_IDENT` honours GIT_COMMITTER_NAME/EMAIL/DATE in every date form git
     reads, user.* from every config file git reads (includes too), and git's fallbacks."""
     proc = git(workdir(repo), "var", "GIT_COMMITTER_IDENT", check=False)

@@ -10,7 +10,7 @@ superseded and its branch is not touched. The whole adoption runs inside the wri
 a rebase cannot move the base underneath it; the branch and the series.yaml edits move in
 one journaled operation, so `series undo` reverts the adoption.
 
-A PR commit that conflicts with upstream.base halts the adoption in the rebase rebase's
+A PR commit that conflicts with upstream.base halts the adoption in the rebase engine's
 resumable flow, with this verb's ending (series.verbs.adopt_upstream.adoption_ending): the commit laid out
 in the worktree with markers,
 state on disk; `--continue` (resume) takes the resolution, replays the rest and commits the
@@ -225,7 +225,7 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
         replaces = _choose(ws, number, pr_files, replaces, no_replace, confirm, notes)
 
     base = ws.base_commit()
-    # The rebase rebase's in-memory, path-limited replay: the author line is kept byte
+    # The rebase engine's in-memory, path-limited replay: the author line is kept byte
     # for byte, the committer is the local user (GIT_COMMITTER_* or user.*).
     result = replay_commits(repo, picks, base,
                             rewrite_message=lambda c: with_trailers(message(c), reference, str(c.id)),
@@ -293,7 +293,7 @@ def _summary(number: int, topic: str, replaces: str | None, refresh: bool) -> st
     return ("refresh " if refresh else "") + summary
 
 
-# -- a conflict: the rebase rebase's resumable flow ----------------------------------------------
+# -- a conflict: the rebase engine's resumable flow ----------------------------------------------
 
 def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[pygit2.Commit],
           edits: list[Edit], summary: str, door: WriteOperation) -> Adoption:
