@@ -7,7 +7,6 @@ command. A verb is found by its module's name and imported only when it runs, so
 """
 from __future__ import annotations
 
-import logging
 import os
 import pkgutil
 import re
@@ -107,10 +106,18 @@ class VerbTable(click.Group):
         return command.get_short_help_str(limit) if command is not None else ""
 
 
+_VERBS: dict[tuple[str, ...], dict[str, pkgutil.ModuleInfo]] = {}
+
+
 def _verb_modules() -> dict[str, pkgutil.ModuleInfo]:
+    """Listed once per process (`--help` asks for every verb's line): keyed by the package's
+    path, which a test extends with a verb of its own."""
     import series.verbs
 
-    return {verb_name(m.name): m for m in pkgutil.iter_modules(series.verbs.__path__) if not m.name.startswith("_")}
+    where = tuple(series.verbs.__path__)
+    if where not in _VERBS:
+        _VERBS[where] = {verb_name(m.name): m for m in pkgutil.iter_modules(where) if not m.name.startswith("_")}
+    return _VERBS[where]
 
 
 def unknown_verb(name: str, verbs: list[str]) -> str:
@@ -123,23 +130,36 @@ def unknown_verb(name: str, verbs: list[str]) -> str:
 def _command_docstring(source: Path) -> str | None:
     """The docstring of the function the module names `command` (`command = ci` names ci),
     parsed from that def to its end: the rest of the module is not parsed."""
-    import ast
-
     try:
         text = source.read_text(encoding="utf-8")
     except OSError:
         return None
-    alias = re.search(r"^command = (\w+)$", text, re.M)
+    alias = re.search(r"^command = (\w+)$", text, re.M) if "\ncommand = " in text else None
     start = re.search(rf"^def {alias.group(1) if alias else 'command'}\(", text, re.M)
     if start is None:
         return None
+    # `series --help` reads every verb's: parsing the def up to its docstring's end is enough
+    quote = text.find('"""', start.start())
+    end_quote = text.find('"""', quote + 3) if quote >= 0 else -1
+    if end_quote >= 0:
+        doc = _docstring_of(text[start.start():end_quote + 3])
+        if doc is not None:
+            return doc
     lines = text[start.start():].split("\n")
     end = next((i for i, line in enumerate(lines[1:], 1) if line[:1] not in ("", " ", "\t", "#", ")")), len(lines))
+    return _docstring_of("\n".join(lines[:end]))
+
+
+def _docstring_of(source: str) -> str | None:
+    """The docstring of the function `source` begins with, or None (no docstring, or no
+    function there)."""
+    import ast
+
     try:
-        tree = ast.parse("\n".join(lines[:end]))
+        tree = ast.parse(source)
     except SyntaxError:
         return None
-    func = tree.body[0]
+    func = tree.body[0] if tree.body else None
     return ast.get_docstring(func) if isinstance(func, ast.FunctionDef) else None
 
 
@@ -197,6 +217,8 @@ def _late_output(ctx: click.Context, param: click.Parameter, value: object) -> N
     elif param.name == "quiet" and not OUTPUT.quiet:
         OUTPUT.quiet = True
         _silence(ctx.find_root())
+    import logging
+
     logging.getLogger().setLevel(OUTPUT.log_level())
 
 
@@ -277,6 +299,8 @@ def group(ctx: click.Context, config_file: Path | None, directory: Path | None, 
                               "give an existing directory") from None
         directory = Path.cwd()
     OUTPUT.directory = directory
+    import logging  # here, not at the top: `series --help` and usage errors never get here
+
     logging.basicConfig(level=OUTPUT.log_level(), format="%(name)s: %(message)s", stream=sys.stderr)
     if quiet:
         _silence(ctx)

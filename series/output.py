@@ -5,10 +5,8 @@ this module decides, the CLI prints.
 """
 from __future__ import annotations
 
-import logging
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +35,8 @@ class Output:
         return bool(getattr(stream, "isatty", lambda: False)()) and os.environ.get("TERM") != "dumb"
 
     def log_level(self) -> int:
+        import logging  # here, not at the top: `series --help` never logs
+
         return logging.DEBUG if self.verbose else logging.ERROR if self.quiet else logging.WARNING
 
     def pager_command(self) -> str | None:
@@ -65,6 +65,8 @@ def _core_pager(directory: Path) -> str | None:
 def page(pager: str, text: str) -> bool:
     """Pipe text through the pager as git does (a shell command, LESS=FRX and LV=-c unless
     set: quit when it fits, keep colour); False when it cannot start, so the text is printed."""
+    import subprocess  # here, not at the top: only a long text on a terminal is paged
+
     env = {"LESS": "FRX", "LV": "-c", **os.environ}
     sys.stdout.flush()
     try:

@@ -6,6 +6,7 @@ patched wheel can be compared file by file with the integration branch.
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
 import io
 import subprocess
@@ -77,9 +78,12 @@ def build_wheel(out_dir: Path, files: dict[str, bytes], version: str = "0.31.0",
         dist[f"{info}/RECORD.jws"] = b"{}"
     if data_dir:  # NAME-VERSION.data/: installed by scheme, renamed with the version
         content[f"vllm-{version}.data/scripts/vllm-tool"] = b"#!python\nprint('tool')\n"
-    record = "".join(f"{n},{_hash(d)},{len(d)}\n" for n, d in {**content, **dist}.items())
-    record += f"{info}/RECORD,,\n"
-    dist[f"{info}/RECORD"] = record.encode()
+    # csv, as the wheel spec says: vLLM's kernel configs have commas in their names
+    rows = io.StringIO()
+    writer = csv.writer(rows, lineterminator="\n")
+    writer.writerows([n, _hash(d), len(d)] for n, d in {**content, **dist}.items())
+    writer.writerow([f"{info}/RECORD", "", ""])
+    dist[f"{info}/RECORD"] = rows.getvalue().encode()
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"vllm-{version}-{TAG}.whl"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.verbs.rebase import ENDING as REBASE
+from series.verbs.rebase import ending
 from series.engine import rebase
 from series.engine.merged import MergedContext, MergedVerdict
 from series.engine.replay import replay_commits
@@ -17,6 +17,8 @@ from series.git.repo import commits_between
 from series.workspace import open_workspace
 from tests.conftest import run_series, sh
 from tests.test_rebase import LRU, resolve_lru, topics
+
+REBASE = ending()  # the rebase verb's words
 
 
 def commits(repo: pygit2.Repository, base: str, branch: str) -> list[pygit2.Commit]:

@@ -25,19 +25,20 @@ import shutil
 import subprocess
 import sys
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from packaging import tags
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from series.cache import user_cache
 from series.errors import SeriesError
 from series.fs import replacing
+
+if TYPE_CHECKING:  # imported where used: a wheel given as a path needs none of them (30 ms)
+    import urllib.request
+
+    from packaging import tags
 
 Runner = Callable[[list[str]], subprocess.CompletedProcess[str]]
 _SPEC = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!_-]+)$")
@@ -52,6 +53,8 @@ class Target:
 
     def supported(self) -> list[tags.Tag]:
         """Best first, as pip ranks them."""
+        from packaging import tags
+
         if self.platform is None and self.python_version is None:
             return list(tags.sys_tags())
         version = None
@@ -97,6 +100,8 @@ def pip_command(spec: str, directory: Path, target: Target | None = None) -> lis
 
 def best(name: str, version: str, filenames: list[str], target: Target | None = None) -> str | None:
     """The filename of NAME==VERSION whose tags rank best for the target, or None."""
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
     rank = {tag: n for n, tag in enumerate((target or Target()).supported())}
     want = canonicalize_name(name)
     try:
@@ -177,17 +182,6 @@ def resolve_wheel(wheel: str, cache: Path | None = None, runner: Runner = _run,
 # --- without pip: the index's simple API ------------------------------------------------------
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = dict(attrs).get("href")
-        if tag == "a" and href:
-            self.links.append(href)
-
-
 def index_url() -> str:
     return (os.environ.get("PIP_INDEX_URL") or os.environ.get("UV_INDEX_URL")
             or os.environ.get("UV_DEFAULT_INDEX") or DEFAULT_INDEX)
@@ -201,6 +195,8 @@ def _public(url: str) -> str:
 
 def _request(url: str, accept: str) -> urllib.request.Request:
     """Credentials in the URL become a basic-auth header (urllib would not send them)."""
+    import urllib.request
+
     parts = urllib.parse.urlsplit(url)
     host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
     request = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(netloc=host)),
@@ -218,6 +214,8 @@ def _failed(url: str, exc: Exception) -> SeriesError:
 
 def _open(url: str, accept: str) -> tuple[bytes, str, str]:
     """GET url: (body, content type, final URL)."""
+    import urllib.request
+
     try:
         with urllib.request.urlopen(_request(url, accept), timeout=60) as response:  # noqa: S310
             return response.read(), response.headers.get("Content-Type", ""), response.geturl()
@@ -227,6 +225,8 @@ def _open(url: str, accept: str) -> tuple[bytes, str, str]:
 
 def _download(url: str, dest: Path, digest: str | None) -> None:
     """Stream to dest.part (a release wheel is 320 MB), check the sha256, then rename."""
+    import urllib.request
+
     sha = hashlib.sha256()
     try:  # a failed or mismatched download leaves no file: replacing() removes it
         with urllib.request.urlopen(_request(url, "*/*"), timeout=60) as response, \
@@ -242,6 +242,8 @@ def _download(url: str, dest: Path, digest: str | None) -> None:
 
 def files_on_index(name: str, index: str | None = None) -> dict[str, tuple[str, str | None]]:
     """{filename: (absolute url, sha256 or None)} for a project, from its simple-API page."""
+    from packaging.utils import canonicalize_name
+
     base = (index or index_url()).rstrip("/") + "/"
     page = urllib.parse.urljoin(base, f"{canonicalize_name(name)}/")
     body, kind, final = _open(page, "application/vnd.pypi.simple.v1+json, text/html;q=0.1")
@@ -251,13 +253,30 @@ def files_on_index(name: str, index: str | None = None) -> dict[str, tuple[str, 
             url = urllib.parse.urljoin(final, entry["url"])
             out[entry["filename"]] = (url, (entry.get("hashes") or {}).get("sha256"))
         return out
-    links = _Links()
-    links.feed(body.decode("utf-8", errors="replace"))
-    for href in links.links:
+    for href in _links(body.decode("utf-8", errors="replace")):
         url, _, fragment = urllib.parse.urljoin(final, href).partition("#")
         digest = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
         out[urllib.parse.unquote(url.rsplit("/", 1)[-1])] = (url, digest)
     return out
+
+
+def _links(page: str) -> list[str]:
+    """The hrefs of a PEP 503 page's <a> tags."""
+    from html.parser import HTMLParser
+
+    class Links(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.links: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            href = dict(attrs).get("href")
+            if tag == "a" and href:
+                self.links.append(href)
+
+    parser = Links()
+    parser.feed(page)
+    return parser.links
 
 
 def from_index(name: str, version: str, directory: Path, target: Target | None = None) -> Path:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import click
 import pygit2
 
-from series.ship import fetch, integration_tree, manifest, overlay, source
+from series.ship import fetch, integration_tree, manifest, overlay
 from series.ship.integration_tree import Integration
 from series.cli import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
@@ -191,6 +191,8 @@ def _move_branch(ws: Workspace, integ: Integration, result: BuildResult) -> Buil
 
 def _from_source(ws: Workspace, integ: Integration, result: BuildResult, out_dir: Path,
                  paths: list[str], runner: Any) -> BuildResult:
+    from series.ship import source  # vLLM's own build: only --from-source needs it
+
     release, version = result.source_wheel, result.version
     assert release is not None and version is not None
     if result.dry_run:

@@ -5,38 +5,41 @@ for the whole step, as a jj command starts its transaction) and hands it to the 
 and writes the report."""
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
 
-from series import validate
 from series.cli import Context, emit, emit_json, pass_ctx
-from series.engine import rebase
-from series.engine import report as rebase_report
-from series.engine.ending import Identity, TopicsEnding
 from series.errors import EXIT_CONFLICT, SeriesError
-from series.git import partial
-from series.git.command import git
-from series.git.repo import resolve_release, workdir
-from series.resolutions import Refusal, engine_hooks
-from series.analysis.read_first import read_first
-from series.verbs.rebase import aborted, reach
-from series.verbs.rebase import semantic
-from series.verbs.rebase import text as rebase_text
-from series.workspace import Workspace, WriteOperation
+
+# The rebase engine, its semantic check and the report load in the function that first
+# needs them, after the workspace is open: `series rebase --help`, a usage error and the
+# start-up before the first git call pay for none of them (tests/test_startup_imports.py).
+if TYPE_CHECKING:
+    from series.engine import rebase
+    from series.engine.ending import TopicsEnding
+    from series.resolutions import Refusal
+    from series.verbs.rebase import semantic
+    from series.workspace import Workspace, WriteOperation
 
 T = TypeVar("T")
 
 
-# How a rebase ends (series.engine.ending): every topic's branch, the integration branch,
-# upstream.base and the topics found merged; these are its words.
-ENDING = TopicsEnding(Identity(
-    kind="rebase", verb="rebase", resume="series rebase", noun="a rebase",
-    go_on="series rebase --continue", stop="series rebase --abort",
-    what="a series rebase is in progress",
-    nothing="no rebase in progress: nothing to {action} (start one with 'series rebase --onto REF')"))
+@functools.cache
+def ending() -> TopicsEnding:
+    """How a rebase ends (series.engine.ending): every topic's branch, the integration branch,
+    upstream.base and the topics found merged; these are its words. Made on first use: the
+    engine's ending brings its merge machinery with it."""
+    from series.engine.ending import Identity, TopicsEnding
+
+    return TopicsEnding(Identity(
+        kind="rebase", verb="rebase", resume="series rebase", noun="a rebase",
+        go_on="series rebase --continue", stop="series rebase --abort",
+        what="a series rebase is in progress",
+        nothing="no rebase in progress: nothing to {action} (start one with 'series rebase --onto REF')"))
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,9 @@ class Result:
 
 def _blobs_for(ws: Workspace, onto: str) -> None:
     """A partial clone also needs the new base's side of every file the topics change."""
+    from series.git import partial
+    from series.git.repo import resolve_release
+
     if not partial.is_partial(ws.repo):
         return
     try:
@@ -62,6 +68,11 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
 def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.CheckedEnding, *,
             bisect: bool = False, farthest: tuple[str, Any] | None = None,
             refused: list[Refusal] | None = None) -> Result:
+    from series.engine import rebase
+    from series.engine import report as rebase_report
+    from series.verbs.rebase import reach, semantic
+    from series.verbs.rebase import text as rebase_text
+
     report_id = outcome.op_id or (f"dry-run-{rebase._stamp()}" if outcome.dry_run else outcome.state.id)
     report = rebase_report.build(ws.repo, outcome, report_id, "rebase")
     data: dict[str, Any] = report.dump()
@@ -82,6 +93,8 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
         run = outcome.state.topic(outcome.state.current or "")
         text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
                  "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
+        from series.analysis.read_first import read_first  # only a halt lays out what to read first
+
         text += "".join(f"\n  {line}" for line in read_first(data, run.name))
         text += (f"\nor leave it out: 'series rebase --skip-topic {run.name}' (it stays where it is, this rebase "
                  f"only) or 'series rebase --drop-topic {run.name} --reason TEXT' (stop carrying it)")
@@ -106,8 +119,10 @@ def _step(ws: Workspace, action: str, step: Callable[[WriteOperation], T]) -> T:
     """One rebase step inside the door this verb opens: the rebase's own refusal first (a
     halted rebase, or none to go on with), then the lock; `continue` and `abort` go on with
     the rebase's halted state, which the door's halt guard lets through."""
-    identity = ENDING.identity
-    rebase.ready(ws, ENDING, action)
+    from series.engine import rebase
+
+    identity = ending().identity
+    rebase.ready(ws, ending(), action)
     with ws.operation(identity.verb, resumes=identity.kind if action != "start" else None) as door:
         done = step(door)
         if door.committed is None and door.files and not door.moves:
@@ -121,6 +136,9 @@ def _step(ws: Workspace, action: str, step: Callable[[WriteOperation], T]) -> T:
 def _checked(ws: Workspace, ending: semantic.CheckedEnding, dry_run: bool,
              replay: Callable[[semantic.CheckedEnding], rebase.RebaseOutcome]) -> rebase.RebaseOutcome:
     """Replay with the semantic check; under --strict a break stops it before the commit."""
+    from series.engine import rebase
+    from series.verbs.rebase import semantic
+
     try:
         return replay(ending)
     except semantic.Held as held:
@@ -132,25 +150,33 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         progress: rebase.Progress | None = None, bisect: bool = False,
         as_far_as_possible: bool = False, strict: bool = False,
         drop: tuple[str, ...] = (), reason: str | None = None) -> Result:
+    from series import validate
+    from series.engine import rebase
+    from series.engine import report as rebase_report
+    from series.git.command import git
+    from series.git.repo import workdir
+    from series.resolutions import engine_hooks
+    from series.verbs.rebase import aborted, semantic
+
     repo = ws.repo
-    ending = semantic.CheckedEnding(ENDING, strict=strict and not resume)
+    checked = semantic.CheckedEnding(ending(), strict=strict and not resume)
     refused: list[Refusal] = []
     if abort:
-        state = _step(ws, "abort", lambda door: rebase.abort_rebase(ws, ENDING, door=door))
+        state = _step(ws, "abort", lambda door: rebase.abort_rebase(ws, ending(), door=door))
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
-        count, kept = aborted.kept_resolutions(ws, state, ENDING.identity.verb)
+        count, kept = aborted.kept_resolutions(ws, state, ending().identity.verb)
         text += f"\n{kept}" if kept else ""
         return Result({"status": rebase_report.ReportStatus.ABORTED.value, "id": state.id,
                        "kept_resolutions": count}, text, "", False)
     if resume:
         return _finish(ws, _step(ws, "continue", lambda door: rebase.continue_rebase(
-            ws, ending, door=door, hooks=engine_hooks(ws.series, door.write, refused), progress=progress)),
-            ending, refused=refused)
+            ws, checked, door=door, hooks=engine_hooks(ws.series, door.write, refused), progress=progress)),
+            checked, refused=refused)
     if onto is None and (drop or skip):
         # while halted: leave topics out and go on, as --continue does after a resolution
         return _finish(ws, _step(ws, "drop" if drop else "skip", lambda door: rebase.set_aside(
-            ws, ending, door=door, drop=drop, skip=skip, reason=reason,
-            hooks=engine_hooks(ws.series, door.write, refused), progress=progress)), ending, refused=refused)
+            ws, checked, door=door, drop=drop, skip=skip, reason=reason,
+            hooks=engine_hooks(ws.series, door.write, refused), progress=progress)), checked, refused=refused)
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -159,14 +185,17 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
         git(workdir(repo), "fetch", "--tags", "--end-of-options", remote)
     _blobs_for(ws, onto)
     if as_far_as_possible and rebase.in_progress(ws) is None:
-        return _as_far(ws, onto, skip, dry_run, progress, ending, refused)
-    outcome = _checked(ws, ending, dry_run, lambda e: _start(ws, onto, e, skip, dry_run, progress, refused))
-    return _finish(ws, outcome, ending, bisect=bisect, refused=refused)
+        return _as_far(ws, onto, skip, dry_run, progress, checked, refused)
+    outcome = _checked(ws, checked, dry_run, lambda e: _start(ws, onto, e, skip, dry_run, progress, refused))
+    return _finish(ws, outcome, checked, bisect=bisect, refused=refused)
 
 
 def _start(ws: Workspace, onto: str, ending: semantic.CheckedEnding, skip: tuple[str, ...], dry_run: bool,
            progress: rebase.Progress | None, refused: list[Refusal]) -> rebase.RebaseOutcome:
     """A dry run takes no lock and writes nothing: it needs no door."""
+    from series.engine import rebase
+    from series.resolutions import engine_hooks
+
     if dry_run:
         return rebase.start(ws, onto, ending, skip=skip, dry_run=True,
                             hooks=engine_hooks(ws.series, refused=refused), progress=progress)
@@ -179,6 +208,9 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
             progress: rebase.Progress | None, ending: semantic.CheckedEnding, refused: list[Refusal]) -> Result:
     """Rebase onto the newest commit of REF's first-parent line where every topic applies;
     move nothing when even the first one blocks."""
+    from series.engine import report as rebase_report
+    from series.verbs.rebase import reach, semantic
+
     name, found = reach.reach(ws, onto, skip)
     if found.target is None and found.total:
         text = reach.render_reach(found, name, ws.series.upstream.base)

@@ -1,0 +1,65 @@
+"""Start-up loads only what the command's path needs (issue 34): a fitness test, not a timing.
+
+`series --help` and a verb up to its first git call (where it opens the workspace) import
+none of the heavy packages: the analysis, the forge, the ship, and for --help not pygit2.
+They load inside the function that first needs them. tools/bench_startup.py has the
+figures; this keeps a new top-level import from silently taking them back.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("series.analysis", "series.forge", "series.ship")
+
+# The CLI in a fresh interpreter, stopped where the verb asks for its workspace (the first
+# git call); prints what was imported by then.
+_PROBE = textwrap.dedent("""
+    import sys
+    import series.cli
+
+    def stop(self, *args, **kwargs):
+        raise SystemExit(0)
+
+    series.cli.Context.workspace = stop
+    try:
+        series.cli.main(sys.argv[1:])
+    except SystemExit:
+        pass
+    print("LOADED", " ".join(sorted(sys.modules)))
+""")
+
+
+def _loaded(*argv: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, cwd=ROOT)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("LOADED")), None)
+    assert line is not None, proc.stdout + proc.stderr
+    return set(line.split()[1:])
+
+
+def _under(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
+
+
+def test_help_imports_no_heavy_package_and_not_pygit2() -> None:
+    loaded = _loaded("--help")
+    assert _under(loaded, HEAVY + ("series.engine", "series.verbs.", "pygit2")) == []
+
+
+def test_rebase_dry_run_imports_no_heavy_package_before_its_first_git_call() -> None:
+    """The rebase engine and its semantic check load once the workspace is open."""
+    loaded = _loaded("rebase", "--onto", "v0.31.0", "--dry-run")
+    assert "series.verbs.rebase" in loaded
+    assert _under(loaded, HEAVY + ("series.engine.rebase", "series.engine.replay")) == []
+
+
+def test_build_of_a_wheel_file_imports_neither_analysis_forge_nor_the_download() -> None:
+    """The ship is the build's own work; the index client (urllib.request, html.parser,
+    packaging's tags) is only for a wheel fetched without pip."""
+    loaded = _loaded("build", "--wheel", "vllm-0.31.0-cp38-abi3-manylinux_2_28_x86_64.whl")
+    assert "series.verbs.build" in loaded
+    assert _under(loaded, ("series.analysis", "series.forge", "urllib.request", "html.parser",
+                           "packaging.tags")) == []
