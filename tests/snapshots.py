@@ -25,6 +25,11 @@ UPDATE_FROM_ENV = os.environ.get("SERIES_SNAPSHOT_UPDATE") == "1"
 
 # A pattern of real time and what stands in its place, e.g. (r"\d+\.\d+ s", "<SECONDS> s").
 Volatile = tuple[str, str]
+# The wall clock in an operation's id and its report's file name (00001-20260201T120000Z);
+# the placeholder keeps the shape, so a change of format still shows.
+WALL_CLOCK: Volatile = (r"\b\d{8}T\d{6}Z\b", "YYYYMMDDTHHMMSSZ")
+# The wall clock of an operation in `series log --json` ("time": "2026-02-01T12:00:00+00:00").
+LOG_TIME: Volatile = (r'"time": "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"', '"time": "YYYY-MM-DDTHH:MM:SS+00:00"')
 
 
 class Snapshot:
@@ -69,8 +74,10 @@ class Snapshot:
     def run(self, proc: subprocess.CompletedProcess[str], label: str = "", *,
             volatile: Iterable[Volatile] = ()) -> None:
         """A command's text output: stdout, then its stderr under a '--- stderr' line when it
-        wrote any (a halt's hint, a warning); the exit code is the test's `expect`."""
+        wrote any (a halt's hint, a warning), then '--- exit N' when N is not 0."""
         text = proc.stdout
         if proc.stderr:
             text += "--- stderr\n" + proc.stderr
+        if proc.returncode:
+            text += f"--- exit {proc.returncode}\n"
         self(text, label, volatile=volatile)
