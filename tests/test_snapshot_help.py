@@ -14,7 +14,7 @@ import pytest
 
 from series.cli import group
 from tests.conftest import run_series
-from tests.snapshots import Snapshot
+from tests.snapshots import SNAPSHOT_DIR, Snapshot
 
 # Help text is wrapped to the terminal's width: one width for every machine.
 WIDTH = {"COLUMNS": "80"}
@@ -40,3 +40,14 @@ def test_series_help(tmp_path: Path, snapshot: Snapshot) -> None:
 @pytest.mark.parametrize("verb", _verbs(), ids="-".join)
 def test_verb_help(verb: tuple[str, ...], tmp_path: Path, snapshot: Snapshot) -> None:
     snapshot.run(run_series(*verb, "--help", cwd=tmp_path, env=WIDTH))
+
+
+def test_every_snapshot_belongs_to_a_test() -> None:
+    """A renamed or removed test leaves its snapshots behind: they would mislead a reader."""
+    from tests import test_snapshot_ship, test_snapshot_verbs
+
+    tests = {name for module in (test_snapshot_ship, test_snapshot_verbs) for name in dir(module)
+             if name.startswith("test_")}
+    tests |= {"test_series_help"} | {"test_verb_help-" + "-".join(verb) for verb in _verbs()}
+    stale = sorted(p.name for p in SNAPSHOT_DIR.iterdir() if p.name.split(".", 1)[0] not in tests)
+    assert not stale, f"snapshots of no test (delete them): {stale}"
