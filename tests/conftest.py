@@ -14,12 +14,25 @@ import pytest
 from tests.harness import (SEALED, from_template, refs_of, run_series, sealed, set_template_base, sh,
                            template_tree)
 from tests.repos import add_pull_request, build_fork, build_upstream
+from tests.snapshots import UPDATE_FROM_ENV, Snapshot
 
 __all__ = ["SEALED", "from_template", "run_series", "sh"]
 
 # pytest-httpserver's werkzeug adds a stderr handler of its own on its first request unless
 # one is there: one that never writes keeps its request lines out of in-process runs' stderr
 logging.getLogger("werkzeug").addHandler(logging.NullHandler())
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--snapshot-update", action="store_true", default=False,
+                     help="rewrite tests/snapshots/ with the current output (say why in the commit)")
+
+
+@pytest.fixture
+def snapshot(request: pytest.FixtureRequest, tmp_path: Path) -> Snapshot:
+    """Compares a command's whole output with tests/snapshots/<test>.txt|.json (tests/snapshots.py)."""
+    update = UPDATE_FROM_ENV or bool(request.config.getoption("--snapshot-update"))
+    return Snapshot(request.node.name, tmp_path, update)
 
 
 @pytest.fixture(scope="session", autouse=True)
