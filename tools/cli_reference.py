@@ -32,12 +32,15 @@ changes and this file was not regenerated). `series help VERB` prints the same t
 
 def sections(group: click.Group) -> list[tuple[str, str]]:
     """(`series VERB ...`, its help) for the group, each verb, and each verb's subcommands."""
-    root = click.Context(group, info_name="series", terminal_width=WIDTH, max_content_width=WIDTH)
+    # the commands' own context_settings (help_option_names: -h too), as make_context applies
+    # them: a Context made without them renders, and caches on the command, a --help alone
+    root = click.Context(group, info_name="series", terminal_width=WIDTH, max_content_width=WIDTH,
+                         **group.context_settings)
     out = [("series", root.get_help())]
 
     def walk(command: click.Command, path: list[str], parent: click.Context) -> None:
         ctx = click.Context(command, info_name=path[-1], parent=parent, terminal_width=WIDTH,
-                            max_content_width=WIDTH)
+                            max_content_width=WIDTH, **command.context_settings)
         out.append((" ".join(path), ctx.get_help()))
         if isinstance(command, click.Group):
             for name in command.list_commands(ctx):
