@@ -223,3 +223,18 @@ def test_the_wheel_is_on_disk_before_it_gets_its_name(tmp_path: Path, monkeypatc
     size = result.path.stat().st_size
     assert events[-1] == ("rename", size), events
     assert ("sync", size) in events[:-1], f"the whole archive was never synced before the rename: {events}"
+
+
+@pytest.mark.parametrize("record", [b"vllm/__init__.py,sha256=abc,not-a-size\n", b"\xff\xfe,x,1\n"],
+                         ids=["size", "bytes"])
+def test_a_record_it_cannot_read_is_the_wheels_error_not_a_bug(tmp_path: Path, record: bytes) -> None:
+    """The wheel is the user's input: a RECORD row with a size that is no number, or bytes
+    that are no UTF-8, is a one-line refusal (exit 1), never exit 4."""
+    good = build_wheel(tmp_path / "good", BASE)
+    bad = tmp_path / good.name
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as dst:
+        for item in src.infolist():
+            data = record if item.filename.endswith("dist-info/RECORD") else src.read(item)
+            dst.writestr(item, data)
+    with pytest.raises(SeriesError, match="RECORD cannot be read"):
+        overlay(bad, tmp_path / "out", changes(), SHA, WHEN)

@@ -306,9 +306,16 @@ def _read_record(f: io.BufferedReader, by_name: dict[str, Member], info: str) ->
     if member is None:
         raise SeriesError(f"the wheel has no {info}RECORD: not a valid wheel")
     rows: dict[str, tuple[str, int]] = {}
-    for row in csv.reader(io.StringIO(ziparchive.read_data(f, member).decode())):
-        if len(row) >= 3 and row[1] and row[2]:
-            rows[row[0]] = (row[1], int(row[2]))
+    reader = None
+    try:   # the wheel is the user's input: a RECORD it cannot read is their error, not a bug
+        reader = csv.reader(io.StringIO(ziparchive.read_data(f, member).decode()))
+        for row in reader:
+            if len(row) >= 3 and row[1] and row[2]:
+                rows[row[0]] = (row[1], int(row[2]))
+    except (UnicodeDecodeError, ValueError, csv.Error) as exc:
+        where = f" line {reader.line_num}" if reader is not None else ""
+        raise SeriesError(f"the wheel's {info}RECORD cannot be read{where} ({exc}): not a valid wheel",
+                          "rebuild or download the wheel again") from None
     return rows
 
 
