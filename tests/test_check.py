@@ -88,6 +88,11 @@ def test_check_ignores_missing_branches_of_inactive_topics_and_json(fork: Path) 
     data = json.loads(run_series("check", "--json", cwd=fork, expect=6).stdout)
     assert data["ok"] is False and data["exit"] == 6 and data["problems"] == [], data
     assert data["warnings"][0]["key"] == "topics (ipc-backport).merged_in", data
+    # the pre-commit hook's form: warnings alone do not fail; a problem still does (exit 1)
+    out = run_series("check", "--warnings-ok", cwd=fork).stdout
+    assert "1 warning" in out and "no problem" in out, out
+    sh("git branch -D -q topic/api-hello", fork)
+    run_series("check", "--warnings-ok", cwd=fork, expect=1)
 
 
 def _hinted_command(out: str) -> list[str]:
