@@ -29,6 +29,10 @@ def package_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "series"
 
 
+def _is_module(name: str) -> bool:
+    return (PACKAGE / f"{name}.py").is_file() or (PACKAGE / name / "__init__.py").is_file()
+
+
 def imports_of(path: Path) -> list[tuple[str, int]]:
     """Every series.* module (or name in one) `path` imports, with its line."""
     me = module_of(path)
@@ -44,7 +48,8 @@ def imports_of(path: Path) -> list[tuple[str, int]]:
             else:
                 base = node.module or ""
             if base == "series":   # `from series import workspace`: the name is the module
-                found += [(f"series.{a.name}", node.lineno) for a in node.names]
+                found += [(f"series.{a.name}" if _is_module(a.name) else "series", node.lineno)
+                          for a in node.names]
             else:
                 found.append((base, node.lineno))
     return [(m, line) for m, line in found if m == "series" or m.startswith("series.")]

@@ -13,7 +13,7 @@ import click
 
 from series.ship.test_plan import Plan, select
 from series.ship.matrix import ResultMatrix
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_WORSE
 from series.workspace import Workspace
 
