@@ -35,21 +35,21 @@ ORDER = (   # bottom to top; the why of each place is in docs/architecture.md
 )
 
 
-def _module_of(path: Path, root: Path) -> str:
+def module_of(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _package_of(module: str) -> str:
+def package_of(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
 
 
-def _imports(path: Path, root: Path) -> list[tuple[str, int]]:
+def imports_of(path: Path, root: Path) -> list[tuple[str, int]]:
     """Every module of the package (or name in one) `path` imports, with its line:
     absolute, relative, lazy or under TYPE_CHECKING, and importlib.import_module("...")."""
     top = root.name
-    me = _module_of(path, root)
+    me = module_of(path, root)
     package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
     found: list[tuple[str, int]] = []
     for node in ast.walk(parsed(path)):
@@ -82,13 +82,13 @@ def upward_edges(root: Path = PACKAGE, order: tuple[str, ...] = ORDER) -> list[s
     rank = {name: i for i, name in enumerate(order)}
     found = []
     for path in sorted(root.rglob("*.py")):
-        source = _package_of(_module_of(path, root))
+        source = package_of(module_of(path, root))
         where = f"{root.name}/{path.relative_to(root).as_posix()}"
         if source not in rank:
             found.append(f"{where}: package {source!r} has no place in the order (add it)")
             continue
-        for target, line in sorted(_imports(path, root), key=lambda t: t[1]):
-            dest = _package_of(target)
+        for target, line in sorted(imports_of(path, root), key=lambda t: t[1]):
+            dest = package_of(target)
             if dest not in rank:
                 found.append(f"{where}:{line}: imports {target}, whose package {dest!r} has no place in the order")
             elif rank[dest] > rank[source]:
@@ -137,5 +137,5 @@ def test_the_documented_order_is_the_checked_one() -> None:
 
 
 def test_every_package_has_a_place() -> None:
-    present = {_package_of(_module_of(p, PACKAGE)) for p in PACKAGE.rglob("*.py")}
+    present = {package_of(module_of(p, PACKAGE)) for p in PACKAGE.rglob("*.py")}
     assert present == set(ORDER), (present - set(ORDER), set(ORDER) - present)

@@ -6,61 +6,29 @@ counts: at module level, inside a function (a lazy import is still a dependency)
 under `if TYPE_CHECKING:` (the types a module names are a dependency of its reader too).
 
     python tools/package_graph.py            # edges, with the module:line that makes each
+                                             # (UP: against the order docs/architecture.md lists)
     python tools/package_graph.py --cycles   # only the strongly connected packages
 """
 from __future__ import annotations
 
-import ast
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "series"
+sys.path.insert(0, str(ROOT))
 
-
-def module_of(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def package_of(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "series"
-
-
-def _is_module(name: str) -> bool:
-    return (PACKAGE / f"{name}.py").is_file() or (PACKAGE / name / "__init__.py").is_file()
-
-
-def imports_of(path: Path) -> list[tuple[str, int]]:
-    """Every series.* module (or name in one) `path` imports, with its line."""
-    me = module_of(path)
-    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found += [(a.name, node.lineno) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            if base == "series":   # `from series import workspace`: the name is the module
-                found += [(f"series.{a.name}" if _is_module(a.name) else "series", node.lineno)
-                          for a in node.names]
-            else:
-                found.append((base, node.lineno))
-    return [(m, line) for m, line in found if m == "series" or m.startswith("series.")]
+# one reading of an import, the fitness test's (tests/test_package_order.py)
+from tests.test_package_order import ORDER, imports_of, module_of, package_of  # noqa: E402
 
 
 def package_edges() -> dict[tuple[str, str], list[str]]:
     """(importing package, imported package) -> the module:line places that make the edge."""
     edges: dict[tuple[str, str], list[str]] = defaultdict(list)
     for path in sorted(PACKAGE.rglob("*.py")):
-        source = package_of(module_of(path))
-        for target, line in imports_of(path):
+        source = package_of(module_of(path, PACKAGE))
+        for target, line in imports_of(path, PACKAGE):
             dest = package_of(target)
             if dest != source and dest != "series":
                 edges[(source, dest)].append(f"{path.relative_to(ROOT).as_posix()}:{line}")
@@ -108,7 +76,8 @@ def main(argv: list[str]) -> int:
     in_cycle = {p: i for i, c in enumerate(cycles) for p in c}
     if "--cycles" not in argv:
         for (a, b), places in sorted(edges.items()):
-            print(f"{a} -> {b}  ({len(places)}: {', '.join(places[:3])}{' ...' if len(places) > 3 else ''})")
+            up = " UP" if a in ORDER and b in ORDER and ORDER.index(b) > ORDER.index(a) else ""
+            print(f"{a} -> {b}{up}  ({len(places)}: {', '.join(places[:3])}{' ...' if len(places) > 3 else ''})")
     print(f"\n{len(cycles)} cycle(s) of packages")
     for c in cycles:
         print("  " + " ".join(c))
