@@ -1,63 +1,27 @@
-"""The command line: the group, its global options, output, and the one exit-code mapper.
+"""The command line: the group, its global options, the verb table and the one exit-code mapper.
 
 The verbs are the modules of series.verbs (CONTRIBUTING.md rule 5): `series adopt-upstream` is
 series/verbs/adopt_upstream.py (or a package of that name), whose `command` is its click
 command. A verb is found by its module's name and imported only when it runs, so
-`series rebase` pays for the rebase engine alone; a new verb is one new module.
+`series rebase` pays for the rebase engine alone; a new verb is one new module. What a
+verb takes from here (its Context, emit, emit_json) is series.cli_support's, below the
+verbs: no verb imports this module (docs/architecture.md, "Package order").
 """
 from __future__ import annotations
 
 import os
 import pkgutil
 import re
-import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from series import __version__
+from series.cli_support import OUTPUT, Context, unknown_verb
 from series.errors import EXIT_BUG, SeriesError, redact, write_bug_log
-from series.output import Output, page
 from series.validate import printable
-
-if TYPE_CHECKING:  # imported when a verb opens it: --help loads no pygit2
-    from series.workspace import Workspace
-
-
-class Context:
-    def __init__(self, config_file: Path | None, directory: Path | None):
-        self.config_file = config_file
-        self.directory = directory
-
-    @property
-    def here(self) -> Path:
-        """Where the command runs (CONTRIBUTING.md rule 3): -C DIR, else the process's directory, as
-        git -C changes directory first; repository PATHs and discovery start here."""
-        return self.directory or Path.cwd()
-
-    def workspace(self, check_branches: bool = True) -> Workspace:
-        from series.workspace import open_workspace
-
-        return open_workspace(self.config_file, self.directory, check_branches)
-
-
-pass_ctx = click.make_pass_decorator(Context)
-
-
-OUTPUT = Output()
-_STYLES = ((re.compile(r"^(\s*)(warning:|note:)"), "yellow"), (re.compile(r"^(\s*)(error:)"), "red"),
-           (re.compile(r"()\b(conflicts?|CONFLICT|no longer applies|failed)\b"), "red"),
-           (re.compile(r"()\b(clean|ok|passed)\b"), "green"))
-
-
-def colorize(text: str) -> str:
-    def line(s: str) -> str:
-        for pattern, colour in _STYLES:
-            s = pattern.sub(lambda m: m.group(1) + click.style(m.group(2), fg=colour, bold=colour == "red"), s)
-        return s
-    return "\n".join(line(s) for s in text.split("\n"))
 
 
 class VerbTable(click.Group):
@@ -118,13 +82,6 @@ def _verb_modules() -> dict[str, pkgutil.ModuleInfo]:
     if where not in _VERBS:
         _VERBS[where] = {verb_name(m.name): m for m in pkgutil.iter_modules(where) if not m.name.startswith("_")}
     return _VERBS[where]
-
-
-def unknown_verb(name: str, verbs: list[str]) -> str:
-    import difflib
-
-    near = difflib.get_close_matches(name, verbs, n=1)
-    return f"No such command {name!r}." + (f" Did you mean {near[0]!r}?" if near else "")
 
 
 def _command_docstring(source: Path) -> str | None:
@@ -305,34 +262,6 @@ def group(ctx: click.Context, config_file: Path | None, directory: Path | None, 
     if quiet:
         _silence(ctx)
     ctx.obj = Context(config_file, directory)
-
-
-def emit(text: str) -> None:
-    """A verb's text output: nothing with --quiet; coloured and paged on a terminal."""
-    if OUTPUT.quiet:
-        return
-    # text from outside (PR titles, subjects, server messages) may hold terminal escapes
-    text = printable(redact(text))
-    color = OUTPUT.colored(sys.stdout)
-    shown = colorize(text) if color else text
-    if OUTPUT.pager and sys.stdout.isatty() and text.count("\n") + 1 > shutil.get_terminal_size().lines - 1:
-        pager = OUTPUT.pager_command()
-        if pager is not None and page(pager, shown if shown.endswith("\n") else shown + "\n"):
-            return
-    click.echo(shown, nl=not text.endswith("\n"), color=color)
-
-
-JSON_SCHEMA = 1  # bumped when a --json shape changes incompatibly
-
-
-def emit_json(data: object) -> None:
-    """--json output: one indented document on stdout, keys in the order the command built,
-    led by "schema": 1 so CI can tell shapes apart."""
-    import json
-
-    if isinstance(data, dict) and "schema" not in data:
-        data = {"schema": JSON_SCHEMA, **data}
-    click.echo(redact(json.dumps(data, indent=2)))
 
 
 # Parameters that take a topic name, whichever verb declares them: they complete topic names.

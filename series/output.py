@@ -1,7 +1,7 @@
 """How text reaches the user's terminal: whether it is coloured, and the pager it goes through.
 
-Set once by the global options (series.cli), read by emit(). Click stays in series.cli:
-this module decides, the CLI prints.
+Set once by the global options (series.cli), read by emit() (series.cli_support). Click
+stays there: this module decides, the CLI prints.
 """
 from __future__ import annotations
 

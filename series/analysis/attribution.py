@@ -18,53 +18,17 @@ base: an upstream commit that only moved our lines down is not a culprit.
 """
 from __future__ import annotations
 
-import datetime
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import pygit2
 
-from series.git.repo import person, subject as commit_subject
-from series.validate import PR_DIGITS
+from series.git.upstream_commit import UpstreamCommit, pr_number, subject_of
 
-# "(#N)" at the end of a subject; a longer run of digits than a PR number has is no PR
-_PR = re.compile(rf"\(#([1-9][0-9]{{0,{PR_DIGITS - 1}}})\)\s*$")
 _SYMBOL = re.compile(rb"^\s*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
 
 Span = tuple[int, int]  # half-open line range [start, end), 1-based; empty = an insertion point
-
-
-def pr_number(subject: str) -> int | None:
-    """The PR a squash-merge subject names: '[Core] fix x (#61234)' -> 61234 (the one
-    reading of "(#N)": attribution, bisection, touches --between, retire, the forge scan)."""
-    m = _PR.search(subject)
-    return int(m.group(1)) if m else None
-
-
-def subject_of(commit: pygit2.Commit) -> str:
-    return commit_subject(commit)
-
-
-@dataclass(frozen=True)
-class UpstreamCommit:
-    sha: str
-    subject: str
-    pr: int | None
-    author: str
-    date: str          # the author date, YYYY-MM-DD (UTC)
-
-    @classmethod
-    def of(cls, commit: pygit2.Commit) -> "UpstreamCommit":
-        subject = subject_of(commit)
-        when = datetime.datetime.fromtimestamp(commit.author.time, datetime.timezone.utc)
-        return cls(str(commit.id), subject, pr_number(subject), person(commit, commit.author)[0],
-                   when.date().isoformat())
-
-    @property
-    def label(self) -> str:
-        """How a sentence names it: '#61234' when it is a PR's squash, else its short sha."""
-        return f"#{self.pr}" if self.pr is not None else self.sha[:12]
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ import pygit2
 
 from series import persisted
 from series.analysis import entry_points, file_reading, hunk_uses
-from series.analysis.attribution import PathHistory, UpstreamCommit
+from series.analysis.attribution import PathHistory
+from series.git.upstream_commit import UpstreamCommit
 from series.analysis.custom_ops import OpRegistry, registers
 from series.analysis.members import owner
 from series.analysis.moved import moved_to

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import pygit2
 
-from series.analysis.attribution import UpstreamCommit
+from series.git.upstream_commit import UpstreamCommit
 from series.engine import merged
 from series.engine.odb import MemOdb
 from series.engine.replay import replay_commits

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pygit2
 
-from series.analysis.attribution import pr_number, subject_of
+from series.git.upstream_commit import pr_number, subject_of
 from series.forge.base import PullFile, PullRequest, PullState, pr_ref
 from series.git.command import git
 from series.git.repo import person, workdir

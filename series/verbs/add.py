@@ -13,7 +13,7 @@ import click
 import pygit2
 
 from series import config
-from series.cli import Context, emit, pass_ctx
+from series.cli_support import Context, emit, pass_ctx
 from series.errors import SeriesError
 from series.git.repo import branch_commit, repo_path
 from series.model import Topic, topic_name

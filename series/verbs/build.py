@@ -19,7 +19,7 @@ import pygit2
 
 from series.ship import fetch, integration_tree, manifest, overlay
 from series.ship.integration_tree import Integration
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import releases
 from series.git.refs import current

@@ -17,7 +17,7 @@ import click
 import pygit2
 
 from series.analysis.touches import matches_any, parse_spec
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_ERROR, EXIT_OK, EXIT_WARNINGS, SeriesError
 from series.git.repo import branch_commit, resolve_commit, workdir
 from series.model import Topic

@@ -27,7 +27,7 @@ import click
 from series.analysis import comment_body, prbody
 from series.analysis import predictions
 from series.analysis.measurement_report import MeasurementReport, read_report
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PostedComment
 from series.model import PRNumber, Topic

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from series.cli import emit
+from series.cli_support import emit
 
 
 @click.command("completion")
@@ -18,8 +18,8 @@ def command(shell: str) -> None:
     """
     from click.shell_completion import get_completion_class
 
-    from series.cli import group
-
+    # the group this verb runs under, from click's context: a verb imports no series.cli
+    group = click.get_current_context().find_root().command
     cls = get_completion_class(shell)
     if cls is None:  # pragma: no cover - click ships all three
         raise click.UsageError(f"no completion for {shell}")

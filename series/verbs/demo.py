@@ -16,7 +16,7 @@ from typing import Callable
 import click
 
 from series import demo, demo_workload
-from series.cli import emit
+from series.cli_support import emit
 from series.errors import SeriesError
 
 

@@ -20,7 +20,7 @@ import click
 import pygit2
 
 from series import config
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git.command import git
 from series.journal import Operation, OpState, operations

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.patches.export import ExportResult, default_directory, export
 from series.workspace import Workspace
 

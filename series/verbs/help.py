@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from series.cli import unknown_verb
+from series.cli_support import unknown_verb
 
 
 @click.command("help")

@@ -15,7 +15,7 @@ import click
 import pygit2
 
 from series import config
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import checkouts
 from series.git.repo import branch_commit, committer, open_repo, workdir

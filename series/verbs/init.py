@@ -21,7 +21,7 @@ import click
 import pygit2
 
 from series import config, seriesedit, validate
-from series.cli import Context, emit, pass_ctx
+from series.cli_support import Context, emit, pass_ctx
 from series.errors import SeriesError
 from series.git import releases
 from series.git.repo import open_repo, resolve_release, workdir

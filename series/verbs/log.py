@@ -6,7 +6,7 @@ from typing import Any
 import click
 import pygit2
 
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series import journal
 
 

@@ -24,7 +24,7 @@ from series.analysis import measurement
 from series.analysis import measurement_artifacts
 from series.analysis import predictions
 from series.analysis.measurement import MeasuredTree, Measurement, Values
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.config import NAME_RE
 from series.errors import SeriesError
 from series.workspace import Workspace

@@ -19,7 +19,7 @@ import pygit2
 
 from series import validate
 from series.analysis import predictions
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.workspace import operation
 

@@ -19,7 +19,7 @@ from typing import Callable
 import click
 
 from series.analysis.grade import signed_off
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.forge import open_forge, scan
 from series.forge.base import Forge, OfflineForge, PullFile, PullRequest, change_files, mainline_commit

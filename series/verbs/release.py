@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import click
 import pygit2
 
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.git import releases
 from series.git.repo import open_repo, resolve_release
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import click
 
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.resolutions import ResolutionStore, describe, reachable
 from series.workspace import Workspace
 

@@ -8,7 +8,7 @@ import click
 from series.analysis import attribution
 from series.analysis.attribution import Behind
 from series.analysis.read_first import halted_read_first
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.topic_status import TopicStatus, topic_rows
 from series.topics import meant_start
 from series.analysis import base_breaks

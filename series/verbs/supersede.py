@@ -10,7 +10,7 @@ import dataclasses
 
 import click
 
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.model import Status
 from series.status_change import StatusChange, edit_status, reason_and_undo

@@ -14,9 +14,9 @@ import pygit2
 
 from series.analysis import attribution
 from series.analysis import touches
-from series.analysis.attribution import UpstreamCommit
+from series.git.upstream_commit import UpstreamCommit
 from series.analysis.touches import Hotspot, MatrixResult, PathSpec, Scope, TopicDiff, TouchedFile
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import partial
 from series.git.repo import repo_path, resolve_release

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 import pygit2
 
-from series.cli import Context, emit, pass_ctx
+from series.cli_support import Context, emit, pass_ctx
 from series import journal
 from series.git.repo import open_repo
 from series.workspace import operation, undoable

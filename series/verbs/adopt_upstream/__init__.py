@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.forge import open_forge
 from series.validate import printable
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.distribution import pip_spec
 from series.errors import SeriesError
 from series.git.repo import person

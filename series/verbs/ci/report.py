@@ -138,7 +138,7 @@ def mermaid(matrix: dict[str, Any]) -> list[str]:
 def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
           onto: str | None = None, depth: int = 2) -> str:
     # loaded here, not with the module: `ci owners` reads a rebase document with read_rebase alone
-    from series.analysis import test_plan
+    from series.ship import test_plan
     from series.analysis import touches
     from series.topic_status import topic_rows
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 
 
 @click.command("propose")

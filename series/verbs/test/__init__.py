@@ -11,9 +11,9 @@ from typing import Any, Callable
 
 import click
 
-from series.analysis.test_plan import Plan, select
+from series.ship.test_plan import Plan, select
 from series.ship.matrix import ResultMatrix
-from series.cli import Context, emit, emit_json, pass_ctx
+from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_WORSE
 from series.workspace import Workspace
 
