@@ -78,16 +78,16 @@ class Culprit:
     deleted: bool = False   # it deleted (or moved) the file
 
     def sentence(self) -> str:
-        return describe(self.as_json())
+        return describe(self.to_json())
 
-    def as_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {"sha": self.commit.sha, "subject": self.commit.subject, "pr": self.commit.pr,
                 "author": self.commit.author, "date": self.commit.date, "path": self.path,
                 "overlaps": self.overlaps, "symbol": self.symbol, "deleted": self.deleted}
 
 
 def describe(c: Mapping[str, Any]) -> str:
-    """One line for a culprit (as Culprit.as_json gives it, or read back from a report):
+    """One line for a culprit (as Culprit.to_json gives it, or read back from a report):
     'upstream #61234 rewrote touch() in lru.py (a1b2c3d4e5f6, Ada, 2026-01-13): [KV] ...'"""
     label = f"#{c['pr']}" if c.get("pr") is not None else str(c["sha"])[:12]
     verb = "deleted or moved" if c.get("deleted") else "rewrote" if c.get("overlaps") else "also changed"
@@ -367,7 +367,7 @@ class Behind:
             return f"up to date with {self.tip_name}"
         return f"{self.commits} commit{'s' if self.commits != 1 else ''} ({self.days} days) behind {self.tip_name}"
 
-    def as_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {"commits": self.commits, "days": self.days, "tip": self.tip, "tip_name": self.tip_name}
 
 

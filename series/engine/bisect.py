@@ -171,7 +171,7 @@ class Breaking:
     files: tuple[str, ...]     # what conflicts there
     replays: int
 
-    def as_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {"topic": self.topic, "sha": self.commit.sha, "subject": self.commit.subject,
                 "pr": self.commit.pr, "author": self.commit.author, "date": self.commit.date,
                 "position": self.position, "total": self.total, "files": list(self.files),
@@ -213,7 +213,7 @@ class Reach:
     def complete(self) -> bool:
         return self.position == self.total
 
-    def as_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         def one(c: UpstreamCommit | None) -> dict[str, object] | None:
             return None if c is None else {"sha": c.sha, "subject": c.subject, "pr": c.pr,
                                            "author": c.author, "date": c.date}

@@ -109,7 +109,7 @@ class TopicReport:
     range_diff: Mapping[str, int] | None = None    # clean: "=" "!" "<" ">" counts
     range_diff_text: str | None = None
 
-    def dump(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, Json]:
         row: dict[str, Json] = {"name": self.name, "branch": self.branch, "outcome": self.outcome.value,
                                 "commits": self.commits, "old_head": self.old_head, "new_head": self.new_head,
                                 "depends_on": self.depends_on}
@@ -122,7 +122,7 @@ class TopicReport:
                 row["detail"] = self.detail
         row["dropped"] = [{"commit": d.commit, "subject": d.subject} for d in self.dropped]
         if self.conflict:
-            row["conflict"] = self.conflict.dump()
+            row["conflict"] = self.conflict.to_json()
         row["resolved_from_memory"] = [{"commit": r.commit, "path": r.path} for r in self.resolved_from_memory]
         row["resolved_by_hand"] = [{"commit": r.commit, "path": r.path} for r in self.resolved_by_hand]
         if self.range_diff_text is not None:
@@ -138,7 +138,7 @@ class IntegrationReport:
     topics: tuple[str, ...]
     conflicts: tuple[InterTopicConflict, ...]
 
-    def dump(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, Json]:
         return {"head": self.head, "topics": list(self.topics),
                 "conflicts": [{"topic": c.topic, "other": c.other, "path": c.path, "clash": c.clash.value}
                               for c in self.conflicts]}
@@ -168,13 +168,13 @@ class RebaseReport:
         """A topic conflicts, or the topics do not combine."""
         return self.status == ReportStatus.CONFLICT or bool(self.integration and self.integration.conflicts)
 
-    def dump(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, Json]:
         return {
             "id": self.id, "command": self.command, "status": self.status.value, "dry_run": self.dry_run,
             "onto": {"spec": self.onto_spec, "name": self.onto_name, "sha": self.onto_sha},
             "old_base": {"name": self.old_base_name, "sha": self.old_base_sha},
-            "topics": [t.dump() for t in self.topics],
-            "integration": self.integration.dump() if self.integration else None,
+            "topics": [t.to_json() for t in self.topics],
+            "integration": self.integration.to_json() if self.integration else None,
             "operation": self.operation, "worktree": self.worktree, "notes": list(self.notes),
         }
 

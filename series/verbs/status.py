@@ -38,9 +38,9 @@ def behind(ws: Workspace) -> Behind | None:
 def to_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
     late = behind(ws)
     found = base_breaks.of_branches(ws)
-    topics = [{**asdict(r), "breaks": [b.as_json() for b in found.get(r.name, [])]} for r in rows]
+    topics = [{**asdict(r), "breaks": [b.to_json() for b in found.get(r.name, [])]} for r in rows]
     return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
-            "behind": late.as_json() if late is not None else None,
+            "behind": late.to_json() if late is not None else None,
             "halted": halt_sentence(ws), "topics": topics}
 
 

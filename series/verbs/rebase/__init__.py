@@ -75,7 +75,7 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
 
     report_id = outcome.op_id or (f"dry-run-{rebase._stamp()}" if outcome.dry_run else outcome.state.id)
     report = rebase_report.build(ws.repo, outcome, report_id, "rebase")
-    data: dict[str, Any] = report.dump()
+    data: dict[str, Any] = report.to_json()
     reach.annotate(ws, outcome, data, bisect=bisect, upstream=ending.upstream_history(ws.repo, outcome.state))
     semantic.annotate(data, ending.found, outcome.state)
     held = ending.strict and ending.count() > 0
@@ -87,7 +87,7 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
         data["resolutions_refused"] = [r.to_json(ws.series.root) for r in refused]
         text += "".join(f"\n{r.sentence(ws.series.root)}" for r in refused)
     if farthest is not None:
-        data["as_far_as_possible"] = farthest[1].as_json()
+        data["as_far_as_possible"] = farthest[1].to_json()
         text = reach.render_reach(farthest[1], farthest[0], outcome.state.old_base_name) + "\n" + text
     if outcome.worktree is not None:
         run = outcome.state.topic(outcome.state.current or "")
@@ -215,7 +215,7 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
     if found.target is None and found.total:
         text = reach.render_reach(found, name, ws.series.upstream.base)
         data = {"status": rebase_report.ReportStatus.BLOCKED.value, "command": "rebase", "dry_run": dry_run,
-                "as_far_as_possible": found.as_json()}
+                "as_far_as_possible": found.to_json()}
         return Result(data, text, "", True)
     target = onto if found.complete or found.target is None else found.target.sha
     # --as-far-as-possible's ending (all or nothing with the integration branch) inside the check's

@@ -47,7 +47,7 @@ def _commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit:
 def _behind(ws: Workspace, base: pygit2.Commit,
             walked: tuple[pygit2.Oid, pygit2.Oid, Sequence[pygit2.Commit]] | None) -> dict[str, object] | None:
     found = attribution.behind_main(ws.repo, ws.series.upstream.remote, base, walked)
-    return found.as_json() if found is not None else None
+    return found.to_json() if found is not None else None
 
 
 def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit,
@@ -89,7 +89,7 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any
             by_file = {}
             for path in run.conflict.files:
                 found = attribution.attribute(repo, old.id, onto.id, ours, path, history(), by_path[path])
-                by_file[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
+                by_file[path] = {"culprits": [c.to_json() for c in found[:SHOWN]],
                                  "more": max(0, len(found) - SHOWN)}
             row["upstream"] = by_file
         elif run.outcome == halted.TopicOutcome.MERGED:
@@ -104,7 +104,7 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any
         line = bisection.mainline(repo, old, onto)
         for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
                                                  engine_hooks(ws.series)):
-            rows[breaking.topic]["first_breaking"] = breaking.as_json()
+            rows[breaking.topic]["first_breaking"] = breaking.to_json()
 
 
 # -- --as-far-as-possible ---------------------------------------------------------------------

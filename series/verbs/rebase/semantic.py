@@ -120,7 +120,7 @@ def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]], sta
     and where its own commits sat (`start`)."""
     starts = {t.name: t.start for t in state.topics}
     for row in document.get("topics", []):
-        row["breaks"] = [b.as_json() for b in found.get(row["name"], [])]
+        row["breaks"] = [b.to_json() for b in found.get(row["name"], [])]
         if row["name"] in starts:
             row["start"] = starts[row["name"]]
 
