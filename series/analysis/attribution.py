@@ -25,7 +25,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pygit2
 
+from series import persisted
 from series.git.repo import person, subject as commit_subject
+from series.persisted import Json
 from series.validate import PR_DIGITS
 
 # "(#N)" at the end of a subject; a longer run of digits than a PR number has is no PR
@@ -61,6 +63,15 @@ class UpstreamCommit:
         return cls(str(commit.id), subject, pr_number(subject), person(commit, commit.author)[0],
                    when.date().isoformat())
 
+    def to_json(self) -> dict[str, Json]:
+        return {"sha": self.sha, "subject": self.subject, "pr": self.pr, "author": self.author, "date": self.date}
+
+    @classmethod
+    def from_json(cls, data: Json | persisted.JsonObject, what: str = "commit") -> "UpstreamCommit":
+        d = persisted.read_object(data, what)
+        return cls(persisted.read_str(d, "sha"), persisted.read_str(d, "subject"), persisted.read_opt_int(d, "pr"),
+                   persisted.read_str(d, "author"), persisted.read_str(d, "date"))
+
     @property
     def label(self) -> str:
         """How a sentence names it: '#61234' when it is a PR's squash, else its short sha."""
@@ -80,10 +91,16 @@ class Culprit:
     def sentence(self) -> str:
         return describe(self.to_json())
 
-    def to_json(self) -> dict[str, object]:
-        return {"sha": self.commit.sha, "subject": self.commit.subject, "pr": self.commit.pr,
-                "author": self.commit.author, "date": self.commit.date, "path": self.path,
-                "overlaps": self.overlaps, "symbol": self.symbol, "deleted": self.deleted}
+    def to_json(self) -> dict[str, Json]:
+        return {**self.commit.to_json(), "path": self.path, "overlaps": self.overlaps, "symbol": self.symbol,
+                "deleted": self.deleted}
+
+    @classmethod
+    def from_json(cls, data: Json) -> "Culprit":
+        d = persisted.read_object(data, "culprit")
+        return cls(UpstreamCommit.from_json(d, "culprit"), persisted.read_str(d, "path"),
+                   persisted.read_bool(d, "overlaps"), persisted.read_opt_str(d, "symbol"),
+                   persisted.read_bool(d, "deleted"))
 
 
 def describe(c: Mapping[str, Any]) -> str:
@@ -367,8 +384,14 @@ class Behind:
             return f"up to date with {self.tip_name}"
         return f"{self.commits} commit{'s' if self.commits != 1 else ''} ({self.days} days) behind {self.tip_name}"
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Json]:
         return {"commits": self.commits, "days": self.days, "tip": self.tip, "tip_name": self.tip_name}
+
+    @classmethod
+    def from_json(cls, data: Json) -> "Behind":
+        d = persisted.read_object(data, "behind")
+        return cls(persisted.read_int(d, "commits"), persisted.read_int(d, "days"), persisted.read_str(d, "tip"),
+                   persisted.read_str(d, "tip_name"))
 
 
 def behind(repo: pygit2.Repository, base: pygit2.Commit, tip: pygit2.Commit, tip_name: str,

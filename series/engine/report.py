@@ -19,10 +19,11 @@ from typing import Mapping
 import pygit2
 
 from series.fs import state_dir, write_atomically
-from series.engine.integration import InterTopicConflict
+from series.engine.integration import Clash, InterTopicConflict
 from series.engine.rebase import RebaseOutcome
 from series.halted import HaltedCommit, TopicOutcome, TopicRun
-from series.persisted import Json
+from series.persisted import (Json, JsonObject, read_bool, read_enum, read_int, read_list, read_object,
+                              read_opt_str, read_str, read_strs)
 from series.git.command import git_many
 from series.git.repo import message, workdir
 
@@ -131,6 +132,33 @@ class TopicReport:
             row["range_diff"] = dict(self.range_diff)
         return row
 
+    @classmethod
+    def from_json(cls, data: Json) -> "TopicReport":
+        d = read_object(data, "topics[]")
+        outcome = read_enum(TopicOutcome, d, "outcome")
+        merged = outcome == TopicOutcome.MERGED
+        range_diff = d.get("range_diff")
+        return cls(
+            name=read_str(d, "name"), branch=read_str(d, "branch"), outcome=outcome, commits=read_int(d, "commits"),
+            old_head=read_str(d, "old_head"), new_head=read_opt_str(d, "new_head"),
+            depends_on=read_opt_str(d, "depends_on"), reason=read_str(d, "reason") if "reason" in d else "",
+            merged_in=read_opt_str(d, "merged_in") if merged else None,
+            modified=read_bool(d, "modified") if merged else False,
+            detail=read_str(d, "detail") if merged and "detail" in d else "",
+            dropped=tuple(DroppedCommit(read_str(o, "commit"), read_str(o, "subject"))
+                          for o in (read_object(x, "dropped[]") for x in read_list(d, "dropped"))),
+            conflict=HaltedCommit.from_json(d["conflict"]) if "conflict" in d else None,
+            resolved_from_memory=_commit_paths(d, "resolved_from_memory"),
+            resolved_by_hand=_commit_paths(d, "resolved_by_hand"),
+            range_diff=None if range_diff is None else {k: read_int(read_object(range_diff, "range_diff"), k)
+                                                        for k in read_object(range_diff, "range_diff")},
+            range_diff_text=read_str(d, "range_diff_text") if "range_diff_text" in d else None)
+
+
+def _commit_paths(d: JsonObject, key: str) -> tuple[CommitPath, ...]:
+    return tuple(CommitPath(read_str(o, "commit"), read_str(o, "path"))
+                 for o in (read_object(x, f"{key}[]") for x in read_list(d, key)))
+
 
 @dataclass(frozen=True)
 class IntegrationReport:
@@ -142,6 +170,14 @@ class IntegrationReport:
         return {"head": self.head, "topics": list(self.topics),
                 "conflicts": [{"topic": c.topic, "other": c.other, "path": c.path, "clash": c.clash.value}
                               for c in self.conflicts]}
+
+    @classmethod
+    def from_json(cls, data: Json) -> "IntegrationReport":
+        d = read_object(data, "integration")
+        conflicts = (read_object(c, "conflicts[]") for c in read_list(d, "conflicts"))
+        return cls(read_str(d, "head"), tuple(read_strs(d, "topics")),
+                   tuple(InterTopicConflict(read_str(c, "topic"), read_str(c, "other"), read_str(c, "path"),
+                                            read_enum(Clash, c, "clash")) for c in conflicts))
 
 
 @dataclass(frozen=True)
@@ -177,6 +213,22 @@ class RebaseReport:
             "integration": self.integration.to_json() if self.integration else None,
             "operation": self.operation, "worktree": self.worktree, "notes": list(self.notes),
         }
+
+    @classmethod
+    def from_json(cls, data: Json | JsonObject) -> "RebaseReport":
+        """Its to_json read back, every field checked (a ValueError names the wrong one);
+        keys the verb added beside them are the verb's to read."""
+        d = read_object(data, "report")
+        onto, old = read_object(d.get("onto"), "onto"), read_object(d.get("old_base"), "old_base")
+        integration = d.get("integration")
+        return cls(
+            id=read_str(d, "id"), command=read_str(d, "command"), status=read_enum(ReportStatus, d, "status"),
+            dry_run=read_bool(d, "dry_run"), onto_spec=read_str(onto, "spec"), onto_name=read_str(onto, "name"),
+            onto_sha=read_str(onto, "sha"), old_base_name=read_str(old, "name"), old_base_sha=read_str(old, "sha"),
+            topics=tuple(TopicReport.from_json(t) for t in read_list(d, "topics")),
+            integration=None if integration is None else IntegrationReport.from_json(integration),
+            operation=read_opt_str(d, "operation"), worktree=read_opt_str(d, "worktree"),
+            notes=tuple(read_strs(d, "notes")))
 
 
 def _needs_range_diff(outcome: RebaseOutcome, run: TopicRun) -> bool:
@@ -229,8 +281,8 @@ def report_dir(repo: pygit2.Repository) -> Path:
 
 
 def write(repo: pygit2.Repository, report: RebaseReport, document: Mapping[str, Json], text: str) -> Path:
-    """The report as JSON (`document`: its dump, with what the verb added) and as text, with
-    the range-diffs."""
+    """The report as JSON (`document`: its to_json, with what the verb found) and as text,
+    with the range-diffs."""
     directory = report_dir(repo)
     directory.mkdir(parents=True, exist_ok=True)
     base = directory / report.id
