@@ -9,6 +9,7 @@ from series.analysis import attribution
 from series.analysis.attribution import Behind
 from series.analysis.read_first import halted_read_first
 from series.cli import Context, emit, emit_json, pass_ctx
+from series.model import Status
 from series.topic_status import TopicStatus, topic_rows
 from series.topics import meant_start
 from series.analysis import base_breaks
@@ -56,7 +57,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         notes = []
         if r.missing:
             notes.append(f"branch {r.branch} missing")
-        elif not r.on_base and r.status == "active":
+        elif not r.on_base and r.status == Status.ACTIVE:
             # superseded, merged and dropped topics keep their old branch by design
             on = meant_start(ws.series.topic(r.name), ws.series.upstream.base)
             notes.append(f"warning: not on {on} (forks at {r.fork_point})")
@@ -74,7 +75,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         lines = "" if r.added is None else f"+{r.added}/-{r.deleted}"
         commits = "-" if r.commits is None else str(r.commits)
         files = "-" if r.files is None else str(r.files)
-        out.append(f"  {r.name:<{width}}  {r.status:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
+        out.append(f"  {r.name:<{width}}  {r.status.value:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
         out += [f"  {'':<{width}}    {b.sentence()}" for b in found.get(r.name, [])]
     sentence = halt_sentence(ws)
     if sentence:
