@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import pygit2
 
@@ -89,7 +89,12 @@ class Culprit:
     deleted: bool = False   # it deleted (or moved) the file
 
     def sentence(self) -> str:
-        return describe(self.to_json())
+        """'upstream #61234 rewrote touch() in lru.py (a1b2c3d4e5f6, Ada, 2026-01-13): [KV] ...'"""
+        c = self.commit
+        verb = "deleted or moved" if self.deleted else "rewrote" if self.overlaps else "also changed"
+        where = f"{self.symbol}() in " if self.symbol and self.overlaps else ""
+        name = self.path.rsplit("/", 1)[-1]
+        return f"upstream {c.label} {verb} {where}{name} ({c.sha[:12]}, {c.author}, {c.date}): {c.subject}"
 
     def to_json(self) -> dict[str, Json]:
         return {**self.commit.to_json(), "path": self.path, "overlaps": self.overlaps, "symbol": self.symbol,
@@ -101,16 +106,6 @@ class Culprit:
         return cls(UpstreamCommit.from_json(d, "culprit"), persisted.read_str(d, "path"),
                    persisted.read_bool(d, "overlaps"), persisted.read_opt_str(d, "symbol"),
                    persisted.read_bool(d, "deleted"))
-
-
-def describe(c: Mapping[str, Any]) -> str:
-    """One line for a culprit (as Culprit.to_json gives it, or read back from a report):
-    'upstream #61234 rewrote touch() in lru.py (a1b2c3d4e5f6, Ada, 2026-01-13): [KV] ...'"""
-    label = f"#{c['pr']}" if c.get("pr") is not None else str(c["sha"])[:12]
-    verb = "deleted or moved" if c.get("deleted") else "rewrote" if c.get("overlaps") else "also changed"
-    where = f"{c['symbol']}() in " if c.get("symbol") and c.get("overlaps") else ""
-    name = str(c["path"]).rsplit("/", 1)[-1]
-    return f"upstream {label} {verb} {where}{name} ({str(c['sha'])[:12]}, {c['author']}, {c['date']}): {c['subject']}"
 
 
 # -- walking upstream ---------------------------------------------------------------------

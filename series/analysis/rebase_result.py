@@ -11,7 +11,7 @@ document under .git/series/reports/<id>.json, and `series status` reads it back 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 from series import persisted
@@ -119,7 +119,7 @@ class RebaseResult:
     held: bool = False                         # --strict counted breaks as conflicts: nothing moved
     refused: tuple[RefusedResolution, ...] = ()
     reach: Reach | None = None                 # --as-far-as-possible: how far it got
-    saved: str | None = field(default=None)    # the report's text file, once written
+    saved: str | None = None                   # the report's text file, once written
 
     @property
     def status(self) -> ReportStatus:
