@@ -14,7 +14,7 @@ JsonObject = Mapping[str, Json]
 E = TypeVar("E", bound=enum.Enum)
 
 
-def read_object(value: Json, what: str) -> JsonObject:
+def read_object(value: Json | JsonObject, what: str) -> JsonObject:
     if not isinstance(value, dict):
         raise ValueError(f"'{what}' is not an object")
     return value
@@ -37,6 +37,13 @@ def read_opt_str(d: JsonObject, key: str) -> str | None:
 def read_int(d: JsonObject, key: str) -> int:
     value = d.get(key)
     if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"'{key}' is not a number")
+    return value
+
+
+def read_opt_int(d: JsonObject, key: str) -> int | None:
+    value = d.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
         raise ValueError(f"'{key}' is not a number")
     return value
 

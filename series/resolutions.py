@@ -344,12 +344,8 @@ class Refusal:
     file: Path
     reason: str
 
-    def sentence(self, root: Path) -> str:
-        where = self.file.relative_to(root) if self.file.is_relative_to(root) else self.file
-        return (f"{self.topic}: the recorded resolution {where} of {self.path} was not replayed: "
-                f"{self.reason}; resolve it by hand (--continue records the new one in its place)")
-
     def to_json(self, root: Path) -> dict[str, str]:
+        """Its file named from `root`; the rebase reports it (series.analysis.rebase_result)."""
         where = self.file.relative_to(root) if self.file.is_relative_to(root) else self.file
         return {"topic": self.topic, "path": self.path, "file": str(where), "reason": self.reason}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
+from series.model import Status
 from series.workspace import Workspace
 
 
@@ -14,7 +15,7 @@ from series.workspace import Workspace
 class TopicStatus:
     name: str
     branch: str
-    status: str
+    status: Status
     commits: int | None
     files: int | None
     added: int | None
@@ -33,7 +34,7 @@ class _FromConfig(TypedDict):
 
     name: str
     branch: str
-    status: str
+    status: Status
     upstream_pr: int | None
     superseded_by: str | None
     merged_in: str | None
@@ -43,7 +44,7 @@ class _FromConfig(TypedDict):
 def topic_rows(ws: Workspace) -> list[TopicStatus]:
     rows = []
     for topic in ws.series.topics:
-        common = _FromConfig(name=topic.name, branch=topic.branch, status=topic.status.value,
+        common = _FromConfig(name=topic.name, branch=topic.branch, status=topic.status,
                              upstream_pr=topic.upstream_pr, superseded_by=topic.superseded_by,
                              merged_in=topic.merged_in, measured=topic.measured)
         own = ws.own(topic)  # a stacked topic: its dependencies' commits are not counted

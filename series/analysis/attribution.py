@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import pygit2
 
 from series.git.upstream_commit import UpstreamCommit, pr_number, subject_of
+from series import persisted
+from series.persisted import Json
 
 _SYMBOL = re.compile(rb"^\s*(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
 
@@ -42,22 +44,23 @@ class Culprit:
     deleted: bool = False   # it deleted (or moved) the file
 
     def sentence(self) -> str:
-        return describe(self.as_json())
+        """'upstream #61234 rewrote touch() in lru.py (a1b2c3d4e5f6, Ada, 2026-01-13): [KV] ...'"""
+        c = self.commit
+        verb = "deleted or moved" if self.deleted else "rewrote" if self.overlaps else "also changed"
+        where = f"{self.symbol}() in " if self.symbol and self.overlaps else ""
+        name = self.path.rsplit("/", 1)[-1]
+        return f"upstream {c.label} {verb} {where}{name} ({c.sha[:12]}, {c.author}, {c.date}): {c.subject}"
 
-    def as_json(self) -> dict[str, object]:
-        return {"sha": self.commit.sha, "subject": self.commit.subject, "pr": self.commit.pr,
-                "author": self.commit.author, "date": self.commit.date, "path": self.path,
-                "overlaps": self.overlaps, "symbol": self.symbol, "deleted": self.deleted}
+    def to_json(self) -> dict[str, Json]:
+        return {**self.commit.to_json(), "path": self.path, "overlaps": self.overlaps, "symbol": self.symbol,
+                "deleted": self.deleted}
 
-
-def describe(c: Mapping[str, Any]) -> str:
-    """One line for a culprit (as Culprit.as_json gives it, or read back from a report):
-    'upstream #61234 rewrote touch() in lru.py (a1b2c3d4e5f6, Ada, 2026-01-13): [KV] ...'"""
-    label = f"#{c['pr']}" if c.get("pr") is not None else str(c["sha"])[:12]
-    verb = "deleted or moved" if c.get("deleted") else "rewrote" if c.get("overlaps") else "also changed"
-    where = f"{c['symbol']}() in " if c.get("symbol") and c.get("overlaps") else ""
-    name = str(c["path"]).rsplit("/", 1)[-1]
-    return f"upstream {label} {verb} {where}{name} ({str(c['sha'])[:12]}, {c['author']}, {c['date']}): {c['subject']}"
+    @classmethod
+    def from_json(cls, data: Json) -> "Culprit":
+        d = persisted.read_object(data, "culprit")
+        return cls(UpstreamCommit.from_json(d, "culprit"), persisted.read_str(d, "path"),
+                   persisted.read_bool(d, "overlaps"), persisted.read_opt_str(d, "symbol"),
+                   persisted.read_bool(d, "deleted"))
 
 
 # -- walking upstream ---------------------------------------------------------------------
@@ -331,8 +334,14 @@ class Behind:
             return f"up to date with {self.tip_name}"
         return f"{self.commits} commit{'s' if self.commits != 1 else ''} ({self.days} days) behind {self.tip_name}"
 
-    def as_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Json]:
         return {"commits": self.commits, "days": self.days, "tip": self.tip, "tip_name": self.tip_name}
+
+    @classmethod
+    def from_json(cls, data: Json) -> "Behind":
+        d = persisted.read_object(data, "behind")
+        return cls(persisted.read_int(d, "commits"), persisted.read_int(d, "days"), persisted.read_str(d, "tip"),
+                   persisted.read_str(d, "tip_name"))
 
 
 def behind(repo: pygit2.Repository, base: pygit2.Commit, tip: pygit2.Commit, tip_name: str,

@@ -65,7 +65,7 @@ class Break:
     upstream: UpstreamCommit | None
     fix: str
 
-    def as_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, persisted.Json]:
         up = self.upstream
         return {"file": self.file, "line": self.line, "name": self.name, "kind": self.kind.value,
                 "detail": self.detail, "fix": self.fix,

@@ -6,25 +6,24 @@ from its saved report) show these lines, so they are worded once, here.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from series import halted
+from series.analysis.rebase_result import RebaseResult
 from series.engine.report import report_dir
 from series.workspace import Workspace
 
 
-def read_first(report: dict[str, Any], topic: str) -> list[str]:
+def read_first(result: RebaseResult, topic: str) -> list[str]:
     """For the conflict worktree's instructions: the upstream change to read before resolving."""
-    row = next((t for t in report["topics"] if t["name"] == topic), None)
+    found = result.topic(topic)
     out = []
-    for path, found in (row or {}).get("upstream", {}).items():
-        hits = [c for c in found["culprits"] if c["overlaps"]]
+    for path, culprits in ((found.history.upstream or {}) if found else {}).items():
+        hits = [c for c in culprits.culprits if c.overlaps]
         if hits:
             c = hits[0]
-            what = f"{c['symbol']}()" if c.get("symbol") else path.rsplit("/", 1)[-1]
-            label = f"#{c['pr']}" if c.get("pr") is not None else c["sha"][:12]
-            out.append(f"upstream {label} rewrote {what} in {path}: read it first "
-                       f"(git show {c['sha'][:12]} -- {path})")
+            what = f"{c.symbol}()" if c.symbol else path.rsplit("/", 1)[-1]
+            out.append(f"upstream {c.commit.label} rewrote {what} in {path}: read it first "
+                       f"(git show {c.commit.sha[:12]} -- {path})")
     return out
 
 
@@ -34,7 +33,7 @@ def halted_read_first(ws: Workspace) -> list[str]:
     if state is None or not state.current:
         return []
     try:
-        report = json.loads((report_dir(ws.repo) / f"{state.id}.json").read_text())
+        result = RebaseResult.from_json(json.loads((report_dir(ws.repo) / f"{state.id}.json").read_text()))
     except (OSError, ValueError):
-        return []  # an adoption's halt, or a report removed by hand: nothing to add
-    return read_first(report, state.current) if isinstance(report, dict) and "topics" in report else []
+        return []  # an adoption's halt, or a report removed or edited by hand: nothing to add
+    return read_first(result, state.current)

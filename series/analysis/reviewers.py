@@ -51,7 +51,7 @@ class Reviewers:
     mentionable: tuple[str, ...]             # "@login" / "@org/team", owners first
     unmentionable: tuple[str, ...] = field(default=())  # blamed authors with no known login
 
-    def as_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {"codeowners": self.codeowners,
                 "owned": [{"path": o.path, "owners": list(o.owners), "rule": o.rule} for o in self.owned],
                 "authors": [{"name": a.name, "email": a.email, "login": a.login, "lines": a.lines,

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import pygit2
 
+from series import persisted
 from series.git.upstream_commit import UpstreamCommit
 from series.engine import merged
 from series.engine.odb import MemOdb
@@ -29,6 +30,7 @@ from series.git.repo import committer
 from series.engine.resolve import Hooks
 from series.halted import TopicOutcome, TopicRun
 from series.engine.ports import SeriesRepo
+from series.persisted import Json
 
 
 def mainline(repo: pygit2.Repository, old: pygit2.Commit, new: pygit2.Commit) -> list[pygit2.Commit]:
@@ -171,11 +173,16 @@ class Breaking:
     files: tuple[str, ...]     # what conflicts there
     replays: int
 
-    def as_json(self) -> dict[str, object]:
-        return {"topic": self.topic, "sha": self.commit.sha, "subject": self.commit.subject,
-                "pr": self.commit.pr, "author": self.commit.author, "date": self.commit.date,
-                "position": self.position, "total": self.total, "files": list(self.files),
-                "replays": self.replays}
+    def to_json(self) -> dict[str, Json]:
+        return {"topic": self.topic, **self.commit.to_json(), "position": self.position, "total": self.total,
+                "files": list(self.files), "replays": self.replays}
+
+    @classmethod
+    def from_json(cls, data: Json) -> "Breaking":
+        d = persisted.read_object(data, "first_breaking")
+        return cls(persisted.read_str(d, "topic"), UpstreamCommit.from_json(d, "first_breaking"),
+                   persisted.read_int(d, "position"), persisted.read_int(d, "total"),
+                   tuple(persisted.read_strs(d, "files")), persisted.read_int(d, "replays"))
 
 
 def first_breaking(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
@@ -213,13 +220,20 @@ class Reach:
     def complete(self) -> bool:
         return self.position == self.total
 
-    def as_json(self) -> dict[str, object]:
-        def one(c: UpstreamCommit | None) -> dict[str, object] | None:
-            return None if c is None else {"sha": c.sha, "subject": c.subject, "pr": c.pr,
-                                           "author": c.author, "date": c.date}
-        return {"target": one(self.target), "position": self.position, "total": self.total,
-                "blocker": one(self.blocker), "blocked": {k: list(v) for k, v in self.blocked.items()},
-                "replays": self.replays}
+    def to_json(self) -> dict[str, Json]:
+        return {"target": None if self.target is None else self.target.to_json(), "position": self.position,
+                "total": self.total, "blocker": None if self.blocker is None else self.blocker.to_json(),
+                "blocked": {k: list(v) for k, v in self.blocked.items()}, "replays": self.replays}
+
+    @classmethod
+    def from_json(cls, data: Json) -> "Reach":
+        d = persisted.read_object(data, "as_far_as_possible")
+        blocked = persisted.read_object(d.get("blocked"), "blocked")
+        return cls(None if d.get("target") is None else UpstreamCommit.from_json(d["target"], "target"),
+                   persisted.read_int(d, "position"), persisted.read_int(d, "total"),
+                   None if d.get("blocker") is None else UpstreamCommit.from_json(d["blocker"], "blocker"),
+                   {name: tuple(persisted.read_strs(blocked, name)) for name in blocked},
+                   persisted.read_int(d, "replays"))
 
 
 def as_far_as_possible(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],

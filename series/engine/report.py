@@ -19,10 +19,11 @@ from typing import Mapping
 import pygit2
 
 from series.fs import state_dir, write_atomically
-from series.engine.integration import InterTopicConflict
+from series.engine.integration import Clash, InterTopicConflict
 from series.engine.rebase import RebaseOutcome
 from series.halted import HaltedCommit, TopicOutcome, TopicRun
-from series.persisted import Json
+from series.persisted import (Json, JsonObject, read_bool, read_enum, read_int, read_list, read_object,
+                              read_opt_str, read_str, read_strs)
 from series.git.command import git_many
 from series.git.repo import message, workdir
 
@@ -109,7 +110,7 @@ class TopicReport:
     range_diff: Mapping[str, int] | None = None    # clean: "=" "!" "<" ">" counts
     range_diff_text: str | None = None
 
-    def dump(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, Json]:
         row: dict[str, Json] = {"name": self.name, "branch": self.branch, "outcome": self.outcome.value,
                                 "commits": self.commits, "old_head": self.old_head, "new_head": self.new_head,
                                 "depends_on": self.depends_on}
@@ -122,7 +123,7 @@ class TopicReport:
                 row["detail"] = self.detail
         row["dropped"] = [{"commit": d.commit, "subject": d.subject} for d in self.dropped]
         if self.conflict:
-            row["conflict"] = self.conflict.dump()
+            row["conflict"] = self.conflict.to_json()
         row["resolved_from_memory"] = [{"commit": r.commit, "path": r.path} for r in self.resolved_from_memory]
         row["resolved_by_hand"] = [{"commit": r.commit, "path": r.path} for r in self.resolved_by_hand]
         if self.range_diff_text is not None:
@@ -131,6 +132,33 @@ class TopicReport:
             row["range_diff"] = dict(self.range_diff)
         return row
 
+    @classmethod
+    def from_json(cls, data: Json) -> "TopicReport":
+        d = read_object(data, "topics[]")
+        outcome = read_enum(TopicOutcome, d, "outcome")
+        merged = outcome == TopicOutcome.MERGED
+        range_diff = d.get("range_diff")
+        return cls(
+            name=read_str(d, "name"), branch=read_str(d, "branch"), outcome=outcome, commits=read_int(d, "commits"),
+            old_head=read_str(d, "old_head"), new_head=read_opt_str(d, "new_head"),
+            depends_on=read_opt_str(d, "depends_on"), reason=read_str(d, "reason") if "reason" in d else "",
+            merged_in=read_opt_str(d, "merged_in") if merged else None,
+            modified=read_bool(d, "modified") if merged else False,
+            detail=read_str(d, "detail") if merged and "detail" in d else "",
+            dropped=tuple(DroppedCommit(read_str(o, "commit"), read_str(o, "subject"))
+                          for o in (read_object(x, "dropped[]") for x in read_list(d, "dropped"))),
+            conflict=HaltedCommit.from_json(d["conflict"]) if "conflict" in d else None,
+            resolved_from_memory=_commit_paths(d, "resolved_from_memory"),
+            resolved_by_hand=_commit_paths(d, "resolved_by_hand"),
+            range_diff=None if range_diff is None else {k: read_int(read_object(range_diff, "range_diff"), k)
+                                                        for k in read_object(range_diff, "range_diff")},
+            range_diff_text=read_str(d, "range_diff_text") if "range_diff_text" in d else None)
+
+
+def _commit_paths(d: JsonObject, key: str) -> tuple[CommitPath, ...]:
+    return tuple(CommitPath(read_str(o, "commit"), read_str(o, "path"))
+                 for o in (read_object(x, f"{key}[]") for x in read_list(d, key)))
+
 
 @dataclass(frozen=True)
 class IntegrationReport:
@@ -138,10 +166,18 @@ class IntegrationReport:
     topics: tuple[str, ...]
     conflicts: tuple[InterTopicConflict, ...]
 
-    def dump(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, Json]:
         return {"head": self.head, "topics": list(self.topics),
                 "conflicts": [{"topic": c.topic, "other": c.other, "path": c.path, "clash": c.clash.value}
                               for c in self.conflicts]}
+
+    @classmethod
+    def from_json(cls, data: Json) -> "IntegrationReport":
+        d = read_object(data, "integration")
+        conflicts = (read_object(c, "conflicts[]") for c in read_list(d, "conflicts"))
+        return cls(read_str(d, "head"), tuple(read_strs(d, "topics")),
+                   tuple(InterTopicConflict(read_str(c, "topic"), read_str(c, "other"), read_str(c, "path"),
+                                            read_enum(Clash, c, "clash")) for c in conflicts))
 
 
 @dataclass(frozen=True)
@@ -168,15 +204,31 @@ class RebaseReport:
         """A topic conflicts, or the topics do not combine."""
         return self.status == ReportStatus.CONFLICT or bool(self.integration and self.integration.conflicts)
 
-    def dump(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, Json]:
         return {
             "id": self.id, "command": self.command, "status": self.status.value, "dry_run": self.dry_run,
             "onto": {"spec": self.onto_spec, "name": self.onto_name, "sha": self.onto_sha},
             "old_base": {"name": self.old_base_name, "sha": self.old_base_sha},
-            "topics": [t.dump() for t in self.topics],
-            "integration": self.integration.dump() if self.integration else None,
+            "topics": [t.to_json() for t in self.topics],
+            "integration": self.integration.to_json() if self.integration else None,
             "operation": self.operation, "worktree": self.worktree, "notes": list(self.notes),
         }
+
+    @classmethod
+    def from_json(cls, data: Json | JsonObject) -> "RebaseReport":
+        """Its to_json read back, every field checked (a ValueError names the wrong one);
+        keys the verb added beside them are the verb's to read."""
+        d = read_object(data, "report")
+        onto, old = read_object(d.get("onto"), "onto"), read_object(d.get("old_base"), "old_base")
+        integration = d.get("integration")
+        return cls(
+            id=read_str(d, "id"), command=read_str(d, "command"), status=read_enum(ReportStatus, d, "status"),
+            dry_run=read_bool(d, "dry_run"), onto_spec=read_str(onto, "spec"), onto_name=read_str(onto, "name"),
+            onto_sha=read_str(onto, "sha"), old_base_name=read_str(old, "name"), old_base_sha=read_str(old, "sha"),
+            topics=tuple(TopicReport.from_json(t) for t in read_list(d, "topics")),
+            integration=None if integration is None else IntegrationReport.from_json(integration),
+            operation=read_opt_str(d, "operation"), worktree=read_opt_str(d, "worktree"),
+            notes=tuple(read_strs(d, "notes")))
 
 
 def _needs_range_diff(outcome: RebaseOutcome, run: TopicRun) -> bool:
@@ -229,8 +281,8 @@ def report_dir(repo: pygit2.Repository) -> Path:
 
 
 def write(repo: pygit2.Repository, report: RebaseReport, document: Mapping[str, Json], text: str) -> Path:
-    """The report as JSON (`document`: its dump, with what the verb added) and as text, with
-    the range-diffs."""
+    """The report as JSON (`document`: its to_json, with what the verb found) and as text,
+    with the range-diffs."""
     directory = report_dir(repo)
     directory.mkdir(parents=True, exist_ok=True)
     base = directory / report.id

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import pygit2
 
+from series import persisted
 from series.git.repo import person, subject as commit_subject
+from series.persisted import Json
 from series.validate import PR_DIGITS
 
 # "(#N)" at the end of a subject; a longer run of digits than a PR number has is no PR
@@ -45,6 +47,15 @@ class UpstreamCommit:
         when = datetime.datetime.fromtimestamp(commit.author.time, datetime.timezone.utc)
         return cls(str(commit.id), subject, pr_number(subject), person(commit, commit.author)[0],
                    when.date().isoformat())
+
+    def to_json(self) -> dict[str, Json]:
+        return {"sha": self.sha, "subject": self.subject, "pr": self.pr, "author": self.author, "date": self.date}
+
+    @classmethod
+    def from_json(cls, data: Json | persisted.JsonObject, what: str = "commit") -> "UpstreamCommit":
+        d = persisted.read_object(data, what)
+        return cls(persisted.read_str(d, "sha"), persisted.read_str(d, "subject"), persisted.read_opt_int(d, "pr"),
+                   persisted.read_str(d, "author"), persisted.read_str(d, "date"))
 
     @property
     def label(self) -> str:

@@ -297,7 +297,7 @@ def render_markdown(m: ResultMatrix) -> str:
     return "\n".join(out) + "\n"
 
 
-def as_json(m: ResultMatrix) -> dict[str, Any]:
+def to_json(m: ResultMatrix) -> dict[str, Any]:
     names = [n for n in m.names() if n in m.results]
     return {
         "build": m.build,

@@ -12,6 +12,7 @@ is rebuilt in memory on its base to get commits; a series.yaml alone has none.
 """
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from series.errors import SeriesError
 from series.git.command import git
 from series.journal import Operation, OpState, operations
 from series.git.repo import workdir
-from series.model import Series, Topic
+from series.model import Series, Status, Topic
 from series.topics import OwnWork, OwnWorks, built_on
 from series.workspace import Workspace
 
@@ -39,12 +40,21 @@ class SeriesState:
     heads: dict[str, str] = field(default_factory=dict)  # topic -> head commit, when known
 
 
+class ChangeKind(str, enum.Enum):
+    """What changed about a topic between two versions of the series."""
+
+    ADDED = "added"
+    REMOVED = "removed"
+    STATUS = "status"
+    COMMITS = "commits"
+
+
 @dataclass(frozen=True)
 class TopicChange:
     topic: str
-    change: str                 # added, removed, status, commits
-    old_status: str | None = None
-    new_status: str | None = None
+    change: ChangeKind
+    old_status: Status | None = None
+    new_status: Status | None = None
     detail: str | None = None
     range_diff: tuple[str, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
@@ -267,10 +277,10 @@ def run(ws: Workspace, old_spec: str, new_spec: str) -> SeriesDiff:
     old_works, new_works = _own_works(ws, old), _own_works(ws, new)
     for name, topic in new_topics.items():
         if name not in old_topics:
-            result.changes.append(TopicChange(name, "added", new_status=topic.status.value))
+            result.changes.append(TopicChange(name, ChangeKind.ADDED, new_status=topic.status))
     for name, topic in old_topics.items():
         if name not in new_topics:
-            result.changes.append(TopicChange(name, "removed", old_status=topic.status.value))
+            result.changes.append(TopicChange(name, ChangeKind.REMOVED, old_status=topic.status))
     for name, topic in new_topics.items():
         before = old_topics.get(name)
         if before is None:
@@ -281,13 +291,13 @@ def run(ws: Workspace, old_spec: str, new_spec: str) -> SeriesDiff:
                 detail = f"by {topic.superseded_by}"
             elif topic.merged_in:
                 detail = f"in {topic.merged_in}"
-            result.changes.append(TopicChange(name, "status", before.status.value, topic.status.value, detail))
+            result.changes.append(TopicChange(name, ChangeKind.STATUS, before.status, topic.status, detail))
         if not (before.active and topic.active):
             continue  # a merged or superseded topic's kept branch says nothing new
         old_own, new_own = _own(old_works, name), _own(new_works, name)
         if old_own is not None and new_own is not None and (old_own.commits or new_own.commits):
             lines, counts = range_diff(ws, old_own, new_own)
-            result.changes.append(TopicChange(name, "commits", before.status.value, topic.status.value,
+            result.changes.append(TopicChange(name, ChangeKind.COMMITS, before.status, topic.status,
                                               range_diff=lines, counts=counts))
     return result
 
@@ -296,20 +306,24 @@ def _subject(commit: pygit2.Commit) -> str:
     return commit.message.split("\n", 1)[0]
 
 
+def _word(status: Status | None) -> str:
+    return str(None) if status is None else status.value
+
+
 def render(diff: SeriesDiff) -> str:
     out = [f"series diff {diff.old} -> {diff.new}"]
     if diff.old_base != diff.new_base:
         out.append(f"  base: {diff.old_base} -> {diff.new_base}")
-    structural = [c for c in diff.changes if c.change != "commits"]
+    structural = [c for c in diff.changes if c.change != ChangeKind.COMMITS]
     for c in structural:
-        if c.change == "added":
-            out.append(f"  + {c.topic} (added, {c.new_status})")
-        elif c.change == "removed":
-            out.append(f"  - {c.topic} (removed, was {c.old_status})")
+        if c.change == ChangeKind.ADDED:
+            out.append(f"  + {c.topic} (added, {_word(c.new_status)})")
+        elif c.change == ChangeKind.REMOVED:
+            out.append(f"  - {c.topic} (removed, was {_word(c.old_status)})")
         else:
-            out.append(f"  ~ {c.topic}: {c.old_status} -> {c.new_status}"
+            out.append(f"  ~ {c.topic}: {_word(c.old_status)} -> {_word(c.new_status)}"
                        + (f" ({c.detail})" if c.detail else ""))
-    commits = [c for c in diff.changes if c.change == "commits"]
+    commits = [c for c in diff.changes if c.change == ChangeKind.COMMITS]
     if commits:
         out.append("  commits (git range-diff):")
         for c in commits:

@@ -9,6 +9,7 @@ from series.analysis import attribution
 from series.analysis.attribution import Behind
 from series.analysis.read_first import halted_read_first
 from series.cli_support import Context, emit, emit_json, pass_ctx
+from series.model import Status
 from series.topic_status import TopicStatus, topic_rows
 from series.topics import meant_start
 from series.analysis import base_breaks
@@ -38,9 +39,9 @@ def behind(ws: Workspace) -> Behind | None:
 def to_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
     late = behind(ws)
     found = base_breaks.of_branches(ws)
-    topics = [{**asdict(r), "breaks": [b.as_json() for b in found.get(r.name, [])]} for r in rows]
+    topics = [{**asdict(r), "breaks": [b.to_json() for b in found.get(r.name, [])]} for r in rows]
     return {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
-            "behind": late.as_json() if late is not None else None,
+            "behind": late.to_json() if late is not None else None,
             "halted": halt_sentence(ws), "topics": topics}
 
 
@@ -56,7 +57,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         notes = []
         if r.missing:
             notes.append(f"branch {r.branch} missing")
-        elif not r.on_base and r.status == "active":
+        elif not r.on_base and r.status == Status.ACTIVE:
             # superseded, merged and dropped topics keep their old branch by design
             on = meant_start(ws.series.topic(r.name), ws.series.upstream.base)
             notes.append(f"warning: not on {on} (forks at {r.fork_point})")
@@ -74,7 +75,7 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         lines = "" if r.added is None else f"+{r.added}/-{r.deleted}"
         commits = "-" if r.commits is None else str(r.commits)
         files = "-" if r.files is None else str(r.files)
-        out.append(f"  {r.name:<{width}}  {r.status:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
+        out.append(f"  {r.name:<{width}}  {r.status.value:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
         out += [f"  {'':<{width}}    {b.sentence()}" for b in found.get(r.name, [])]
     sentence = halt_sentence(ws)
     if sentence:

@@ -91,7 +91,7 @@ def command(ctx: Context, number: int | None, replaces: str | None, no_replace: 
             raise click.UsageError("--replaces and --no-replace exclude each other")
         result = _adopt(ctx, operation, number, replaces, no_replace, name, refresh, dry_run, offline, as_json)
     if as_json:
-        emit_json(operation.as_json(result))
+        emit_json(operation.to_json(result))
     else:
         emit(operation.render(result))
     if result.worktree is not None:

@@ -75,7 +75,7 @@ class AdoptionPayload:
     skipped_merges: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
-    def dump(self) -> dict[str, Json]:
+    def to_json(self) -> dict[str, Json]:
         return {"number": self.number, "reference": self.reference, "head": self.head, "branch": self.branch,
                 "expect": self.expect, "summary": self.summary, "edits": [e.to_json() for e in self.edits],
                 "refresh": self.refresh, "topic": self.topic, "title": self.title, "author": self.author,
@@ -84,7 +84,7 @@ class AdoptionPayload:
                 "skipped_merges": list(self.skipped_merges), "notes": list(self.notes)}
 
     @classmethod
-    def load(cls, data: JsonObject) -> "AdoptionPayload":
+    def from_json(cls, data: JsonObject) -> "AdoptionPayload":
         edits = read_list(data, "edits")
         return cls(
             number=read_int(data, "number"), reference=read_str(data, "reference"), head=read_str(data, "head"),
@@ -100,7 +100,7 @@ class AdoptionPayload:
 def payload(state: halted.RebaseState) -> AdoptionPayload:
     """The adoption's payload of a halted state, validated (a damaged one: exit 1, named)."""
     try:
-        return AdoptionPayload.load(state.halt.payload)
+        return AdoptionPayload.from_json(state.halt.payload)
     except (ValueError, TypeError) as exc:
         raise SeriesError(f"the state of the halted adoption is unreadable (payload {exc}); "
                           "'series adopt-upstream --abort' ends it") from None

@@ -308,7 +308,7 @@ def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[py
         fork_point=template.fork_point, base=template.base, replaces=template.replaces,
         previous_head=template.previous_head, skipped_merges=tuple(template.skipped_merges),
         notes=tuple(template.notes))
-    halt = ENDING.identity.halt(data.dump(), what=f"an adoption of PR #{template.number} is halted on a conflict")
+    halt = ENDING.identity.halt(data.to_json(), what=f"an adoption of PR #{template.number} is halted on a conflict")
     state = halted.RebaseState(
         id=f"adopt-{now.strftime('%Y%m%dT%H%M%SZ')}", onto_spec=template.base, onto_name=template.base,
         onto_sha=str(base.id), old_base_name=template.base, old_base_sha=str(base.id),
@@ -408,7 +408,7 @@ def _result(ws: Workspace, number: int, meta: PullRequest | None, reference: str
     )
 
 
-def as_json(result: Adoption) -> dict[str, object]:
+def to_json(result: Adoption) -> dict[str, object]:
     return asdict(result)
 
 

@@ -171,7 +171,7 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
         elif done and done.breaks:
             n = len(done.breaks)
             result = f"{result}, **{n} break{'s' if n != 1 else ''}**"
-        out.append(f"| {_cell(r.name)} | {r.status} | {'' if r.commits is None else r.commits} | "
+        out.append(f"| {_cell(r.name)} | {r.status.value} | {'' if r.commits is None else r.commits} | "
                    f"{'' if r.files is None else r.files} | {lines} | {_cell(result)} |")
     out.append("")
     broken = [r for r in (rebased.topics if rebased else ()) if r.breaks]

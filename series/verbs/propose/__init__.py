@@ -88,7 +88,7 @@ def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
 
     result = steps.run(ws, topic, forge, opts, step)
     if as_json:
-        emit_json(steps.as_json(result))
+        emit_json(steps.to_json(result))
     else:
         emit(steps.render(result, dry_run))
     if result.stopped:

@@ -368,7 +368,7 @@ def record(ws: Workspace, name: str, number: int, done: Replayed) -> str:
 # --- output -------------------------------------------------------------------------------
 
 
-def as_json(p: Proposal) -> dict[str, Any]:
+def to_json(p: Proposal) -> dict[str, Any]:
     g, r, d, done = p.grade, p.reviewers, p.description, p.replayed
     return {
         "topic": p.topic, "title": p.title, "base": p.base_branch, "steps": p.steps,
@@ -379,7 +379,7 @@ def as_json(p: Proposal) -> dict[str, Any]:
         "grade": {"first_pr": g.first_pr, "lines": g.lines, "files": g.files, "flags": len(g.flags),
                   "findings": [{"rule": f.rule, "level": f.level.value, "what": f.what, "why": f.why,
                                 "fix": f.fix} for f in g.findings]} if g else None,
-        "reviewers": r.as_json() if r else None,
+        "reviewers": r.to_json() if r else None,
         "description": {"template": d.template, "body": d.body, "filled": list(d.filled),
                         "results": d.results} if d else None,
         "duplicates": {"source": p.source, "searched": p.unsearched is None, "unsearched": p.unsearched,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import click
 
@@ -19,6 +19,7 @@ from series.errors import EXIT_CONFLICT, SeriesError
 # needs them, after the workspace is open: `series rebase --help`, a usage error and the
 # start-up before the first git call pay for none of them (tests/test_startup_imports.py).
 if TYPE_CHECKING:
+    from series.engine import bisect as bisection
     from series.engine import rebase
     from series.engine.ending import TopicsEnding
     from series.resolutions import Refusal
@@ -44,7 +45,7 @@ def ending() -> TopicsEnding:
 
 @dataclass(frozen=True)
 class Result:
-    report: dict[str, Any]
+    report: Mapping[str, object]   # the --json document
     text: str
     path: str
     conflict: bool          # a topic conflicts, or the topics do not combine
@@ -66,8 +67,9 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
 
 
 def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.CheckedEnding, *,
-            bisect: bool = False, farthest: tuple[str, Any] | None = None,
+            bisect: bool = False, farthest: tuple[str, bisection.Reach] | None = None,
             refused: list[Refusal] | None = None) -> Result:
+    from series.analysis.rebase_result import RebaseResult, RefusedResolution
     from series.engine import rebase
     from series.engine import report as rebase_report
     from series.verbs.rebase import reach, semantic
@@ -75,19 +77,17 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
 
     report_id = outcome.op_id or (f"dry-run-{rebase._stamp()}" if outcome.dry_run else outcome.state.id)
     report = rebase_report.build(ws.repo, outcome, report_id, "rebase")
-    data: dict[str, Any] = report.dump()
-    reach.annotate(ws, outcome, data, bisect=bisect, upstream=ending.upstream_history(ws.repo, outcome.state))
-    semantic.annotate(data, ending.found, outcome.state)
+    history = reach.annotate(ws, outcome, bisect=bisect, upstream=ending.upstream_history(ws.repo, outcome.state))
     held = ending.strict and ending.count() > 0
-    data["strict"] = ending.strict
-    if held:
-        data["status"] = rebase_report.ReportStatus.CONFLICT.value
-    text = rebase_text.render(report, data, ws.series.integration)
-    if refused:  # recorded resolutions not replayed: their conflicts went to a human (issue 33)
-        data["resolutions_refused"] = [r.to_json(ws.series.root) for r in refused]
-        text += "".join(f"\n{r.sentence(ws.series.root)}" for r in refused)
+    root = ws.series.root
+    result = RebaseResult(
+        report, semantic.findings(outcome.state, ending.found, history.topics), history.behind,
+        strict=ending.strict, held=held,
+        # recorded resolutions not replayed: their conflicts went to a human (issue 33)
+        refused=tuple(RefusedResolution.from_json(r.to_json(root)) for r in refused or ()),
+        reach=farthest[1] if farthest is not None else None)
+    text = rebase_text.render(result, ws.series.integration)
     if farthest is not None:
-        data["as_far_as_possible"] = farthest[1].as_json()
         text = reach.render_reach(farthest[1], farthest[0], outcome.state.old_base_name) + "\n" + text
     if outcome.worktree is not None:
         run = outcome.state.topic(outcome.state.current or "")
@@ -95,7 +95,7 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
                  "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
         from series.analysis.read_first import read_first  # only a halt lays out what to read first
 
-        text += "".join(f"\n  {line}" for line in read_first(data, run.name))
+        text += "".join(f"\n  {line}" for line in read_first(result, run.name))
         text += (f"\nor leave it out: 'series rebase --skip-topic {run.name}' (it stays where it is, this rebase "
                  f"only) or 'series rebase --drop-topic {run.name} --reason TEXT' (stop carrying it)")
     elif held:
@@ -109,10 +109,9 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
         rel = store.relative_to(ws.series.root) if store.is_relative_to(ws.series.root) else store
         text += (f"\nrecorded how {len(by_hand)} conflict(s) were resolved in {rel}/ (commit it to share "
                  "the resolutions with CI and the next rebase; 'series resolutions' lists them)")
-    path = rebase_report.write(ws.repo, report, data, text)
-    data["report"] = str(path)
+    path = rebase_report.write(ws.repo, report, result.to_json(), text)
     text += f"\nreport: {path}"
-    return Result(data, text, str(path), report.conflict or held)
+    return Result(replace(result, saved=str(path)).to_json(), text, str(path), report.conflict or held)
 
 
 def _step(ws: Workspace, action: str, step: Callable[[WriteOperation], T]) -> T:
@@ -215,7 +214,7 @@ def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,
     if found.target is None and found.total:
         text = reach.render_reach(found, name, ws.series.upstream.base)
         data = {"status": rebase_report.ReportStatus.BLOCKED.value, "command": "rebase", "dry_run": dry_run,
-                "as_far_as_possible": found.as_json()}
+                "as_far_as_possible": found.to_json()}  # blocked: no report, nothing replayed
         return Result(data, text, "", True)
     target = onto if found.complete or found.target is None else found.target.sha
     # --as-far-as-possible's ending (all or nothing with the integration branch) inside the check's

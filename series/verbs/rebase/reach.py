@@ -1,7 +1,7 @@
 """What `series rebase` says about upstream's history, beyond replaying the topics.
 
-    annotate(ws, outcome, report, bisect=, upstream=)
-                                             add to the report: per conflicting topic and
+    annotate(ws, outcome, bisect=, upstream=)
+                                             what to add to the report: per conflicting topic and
                                              file the upstream commits that changed the
                                              lines it edits (series.analysis.attribution);
                                              for a merged topic the upstream commit and PR
@@ -16,12 +16,15 @@
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import pygit2
 
 from series.analysis import attribution
+from series.analysis.attribution import Behind
+from series.git.upstream_commit import UpstreamCommit
+from series.analysis.rebase_result import FileCulprits, TopicHistory
 from series.engine import rebase
 from series import halted
 from series.engine.integration import IntegrationResult
@@ -44,14 +47,8 @@ def _commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit:
     return repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit)
 
 
-def _behind(ws: Workspace, base: pygit2.Commit,
-            walked: tuple[pygit2.Oid, pygit2.Oid, Sequence[pygit2.Commit]] | None) -> dict[str, object] | None:
-    found = attribution.behind_main(ws.repo, ws.series.upstream.remote, base, walked)
-    return found.as_json() if found is not None else None
-
-
-def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit,
-              history: Callable[[], list[pygit2.Commit]]) -> list[dict[str, object]]:
+def _evidence(ws: Workspace, run: halted.TopicRun, old: pygit2.Commit, onto: pygit2.Commit,
+              history: Callable[[], list[pygit2.Commit]]) -> tuple[UpstreamCommit, ...]:
     """The upstream commits that landed a merged topic: its PR's squash when it was adopted
     from one, else the commits after which its files read as the topic has them."""
     repo = ws.repo
@@ -59,17 +56,25 @@ def _evidence(ws: Workspace, run: Any, old: pygit2.Commit, onto: pygit2.Commit,
     if topic.upstream_pr is not None:
         squash = attribution.pr_commit(repo, old.id, onto.id, int(topic.upstream_pr))
         if squash is not None:
-            return [asdict(squash)]
+            return (squash,)
     # Not ws.own: the topic's own diff as the rebase planned it (run.start..run.old_head);
     # by now the rebase may have moved its branch and upstream.base
     head = _commit(repo, run.old_head)
     start = _commit(repo, run.start)
     paths = [c.path for c in changed_paths(repo, start.tree, head.tree)]
-    return [asdict(c) for c in attribution.containing(repo, old.id, onto.id, head.tree, paths, history())]
+    return tuple(attribution.containing(repo, old.id, onto.id, head.tree, paths, history()))
 
 
-def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any], *, bisect: bool = False,
-             upstream: attribution.PathHistory | None = None) -> None:
+@dataclass(frozen=True)
+class UpstreamHistory:
+    """What annotate() found: per topic, and how far the base is behind upstream's main."""
+
+    topics: Mapping[str, TopicHistory]
+    behind: Behind | None
+
+
+def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, *, bisect: bool = False,
+             upstream: attribution.PathHistory | None = None) -> UpstreamHistory:
     """`upstream`: old base..onto as the replay kept it (some paths may be known already)."""
     repo = ws.repo
     state = outcome.state
@@ -77,26 +82,24 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any
     upstream = attribution.PathHistory.over(repo, old.id, onto.id, upstream)
     history = upstream.commits  # old..onto, walked once for every topic that needs it
 
-    rows = {row["name"]: row for row in report["topics"]}
     conflicted = [path for run in state.topics if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict
                   for path in run.conflict.files]
     # every conflicted file's upstream commits, in one pass over old..onto for those not known yet
     by_path = upstream.of(conflicted) if conflicted else {}
+    topics: dict[str, TopicHistory] = {}
     for run in state.topics:
-        row = rows[run.name]
         if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict:
             ours = _commit(repo, run.conflict.commit).tree
             by_file = {}
             for path in run.conflict.files:
                 found = attribution.attribute(repo, old.id, onto.id, ours, path, history(), by_path[path])
-                by_file[path] = {"culprits": [c.as_json() for c in found[:SHOWN]],
-                                 "more": max(0, len(found) - SHOWN)}
-            row["upstream"] = by_file
+                by_file[path] = FileCulprits(tuple(found[:SHOWN]), max(0, len(found) - SHOWN))
+            topics[run.name] = TopicHistory(upstream=by_file)
         elif run.outcome == halted.TopicOutcome.MERGED:
-            row["evidence"] = _evidence(ws, run, old, onto, history)
+            topics[run.name] = TopicHistory(evidence=_evidence(ws, run, old, onto, history))
     moved = outcome.finished and not outcome.dry_run and bool(outcome.op_id)
-    report["behind"] = _behind(ws, onto if moved else old,
-                               (old.id, onto.id, upstream.commits()) if upstream.walked else None)
+    behind = attribution.behind_main(repo, ws.series.upstream.remote, onto if moved else old,
+                                     (old.id, onto.id, upstream.commits()) if upstream.walked else None)
     if bisect:
         from series.engine import bisect as bisection
 
@@ -104,7 +107,8 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, report: dict[str, Any
         line = bisection.mainline(repo, old, onto)
         for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
                                                  engine_hooks(ws.series)):
-            rows[breaking.topic]["first_breaking"] = breaking.as_json()
+            topics[breaking.topic] = replace(topics.get(breaking.topic, TopicHistory()), first_breaking=breaking)
+    return UpstreamHistory(topics, behind)
 
 
 # -- --as-far-as-possible ---------------------------------------------------------------------

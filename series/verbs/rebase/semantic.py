@@ -17,11 +17,12 @@ merge results are untouched.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Mapping
 
 import pygit2
 
 from series.analysis import attribution, base_breaks, breaks
+from series.analysis.rebase_result import TopicFindings, TopicHistory
 from series import halted
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
@@ -115,16 +116,10 @@ class CheckedEnding(ForwardingEnding):
         return sum(len(v) for v in self.found.values())
 
 
-def annotate(document: dict[str, Any], found: dict[str, list[breaks.Break]], state: halted.RebaseState) -> None:
-    """A `breaks` list on every topic row of the report's JSON (empty when none or unchecked),
-    and where its own commits sat (`start`)."""
-    starts = {t.name: t.start for t in state.topics}
-    for row in document.get("topics", []):
-        row["breaks"] = [b.as_json() for b in found.get(row["name"], [])]
-        if row["name"] in starts:
-            row["start"] = starts[row["name"]]
-
-
-def lines(row: dict[str, Any]) -> list[str]:
-    """A topic's breaks as the report's indented lines."""
-    return [breaks.Break.from_json(b).sentence() for b in row.get("breaks", [])]
+def findings(state: halted.RebaseState, found: dict[str, list[breaks.Break]],
+             history: Mapping[str, TopicHistory]) -> dict[str, TopicFindings]:
+    """Every topic's line of the report beyond its replay: its breaks (none when none or
+    unchecked), where its own commits sat, and upstream's history of it
+    (series.verbs.rebase.reach)."""
+    return {t.name: TopicFindings(t.start, history.get(t.name, TopicHistory()), tuple(found.get(t.name, ())))
+            for t in state.topics}

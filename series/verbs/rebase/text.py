@@ -1,17 +1,15 @@
-"""`series rebase`'s words: the report (series.engine.report) as the text it prints."""
+"""`series rebase`'s words: its result (series.analysis.rebase_result) as the text it prints."""
 from __future__ import annotations
 
-from typing import Any, Mapping
-
-from series.analysis.attribution import describe
-from series.engine.report import RebaseReport
+from series.analysis.breaks import Break
+from series.analysis.rebase_result import RebaseResult, TopicFindings
 from series.halted import TopicOutcome
-from series.verbs.rebase.semantic import lines
 
 
-def render(report: RebaseReport, document: Mapping[str, Any], integration_branch: str | None = None) -> str:
-    """The report as text; `document` is its JSON with what series.verbs.rebase.reach added
-    (upstream's history per topic, how far behind the base is)."""
+def render(result: RebaseResult, integration_branch: str | None = None) -> str:
+    """The result as text: the engine's report with what the verb found (upstream's history
+    per topic, the breaks, how far behind the base is, the resolutions refused)."""
+    report = result.report
     counts: dict[str, int] = {}
     for t in report.topics:
         counts[t.outcome.value] = counts.get(t.outcome.value, 0) + 1
@@ -21,13 +19,12 @@ def render(report: RebaseReport, document: Mapping[str, Any], integration_branch
     out = [f"{head} onto {report.onto_name}{spec} {report.onto_sha[:12]} from {report.old_base_name}: {summary}"]
     width = max([len(t.name) for t in report.topics] + [5])
     halted = any(t.outcome == TopicOutcome.CONFLICT for t in report.topics) and not report.dry_run
-    history = {row["name"]: row for row in document.get("topics", [])}
     for t in report.topics:
         if t.outcome == TopicOutcome.CLEAN:
             rd = t.range_diff or {}
             text = f"clean      {t.commits} commit(s) -> {str(t.new_head)[:12]}  range-diff " + \
                    " ".join(f"{k}{v}" for k, v in rd.items() if v)
-            found = len(history.get(t.name, {}).get("breaks", []))
+            found = len(_breaks(result, t.name))
             text += f", {found} break{'s' if found != 1 else ''}" if found else ""
         elif t.outcome == TopicOutcome.CONFLICT and t.conflict is not None:
             c = t.conflict
@@ -55,8 +52,9 @@ def render(report: RebaseReport, document: Mapping[str, Any], integration_branch
             out.append(f"  {'':<{width}}    resolved from memory: {r.path}")
         if t.outcome == TopicOutcome.MERGED and t.detail:
             out += [f"  {'':<{width}}    {line}" for line in t.detail.splitlines()]
-        out += [f"  {'':<{width}}    {line}" for line in lines(history.get(t.name, {}))]
-        out += [f"  {'':<{width}}    {line}" for line in upstream_lines(history.get(t.name, {}))]
+        out += [f"  {'':<{width}}    {b.sentence()}" for b in _breaks(result, t.name)]
+        found_about = result.topic(t.name)
+        out += [f"  {'':<{width}}    {line}" for line in upstream_lines(found_about)] if found_about else []
     integ = report.integration
     if integ is not None:
         if integ.conflicts:
@@ -66,32 +64,40 @@ def render(report: RebaseReport, document: Mapping[str, Any], integration_branch
             verb = "would be rebuilt" if report.dry_run else "rebuilt" if report.operation else "unchanged"
             out.append(f"integration {integration_branch} {verb}: {integ.head[:12]} "
                        f"({len(integ.topics)} topics)")
-    behind = document.get("behind")
-    if behind and behind["commits"]:
+    behind = result.behind
+    if behind and behind.commits:
         base = report.onto_name if report.operation else report.old_base_name
-        n = behind["commits"]
-        out.append(f"base {base} is {n} commit{'s' if n != 1 else ''} ({behind['days']} days) behind "
-                   f"{behind['tip_name']}")
+        n = behind.commits
+        out.append(f"base {base} is {n} commit{'s' if n != 1 else ''} ({behind.days} days) behind "
+                   f"{behind.tip_name}")
     out += report.notes
-    return "\n".join(out)
+    # recorded resolutions not replayed: their conflicts went to a human (issue 33)
+    return "\n".join(out) + "".join(f"\n{r.sentence()}" for r in result.refused)
 
 
-def upstream_lines(topic: Mapping[str, Any]) -> list[str]:
+def _breaks(result: RebaseResult, topic: str) -> tuple[Break, ...]:
+    found = result.topic(topic)
+    return found.breaks if found is not None else ()
+
+
+def upstream_lines(found: TopicFindings) -> list[str]:
     """What upstream's history says about one topic's outcome (series.verbs.rebase.reach
-    fills the fields): who changed the conflicting lines, which commit landed a merged
-    topic, the first breaking commit."""
+    finds it): who changed the conflicting lines, which commit landed a merged topic, the
+    first breaking commit."""
     out = []
-    for path, found in topic.get("upstream", {}).items():
-        out += [describe(c) for c in found["culprits"]]
-        if found["more"]:
-            out.append(f"  (and {found['more']} more upstream commits to {path.rsplit('/', 1)[-1]})")
-    for c in topic.get("evidence", []):
-        label = f"PR #{c['pr']}" if c.get("pr") is not None else "upstream"
-        out.append(f"landed by {label}: {c['sha'][:12]} {c['subject']} ({c['author']}, {c['date']})")
-    first = topic.get("first_breaking")
+    history = found.history
+    for path, culprits in (history.upstream or {}).items():
+        out += [c.sentence() for c in culprits.culprits]
+        if culprits.more:
+            out.append(f"  (and {culprits.more} more upstream commits to {path.rsplit('/', 1)[-1]})")
+    for c in history.evidence or ():
+        label = f"PR #{c.pr}" if c.pr is not None else "upstream"
+        out.append(f"landed by {label}: {c.sha[:12]} {c.subject} ({c.author}, {c.date})")
+    first = history.first_breaking
     if first:
-        label = f"#{first['pr']}" if first.get("pr") is not None else first["sha"][:12]
-        out.append(f"first breaking upstream commit: {label} {first['sha'][:12]} {first['subject']} "
-                   f"({first['author']}, {first['date']}), {first['position']} of {first['total']} on the "
-                   f"first-parent line ({first['replays']} replays)")
+        up = first.commit
+        label = f"#{up.pr}" if up.pr is not None else up.sha[:12]
+        out.append(f"first breaking upstream commit: {label} {up.sha[:12]} {up.subject} "
+                   f"({up.author}, {up.date}), {first.position} of {first.total} on the "
+                   f"first-parent line ({first.replays} replays)")
     return out

@@ -173,7 +173,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
 
     def show(result: "matrix.ResultMatrix") -> None:
         if as_json:
-            emit_json(matrix.as_json(result))
+            emit_json(matrix.to_json(result))
         elif fmt == "markdown":
             emit(matrix.render_markdown(result))
         else:
