@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from series.analysis import one_pass
-from series.analysis.class_reading import sets_by_name
+from series.analysis.class_reading import read_method, sets_by_name, type_name
 from series.analysis.uses import UseCollector, uses
 from tests.parsed import parsed
 
@@ -171,3 +171,51 @@ def test_a_scope_walked_alone_reads_as_in_the_file() -> None:
             collector.visit(tree)
         assert alone.found == full.found
         assert [u.key for u in with_facts if u.kind.value != "local"] == [u.key for u in full.found]
+
+
+def method_reading(method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], dict[str, str], bool]:
+    """upstream_api's three walks of a method before issue 34: what it stores on self, the
+    types it gives them, whether it sets attributes by name."""
+    stored = {n.attr for n in ast.walk(method) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+              and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    a = method.args
+    params = {p.arg: w for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if (w := type_name(p.annotation))}
+    typed: dict[str, str] = {}
+    for n in ast.walk(method):
+        target: ast.expr | None = None
+        written: str | None = None
+        if isinstance(n, ast.AnnAssign):
+            target, written = n.target, type_name(n.annotation)
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Name):
+            target, written = n.targets[0], params.get(n.value.id)
+        if written and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id == "self":
+            typed[target.attr] = written
+    return stored, typed, any(sets_by_name(n) for n in ast.walk(method))
+
+
+METHODS = '''
+class A:
+    def __init__(self, config: Config, other: "Other", n: int | None = None):
+        self.config = config
+        self.n: int = 0
+        self.n: Tensor = 1
+        self.count += 1
+        setattr(self, "x", 1)
+        def inner():
+            self.deep: Deep = None
+    def g(self, p: Optional[P]):
+        self.p = p
+        self.__dict__.update({})
+    def h(self):
+        self.register_buffer("b", None)
+        other.x = 1
+'''
+
+
+def test_a_method_read_in_one_walk_as_in_three() -> None:
+    trees = [parsed(source) for source in SOURCES[::3]] + [ast.parse(METHODS)]
+    methods = [n for tree in trees for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    assert any(method_reading(m)[2] for m in methods) and any(method_reading(m)[1] for m in methods)
+    for method in methods:
+        assert read_method(method) == method_reading(method), method.name
