@@ -20,7 +20,7 @@ import pygit2
 
 from series.analysis import blob_cache, one_pass
 from series.analysis.upstream_api import module_name
-from series.analysis.uses import Use, imported_top, parse, top_names, uses, uses_from_json, uses_to_json
+from series.analysis.uses import BUILTINS, Use, imported_top, parse, top_names, uses, uses_from_json, uses_to_json
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,34 @@ def read(path: str, source: bytes, also_top: frozenset[str] = frozenset(),
     names = hashlib.sha256("\n".join(sorted(also_top)).encode()).hexdigest()[:16]
     key = ("reading", code, module_name(path)[1], str(pygit2.hash(source)), names)
     return blob_cache.cached(key, lambda: _encode(_compute(path, source, also_top)), _decode, cache)
+
+
+def read_unbound(source: bytes, cache: Path | None = None) -> frozenset[str] | None:
+    """The bare names `source` reads and binds nowhere (not builtins): the only names a
+    LOCAL use or a removed import can break on (series.analysis.breaks, checker.local).
+    A walk of the file without the uses, for a file upstream changed too (issue 34); None
+    when it does not parse."""
+    from series.analysis import uses as uses_module
+    code = blob_cache.version(__file__, uses_module.__file__, one_pass.__file__)
+    return blob_cache.cached(("unbound", code, str(pygit2.hash(source))), lambda: _unbound(source),
+                             _decode_names, cache)
+
+
+def _decode_names(raw: object) -> frozenset[str] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ValueError("not a list")
+    return frozenset(map(str, raw))
+
+
+def _unbound(source: bytes) -> list[str] | None:
+    tree = parse(source)
+    if tree is None:
+        return None
+    facts = one_pass.walk(tree)
+    names = facts.bound.keys() | top_names(tree)
+    return sorted(n for n, times in facts.loads.items() if times and n not in names and n not in BUILTINS)
 
 
 def _compute(path: str, source: bytes, also_top: frozenset[str]) -> FileReading | None:
