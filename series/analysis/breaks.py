@@ -430,8 +430,10 @@ def _merged_may_break(checker: BreakChecker, path: str, near: Sequence[Use], reb
     if any(checker.judge(replace(use, method=_ANY_SIGNATURE), path) for use in near if use.kind == UseKind.OVERRIDE):
         return True
     unbound = file_reading.read_unbound(rebased)
-    was = checker.old.api_at(path)
-    return unbound is None or (was is not None and bool(unbound & was.names))
+    if unbound is None:
+        return True
+    was = checker.old.api_at(path) if unbound else None   # the old file's API: a parse, when asked
+    return was is not None and bool(unbound & was.names)
 
 
 def _entry_points(checker: BreakChecker, path: str, base: bytes | None, mine: bytes | None,
