@@ -6,6 +6,7 @@ names, which attributes `self.x = p` types, which statements give self attribute
 from __future__ import annotations
 
 import ast
+from collections import deque
 
 _ADDS_NOTHING = frozenset({"object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol"})
 
@@ -70,7 +71,15 @@ def read_method(method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str
     stored: set[str] = set()
     out: dict[str, str] = {}
     by_name = False
-    for n in ast.walk(method):
+    queue: deque[ast.AST] = deque([method])
+    while queue:   # ast.walk's order (a later `self.x: T` wins), its generators inlined
+        n = queue.popleft()
+        for name in n._fields:
+            child = getattr(n, name, None)
+            if isinstance(child, ast.AST):
+                queue.append(child)
+            elif isinstance(child, list):
+                queue.extend(item for item in child if isinstance(item, ast.AST))
         kind = type(n)
         if kind is ast.Attribute:
             assert isinstance(n, ast.Attribute)
