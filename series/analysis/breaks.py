@@ -381,12 +381,13 @@ def _file(checker: BreakChecker, path: str, base: bytes | None, mine: bytes | No
     (issue 33). False: a clean merge, whose every line is upstream's or the topic's."""
     if not mine or not rebased:
         return []
-    if base is not None and rebased == mine and landed is False and checker.fast_path:
-        # upstream left the file alone: only the uses near the topic's own hunks can be its
-        # (series.analysis.hunk_uses), and the file lost nothing it binds; the full reading
-        # below only when one of those is judged broken
+    if base is not None and landed is False and checker.fast_path:
+        # only the uses near the topic's own hunks can be its (series.analysis.hunk_uses);
+        # upstream left the file alone: it lost nothing it binds; upstream changed it too:
+        # _merged_may_break. The full reading below only when one of those may break
         near = hunk_uses.near_changes(path, base, mine)
-        if near is not None and not any(checker.judge(use, path) for use in near):
+        if near is not None and not any(checker.judge(use, path) for use in near) \
+                and (rebased == mine or not _merged_may_break(checker, path, near, rebased)):
             return []
     ours = file_reading.read(path, mine)
     after = ours if rebased == mine or ours is None else file_reading.read(path, rebased, ours.top)
@@ -413,6 +414,27 @@ def _file(checker: BreakChecker, path: str, base: bytes | None, mine: bytes | No
     # a module gone takes its attributes along: one break for the import, not one per use
     gone = tuple(f"{b.name}." for b in out if (f := checker.old.find(b.name)) is not None and f.module)
     return [b for b in out if not b.name.startswith(gone)] if gone else out
+
+
+_ANY_SIGNATURE = Function("", ("\0",), False, 0)   # a topic's override matching no signature
+
+
+def _merged_may_break(checker: BreakChecker, path: str, near: Sequence[Use], rebased: bytes) -> bool:
+    """Whether the merged file can hold a break the uses near the topic's hunks (none of
+    them broken) do not show, so that the full reading must decide (issue 34). A break of
+    the full reading is a use of the merged file whose key the topic introduced, and near
+    holds every such key (tests/test_hunk_uses.py); judging depends on the key alone, but
+    an override's on the topic's def, which upstream's side of the merge may have changed:
+    judged here against no signature (the case that breaks most). A LOCAL use, or an
+    import upstream removed, breaks only on a name the merged file reads and binds nowhere
+    that the old base's file defined (BreakChecker.local)."""
+    if any(checker.judge(replace(use, method=_ANY_SIGNATURE), path) for use in near if use.kind == UseKind.OVERRIDE):
+        return True
+    unbound = file_reading.read_unbound(rebased)
+    if unbound is None:
+        return True
+    was = checker.old.api_at(path) if unbound else None   # the old file's API: a parse, when asked
+    return was is not None and bool(unbound & was.names)
 
 
 def _entry_points(checker: BreakChecker, path: str, base: bytes | None, mine: bytes | None,

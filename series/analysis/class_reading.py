@@ -6,6 +6,7 @@ names, which attributes `self.x = p` types, which statements give self attribute
 from __future__ import annotations
 
 import ast
+from collections import deque
 
 _ADDS_NOTHING = frozenset({"object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol"})
 
@@ -60,12 +61,34 @@ def sets_by_name(node: ast.AST) -> bool:
     return isinstance(f, ast.Attribute) and _is_self(f.value)
 
 
-def self_types(method: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
-    """`self.x: T = ...`, and `self.x = p` of a parameter annotated `p: T`: x is a T."""
+def read_method(method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], dict[str, str], bool]:
+    """What a method gives its instances, in one walk of it (issue 34): the attributes it
+    stores on self (`self.x = ...`, `self.x += ...`), their types (`self.x: T = ...`, and `self.x = p` of a parameter annotated
+    `p: T`: x is a T; a later one in ast.walk's order wins), and whether
+    it also sets attributes by name (sets_by_name)."""
     a = method.args
     params = {p.arg: w for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if (w := type_name(p.annotation))}
+    stored: set[str] = set()
     out: dict[str, str] = {}
-    for n in ast.walk(method):
+    by_name = False
+    queue: deque[ast.AST] = deque([method])
+    while queue:   # ast.walk's order (a later `self.x: T` wins), its generators inlined
+        n = queue.popleft()
+        for name in n._fields:
+            child = getattr(n, name, None)
+            if isinstance(child, ast.AST):
+                queue.append(child)
+            elif isinstance(child, list):
+                queue.extend(item for item in child if isinstance(item, ast.AST))
+        kind = type(n)
+        if kind is ast.Attribute:
+            assert isinstance(n, ast.Attribute)
+            if isinstance(n.ctx, ast.Store) and _is_self(n.value):
+                stored.add(n.attr)
+            continue
+        if kind is not ast.AnnAssign and kind not in (ast.Assign, ast.AugAssign, ast.Call):
+            continue
+        by_name = by_name or sets_by_name(n)
         target: ast.expr | None = None
         written: str | None = None
         if isinstance(n, ast.AnnAssign):
@@ -75,4 +98,4 @@ def self_types(method: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]
         if written and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                 and target.value.id == "self":
             out[target.attr] = written
-    return out
+    return stored, out, by_name

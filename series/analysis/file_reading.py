@@ -11,7 +11,6 @@ once per (blob, path's package, those names) and kept in the check's disk cache
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +18,9 @@ from typing import Mapping
 
 import pygit2
 
-from series.analysis import blob_cache
+from series.analysis import blob_cache, one_pass
 from series.analysis.upstream_api import module_name
-from series.analysis.uses import (Use, bound, imported_top, loads, parse, top_names, uses, uses_from_json,
-                                  uses_to_json)
+from series.analysis.uses import BUILTINS, Use, imported_top, parse, top_names, uses, uses_from_json, uses_to_json
 
 
 @dataclass(frozen=True)
@@ -41,22 +39,48 @@ def read(path: str, source: bytes, also_top: frozenset[str] = frozenset(),
     the other version's top-level names (uses.uses)."""
     from series.analysis import class_reading, upstream_api, uses as uses_module
     # every module the reading's answer comes from: another version of any is another answer
-    code = blob_cache.version(__file__, uses_module.__file__, class_reading.__file__, upstream_api.__file__)
+    code = blob_cache.version(__file__, uses_module.__file__, class_reading.__file__, upstream_api.__file__,
+                              one_pass.__file__)
     names = hashlib.sha256("\n".join(sorted(also_top)).encode()).hexdigest()[:16]
     key = ("reading", code, module_name(path)[1], str(pygit2.hash(source)), names)
     return blob_cache.cached(key, lambda: _encode(_compute(path, source, also_top)), _decode, cache)
+
+
+def read_unbound(source: bytes, cache: Path | None = None) -> frozenset[str] | None:
+    """The bare names `source` reads and binds nowhere (not builtins): the only names a
+    LOCAL use or a removed import can break on (series.analysis.breaks, checker.local).
+    A walk of the file without the uses, for a file upstream changed too (issue 34); None
+    when it does not parse."""
+    from series.analysis import uses as uses_module
+    code = blob_cache.version(__file__, uses_module.__file__, one_pass.__file__)
+    return blob_cache.cached(("unbound", code, str(pygit2.hash(source))), lambda: _unbound(source),
+                             _decode_names, cache)
+
+
+def _decode_names(raw: object) -> frozenset[str] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ValueError("not a list")
+    return frozenset(map(str, raw))
+
+
+def _unbound(source: bytes) -> list[str] | None:
+    tree = parse(source)
+    if tree is None:
+        return None
+    facts = one_pass.walk(tree)
+    names = facts.bound.keys() | top_names(tree)
+    return sorted(n for n, times in facts.loads.items() if times and n not in names and n not in BUILTINS)
 
 
 def _compute(path: str, source: bytes, also_top: frozenset[str]) -> FileReading | None:
     tree = parse(source)
     if tree is None:
         return None
-    first: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.lineno < first.get(node.id, node.lineno + 1):
-            first[node.id] = node.lineno
-    return FileReading(frozenset(top_names(tree)), frozenset(bound(tree)), frozenset(imported_top(tree)),
-                       loads(tree), first, tuple(uses(tree, path, also_top)))
+    facts = one_pass.walk(tree)   # every node once, for all of the reading (issue 34)
+    return FileReading(frozenset(top_names(tree)), frozenset(facts.bound), frozenset(imported_top(tree)),
+                       facts.loads, facts.first_line, tuple(uses(tree, path, also_top, facts)))
 
 
 def _encode(found: FileReading | None) -> object:

@@ -177,7 +177,7 @@ def _decode(raw: object) -> list[Use] | None:
 def near_changes(path: str, base: bytes, mine: bytes, cache: Path | None = None) -> list[Use] | None:
     """The module docstring's answer, from the disk cache when it has it (`cache`: its
     directory, default the user's: series.analysis.blob_cache)."""
-    from series.analysis import class_reading, uses
-    code = blob_cache.version(__file__, uses.__file__, class_reading.__file__)
+    from series.analysis import class_reading, one_pass, uses
+    code = blob_cache.version(__file__, uses.__file__, class_reading.__file__, one_pass.__file__)
     key = ("near", code, module_name(path)[1], str(pygit2.hash(base)), str(pygit2.hash(mine)))
     return blob_cache.cached(key, lambda: _encode(_compute(path, base, mine)), _decode, cache)

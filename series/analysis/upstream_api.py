@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Union
 import pygit2
 
 from series.analysis import blob_cache, class_reading
-from series.analysis.class_reading import adds_nothing, self_types, sets_by_name, type_name
+from series.analysis.class_reading import adds_nothing, read_method, type_name
 
 BlobReader = Callable[[str], Union[bytes, None]]  # path -> the file at one commit, None: absent
 
@@ -136,10 +136,10 @@ def _class(node: ast.ClassDef) -> ClassApi:
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             methods[item.name] = Function.of(item)
             # what its methods set on self is an instance's too
-            fields.update(n.attr for n in ast.walk(item) if isinstance(n, ast.Attribute)
-                          and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == "self")
-            assigned.update(self_types(item))
-            dynamic = dynamic or any(sets_by_name(n) for n in ast.walk(item))
+            stored, typed, by_name = read_method(item)
+            fields.update(stored)
+            assigned.update(typed)
+            dynamic = dynamic or by_name
         elif isinstance(item, ast.Assign):
             fields.update(n.id for t in item.targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):

@@ -25,7 +25,8 @@ import re
 from typing import Sequence
 from dataclasses import dataclass, field
 
-from series.analysis.class_reading import sets_by_name, type_name
+from series.analysis import one_pass
+from series.analysis.class_reading import type_name
 from series.analysis.upstream_api import Function, absolute, module_name
 
 BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__path__",
@@ -76,15 +77,55 @@ def _chain(node: ast.expr) -> list[str] | None:
     return [node.id, *reversed(parts)]
 
 
+_METHODS: dict[type, str] = {}
+# node types without children that no visit_ method reads
+_LEAVES = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
 class UseCollector(ast.NodeVisitor):
     """The Uses of one file (`uses`); the aliases its imports bind are known before it visits."""
 
-    def __init__(self, package: str, top: set[str]):
+    def __init__(self, package: str, top: set[str], facts: one_pass.Facts | None = None):
+        """`facts`: the file's one walk (series.analysis.one_pass), when the caller made it;
+        else a scope is walked when it is first asked about."""
         self.package = package
         self.top = top               # the file's own module-level names
         self.aliases: dict[str, str] = {}
         self.found: list[Use] = []
         self._roots: frozenset[str] | None = None
+        self.facts = facts if facts is not None else one_pass.Facts()
+
+    def _scope_facts(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> one_pass.Facts:
+        """Facts that answer for `node`: the file's, or a walk of `node` (its nested scopes kept)."""
+        known = self.facts.own if isinstance(node, ast.ClassDef) else self.facts.bindings
+        if node not in known:
+            self.facts.merge(one_pass.walk(node))
+        return self.facts
+
+    def visit(self, node: ast.AST) -> None:
+        """ast.NodeVisitor.visit, its method looked up once per node type (the visit is half of
+        a file's reading: issue 34)."""
+        kind = type(node)
+        method = _METHODS.get(kind)
+        if method is None:
+            method = _METHODS[kind] = "visit_" + kind.__name__
+        getattr(self, method, self.generic_visit)(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """ast.NodeVisitor.generic_visit, but for the leaves no visit_ method reads (a Name's
+        Load, an operator): nothing to find there."""
+        for name in node._fields:
+            try:
+                child = getattr(node, name)
+            except AttributeError:
+                continue
+            if isinstance(child, ast.AST):
+                if not isinstance(child, _LEAVES):
+                    self.visit(child)
+            elif isinstance(child, list):
+                for item in child:
+                    if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
+                        self.visit(item)
 
     def dotted(self, node: ast.expr) -> str | None:
         chain = _chain(node)
@@ -162,13 +203,14 @@ class UseCollector(ast.NodeVisitor):
         binds exactly once, by a plain assignment of an attribute chain that reads as an
         upstream name; any other binding of it (a loop, a second assignment, a parameter,
         `global`) and it means nothing known."""
-        binds = _bindings(node)
+        facts = self._scope_facts(node)
+        binds = facts.bindings[node]
         out: dict[str, str] = {}
         saved = dict(self.aliases)
-        for n in sorted((x for x in ast.walk(node) if isinstance(x, ast.Assign)), key=lambda x: (x.lineno, x.col_offset)):
-            target = n.targets[0] if len(n.targets) == 1 else None
-            if isinstance(target, ast.Name) and binds.get(target.id) == 1 \
-                    and isinstance(n.value, (ast.Attribute, ast.Name)):
+        # one_pass keeps only the single-name assignments of a chain or a name, by position
+        for n in facts.assigns[node]:
+            target = n.targets[0]
+            if isinstance(target, ast.Name) and binds.get(target.id) == 1:
                 dotted = self.dotted(n.value)
                 if dotted is not None:
                     out[target.id] = self.aliases[target.id] = dotted   # a later chain may start from it
@@ -214,7 +256,7 @@ class UseCollector(ast.NodeVisitor):
         # itself binds; with another base (or none) it means nothing known
         was, start = self.aliases.pop("self", None), len(self.found)
         single = self.self_base(node)
-        own = _own_members(node) if single is not None else None
+        own = self._scope_facts(node).own[node] if single is not None else None
         if single is not None and own is not None:
             self.aliases["self"] = single
         self.generic_visit(node)
@@ -222,54 +264,10 @@ class UseCollector(ast.NodeVisitor):
         if was is not None:
             self.aliases["self"] = was
         if single is not None and own is not None:
-            mine = tuple(f"{single}.{name}" for name in own)
+            mine = frozenset(f"{single}.{name}" for name in own)
+            under = tuple(f"{m}." for m in mine)
             self.found[start:] = [u for u in self.found[start:] if u.kind == UseKind.OVERRIDE or not (
-                u.target in mine or u.target.startswith(tuple(f"{m}." for m in mine)))]
-
-
-def _bindings(node: ast.AST) -> dict[str, int]:
-    """How often each name is bound anywhere under `node` (a global counts as many)."""
-    out: dict[str, int] = {}
-
-    def add(name: str, times: int = 1) -> None:
-        out[name] = out.get(name, 0) + times
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            add(n.id)
-        elif isinstance(n, ast.arg):
-            add(n.arg)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node:
-            add(n.name)
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            for a in n.names:
-                add((a.asname or a.name).split(".")[0])
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            add(n.name)
-        elif isinstance(n, (ast.Global, ast.Nonlocal)):
-            for name in n.names:
-                add(name, 2)
-        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
-            add(n.name)
-        elif isinstance(n, ast.MatchMapping) and n.rest:
-            add(n.rest)
-    return out
-
-
-def _own_members(node: ast.ClassDef) -> set[str] | None:
-    """What a class binds itself (body names, `self.x =` anywhere in it); None when it sets
-    attributes by name (setattr, __dict__, register_buffer, __getattr__): then `self.x` may
-    be its own."""
-    own: set[str] = set()
-    for n in ast.walk(node):
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            own.add(n.name)
-        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            own.add(n.id)
-        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
-            own.add(n.attr)
-        elif sets_by_name(n):
-            return None
-    return None if "__getattr__" in own else own
+                u.target in mine or u.target.startswith(under))]
 
 
 def top_names(tree: ast.Module) -> set[str]:
@@ -284,21 +282,23 @@ def top_names(tree: ast.Module) -> set[str]:
     return out
 
 
-def uses(tree: ast.Module, path: str, also_top: set[str] | frozenset[str] = frozenset()) -> list[Use]:
+def uses(tree: ast.Module, path: str, also_top: set[str] | frozenset[str] = frozenset(),
+         facts: one_pass.Facts | None = None) -> list[Use]:
     """`also_top`: module-level names of another version of the file, whose loads count as
-    LOCAL uses here too (a helper the merge deleted is no longer defined in this one)."""
-    collector = UseCollector(module_name(path)[1], top_names(tree) | set(also_top))
+    LOCAL uses here too (a helper the merge deleted is no longer defined in this one).
+    `facts`: one_pass.walk(tree), when the caller has it."""
+    facts = facts if facts is not None else one_pass.walk(tree)
+    collector = UseCollector(module_name(path)[1], top_names(tree) | set(also_top), facts)
     # imports first, wherever they are, so a use above a function-level import resolves
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            collector.add_import(node)
+    for node in facts.imports:
+        collector.add_import(node)
     collector.visit(tree)
     return collector.found
 
 
 def bound(tree: ast.Module) -> set[str]:
     """Every name bound anywhere in the file (defs, params, targets, imports, globals)."""
-    return set(_bindings(tree))
+    return set(one_pass.walk(tree).bound)
 
 
 def imported_top(tree: ast.Module) -> set[str]:
@@ -318,11 +318,7 @@ def imported_top(tree: ast.Module) -> set[str]:
 
 def loads(tree: ast.Module) -> dict[str, int]:
     """How often each bare name is read."""
-    out: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            out[node.id] = out.get(node.id, 0) + 1
-    return out
+    return one_pass.walk(tree).loads
 
 
 def uses_to_json(found: Sequence[Use]) -> list[object]:

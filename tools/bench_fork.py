@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""`series rebase --dry-run` against the `git rebase` loop on a real fork's windows, with the
+semantic check's cache empty (cold: a CI runner's first night, a new clone, a new upstream
+release) and warm, all in the same run (issue 34).
+
+    .venv/bin/python tools/bench_fork.py [--mirror /work/.mirror/HabanaAI+vllm-fork/repo]
+                                         [--topics 30] [--repeat 3] [--work DIR] [--compare REV]
+
+The fork is HabanaAI/vllm-fork (a mirror, read only: it is cloned). Two windows, each an
+upstream release tag and a later upstream commit on `main` (v0.5.4 -> 300 commits ahead,
+v0.6.2 -> 480 ahead). A topic is one of Habana's own PRs (a first-parent commit of
+habana_main from a month before the tag, touching Python and at most 40 files), cherry-picked onto the tag
+(a three-way merge of PR^, TAG and PR); kept when that is clean, and when
+rebasing it onto the window's upstream commit is clean too, so that the git loop and series
+do the same work on every topic (and the check reads every one). Up to --topics per window.
+
+Each timed run starts from a fresh copy of the fork (cp -a, synced). Timed, in turn:
+  git loop    `git rebase --onto ONTO TAG topic/x` for every topic (what a fork did by hand)
+  dry cold    `series rebase --onto ONTO --dry-run`, SERIES_BREAKS_CACHE an empty folder
+  dry warm    the same, with the cache the cold run left
+  no check    the same with the check stubbed out (its cost = cold - this)
+--compare REV: the dry runs (cold and warm) of REV's code too, in the same runs (before/after).
+Whole processes; medians of --repeat; ratios are git loop / series, wall and CPU (CPU counts
+every child process: the steadier figure on a shared machine). The load (uptime) is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MIRROR = Path("/work/.mirror/HabanaAI+vllm-fork/repo")
+WINDOWS = (("v0.5.4", 300), ("v0.6.2", 480))   # (tag, upstream commits ahead on main's first parents)
+PY = sys.executable
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), GIT_AUTHOR_NAME="Fork Maintainer", GIT_AUTHOR_EMAIL="fm@example.com",
+           GIT_COMMITTER_NAME="Fork Maintainer", GIT_COMMITTER_EMAIL="fm@example.com")
+ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+ENV["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="bench-fork-pyc-")
+STUB = "import series.analysis.breaks as b; b.TopicBreaks.topic = lambda self, t: []; "
+
+
+def git(repo: Path, *args: str, ok: tuple[int, ...] = (0,)) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=ENV)
+    if proc.returncode not in ok:
+        raise SystemExit(f"git {' '.join(args)}: {proc.stderr}")
+    return proc.stdout
+
+
+def onto_of(repo: Path, tag: str, ahead: int) -> str:
+    """The commit of main's first-parent line `ahead` upstream commits after `tag`."""
+    line = git(repo, "rev-list", "--first-parent", "--reverse", "upstream/main", f"^{tag}").split()
+    low, high = 0, len(line) - 1   # the count grows along the line: the first one reaching `ahead`
+    while low < high:
+        mid = (low + high) // 2
+        if int(git(repo, "rev-list", "--count", f"{tag}..{line[mid]}")) >= ahead:
+            high = mid
+        else:
+            low = mid + 1
+    return line[low]
+
+
+def _clean_tree(repo: Path, base: str, ours: str, theirs: str) -> str | None:
+    """The tree of a clean three-way merge (libgit2: the git loop decides on the real run)."""
+    import pygit2
+    r = pygit2.Repository(str(repo))
+    index = r.merge_trees(*(r.revparse_single(x).peel(pygit2.Tree) for x in (base, ours, theirs)))
+    return None if index.conflicts is not None else str(index.write_tree(r))
+
+
+def topics(repo: Path, tag: str, onto: str, wanted: int) -> list[tuple[str, str]]:
+    """(branch name, commit) of Habana PRs cherry-picked onto `tag` (the module docstring)."""
+    # from a month before the tag: PRs Habana merged while upstream prepared it apply too
+    since = f"{int(git(repo, 'log', '-1', '--format=%ct', tag)) - 30 * 86400}"
+    out: list[tuple[str, str]] = []
+    for pr in git(repo, "rev-list", "--first-parent", "--reverse", f"--since=@{since}", "upstream/habana_main").split():
+        if len(out) == wanted:
+            break
+        parent = f"{pr}^1"
+        changed = git(repo, "diff", "--name-only", parent, pr).split()
+        if not changed or len(changed) > 40 or not any(p.endswith(".py") for p in changed):
+            continue
+        tree = _clean_tree(repo, parent, tag, pr)
+        if tree is None:
+            continue
+        subject = git(repo, "log", "-1", "--format=%s", pr).strip()
+        commit = git(repo, "commit-tree", tree, "-p", tag, "-m", f"{subject}\n\n(habana_main {pr})").strip()
+        if git(repo, "rev-parse", f"{commit}^{{tree}}").strip() == git(repo, "rev-parse", f"{tag}^{{tree}}").strip():
+            continue   # already in the tag
+        if _clean_tree(repo, tag, onto, commit) is None:
+            continue   # conflicts in the window: a halt, not a rebase
+        if any(commit == c or git(repo, "rev-parse", f"{commit}^{{tree}}") == git(repo, "rev-parse", f"{c}^{{tree}}")
+               for _, c in out):
+            continue
+        out.append((f"topic/pr-{len(out):02d}-{pr[:9]}", commit))
+    return out
+
+
+def build(mirror: Path, work: Path, tag: str, ahead: int, wanted: int) -> tuple[Path, str, list[str]]:
+    src = work / f"fork-{tag}"
+    if not src.exists():
+        subprocess.run(["git", "clone", "-q", "-o", "upstream", "--no-checkout", str(mirror), str(src)],
+                       check=True, env=ENV)
+    onto = onto_of(src, tag, ahead)
+    picked = topics(src, tag, onto, wanted)
+    for name, commit in picked:
+        git(src, "branch", "-f", name, commit)
+    git(src, "checkout", "-q", "--detach", tag)
+    lines = ["upstream:", "  remote: upstream", f"  base: {tag}", "integration: series/integration", "topics:"]
+    for name, _ in picked:
+        lines += [f"  - name: {name.split('/', 1)[1]}", f"    branch: {name}"]
+    (src / "series.yaml").write_text("\n".join(lines) + "\n")
+    return src, onto, [name for name, _ in picked]
+
+
+def fresh(src: Path, work: Path) -> Path:
+    dest = work / "run"
+    if dest.exists():
+        shutil.rmtree(dest)
+    subprocess.run(["cp", "-a", str(src), str(dest)], check=True)
+    os.sync()
+    return dest
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str], ok: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """(wall, CPU) seconds of one command and its children."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in ok:
+        raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def git_loop(fork: Path, tag: str, onto: str, branches: list[str]) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    for branch in branches:
+        if subprocess.run(["git", "-C", str(fork), "rebase", "-q", "--onto", onto, tag, branch],
+                          capture_output=True, env=ENV).returncode:
+            subprocess.run(["git", "-C", str(fork), "rebase", "--abort"], capture_output=True, env=ENV)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def dry(fork: Path, onto: str, cache: Path, stub: bool = False, code_dir: Path = ROOT) -> tuple[float, float]:
+    code = (STUB if stub else "") + "from series.cli import main; main()"
+    return timed([PY, "-c", code, "rebase", "--onto", onto, "--dry-run"], fork,
+                 {**ENV, "SERIES_BREAKS_CACHE": str(cache), "PYTHONPATH": str(code_dir)}, ok=(0, 3, 6))
+
+
+def bench(src: Path, work: Path, tag: str, onto: str, branches: list[str], repeat: int,
+          old: Path | None) -> dict[str, tuple[float, float]]:
+    cache = work / "breaks-cache"
+    runs: dict[str, list[tuple[float, float]]] = {}
+    for label, code_dir in (("", ROOT),) + ((("old ", old),) if old is not None else ()):
+        dry(fresh(src, work), onto, work / "warm-bytecode", code_dir=code_dir)   # bytecode warm, as installed
+    for _ in range(repeat):
+        runs.setdefault("git loop", []).append(git_loop(fresh(src, work), tag, onto, branches))
+        for label, code_dir in (("", ROOT),) + ((("old ", old),) if old is not None else ()):
+            shutil.rmtree(cache, ignore_errors=True)
+            runs.setdefault(f"{label}dry cold", []).append(dry(fresh(src, work), onto, cache, code_dir=code_dir))
+            runs.setdefault(f"{label}dry warm", []).append(dry(fresh(src, work), onto, cache, code_dir=code_dir))
+        runs.setdefault("no check", []).append(dry(fresh(src, work), onto, cache, stub=True))
+    return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mirror", type=Path, default=MIRROR)
+    parser.add_argument("--topics", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=None, help="keep the forks here (built once)")
+    parser.add_argument("--compare", default=None, help="a revision whose dry runs are timed too")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-fork-"))
+    work.mkdir(parents=True, exist_ok=True)
+    old = None
+    if args.compare:
+        old = Path(tempfile.mkdtemp(prefix="bench-fork-old-"))
+        archive = subprocess.run(["git", "archive", args.compare, "series"], cwd=ROOT, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    for tag, ahead in WINDOWS:
+        src, onto, branches = build(args.mirror, work, tag, ahead, args.topics)
+        commits = int(git(src, "rev-list", "--count", f"{tag}..{onto}"))
+        load = os.getloadavg()
+        res = bench(src, work, tag, onto, branches, args.repeat, old)
+        git_wall, git_cpu = res["git loop"]
+        print(f"{tag} -> {onto[:12]} ({commits} upstream commits), {len(branches)} topics; median of "
+              f"{args.repeat}; load {load[0]:.1f} {load[1]:.1f} at start, {os.getloadavg()[0]:.1f} at end")
+        for key in ("git loop", "old dry cold", "old dry warm", "dry cold", "dry warm", "no check"):
+            if key not in res:
+                continue
+            wall, cpu = res[key]
+            ratio = "" if key == "git loop" else f"   git loop / this: {git_wall / wall:5.1f}x wall, {git_cpu / cpu:5.1f}x CPU"
+            print(f"  {key:<9} wall {wall:6.3f} s  CPU {cpu:6.3f} s{ratio}")
+        none = res["no check"]
+        for label in ("old ", ""):
+            if f"{label}dry cold" in res:
+                cold = res[f"{label}dry cold"]
+                print(f"  {label}check cold: {cold[0] - none[0]:+.3f} s wall ({(cold[0] - none[0]) / cold[0]:.0%} of "
+                      f"the cold dry run), {cold[1] - none[1]:+.3f} s CPU ({(cold[1] - none[1]) / cold[1]:.0%})")
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
