@@ -39,3 +39,49 @@ def test_an_operation_rolled_back_keeps_its_number(fork: Path) -> None:
     assert max(kept) > max(aside), (aside, kept)
     rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
     assert [r["command"] for r in rows][-1:] == ["add"], rows
+
+
+def test_series_log_shows_when_each_operation_ran(fork: Path) -> None:
+    """The journal's time is written and read back: `series log` is how a user tells which
+    operation `undo` would take back."""
+    import datetime
+    sh("git branch topic/late v0.30.0", fork)
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    run_series("add", "topic/late", cwd=fork)
+    row = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"][0]
+    ran = datetime.datetime.fromisoformat(row["time"])
+    assert row["command"] == "add" and before <= ran <= before + datetime.timedelta(minutes=5), row
+
+
+def test_a_files_only_operation_killed_halfway_is_finished_by_the_next_command(fork: Path) -> None:
+    """resolutions --prune moves no ref and leaves series.yaml alone: only its files say it
+    started. Killed after the first of two removals, the next command finishes it (both
+    gone, the operation in the log, undo-able), never sets it aside half done."""
+    from series.resolutions import ResolutionStore
+    conflicted = b"a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> 0123abc (x)\nd\n"
+    store = ResolutionStore(fork / "resolutions")
+    store.record("gone-topic", "x.py", conflicted, b"a\nbc\nd\n")
+    store.record("gone-topic", "y.py", conflicted, b"a\ncb\nd\n")
+    recorded = sorted((fork / "resolutions").rglob("*.txt"))
+    assert len(recorded) == 2, recorded
+    proc = run_series("resolutions", "--prune", cwd=fork, expect=None, env={"SERIES_FAULT": "after-first-file"})
+    assert proc.returncode == 99, proc.stderr
+    assert sum(p.exists() for p in recorded) == 1
+    rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
+    assert not any(p.exists() for p in recorded), "the operation was not finished"
+    assert rows[0]["command"] == "resolutions" and rows[0]["state"] == "done", rows[0]
+    run_series("undo", cwd=fork)
+    assert all(p.exists() for p in recorded)
+
+
+def test_a_clean_checkout_is_updated_when_the_next_command_finishes_a_killed_rebase(fork: Path,
+                                                                                  tmp_path: Path) -> None:
+    """Killed after the refs moved: whichever command comes next finishes the operation,
+    and a clean checkout of a moved branch follows it (else it shows the rebase undone as
+    uncommitted changes)."""
+    checkout = tmp_path / "checkout"
+    sh(f"git worktree add -q {checkout} topic/api-hello", fork)
+    killed(fork, "after-refs", "--onto", "v0.31.0", *SKIP)
+    run_series("log", cwd=fork)  # any command repairs first
+    assert sh("git rev-parse HEAD", checkout) == sh("git rev-parse topic/api-hello", fork)
+    assert sh("git status --porcelain --untracked-files=no", checkout).strip() == ""
