@@ -58,3 +58,30 @@ def test_a_topic_left_out_says_so(fork: Path) -> None:
     report = rebase_json(fork, "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", "--dry-run")
     row = topics(report)["offload-evict-fix"]
     assert (row["outcome"], row["reason"]) == ("skipped", "left out, as asked"), row
+
+
+def test_a_conflict_resolved_from_memory_keeps_the_files_executable_bit(fork: Path) -> None:
+    """The new base made the conflicting file executable: the resolved file keeps the mode
+    git's merge gives it (ours changed it), whether resolved by hand or from memory."""
+    from tests.conftest import run_series
+    from tests.test_resolutions import _resolve_in_worktree, _worktree
+    sh(f"""
+    git checkout -q --detach v0.31.0
+    chmod +x {LRU}
+    git commit -qam "make lru executable"
+    git tag v0.31.1
+    git checkout -q --detach v0.30.0
+    """, fork)
+    first = run_series("rebase", "--onto", "v0.31.1", cwd=fork, expect=3)
+    _resolve_in_worktree(_worktree(first.stdout + first.stderr), "keep request order")
+    run_series("rebase", "--continue", cwd=fork)
+    by_hand = sh(f"git ls-tree topic/offload-evict-fix~1 -- {LRU}", fork)
+    kept = {f: f.read_bytes() for f in (fork / "resolutions").rglob("*.txt")}
+    run_series("undo", cwd=fork)  # takes the recorded resolution back too: put it back as a clone has it
+    for f, data in kept.items():
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(data)
+    again = run_series("rebase", "--onto", "v0.31.1", cwd=fork).stdout
+    assert "resolved from memory" in again, again
+    from_memory = sh(f"git ls-tree topic/offload-evict-fix~1 -- {LRU}", fork)
+    assert by_hand.startswith("100755 ") and from_memory == by_hand, (by_hand, from_memory)
