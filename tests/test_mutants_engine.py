@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import sh
 from tests.test_rebase import LRU, rebase_json, resolve_lru, rev, show, topics
 
@@ -85,3 +87,31 @@ def test_a_conflict_resolved_from_memory_keeps_the_files_executable_bit(fork: Pa
     assert "resolved from memory" in again, again
     from_memory = sh(f"git ls-tree topic/offload-evict-fix~1 -- {LRU}", fork)
     assert by_hand.startswith("100755 ") and from_memory == by_hand, (by_hand, from_memory)
+
+
+def _counts(range_diff: str) -> dict[str, int]:
+    marks = [line.split()[2] for line in range_diff.splitlines() if line[:1].isdigit() or line.startswith("-:")]
+    return {mark: marks.count(mark) for mark in "=!<>"}
+
+
+@pytest.mark.parametrize("chmod_in_topic", [True, False])
+def test_a_patch_replayed_onto_a_file_made_executable_upstream_is_counted_as_git_range_diff_does(
+        fork: Path, chmod_in_topic: bool) -> None:
+    """The file the topic edits became executable on the new base. If the topic's commit
+    made it executable itself, the replayed one no longer does: a changed patch ("!"),
+    which git range-diff shows. If not, the patch is the same ("=")."""
+    sched = "vllm/v1/core/sched/scheduler.py"
+    sh(f"""
+    git checkout -q --detach v0.31.0
+    chmod +x {sched}
+    git commit -qam "make the scheduler executable"
+    git tag v0.31.1
+    git checkout -q topic/sched-note
+    {"chmod +x " + sched + " && git commit -q --amend --no-edit -a" if chmod_in_topic else ":"}
+    git checkout -q --detach v0.30.0
+    """, fork)
+    row = topics(rebase_json(fork, "--onto", "v0.31.1", "--skip-topic", "offload-evict-fix"))["sched-note"]
+    git_says = sh(f"git range-diff --no-color v0.30.0..{row['old_head']} v0.31.1..{rev(fork, 'topic/sched-note')}",
+                  fork)
+    assert row["range_diff"] == _counts(git_says), (row["range_diff"], git_says)
+    assert row["range_diff"]["!" if chmod_in_topic else "="] == 1, row["range_diff"]
