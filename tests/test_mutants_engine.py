@@ -115,3 +115,31 @@ def test_a_patch_replayed_onto_a_file_made_executable_upstream_is_counted_as_git
                   fork)
     assert row["range_diff"] == _counts(git_says), (row["range_diff"], git_says)
     assert row["range_diff"]["!" if chmod_in_topic else "="] == 1, row["range_diff"]
+
+
+def test_a_continue_the_door_refused_leaves_the_rebase_halted_on_its_conflict(fork: Path) -> None:
+    """A dirty checkout of the integration branch stops --continue when the refs would
+    move: nothing moved, and the rebase is back where it was (a topic can still be left
+    out), not 'committing' (where every topic counts as replayed)."""
+    from tests.conftest import run_series
+    run_series("build", cwd=fork)
+    integ = fork.parent / "integ"
+    sh(f"git worktree add -q {integ} series/integration", fork)
+    run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    resolve_lru(fork / ".git/series/rebase/worktree")
+    (integ / "README.md").write_text("local change\n")
+    proc = run_series("rebase", "--continue", cwd=fork, expect=1)
+    assert "series/integration is checked out in" in proc.stderr, proc.stderr
+    sh("git checkout -q -- README.md", integ)
+    report = rebase_json(fork, "--skip-topic", "offload-evict-fix")
+    assert topics(report)["offload-evict-fix"]["outcome"] == "skipped", topics(report)
+
+
+def test_a_dry_run_while_a_rebase_is_halted_leaves_the_halt_as_it_was(fork: Path) -> None:
+    from tests.conftest import run_series
+    run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    kept = sh("git for-each-ref refs/series/rebase", fork)
+    run_series("rebase", "--onto", "v0.31.0", "--dry-run", cwd=fork, expect=None)
+    assert sh("git for-each-ref refs/series/rebase", fork) == kept
+    resolve_lru(fork / ".git/series/rebase/worktree")
+    assert topics(rebase_json(fork, "--continue"))["offload-evict-fix"]["outcome"] == "clean"
