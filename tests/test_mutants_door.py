@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_series, sh
 from tests.test_rebase_faults import SKIP, killed
 
@@ -85,3 +87,41 @@ def test_a_clean_checkout_is_updated_when_the_next_command_finishes_a_killed_reb
     run_series("log", cwd=fork)  # any command repairs first
     assert sh("git rev-parse HEAD", checkout) == sh("git rev-parse topic/api-hello", fork)
     assert sh("git status --porcelain --untracked-files=no", checkout).strip() == ""
+
+
+def _prune_one(fork: Path) -> tuple[Path, str]:
+    from series.resolutions import ResolutionStore
+    conflicted = b"a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> 0123abc (x)\nd\n"
+    ResolutionStore(fork / "resolutions").record("gone-topic", "x.py", conflicted, "a\nbç\nd\n".encode())
+    (recorded,) = (fork / "resolutions").rglob("*.txt")
+    text = recorded.read_text(encoding="utf-8")
+    run_series("resolutions", "--prune", cwd=fork)
+    assert not recorded.exists()
+    return recorded, text
+
+
+def test_a_prune_journaled_by_an_older_series_is_undone(fork: Path) -> None:
+    """An older series kept what `resolutions --prune` removed in the entry's
+    extra["removed"] (path -> text, UTF-8); undo puts the file back from it."""
+    recorded, text = _prune_one(fork)
+    (entry,) = (fork / ".git/series/journal").glob("*.json")
+    data = json.loads(entry.read_text())
+    (change,) = data.pop("files")
+    data["extra"]["removed"] = {change["path"]: text}
+    entry.write_text(json.dumps(data))
+    run_series("undo", cwd=fork)
+    assert recorded.read_text(encoding="utf-8") == text and "bç" in text
+
+
+@pytest.mark.parametrize("ref", ["refs/heads/not a ref", "heads/topic/late"])
+def test_a_journal_entry_edited_into_a_bad_ref_is_named_not_followed(fork: Path, ref: str) -> None:
+    """undo would move what the entry names: one edited (by hand, another tool) into
+    something that is not a full ref name is refused, naming the file."""
+    sh("git branch topic/late v0.30.0", fork)
+    run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork)
+    (entry,) = (fork / ".git/series/journal").glob("*.json")
+    data = json.loads(entry.read_text())
+    data["moves"][0]["ref"] = ref
+    entry.write_text(json.dumps(data))
+    proc = run_series("undo", cwd=fork, expect=1)
+    assert "unreadable journal entry" in proc.stderr and entry.name in proc.stderr, proc.stderr
