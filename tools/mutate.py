@@ -325,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
                 [mutants[i] for i in sorted(random.Random(f"{args.seed}:{rel}").sample(range(len(mutants)),
                                                                                         args.sample))]
             tests = args.tests or tests_for(rel)
+            if scratches:  # a test file written after the copy was made is not in it
+                tests = [t for t in tests if (scratches[0].tree / t).exists()]
             entry: dict[str, object] = {"module": rel, "mutants": len(mutants), "tested": len(chosen),
                                         "tests": tests}
             report.append(entry)
