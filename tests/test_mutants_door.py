@@ -125,3 +125,22 @@ def test_a_journal_entry_edited_into_a_bad_ref_is_named_not_followed(fork: Path,
     entry.write_text(json.dumps(data))
     proc = run_series("undo", cwd=fork, expect=1)
     assert "unreadable journal entry" in proc.stderr and entry.name in proc.stderr, proc.stderr
+
+
+def test_a_ref_set_twice_in_one_transaction_moves_once_to_the_last_value(fork: Path) -> None:
+    """A caller may change its mind about a ref before committing (set() documents the
+    last word wins): one move, to the last value, from the ref's value at the start."""
+    import pygit2
+
+    from series.fs import Lock
+    from series.transaction import Transaction
+    repo = pygit2.Repository(str(fork))
+    start = sh("git rev-parse topic/api-hello", fork).strip()
+    first, last = sh("git rev-parse v0.30.0 v0.31.0", fork).split()
+    with Lock(repo, "test"):
+        txn = Transaction(repo, "test", "set twice")
+        txn.set("refs/heads/topic/api-hello", first)
+        txn.set("refs/heads/topic/api-hello", last, expect=start)
+        op = txn.commit()
+    assert [(m.old, m.new) for m in op.moves] == [(start, last)], op.moves
+    assert sh("git rev-parse topic/api-hello", fork).strip() == last
