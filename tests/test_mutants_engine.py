@@ -143,3 +143,15 @@ def test_a_dry_run_while_a_rebase_is_halted_leaves_the_halt_as_it_was(fork: Path
     assert sh("git for-each-ref refs/series/rebase", fork) == kept
     resolve_lru(fork / ".git/series/rebase/worktree")
     assert topics(rebase_json(fork, "--continue"))["offload-evict-fix"]["outcome"] == "clean"
+
+
+def test_a_diff3_conflict_names_its_base_as_git_rebase_does(fork: Path) -> None:
+    """With merge.conflictStyle=diff3 the file left to resolve labels its base section as
+    git rebase does ("parent of <commit> (<subject>)"), not with merge-ort's bare id."""
+    from tests.conftest import run_series
+    sh("git config merge.conflictStyle diff3", fork)
+    run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
+    text = (fork / ".git/series/rebase/worktree" / LRU).read_text()
+    (theirs,) = [line[len(">>>>>>> "):] for line in text.splitlines() if line.startswith(">>>>>>> ")]
+    base = [line for line in text.splitlines() if line.startswith("||||||| ")]
+    assert base == [f"||||||| parent of {theirs}"], (base, theirs)  # git rebase's words (sequencer.c)
