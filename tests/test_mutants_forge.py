@@ -41,3 +41,16 @@ def test_a_changed_answer_replaces_its_cached_copy(httpserver: HTTPServer, tmp_p
     sent = [r.headers.get("If-None-Match") for r, _ in httpserver.log]
     statuses = [response.status_code for _, response in httpserver.log]
     assert (sent, statuses) == ([None, '"v1"', '"v2"'], [200, 200, 304]), (sent, statuses)
+
+
+def test_a_post_without_a_token_is_refused_before_anything_is_sent(httpserver: HTTPServer) -> None:
+    """GitHub would answer 401 or 404; refused here, the user is told which variable to
+    set, and the server never sees the request."""
+    import pytest
+
+    from series.forge.base import ForgeError
+    from series.forge.github import GitHubForge
+    forge = GitHubForge("vllm-project/vllm", httpserver.url_for("").rstrip("/"), None)
+    with pytest.raises(ForgeError, match="needs a GitHub token") as refused:
+        forge.comment(PRNumber(61050), "measured")
+    assert "GITHUB_TOKEN" in str(refused.value.hint) and httpserver.log == [], httpserver.log

@@ -46,3 +46,23 @@ def test_the_lock_leaves_no_file_descriptor_open(tmp_path: Path) -> None:
         with fs.Lock(repo, "x"):
             pass
     assert _open_fds() == before  # one fd per command left open would run out in a long process
+
+
+def test_a_holder_that_has_not_written_its_line_yet_is_said_to_be_starting(tmp_path: Path) -> None:
+    """The lock file is emptied when released: another command that finds the lock taken
+    before its holder wrote who it is says so, not a leftover of the previous holder."""
+    import pytest
+
+    from series.errors import SeriesError
+    repo = pygit2.init_repository(str(tmp_path / "r"))
+    lock = fs.Lock(repo, "first")
+    with lock:
+        pass
+    fd = os.open(lock.path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a holder that has only just taken it
+        with pytest.raises(SeriesError, match=r"\(its holder is starting\)"):
+            with fs.Lock(repo, "second"):
+                pass
+    finally:
+        os.close(fd)

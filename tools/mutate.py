@@ -54,7 +54,7 @@ TESTS_FOR: dict[str, list[str]] = {
     "series/analysis/predictions.py": ["test_predict.py", "test_measure.py"],
     "series/analysis/measurement.py": ["test_measure.py", "test_measure_emit.py", "test_predict.py"],
     "series/forge/": ["test_trust_forge.py", "test_forge_github.py", "test_adopt_github.py", "test_propose.py",
-                      "test_forge_retire.py"],
+                      "test_forge_retire.py", "test_comment.py"],
 }
 
 _FLIP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
