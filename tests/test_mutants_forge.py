@@ -24,6 +24,7 @@ def test_a_changed_answer_replaces_its_cached_copy(httpserver: HTTPServer, tmp_p
     """The PR changed since the last run (a new ETag): its new answer is cached in place of
     the old one, so the run after that is a 304 again, not a full answer every time."""
     body = pull(httpserver)
+    assert isinstance(body, dict)
     version = {"etag": '"v1"'}
 
     def answer(request: Request) -> Response:
