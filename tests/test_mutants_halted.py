@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pygit2
+import pytest
+
 from pytest_httpserver import HTTPServer
 
 from series import halted
@@ -23,6 +26,10 @@ def test_the_halt_records_words_are_a_format_other_versions_read(fork: Path) -> 
     outcomes = {t["name"]: t["outcome"] for t in state["topics"]}
     assert outcomes["offload-evict-fix"] == "conflict", outcomes
     assert {p.value for p in halted.Phase} == {"conflict", "committing"}
+    state = halted.load(pygit2.Repository(str(fork)))
+    assert state is not None and state.topic("offload-evict-fix").outcome == halted.TopicOutcome.CONFLICT
+    with pytest.raises(KeyError):  # a name the record does not hold is never answered with None
+        state.topic("no-such-topic")
     assert {o.value for o in halted.TopicOutcome} == {"pending", "clean", "conflict", "merged", "blocked",
                                                       "skipped", "dropped", "empty"}
 
