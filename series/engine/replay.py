@@ -173,6 +173,15 @@ def _hunks(old: bytes, new: bytes) -> list[tuple[str, ...]]:
     return [tuple(f"{line.origin}{line.content}" for line in hunk.lines) for hunk in patch.hunks]
 
 
+def _mode_change(old: Entry | None, new: Entry | None) -> tuple[int, int] | None:
+    """A patch's mode change, as git range-diff compares it ("mode change 100644 => 100755"):
+    a patch onto a file made executable upstream is the same patch, one that no longer makes
+    it executable is not. (An added or deleted file: the caller compared those already.)"""
+    if old is None or new is None:
+        return None
+    return (old[0], new[0]) if old[0] != new[0] else None
+
+
 def _same_patch(repo: pygit2.Repository, store: MemOdb, base: pygit2.Oid, theirs: pygit2.Oid,
                 ours: pygit2.Oid, result: pygit2.Oid) -> bool:
     """Does the replayed commit change what the original did, hunk for hunk?"""
@@ -186,7 +195,7 @@ def _same_patch(repo: pygit2.Repository, store: MemOdb, base: pygit2.Oid, theirs
             continue
         if (old is None) != (old2 is None) or (new is None) != (new2 is None):
             return False
-        if (new and new[0]) != (new2 and new2[0]):
+        if _mode_change(old, new) != _mode_change(old2, new2):
             return False
         if _hunks(_blob(repo, old) or b"", _blob(repo, new) or b"") != \
                 _hunks(_blob(repo, old2) or b"", _blob(repo, new2) or b""):
