@@ -36,9 +36,9 @@ def test_the_halt_records_words_are_a_format_other_versions_read(fork: Path) -> 
 
 def test_a_halt_written_before_the_verbs_handed_in_their_hints_reads_with_the_defaults() -> None:
     old: dict[str, Any] = {"kind": "adopt", "what": "adopting #1", "resume": "series adopt-upstream"}
-    halt = halted.Halt.load(old)
+    halt = halted.Halt.from_json(old)
     assert (halt.go_on, halt.stop) == ("series adopt-upstream --continue", "series adopt-upstream --abort")
-    new = halted.Halt.load({**old, "go_on": "series adopt-upstream --go", "stop": "series adopt-upstream --stop"})
+    new = halted.Halt.from_json({**old, "go_on": "series adopt-upstream --go", "stop": "series adopt-upstream --stop"})
     assert (new.go_on, new.stop) == ("series adopt-upstream --go", "series adopt-upstream --stop")
 
 
