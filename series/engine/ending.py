@@ -38,7 +38,7 @@ from series.engine.odb import MemOdb
 from series.errors import SeriesError
 from series.persisted import JsonObject
 from series.git import refs
-from series.engine.ports import Door, SeriesRepo
+from series.engine.ports import TransactionPort, SeriesRepo
 
 
 Rewrite = Callable[[pygit2.Commit], str]
@@ -77,7 +77,7 @@ class Ending(Protocol):
 
     def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
 
-    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None: ...
 
 
@@ -101,29 +101,29 @@ class TopicsEnding:
     def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult:
         return integrate(ws.repo, pygit2.Oid(hex=state.onto_sha), integration_parts(state), odb=odb)
 
-    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None:
         _moved_meanwhile(ws, state, self.identity.verb)
         dropped = [run.name for run in state.topics if run.outcome == halted.TopicOutcome.DROPPED]
-        door.summary = f"onto {state.onto_name}" + (f"; drop {', '.join(dropped)}" if dropped else "")
+        tx.summary = f"onto {state.onto_name}" + (f"; drop {', '.join(dropped)}" if dropped else "")
         for run in state.topics:
             if run.outcome in _MOVED and run.new_head and run.new_head != run.old_head:
-                door.move(f"refs/heads/{run.branch}", run.new_head, expect=run.old_head)
+                tx.move(f"refs/heads/{run.branch}", run.new_head, expect=run.old_head)
             elif run.outcome in (*_MOVED, halted.TopicOutcome.MERGED):
-                door.verify(f"refs/heads/{run.branch}", run.old_head)  # checked inside git's transaction
+                tx.verify(f"refs/heads/{run.branch}", run.old_head)  # checked inside git's transaction
         branch = ws.series.integration
         if branch and integration is not None and integration.ok:
-            door.move(f"refs/heads/{branch}", str(integration.head))
+            tx.move(f"refs/heads/{branch}", str(integration.head))
         # series.yaml: the operation's own edits, relative to the file as it started
-        door.seen(state.config_before)
+        tx.seen(state.config_before)
         if state.onto_name != state.old_base_name:
-            door.edit(("upstream", "base"), state.onto_name)
+            tx.edit(("upstream", "base"), state.onto_name)
         for run in state.topics:
             if run.outcome == halted.TopicOutcome.MERGED:
-                door.set_topic(run.name, status="merged", merged_in=state.onto_name)
+                tx.set_topic(run.name, status="merged", merged_in=state.onto_name)
             elif run.outcome == halted.TopicOutcome.DROPPED:  # as `series drop` sets it
-                door.set_topic(run.name, status="dropped", superseded_by=None, reason=run.reason or None)
-        door.extra["onto"] = state.onto_name
+                tx.set_topic(run.name, status="dropped", superseded_by=None, reason=run.reason or None)
+        tx.extra["onto"] = state.onto_name
 
 
 # the outcomes whose branch goes where the replay left it: an emptied topic's too (onto the

@@ -4,7 +4,7 @@ the engine nor the workspace imports the other).
 
     SeriesRepo  a series in its repository: what the engine reads (series.workspace.Workspace
                 is one); it cannot open a door: the verb opens it and hands it in
-    Door        the one operation a step writes through (series.workspace.WriteOperation is one):
+    Door        the one operation a step writes through (series.workspace.Transaction is one):
                 ref moves, series.yaml edits, files (what the hooks record), commit, revert
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from series.seriesedit import Edit, KeyPath, Plain
 from series.topics import OwnWork
 
 
-class Door(Protocol):
+class TransactionPort(Protocol):
     summary: str
     edits: list[Edit]
     notes: list[str]

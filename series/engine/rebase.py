@@ -36,7 +36,7 @@ from typing import Callable
 
 import pygit2
 
-from series import faults, journal, transaction
+from series import changeset, faults, journal
 from series.engine import merged as merged_rules
 from series import halted
 from series.engine import setaside, worktree
@@ -52,7 +52,7 @@ from series.git import checkouts
 from series.git.repo import (Abbreviations, committer as git_committer, encode_message, message as commit_message,
                              resolve_release)
 from series.topics import OwnWorks
-from series.engine.ports import Door, SeriesRepo
+from series.engine.ports import TransactionPort, SeriesRepo
 
 Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
 
@@ -275,23 +275,23 @@ def _materialize(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: 
 
 
 def _commit(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
-            door: Door | None) -> RebaseOutcome:
+            tx: TransactionPort | None) -> RebaseOutcome:
     """Every topic is replayed: the ending fills the door's one operation, which commits."""
     repo = ws.repo
     integration = ending.integration(ws, state, odb)
-    if dry_run or door is None:
+    if dry_run or tx is None:
         return RebaseOutcome(state, finished=True, dry_run=True, integration=integration)
-    ending.fill(door, ws, state, integration)
-    if not door.moves and not door.edits:
+    ending.fill(tx, ws, state, integration)
+    if not tx.moves and not tx.edits:
         halted.clear(repo)  # already there: nothing to journal, nothing for undo to revert
         return RebaseOutcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
     odb.persist()
     before = halted.load(repo)  # None when this run never halted
-    state = replace(state, phase=halted.Phase.COMMITTING, op_id=door.reserve_id())
+    state = replace(state, phase=halted.Phase.COMMITTING, op_id=tx.reserve_id())
     halted.save(repo, state)
     faults.fault("rebase-before-transaction")
     try:
-        op = door.commit()
+        op = tx.commit()
     except SeriesError:
         # The door refused (a dirty checkout) or put every ref back (series.yaml could not
         # be replaced): nothing moved, so the run is where it was before, not "committing"
@@ -301,14 +301,14 @@ def _commit(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: boo
         else:
             halted.save(repo, before)
         raise
-    return _after_commit(ws, state, op, integration, door)
+    return _after_commit(ws, state, op, integration, tx)
 
 
 def _after_commit(ws: SeriesRepo, state: halted.RebaseState, op: journal.Operation,
-                  integration: IntegrationResult | None, door: Door) -> RebaseOutcome:
+                  integration: IntegrationResult | None, tx: TransactionPort) -> RebaseOutcome:
     repo = ws.repo
     # door.commit() settled the checkouts already; again here for a process killed in between
-    notes = door.notes + [n for n in transaction.settle_checkouts(repo, op) if n not in door.notes]
+    notes = tx.notes + [n for n in changeset.settle_checkouts(repo, op) if n not in tx.notes]
     faults.fault("rebase-after-transaction")
     worktree.remove(repo, halted.worktree_path(repo)) if halted.worktree_path(repo).exists() else None
     halted.clear(repo)
@@ -316,20 +316,20 @@ def _after_commit(ws: SeriesRepo, state: halted.RebaseState, op: journal.Operati
 
 
 def _finish_or_halt(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: bool,
-                    hooks: Hooks, ending: Ending, door: Door | None) -> RebaseOutcome:
+                    hooks: Hooks, ending: Ending, tx: TransactionPort | None) -> RebaseOutcome:
     if any(t.outcome == halted.TopicOutcome.CONFLICT for t in state.topics):
         if dry_run:
             return RebaseOutcome(state, finished=False, dry_run=True)
         return _halt(ws, state, odb, hooks)
-    return _commit(ws, state, odb, dry_run, ending, door)
+    return _commit(ws, state, odb, dry_run, ending, tx)
 
 
-def _door(door: Door | None) -> Door:
+def _transaction(tx: TransactionPort | None) -> TransactionPort:
     """The door the verb opened for this step (the engine never opens one: the verb does,
     as a jj command starts the transaction, and hands it in)."""
-    if door is None:
+    if tx is None:
         raise AssertionError("a step that writes runs inside the write door the verb opens")
-    return door
+    return tx
 
 
 def _current(ws: SeriesRepo) -> SeriesRepo:
@@ -359,18 +359,18 @@ def ready(ws: SeriesRepo, ending: Ending, action: str) -> None:
 def start(ws: SeriesRepo, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
           dry_run: bool = False, hooks: Hooks = NO_HOOKS,
           merged: list[merged_rules.MergedRule] | None = None, progress: Progress | None = None,
-          door: Door | None = None) -> RebaseOutcome:
+          tx: TransactionPort | None = None) -> RebaseOutcome:
     """Plan every active topic onto `onto_spec`, replay them all, then end or halt; inside
     `door` (a dry run needs none: it takes no lock and writes nothing)."""
     ready(ws, ending, "start")
     if dry_run:
         return _start(ws, onto_spec, skip, True, hooks, ending, merged, progress, None)
-    return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, _door(door))
+    return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, _transaction(tx))
 
 
 def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
            ending: Ending, merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
-           door: Door | None) -> RebaseOutcome:
+           tx: TransactionPort | None) -> RebaseOutcome:
     repo = ws.repo
     if not dry_run:
         halted.clear(repo)  # temporary refs of a run killed before it saved its state
@@ -392,10 +392,10 @@ def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool,
     odb = MemOdb(repo)
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
-    return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, door)
+    return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, tx)
 
 
-def begin(ws: SeriesRepo, state: halted.RebaseState, ending: Ending, *, door: Door,
+def begin(ws: SeriesRepo, state: halted.RebaseState, ending: Ending, *, tx: TransactionPort,
           hooks: Hooks = NO_HOOKS) -> RebaseOutcome:
     """Replay a state the verb built (its `halt` names `ending`), then halt on a conflict
     or end as `ending` says; inside `door`."""
@@ -406,7 +406,7 @@ def begin(ws: SeriesRepo, state: halted.RebaseState, ending: Ending, *, door: Do
     odb = MemOdb(ws.repo)
     state = _advance(ws, state, odb, hooks, ending, None, None)
     ending.replayed(ws, state, odb)
-    return _finish_or_halt(ws, state, odb, False, hooks, ending, door)
+    return _finish_or_halt(ws, state, odb, False, hooks, ending, tx)
 
 
 def _require(ws: SeriesRepo, action: str, ending: Ending) -> halted.RebaseState:
@@ -420,7 +420,7 @@ def _require(ws: SeriesRepo, action: str, ending: Ending) -> halted.RebaseState:
 
 
 def _take_resolution(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-                     path: Path, door: Door) -> halted.RebaseState:
+                     path: Path, tx: TransactionPort) -> halted.RebaseState:
     """Commit what the user resolved in the worktree; the topic goes on from there (the
     state saved with it, and with what the recorder wrote through the door, until the door
     commits it)."""
@@ -454,7 +454,7 @@ def _take_resolution(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hoo
                       changed=run.changed + (str(commit.id),), new_head=str(new))
     run = replace(run, by_hand=run.by_hand + tuple((str(commit.id), c.path) for c in stop.conflicts),
                   done=run.done + 1, outcome=halted.TopicOutcome.PENDING, conflict=None)
-    state = replace(state.with_topic(run), current=None, materialized=False, recorded=tuple(door.files))
+    state = replace(state.with_topic(run), current=None, materialized=False, recorded=tuple(tx.files))
     odb.persist()
     halted.protect(repo, state)
     halted.save(repo, state)
@@ -479,26 +479,26 @@ def _blob(odb: MemOdb, oid: pygit2.Oid) -> bytes:
     return odb.objects[oid][1] if oid in odb else odb.raw(oid)[1]
 
 
-def continue_rebase(ws: SeriesRepo, ending: Ending, *, door: Door, hooks: Hooks = NO_HOOKS,
+def continue_rebase(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, hooks: Hooks = NO_HOOKS,
                     merged: list[merged_rules.MergedRule] | None = None,
                     progress: Progress | None = None) -> RebaseOutcome:
     """Take the worktree's resolution and go on, inside `door` (opened to resume this ending's kind)."""
-    return _continue(_current(ws), hooks, ending, merged, progress, door)
+    return _continue(_current(ws), hooks, ending, merged, progress, tx)
 
 
 def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
-              progress: Progress | None, door: Door) -> RebaseOutcome:
+              progress: Progress | None, tx: TransactionPort) -> RebaseOutcome:
     repo = ws.repo
     state = _require(ws, "continue", ending)
-    _restage(repo, state, door)
+    _restage(repo, state, tx)
     odb = MemOdb(repo)
     if state.phase == halted.Phase.COMMITTING:
         ending.replayed(ws, state, odb)  # replayed before the kill: its objects are in the repository
         op = journal.find(repo, state.op_id or "")
         if op is None or op.state == journal.OpState.ROLLED_BACK:  # killed before its refs moved: commit again
-            return _commit(ws, state, odb, False, ending, door)
-        transaction.finish(repo, op)  # the door's repair has finished it already; idempotent
-        return _after_commit(ws, state, op, ending.integration(ws, state, odb), door)
+            return _commit(ws, state, odb, False, ending, tx)
+        changeset.finish(repo, op)  # the door's repair has finished it already; idempotent
+        return _after_commit(ws, state, op, ending.integration(ws, state, odb), tx)
     path = halted.worktree_path(repo)
     if state.current is not None:  # None: the resolution was taken, a process died after
         if not state.materialized:
@@ -507,14 +507,14 @@ def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_
             if not worktree.laid_out(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
                 return _materialize(ws, state, odb, hooks)
             state = replace(state, materialized=True)
-        state = _take_resolution(ws, state, odb, hooks, ending, path, door)
+        state = _take_resolution(ws, state, odb, hooks, ending, path, tx)
     faults.fault("continue-after-commit")
-    return _go_on(ws, state, odb, hooks, ending, merged, progress, door)
+    return _go_on(ws, state, odb, hooks, ending, merged, progress, tx)
 
 
 def _go_on(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
            merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
-           door: Door) -> RebaseOutcome:
+           tx: TransactionPort) -> RebaseOutcome:
     """No topic is laid out in the worktree any more: replay what can go on, then halt
     on the next conflict or end."""
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
@@ -524,10 +524,10 @@ def _go_on(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks,
     path = halted.worktree_path(ws.repo)
     if path.exists():
         worktree.remove(ws.repo, path)
-    return _commit(ws, state, odb, False, ending, door)
+    return _commit(ws, state, odb, False, ending, tx)
 
 
-def set_aside(ws: SeriesRepo, ending: Ending, *, door: Door, drop: tuple[str, ...] = (),
+def set_aside(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, drop: tuple[str, ...] = (),
               skip: tuple[str, ...] = (), reason: str | None = None, hooks: Hooks = NO_HOOKS,
               merged: list[merged_rules.MergedRule] | None = None,
               progress: Progress | None = None) -> RebaseOutcome:
@@ -542,29 +542,29 @@ def set_aside(ws: SeriesRepo, ending: Ending, *, door: Door, drop: tuple[str, ..
     if state.phase == halted.Phase.COMMITTING:
         raise SeriesError(f"every topic of {ending.identity.noun} is replayed already: nothing to leave out",
                           f"'{state.halt.go_on}' or '{state.halt.stop}'")
-    _restage(repo, state, door)
+    _restage(repo, state, tx)
     state = setaside.leave_out(ws.series, state, drop=drop, skip=skip, reason=reason)
     odb = MemOdb(repo)
     halted.protect(repo, state)
     halted.save(repo, state)
     faults.fault("setaside-after-state")  # killed here: --continue goes on from this state
     if state.current is None:
-        return _go_on(ws, state, odb, hooks, ending, merged, progress, door)
+        return _go_on(ws, state, odb, hooks, ending, merged, progress, tx)
     if not state.materialized:
         return _materialize(ws, state, odb, hooks)
     return RebaseOutcome(state, finished=False, worktree=halted.worktree_path(repo), persisted=True)
 
 
-def _restage(repo: pygit2.Repository, state: halted.RebaseState, door: Door) -> None:
+def _restage(repo: pygit2.Repository, state: halted.RebaseState, tx: TransactionPort) -> None:
     """What the hooks recorded in an earlier step, into this step's door: a file its own
     door wrote already is no change, one a kill lost is written with this step."""
     for change in state.recorded:
         where = journal.resolve_path(repo, change.path, change.worktree)
         if where is not None and change.after is not None:
-            door.write(where, change.after)
+            tx.write(where, change.after)
 
 
-def abort_rebase(ws: SeriesRepo, ending: Ending, *, door: Door) -> halted.RebaseState:
+def abort_rebase(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort) -> halted.RebaseState:
     """Put everything back: a transaction already committed is reverted through the door
     (its own series.yaml edits reversed on the file as it is, later edits kept)."""
     repo = ws.repo
@@ -572,9 +572,9 @@ def abort_rebase(ws: SeriesRepo, ending: Ending, *, door: Door) -> halted.Rebase
     if state.phase == halted.Phase.COMMITTING and state.op_id:
         op = journal.find(repo, state.op_id)
         if op is not None and op.state == journal.OpState.DONE:
-            door.summary = f"abort {state.id}: revert {op.id}"
-            door.revert(op)
-            door.commit()
+            tx.summary = f"abort {state.id}: revert {op.id}"
+            tx.revert(op)
+            tx.commit()
     worktree.remove(repo, halted.worktree_path(repo))
     halted.clear(repo)
     return state

@@ -68,7 +68,7 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
         depends_on = _stacked_on(ws, Topic(name, branch), after, base)
     fields = {"name": name, "branch": branch, "summary": summary,
               "scope": list(scope) or None, "depends_on": list(depends_on) or None}
-    with ws.operation("add", f"add {name} ({branch})") as op:
+    with ws.transaction("add", f"add {name} ({branch})") as op:
         op.add_topic(fields, after=after)
         op.commit()
     added = ws.reload()

@@ -148,7 +148,7 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
     result.outcome = Outcome.POSTED
     if result.topic is not None:
         try:
-            with ws.operation(COMMAND, f"measurement on PR #{number} posted: {result.posted.url}") as op:
+            with ws.transaction(COMMAND, f"measurement on PR #{number} posted: {result.posted.url}") as op:
                 op.set_topic(result.topic, measured=result.posted.url)
                 result.operation = op.commit().id
         except SeriesError as exc:

@@ -27,7 +27,7 @@ from series.git import releases
 from series.git.repo import open_repo, resolve_release, workdir
 from series.model import Series, Topic, Upstream, topic_name
 from series.topics import OwnWork, OwnWorks, built_on
-from series.workspace import operation
+from series.workspace import transaction
 
 _GITHUB_URL = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
 
@@ -199,7 +199,7 @@ def run(start: Path, *, base: str | None, remote: str, github: str | None, patte
                                      after=topics[i - 1].name if i else None))
     text = seriesedit.apply(seriesedit.skeleton(remote, base_name, github, integration), target, edits)
     assert text is not None
-    with operation(repo, "init", f"{target.name}: {len(topics)} topic(s) over {base_name}",
+    with transaction(repo, "init", f"{target.name}: {len(topics)} topic(s) over {base_name}",
                    config_path=target) as op:
         _refuse_existing(target, force)  # again, under the lock
         op.write_file(text)

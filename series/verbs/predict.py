@@ -21,7 +21,7 @@ from series import validate
 from series.analysis import predictions
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
-from series.workspace import operation
+from series.workspace import transaction
 
 
 class PredictOutcome(str, enum.Enum):
@@ -52,7 +52,7 @@ def run(repo: pygit2.Repository, path: Path, *, refreeze: bool = False, show: bo
         return PredictReport(PredictOutcome.SHOWN, file, predictions.frozen(repo, name, worktree))
     if explain is not None:
         return _explain(repo, path, worktree, explain)
-    with operation(repo, predictions.COMMAND) as op:
+    with transaction(repo, predictions.COMMAND) as op:
         record = predictions.frozen(repo, name, worktree)  # under the lock: no freeze can slip in between
         if record is not None and record.sha256 == file.sha256:
             return PredictReport(PredictOutcome.ALREADY, file, record)
@@ -71,7 +71,7 @@ def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain:
     pred_id, why = explain[0], validate.one_line(explain[1]).strip()
     if not why:
         raise SeriesError("--explain ID WHY: WHY is empty; say why the prediction failed")
-    with operation(repo, predictions.COMMAND) as op:
+    with transaction(repo, predictions.COMMAND) as op:
         frozen = predictions.require_frozen(repo, path)
         if frozen.file.get(pred_id) is None:
             known = ", ".join(p.id for p in frozen.file.predictions)

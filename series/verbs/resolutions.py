@@ -27,7 +27,7 @@ def run(ws: Workspace, prune: bool = False, dry_run: bool = False) -> Listing:
         # through the write door: under the lock, never during a halted rebase (which may
         # be about to use them), journaled with each file's bytes ('series undo' puts them back)
         keep = reachable(ws.series, ws.repo)
-        with ws.operation("resolutions", "prune") as op:
+        with ws.transaction("resolutions", "prune") as op:
             doomed = store.unreachable(keep)
             op.summary = f"prune {len(doomed)} resolution(s)"
             for r in doomed:

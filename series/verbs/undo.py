@@ -20,13 +20,13 @@ import pygit2
 from series.cli_support import Context, emit, pass_ctx
 from series import journal
 from series.git.repo import open_repo
-from series.workspace import operation, undoable
+from series.workspace import transaction, undoable
 
 
 def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, list[str]]:
     """Returns (the operation undone, the undo operation, notes). The repair runs inside
     the door (not before it), so the undo knows when the operation it finished is an undo."""
-    with operation(repo, "undo") as op:
+    with transaction(repo, "undo") as op:
         interrupted = op.finished
         if interrupted is not None and interrupted.command == "undo" and interrupted.undoes is not None:
             undone = journal.find(repo, interrupted.undoes)

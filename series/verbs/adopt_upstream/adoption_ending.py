@@ -22,7 +22,7 @@ from series import halted
 from series.engine.ending import Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Door, SeriesRepo
+from series.engine.ports import TransactionPort, SeriesRepo
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.git.repo import message
@@ -127,7 +127,7 @@ class AdoptEnding:
     def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return None  # an adoption does not rebuild the integration branch
 
-    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None:
         """The adoption's one operation, after checking nothing it depends on moved meanwhile."""
         data = payload(state)
@@ -146,11 +146,11 @@ class AdoptEnding:
         if data.refresh and (where := checkouts.checked_out_at(repo, branch)) is not None:
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then 'series adopt-upstream --continue'")
-        door.summary = data.summary
-        door.move(ref, run.new_head, expect=data.expect)
-        door.seen(state.config_before)
-        door.edits = list(data.edits)
-        door.extra.update({"pr": number, "head": data.head, "commits": dict(run.mapping)})
+        tx.summary = data.summary
+        tx.move(ref, run.new_head, expect=data.expect)
+        tx.seen(state.config_before)
+        tx.edits = list(data.edits)
+        tx.extra.update({"pr": number, "head": data.head, "commits": dict(run.mapping)})
 
 
 ENDING = AdoptEnding()

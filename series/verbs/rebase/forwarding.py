@@ -9,7 +9,7 @@ from series import halted
 from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Door, SeriesRepo
+from series.engine.ports import TransactionPort, SeriesRepo
 
 
 @dataclass
@@ -37,6 +37,6 @@ class ForwardingEnding:
     def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return self.inner.integration(ws, state, odb)
 
-    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None:
-        self.inner.fill(door, ws, state, integration)
+        self.inner.fill(tx, ws, state, integration)

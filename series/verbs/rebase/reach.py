@@ -28,7 +28,7 @@ from series.analysis.rebase_result import FileCulprits, TopicHistory
 from series.engine import rebase
 from series import halted
 from series.engine.integration import IntegrationResult
-from series.engine.ports import Door, SeriesRepo
+from series.engine.ports import TransactionPort, SeriesRepo
 from series.verbs.rebase.forwarding import ForwardingEnding
 from series.errors import SeriesError
 from series.resolutions import engine_hooks
@@ -137,7 +137,7 @@ class ReachEnding(ForwardingEnding):
     reached: str                 # where it got to, for the message
     integration_branch: str | None
 
-    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: halted.RebaseState,
              integration: IntegrationResult | None) -> None:
         if integration is not None and not integration.ok:
             branch = f"the integration branch {self.integration_branch}" if self.integration_branch \
@@ -146,7 +146,7 @@ class ReachEnding(ForwardingEnding):
                 f"as far as possible: nothing moved: every topic applies at {self.reached}, but the topics "
                 f"do not combine there ({'; '.join(str(c) for c in integration.conflicts)}), so {branch} "
                 "could not be rebuilt; make them combine (series build names the files), then run it again")
-        self.inner.fill(door, ws, state, integration)
+        self.inner.fill(tx, ws, state, integration)
 
 
 def render_target(found: bisection.Reach, onto_name: str) -> str:
