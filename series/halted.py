@@ -185,9 +185,9 @@ class RebaseState:
     op_id: str | None = None
     started: str = ""
     version: int = VERSION
-    # what the hooks wrote through the door while the operation went on (a recorded conflict
-    # resolution), kept here until the operation commits it: a step killed before its door
-    # committed hands it to the next step's door
+    # what the hooks wrote through the transaction while the operation went on (a recorded conflict
+    # resolution), kept here until the operation commits it: a step killed before its transaction
+    # committed hands it to the next step's transaction
     recorded: tuple[FileChange, ...] = ()
 
     def topic(self, name: str) -> TopicRun:

@@ -156,7 +156,7 @@ class Operation:
     # -- what commands put in `extra`, read back typed --------------------------------------------
 
     def recorded_checkouts(self) -> list[tuple[str, str]]:
-        """(path, branch) of the clean checkouts the operation found (the write door's)."""
+        """(path, branch) of the clean checkouts the operation found (the transaction's)."""
         return read_pairs({"checkouts": self.extra.get("checkouts", [])}, "checkouts")
 
     def file_changes(self) -> list[FileChange]:

@@ -1,4 +1,4 @@
-"""A series.yaml together with the repository that holds its branches, and the one door
+"""A series.yaml together with the repository that holds its branches, and the one transaction
 every write goes through.
 
     with ws.transaction("drop", "drop x") as op:     # or transaction(repo, verb) without a series
@@ -96,7 +96,7 @@ class Workspace:
 
     def transaction(self, command: str, summary: str = "", *,
                     resumes: str | None = None) -> contextlib.AbstractContextManager["Transaction"]:
-        """The write door for this workspace's series.yaml (see the module docstring)."""
+        """The transaction for this workspace's series.yaml (see the module docstring)."""
         return transaction(self.repo, command, summary, config_path=self.config_path,
                            seen=self.text, resumes=resumes)
 
@@ -175,8 +175,8 @@ class Transaction:
         self._seen_text = seen
         self._seen: seriesedit.Plain | None = None
         self.edits: list[Edit] = []
-        self.notes = notes          # what the door did on the way (a repaired operation, checkouts)
-        self.finished: journal.Operation | None = None  # the interrupted operation the door finished first
+        self.notes = notes          # what the transaction did on the way (a repaired operation, checkouts)
+        self.finished: journal.Operation | None = None  # the interrupted operation the transaction finished first
         self.committed: journal.Operation | None = None
 
     @property
@@ -345,7 +345,7 @@ def disk_error(exc: OSError) -> SeriesError:
 def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
               config_path: Path | None = None, seen: str | None = None,
               resumes: str | None = None) -> Iterator[Transaction]:
-    """The write door (module docstring). `resumes`: the kind of halted operation this
+    """The transaction (module docstring). `resumes`: the kind of halted operation this
     command goes on with (series.halted.Halt.kind), which the halt guard lets through."""
     try:
         with fs.Lock(repo, command):

@@ -97,10 +97,10 @@ def _opens_a_transaction(tree: ast.AST) -> list[int]:
 
 @pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
 def test_the_engine_never_opens_the_write_transaction(path: Path) -> None:
-    """Issue 25: the verb opens the door and hands it to the engine (as a jj command starts
+    """Issue 25: the verb opens the transaction and hands it to the engine (as a jj command starts
     the transaction); the engine takes the repository and the series, never opens one."""
     lines = _opens_a_transaction(parsed(path))
-    assert not lines, f"{path.name}:{lines}: the engine calls .operation(; take the door as `door=`"
+    assert not lines, f"{path.name}:{lines}: the engine calls .transaction(; take the transaction as `tx=`"
 
 
 def test_the_transaction_check_sees_a_call(tmp_path: Path) -> None:

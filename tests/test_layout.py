@@ -136,10 +136,10 @@ def test_a_new_verb_is_one_module(tmp_path: Path) -> None:
     assert "say-hello" in listing
 
 
-# -- the door's layers (issue 25): git/ is only git, one atomic write --------------------------------
+# -- the transaction's layers (issue 25): git/ is only git, one atomic write --------------------------------
 
 ABOVE_GIT = ("series.config", "series.seriesedit", "series.blockyaml",   # series.yaml
-             "series.workspace", "series.journal", "series.changeset", "series.fs",   # the door
+             "series.workspace", "series.journal", "series.changeset", "series.fs",   # the transaction
              "series.engine")
 
 
@@ -184,8 +184,8 @@ def test_the_rename_check_sees_each_form(tmp_path: Path) -> None:
 
 
 def test_neither_the_engine_nor_the_transaction_imports_the_other() -> None:
-    """The engine takes a series in its repository and a door (series.engine.ports); the
-    door (workspace, its journal, the halt record) imports no engine."""
+    """The engine takes a series in its repository and a transaction (series.engine.ports); the
+    transaction (workspace, its journal, the halt record) imports no engine."""
     tx = ("workspace.py", "journal.py", "changeset.py", "fs.py", "halted.py")
     offenders = [f"series/engine/{path.name}: {', '.join(sorted(bad))}"
                  for path in sorted((PACKAGE / "engine").glob("*.py"))
@@ -333,10 +333,10 @@ def test_no_import_alias_hides_what_it_imports() -> None:
     assert hidden == []
 
 
-# -- only the door writes the state dir and series.yaml; only git/ writes refs (issue 25) -------------
+# -- only the transaction writes the state dir and series.yaml; only git/ writes refs (issue 25) -------------
 
 TRANSACTION = {"fs.py", "journal.py", "changeset.py", "workspace.py", "halted.py", "seriesedit.py"}
-# Outside the door, what may name the state dir, and why it is not the door's record:
+# Outside the transaction, what may name the state dir, and why it is not the transaction's record:
 STATE_DIR_USERS = {
     "engine/report.py": "the rebase report, the verb's output (written atomically, never read to decide)",
     "engine/odb.py": "a scratch object directory for git's own writes, removed at exit",
@@ -399,7 +399,7 @@ def _outside_the_transaction() -> tuple[list[str], list[str], list[str]]:
 
 
 def test_only_the_transaction_writes_the_state_dir_and_series_yaml() -> None:
-    """The journal, the lock, the halt record and series.yaml are the door's (fs, journal,
+    """The journal, the lock, the halt record and series.yaml are the transaction's (fs, journal,
     transaction, workspace, halted, seriesedit): a module outside it neither finds the state
     dir nor writes a file named from it or from series.yaml's path; files of the series
     beside series.yaml go through Transaction.write / remove."""
@@ -408,7 +408,7 @@ def test_only_the_transaction_writes_the_state_dir_and_series_yaml() -> None:
 
 
 def test_only_the_git_layer_writes_refs() -> None:
-    """Refs move in series.git.refs' update-ref transactions (through the door's journal, or
+    """Refs move in series.git.refs' update-ref transactions (through the transaction's journal, or
     for the halt record's temporary refs through series.halted), never by pygit2 elsewhere."""
     assert _outside_the_transaction()[2] == []
 

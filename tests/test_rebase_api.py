@@ -72,7 +72,7 @@ def test_a_resolver_answer_is_used_and_reported_recorder_sees_the_human_fix(fork
     assert [(t, p) for t, p, _ in seen] == [("offload-evict-fix", LRU)]
     recorded: list[tuple[str, str, bytes]] = []
     ws = open_workspace(None, fork)
-    with ws.transaction("rebase") as tx:   # the caller opens the door, as a verb does
+    with ws.transaction("rebase") as tx:   # the caller opens the transaction, as a verb does
         outcome = rebase.start(ws, "v0.31.0", REBASE, tx=tx)
     assert outcome.worktree is not None
     resolve_lru(outcome.worktree)

@@ -4,7 +4,7 @@ The engine replays, halts on a conflict, takes the resolution and goes on the sa
 every operation; what differs is the *ending*, which the verb hands in (CONTRIBUTING.md rule 4: the
 engine never names a verb, and does not branch on which one is running):
 
-    Ending.identity       the verb's words (kind, door command, how to go on, the sentence
+    Ending.identity       the verb's words (kind, transaction command, how to go on, the sentence
                           the halt guard shows): stored in the state as a halted.Halt record,
                           so the next process reads them back as data
     Ending.detects_merged ask the merged-upstream rules (series.engine.merged) first
@@ -17,7 +17,7 @@ engine never names a verb, and does not branch on which one is running):
                           before the engine ends or halts (a check that reports)
     Ending.integration    the integration chain the report shows (None: not rebuilt)
     Ending.fill           the operation's own ref moves and series.yaml edits, into the
-                          write door's operation (checks first that nothing it depends
+                          transaction's operation (checks first that nothing it depends
                           on moved during a halt)
 
 `TopicsEnding` is the ending of an operation over the planned topics (a rebase): every
@@ -49,7 +49,7 @@ class Identity:
     """An ending's words, all chosen by the verb."""
 
     kind: str       # halted.Halt.kind: the verb that resumes a halted state hands the same in
-    verb: str       # the write door's command, as the journal and `series log` show it
+    verb: str       # the transaction's command, as the journal and `series log` show it
     resume: str     # the command that goes on with it ("series rebase")
     go_on: str      # how to go on after resolving ("series rebase" and its flag): hints quote it
     stop: str       # how to put everything back

@@ -2,10 +2,10 @@
 imports the workspace (series.workspace imports the halt record, series.halted; neither
 the engine nor the workspace imports the other).
 
-    SeriesRepo  a series in its repository: what the engine reads (series.workspace.Workspace
-                is one); it cannot open a door: the verb opens it and hands it in
-    Door        the one operation a step writes through (series.workspace.Transaction is one):
-                ref moves, series.yaml edits, files (what the hooks record), commit, revert
+    SeriesRepo       a series in its repository: what the engine reads (series.workspace.Workspace
+                     is one); it cannot open a transaction: the verb opens it and hands it in
+    TransactionPort  the transaction a step writes through (series.workspace.Transaction is one):
+                     ref moves, series.yaml edits, files (what the hooks record), commit, revert
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Rebase the series: plan (pure) -> replay (in memory) -> commit (all refs at once) -> journal.
 
     start(ws, onto_spec, ending)   plan every active topic, replay them all, then either
-                                   end (the ending fills the write door's one operation:
+                                   end (the ending fills the transaction's one operation:
                                    for a rebase every branch, the integration branch and
                                    series.yaml's edits) or halt on conflicts
     begin(ws, state, ending)       run a state the verb built (an adoption: one topic)
@@ -9,7 +9,7 @@
     set_aside(ws, ending)          leave topics out of a halted run (skip / drop), go on
     abort_rebase(ws, ending)       put everything back
     ready(ws, ending, action)      whether start / continue / abort can run (the verb asks
-                                   before it opens the door)
+                                   before it opens the transaction)
     build_integration(ws)          the integration chain of the current branches (series build)
 
 The verb hands in its ending (series.engine.ending): its words, its message rewrite,
@@ -19,9 +19,9 @@ data (halted.Halt), and the verb that goes on hands the same ending in again.
 
 Every topic is tried before anything is reported, so all conflicts show at once; no branch
 under refs/heads moves until every topic is clean. Each entry point but a dry run runs inside
-the write door (series.workspace: the lock for the whole step, repair of an interrupted one,
-the halt guard), which the verb opens and hands in as `door` (the engine never opens one;
-`ready` first gives the engine's own refusal, before the door's halt guard would); series.yaml gets only the rebase's own edits
+the transaction (series.workspace: the lock for the whole step, repair of an interrupted one,
+the halt guard), which the verb opens and hands in as `tx` (the engine never opens one;
+`ready` first gives the engine's own refusal, before the transaction's halt guard would); series.yaml gets only the rebase's own edits
 (upstream.base, topics marked merged), compared-and-swapped onto the file as it is when
 the rebase commits, so a hand edit made during a halt survives. A topic with depends_on goes onto its
 dependency's new head (and waits when that one conflicts). Merged-upstream rules live in
@@ -276,7 +276,7 @@ def _materialize(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: 
 
 def _commit(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
             tx: TransactionPort | None) -> RebaseOutcome:
-    """Every topic is replayed: the ending fills the door's one operation, which commits."""
+    """Every topic is replayed: the ending fills the transaction's one operation, which commits."""
     repo = ws.repo
     integration = ending.integration(ws, state, odb)
     if dry_run or tx is None:
@@ -293,7 +293,7 @@ def _commit(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: boo
     try:
         op = tx.commit()
     except SeriesError:
-        # The door refused (a dirty checkout) or put every ref back (series.yaml could not
+        # The transaction refused (a dirty checkout) or put every ref back (series.yaml could not
         # be replaced): nothing moved, so the run is where it was before, not "committing"
         # (which would read as a halt to go on with), and the command can simply be run again.
         if before is None:
@@ -307,7 +307,7 @@ def _commit(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: boo
 def _after_commit(ws: SeriesRepo, state: halted.RebaseState, op: journal.Operation,
                   integration: IntegrationResult | None, tx: TransactionPort) -> RebaseOutcome:
     repo = ws.repo
-    # door.commit() settled the checkouts already; again here for a process killed in between
+    # transaction.commit() settled the checkouts already; again here for a process killed in between
     notes = tx.notes + [n for n in changeset.settle_checkouts(repo, op) if n not in tx.notes]
     faults.fault("rebase-after-transaction")
     worktree.remove(repo, halted.worktree_path(repo)) if halted.worktree_path(repo).exists() else None
@@ -325,10 +325,10 @@ def _finish_or_halt(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_
 
 
 def _transaction(tx: TransactionPort | None) -> TransactionPort:
-    """The door the verb opened for this step (the engine never opens one: the verb does,
+    """The transaction the verb opened for this step (the engine never opens one: the verb does,
     as a jj command starts the transaction, and hands it in)."""
     if tx is None:
-        raise AssertionError("a step that writes runs inside the write door the verb opens")
+        raise AssertionError("a step that writes runs inside the transaction the verb opens")
     return tx
 
 
@@ -343,7 +343,7 @@ def _current(ws: SeriesRepo) -> SeriesRepo:
 def ready(ws: SeriesRepo, ending: Ending, action: str) -> None:
     """Refuse, in the engine's words, a step that cannot run: `start` while an operation is
     halted, `continue` / `abort` without one of this ending's. The verb asks before it opens
-    the door (whose halt guard would refuse in general words); the step asks again inside."""
+    the transaction (whose halt guard would refuse in general words); the step asks again inside."""
     if action == "start":
         require_git()  # before anything: a rebase that could not finish must not start
         existing = halted.load(ws.repo)
@@ -361,7 +361,7 @@ def start(ws: SeriesRepo, onto_spec: str, ending: Ending, *, skip: tuple[str, ..
           merged: list[merged_rules.MergedRule] | None = None, progress: Progress | None = None,
           tx: TransactionPort | None = None) -> RebaseOutcome:
     """Plan every active topic onto `onto_spec`, replay them all, then end or halt; inside
-    `door` (a dry run needs none: it takes no lock and writes nothing)."""
+    `tx` (a dry run needs none: it takes no lock and writes nothing)."""
     ready(ws, ending, "start")
     if dry_run:
         return _start(ws, onto_spec, skip, True, hooks, ending, merged, progress, None)
@@ -398,7 +398,7 @@ def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool,
 def begin(ws: SeriesRepo, state: halted.RebaseState, ending: Ending, *, tx: TransactionPort,
           hooks: Hooks = NO_HOOKS) -> RebaseOutcome:
     """Replay a state the verb built (its `halt` names `ending`), then halt on a conflict
-    or end as `ending` says; inside `door`."""
+    or end as `ending` says; inside `tx`."""
     existing = halted.load(ws.repo)
     if existing is not None:
         raise SeriesError(halted.halted_message(existing, ending.identity.resume))
@@ -422,7 +422,7 @@ def _require(ws: SeriesRepo, action: str, ending: Ending) -> halted.RebaseState:
 def _take_resolution(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
                      path: Path, tx: TransactionPort) -> halted.RebaseState:
     """Commit what the user resolved in the worktree; the topic goes on from there (the
-    state saved with it, and with what the recorder wrote through the door, until the door
+    state saved with it, and with what the recorder wrote through the transaction, until the transaction
     commits it)."""
     repo = ws.repo
     run = state.topic(state.current or "")
@@ -482,7 +482,7 @@ def _blob(odb: MemOdb, oid: pygit2.Oid) -> bytes:
 def continue_rebase(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, hooks: Hooks = NO_HOOKS,
                     merged: list[merged_rules.MergedRule] | None = None,
                     progress: Progress | None = None) -> RebaseOutcome:
-    """Take the worktree's resolution and go on, inside `door` (opened to resume this ending's kind)."""
+    """Take the worktree's resolution and go on, inside `tx` (opened to resume this ending's kind)."""
     return _continue(_current(ws), hooks, ending, merged, progress, tx)
 
 
@@ -497,7 +497,7 @@ def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_
         op = journal.find(repo, state.op_id or "")
         if op is None or op.state == journal.OpState.ROLLED_BACK:  # killed before its refs moved: commit again
             return _commit(ws, state, odb, False, ending, tx)
-        changeset.finish(repo, op)  # the door's repair has finished it already; idempotent
+        changeset.finish(repo, op)  # the transaction's repair has finished it already; idempotent
         return _after_commit(ws, state, op, ending.integration(ws, state, odb), tx)
     path = halted.worktree_path(repo)
     if state.current is not None:  # None: the resolution was taken, a process died after
@@ -531,7 +531,7 @@ def set_aside(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, drop: tupl
               skip: tuple[str, ...] = (), reason: str | None = None, hooks: Hooks = NO_HOOKS,
               merged: list[merged_rules.MergedRule] | None = None,
               progress: Progress | None = None) -> RebaseOutcome:
-    """Leave topics out of a halted operation, inside `door`: each of `skip` stays where it
+    """Leave topics out of a halted operation, inside `tx`: each of `skip` stays where it
     was (and so do the topics that depend on it: they sit on it), each of `drop` is retired
     when the operation ends (the ending marks it dropped, `reason` recorded, its branch
     kept). Then as after a resolution: the topic laid out in the worktree, if another one,
@@ -556,8 +556,8 @@ def set_aside(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, drop: tupl
 
 
 def _restage(repo: pygit2.Repository, state: halted.RebaseState, tx: TransactionPort) -> None:
-    """What the hooks recorded in an earlier step, into this step's door: a file its own
-    door wrote already is no change, one a kill lost is written with this step."""
+    """What the hooks recorded in an earlier step, into this step's transaction: a file its own
+    transaction wrote already is no change, one a kill lost is written with this step."""
     for change in state.recorded:
         where = journal.resolve_path(repo, change.path, change.worktree)
         if where is not None and change.after is not None:
@@ -565,7 +565,7 @@ def _restage(repo: pygit2.Repository, state: halted.RebaseState, tx: Transaction
 
 
 def abort_rebase(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort) -> halted.RebaseState:
-    """Put everything back: a transaction already committed is reverted through the door
+    """Put everything back: an operation already committed is reverted through the transaction
     (its own series.yaml edits reversed on the file as it is, later edits kept)."""
     repo = ws.repo
     state = _require(ws, "abort", ending)

@@ -1,6 +1,6 @@
 """`series add`: append a topic to series.yaml, touching only the lines it adds.
 
-The edit goes through the write door (series.workspace): the new entry is spliced in,
+The edit goes through the transaction (series.workspace): the new entry is spliced in,
 the user's comments, key order and quoting survive, the result is validated before it
 replaces the file, and the operation is journaled, so `series undo` takes it out again.
 """

@@ -6,7 +6,7 @@ the order a maintainer most often wants to replay it. A branch that contains ano
 matched branch's commits (a stacked topic) gets depends_on and comes after it.
 
 The file is built by the one series.yaml editor (a skeleton plus one edit per topic) and
-written through the write door, journaled: `series undo` removes it again (or, after
+written through the transaction, journaled: `series undo` removes it again (or, after
 --force, puts the file it replaced back), refusing if it was edited since.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`series predict FILE`: freeze a predictions file before measuring, list it, explain a
 failed claim.
 
-A freeze is a journal record through the write door (sha256 of the bytes, time, ids), so a
+A freeze is a journal record through the transaction (sha256 of the bytes, time, ids), so a
 measurement can refuse a file that was never frozen or changed since
 (series.analysis.predictions.require_frozen). An edited file is frozen again only with
 --refreeze: a new record, the old hash kept beside it, never a silent edit. An explanation

@@ -7,7 +7,7 @@ engine (series.engine.ending), and the payload it keeps in the halted state.
                          and validated when the next process reads it back
     AdoptEnding          the ending: that rewrite, no merged-upstream rules, and fill(): the
                          new branch and the series.yaml edits recorded at the halt, in the
-                         write door's one operation, exactly what a clean adopt commits (so
+                         transaction's one operation, exactly what a clean adopt commits (so
                          `series undo` reverts it the same way)
 
 The edits are the adoption's own (series.seriesedit), compared-and-swapped onto the file

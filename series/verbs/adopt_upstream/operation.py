@@ -5,7 +5,7 @@ upstream.base in memory. Authorship is the PR authors': name, email, time and of
 exactly; the committer is the local user, and each message gains `Upstream-PR:` and
 `(cherry picked from commit ...)`, the way `git cherry-pick -x` marks provenance.
 series.yaml gets topic pr-N where the replaced topic stood; the replaced topic becomes
-superseded and its branch is not touched. The whole adoption runs inside the write door
+superseded and its branch is not touched. The whole adoption runs inside the transaction
 (series.workspace): the lock is held from the first read of upstream.base to the end, so
 a rebase cannot move the base underneath it; the branch and the series.yaml edits move in
 one journaled operation, so `series undo` reverts the adoption.
@@ -320,7 +320,7 @@ def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[py
 
 
 def _resuming(ws: Workspace, action: str) -> contextlib.AbstractContextManager[Transaction]:
-    """The door for going on with a halted adoption (the rebase's own refusal first: none
+    """The transaction for going on with a halted adoption (the rebase's own refusal first: none
     halted, or another operation's), which its halt guard lets through."""
     rebase.ready(ws, ENDING, action)
     return ws.transaction(ENDING.identity.verb, resumes=ENDING.identity.kind)
@@ -378,7 +378,7 @@ def _from_outcome(ws: Workspace, outcome: rebase.RebaseOutcome) -> Adoption:
 def _edits(ws: Workspace, number: int, name: str, branch: str, head_sha: str,
            meta: PullRequest | None, replaces: str | None, refresh: bool,
            notes: list[str]) -> list[Edit]:
-    """The adoption's own series.yaml edits (validated here, applied by the door)."""
+    """The adoption's own series.yaml edits (validated here, applied by the transaction)."""
     draft = ws.draft("adopt-upstream")
     if refresh:
         draft.set_topic(name, upstream_head=head_sha)

@@ -1,6 +1,6 @@
 """`series rebase`: --onto REF, --continue, --abort, and while halted --skip-topic /
 --drop-topic (leave a topic out and go on). The rebase is series.engine.rebase;
-this module fetches when asked, opens the write door for each step that writes (the lock
+this module fetches when asked, opens the transaction for each step that writes (the lock
 for the whole step, as a jj command starts its transaction) and hands it to the rebase,
 and writes the report."""
 from __future__ import annotations
@@ -115,9 +115,9 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
 
 
 def _step(ws: Workspace, action: str, step: Callable[[Transaction], T]) -> T:
-    """One rebase step inside the door this verb opens: the rebase's own refusal first (a
+    """One rebase step inside the transaction this verb opens: the rebase's own refusal first (a
     halted rebase, or none to go on with), then the lock; `continue` and `abort` go on with
-    the rebase's halted state, which the door's halt guard lets through."""
+    the rebase's halted state, which the transaction's halt guard lets through."""
     from series.engine import rebase
 
     identity = ending().identity
@@ -127,7 +127,7 @@ def _step(ws: Workspace, action: str, step: Callable[[Transaction], T]) -> T:
         if tx.committed is None and tx.files and not tx.moves:
             # halted again (or nothing to move): what the conflict memory recorded in this
             # step is still its own operation, which 'series undo' reverts
-            tx.summary = f"record {len(door.files)} conflict resolution(s)"
+            tx.summary = f"record {len(tx.files)} conflict resolution(s)"
             tx.commit()
         return done
 
@@ -191,7 +191,7 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
 
 def _start(ws: Workspace, onto: str, ending: semantic.CheckedEnding, skip: tuple[str, ...], dry_run: bool,
            progress: rebase.Progress | None, refused: list[Refusal]) -> rebase.RebaseOutcome:
-    """A dry run takes no lock and writes nothing: it needs no door."""
+    """A dry run takes no lock and writes nothing: it needs no transaction."""
     from series.engine import rebase
     from series.resolutions import engine_hooks
 

@@ -10,7 +10,7 @@ git to answer another topic's merge (MemOdb.when_waiting), and a conflicting top
 get their upstream history for the report's culprits the same way: the same answers, kept
 until `replayed` and the report ask for them, in time the replay would have spent waiting. Under
 --strict a break stops an operation that would otherwise end when the engine asks for
-the integration chain, before the write door has anything to commit (`Held`): the verb
+the integration chain, before the transaction has anything to commit (`Held`): the verb
 reports it like a conflict (exit 3), nothing moved; on a conflict the rebase halts anyway. The engine's
 merge results are untouched.
 """
@@ -31,7 +31,7 @@ from series.verbs.rebase.forwarding import ForwardingEnding
 
 
 class Held(Exception):
-    """--strict found breaks: the operation stops before its door commits anything."""
+    """--strict found breaks: the operation stops before its transaction commits anything."""
 
     def __init__(self, state: halted.RebaseState, integration: IntegrationResult | None):
         super().__init__("breaks found under --strict")
