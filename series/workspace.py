@@ -222,6 +222,26 @@ class Transaction:
     def files(self) -> list[journal.FileChange]:
         return self.changes.files
 
+    def write_recorded(self, change: journal.FileChange) -> None:
+        """Write a file change an earlier step recorded (its path as the journal keeps it);
+        one whose worktree is gone, or that removes the file, is left out."""
+        where = journal.resolve_path(self.repo, change.path, change.worktree)
+        if where is not None and change.after is not None:
+            self.write(where, change.after)
+
+    # -- the journal, for a step that goes on with an operation it began (series.engine) -----
+
+    def find(self, op_id: str) -> journal.Operation | None:
+        return journal.find(self.repo, op_id)
+
+    def finish(self, op: journal.Operation) -> journal.Operation:
+        """Complete `op` if a kill interrupted it (series.changeset.finish; idempotent)."""
+        return changeset.finish(self.repo, op)
+
+    def settle_checkouts(self, op: journal.Operation) -> list[str]:
+        """The clean checkouts `op` recorded, brought to their branch's new commit."""
+        return changeset.settle_checkouts(self.repo, op)
+
     # -- series.yaml -------------------------------------------------------------------------
 
     def seen(self, text: str | None = None) -> seriesedit.Plain:
@@ -350,9 +370,9 @@ def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
     try:
         with fs.Lock(repo, command):
             recovery = changeset.recover(repo)
-            state = halted.load(repo)
-            if state is not None and state.halt.kind != resumes:
-                raise SeriesError(halted.halted_message(state, f"series {command}"))
+            halt = halted.load_halt(repo)
+            if halt is not None and halt.kind != resumes:
+                raise SeriesError(halted.halted_message(halt, f"series {command}"))
             tx = Transaction(repo, command, summary, config_path, seen, recovery.notes)
             tx.finished = recovery.finished
             yield tx

@@ -33,6 +33,7 @@ from typing import Callable, Protocol
 import pygit2
 
 from series import halted
+from series.engine import rebase_state
 from series.engine.integration import IntegrationPart, IntegrationResult, integrate
 from series.engine.odb import MemOdb
 from series.errors import SeriesError
@@ -68,16 +69,16 @@ class Ending(Protocol):
     @property
     def detects_merged(self) -> bool: ...
 
-    def rewrite(self, state: halted.RebaseState) -> Rewrite | None: ...
+    def rewrite(self, state: rebase_state.RebaseState) -> Rewrite | None: ...
 
-    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+    def topic_replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun,
                        odb: MemOdb) -> None: ...
 
-    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None: ...
+    def replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> None: ...
 
-    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
+    def integration(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
 
-    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: rebase_state.RebaseState,
              integration: IntegrationResult | None) -> None: ...
 
 
@@ -88,28 +89,28 @@ class TopicsEnding:
     identity: Identity
     detects_merged: bool = True
 
-    def rewrite(self, state: halted.RebaseState) -> Rewrite | None:
+    def rewrite(self, state: rebase_state.RebaseState) -> Rewrite | None:
         return None
 
-    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+    def topic_replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun,
                        odb: MemOdb) -> None:
         return None
 
-    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> None:
         return None
 
-    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult:
+    def integration(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> IntegrationResult:
         return integrate(ws.repo, pygit2.Oid(hex=state.onto_sha), integration_parts(state), odb=odb)
 
-    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: rebase_state.RebaseState,
              integration: IntegrationResult | None) -> None:
         _moved_meanwhile(ws, state, self.identity.verb)
-        dropped = [run.name for run in state.topics if run.outcome == halted.TopicOutcome.DROPPED]
+        dropped = [run.name for run in state.topics if run.outcome == rebase_state.TopicOutcome.DROPPED]
         tx.summary = f"onto {state.onto_name}" + (f"; drop {', '.join(dropped)}" if dropped else "")
         for run in state.topics:
             if run.outcome in _MOVED and run.new_head and run.new_head != run.old_head:
                 tx.move(f"refs/heads/{run.branch}", run.new_head, expect=run.old_head)
-            elif run.outcome in (*_MOVED, halted.TopicOutcome.MERGED):
+            elif run.outcome in (*_MOVED, rebase_state.TopicOutcome.MERGED):
                 tx.verify(f"refs/heads/{run.branch}", run.old_head)  # checked inside git's transaction
         branch = ws.series.integration
         if branch and integration is not None and integration.ok:
@@ -119,29 +120,29 @@ class TopicsEnding:
         if state.onto_name != state.old_base_name:
             tx.edit(("upstream", "base"), state.onto_name)
         for run in state.topics:
-            if run.outcome == halted.TopicOutcome.MERGED:
+            if run.outcome == rebase_state.TopicOutcome.MERGED:
                 tx.set_topic(run.name, status="merged", merged_in=state.onto_name)
-            elif run.outcome == halted.TopicOutcome.DROPPED:  # as `series drop` sets it
+            elif run.outcome == rebase_state.TopicOutcome.DROPPED:  # as `series drop` sets it
                 tx.set_topic(run.name, status="dropped", superseded_by=None, reason=run.reason or None)
         tx.extra["onto"] = state.onto_name
 
 
 # the outcomes whose branch goes where the replay left it: an emptied topic's too (onto the
 # new base with no commit of its own, as git rebase leaves a branch whose commits all drop)
-_MOVED = (halted.TopicOutcome.CLEAN, halted.TopicOutcome.EMPTY)
+_MOVED = (rebase_state.TopicOutcome.CLEAN, rebase_state.TopicOutcome.EMPTY)
 
 
-def integration_parts(state: halted.RebaseState) -> list[IntegrationPart]:
+def integration_parts(state: rebase_state.RebaseState) -> list[IntegrationPart]:
     return [IntegrationPart(t.name, pygit2.Oid(hex=t.new_start or state.onto_sha),
                             pygit2.Oid(hex=t.new_head or state.onto_sha))
-            for t in state.topics if t.outcome == halted.TopicOutcome.CLEAN and t.commits]
+            for t in state.topics if t.outcome == rebase_state.TopicOutcome.CLEAN and t.commits]
 
 
-def _moved_meanwhile(ws: SeriesRepo, state: halted.RebaseState, verb: str) -> None:
+def _moved_meanwhile(ws: SeriesRepo, state: rebase_state.RebaseState, verb: str) -> None:
     """A branch the operation moves, or marks merged, must be where it found it: a commit
     made there during a halt would otherwise be carried by no active topic."""
     for run in state.topics:
-        if run.outcome not in (*_MOVED, halted.TopicOutcome.MERGED):
+        if run.outcome not in (*_MOVED, rebase_state.TopicOutcome.MERGED):
             continue
         now = refs.current(ws.repo, f"refs/heads/{run.branch}")
         if now != run.old_head:

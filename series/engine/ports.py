@@ -5,7 +5,9 @@ the engine nor the workspace imports the other).
     SeriesRepo       a series in its repository: what the engine reads (series.workspace.Workspace
                      is one); it cannot open a transaction: the verb opens it and hands it in
     TransactionPort  the transaction a step writes through (series.workspace.Transaction is one):
-                     ref moves, series.yaml edits, files (what the hooks record), commit, revert
+                     ref moves, series.yaml edits, files (what the hooks record), commit, revert;
+                     and the journal a resumed step reads: the operation it began (find), its
+                     repair (finish), the checkouts it leaves (settle_checkouts)
 """
 from __future__ import annotations
 
@@ -53,6 +55,14 @@ class TransactionPort(Protocol):
     def files(self) -> list[FileChange]: ...
 
     def write(self, path: Path, data: str | bytes) -> None: ...
+
+    def write_recorded(self, change: FileChange) -> None: ...
+
+    def find(self, op_id: str) -> Operation | None: ...
+
+    def finish(self, op: Operation) -> Operation: ...
+
+    def settle_checkouts(self, op: Operation) -> list[str]: ...
 
 
 class SeriesRepo(Protocol):

@@ -29,7 +29,7 @@ import pygit2
 from series import config, faults, validate
 from series.verbs.adopt_upstream.adoption_ending import ENDING, AdoptionPayload, payload, with_trailers
 from series.engine import rebase
-from series import halted
+from series.engine import rebase_state
 from series.engine.replay import replay_commits
 from series.errors import ConflictError, SeriesError
 from series.resolutions import engine_hooks
@@ -87,7 +87,7 @@ class Adoption:
     operation: str | None = None
     notes: list[str] = field(default_factory=list)
     worktree: str | None = None                 # halted on a conflict: where to resolve it
-    conflict: halted.HaltedCommit | None = None
+    conflict: rebase_state.HaltedCommit | None = None
 
 
 Confirm = Callable[[Overlap], bool]
@@ -309,11 +309,11 @@ def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[py
         previous_head=template.previous_head, skipped_merges=tuple(template.skipped_merges),
         notes=tuple(template.notes))
     halt = ENDING.identity.halt(data.to_json(), what=f"an adoption of PR #{template.number} is halted on a conflict")
-    state = halted.RebaseState(
+    state = rebase_state.RebaseState(
         id=f"adopt-{now.strftime('%Y%m%dT%H%M%SZ')}", onto_spec=template.base, onto_name=template.base,
         onto_sha=str(base.id), old_base_name=template.base, old_base_sha=str(base.id),
         config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
-        topics=(halted.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
+        topics=(rebase_state.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
                             start=template.fork_point, commits=tuple(str(c.id) for c in picks)),),
         halt=halt, started=now.isoformat(timespec="seconds"))
     return _from_outcome(ws, rebase.begin(ws, state, ENDING, hooks=engine_hooks(ws.series), tx=tx))
