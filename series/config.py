@@ -4,7 +4,7 @@ ruamel.yaml rather than PyYAML: the tool edits the user's file (a new base after
 a topic superseded by an adopted PR) and must keep their comments and key order, and its
 round-trip nodes carry the line and column of every key. The one editor is
 series.seriesedit (line splices from those positions, re-validated before writing), used
-through the write door in series.workspace.
+through the transaction in series.workspace.
 """
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def parse(text: str, path: Path) -> tuple[Series, Any]:
     (the editor's). Only reading? `read` is faster.
 
     Remembered per text: one command parses the same file several times (open, the write
-    door's compare-and-swap, the editor's check), ~8 ms each on a 23-topic file. Callers
+    transaction's compare-and-swap, the editor's check), ~8 ms each on a 23-topic file. Callers
     must not change the document they get (the editor's fallback loads its own)."""
     key = (text, path)
     if key not in _PARSED:

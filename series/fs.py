@@ -81,7 +81,7 @@ def _staging(path: Path, tmp: Path, mode: int | None, buffering: int = -1) -> It
 
 def stage(path: Path, data: str | bytes, tmp: Path | None = None, *, mode: int | None = None) -> Path:
     """The first half of an atomic write: `data` (text as UTF-8, newlines as given) in a
-    file beside `path`, the half a full disk stops. The write door stages series.yaml
+    file beside `path`, the half a full disk stops. The transaction stages series.yaml
     before any ref moves."""
     tmp = tmp or path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with _staging(path, tmp, mode) as out:

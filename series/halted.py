@@ -15,21 +15,16 @@ status`) can say what is halted and how to go on without importing the one that 
 Only one operation can be halted at a time: every other verb that moves refs or edits
 series.yaml refuses meanwhile.
 
-Phases: CONFLICT (a conflict is materialized, or about to be, in the worktree
-.git/series/rebase/worktree; no branch has moved) and COMMITTING (every topic is
-replayed; the journal entry `op_id` is being applied). The new commits of a halted
-operation are reachable from refs/series/rebase/<topic> so `git gc` cannot prune them;
-those refs go when it finishes or is aborted.
-
-What is read back is validated field by field (`RebaseState.from_json`): a state file someone
-edited or truncated is a one-line error naming the file and the field, never a traceback.
+The rest of the record is the engine's (series.engine.rebase_state: each topic's run, the
+phase), which it validates when it reads the record back; this module holds what the write
+path needs of it: the file, the temporary refs that keep a halted operation's commits, and
+the guard, which reads only `halt`.
 """
 from __future__ import annotations
 
-import enum
 import json
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -39,55 +34,10 @@ from series import faults
 from series.fs import state_dir, write_atomically
 from series.errors import SeriesError
 from series.git import checkouts, refs
-from series.journal import FileChange
-from series.persisted import (Json, JsonObject, read_bool, read_list, read_enum, read_int,
-                              read_object, read_opt_str, read_pairs,
-                              read_str, read_str_map, read_strs)
+from series.persisted import Json, JsonObject, read_object, read_str
 
 TEMP_PREFIX = "refs/series/rebase"
 VERSION = 2   # 2: `halt` (the ending's identity and payload) replaced `kind` and `adoption`
-
-class TopicOutcome(str, enum.Enum):
-    """Where one topic stands in the operation (the str mixin keeps the JSON value)."""
-
-    PENDING = "pending"
-    CLEAN = "clean"
-    CONFLICT = "conflict"
-    MERGED = "merged"
-    BLOCKED = "blocked"
-    SKIPPED = "skipped"       # left where it was by this operation (asked, or its dependency was)
-    DROPPED = "dropped"       # retired during a halt, as asked: status dropped, branch kept
-    EMPTY = "empty"           # nothing left after a human resolution (not "merged": no rule proved it)
-
-    @property
-    def left_out(self) -> bool:
-        """Out of the operation: it moves no branch (a merged topic's is kept too)."""
-        return self in (TopicOutcome.SKIPPED, TopicOutcome.DROPPED, TopicOutcome.MERGED)
-
-
-class Phase(str, enum.Enum):
-    CONFLICT = "conflict"
-    COMMITTING = "committing"
-
-
-@dataclass(frozen=True)
-class HaltedCommit:
-    """The commit a topic stopped at: what the report and the verbs show of a conflict."""
-
-    commit: str
-    subject: str
-    files: tuple[str, ...]
-    kinds: Mapping[str, str]       # path -> resolve.Conflict.kind
-
-    def to_json(self) -> dict[str, Json]:
-        return {"commit": self.commit, "subject": self.subject, "files": list(self.files),
-                "kinds": dict(self.kinds)}
-
-    @classmethod
-    def from_json(cls, data: Json) -> "HaltedCommit":
-        d = read_object(data, "conflict")
-        return cls(read_str(d, "commit"), read_str(d, "subject"), tuple(read_strs(d, "files")),
-                   read_str_map(d, "kinds"))
 
 
 @dataclass(frozen=True)
@@ -116,121 +66,11 @@ class Halt:
                    go_on, stop)
 
 
-@dataclass(frozen=True)
-class TopicRun:
-    """One topic's progress through the operation (a value: each step makes a new one,
-    dataclasses.replace, and RebaseState.with_topic puts it in a new state)."""
-
-    name: str
-    branch: str
-    old_head: str
-    start: str                          # the old commit its own commits sit on
-    commits: tuple[str, ...]            # its own commits, oldest first
-    depends_on: str | None = None       # the topic whose new head it goes onto (None: REF)
-    outcome: TopicOutcome = TopicOutcome.PENDING
-    new_head: str | None = None         # clean/merged: final; conflict: the partial head
-    new_start: str | None = None        # what it was replayed onto
-    done: int = 0                       # commits handled so far
-    mapping: Mapping[str, str] = field(default_factory=dict)      # old commit -> new commit
-    dropped: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-    resolved: tuple[tuple[str, str], ...] = ()    # (commit, path) from memory
-    by_hand: tuple[tuple[str, str], ...] = ()     # (commit, path) in the worktree
-    conflict: HaltedCommit | None = None
-    reason: str = ""                    # merged / skipped / blocked: why
-    modified: bool = False              # merged upstream in modified form
-    detail: str = ""
-
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "name": self.name, "branch": self.branch, "old_head": self.old_head, "start": self.start,
-            "commits": list(self.commits), "depends_on": self.depends_on, "outcome": self.outcome.value,
-            "new_head": self.new_head, "new_start": self.new_start, "done": self.done,
-            "mapping": dict(self.mapping), "dropped": list(self.dropped), "changed": list(self.changed),
-            "resolved": [[c, p] for c, p in self.resolved], "by_hand": [[c, p] for c, p in self.by_hand],
-            "conflict": self.conflict.to_json() if self.conflict else None, "reason": self.reason,
-            "modified": self.modified, "detail": self.detail,
-        }
-
-    @classmethod
-    def from_json(cls, data: Json) -> "TopicRun":
-        d = read_object(data, "topics[]")
-        conflict = d.get("conflict")
-        return cls(
-            name=read_str(d, "name"), branch=read_str(d, "branch"), old_head=read_str(d, "old_head"),
-            start=read_str(d, "start"), commits=tuple(read_strs(d, "commits")), depends_on=read_opt_str(d, "depends_on"),
-            outcome=read_enum(TopicOutcome, d, "outcome"), new_head=read_opt_str(d, "new_head"),
-            new_start=read_opt_str(d, "new_start"), done=read_int(d, "done"), mapping=dict(read_str_map(d, "mapping")),
-            dropped=tuple(read_strs(d, "dropped")), changed=tuple(read_strs(d, "changed")),
-            resolved=tuple(read_pairs(d, "resolved")), by_hand=tuple(read_pairs(d, "by_hand")), conflict=HaltedCommit.from_json(conflict) if conflict is not None else None,
-            reason=read_str(d, "reason"), modified=read_bool(d, "modified"), detail=read_str(d, "detail"))
-
-
-@dataclass(frozen=True)
-class RebaseState:
-    id: str
-    onto_spec: str
-    onto_name: str
-    onto_sha: str
-    old_base_name: str
-    old_base_sha: str
-    config_path: str
-    config_before: str
-    topics: tuple[TopicRun, ...]
-    halt: Halt
-    skip: tuple[str, ...] = ()
-    phase: Phase = Phase.CONFLICT
-    current: str | None = None          # the topic materialized in the worktree
-    materialized: bool = False
-    op_id: str | None = None
-    started: str = ""
-    version: int = VERSION
-    # what the hooks wrote through the door while the operation went on (a recorded conflict
-    # resolution), kept here until the operation commits it: a step killed before its door
-    # committed hands it to the next step's door
-    recorded: tuple[FileChange, ...] = ()
-
-    def topic(self, name: str) -> TopicRun:
-        for run in self.topics:
-            if run.name == name:
-                return run
-        raise KeyError(name)
-
-    def with_topic(self, run: TopicRun) -> "RebaseState":
-        """This state with `run` in place of the topic of the same name."""
-        return replace(self, topics=tuple(run if t.name == run.name else t for t in self.topics))
-
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "version": self.version, "id": self.id, "onto_spec": self.onto_spec, "onto_name": self.onto_name,
-            "onto_sha": self.onto_sha, "old_base_name": self.old_base_name, "old_base_sha": self.old_base_sha,
-            "config_path": self.config_path, "config_before": self.config_before,
-            "topics": [t.to_json() for t in self.topics], "halt": self.halt.to_json(), "skip": list(self.skip),
-            "phase": self.phase.value, "current": self.current, "materialized": self.materialized,
-            "op_id": self.op_id, "started": self.started, "recorded": [f.to_json() for f in self.recorded],
-        }
-
-    @classmethod
-    def from_json(cls, data: Json) -> "RebaseState":
-        d = read_object(data, "state")
-        topics = read_list(d, "topics")
-        return cls(
-            id=read_str(d, "id"), onto_spec=read_str(d, "onto_spec"), onto_name=read_str(d, "onto_name"),
-            onto_sha=read_str(d, "onto_sha"), old_base_name=read_str(d, "old_base_name"),
-            old_base_sha=read_str(d, "old_base_sha"), config_path=read_str(d, "config_path"),
-            config_before=read_str(d, "config_before"), topics=tuple(TopicRun.from_json(t) for t in topics),
-            halt=Halt.from_json(d.get("halt")), skip=tuple(read_strs(d, "skip")), phase=read_enum(Phase, d, "phase"),
-            current=read_opt_str(d, "current"), materialized=read_bool(d, "materialized"),
-            op_id=read_opt_str(d, "op_id"), started=read_str(d, "started"), version=read_int(d, "version"),
-            recorded=tuple(FileChange.from_json(read_object(f, "recorded[]")) for f in read_list(d, "recorded", [])))
-
-
 # -- the halted operation in words, from its record alone ----------------------------------------
 
-def halted_message(state: RebaseState, verb: str) -> str:
+def halted_message(halt: Halt, verb: str) -> str:
     """The one-line refusal for `verb` while an operation is halted."""
-    return (f"{state.halt.what}: finish it with '{state.halt.go_on}' or '{state.halt.stop}' "
-            f"before '{verb}'")
+    return f"{halt.what}: finish it with '{halt.go_on}' or '{halt.stop}' before '{verb}'"
 
 
 def rebase_dir(repo: pygit2.Repository) -> Path:
@@ -245,7 +85,13 @@ def state_file(repo: pygit2.Repository) -> Path:
     return rebase_dir(repo) / "state.json"
 
 
-def load(repo: pygit2.Repository) -> RebaseState | None:
+def unreadable(repo: pygit2.Repository, exc: Exception) -> SeriesError:
+    return SeriesError(f"{state_file(repo)}: unreadable state of a halted operation ({exc})",
+                       "remove it and 'git worktree prune' to start over")
+
+
+def read_record(repo: pygit2.Repository) -> Json | None:
+    """The record as JSON (its version checked), or None when nothing is halted."""
     path = state_file(repo)
     try:
         text = path.read_text()
@@ -255,24 +101,34 @@ def load(repo: pygit2.Repository) -> RebaseState | None:
         raise SeriesError(f"{path}: cannot read the halted operation's state ({exc}); "
                           "fix the file's permissions, or remove it and 'git worktree prune' to start over") from None
     try:
-        data = json.loads(text)
-        version = data.get("version") if isinstance(data, dict) else None
-        if isinstance(version, int) and version != VERSION:
-            raise SeriesError(f"{path}: written by another series version (state version {version}); "
-                              "finish it with that version")
-        return RebaseState.from_json(data)
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise SeriesError(f"{path}: unreadable state of a halted operation ({exc})",
-                          "remove it and 'git worktree prune' to start over") from None
+        data: Json = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise unreadable(repo, exc) from None
+    version = data.get("version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version != VERSION:
+        raise SeriesError(f"{path}: written by another series version (state version {version}); "
+                          "finish it with that version")
+    return data
 
 
-def save(repo: pygit2.Repository, state: RebaseState) -> None:
+def write_record(repo: pygit2.Repository, data: dict[str, Json]) -> None:
     path = state_file(repo)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, json.dumps(state.to_json()))  # compact: the C encoder, ~5x faster than indent=
+    write_atomically(path, json.dumps(data))  # compact: the C encoder, ~5x faster than indent=
 
 
-def _keep_only(repo: pygit2.Repository, wanted: Mapping[str, str]) -> None:
+def load_halt(repo: pygit2.Repository) -> Halt | None:
+    """What is halted (the guard's question), or None: the record's `halt` alone."""
+    data = read_record(repo)
+    if data is None:
+        return None
+    try:
+        return Halt.from_json(read_object(data, "state").get("halt"))
+    except (ValueError, TypeError) as exc:
+        raise unreadable(repo, exc) from None
+
+
+def keep_only(repo: pygit2.Repository, wanted: Mapping[str, str]) -> None:
     """refs/series/rebase/ holds exactly `wanted` (name -> commit) afterwards: one git
     transaction (series.git.refs, the one writer of refs), each old value checked; none
     when nothing changes (the common case: no halted operation, no temporary ref)."""
@@ -291,22 +147,16 @@ def _keep_only(repo: pygit2.Repository, wanted: Mapping[str, str]) -> None:
 
 def clear(repo: pygit2.Repository) -> None:
     """Forget the operation: temporary refs, then the state (the worktree is removed before)."""
-    _keep_only(repo, {})
+    keep_only(repo, {})
     directory = rebase_dir(repo)
     state_file(repo).unlink(missing_ok=True)
     if directory.exists() and not worktree_path(repo).exists():
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def protect(repo: pygit2.Repository, state: RebaseState) -> None:
-    """Keep every new commit of a halted operation reachable (refs/series/rebase/<topic>)."""
-    _keep_only(repo, {f"{TEMP_PREFIX}/{t.name}": t.new_head for t in state.topics
-                      if t.new_head and t.new_head != t.new_start and t.new_head != t.old_head})
-
-
 def refuse_if_halted(repo: pygit2.Repository, verb: str) -> None:
     """A halted operation rewrites series.yaml and the branches when it finishes; a change
     made in between would be lost or would block its --abort."""
-    halted = load(repo)
-    if halted is not None:
-        raise SeriesError(halted_message(halted, verb))
+    halt = load_halt(repo)
+    if halt is not None:
+        raise SeriesError(halted_message(halt, verb))

@@ -2,7 +2,7 @@
 move's old and new value and the operation's own series.yaml edits; what `series log`,
 `series diff` and `series undo` read, and what recovery after a kill decides from.
 
-An entry is written "pending" before anything moves and "done" after (series.transaction);
+An entry is written "pending" before anything moves and "done" after (series.changeset);
 one that moved nothing in the end is set aside in journal/rolled-back/. Each old value is
 also kept under refs/series/backup/<op>/<ref> (`backups`), so an undone or overwritten
 branch can always be found again.
@@ -156,7 +156,7 @@ class Operation:
     # -- what commands put in `extra`, read back typed --------------------------------------------
 
     def recorded_checkouts(self) -> list[tuple[str, str]]:
-        """(path, branch) of the clean checkouts the operation found (the write door's)."""
+        """(path, branch) of the clean checkouts the operation found (the transaction's)."""
         return read_pairs({"checkouts": self.extra.get("checkouts", [])}, "checkouts")
 
     def file_changes(self) -> list[FileChange]:

@@ -260,7 +260,7 @@ class ResolutionStore:
     def record(self, topic: str, path: str, conflicted: bytes, resolved: bytes,
                commit: str | None = None, write: Callable[[Path, bytes], None] | None = None) -> StoredResolution | None:
         """Keep how `conflicted` (the file with markers) was resolved; None if nothing to key on.
-        `write`: how the file is written (a rebase hands in its write door's, so the file
+        `write`: how the file is written (a rebase hands in its transaction's, so the file
         is journaled with the operation and undone with it); else written here."""
         conflict = normalize(conflicted)
         if conflict is None or has_markers(resolved):
@@ -300,7 +300,7 @@ class ResolutionStore:
 
     def unreachable(self, keep: Callable[[StoredResolution], bool]) -> list[StoredResolution]:
         """The resolutions `keep` refuses (what `series resolutions --prune` removes, through
-        the write door)."""
+        the transaction)."""
         return [r for r in self.all() if not keep(r)]
 
 
@@ -353,7 +353,7 @@ class Refusal:
 def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = None,
                  refused: list[Refusal] | None = None) -> Hooks:
     """The rebase engine's resolver, recorder and check (protocol: series.engine.resolve);
-    the recorder writes through `write` (the write door's op.write, so `series undo` of the
+    the recorder writes through `write` (the transaction's op.write, so `series undo` of the
     operation removes what it recorded). A recorded resolution that cannot be used (edited
     by hand, no longer applies, or its result fails series.resolution_check) is not
     replayed: it goes into `refused`, once, for the verb to name.

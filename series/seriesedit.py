@@ -497,7 +497,7 @@ def _fresh(value: Any) -> Any:
     return value
 
 
-# -- the door's entry point ----------------------------------------------------------------------
+# -- the transaction's entry point ----------------------------------------------------------------------
 
 def apply(text: str | None, path: Path, edits: list[Edit]) -> str | None:
     """`edits` compared-and-swapped onto `text` (the file now; None: it does not exist).

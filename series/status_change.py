@@ -28,7 +28,7 @@ def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run
         draft.set_topic(name, **fields)
         draft.preview()  # the result must be a valid series.yaml
         return None
-    with ws.operation(command, summary) as op:
+    with ws.transaction(command, summary) as op:
         op.set_topic(name, **fields)
         return op.commit().id
 

@@ -1,4 +1,4 @@
-"""The door for values from outside: git's own rules, checked once where a value enters.
+"""The gate for values from outside: git's own rules, checked once where a value enters.
 
 series.yaml, patch files, export directories and API answers arrive in pull requests
 and CI checkouts, so every value from them that reaches git (a ref name, a remote, a
@@ -7,7 +7,7 @@ applies (refs.c check_refname_component, fsck's ident and date checks), before i
 used. Each check returns the value or raises a one-line SeriesError naming where the
 value came from (`where`) and how to fix it; none of them guesses or repairs.
 
-`printable()` is the other half of the door: text from outside (a PR title, a server's
+`printable()` is the other half of the gate: text from outside (a PR title, a server's
 message) is shown with control characters escaped, so it cannot drive the terminal.
 """
 from __future__ import annotations

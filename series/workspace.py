@@ -1,13 +1,13 @@
-"""A series.yaml together with the repository that holds its branches, and the one door
+"""A series.yaml together with the repository that holds its branches, and the one transaction
 every write goes through.
 
-    with ws.operation("drop", "drop x") as op:     # or operation(repo, verb) without a series
+    with ws.transaction("drop", "drop x") as op:     # or transaction(repo, verb) without a series
         op.set_topic("x", status="dropped")          # series.yaml edits, by key
         op.move("refs/heads/topic/x", new)           # ref moves
         op.commit()                                  # all of it, or none of it
 
-`operation()` takes the repository's kernel lock for the whole operation, finishes or rolls
-back whatever a killed command left half-done (series.transaction.recover), and refuses while
+`transaction()` takes the repository's kernel lock for the whole operation, finishes or rolls
+back whatever a killed command left half-done (series.changeset.recover), and refuses while
 a rebase or an adoption is halted (unless it is the command that resumes it). `commit()`
 refuses when a branch it moves is checked out with local changes anywhere, re-reads
 series.yaml and compares-and-swaps the operation's own edits onto it (a key someone else
@@ -27,7 +27,7 @@ from typing import Any, Iterator
 
 import pygit2
 
-from series import config, fs, journal, seriesedit, transaction
+from series import changeset, config, fs, journal, seriesedit
 from series import halted
 from series.errors import SeriesError
 from series.git import checkouts, refs
@@ -94,16 +94,16 @@ class Workspace:
         text = fs.read_text(self.config_path)
         return Workspace(config.read(text or "", self.config_path), self.repo, text)
 
-    def operation(self, command: str, summary: str = "", *,
-                  resumes: str | None = None) -> contextlib.AbstractContextManager["WriteOperation"]:
-        """The write door for this workspace's series.yaml (see the module docstring)."""
-        return operation(self.repo, command, summary, config_path=self.config_path,
-                         seen=self.text, resumes=resumes)
+    def transaction(self, command: str, summary: str = "", *,
+                    resumes: str | None = None) -> contextlib.AbstractContextManager["Transaction"]:
+        """The transaction for this workspace's series.yaml (see the module docstring)."""
+        return transaction(self.repo, command, summary, config_path=self.config_path,
+                           seen=self.text, resumes=resumes)
 
 
-    def draft(self, command: str, summary: str = "") -> "WriteOperation":
+    def draft(self, command: str, summary: str = "") -> "Transaction":
         """An operation that is only previewed (--dry-run): no lock, never committed."""
-        return WriteOperation(self.repo, command, summary, self.config_path, self.text, [], draft=True)
+        return Transaction(self.repo, command, summary, self.config_path, self.text, [], draft=True)
 
 
 def open_workspace(config_file: Path | None, directory: Path | None,
@@ -149,7 +149,7 @@ def repair(repo: pygit2.Repository) -> list[str]:
         return []
     try:
         with fs.Lock(repo, "repair"):
-            return transaction.recover(repo).notes
+            return changeset.recover(repo).notes
     except SeriesError:
         return []
 
@@ -162,7 +162,7 @@ def open_repaired(start: Path) -> pygit2.Repository:
     return repo
 
 
-class WriteOperation:
+class Transaction:
     """What one command changes; nothing happens before commit()."""
 
     def __init__(self, repo: pygit2.Repository, command: str, summary: str,
@@ -170,57 +170,77 @@ class WriteOperation:
         self.repo = repo
         self.draft = draft
         self.command = command
-        self.txn = transaction.Transaction(repo, command, summary)
+        self.changes = changeset.Changeset(repo, command, summary)
         self.config_path = config_path
         self._seen_text = seen
         self._seen: seriesedit.Plain | None = None
         self.edits: list[Edit] = []
-        self.notes = notes          # what the door did on the way (a repaired operation, checkouts)
-        self.finished: journal.Operation | None = None  # the interrupted operation the door finished first
+        self.notes = notes          # what the transaction did on the way (a repaired operation, checkouts)
+        self.finished: journal.Operation | None = None  # the interrupted operation the transaction finished first
         self.committed: journal.Operation | None = None
 
     @property
     def summary(self) -> str:
-        return self.txn.summary
+        return self.changes.summary
 
     @summary.setter
     def summary(self, text: str) -> None:
-        self.txn.summary = text
+        self.changes.summary = text
 
     @property
     def extra(self) -> dict[str, Json]:
-        return self.txn.extra
+        return self.changes.extra
 
     def reserve_id(self) -> str:
-        return self.txn.reserve_id()
+        return self.changes.reserve_id()
 
     # -- refs --------------------------------------------------------------------------------
 
     def move(self, ref: str, new: str | None, *, expect: str | None | object = ...) -> None:
-        self.txn.set(ref, new, expect=expect)
+        self.changes.set(ref, new, expect=expect)
 
     def verify(self, ref: str, value: str) -> None:
         """`ref` must still be `value` when the refs move (checked inside git's transaction)."""
-        self.txn.verify.append((ref, value))
+        self.changes.verify.append((ref, value))
 
     @property
     def moves(self) -> list[refs.RefMove]:
-        return self.txn.moves
+        return self.changes.moves
 
     # -- other files of the series (resolutions, an imported directory) ---------------------
 
     def write(self, path: Path, data: str | bytes) -> None:
         """Write `path` when the operation commits (staged before the refs move, journaled
         with its old content, so undo puts that back)."""
-        self.txn.file(path, data.encode("utf-8") if isinstance(data, str) else data)
+        self.changes.file(path, data.encode("utf-8") if isinstance(data, str) else data)
 
     def remove(self, path: Path) -> None:
         """Remove `path` when the operation commits (journaled with its content)."""
-        self.txn.file(path, None)
+        self.changes.file(path, None)
 
     @property
     def files(self) -> list[journal.FileChange]:
-        return self.txn.files
+        return self.changes.files
+
+    def write_recorded(self, change: journal.FileChange) -> None:
+        """Write a file change an earlier step recorded (its path as the journal keeps it);
+        one whose worktree is gone, or that removes the file, is left out."""
+        where = journal.resolve_path(self.repo, change.path, change.worktree)
+        if where is not None and change.after is not None:
+            self.write(where, change.after)
+
+    # -- the journal, for a step that goes on with an operation it began (series.engine) -----
+
+    def find(self, op_id: str) -> journal.Operation | None:
+        return journal.find(self.repo, op_id)
+
+    def finish(self, op: journal.Operation) -> journal.Operation:
+        """Complete `op` if a kill interrupted it (series.changeset.finish; idempotent)."""
+        return changeset.finish(self.repo, op)
+
+    def settle_checkouts(self, op: journal.Operation) -> list[str]:
+        """The clean checkouts `op` recorded, brought to their branch's new commit."""
+        return changeset.settle_checkouts(self.repo, op)
 
     # -- series.yaml -------------------------------------------------------------------------
 
@@ -280,7 +300,7 @@ class WriteOperation:
                     f"{(m.new or 'deleted')[:12]}); its old value is kept at "
                     f"{journal.BACKUP_PREFIX}/{target.id}/{m.ref[len('refs/'):]}")
             self.move(m.ref, m.old, expect=now)
-        self.txn.command = "undo"  # what `series undo` and `series log` look for
+        self.changes.command = "undo"  # what `series undo` and `series log` look for
         path = journal.config_file(self.repo, target)
         edits = target.config_edits()
         if path is not None and edits:
@@ -291,7 +311,7 @@ class WriteOperation:
                 self.edits = [Edit((), now_text, target.config_before)]
             else:
                 self.edits = [e.reversed() for e in reversed(edits)]
-        self.txn.undoes = target.id
+        self.changes.undoes = target.id
         for change in reversed(target.file_changes()):
             where = journal.resolve_path(self.repo, change.path, change.worktree)
             if where is None:
@@ -303,7 +323,7 @@ class WriteOperation:
                 raise SeriesError(
                     f"cannot undo {target.id}: {where} changed since it {'wrote' if change.after is not None else 'removed'} "
                     "it; move that file aside (or put back what the operation left) and run 'series undo' again")
-            self.txn.file(where, change.before, before=content)
+            self.changes.file(where, change.before, before=content)
 
     # -- commit ------------------------------------------------------------------------------
 
@@ -320,11 +340,11 @@ class WriteOperation:
         if self.edits and self.config_path is not None:
             before = fs.read_text(self.config_path)
             after = seriesedit.apply(before, self.config_path, self.edits)
-            self.txn.write_config(self.config_path, before, after, self.edits)
-        self.txn.extra["checkouts"] = [[str(c.path), c.branch] for c in found]
-        op = self.txn.commit(fault)
+            self.changes.write_config(self.config_path, before, after, self.edits)
+        self.changes.extra["checkouts"] = [[str(c.path), c.branch] for c in found]
+        op = self.changes.commit(fault)
         self.committed = op
-        self.notes += transaction.settle_checkouts(self.repo, op)
+        self.notes += changeset.settle_checkouts(self.repo, op)
         return op
 
 
@@ -342,20 +362,20 @@ def disk_error(exc: OSError) -> SeriesError:
 
 
 @contextlib.contextmanager
-def operation(repo: pygit2.Repository, command: str, summary: str = "", *,
+def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
               config_path: Path | None = None, seen: str | None = None,
-              resumes: str | None = None) -> Iterator[WriteOperation]:
-    """The write door (module docstring). `resumes`: the kind of halted operation this
+              resumes: str | None = None) -> Iterator[Transaction]:
+    """The transaction (module docstring). `resumes`: the kind of halted operation this
     command goes on with (series.halted.Halt.kind), which the halt guard lets through."""
     try:
         with fs.Lock(repo, command):
-            recovery = transaction.recover(repo)
-            state = halted.load(repo)
-            if state is not None and state.halt.kind != resumes:
-                raise SeriesError(halted.halted_message(state, f"series {command}"))
-            door = WriteOperation(repo, command, summary, config_path, seen, recovery.notes)
-            door.finished = recovery.finished
-            yield door
+            recovery = changeset.recover(repo)
+            halt = halted.load_halt(repo)
+            if halt is not None and halt.kind != resumes:
+                raise SeriesError(halted.halted_message(halt, f"series {command}"))
+            tx = Transaction(repo, command, summary, config_path, seen, recovery.notes)
+            tx.finished = recovery.finished
+            yield tx
     except OSError as exc:
         if exc.errno in NO_SPACE:
             raise disk_error(exc) from None

@@ -93,7 +93,7 @@ def test_a_hint_is_its_own_line_after_the_error(fork: Path) -> None:
 def test_no_error_outside_the_engine_hides_its_hint_in_the_message() -> None:
     """A refusal whose message goes on with what to do ('...: run X', '...; pass --Y')
     passes that as hint=, so it is printed on its own line. The engine names no CLI
-    command or flag, so its refusals are the verbs' to word (issue 25's door item)."""
+    command or flag, so its refusals are the verbs' to word (issue 25's transaction item)."""
     import ast
     import re
 

@@ -4,7 +4,7 @@ The comment is rendered from report fixtures shaped as MEASURE_CONTRACT's `serie
 --json`, and read back with a CommonMark renderer (markdown-it-py, GitHub's table and
 strikethrough rules on): what a hostile name or explanation holds must come out as text,
 never as an HTML comment, a tag, a fence or a mention. Posting goes to a local HTTP server
-playing GitHub; the URL lands on the adopted topic through the write door (status shows
+playing GitHub; the URL lands on the adopted topic through the transaction (status shows
 it, undo reverts it)."""
 from __future__ import annotations
 

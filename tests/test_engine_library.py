@@ -89,22 +89,22 @@ def test_engine_module_names_no_verb_and_prints_nothing(path: Path) -> None:
     assert not named + printed, "the engine words or prints what the verb should:\n" + "\n".join(named + printed)
 
 
-def _opens_a_door(tree: ast.AST) -> list[int]:
+def _opens_a_transaction(tree: ast.AST) -> list[int]:
     return [node.lineno for node in ast.walk(tree)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "operation"]
+            and node.func.attr == "transaction"]
 
 
 @pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
-def test_the_engine_never_opens_the_write_door(path: Path) -> None:
-    """Issue 25: the verb opens the door and hands it to the engine (as a jj command starts
+def test_the_engine_never_opens_the_write_transaction(path: Path) -> None:
+    """Issue 25: the verb opens the transaction and hands it to the engine (as a jj command starts
     the transaction); the engine takes the repository and the series, never opens one."""
-    lines = _opens_a_door(parsed(path))
-    assert not lines, f"{path.name}:{lines}: the engine calls .operation(; take the door as `door=`"
+    lines = _opens_a_transaction(parsed(path))
+    assert not lines, f"{path.name}:{lines}: the engine calls .transaction(; take the transaction as `tx=`"
 
 
-def test_the_door_check_sees_a_call(tmp_path: Path) -> None:
-    assert _opens_a_door(ast.parse("def f(ws):\n    with ws.operation('rebase') as op:\n        pass\n")) == [2]
+def test_the_transaction_check_sees_a_call(tmp_path: Path) -> None:
+    assert _opens_a_transaction(ast.parse("def f(ws):\n    with ws.transaction('rebase') as op:\n        pass\n")) == [2]
 
 
 # -- the engine names no CLI flag (issue 25): hints quote the commands the verb handed in ----------

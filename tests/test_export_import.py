@@ -209,7 +209,7 @@ def test_import_into_a_bare_clone_is_one_operation_one_undo_reverts_all(
         fork: Path, upstream: Path, tmp_path: Path) -> None:
     """Issue 25: the export's series.yaml, its resolutions and every branch are one journal
     entry; one 'series undo' removes all of them (before, the copy was an operation of its
-    own, and the resolutions were copied beside the door, undone by nothing)."""
+    own, and the resolutions were copied beside the transaction, undone by nothing)."""
     from series.resolutions import ResolutionStore
 
     conflicted = b"a\n<<<<<<< ours\nb\n=======\nc\n>>>>>>> theirs\n"

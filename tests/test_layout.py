@@ -136,10 +136,10 @@ def test_a_new_verb_is_one_module(tmp_path: Path) -> None:
     assert "say-hello" in listing
 
 
-# -- the door's layers (issue 25): git/ is only git, one atomic write --------------------------------
+# -- the transaction's layers (issue 25): git/ is only git, one atomic write --------------------------------
 
 ABOVE_GIT = ("series.config", "series.seriesedit", "series.blockyaml",   # series.yaml
-             "series.workspace", "series.journal", "series.transaction", "series.fs",   # the door
+             "series.workspace", "series.journal", "series.changeset", "series.fs",   # the transaction
              "series.engine")
 
 
@@ -147,7 +147,7 @@ def _names(found: set[str], prefixes: tuple[str, ...]) -> set[str]:
     return {m for m in found if any(m == p or m.startswith(p + ".") for p in prefixes)}
 
 
-def test_the_git_layer_imports_nothing_of_series_yaml_the_door_or_the_engine() -> None:
+def test_the_git_layer_imports_nothing_of_series_yaml_the_transaction_or_the_engine() -> None:
     offenders = [f"series/git/{path.name}: {', '.join(sorted(bad))}"
                  for path in sorted((PACKAGE / "git").glob("*.py"))
                  if (bad := _names(_imports(path), ABOVE_GIT))]
@@ -183,14 +183,14 @@ def test_the_rename_check_sees_each_form(tmp_path: Path) -> None:
     assert _renames(sample) == [2, 3, 4, 5]
 
 
-def test_neither_the_engine_nor_the_door_imports_the_other() -> None:
-    """The engine takes a series in its repository and a door (series.engine.ports); the
-    door (workspace, its journal, the halt record) imports no engine."""
-    door = ("workspace.py", "journal.py", "transaction.py", "fs.py", "halted.py")
+def test_neither_the_engine_nor_the_transaction_imports_the_other() -> None:
+    """The engine takes a series in its repository and a transaction (series.engine.ports); the
+    transaction (workspace, its journal, the halt record) imports no engine."""
+    tx = ("workspace.py", "journal.py", "changeset.py", "fs.py", "halted.py")
     offenders = [f"series/engine/{path.name}: {', '.join(sorted(bad))}"
                  for path in sorted((PACKAGE / "engine").glob("*.py"))
                  if (bad := _names(_imports(path), ("series.workspace",)))]
-    offenders += [f"series/{name}: {', '.join(sorted(bad))}" for name in door
+    offenders += [f"series/{name}: {', '.join(sorted(bad))}" for name in tx
                   if (bad := _names(_imports(PACKAGE / name), ("series.engine",)))]
     assert offenders == []
 
@@ -333,10 +333,10 @@ def test_no_import_alias_hides_what_it_imports() -> None:
     assert hidden == []
 
 
-# -- only the door writes the state dir and series.yaml; only git/ writes refs (issue 25) -------------
+# -- only the transaction writes the state dir and series.yaml; only git/ writes refs (issue 25) -------------
 
-DOOR = {"fs.py", "journal.py", "transaction.py", "workspace.py", "halted.py", "seriesedit.py"}
-# Outside the door, what may name the state dir, and why it is not the door's record:
+TRANSACTION = {"fs.py", "journal.py", "changeset.py", "workspace.py", "halted.py", "seriesedit.py"}
+# Outside the transaction, what may name the state dir, and why it is not the transaction's record:
 STATE_DIR_USERS = {
     "engine/report.py": "the rebase report, the verb's output (written atomically, never read to decide)",
     "engine/odb.py": "a scratch object directory for git's own writes, removed at exit",
@@ -385,12 +385,12 @@ def _writes_of(source: str, name: str) -> tuple[list[str], list[str], list[str]]
     return state, files, refs
 
 
-def _outside_the_door() -> tuple[list[str], list[str], list[str]]:
+def _outside_the_transaction() -> tuple[list[str], list[str], list[str]]:
     state, files, refs = [], [], []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
         named, wrote, moved = _writes_of(path.read_text(), rel)
-        if rel not in DOOR:
+        if rel not in TRANSACTION:
             state += [] if rel in STATE_DIR_USERS else named
             files += wrote
         if not rel.startswith("git/") and rel not in REF_WRITERS:
@@ -398,19 +398,19 @@ def _outside_the_door() -> tuple[list[str], list[str], list[str]]:
     return state, files, refs
 
 
-def test_only_the_door_writes_the_state_dir_and_series_yaml() -> None:
-    """The journal, the lock, the halt record and series.yaml are the door's (fs, journal,
+def test_only_the_transaction_writes_the_state_dir_and_series_yaml() -> None:
+    """The journal, the lock, the halt record and series.yaml are the transaction's (fs, journal,
     transaction, workspace, halted, seriesedit): a module outside it neither finds the state
     dir nor writes a file named from it or from series.yaml's path; files of the series
-    beside series.yaml go through WriteOperation.write / remove."""
-    state, files, _ = _outside_the_door()
+    beside series.yaml go through Transaction.write / remove."""
+    state, files, _ = _outside_the_transaction()
     assert state == [] and files == [], state + files
 
 
 def test_only_the_git_layer_writes_refs() -> None:
-    """Refs move in series.git.refs' update-ref transactions (through the door's journal, or
+    """Refs move in series.git.refs' update-ref transactions (through the transaction's journal, or
     for the halt record's temporary refs through series.halted), never by pygit2 elsewhere."""
-    assert _outside_the_door()[2] == []
+    assert _outside_the_transaction()[2] == []
 
 
 def test_the_write_checks_see_each_form() -> None:

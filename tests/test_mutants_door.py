@@ -133,12 +133,12 @@ def test_a_ref_set_twice_in_one_transaction_moves_once_to_the_last_value(fork: P
     import pygit2
 
     from series.fs import Lock
-    from series.transaction import Transaction
+    from series.changeset import Changeset
     repo = pygit2.Repository(str(fork))
     start = sh("git rev-parse topic/api-hello", fork).strip()
     first, last = sh("git rev-parse v0.30.0 v0.31.0", fork).split()
     with Lock(repo, "test"):
-        txn = Transaction(repo, "test", "set twice")
+        txn = Changeset(repo, "test", "set twice")
         txn.set("refs/heads/topic/api-hello", first)
         txn.set("refs/heads/topic/api-hello", last, expect=start)
         op = txn.commit()

@@ -12,6 +12,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from series import halted
+from series.engine import rebase_state
 from tests.conftest import run_series
 from tests.test_comment import _env, _serve, adopted  # noqa: F401  (a fixture)
 
@@ -25,12 +26,12 @@ def test_the_halt_records_words_are_a_format_other_versions_read(fork: Path) -> 
     assert state["phase"] == "conflict", state["phase"]
     outcomes = {t["name"]: t["outcome"] for t in state["topics"]}
     assert outcomes["offload-evict-fix"] == "conflict", outcomes
-    assert {p.value for p in halted.Phase} == {"conflict", "committing"}
-    state = halted.load(pygit2.Repository(str(fork)))
-    assert state is not None and state.topic("offload-evict-fix").outcome == halted.TopicOutcome.CONFLICT
+    assert {p.value for p in rebase_state.Phase} == {"conflict", "committing"}
+    state = rebase_state.load(pygit2.Repository(str(fork)))
+    assert state is not None and state.topic("offload-evict-fix").outcome == rebase_state.TopicOutcome.CONFLICT
     with pytest.raises(KeyError):  # a name the record does not hold is never answered with None
         state.topic("no-such-topic")
-    assert {o.value for o in halted.TopicOutcome} == {"pending", "clean", "conflict", "merged", "blocked",
+    assert {o.value for o in rebase_state.TopicOutcome} == {"pending", "clean", "conflict", "merged", "blocked",
                                                       "skipped", "dropped", "empty"}
 
 

@@ -26,7 +26,7 @@ ORDER = (   # bottom to top; the why of each place is in docs/architecture.md
     "series", "cache", "errors", "model", "validate", "persisted",
     "git",
     "blockyaml", "config", "seriesedit",
-    "faults", "fs", "journal", "transaction", "halted",
+    "faults", "fs", "journal", "changeset", "halted",
     "topics", "workspace", "topic_status", "status_change",
     "engine", "resolution_check", "patches", "resolutions",
     "forge", "analysis", "ship",

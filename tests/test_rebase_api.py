@@ -72,13 +72,13 @@ def test_a_resolver_answer_is_used_and_reported_recorder_sees_the_human_fix(fork
     assert [(t, p) for t, p, _ in seen] == [("offload-evict-fix", LRU)]
     recorded: list[tuple[str, str, bytes]] = []
     ws = open_workspace(None, fork)
-    with ws.operation("rebase") as door:   # the caller opens the door, as a verb does
-        outcome = rebase.start(ws, "v0.31.0", REBASE, door=door)
+    with ws.transaction("rebase") as tx:   # the caller opens the transaction, as a verb does
+        outcome = rebase.start(ws, "v0.31.0", REBASE, tx=tx)
     assert outcome.worktree is not None
     resolve_lru(outcome.worktree)
     ws = open_workspace(None, fork)
-    with ws.operation("rebase", resumes="rebase") as door:
-        rebase.continue_rebase(ws, REBASE, door=door, hooks=Hooks(
+    with ws.transaction("rebase", resumes="rebase") as tx:
+        rebase.continue_rebase(ws, REBASE, tx=tx, hooks=Hooks(
             recorder=lambda t, p, c, resolved: recorded.append((t, p, resolved))))
     assert [(t, p) for t, p, _ in recorded] == [("offload-evict-fix", LRU)]
     assert b"# keep request order" in recorded[0][2] and b"<<<<<<<" not in recorded[0][2]
@@ -91,8 +91,8 @@ def test_an_extra_merged_rule_retires_a_topic_without_replaying_it(fork: Path) -
         return None
 
     ws = open_workspace(None, fork)
-    with ws.operation("rebase") as door:
-        outcome = rebase.start(ws, "v0.31.0", REBASE, merged=[rule], door=door)
+    with ws.transaction("rebase") as tx:
+        outcome = rebase.start(ws, "v0.31.0", REBASE, merged=[rule], tx=tx)
     assert outcome.finished and not outcome.conflicts
     text = (fork / "series.yaml").read_text()
     assert text.count("status: merged") == 2 and text.count("merged_in: v0.31.0") == 2, text
@@ -145,9 +145,9 @@ EOF2
         return conflict.ours + b"# remembered\n" if path == LRU and conflict.ours else None
 
     ws = open_workspace(None, fork)
-    with ws.operation("rebase") as door:
+    with ws.transaction("rebase") as tx:
         outcome = rebase.start(ws, "v0.31.0", REBASE, skip=("offload-evict-fix",),
-                               hooks=Hooks(resolver=resolver), door=door)
+                               hooks=Hooks(resolver=resolver), tx=tx)
     assert outcome.worktree is not None
     status = sh("git status --porcelain --untracked-files=no", outcome.worktree)
     assert f"UU {sched}" in status and f"M  {LRU}" in status, status

@@ -80,10 +80,10 @@ def test_killed_after_a_resolution_then_continue(fork: Path) -> None:
     proc = run_series("rebase", "--continue", cwd=fork, expect=None, env={"SERIES_FAULT": "continue-after-commit"})
     assert proc.returncode == 99
     assert "refs/heads/topic/offload-evict-fix" in refs_of(fork)
-    assert not (fork / "resolutions").exists(), "recorded through the door: written when it commits"
+    assert not (fork / "resolutions").exists(), "recorded through the transaction: written when it commits"
     run_series("rebase", "--continue", cwd=fork)
     assert "# keep request order" in sh(f"git show topic/offload-evict-fix~1:{LRU}", fork)
-    # the state kept what the recorder wrote: the next step's door wrote it with the rebase
+    # the state kept what the recorder wrote: the next step's transaction wrote it with the rebase
     recorded = list((fork / "resolutions").glob("*/*.txt"))
     assert len(recorded) == 1, recorded
     rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]

@@ -251,7 +251,7 @@ def test_a_different_conflict_in_the_same_file_stops_for_a_human(
 
 
 def test_a_recorded_resolution_is_journaled_with_the_rebase_and_undone_with_it(fork: Path) -> None:
-    """Issue 25: the recorder writes through the rebase's write door, so the file is part of
+    """Issue 25: the recorder writes through the rebase's transaction, so the file is part of
     the operation that moved the branches, and one 'series undo' takes both back."""
     before = sh("git for-each-ref --format='%(refname) %(objectname)' refs/heads", fork)
     first = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pygit2
 
-from series.workspace import operation
+from series.workspace import transaction
 from tests.conftest import run_series, sh
 
 
@@ -55,11 +55,11 @@ def test_diff_of_two_journal_operations_around_a_rebase(fork: Path) -> None:
         new_heads[topic] = sh("git rev-parse HEAD", fork).strip()
     sh("git checkout -q --detach v0.30.0", fork)
     repo = pygit2.Repository(str(fork))
-    with operation(repo, "rebase", "onto v0.31.0", config_path=fork / "series.yaml") as door:
+    with transaction(repo, "rebase", "onto v0.31.0", config_path=fork / "series.yaml") as tx:
         for topic, head in new_heads.items():
-            door.move(f"refs/heads/topic/{topic}", head)
-        door.edit(("upstream", "base"), "v0.31.0")
-        op = door.commit()
+            tx.move(f"refs/heads/topic/{topic}", head)
+        tx.edit(("upstream", "base"), "v0.31.0")
+        op = tx.commit()
     number = op.id.split("-")[0]
     out = run_series("diff", f"{number}^", number, "--json", cwd=fork).stdout
     data = json.loads(out)

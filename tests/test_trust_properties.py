@@ -1,4 +1,4 @@
-"""Property tests for the door (issue 11): random bytes and random structures fed to the
+"""Property tests for the transaction (issue 11): random bytes and random structures fed to the
 series.yaml loader, the patch parser and importer, and the GitHub answer parsers. The only
 way out is SeriesError (exit 1, one line); anything else would be exit 4, a traceback.
 

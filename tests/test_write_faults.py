@@ -1,4 +1,4 @@
-"""Every write command killed at every step of the write door, with its whole process
+"""Every write command killed at every step of the transaction, with its whole process
 group (git children included, as a CI cancellation does): once the next command has run,
 refs and series.yaml are exactly as before or exactly as an uninterrupted run leaves them,
 no ref lock file is left, every old head is reachable, and series.yaml parses.

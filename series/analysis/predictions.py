@@ -11,7 +11,7 @@ A predictions file (YAML) lists claims about metrics per tree of a run:
 
 It is validated once, where it enters (`load`: errors name file, line and key, as
 series.yaml's do), and `judge` decides a claim against measured metrics. Freezing is a
-journal record (the write door's, made by `series predict`): the file's sha256, time and
+journal record (the transaction's, made by `series predict`): the file's sha256, time and
 ids. `require_frozen` is what a measurement calls: a file never frozen, or one whose bytes
 differ from the newest freeze, is refused naming both hashes, so a claim is never edited
 silently after the fact. A refreeze is allowed but loud: it is a new record and every
@@ -263,7 +263,7 @@ def _equal(a: Scalar, b: Scalar) -> bool:
 
 def record_freeze(extra: dict[str, Json], file: PredictionsFile, worktree: str | None,
                   previous: str | None) -> None:
-    """What a freeze puts in its journal entry (through the write door's op.extra)."""
+    """What a freeze puts in its journal entry (through the transaction's op.extra)."""
     extra[journal.RECORD] = True
     extra[COMMAND] = {"action": "freeze", "path": file.name, "worktree": worktree, "sha256": file.sha256,
                       "ids": [p.id for p in file.predictions], "previous": previous}

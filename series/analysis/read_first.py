@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from series import halted
+from series.engine import rebase_state
 from series.analysis.rebase_result import RebaseResult
 from series.engine.report import report_dir
 from series.workspace import Workspace
@@ -29,7 +29,7 @@ def read_first(result: RebaseResult, topic: str) -> list[str]:
 
 def halted_read_first(ws: Workspace) -> list[str]:
     """read_first() for the rebase halted now, from its saved report (for `series status`)."""
-    state = halted.load(ws.repo)
+    state = rebase_state.load(ws.repo)
     if state is None or not state.current:
         return []
     try:

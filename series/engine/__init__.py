@@ -8,7 +8,7 @@
     resolve.py      ReplayConflict, and the resolver/recorder protocol (shared conflict memory)
     merged.py       rules that declare a topic merged upstream (RULES: add yours there)
     integration.py  integrate(): base + topics as a chain of merges, inter-topic conflicts
-    ports.py        what the caller hands in: SeriesRepo (a series in its repository), Door (the operation)
+    ports.py        what the caller hands in: SeriesRepo (a series in its repository), TransactionPort (the transaction)
     ending.py       how an operation ends, handed in by the verb (TopicsEnding: the rebase's)
     worktree.py     the conflict worktree; the user's checked-out topic branches
     rebase.py       start / begin / continue_rebase / abort_rebase / build_integration
@@ -16,5 +16,5 @@
 
 The engine is a library: it never names a verb or prints CLI text, and the conflict
 store reaches it as hooks (tests/test_engine_library.py checks both). What a halted
-operation leaves on disk is the door's record, series.halted.
+operation leaves on disk is the transaction's record, series.halted.
 """

@@ -28,7 +28,7 @@ from series.engine.odb import MemOdb
 from series.engine.replay import replay_commits
 from series.git.repo import committer
 from series.engine.resolve import Hooks
-from series.halted import TopicOutcome, TopicRun
+from series.engine.rebase_state import TopicOutcome, TopicRun
 from series.engine.ports import SeriesRepo
 from series.persisted import Json
 

@@ -2,10 +2,12 @@
 imports the workspace (series.workspace imports the halt record, series.halted; neither
 the engine nor the workspace imports the other).
 
-    SeriesRepo  a series in its repository: what the engine reads (series.workspace.Workspace
-                is one); it cannot open a door: the verb opens it and hands it in
-    Door        the one operation a step writes through (series.workspace.WriteOperation is one):
-                ref moves, series.yaml edits, files (what the hooks record), commit, revert
+    SeriesRepo       a series in its repository: what the engine reads (series.workspace.Workspace
+                     is one); it cannot open a transaction: the verb opens it and hands it in
+    TransactionPort  the transaction a step writes through (series.workspace.Transaction is one):
+                     ref moves, series.yaml edits, files (what the hooks record), commit, revert;
+                     and the journal a resumed step reads: the operation it began (find), its
+                     repair (finish), the checkouts it leaves (settle_checkouts)
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from series.seriesedit import Edit, KeyPath, Plain
 from series.topics import OwnWork
 
 
-class Door(Protocol):
+class TransactionPort(Protocol):
     summary: str
     edits: list[Edit]
     notes: list[str]
@@ -53,6 +55,14 @@ class Door(Protocol):
     def files(self) -> list[FileChange]: ...
 
     def write(self, path: Path, data: str | bytes) -> None: ...
+
+    def write_recorded(self, change: FileChange) -> None: ...
+
+    def find(self, op_id: str) -> Operation | None: ...
+
+    def finish(self, op: Operation) -> Operation: ...
+
+    def settle_checkouts(self, op: Operation) -> list[str]: ...
 
 
 class SeriesRepo(Protocol):

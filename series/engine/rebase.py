@@ -1,7 +1,7 @@
 """Rebase the series: plan (pure) -> replay (in memory) -> commit (all refs at once) -> journal.
 
     start(ws, onto_spec, ending)   plan every active topic, replay them all, then either
-                                   end (the ending fills the write door's one operation:
+                                   end (the ending fills the transaction's one operation:
                                    for a rebase every branch, the integration branch and
                                    series.yaml's edits) or halt on conflicts
     begin(ws, state, ending)       run a state the verb built (an adoption: one topic)
@@ -9,7 +9,7 @@
     set_aside(ws, ending)          leave topics out of a halted run (skip / drop), go on
     abort_rebase(ws, ending)       put everything back
     ready(ws, ending, action)      whether start / continue / abort can run (the verb asks
-                                   before it opens the door)
+                                   before it opens the transaction)
     build_integration(ws)          the integration chain of the current branches (series build)
 
 The verb hands in its ending (series.engine.ending): its words, its message rewrite,
@@ -19,9 +19,9 @@ data (halted.Halt), and the verb that goes on hands the same ending in again.
 
 Every topic is tried before anything is reported, so all conflicts show at once; no branch
 under refs/heads moves until every topic is clean. Each entry point but a dry run runs inside
-the write door (series.workspace: the lock for the whole step, repair of an interrupted one,
-the halt guard), which the verb opens and hands in as `door` (the engine never opens one;
-`ready` first gives the engine's own refusal, before the door's halt guard would); series.yaml gets only the rebase's own edits
+the transaction (series.workspace: the lock for the whole step, repair of an interrupted one,
+the halt guard), which the verb opens and hands in as `tx` (the engine never opens one;
+`ready` first gives the engine's own refusal, before the transaction's halt guard would); series.yaml gets only the rebase's own edits
 (upstream.base, topics marked merged), compared-and-swapped onto the file as it is when
 the rebase commits, so a hand edit made during a halt survives. A topic with depends_on goes onto its
 dependency's new head (and waits when that one conflicts). Merged-upstream rules live in
@@ -36,9 +36,10 @@ from typing import Callable
 
 import pygit2
 
-from series import faults, journal, transaction
+from series import faults, journal
 from series.engine import merged as merged_rules
 from series import halted
+from series.engine import rebase_state
 from series.engine import setaside, worktree
 from series.engine.ending import Ending
 from series.engine.merge import prefetch, require_git
@@ -52,7 +53,7 @@ from series.git import checkouts
 from series.git.repo import (Abbreviations, committer as git_committer, encode_message, message as commit_message,
                              resolve_release)
 from series.topics import OwnWorks
-from series.engine.ports import Door, SeriesRepo
+from series.engine.ports import TransactionPort, SeriesRepo
 
 Progress = Callable[[str, int, int], None]  # (topic being replayed, its number, how many)
 
@@ -61,7 +62,7 @@ Progress = Callable[[str, int, int], None]  # (topic being replayed, its number,
 class RebaseOutcome:
     """What a rebase step ended with; series.verbs.rebase turns it into the report."""
 
-    state: halted.RebaseState
+    state: rebase_state.RebaseState
     finished: bool                      # refs moved (or, dry run: would move)
     dry_run: bool = False
     op_id: str | None = None
@@ -71,8 +72,8 @@ class RebaseOutcome:
     persisted: bool = False
 
     @property
-    def conflicts(self) -> list[halted.TopicRun]:
-        return [t for t in self.state.topics if t.outcome == halted.TopicOutcome.CONFLICT]
+    def conflicts(self) -> list[rebase_state.TopicRun]:
+        return [t for t in self.state.topics if t.outcome == rebase_state.TopicOutcome.CONFLICT]
 
 
 # -- plan ---------------------------------------------------------------------------------
@@ -81,7 +82,7 @@ def _stamp() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def plan(ws: SeriesRepo, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[halted.TopicRun]:
+def plan(ws: SeriesRepo, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[rebase_state.TopicRun]:
     """Each active topic's own commits and where it goes; pure (reads only)."""
     repo = ws.repo
     for name in skip:
@@ -89,8 +90,8 @@ def plan(ws: SeriesRepo, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[hal
     # What is replayed is what status counts (series.topics), REF's history counted as
     # upstream's too: REF need not be a remote branch or a release tag.
     works = OwnWorks(repo, ws.series, ws.base_commit(), upstream=(onto.id,))
-    runs: list[halted.TopicRun] = []
-    by_name: dict[str, halted.TopicRun] = {}
+    runs: list[rebase_state.TopicRun] = []
+    by_name: dict[str, rebase_state.TopicRun] = {}
     for topic in ws.series.active():
         own = works.of(topic)
         if own is None:
@@ -98,13 +99,13 @@ def plan(ws: SeriesRepo, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[hal
             raise AssertionError(topic.branch)
         head, start, commits = own.head, own.start.id, own.commits
         active_deps = [d for d in topic.depends_on if d in by_name]
-        run = halted.TopicRun(name=topic.name, branch=topic.branch, old_head=str(head.id), start=str(start),
+        run = rebase_state.TopicRun(name=topic.name, branch=topic.branch, old_head=str(head.id), start=str(start),
                           commits=tuple(str(c.id) for c in commits),
                           depends_on=active_deps[-1] if active_deps else None)
         if topic.name in skip:
-            run = replace(run, outcome=halted.TopicOutcome.SKIPPED, reason="left out, as asked")
-        elif run.depends_on and by_name[run.depends_on].outcome == halted.TopicOutcome.SKIPPED:
-            run = replace(run, outcome=halted.TopicOutcome.SKIPPED,
+            run = replace(run, outcome=rebase_state.TopicOutcome.SKIPPED, reason="left out, as asked")
+        elif run.depends_on and by_name[run.depends_on].outcome == rebase_state.TopicOutcome.SKIPPED:
+            run = replace(run, outcome=rebase_state.TopicOutcome.SKIPPED,
                           reason=f"depends on {run.depends_on}, which is skipped")
         runs.append(run)
         by_name[topic.name] = run
@@ -113,8 +114,8 @@ def plan(ws: SeriesRepo, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[hal
 
 # -- replay --------------------------------------------------------------------------------
 
-def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-             rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> halted.RebaseState:
+def _advance(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+             rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> rebase_state.RebaseState:
     """Replay every topic that can go on; conflicts and blocked topics wait. The state
     after it, with each topic's new record."""
     repo = ws.repo
@@ -122,7 +123,7 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
     onto_commit = repo[pygit2.Oid(hex=state.onto_sha)].peel(pygit2.Commit)
     old_base = repo[pygit2.Oid(hex=state.old_base_sha)].peel(pygit2.Commit)
     rewrite = ending.rewrite(state)
-    waiting = (halted.TopicOutcome.PENDING, halted.TopicOutcome.BLOCKED)
+    waiting = (rebase_state.TopicOutcome.PENDING, rebase_state.TopicOutcome.BLOCKED)
     total = sum(1 for r in state.topics if r.outcome in waiting)
     count = 0
     with_git = _prefetch(repo, state, odb)
@@ -131,9 +132,9 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
                                       for c in r.commits[r.done:]))
     for name in _replay_order(state, with_git):
         run = state.topic(name)  # the state as the earlier topics left it (a dependency's new head)
-        if run.outcome == halted.TopicOutcome.BLOCKED:
-            run = replace(run, outcome=halted.TopicOutcome.PENDING)
-        if run.outcome != halted.TopicOutcome.PENDING:
+        if run.outcome == rebase_state.TopicOutcome.BLOCKED:
+            run = replace(run, outcome=rebase_state.TopicOutcome.PENDING)
+        if run.outcome != rebase_state.TopicOutcome.PENDING:
             continue
         count += 1
         if progress:
@@ -141,8 +142,8 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
         onto = state.onto_sha
         if run.depends_on:
             dep = state.topic(run.depends_on)
-            if dep.outcome in (halted.TopicOutcome.CONFLICT, *waiting):
-                state = state.with_topic(replace(run, outcome=halted.TopicOutcome.BLOCKED,
+            if dep.outcome in (rebase_state.TopicOutcome.CONFLICT, *waiting):
+                state = state.with_topic(replace(run, outcome=rebase_state.TopicOutcome.BLOCKED,
                                                  reason=f"waits for {dep.name} (conflict)"))
                 continue
             onto = dep.new_head or state.onto_sha
@@ -155,7 +156,7 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
                 repo, topic, old_base, onto_commit, state.onto_name, tuple(commits)), rules)
             if verdict is not None:
                 state = state.with_topic(replace(
-                    run, outcome=halted.TopicOutcome.MERGED, reason=verdict.reason, modified=verdict.modified,
+                    run, outcome=rebase_state.TopicOutcome.MERGED, reason=verdict.reason, modified=verdict.modified,
                     detail=verdict.detail, new_head=onto))
                 continue
         head = run.new_head if run.done > 0 and run.new_head else onto
@@ -171,32 +172,32 @@ def _advance(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hook
         if result.conflict is not None:
             stop = result.conflict
             subject = commit_message(repo[stop.commit].peel(pygit2.Commit)).split("\n", 1)[0]
-            run = replace(run, outcome=halted.TopicOutcome.CONFLICT, new_head=str(stop.head),
-                          conflict=halted.HaltedCommit(str(stop.commit), subject,
+            run = replace(run, outcome=rebase_state.TopicOutcome.CONFLICT, new_head=str(stop.head),
+                          conflict=rebase_state.HaltedCommit(str(stop.commit), subject,
                                                    tuple(c.path for c in stop.conflicts),
                                                    {c.path: c.kind for c in stop.conflicts}))
         elif run.commits and not run.mapping and _emptied_by_a_resolution(run):
             # a human resolved a commit away (say, to upstream's side), now or in a resolution
             # recorded then and replayed: that proves nothing about what upstream contains,
             # so the topic is not declared merged
-            run = replace(run, outcome=halted.TopicOutcome.EMPTY,
+            run = replace(run, outcome=rebase_state.TopicOutcome.EMPTY,
                           reason="every commit came out empty, one by the conflict resolution")
         elif run.commits and not run.mapping:
-            run = replace(run, outcome=halted.TopicOutcome.MERGED, reason=f"every commit is already in {state.onto_name}")
+            run = replace(run, outcome=rebase_state.TopicOutcome.MERGED, reason=f"every commit is already in {state.onto_name}")
         else:
-            run = replace(run, outcome=halted.TopicOutcome.CLEAN)
+            run = replace(run, outcome=rebase_state.TopicOutcome.CLEAN)
         state = state.with_topic(run)
         ending.topic_replayed(ws, state, run, odb)
     return state
 
 
-def _emptied_by_a_resolution(run: halted.TopicRun) -> bool:
+def _emptied_by_a_resolution(run: rebase_state.TopicRun) -> bool:
     """A commit of `run` resolved in the worktree (_take_resolution) or by a recorded
     resolution came out empty."""
     return bool({c for c, _ in run.by_hand + run.resolved} & set(run.dropped))
 
 
-def _replay_order(state: halted.RebaseState, with_git: list[str]) -> list[str]:
+def _replay_order(state: rebase_state.RebaseState, with_git: list[str]) -> list[str]:
     """The topics in series order, except that those whose next merge git is answering
     (and the topics that depend on them) come last, in the order their answers can be
     expected: the replay does the rest meanwhile instead of waiting behind a slow merge.
@@ -211,7 +212,7 @@ def _replay_order(state: halted.RebaseState, with_git: list[str]) -> list[str]:
     return [r.name for r in state.topics if r.name not in later] + deferred
 
 
-def _prefetch(repo: pygit2.Repository, state: halted.RebaseState, odb: MemOdb) -> list[str]:
+def _prefetch(repo: pygit2.Repository, state: rebase_state.RebaseState, odb: MemOdb) -> list[str]:
     """Each independent topic goes onto the new base itself: its merges up to the first
     one git must answer are known before the replay starts, so git can start on those
     at once (series.engine.merge.prefetch). The topics waiting for git are returned,
@@ -220,7 +221,7 @@ def _prefetch(repo: pygit2.Repository, state: halted.RebaseState, odb: MemOdb) -
     onto_tree = odb.commit_tree(onto)
     chains = {}
     for run in state.topics:
-        if run.outcome != halted.TopicOutcome.PENDING or run.depends_on or run.done or not run.commits:
+        if run.outcome != rebase_state.TopicOutcome.PENDING or run.depends_on or run.done or not run.commits:
             continue
         commits = [repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits]
         if commits[0].parent_ids == [onto]:
@@ -234,7 +235,7 @@ def _prefetch(repo: pygit2.Repository, state: halted.RebaseState, odb: MemOdb) -
     return prefetch(odb, chains)
 
 
-def _stop_for(ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun, odb: MemOdb,
+def _stop_for(ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun, odb: MemOdb,
               hooks: Hooks) -> ReplayStop:
     """Recompute the halted commit of `run` (cheap, one commit) to lay it out; with the same
     resolver, so paths resolved from memory stay resolved."""
@@ -251,18 +252,18 @@ def _stop_for(ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun, o
 
 # -- halt, commit ----------------------------------------------------------------------------
 
-def _halt(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks) -> RebaseOutcome:
+def _halt(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: Hooks) -> RebaseOutcome:
     repo = ws.repo
     odb.persist()
-    halted.protect(repo, state)
-    current = next(t for t in state.topics if t.outcome == halted.TopicOutcome.CONFLICT)
-    state = replace(state, phase=halted.Phase.CONFLICT, current=current.name, materialized=False)
-    halted.save(repo, state)
+    rebase_state.protect(repo, state)
+    current = next(t for t in state.topics if t.outcome == rebase_state.TopicOutcome.CONFLICT)
+    state = replace(state, phase=rebase_state.Phase.CONFLICT, current=current.name, materialized=False)
+    rebase_state.save(repo, state)
     faults.fault("rebase-after-state")
     return _materialize(ws, state, odb, hooks)
 
 
-def _materialize(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks) -> RebaseOutcome:
+def _materialize(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: Hooks) -> RebaseOutcome:
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
@@ -270,66 +271,66 @@ def _materialize(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: 
     notes = worktree.materialize(repo, path, stop, state.halt.stop)
     faults.fault("rebase-after-worktree")
     state = replace(state, materialized=True)
-    halted.save(repo, state)
+    rebase_state.save(repo, state)
     return RebaseOutcome(state, finished=False, worktree=path, notes=notes, persisted=True)
 
 
-def _commit(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
-            door: Door | None) -> RebaseOutcome:
-    """Every topic is replayed: the ending fills the door's one operation, which commits."""
+def _commit(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
+            tx: TransactionPort | None) -> RebaseOutcome:
+    """Every topic is replayed: the ending fills the transaction's one operation, which commits."""
     repo = ws.repo
     integration = ending.integration(ws, state, odb)
-    if dry_run or door is None:
+    if dry_run or tx is None:
         return RebaseOutcome(state, finished=True, dry_run=True, integration=integration)
-    ending.fill(door, ws, state, integration)
-    if not door.moves and not door.edits:
+    ending.fill(tx, ws, state, integration)
+    if not tx.moves and not tx.edits:
         halted.clear(repo)  # already there: nothing to journal, nothing for undo to revert
         return RebaseOutcome(state, finished=True, integration=integration, notes=["already up to date: nothing moved"])
     odb.persist()
-    before = halted.load(repo)  # None when this run never halted
-    state = replace(state, phase=halted.Phase.COMMITTING, op_id=door.reserve_id())
-    halted.save(repo, state)
+    before = rebase_state.load(repo)  # None when this run never halted
+    state = replace(state, phase=rebase_state.Phase.COMMITTING, op_id=tx.reserve_id())
+    rebase_state.save(repo, state)
     faults.fault("rebase-before-transaction")
     try:
-        op = door.commit()
+        op = tx.commit()
     except SeriesError:
-        # The door refused (a dirty checkout) or put every ref back (series.yaml could not
+        # The transaction refused (a dirty checkout) or put every ref back (series.yaml could not
         # be replaced): nothing moved, so the run is where it was before, not "committing"
         # (which would read as a halt to go on with), and the command can simply be run again.
         if before is None:
             halted.clear(repo)
         else:
-            halted.save(repo, before)
+            rebase_state.save(repo, before)
         raise
-    return _after_commit(ws, state, op, integration, door)
+    return _after_commit(ws, state, op, integration, tx)
 
 
-def _after_commit(ws: SeriesRepo, state: halted.RebaseState, op: journal.Operation,
-                  integration: IntegrationResult | None, door: Door) -> RebaseOutcome:
+def _after_commit(ws: SeriesRepo, state: rebase_state.RebaseState, op: journal.Operation,
+                  integration: IntegrationResult | None, tx: TransactionPort) -> RebaseOutcome:
     repo = ws.repo
-    # door.commit() settled the checkouts already; again here for a process killed in between
-    notes = door.notes + [n for n in transaction.settle_checkouts(repo, op) if n not in door.notes]
+    # transaction.commit() settled the checkouts already; again here for a process killed in between
+    notes = tx.notes + [n for n in tx.settle_checkouts(op) if n not in tx.notes]
     faults.fault("rebase-after-transaction")
     worktree.remove(repo, halted.worktree_path(repo)) if halted.worktree_path(repo).exists() else None
     halted.clear(repo)
     return RebaseOutcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
 
 
-def _finish_or_halt(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, dry_run: bool,
-                    hooks: Hooks, ending: Ending, door: Door | None) -> RebaseOutcome:
-    if any(t.outcome == halted.TopicOutcome.CONFLICT for t in state.topics):
+def _finish_or_halt(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, dry_run: bool,
+                    hooks: Hooks, ending: Ending, tx: TransactionPort | None) -> RebaseOutcome:
+    if any(t.outcome == rebase_state.TopicOutcome.CONFLICT for t in state.topics):
         if dry_run:
             return RebaseOutcome(state, finished=False, dry_run=True)
         return _halt(ws, state, odb, hooks)
-    return _commit(ws, state, odb, dry_run, ending, door)
+    return _commit(ws, state, odb, dry_run, ending, tx)
 
 
-def _door(door: Door | None) -> Door:
-    """The door the verb opened for this step (the engine never opens one: the verb does,
+def _transaction(tx: TransactionPort | None) -> TransactionPort:
+    """The transaction the verb opened for this step (the engine never opens one: the verb does,
     as a jj command starts the transaction, and hands it in)."""
-    if door is None:
-        raise AssertionError("a step that writes runs inside the write door the verb opens")
-    return door
+    if tx is None:
+        raise AssertionError("a step that writes runs inside the transaction the verb opens")
+    return tx
 
 
 def _current(ws: SeriesRepo) -> SeriesRepo:
@@ -343,12 +344,12 @@ def _current(ws: SeriesRepo) -> SeriesRepo:
 def ready(ws: SeriesRepo, ending: Ending, action: str) -> None:
     """Refuse, in the engine's words, a step that cannot run: `start` while an operation is
     halted, `continue` / `abort` without one of this ending's. The verb asks before it opens
-    the door (whose halt guard would refuse in general words); the step asks again inside."""
+    the transaction (whose halt guard would refuse in general words); the step asks again inside."""
     if action == "start":
         require_git()  # before anything: a rebase that could not finish must not start
-        existing = halted.load(ws.repo)
+        existing = rebase_state.load(ws.repo)
         if existing is not None and existing.halt.kind != ending.identity.kind:
-            raise SeriesError(halted.halted_message(existing, ending.identity.resume))
+            raise SeriesError(halted.halted_message(existing.halt, ending.identity.resume))
         if existing is not None:
             raise SeriesError(f"{ending.identity.noun} onto {existing.onto_name} is in progress (started "
                               f"{existing.started})", f"'{existing.halt.go_on}' or '{existing.halt.stop}' first")
@@ -359,18 +360,18 @@ def ready(ws: SeriesRepo, ending: Ending, action: str) -> None:
 def start(ws: SeriesRepo, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
           dry_run: bool = False, hooks: Hooks = NO_HOOKS,
           merged: list[merged_rules.MergedRule] | None = None, progress: Progress | None = None,
-          door: Door | None = None) -> RebaseOutcome:
+          tx: TransactionPort | None = None) -> RebaseOutcome:
     """Plan every active topic onto `onto_spec`, replay them all, then end or halt; inside
-    `door` (a dry run needs none: it takes no lock and writes nothing)."""
+    `tx` (a dry run needs none: it takes no lock and writes nothing)."""
     ready(ws, ending, "start")
     if dry_run:
         return _start(ws, onto_spec, skip, True, hooks, ending, merged, progress, None)
-    return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, _door(door))
+    return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, _transaction(tx))
 
 
 def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
            ending: Ending, merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
-           door: Door | None) -> RebaseOutcome:
+           tx: TransactionPort | None) -> RebaseOutcome:
     repo = ws.repo
     if not dry_run:
         halted.clear(repo)  # temporary refs of a run killed before it saved its state
@@ -378,12 +379,12 @@ def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool,
     old_base = ws.base_commit()
     runs = plan(ws, onto, skip)
     if not dry_run:
-        names = {r.branch for r in runs if r.outcome == halted.TopicOutcome.PENDING}
+        names = {r.branch for r in runs if r.outcome == rebase_state.TopicOutcome.PENDING}
         for checkout in checkouts.checkouts(repo, names):
             if checkouts.dirty(checkout):
                 raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes "
                                   "(nothing was changed)", "commit or stash them first")
-    state = halted.RebaseState(
+    state = rebase_state.RebaseState(
         id=f"{ending.identity.kind}-{_stamp()}", onto_spec=onto_spec, onto_name=onto_name, onto_sha=str(onto.id),
         old_base_name=ws.series.upstream.base, old_base_sha=str(old_base.id),
         config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
@@ -392,25 +393,25 @@ def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool,
     odb = MemOdb(repo)
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
-    return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, door)
+    return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, tx)
 
 
-def begin(ws: SeriesRepo, state: halted.RebaseState, ending: Ending, *, door: Door,
+def begin(ws: SeriesRepo, state: rebase_state.RebaseState, ending: Ending, *, tx: TransactionPort,
           hooks: Hooks = NO_HOOKS) -> RebaseOutcome:
     """Replay a state the verb built (its `halt` names `ending`), then halt on a conflict
-    or end as `ending` says; inside `door`."""
-    existing = halted.load(ws.repo)
+    or end as `ending` says; inside `tx`."""
+    existing = rebase_state.load(ws.repo)
     if existing is not None:
-        raise SeriesError(halted.halted_message(existing, ending.identity.resume))
+        raise SeriesError(halted.halted_message(existing.halt, ending.identity.resume))
     halted.clear(ws.repo)  # temporary refs of a run killed before it saved its state
     odb = MemOdb(ws.repo)
     state = _advance(ws, state, odb, hooks, ending, None, None)
     ending.replayed(ws, state, odb)
-    return _finish_or_halt(ws, state, odb, False, hooks, ending, door)
+    return _finish_or_halt(ws, state, odb, False, hooks, ending, tx)
 
 
-def _require(ws: SeriesRepo, action: str, ending: Ending) -> halted.RebaseState:
-    state = halted.load(ws.repo)
+def _require(ws: SeriesRepo, action: str, ending: Ending) -> rebase_state.RebaseState:
+    state = rebase_state.load(ws.repo)
     identity = ending.identity
     if state is None:
         raise SeriesError(identity.nothing.format(action=action))
@@ -419,10 +420,10 @@ def _require(ws: SeriesRepo, action: str, ending: Ending) -> halted.RebaseState:
     return state
 
 
-def _take_resolution(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-                     path: Path, door: Door) -> halted.RebaseState:
+def _take_resolution(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+                     path: Path, tx: TransactionPort) -> rebase_state.RebaseState:
     """Commit what the user resolved in the worktree; the topic goes on from there (the
-    state saved with it, and with what the recorder wrote through the door, until the door
+    state saved with it, and with what the recorder wrote through the transaction, until the transaction
     commits it)."""
     repo = ws.repo
     run = state.topic(state.current or "")
@@ -453,11 +454,11 @@ def _take_resolution(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hoo
         run = replace(run, mapping={**run.mapping, str(commit.id): str(new)},
                       changed=run.changed + (str(commit.id),), new_head=str(new))
     run = replace(run, by_hand=run.by_hand + tuple((str(commit.id), c.path) for c in stop.conflicts),
-                  done=run.done + 1, outcome=halted.TopicOutcome.PENDING, conflict=None)
-    state = replace(state.with_topic(run), current=None, materialized=False, recorded=tuple(door.files))
+                  done=run.done + 1, outcome=rebase_state.TopicOutcome.PENDING, conflict=None)
+    state = replace(state.with_topic(run), current=None, materialized=False, recorded=tuple(tx.files))
     odb.persist()
-    halted.protect(repo, state)
-    halted.save(repo, state)
+    rebase_state.protect(repo, state)
+    rebase_state.save(repo, state)
     return state
 
 
@@ -479,26 +480,26 @@ def _blob(odb: MemOdb, oid: pygit2.Oid) -> bytes:
     return odb.objects[oid][1] if oid in odb else odb.raw(oid)[1]
 
 
-def continue_rebase(ws: SeriesRepo, ending: Ending, *, door: Door, hooks: Hooks = NO_HOOKS,
+def continue_rebase(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, hooks: Hooks = NO_HOOKS,
                     merged: list[merged_rules.MergedRule] | None = None,
                     progress: Progress | None = None) -> RebaseOutcome:
-    """Take the worktree's resolution and go on, inside `door` (opened to resume this ending's kind)."""
-    return _continue(_current(ws), hooks, ending, merged, progress, door)
+    """Take the worktree's resolution and go on, inside `tx` (opened to resume this ending's kind)."""
+    return _continue(_current(ws), hooks, ending, merged, progress, tx)
 
 
 def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
-              progress: Progress | None, door: Door) -> RebaseOutcome:
+              progress: Progress | None, tx: TransactionPort) -> RebaseOutcome:
     repo = ws.repo
     state = _require(ws, "continue", ending)
-    _restage(repo, state, door)
+    _restage(state, tx)
     odb = MemOdb(repo)
-    if state.phase == halted.Phase.COMMITTING:
+    if state.phase == rebase_state.Phase.COMMITTING:
         ending.replayed(ws, state, odb)  # replayed before the kill: its objects are in the repository
-        op = journal.find(repo, state.op_id or "")
+        op = tx.find(state.op_id or "")
         if op is None or op.state == journal.OpState.ROLLED_BACK:  # killed before its refs moved: commit again
-            return _commit(ws, state, odb, False, ending, door)
-        transaction.finish(repo, op)  # the door's repair has finished it already; idempotent
-        return _after_commit(ws, state, op, ending.integration(ws, state, odb), door)
+            return _commit(ws, state, odb, False, ending, tx)
+        tx.finish(op)  # the transaction's repair has finished it already; idempotent
+        return _after_commit(ws, state, op, ending.integration(ws, state, odb), tx)
     path = halted.worktree_path(repo)
     if state.current is not None:  # None: the resolution was taken, a process died after
         if not state.materialized:
@@ -507,31 +508,31 @@ def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_
             if not worktree.laid_out(path, _stop_for(ws, state, state.topic(state.current), odb, hooks)):
                 return _materialize(ws, state, odb, hooks)
             state = replace(state, materialized=True)
-        state = _take_resolution(ws, state, odb, hooks, ending, path, door)
+        state = _take_resolution(ws, state, odb, hooks, ending, path, tx)
     faults.fault("continue-after-commit")
-    return _go_on(ws, state, odb, hooks, ending, merged, progress, door)
+    return _go_on(ws, state, odb, hooks, ending, merged, progress, tx)
 
 
-def _go_on(ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
+def _go_on(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
            merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
-           door: Door) -> RebaseOutcome:
+           tx: TransactionPort) -> RebaseOutcome:
     """No topic is laid out in the worktree any more: replay what can go on, then halt
     on the next conflict or end."""
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
-    if any(t.outcome == halted.TopicOutcome.CONFLICT for t in state.topics):
+    if any(t.outcome == rebase_state.TopicOutcome.CONFLICT for t in state.topics):
         return _halt(ws, state, odb, hooks)
     path = halted.worktree_path(ws.repo)
     if path.exists():
         worktree.remove(ws.repo, path)
-    return _commit(ws, state, odb, False, ending, door)
+    return _commit(ws, state, odb, False, ending, tx)
 
 
-def set_aside(ws: SeriesRepo, ending: Ending, *, door: Door, drop: tuple[str, ...] = (),
+def set_aside(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, drop: tuple[str, ...] = (),
               skip: tuple[str, ...] = (), reason: str | None = None, hooks: Hooks = NO_HOOKS,
               merged: list[merged_rules.MergedRule] | None = None,
               progress: Progress | None = None) -> RebaseOutcome:
-    """Leave topics out of a halted operation, inside `door`: each of `skip` stays where it
+    """Leave topics out of a halted operation, inside `tx`: each of `skip` stays where it
     was (and so do the topics that depend on it: they sit on it), each of `drop` is retired
     when the operation ends (the ending marks it dropped, `reason` recorded, its branch
     kept). Then as after a resolution: the topic laid out in the worktree, if another one,
@@ -539,49 +540,47 @@ def set_aside(ws: SeriesRepo, ending: Ending, *, door: Door, drop: tuple[str, ..
     ws = _current(ws)
     repo = ws.repo
     state = _require(ws, "drop" if drop else "skip", ending)
-    if state.phase == halted.Phase.COMMITTING:
+    if state.phase == rebase_state.Phase.COMMITTING:
         raise SeriesError(f"every topic of {ending.identity.noun} is replayed already: nothing to leave out",
                           f"'{state.halt.go_on}' or '{state.halt.stop}'")
-    _restage(repo, state, door)
+    _restage(state, tx)
     state = setaside.leave_out(ws.series, state, drop=drop, skip=skip, reason=reason)
     odb = MemOdb(repo)
-    halted.protect(repo, state)
-    halted.save(repo, state)
+    rebase_state.protect(repo, state)
+    rebase_state.save(repo, state)
     faults.fault("setaside-after-state")  # killed here: --continue goes on from this state
     if state.current is None:
-        return _go_on(ws, state, odb, hooks, ending, merged, progress, door)
+        return _go_on(ws, state, odb, hooks, ending, merged, progress, tx)
     if not state.materialized:
         return _materialize(ws, state, odb, hooks)
     return RebaseOutcome(state, finished=False, worktree=halted.worktree_path(repo), persisted=True)
 
 
-def _restage(repo: pygit2.Repository, state: halted.RebaseState, door: Door) -> None:
-    """What the hooks recorded in an earlier step, into this step's door: a file its own
-    door wrote already is no change, one a kill lost is written with this step."""
+def _restage(state: rebase_state.RebaseState, tx: TransactionPort) -> None:
+    """What the hooks recorded in an earlier step, into this step's transaction: a file its own
+    transaction wrote already is no change, one a kill lost is written with this step."""
     for change in state.recorded:
-        where = journal.resolve_path(repo, change.path, change.worktree)
-        if where is not None and change.after is not None:
-            door.write(where, change.after)
+        tx.write_recorded(change)
 
 
-def abort_rebase(ws: SeriesRepo, ending: Ending, *, door: Door) -> halted.RebaseState:
-    """Put everything back: a transaction already committed is reverted through the door
+def abort_rebase(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort) -> rebase_state.RebaseState:
+    """Put everything back: an operation already committed is reverted through the transaction
     (its own series.yaml edits reversed on the file as it is, later edits kept)."""
     repo = ws.repo
     state = _require(ws, "abort", ending)
-    if state.phase == halted.Phase.COMMITTING and state.op_id:
-        op = journal.find(repo, state.op_id)
+    if state.phase == rebase_state.Phase.COMMITTING and state.op_id:
+        op = tx.find(state.op_id)
         if op is not None and op.state == journal.OpState.DONE:
-            door.summary = f"abort {state.id}: revert {op.id}"
-            door.revert(op)
-            door.commit()
+            tx.summary = f"abort {state.id}: revert {op.id}"
+            tx.revert(op)
+            tx.commit()
     worktree.remove(repo, halted.worktree_path(repo))
     halted.clear(repo)
     return state
 
 
-def in_progress(ws: SeriesRepo) -> halted.RebaseState | None:
-    return halted.load(ws.repo)
+def in_progress(ws: SeriesRepo) -> rebase_state.RebaseState | None:
+    return rebase_state.load(ws.repo)
 
 
 # -- for `series build` ------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import pygit2
 from series.fs import state_dir, write_atomically
 from series.engine.integration import Clash, InterTopicConflict
 from series.engine.rebase import RebaseOutcome
-from series.halted import HaltedCommit, TopicOutcome, TopicRun
+from series.engine.rebase_state import HaltedCommit, TopicOutcome, TopicRun
 from series.persisted import (Json, JsonObject, read_bool, read_enum, read_int, read_list, read_object,
                               read_opt_str, read_str, read_strs)
 from series.git.command import git_many

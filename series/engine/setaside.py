@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from series import halted
+from series.engine import rebase_state
 from series.errors import SeriesError
 from series.model import Series
 
-_OUT = halted.TopicOutcome
+_OUT = rebase_state.TopicOutcome
 
 
-def leave_out(series: Series, state: halted.RebaseState, *, drop: tuple[str, ...], skip: tuple[str, ...],
-              reason: str | None) -> halted.RebaseState:
+def leave_out(series: Series, state: rebase_state.RebaseState, *, drop: tuple[str, ...], skip: tuple[str, ...],
+              reason: str | None) -> rebase_state.RebaseState:
     """`state` with each of `skip` (and its dependents) skipped and each of `drop` dropped
     (module docstring); a one-line error, before anything changes, when one cannot be."""
     for name in (*skip, *drop):
@@ -53,7 +53,7 @@ def leave_out(series: Series, state: halted.RebaseState, *, drop: tuple[str, ...
     return state
 
 
-def _run(series: Series, state: halted.RebaseState, name: str) -> halted.TopicRun:
+def _run(series: Series, state: rebase_state.RebaseState, name: str) -> rebase_state.TopicRun:
     series.topic(name)  # an unknown name: the one error, naming the topics there are
     try:
         run = state.topic(name)
@@ -64,7 +64,7 @@ def _run(series: Series, state: halted.RebaseState, name: str) -> halted.TopicRu
     return run
 
 
-def _dependents(series: Series, state: halted.RebaseState, name: str) -> list[str]:
+def _dependents(series: Series, state: rebase_state.RebaseState, name: str) -> list[str]:
     """Every topic of the operation that depends on `name`, directly or through another,
     in series order (series.yaml's depends_on: every dependency, not only the last)."""
     found = {name}
@@ -74,8 +74,8 @@ def _dependents(series: Series, state: halted.RebaseState, name: str) -> list[st
     return [r.name for r in state.topics if r.name in found and r.name != name]
 
 
-def _out(state: halted.RebaseState, run: halted.TopicRun, outcome: halted.TopicOutcome,
-         reason: str) -> halted.RebaseState:
+def _out(state: rebase_state.RebaseState, run: rebase_state.TopicRun, outcome: rebase_state.TopicOutcome,
+         reason: str) -> rebase_state.RebaseState:
     """`run` out of the operation: nothing of its replay is kept (no new head to move to,
     nothing laid out for it)."""
     state = state.with_topic(replace(run, outcome=outcome, reason=reason, new_head=None, conflict=None))

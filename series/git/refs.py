@@ -2,8 +2,8 @@
 transaction with every old value checked (all or none).
 
 What an operation records around that transaction (the journal, backups, series.yaml,
-recovery after a kill) is the write door's: series.journal and series.transaction. This
-module knows nothing of series.yaml, the door or the engine.
+recovery after a kill) is the transaction's: series.journal and series.changeset. This
+module knows nothing of series.yaml, the transaction or the engine.
 """
 from __future__ import annotations
 

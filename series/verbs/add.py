@@ -1,6 +1,6 @@
 """`series add`: append a topic to series.yaml, touching only the lines it adds.
 
-The edit goes through the write door (series.workspace): the new entry is spliced in,
+The edit goes through the transaction (series.workspace): the new entry is spliced in,
 the user's comments, key order and quoting survive, the result is validated before it
 replaces the file, and the operation is journaled, so `series undo` takes it out again.
 """
@@ -68,7 +68,7 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
         depends_on = _stacked_on(ws, Topic(name, branch), after, base)
     fields = {"name": name, "branch": branch, "summary": summary,
               "scope": list(scope) or None, "depends_on": list(depends_on) or None}
-    with ws.operation("add", f"add {name} ({branch})") as op:
+    with ws.transaction("add", f"add {name} ({branch})") as op:
         op.add_topic(fields, after=after)
         op.commit()
     added = ws.reload()

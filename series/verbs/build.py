@@ -124,9 +124,9 @@ def write_branch(ws: Workspace, integ: Integration) -> tuple[str | None, bool]:
     ref = f"refs/heads/{name}"
     if current(ws.repo, ref) == integ.sha:
         return name, False
-    # the door refuses while a rebase is halted (its --continue/--abort expects the branch
+    # the transaction refuses while a rebase is halted (its --continue/--abort expects the branch
     # unmoved), and refuses or updates a checkout of the integration branch
-    with ws.operation("build", f"integration {name} -> {integ.sha[:12]}") as op:
+    with ws.transaction("build", f"integration {name} -> {integ.sha[:12]}") as op:
         op.move(ref, integ.sha)
         op.commit()
     return name, True

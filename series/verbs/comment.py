@@ -5,7 +5,7 @@ The comment is rendered by series.analysis.comment_body from the report (`series
 evidence of `series test --run --compare --json` when given, and the PR's own description
 (its "unmeasured" line, quoted). It is posted once through the forge (token pinned to the
 API host, the POST never retried), and its URL is recorded on the topic that carries the
-PR (`measured: URL`) through the write door, so `series status` shows it and `series undo`
+PR (`measured: URL`) through the transaction, so `series status` shows it and `series undo`
 reverts the record (not the comment: GitHub has it).
 
 Which topic: the one whose `upstream_pr` is PR (adopt-upstream and propose record it).
@@ -148,7 +148,7 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
     result.outcome = Outcome.POSTED
     if result.topic is not None:
         try:
-            with ws.operation(COMMAND, f"measurement on PR #{number} posted: {result.posted.url}") as op:
+            with ws.transaction(COMMAND, f"measurement on PR #{number} posted: {result.posted.url}") as op:
                 op.set_topic(result.topic, measured=result.posted.url)
                 result.operation = op.commit().id
         except SeriesError as exc:

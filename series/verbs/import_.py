@@ -165,7 +165,7 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
     if copy is not None:
         summary += f", with its {config.FILENAME}" + (f" and {len(copy.files)} resolution file(s)"
                                                        if copy.files else "")
-    with ws.operation("import", summary) as op:
+    with ws.transaction("import", summary) as op:
         if copy is not None:
             op.write_file(copy.text)  # journaled: 'series undo' removes it again
             for path, data in copy.files.items():

@@ -6,7 +6,7 @@ the order a maintainer most often wants to replay it. A branch that contains ano
 matched branch's commits (a stacked topic) gets depends_on and comes after it.
 
 The file is built by the one series.yaml editor (a skeleton plus one edit per topic) and
-written through the write door, journaled: `series undo` removes it again (or, after
+written through the transaction, journaled: `series undo` removes it again (or, after
 --force, puts the file it replaced back), refusing if it was edited since.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from series.git import releases
 from series.git.repo import open_repo, resolve_release, workdir
 from series.model import Series, Topic, Upstream, topic_name
 from series.topics import OwnWork, OwnWorks, built_on
-from series.workspace import operation
+from series.workspace import transaction
 
 _GITHUB_URL = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
 
@@ -199,7 +199,7 @@ def run(start: Path, *, base: str | None, remote: str, github: str | None, patte
                                      after=topics[i - 1].name if i else None))
     text = seriesedit.apply(seriesedit.skeleton(remote, base_name, github, integration), target, edits)
     assert text is not None
-    with operation(repo, "init", f"{target.name}: {len(topics)} topic(s) over {base_name}",
+    with transaction(repo, "init", f"{target.name}: {len(topics)} topic(s) over {base_name}",
                    config_path=target) as op:
         _refuse_existing(target, force)  # again, under the lock
         op.write_file(text)

@@ -1,7 +1,7 @@
 """`series predict FILE`: freeze a predictions file before measuring, list it, explain a
 failed claim.
 
-A freeze is a journal record through the write door (sha256 of the bytes, time, ids), so a
+A freeze is a journal record through the transaction (sha256 of the bytes, time, ids), so a
 measurement can refuse a file that was never frozen or changed since
 (series.analysis.predictions.require_frozen). An edited file is frozen again only with
 --refreeze: a new record, the old hash kept beside it, never a silent edit. An explanation
@@ -21,7 +21,7 @@ from series import validate
 from series.analysis import predictions
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
-from series.workspace import operation
+from series.workspace import transaction
 
 
 class PredictOutcome(str, enum.Enum):
@@ -52,7 +52,7 @@ def run(repo: pygit2.Repository, path: Path, *, refreeze: bool = False, show: bo
         return PredictReport(PredictOutcome.SHOWN, file, predictions.frozen(repo, name, worktree))
     if explain is not None:
         return _explain(repo, path, worktree, explain)
-    with operation(repo, predictions.COMMAND) as op:
+    with transaction(repo, predictions.COMMAND) as op:
         record = predictions.frozen(repo, name, worktree)  # under the lock: no freeze can slip in between
         if record is not None and record.sha256 == file.sha256:
             return PredictReport(PredictOutcome.ALREADY, file, record)
@@ -71,7 +71,7 @@ def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain:
     pred_id, why = explain[0], validate.one_line(explain[1]).strip()
     if not why:
         raise SeriesError("--explain ID WHY: WHY is empty; say why the prediction failed")
-    with operation(repo, predictions.COMMAND) as op:
+    with transaction(repo, predictions.COMMAND) as op:
         frozen = predictions.require_frozen(repo, path)
         if frozen.file.get(pred_id) is None:
             known = ", ".join(p.id for p in frozen.file.predictions)

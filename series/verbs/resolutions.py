@@ -24,10 +24,10 @@ def run(ws: Workspace, prune: bool = False, dry_run: bool = False) -> Listing:
     if prune and dry_run:
         pruned = describe(store.unreachable(reachable(ws.series, ws.repo)), root)
     elif prune:
-        # through the write door: under the lock, never during a halted rebase (which may
+        # through the transaction: under the lock, never during a halted rebase (which may
         # be about to use them), journaled with each file's bytes ('series undo' puts them back)
         keep = reachable(ws.series, ws.repo)
-        with ws.operation("resolutions", "prune") as op:
+        with ws.transaction("resolutions", "prune") as op:
             doomed = store.unreachable(keep)
             op.summary = f"prune {len(doomed)} resolution(s)"
             for r in doomed:

@@ -24,8 +24,9 @@ def run(ws: Workspace) -> list[TopicStatus]:
 def halt_sentence(ws: Workspace) -> str | None:
     """A sentence when a rebase or adoption waits on a conflict, else None."""
     from series import halted
+    from series.engine import rebase_state
 
-    state = halted.load(ws.repo)
+    state = rebase_state.load(ws.repo)
     if state is None:
         return None
     return (f"{state.halt.what}: resolve in {halted.worktree_path(ws.repo)}, then "

@@ -1,7 +1,7 @@
 """`series supersede TOPIC --by OTHER`: OTHER now carries what TOPIC carried.
 
 Only series.yaml changes (comments kept); TOPIC's branch stays exactly where it is, so the
-old work is one `git log` away. The edit goes through the write door (journaled, so
+old work is one `git log` away. The edit goes through the transaction (journaled, so
 `series undo` reverses it).
 """
 from __future__ import annotations

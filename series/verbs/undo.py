@@ -1,11 +1,11 @@
 """`series undo`: revert the newest operation not undone yet (refs, series.yaml, and the
 files it wrote or removed beside it: recorded or pruned resolutions, an imported copy).
 
-Through the write door: its refs go back only if each is still where the operation left
+Through the transaction: its refs go back only if each is still where the operation left
 it, and its own series.yaml edits are reversed on the file as it is now; an edit made
 since to a key it changed stops the undo, naming the key (later edits are never erased).
 
-An undo a kill interrupted after its refs moved is finished by the door's repair; `series
+An undo a kill interrupted after its refs moved is finished by the transaction's repair; `series
 undo` run again then stops there: what a user who saw the first one die asks for is that
 undo, not one more (which would revert an earlier operation too, a build's integration
 branch for one).
@@ -20,13 +20,13 @@ import pygit2
 from series.cli_support import Context, emit, pass_ctx
 from series import journal
 from series.git.repo import open_repo
-from series.workspace import operation, undoable
+from series.workspace import transaction, undoable
 
 
 def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, list[str]]:
     """Returns (the operation undone, the undo operation, notes). The repair runs inside
-    the door (not before it), so the undo knows when the operation it finished is an undo."""
-    with operation(repo, "undo") as op:
+    the transaction (not before it), so the undo knows when the operation it finished is an undo."""
+    with transaction(repo, "undo") as op:
         interrupted = op.finished
         if interrupted is not None and interrupted.command == "undo" and interrupted.undoes is not None:
             undone = journal.find(repo, interrupted.undoes)

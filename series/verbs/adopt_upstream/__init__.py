@@ -1,5 +1,5 @@
 """`series adopt-upstream PR`: the command line (choosing the replaced topic on a terminal);
-the adoption itself, inside the write door, and its rendering are in .operation."""
+the adoption itself, inside the transaction, and its rendering are in .operation."""
 from __future__ import annotations
 
 import os

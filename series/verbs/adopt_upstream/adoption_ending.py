@@ -7,7 +7,7 @@ engine (series.engine.ending), and the payload it keeps in the halted state.
                          and validated when the next process reads it back
     AdoptEnding          the ending: that rewrite, no merged-upstream rules, and fill(): the
                          new branch and the series.yaml edits recorded at the halt, in the
-                         write door's one operation, exactly what a clean adopt commits (so
+                         transaction's one operation, exactly what a clean adopt commits (so
                          `series undo` reverts it the same way)
 
 The edits are the adoption's own (series.seriesedit), compared-and-swapped onto the file
@@ -19,10 +19,11 @@ import re
 from dataclasses import dataclass, field
 
 from series import halted
+from series.engine import rebase_state
 from series.engine.ending import Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Door, SeriesRepo
+from series.engine.ports import TransactionPort, SeriesRepo
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.git.repo import message
@@ -97,7 +98,7 @@ class AdoptionPayload:
             skipped_merges=tuple(read_strs(data, "skipped_merges")), notes=tuple(read_strs(data, "notes")))
 
 
-def payload(state: halted.RebaseState) -> AdoptionPayload:
+def payload(state: rebase_state.RebaseState) -> AdoptionPayload:
     """The adoption's payload of a halted state, validated (a damaged one: exit 1, named)."""
     try:
         return AdoptionPayload.from_json(state.halt.payload)
@@ -113,21 +114,21 @@ class AdoptEnding:
     identity: Identity = IDENTITY
     detects_merged: bool = False     # the PR is what is adopted, whatever upstream has
 
-    def rewrite(self, state: halted.RebaseState) -> Rewrite | None:
+    def rewrite(self, state: rebase_state.RebaseState) -> Rewrite | None:
         reference = payload(state).reference
         return lambda commit: with_trailers(message(commit), reference, str(commit.id))
 
-    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+    def topic_replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun,
                        odb: MemOdb) -> None:
         return None
 
-    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> None:
         return None  # nothing to look at before it ends
 
-    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return None  # an adoption does not rebuild the integration branch
 
-    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: rebase_state.RebaseState,
              integration: IntegrationResult | None) -> None:
         """The adoption's one operation, after checking nothing it depends on moved meanwhile."""
         data = payload(state)
@@ -146,11 +147,11 @@ class AdoptEnding:
         if data.refresh and (where := checkouts.checked_out_at(repo, branch)) is not None:
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then 'series adopt-upstream --continue'")
-        door.summary = data.summary
-        door.move(ref, run.new_head, expect=data.expect)
-        door.seen(state.config_before)
-        door.edits = list(data.edits)
-        door.extra.update({"pr": number, "head": data.head, "commits": dict(run.mapping)})
+        tx.summary = data.summary
+        tx.move(ref, run.new_head, expect=data.expect)
+        tx.seen(state.config_before)
+        tx.edits = list(data.edits)
+        tx.extra.update({"pr": number, "head": data.head, "commits": dict(run.mapping)})
 
 
 ENDING = AdoptEnding()

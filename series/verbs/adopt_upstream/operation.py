@@ -5,7 +5,7 @@ upstream.base in memory. Authorship is the PR authors': name, email, time and of
 exactly; the committer is the local user, and each message gains `Upstream-PR:` and
 `(cherry picked from commit ...)`, the way `git cherry-pick -x` marks provenance.
 series.yaml gets topic pr-N where the replaced topic stood; the replaced topic becomes
-superseded and its branch is not touched. The whole adoption runs inside the write door
+superseded and its branch is not touched. The whole adoption runs inside the transaction
 (series.workspace): the lock is held from the first read of upstream.base to the end, so
 a rebase cannot move the base underneath it; the branch and the series.yaml edits move in
 one journaled operation, so `series undo` reverts the adoption.
@@ -29,7 +29,7 @@ import pygit2
 from series import config, faults, validate
 from series.verbs.adopt_upstream.adoption_ending import ENDING, AdoptionPayload, payload, with_trailers
 from series.engine import rebase
-from series import halted
+from series.engine import rebase_state
 from series.engine.replay import replay_commits
 from series.errors import ConflictError, SeriesError
 from series.resolutions import engine_hooks
@@ -44,7 +44,7 @@ from series.git.repo import message, subject
 from series.git.repo import commits_between, workdir
 from series.model import Status, Topic
 from series.seriesedit import Edit
-from series.workspace import Workspace, WriteOperation
+from series.workspace import Workspace, Transaction
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class Adoption:
     operation: str | None = None
     notes: list[str] = field(default_factory=list)
     worktree: str | None = None                 # halted on a conflict: where to resolve it
-    conflict: halted.HaltedCommit | None = None
+    conflict: rebase_state.HaltedCommit | None = None
 
 
 Confirm = Callable[[Overlap], bool]
@@ -154,14 +154,14 @@ def run(ws: Workspace, number: int, *, forge: Forge | None = None, replaces: str
         note: Callable[[str], None] | None = None) -> Adoption:
     if dry_run:
         return _run(ws, None, number, forge, replaces, no_replace, name, refresh, confirm, note)
-    with ws.operation("adopt-upstream", f"PR #{number}") as door:
-        return _run(ws.reload(), door, number, forge, replaces, no_replace, name, refresh, confirm, note)
+    with ws.transaction("adopt-upstream", f"PR #{number}") as tx:
+        return _run(ws.reload(), tx, number, forge, replaces, no_replace, name, refresh, confirm, note)
 
 
-def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge | None,
+def _run(ws: Workspace, tx: Transaction | None, number: int, forge: Forge | None,
          replaces: str | None, no_replace: bool, name: str | None, refresh: bool,
          confirm: Confirm | None, note: Callable[[str], None] | None) -> Adoption:
-    dry_run = door is None
+    dry_run = tx is None
     repo = ws.repo
     remote = ws.series.upstream.remote
     carried = [t for t in ws.series.topics if t.upstream_pr == number]
@@ -249,8 +249,8 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
         template = _result(ws, number, meta, reference, head_sha, fork_point, topic_name, branch, replaces,
                            [], merges, refresh=refresh, previous_head=previous_head,
                            previous_branch=previous_branch, notes=[] if note is not None else notes)
-        assert door is not None
-        return _halt(ws, template, base, picks, edits, _summary(number, topic_name, replaces, refresh), door)
+        assert tx is not None
+        return _halt(ws, template, base, picks, edits, _summary(number, topic_name, replaces, refresh), tx)
     if result.dropped:
         notes.append(f"{len(result.dropped)} PR commit(s) already in {ws.series.upstream.base}, left out: "
                      + ", ".join(str(c)[:12] for c in result.dropped))
@@ -269,16 +269,16 @@ def _run(ws: Workspace, door: WriteOperation | None, number: int, forge: Forge |
         range_diff = git(workdir(repo), "range-diff", "--no-color", str(base.id), previous_branch,
                          new_head, check=False).stdout
     operation = None
-    if door is not None:
+    if tx is not None:
         if refresh and (where := checkouts.checked_out_at(repo, branch)) is not None:
             raise SeriesError(f"{branch} is checked out in {where}: switch that worktree to another "
                               "branch first, then run --refresh again")
-        door.summary = _summary(number, topic_name, replaces, refresh)
-        door.move(f"refs/heads/{branch}", new_head, expect=previous_branch)
-        door.edits = edits
-        door.extra.update({"pr": number, "head": head_sha,
+        tx.summary = _summary(number, topic_name, replaces, refresh)
+        tx.move(f"refs/heads/{branch}", new_head, expect=previous_branch)
+        tx.edits = edits
+        tx.extra.update({"pr": number, "head": head_sha,
                            "commits": {a.upstream: a.new for a in adopted}})
-        operation = door.commit().id
+        operation = tx.commit().id
     for line in notes:
         if note is not None:
             note(line)
@@ -296,7 +296,7 @@ def _summary(number: int, topic: str, replaces: str | None, refresh: bool) -> st
 # -- a conflict: the rebase engine's resumable flow ----------------------------------------------
 
 def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[pygit2.Commit],
-          edits: list[Edit], summary: str, door: WriteOperation) -> Adoption:
+          edits: list[Edit], summary: str, tx: Transaction) -> Adoption:
     """Hand the adoption to the rebase with this verb's ending: it replays the PR's commits
     again, lays the first conflicting one out in the worktree and saves the state; or, when
     the shared conflict memory resolves everything, commits right away."""
@@ -309,34 +309,34 @@ def _halt(ws: Workspace, template: Adoption, base: pygit2.Commit, picks: list[py
         previous_head=template.previous_head, skipped_merges=tuple(template.skipped_merges),
         notes=tuple(template.notes))
     halt = ENDING.identity.halt(data.to_json(), what=f"an adoption of PR #{template.number} is halted on a conflict")
-    state = halted.RebaseState(
+    state = rebase_state.RebaseState(
         id=f"adopt-{now.strftime('%Y%m%dT%H%M%SZ')}", onto_spec=template.base, onto_name=template.base,
         onto_sha=str(base.id), old_base_name=template.base, old_base_sha=str(base.id),
         config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
-        topics=(halted.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
+        topics=(rebase_state.TopicRun(name=template.topic, branch=template.branch, old_head=template.previous_branch or "",
                             start=template.fork_point, commits=tuple(str(c.id) for c in picks)),),
         halt=halt, started=now.isoformat(timespec="seconds"))
-    return _from_outcome(ws, rebase.begin(ws, state, ENDING, hooks=engine_hooks(ws.series), door=door))
+    return _from_outcome(ws, rebase.begin(ws, state, ENDING, hooks=engine_hooks(ws.series), tx=tx))
 
 
-def _resuming(ws: Workspace, action: str) -> contextlib.AbstractContextManager[WriteOperation]:
-    """The door for going on with a halted adoption (the rebase's own refusal first: none
+def _resuming(ws: Workspace, action: str) -> contextlib.AbstractContextManager[Transaction]:
+    """The transaction for going on with a halted adoption (the rebase's own refusal first: none
     halted, or another operation's), which its halt guard lets through."""
     rebase.ready(ws, ENDING, action)
-    return ws.operation(ENDING.identity.verb, resumes=ENDING.identity.kind)
+    return ws.transaction(ENDING.identity.verb, resumes=ENDING.identity.kind)
 
 
 def resume(ws: Workspace) -> Adoption:
     """`series adopt-upstream --continue`: the resolution, the rest of the PR, the Transaction."""
-    with _resuming(ws, "continue") as door:
-        outcome = rebase.continue_rebase(ws, ENDING, door=door, hooks=engine_hooks(ws.series))
+    with _resuming(ws, "continue") as tx:
+        outcome = rebase.continue_rebase(ws, ENDING, tx=tx, hooks=engine_hooks(ws.series))
     return _from_outcome(ws, outcome)
 
 
 def abort(ws: Workspace) -> int:
     """`series adopt-upstream --abort`: worktree and state gone, nothing moved; the PR number."""
-    with _resuming(ws, "abort") as door:
-        state = rebase.abort_rebase(ws, ENDING, door=door)
+    with _resuming(ws, "abort") as tx:
+        state = rebase.abort_rebase(ws, ENDING, tx=tx)
     number = state.halt.payload.get("number")  # not validated: an abort must work on a damaged state
     return number if isinstance(number, int) else 0
 
@@ -378,7 +378,7 @@ def _from_outcome(ws: Workspace, outcome: rebase.RebaseOutcome) -> Adoption:
 def _edits(ws: Workspace, number: int, name: str, branch: str, head_sha: str,
            meta: PullRequest | None, replaces: str | None, refresh: bool,
            notes: list[str]) -> list[Edit]:
-    """The adoption's own series.yaml edits (validated here, applied by the door)."""
+    """The adoption's own series.yaml edits (validated here, applied by the transaction)."""
     draft = ws.draft("adopt-upstream")
     if refresh:
         draft.set_topic(name, upstream_head=head_sha)

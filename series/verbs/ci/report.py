@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from series import persisted
 from series.analysis.breaks import Break
 from series.engine.report import ReportStatus
-from series.halted import TopicOutcome
+from series.engine.rebase_state import TopicOutcome
 from series.errors import SeriesError
 from series.workspace import Workspace
 

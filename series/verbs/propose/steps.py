@@ -359,7 +359,7 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
 
 def record(ws: Workspace, name: str, number: int, done: Replayed) -> str:
     """upstream_pr: N on the topic and the local PR branch, as one journaled operation."""
-    with ws.operation("propose", f"{name} proposed upstream as PR #{number}") as op:
+    with ws.transaction("propose", f"{name} proposed upstream as PR #{number}") as op:
         op.set_topic(name, upstream_pr=number)
         op.move(f"refs/heads/{done.branch}", done.head)
         return op.commit().id

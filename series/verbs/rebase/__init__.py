@@ -1,6 +1,6 @@
 """`series rebase`: --onto REF, --continue, --abort, and while halted --skip-topic /
 --drop-topic (leave a topic out and go on). The rebase is series.engine.rebase;
-this module fetches when asked, opens the write door for each step that writes (the lock
+this module fetches when asked, opens the transaction for each step that writes (the lock
 for the whole step, as a jj command starts its transaction) and hands it to the rebase,
 and writes the report."""
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from series.engine.ending import TopicsEnding
     from series.resolutions import Refusal
     from series.verbs.rebase import semantic
-    from series.workspace import Workspace, WriteOperation
+    from series.workspace import Workspace, Transaction
 
 T = TypeVar("T")
 
@@ -114,21 +114,21 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
     return Result(replace(result, saved=str(path)).to_json(), text, str(path), report.conflict or held)
 
 
-def _step(ws: Workspace, action: str, step: Callable[[WriteOperation], T]) -> T:
-    """One rebase step inside the door this verb opens: the rebase's own refusal first (a
+def _step(ws: Workspace, action: str, step: Callable[[Transaction], T]) -> T:
+    """One rebase step inside the transaction this verb opens: the rebase's own refusal first (a
     halted rebase, or none to go on with), then the lock; `continue` and `abort` go on with
-    the rebase's halted state, which the door's halt guard lets through."""
+    the rebase's halted state, which the transaction's halt guard lets through."""
     from series.engine import rebase
 
     identity = ending().identity
     rebase.ready(ws, ending(), action)
-    with ws.operation(identity.verb, resumes=identity.kind if action != "start" else None) as door:
-        done = step(door)
-        if door.committed is None and door.files and not door.moves:
+    with ws.transaction(identity.verb, resumes=identity.kind if action != "start" else None) as tx:
+        done = step(tx)
+        if tx.committed is None and tx.files and not tx.moves:
             # halted again (or nothing to move): what the conflict memory recorded in this
             # step is still its own operation, which 'series undo' reverts
-            door.summary = f"record {len(door.files)} conflict resolution(s)"
-            door.commit()
+            tx.summary = f"record {len(tx.files)} conflict resolution(s)"
+            tx.commit()
         return done
 
 
@@ -161,21 +161,21 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
     checked = semantic.CheckedEnding(ending(), strict=strict and not resume)
     refused: list[Refusal] = []
     if abort:
-        state = _step(ws, "abort", lambda door: rebase.abort_rebase(ws, ending(), door=door))
+        state = _step(ws, "abort", lambda tx: rebase.abort_rebase(ws, ending(), tx=tx))
         text = f"rebase onto {state.onto_name} aborted: every branch and {ws.config_path.name} are as before"
         count, kept = aborted.kept_resolutions(ws, state, ending().identity.verb)
         text += f"\n{kept}" if kept else ""
         return Result({"status": rebase_report.ReportStatus.ABORTED.value, "id": state.id,
                        "kept_resolutions": count}, text, "", False)
     if resume:
-        return _finish(ws, _step(ws, "continue", lambda door: rebase.continue_rebase(
-            ws, checked, door=door, hooks=engine_hooks(ws.series, door.write, refused), progress=progress)),
+        return _finish(ws, _step(ws, "continue", lambda tx: rebase.continue_rebase(
+            ws, checked, tx=tx, hooks=engine_hooks(ws.series, tx.write, refused), progress=progress)),
             checked, refused=refused)
     if onto is None and (drop or skip):
         # while halted: leave topics out and go on, as --continue does after a resolution
-        return _finish(ws, _step(ws, "drop" if drop else "skip", lambda door: rebase.set_aside(
-            ws, checked, door=door, drop=drop, skip=skip, reason=reason,
-            hooks=engine_hooks(ws.series, door.write, refused), progress=progress)), checked, refused=refused)
+        return _finish(ws, _step(ws, "drop" if drop else "skip", lambda tx: rebase.set_aside(
+            ws, checked, tx=tx, drop=drop, skip=skip, reason=reason,
+            hooks=engine_hooks(ws.series, tx.write, refused), progress=progress)), checked, refused=refused)
     if onto is None:
         raise SeriesError("say where to: 'series rebase --onto v0.31' (or --continue / --abort)")
     if fetch:
@@ -191,16 +191,16 @@ def run(ws: Workspace, *, onto: str | None = None, fetch: bool = False, dry_run:
 
 def _start(ws: Workspace, onto: str, ending: semantic.CheckedEnding, skip: tuple[str, ...], dry_run: bool,
            progress: rebase.Progress | None, refused: list[Refusal]) -> rebase.RebaseOutcome:
-    """A dry run takes no lock and writes nothing: it needs no door."""
+    """A dry run takes no lock and writes nothing: it needs no transaction."""
     from series.engine import rebase
     from series.resolutions import engine_hooks
 
     if dry_run:
         return rebase.start(ws, onto, ending, skip=skip, dry_run=True,
                             hooks=engine_hooks(ws.series, refused=refused), progress=progress)
-    return _step(ws, "start", lambda door: rebase.start(
+    return _step(ws, "start", lambda tx: rebase.start(
         ws, onto, ending, skip=skip, hooks=engine_hooks(ws.series, refused=refused), progress=progress,
-        door=door))
+        tx=tx))
 
 
 def _as_far(ws: Workspace, onto: str, skip: tuple[str, ...], dry_run: bool,

@@ -8,10 +8,11 @@ import shlex
 from pathlib import Path
 
 from series import halted, journal
+from series.engine import rebase_state
 from series.workspace import Workspace
 
 
-def kept_resolutions(ws: Workspace, state: halted.RebaseState, verb: str) -> tuple[int, str]:
+def kept_resolutions(ws: Workspace, state: rebase_state.RebaseState, verb: str) -> tuple[int, str]:
     """How many resolutions `state` recorded are still on disk, and the sentence for them
     ("" when none): how many, where, and how to remove them ('series undo' once per operation
     that recorded them when those are the newest, else `rm` of each file)."""
@@ -37,7 +38,7 @@ def kept_resolutions(ws: Workspace, state: halted.RebaseState, verb: str) -> tup
     return n, text + f"; remove {pronoun} with 'rm -- {paths}'"
 
 
-def _recording_operations(ws: Workspace, state: halted.RebaseState, verb: str, files: list[Path]) -> int:
+def _recording_operations(ws: Workspace, state: rebase_state.RebaseState, verb: str, files: list[Path]) -> int:
     """How many of the newest journal operations are this rebase's recordings of exactly
     `files` (0 when anything else came after them: then `series undo` would revert that)."""
     wanted = {(c.path, c.worktree) for c in state.recorded}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from series import halted
+from series.engine import rebase_state
 from series.engine.ending import Ending, Identity, Rewrite
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
-from series.engine.ports import Door, SeriesRepo
+from series.engine.ports import TransactionPort, SeriesRepo
 
 
 @dataclass
@@ -24,19 +24,19 @@ class ForwardingEnding:
     def detects_merged(self) -> bool:
         return self.inner.detects_merged
 
-    def rewrite(self, state: halted.RebaseState) -> Rewrite | None:
+    def rewrite(self, state: rebase_state.RebaseState) -> Rewrite | None:
         return self.inner.rewrite(state)
 
-    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+    def topic_replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun,
                        odb: MemOdb) -> None:
         self.inner.topic_replayed(ws, state, run, odb)
 
-    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> None:
         self.inner.replayed(ws, state, odb)
 
-    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return self.inner.integration(ws, state, odb)
 
-    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: rebase_state.RebaseState,
              integration: IntegrationResult | None) -> None:
-        self.inner.fill(door, ws, state, integration)
+        self.inner.fill(tx, ws, state, integration)

@@ -26,9 +26,9 @@ from series.analysis.attribution import Behind
 from series.git.upstream_commit import UpstreamCommit
 from series.analysis.rebase_result import FileCulprits, TopicHistory
 from series.engine import rebase
-from series import halted
+from series.engine import rebase_state
 from series.engine.integration import IntegrationResult
-from series.engine.ports import Door, SeriesRepo
+from series.engine.ports import TransactionPort, SeriesRepo
 from series.verbs.rebase.forwarding import ForwardingEnding
 from series.errors import SeriesError
 from series.resolutions import engine_hooks
@@ -47,7 +47,7 @@ def _commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit:
     return repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit)
 
 
-def _evidence(ws: Workspace, run: halted.TopicRun, old: pygit2.Commit, onto: pygit2.Commit,
+def _evidence(ws: Workspace, run: rebase_state.TopicRun, old: pygit2.Commit, onto: pygit2.Commit,
               history: Callable[[], list[pygit2.Commit]]) -> tuple[UpstreamCommit, ...]:
     """The upstream commits that landed a merged topic: its PR's squash when it was adopted
     from one, else the commits after which its files read as the topic has them."""
@@ -82,20 +82,20 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, *, bisect: bool = Fal
     upstream = attribution.PathHistory.over(repo, old.id, onto.id, upstream)
     history = upstream.commits  # old..onto, walked once for every topic that needs it
 
-    conflicted = [path for run in state.topics if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict
+    conflicted = [path for run in state.topics if run.outcome == rebase_state.TopicOutcome.CONFLICT and run.conflict
                   for path in run.conflict.files]
     # every conflicted file's upstream commits, in one pass over old..onto for those not known yet
     by_path = upstream.of(conflicted) if conflicted else {}
     topics: dict[str, TopicHistory] = {}
     for run in state.topics:
-        if run.outcome == halted.TopicOutcome.CONFLICT and run.conflict:
+        if run.outcome == rebase_state.TopicOutcome.CONFLICT and run.conflict:
             ours = _commit(repo, run.conflict.commit).tree
             by_file = {}
             for path in run.conflict.files:
                 found = attribution.attribute(repo, old.id, onto.id, ours, path, history(), by_path[path])
                 by_file[path] = FileCulprits(tuple(found[:SHOWN]), max(0, len(found) - SHOWN))
             topics[run.name] = TopicHistory(upstream=by_file)
-        elif run.outcome == halted.TopicOutcome.MERGED:
+        elif run.outcome == rebase_state.TopicOutcome.MERGED:
             topics[run.name] = TopicHistory(evidence=_evidence(ws, run, old, onto, history))
     moved = outcome.finished and not outcome.dry_run and bool(outcome.op_id)
     behind = attribution.behind_main(repo, ws.series.upstream.remote, onto if moved else old,
@@ -103,7 +103,7 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, *, bisect: bool = Fal
     if bisect:
         from series.engine import bisect as bisection
 
-        conflicting = [r.name for r in state.topics if r.outcome == halted.TopicOutcome.CONFLICT]
+        conflicting = [r.name for r in state.topics if r.outcome == rebase_state.TopicOutcome.CONFLICT]
         line = bisection.mainline(repo, old, onto)
         for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
                                                  engine_hooks(ws.series)):
@@ -137,7 +137,7 @@ class ReachEnding(ForwardingEnding):
     reached: str                 # where it got to, for the message
     integration_branch: str | None
 
-    def fill(self, door: Door, ws: SeriesRepo, state: halted.RebaseState,
+    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: rebase_state.RebaseState,
              integration: IntegrationResult | None) -> None:
         if integration is not None and not integration.ok:
             branch = f"the integration branch {self.integration_branch}" if self.integration_branch \
@@ -146,7 +146,7 @@ class ReachEnding(ForwardingEnding):
                 f"as far as possible: nothing moved: every topic applies at {self.reached}, but the topics "
                 f"do not combine there ({'; '.join(str(c) for c in integration.conflicts)}), so {branch} "
                 "could not be rebuilt; make them combine (series build names the files), then run it again")
-        self.inner.fill(door, ws, state, integration)
+        self.inner.fill(tx, ws, state, integration)
 
 
 def render_target(found: bisection.Reach, onto_name: str) -> str:

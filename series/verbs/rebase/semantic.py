@@ -10,7 +10,7 @@ git to answer another topic's merge (MemOdb.when_waiting), and a conflicting top
 get their upstream history for the report's culprits the same way: the same answers, kept
 until `replayed` and the report ask for them, in time the replay would have spent waiting. Under
 --strict a break stops an operation that would otherwise end when the engine asks for
-the integration chain, before the write door has anything to commit (`Held`): the verb
+the integration chain, before the transaction has anything to commit (`Held`): the verb
 reports it like a conflict (exit 3), nothing moved; on a conflict the rebase halts anyway. The engine's
 merge results are untouched.
 """
@@ -23,7 +23,7 @@ import pygit2
 
 from series.analysis import attribution, base_breaks, breaks
 from series.analysis.rebase_result import TopicFindings, TopicHistory
-from series import halted
+from series.engine import rebase_state
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb
 from series.engine.ports import SeriesRepo
@@ -31,9 +31,9 @@ from series.verbs.rebase.forwarding import ForwardingEnding
 
 
 class Held(Exception):
-    """--strict found breaks: the operation stops before its door commits anything."""
+    """--strict found breaks: the operation stops before its transaction commits anything."""
 
-    def __init__(self, state: halted.RebaseState, integration: IntegrationResult | None):
+    def __init__(self, state: rebase_state.RebaseState, integration: IntegrationResult | None):
         super().__init__("breaks found under --strict")
         self.state, self.integration = state, integration
 
@@ -49,17 +49,17 @@ def reader(odb: MemOdb) -> breaks.Read:
     return read
 
 
-def span(run: halted.TopicRun) -> breaks.TopicSpan | None:
+def span(run: rebase_state.TopicRun) -> breaks.TopicSpan | None:
     """What the check reads of a topic: one that replayed cleanly (a conflict resolved counts),
     with commits."""
-    if run.outcome != halted.TopicOutcome.CLEAN or not run.new_head or not run.commits:
+    if run.outcome != rebase_state.TopicOutcome.CLEAN or not run.new_head or not run.commits:
         return None
     # a resolution's own lines count as the topic's (issue 33): by hand or from memory
     resolved = frozenset(path for _, path in run.resolved + run.by_hand)
     return breaks.TopicSpan(run.name, run.start, run.old_head, run.new_head, run.new_start, resolved)
 
 
-def spans(state: halted.RebaseState) -> list[breaks.TopicSpan]:
+def spans(state: rebase_state.RebaseState) -> list[breaks.TopicSpan]:
     return [s for s in map(span, state.topics) if s is not None]
 
 
@@ -74,14 +74,14 @@ class CheckedEnding(ForwardingEnding):
     _checks: tuple[MemOdb, breaks.TopicBreaks] | None = field(default=None, repr=False, compare=False)
     _history: attribution.PathHistory | None = field(default=None, repr=False, compare=False)
 
-    def upstream_history(self, repo: pygit2.Repository, state: halted.RebaseState) -> attribution.PathHistory:
+    def upstream_history(self, repo: pygit2.Repository, state: rebase_state.RebaseState) -> attribution.PathHistory:
         """Upstream's old base..new base, kept for the replay: its semantic check and the
         report's conflict culprits (series.verbs.rebase.reach) ask it for their paths."""
         self._history = attribution.PathHistory.over(repo, pygit2.Oid(hex=state.old_base_sha),
                                                      pygit2.Oid(hex=state.onto_sha), self._history)
         return self._history
 
-    def _topic_breaks(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> breaks.TopicBreaks:
+    def _topic_breaks(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> breaks.TopicBreaks:
         """One TopicBreaks per replay (its objects, its two bases)."""
         history = self.upstream_history(ws.repo, state)
         if self._checks is None or self._checks[0] is not odb or self._checks[1].history is not history:
@@ -89,7 +89,7 @@ class CheckedEnding(ForwardingEnding):
                                                           reader(odb), history))
         return self._checks[1]
 
-    def topic_replayed(self, ws: SeriesRepo, state: halted.RebaseState, run: halted.TopicRun,
+    def topic_replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun,
                        odb: MemOdb) -> None:
         """Work on this topic while git answers the other topics' merges: its check when
         it replayed cleanly, its conflicted files' upstream history when it conflicts."""
@@ -98,15 +98,15 @@ class CheckedEnding(ForwardingEnding):
         if found is not None:
             check = self._topic_breaks(ws, state, odb)
             odb.when_waiting(lambda: check.topic(found))
-        elif run.outcome == halted.TopicOutcome.CONFLICT and run.conflict is not None:
+        elif run.outcome == rebase_state.TopicOutcome.CONFLICT and run.conflict is not None:
             history, files = self.upstream_history(ws.repo, state), run.conflict.files
             odb.when_waiting(lambda: history.of(files))
 
-    def replayed(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> None:
+    def replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> None:
         self.inner.replayed(ws, state, odb)
         self.found = self._topic_breaks(ws, state, odb).check(spans(state))
 
-    def integration(self, ws: SeriesRepo, state: halted.RebaseState, odb: MemOdb) -> IntegrationResult | None:
+    def integration(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         result = self.inner.integration(ws, state, odb)  # only when nothing conflicts: after replayed()
         if self.strict and any(self.found.values()):
             raise Held(state, result)
@@ -116,7 +116,7 @@ class CheckedEnding(ForwardingEnding):
         return sum(len(v) for v in self.found.values())
 
 
-def findings(state: halted.RebaseState, found: dict[str, list[breaks.Break]],
+def findings(state: rebase_state.RebaseState, found: dict[str, list[breaks.Break]],
              history: Mapping[str, TopicHistory]) -> dict[str, TopicFindings]:
     """Every topic's line of the report beyond its replay: its breaks (none when none or
     unchecked), where its own commits sat, and upstream's history of it

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from series.analysis.breaks import Break
 from series.analysis.rebase_result import RebaseResult, TopicFindings
-from series.halted import TopicOutcome
+from series.engine.rebase_state import TopicOutcome
 
 
 def render(result: RebaseResult, integration_branch: str | None = None) -> str:

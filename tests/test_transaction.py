@@ -1,4 +1,4 @@
-"""The write door (series.workspace): one test per way issue 10 found to lose work, each
+"""The transaction (series.workspace): one test per way issue 10 found to lose work, each
 reproducing it and asserting nothing is lost."""
 from __future__ import annotations
 

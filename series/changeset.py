@@ -1,6 +1,6 @@
 """Committing an operation without ever losing a ref, and repairing one a kill interrupted.
 
-Every operation that moves refs goes through `Transaction.commit()`:
+Every operation that moves refs goes through `Changeset.commit()`:
   1. the journal entry is written with every old and new value (state "pending"),
   2.+3. all refs move in one `git update-ref --stdin` transaction with old values checked,
      which also keeps each old value under refs/series/backup/<op>/<ref>,
@@ -10,7 +10,7 @@ Every operation that moves refs goes through `Transaction.commit()`:
      removes change (`FileChange`: recorded resolutions, pruned ones, an imported
      directory), and the entry becomes "done".
 A process killed between steps leaves a pending entry; the next series command, whatever
-it is, finishes it or rolls it back (`recover()`, run by the write door in
+it is, finishes it or rolls it back (`recover()`, run by the transaction in
 series.workspace before anything else), so refs are all old or all new again. A rename
 that fails (a busy or immutable series.yaml: root's permissions do not help there) puts
 every ref back at once: refs and series.yaml never disagree.
@@ -104,9 +104,9 @@ def _applied(path: Path, change: FileChange) -> bool:
     return change.before != change.after and _read(path) == change.after
 
 
-class Transaction:
+class Changeset:
     """Collect ref moves (and series.yaml's new text); commit all or none. Used by the
-    write door (series.workspace.WriteOperation), which computes the text under the lock."""
+    transaction (series.workspace.Transaction), which computes the text under the lock."""
 
     def __init__(self, repo: pygit2.Repository, command: str, summary: str):
         self.repo = repo
