@@ -29,6 +29,7 @@ def test_the_pr_that_removed_a_keyword_is_blamed_not_a_later_one_touching_the_fi
     (removed,) = found["uses-removed"]
     assert kw["upstream"]["pr"] == 101 and "renamed in #101" in str(kw["fix"]), kw  # type: ignore[index]
     assert removed["upstream"]["pr"] == 101, removed  # type: ignore[index]
+    assert removed["upstream"]["date"] == "2026-01-05", removed  # type: ignore[index]   # the report's own field
 
 
 PLUGINS_V030 = '''\
