@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Iterable, Mapping
 
 import click
 
@@ -467,10 +468,15 @@ def _import_edges(path: Path, modules: set[str], root: Path = PACKAGE) -> list[t
 
 
 def _import_cycles(root: Path = PACKAGE) -> list[list[str]]:
-    """Each set of modules that import each other, by any path (Tarjan's strongly
-    connected components of the import graph)."""
+    """Each set of modules that import each other, by any path."""
     paths = {_module_of(p, root): p for p in sorted(root.rglob("*.py"))}
     graph = {m: sorted({t for t, _ in _import_edges(p, set(paths), root)}) for m, p in paths.items()}
+    return strongly_connected(graph)
+
+
+def strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one node, each sorted (also
+    tools/package_graph.py's, over packages)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -479,7 +485,7 @@ def _import_cycles(root: Path = PACKAGE) -> list[list[str]]:
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
-        for w in graph[v]:
+        for w in graph.get(v, ()):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])

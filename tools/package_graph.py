@@ -20,6 +20,7 @@ PACKAGE = ROOT / "series"
 sys.path.insert(0, str(ROOT))
 
 # one reading of an import, the fitness test's (tests/test_package_order.py)
+from tests.test_layout import strongly_connected  # noqa: E402
 from tests.test_package_order import ORDER, imports_of, module_of, package_of  # noqa: E402
 
 
@@ -35,44 +36,17 @@ def package_edges() -> dict[tuple[str, str], list[str]]:
     return edges
 
 
-def strongly_connected(edges: dict[tuple[str, str], list[str]]) -> list[list[str]]:
+def package_cycles(edges: dict[tuple[str, str], list[str]]) -> list[list[str]]:
     graph: dict[str, set[str]] = defaultdict(set)
     for a, b in edges:
         graph[a].add(b)
         graph[b]
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+    return strongly_connected({v: sorted(graph[v]) for v in sorted(graph)})
 
 
 def main(argv: list[str]) -> int:
     edges = package_edges()
-    cycles = strongly_connected(edges)
+    cycles = package_cycles(edges)
     in_cycle = {p: i for i, c in enumerate(cycles) for p in c}
     if "--cycles" not in argv:
         for (a, b), places in sorted(edges.items()):
