@@ -7,7 +7,7 @@ every write goes through.
         op.commit()                                  # all of it, or none of it
 
 `transaction()` takes the repository's kernel lock for the whole operation, finishes or rolls
-back whatever a killed command left half-done (series.changeset.recover), and refuses while
+back whatever a killed command left half-done (series.ops.changeset.recover), and refuses while
 a rebase or an adoption is halted (unless it is the command that resumes it). `commit()`
 refuses when a branch it moves is checked out with local changes anywhere, re-reads
 series.yaml and compares-and-swaps the operation's own edits onto it (a key someone else
@@ -27,14 +27,15 @@ from typing import Any, Iterator
 
 import pygit2
 
-from series import changeset, config, fs, journal, seriesedit
-from series import halted
+from series.ops import changeset, fs, journal
+from series.seriesfile import config, edit as seriesedit
+from series.ops import halted
 from series.errors import SeriesError
 from series.git import checkouts, refs
 from series.git.repo import branch_commit, open_repo, resolve_commit
 from series.persisted import Json
 from series.model import Series, Topic
-from series.seriesedit import Edit, KeyPath
+from series.seriesfile.edit import Edit, KeyPath
 from series.topics import OwnWork, OwnWorks, built_on
 
 
@@ -235,7 +236,7 @@ class Transaction:
         return journal.find(self.repo, op_id)
 
     def finish(self, op: journal.Operation) -> journal.Operation:
-        """Complete `op` if a kill interrupted it (series.changeset.finish; idempotent)."""
+        """Complete `op` if a kill interrupted it (series.ops.changeset.finish; idempotent)."""
         return changeset.finish(self.repo, op)
 
     def settle_checkouts(self, op: journal.Operation) -> list[str]:
@@ -366,7 +367,7 @@ def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
               config_path: Path | None = None, seen: str | None = None,
               resumes: str | None = None) -> Iterator[Transaction]:
     """The transaction (module docstring). `resumes`: the kind of halted operation this
-    command goes on with (series.halted.Halt.kind), which the halt guard lets through."""
+    command goes on with (series.ops.halted.Halt.kind), which the halt guard lets through."""
     try:
         with fs.Lock(repo, command):
             recovery = changeset.recover(repo)

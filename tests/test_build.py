@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.ship import fetch
+from series.wheel import fetch
 from series.verbs import build as build_cmd
 from series.workspace import open_workspace
 from tests.conftest import run_series, sh

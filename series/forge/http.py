@@ -33,7 +33,7 @@ from typing import Callable
 
 from series.cache import user_cache
 from series.errors import SeriesError, register_secret
-from series.fs import write_atomically
+from series.ops.fs import write_atomically
 from series.validate import one_line
 
 log = logging.getLogger("series.forge")

@@ -2,10 +2,10 @@
 
 The predictions file must be frozen (`series predict FILE`) and unchanged: that is checked
 before anything runs. Each tree (base, series, without:T, only:T alias topic:T) is put
-under the command by series.ship.workload: a checkout of the tree, or with --python the
+under the command by series.measure.workload: a checkout of the tree, or with --python the
 installed build with the tree's Python changes over it, as `series test --run` does. With
 --repeat N the trees take turns, N rounds, and numbers are their median. The report
-(series.analysis.measurement) is the metrics by tree, every prediction held or failed, and
+(series.measure.measurement) is the metrics by tree, every prediction held or failed, and
 the environment. `--artifact DIR` leaves it per tree for another machine to collect;
 `--collect DIR` makes the same report from such measurement_artifacts.
 """
@@ -20,12 +20,12 @@ from typing import Callable
 import click
 import pygit2
 
-from series.analysis import measurement
-from series.analysis import measurement_artifacts
-from series.analysis import predictions
-from series.analysis.measurement import MeasuredTree, Measurement, Values
+from series.measure import measurement
+from series.measure import artifacts as measurement_artifacts
+from series.measure import predictions
+from series.measure.measurement import MeasuredTree, Measurement, Values
 from series.cli_support import Context, emit, emit_json, pass_ctx
-from series.config import NAME_RE
+from series.seriesfile.config import NAME_RE
 from series.errors import SeriesError
 from series.workspace import Workspace
 
@@ -57,7 +57,8 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
         python: str | None = None, repeat: int = 1, only: tuple[str, ...] = (),
         say: Say = lambda _: None) -> Measurement:
     """Measure the trees of `plan` ((name, spec), in order), or `only` those of them named."""
-    from series.ship import interpreter, named_trees, pytestrun, testrun, workload
+    from series.evidence import interpreter, named_trees, pytestrun, testrun
+    from series.measure import workload
 
     for _, spec in plan:
         named_trees.check_spec(spec)   # a typo is refused before the claims are checked
@@ -97,11 +98,11 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
 def emit_jobs(ctx: Context, ws: Workspace, frozen: predictions.FrozenPredictions, path: Path, given: str,
               trees: list[tuple[str, str]], command: tuple[str, ...], *, seat: str, out: str | None,
               overlay: bool, repeat: int, as_json: bool) -> None:
-    """--emit: the measurement written as jobs (series.analysis.measure_jobs); nothing runs
+    """--emit: the measurement written as jobs (series.measure.jobs); nothing runs
     here. Refused as a local run would be: the predictions frozen, every tree resolved."""
     from series import distribution
-    from series.analysis import measure_jobs
-    from series.ship import named_trees
+    from series.measure import jobs as measure_jobs
+    from series.evidence import named_trees
     from series.git.repo import workdir
 
     for _, spec in trees:
@@ -151,7 +152,7 @@ def emit_jobs(ctx: Context, ws: Workspace, frozen: predictions.FrozenPredictions
 def write_artifacts(m: Measurement, directory: Path) -> list[Path]:
     import json
 
-    from series.fs import write_atomically
+    from series.ops.fs import write_atomically
 
     written = []
     for tree in m.trees:
@@ -186,7 +187,7 @@ def collected_notes(ctx: Context, repo: pygit2.Repository, report: Measurement) 
     The report holds what was measured, as a local run would have; these notes say when
     that is not what the trees are here now (a topic amended after the jobs were sent, a
     job that ran on another branch), so a number is never read as a tree's it is not."""
-    from series.ship import named_trees
+    from series.evidence import named_trees
 
     notes: list[str] = []
     try:
@@ -322,7 +323,7 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
             emit_jobs(ctx, ws, frozen, path, str(predictions_file), named, command, seat=seat, out=emit_out,
                       overlay=python is not None, repeat=repeat, as_json=as_json)
             return
-        from series.ship.pytestrun import Stopped
+        from series.evidence.pytestrun import Stopped
 
         try:
             report = run(ws, frozen, named, command, python=python, repeat=repeat, only=only,
@@ -337,6 +338,6 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
     if as_json:
         emit_json(measurement.to_json(report))
     else:
-        from series.analysis.measurement_tables import render_text
+        from series.measure.tables import render_text
 
         emit(render_text(report))

@@ -1,6 +1,6 @@
 """`series test`: the upstream CI steps that cover what the series touches; list or export them.
 
-Selection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
+Selection reads the base's `.buildkite/test_areas` (series.evidence.testmap) and each
 topic's own diff. `--run` (series.verbs.test.evidence) runs upstream's tests over the
 installed release build in named trees and compares them with the base; this module
 renders the plan (series.verbs.test.step_commands reads the steps' commands).
@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import click
 
-from series.ship.test_plan import Plan, select
-from series.ship.matrix import ResultMatrix
+from series.evidence.test_plan import Plan, select
+from series.evidence.matrix import ResultMatrix
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_WORSE
 from series.workspace import Workspace
@@ -59,8 +59,8 @@ def render_plan(plan: Plan) -> str:
 
 def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = (),
               exclude_optional: bool = False, max_steps: int | None = None) -> str:
-    """The selected steps as a fork's CI runs them (series.analysis.pipeline), narrowed."""
-    from series.analysis import pipeline
+    """The selected steps as a fork's CI runs them (series.evidence.pipeline), narrowed."""
+    from series.evidence import pipeline
 
     settings = pipeline.load_settings(ws.series.path)
     chosen = pipeline.narrow(plan.selected, devices, exclude_optional, max_steps)
@@ -168,7 +168,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
         return
     import sys
 
-    from series.ship import matrix
+    from series.evidence import matrix
     from series.verbs.test.evidence import EvidenceInterrupted
 
     def show(result: "matrix.ResultMatrix") -> None:

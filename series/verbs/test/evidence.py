@@ -4,16 +4,16 @@
    release of vLLM installed, or the patched wheel `series build` made from it (its
    version names the integration commit), and pytest.
 2. Each named tree (base, series, without:T, only:T) becomes a shadow of the installed
-   package with that tree's changes over the build laid in (series.ship.testrun).
+   package with that tree's changes over the build laid in (series.evidence.testrun).
 3. All trees run the same tests: the base's tests/ with every tree's test changes, so a
    topic's new test also runs on the base and without the topic.
 4. The test files: those of the upstream CI steps covering the change (GPU steps
    included: pytest's skips and the baseline sort out what cannot run here) that reach a
    changed module through the import graph, plus the topics' own tests
-   (series.analysis.imports). `--step KEY` runs whole steps' commands instead.
-5. The trees run side by side (series.ship.pytestrun), each its own pytest process;
+   (series.evidence.imports). `--step KEY` runs whole steps' commands instead.
+5. The trees run side by side (series.evidence.pytestrun), each its own pytest process;
    trees with the same package files run once. Results per test id go into
-   series.ship.matrix, cached per file.
+   series.evidence.matrix, cached per file.
 """
 from __future__ import annotations
 
@@ -28,12 +28,12 @@ from typing import Callable, Mapping
 
 import pygit2
 
-from series.analysis import imports, testmap
-from series.analysis.testmap import BuildkiteStep
-from series.ship import interpreter, matrix, named_trees, pytestrun, testrun
-from series.ship.interpreter import Environment
-from series.ship.matrix import ResultMatrix, TreeInfo
-from series.ship.testrun import CaseOutcome, Scratch
+from series.evidence import imports, testmap
+from series.evidence.testmap import BuildkiteStep
+from series.evidence import interpreter, matrix, named_trees, pytestrun, testrun
+from series.evidence.interpreter import Environment
+from series.evidence.matrix import ResultMatrix, TreeInfo
+from series.evidence.testrun import CaseOutcome, Scratch
 from series.errors import SeriesError
 from series.verbs.test.step_commands import local_args, parse_command
 from series.workspace import Workspace
@@ -100,7 +100,7 @@ class FileSelection:
 
 def select_files(graph: imports.ImportGraph, steps: list[BuildkiteStep], tests: Mapping[str, object],
                  changed: list[str], package: str) -> FileSelection:
-    """Test files of `steps` that can exercise `changed` (see series.analysis.imports)."""
+    """Test files of `steps` that can exercise `changed` (see series.evidence.imports)."""
     candidates: set[str] = set()
     for step in steps:
         targets, ignored = imports.pytest_targets(step.commands, step.repo_dir)
