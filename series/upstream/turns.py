@@ -195,13 +195,13 @@ def _turn(conv: Conversation, ours: frozenset[str], waiting: list[Waiting]) -> t
         return Turn.DONE, None
     if waiting:
         return Turn.OURS, waiting[0].since
+    # nothing waits on us: whoever reviews (requested, or has reviewed) has the turn, since
+    # our last push or reply (a later approval, or a comment we answered, asks nothing of us)
     humans = [*conv.comments, *(r.said for r in conv.reviews), *(c.said for c in conv.review_comments)]
-    mine = [s for s in humans if s.author.lower() in ours and not s.bot] + list(conv.pushes)
-    theirs = [s for s in humans if s.author.lower() not in ours and not s.bot]
+    our_last = _latest([s for s in humans if s.author.lower() in ours and not s.bot] + list(conv.pushes))
     reviewers = {x.lower() for x in conv.requested} - ours | {r.said.author.lower() for r in conv.reviews} - ours
-    our_last, their_last = _latest(mine), _latest(theirs)
-    if reviewers and our_last is not None and (their_last is None or moment(our_last.at) >= moment(their_last.at)):
-        return Turn.THEIRS, our_last.at
+    if reviewers:
+        return Turn.THEIRS, our_last.at if our_last is not None else None
     return Turn.NOBODY, None
 
 

@@ -128,7 +128,8 @@ def _age(hours: int) -> str:
 def render_row(r: UpstreamRow) -> list[str]:
     state = r.status.value + (f" in {r.released_in}" if r.released_in else "")
     if r.turn in (Turn.OURS, Turn.THEIRS):
-        turn = f"{r.turn.value} turn for {_age(r.turn_hours or 0)}" + (", past 48 h" if r.overdue else "")
+        turn = f"{r.turn.value} turn" + (f" for {_age(r.turn_hours)}" if r.turn_hours is not None else "") \
+            + (", past 48 h" if r.overdue else "")
     else:
         turn = {Turn.NOBODY: "no reviewer asked", Turn.DONE: "done"}[r.turn]
     out = [f"#{r.number} {r.topic}: {state}, {turn}  {r.title}"]
