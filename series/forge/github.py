@@ -352,7 +352,7 @@ class GitHubForge(Forge):
         head's check runs (forge/github_conversation.py, where each answer is checked)."""
         from series.forge import github_conversation
 
-        return github_conversation.fetch(self, number)
+        return github_conversation.fetch(self, number, _parse_time, MAX_PAGES)
 
     def comment(self, number: PRNumber, body: str) -> PostedComment:
         """Post on the PR's conversation (POST /repos/OWNER/REPO/issues/N/comments: a PR is

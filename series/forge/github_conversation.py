@@ -13,25 +13,41 @@ still in the diff (an outdated thread is taken as settled). Its --help says so.
 """
 from __future__ import annotations
 
+import datetime
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
 from series import validate
-from series.forge.base import ForgeError
+from series.forge.base import ForgeError, PullRequest
 from series.forge.conversation import REVIEW_STATES, CheckRun, Conversation, Review, ReviewComment, Said
 from series.model import PRNumber
 
-if TYPE_CHECKING:
-    from series.forge.github import GitHubForge
+
+class GitHubReads(Protocol):
+    """What this module asks of GitHubForge (github.py hands itself in: no import back)."""
+
+    _token: str | None
+
+    def pull(self, number: PRNumber) -> PullRequest: ...
+
+    def viewer_login(self) -> str: ...
+
+    def _url(self, path: str, **query: str | int) -> str: ...
+
+    def _get(self, url: str, what: str) -> tuple[Any, str | None]: ...
+
+    def _cached(self, url: str, what: str, paginate: bool = False,
+                stop: Callable[[list[Any]], bool] | None = None) -> Any: ...
+
+
+ParseTime = Callable[[Any, str, str], datetime.datetime]
 
 # one PR's list of anything beyond this is not a conversation a person holds: refused
 MAX_ITEMS = 5000
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(\[bot\])?")
 
 
-def fetch(forge: GitHubForge, number: PRNumber) -> Conversation:
-    from series.forge.github import _parse_time
-
+def fetch(forge: GitHubReads, number: PRNumber, _parse_time: ParseTime, max_pages: int) -> Conversation:
     pull = forge.pull(number)
     url = forge._url(f"pulls/{int(number)}")
     data = forge._cached(url, f"pull request #{number}")
@@ -125,7 +141,7 @@ def fetch(forge: GitHubForge, number: PRNumber) -> Conversation:
             requests.append(Said(login(item.get("requested_reviewer"), where)[0],
                                  when(item.get("created_at"), where, "created_at")))
 
-    checks = _check_runs(forge, number, pull.head_sha, bad) if pull.head_sha else []
+    checks = _check_runs(forge, number, pull.head_sha, bad, max_pages) if pull.head_sha else []
     return Conversation(pull, bool(data.get("draft")), tuple(labels), tuple(requested), tuple(reviews),
                         tuple(review_comments), tuple(comments), tuple(pushes), tuple(requests), tuple(checks),
                         _viewer(forge))
@@ -139,13 +155,11 @@ def _list(value: Any, bad: Any, key: str, url: str) -> list[Any]:
     return value
 
 
-def _check_runs(forge: GitHubForge, number: PRNumber, head: str, bad: Any) -> list[CheckRun]:
+def _check_runs(forge: GitHubReads, number: PRNumber, head: str, bad: Any, max_pages: int) -> list[CheckRun]:
     """The check runs of the head commit: an object per page ({total_count, check_runs})."""
-    from series.forge.github import MAX_PAGES
-
     page: str | None = forge._url(f"commits/{head}/check-runs", per_page=100)
     runs: list[CheckRun] = []
-    for _ in range(MAX_PAGES):
+    for _ in range(max_pages):
         if page is None:
             return runs
         data, following = forge._get(page, f"the check runs of PR #{number}'s head")
@@ -162,10 +176,10 @@ def _check_runs(forge: GitHubForge, number: PRNumber, head: str, bad: Any) -> li
                 raise bad("a check run without a name, status or conclusion", page)
             runs.append(CheckRun(validate.one_line(name)[:100], status, conclusion))
         page = following
-    raise bad(f"more than {MAX_PAGES} pages of check runs", page or "")
+    raise bad(f"more than {max_pages} pages of check runs", page or "")
 
 
-def _viewer(forge: GitHubForge) -> str | None:
+def _viewer(forge: GitHubReads) -> str | None:
     """Whose token this is (review requests addressed to us); None without a token."""
     if not forge._token:
         return None
