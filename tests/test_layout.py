@@ -341,6 +341,7 @@ TRANSACTION = {"ops/fs.py", "ops/journal.py", "ops/changeset.py", "workspace.py"
 STATE_DIR_USERS = {
     "engine/report.py": "the rebase report, the verb's output (written atomically, never read to decide)",
     "engine/odb.py": "a scratch object directory for git's own writes, removed at exit",
+    "upstream/store.py": "the last fetch of `series upstream`: read offline, written only through Transaction.write",
 }
 REF_WRITERS = {"demo.py": "builds the demo's own repositories in a fresh directory, never the user's"}
 STATE_NAMES = {"state_dir", "journal_dir", "state_file", "rebase_dir"}

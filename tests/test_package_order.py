@@ -28,7 +28,7 @@ ORDER = (   # bottom to top; the why of each place is in docs/architecture.md
     "topics", "workspace", "topic_status", "status_change",
     "engine", "resolution_check", "patches", "resolutions",
     "forge", "history", "semantic", "report",
-    "wheel", "evidence", "propose", "measure",
+    "wheel", "evidence", "propose", "measure", "upstream",
     "distribution", "demo_workload", "demo", "output", "cli_support",
     "verbs", "cli", "__main__",
 )
