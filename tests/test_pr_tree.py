@@ -216,3 +216,16 @@ def test_the_trees_need_upstreams_main(fork: Path) -> None:
                       "--", "true", cwd=fork, expect=1)
     assert "no upstream/main (nor upstream/master) in this repository" in proc.stderr, proc.stderr
     assert "git fetch upstream" in proc.stderr
+
+
+def test_the_pr_body_says_a_trunk_tree_is_worse_than_main_not_the_release() -> None:
+    from series.analysis import prbody
+
+    evidence = {"summary": {"base": {"passed": 1}, "main": {"passed": 2}, "pr:t": {"passed": 1, "failed": 1},
+                            "series": {"passed": 1}},
+                "tests": {}, "trees": [{"name": "base", "against": None}, {"name": "main", "against": None},
+                                       {"name": "pr:t", "against": "main"}, {"name": "series", "against": "base"}],
+                "worse": {"pr:t": ["tests/test_a.py::test_a"], "series": ["tests/test_b.py::test_b"]}}
+    text = prbody.results(prbody.check_evidence(evidence))
+    assert "Worse than upstream's `main` in `pr:t`: `tests/test_a.py::test_a`" in text, text
+    assert "Worse than the base release in `series`: `tests/test_b.py::test_b`" in text, text

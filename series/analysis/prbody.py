@@ -230,7 +230,9 @@ def _matrix_results(evidence: dict[str, Any]) -> str:
                 + (":" if tests else ".")]
         out += [f"- {mentions.code(t)}" for t in tests]
     # a tree on upstream's trunk (pr:TOPIC) is judged against main, not the release
-    against = {t.get("name"): t.get("against") for t in evidence.get("trees") or [] if isinstance(t, dict)}
+    trees = evidence.get("trees")
+    against = {t.get("name"): t.get("against") for t in (trees if isinstance(trees, list) else [])
+               if isinstance(t, dict)}
     for tree, tests in (evidence.get("worse") or {}).items():
         yardstick = (f"upstream's {mentions.code(str(against[tree]))}" if against.get(tree) not in (None, "base")
                      else "the base release")
