@@ -9,6 +9,9 @@ outcome drops below its base outcome (passed > skipped > failed = error; a test 
 from the tree counts as dropped, unless the run was stopped before that tree reached it:
 then it is not run, and has no verdict). `without:` trees are counterfactuals: they show what a
 topic is needed for, and never make a run fail.
+Trees on upstream's trunk (`pr:TOPIC`, the PR's own tree) are read against `main` (the
+trunk alone, run beside them) instead: their tests are main's, not the release's, so the
+base is no yardstick for them; `main` itself, like `base`, is a yardstick and no verdict.
 
 Results are cached per test file, keyed by the build, the tree's changes to the package
 and the bytes of everything under tests/ the file loads, so a nightly run reruns only
@@ -59,6 +62,7 @@ class TreeInfo:
     commit: str
     describe: str             # "v0.31.0 + 3 topics", for the reader
     package_changes: int      # files of the package this tree changes over the build
+    against: str = "base"     # the tree its outcomes are judged against; "" for a yardstick (base, main)
 
     @property
     def counterfactual(self) -> bool:
@@ -90,24 +94,30 @@ class ResultMatrix:
             out |= outcomes.keys()
         return sorted(out)
 
+    def against(self, tree: str) -> str:
+        """The tree `tree` is judged against ("": none, it is a yardstick)."""
+        found = [t.against for t in self.trees if t.name == tree]
+        return found[0] if found else ("" if tree == "base" else "base")
+
     def verdicts(self, tree: str) -> dict[str, CaseVerdict]:
-        if tree == "base" or tree not in self.results:
+        yardstick = self.against(tree)
+        if not yardstick or tree not in self.results:
             return {}
-        other = self.results[tree]
-        ids = set(self.base) & set(other)
+        other, before = self.results[tree], self.results.get(yardstick, {})
+        ids = set(before) & set(other)
         # a test one side lacks is judged only where that side finished: a tree stopped
         # mid-run has not reached it, which says nothing about the tree
         if tree not in self.incomplete:
-            ids |= set(self.base)
-        if "base" not in self.incomplete:
+            ids |= set(before)
+        if yardstick not in self.incomplete:
             ids |= set(other)
-        return {i: verdict(self.base.get(i), other.get(i)) for i in sorted(ids)}
+        return {i: verdict(before.get(i), other.get(i)) for i in sorted(ids)}
 
     def worse(self) -> dict[str, list[str]]:
-        """{tree: tests worse than base}, for the trees that decide the exit code."""
+        """{tree: tests worse than its yardstick (base, or main)}, for the trees that decide the exit code."""
         out: dict[str, list[str]] = {}
         for info in self.trees:
-            if info.name == "base" or info.counterfactual:
+            if not info.against or info.counterfactual:
                 continue
             bad = [i for i, v in self.verdicts(info.name).items() if v in (CaseVerdict.WORSE, CaseVerdict.MISSING)]
             if bad:
@@ -216,7 +226,7 @@ def render_text(m: ResultMatrix) -> str:
                      "not counted against any tree:")
         lines.extend(_listing(machine))
     for info in m.trees:
-        if info.name == "base" or info.name not in m.results:
+        if not info.against or info.name not in m.results:
             continue
         v = m.verdicts(info.name)
         better = [i for i, x in v.items() if x is CaseVerdict.BETTER]
@@ -230,12 +240,13 @@ def render_text(m: ResultMatrix) -> str:
             else:
                 lines.append(f"no selected test fails without {topic} and passes with it")
             continue
+        yardstick = m.results.get(info.against, {})
         if better:
-            lines.append(f"{info.name}: {len(better)} tests pass that do not on base:")
+            lines.append(f"{info.name}: {len(better)} tests pass that do not on {info.against}:")
             lines.extend(_listing(better))
         if worse:
-            lines.append(f"{info.name}: {len(worse)} tests WORSE than on base:")
-            lines.extend(f"  {i}  ({_o(m.base.get(i))} -> {_o(m.results[info.name].get(i))})"
+            lines.append(f"{info.name}: {len(worse)} tests WORSE than on {info.against}:")
+            lines.extend(f"  {i}  ({_o(yardstick.get(i))} -> {_o(m.results[info.name].get(i))})"
                          for i in worse[:_SHOW])
             if len(worse) > _SHOW:
                 lines.append(f"  ... and {len(worse) - _SHOW} more")
@@ -246,8 +257,9 @@ def render_text(m: ResultMatrix) -> str:
         lines.extend(f"  {i}  ({_o(a)} / {_o(b)})" for i, a, b in diff[:_SHOW])
     worse_all = m.worse()
     if not m.interrupted:
-        lines.append("no test is worse than on base" if not worse_all else
-                     "WORSE than base: " + ", ".join(f"{t} ({len(ids)})" for t, ids in worse_all.items()))
+        yardsticks = " or ".join(dict.fromkeys(t.against for t in m.trees if t.against)) or "base"
+        lines.append(f"no test is worse than on {yardsticks}" if not worse_all else
+                     f"WORSE than {yardsticks}: " + ", ".join(f"{t} ({len(ids)})" for t, ids in worse_all.items()))
     return "\n".join(lines)
 
 
@@ -268,7 +280,7 @@ def render_markdown(m: ResultMatrix) -> str:
                                                      for n in names) + " |")
     out.append("")
     for info in m.trees:
-        if info.name == "base" or info.name not in m.results:
+        if not info.against or info.name not in m.results:
             continue
         if info.counterfactual:
             topic = info.name.split(":", 1)[1]
@@ -281,9 +293,10 @@ def render_markdown(m: ResultMatrix) -> str:
         v = m.verdicts(info.name)
         worse = [i for i, x in v.items() if x in (CaseVerdict.WORSE, CaseVerdict.MISSING)]
         better = [i for i, x in v.items() if x is CaseVerdict.BETTER]
-        out.append(f"**`{info.name}`** ({info.describe}): {len(worse)} worse than base, "
+        yardstick = m.results.get(info.against, {})
+        out.append(f"**`{info.name}`** ({info.describe}): {len(worse)} worse than {info.against}, "
                    f"{len(better)} fixed.")
-        out.extend(f"- worse: `{i}` ({_o(m.base.get(i))} → {_o(m.results[info.name].get(i))})" for i in worse)
+        out.extend(f"- worse: `{i}` ({_o(yardstick.get(i))} → {_o(m.results[info.name].get(i))})" for i in worse)
         out.extend(f"- fixed: `{i}`" for i in better)
         out.append("")
     machine = m.machine()
@@ -304,13 +317,13 @@ def to_json(m: ResultMatrix) -> dict[str, Any]:
         "interrupted": m.interrupted,
         "incomplete": [n for n in m.names() if n in m.incomplete],
         "trees": [{"name": t.name, "commit": t.commit, "describe": t.describe,
-                   "package_changes": t.package_changes} for t in m.trees],
+                   "package_changes": t.package_changes, "against": t.against or None} for t in m.trees],
         "selection": {"steps": list(m.steps), "candidate_files": m.candidates, "files": list(m.selected)},
         "summary": {n: {**counts(m.results[n]), "files_from_cache": m.from_cache.get(n, 0)} for n in names},
         "tests": {i: {n: (m.results[n][i].value if i in m.results[n] else None) for n in names}
                   for i in m.ids()},
         "verdicts": {n: {i: v.value for i, v in m.verdicts(n).items() if v is not CaseVerdict.SAME}
-                     for n in names if n != "base"},
+                     for n in names if m.against(n)},
         "machine": m.machine(),
         "needed": {n.split(":", 1)[1]: m.needed(n) for n in names if n.startswith("without:")},
         "worse": m.worse(),

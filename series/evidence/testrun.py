@@ -145,15 +145,17 @@ class Scratch:
         path.mkdir()
         return path
 
-    def write_tests(self, files: Mapping[str, bytes]) -> Path:
-        """tests/** and the root pytest configuration; returns the layout root."""
+    def write_tests(self, files: Mapping[str, bytes], into: Path | None = None) -> Path:
+        """tests/** and the root pytest configuration; returns the layout root (`into`: a
+        second layout, for trees whose tests are another tree's, e.g. upstream's main)."""
+        root = into if into is not None else self.tests_root
         for rel, data in files.items():
             if not (rel.startswith("tests/") or rel in ROOT_CONFIG):
                 continue
-            target = self.tests_root / rel
+            target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        return self.tests_root
+        return root
 
 
 def remove_stale(temp: Path) -> list[Path]:

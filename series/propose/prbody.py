@@ -229,8 +229,14 @@ def _matrix_results(evidence: dict[str, Any]) -> str:
         out += ["", f"Without {mentions.code(topic)}, {len(tests)} tests fail that pass with it"
                 + (":" if tests else ".")]
         out += [f"- {mentions.code(t)}" for t in tests]
+    # a tree on upstream's trunk (pr:TOPIC) is judged against main, not the release
+    trees = evidence.get("trees")
+    against = {t.get("name"): t.get("against") for t in (trees if isinstance(trees, list) else [])
+               if isinstance(t, dict)}
     for tree, tests in (evidence.get("worse") or {}).items():
-        out += ["", f"Worse than the base release in {mentions.code(tree)}: " + ", ".join(mentions.code(t) for t in tests)]
+        yardstick = (f"upstream's {mentions.code(str(against[tree]))}" if against.get(tree) not in (None, "base")
+                     else "the base release")
+        out += ["", f"Worse than {yardstick} in {mentions.code(tree)}: " + ", ".join(mentions.code(t) for t in tests)]
     machine = evidence.get("machine") or []
     if machine:
         out += ["", f"{len(machine)} tests fail on the base release too (this machine: CPU only, offline); "

@@ -33,14 +33,14 @@ Say = Callable[[str], None]
 
 
 def parse_trees(values: tuple[str, ...]) -> list[tuple[str, str]]:
-    """--tree NAME=SPEC values as (name, spec); `base` and `series` may stand alone."""
+    """--tree NAME=SPEC values as (name, spec); `base`, `series` and `main` may stand alone."""
     out: list[tuple[str, str]] = []
     for value in values:
         name, sep, spec = value.partition("=")
         if not sep:
-            if value not in ("base", "series"):
+            if value not in ("base", "series", "main"):
                 raise click.UsageError(f"--tree {value}: give it a name, e.g. --tree ours={value} "
-                                       "(NAME=SPEC; only base and series may stand alone)")
+                                       "(NAME=SPEC; only base, series and main may stand alone)")
             name, spec = value, value
         if not NAME_RE.match(name):
             raise click.UsageError(f"--tree {value}: {name!r} is not a tree name (lowercase letters, "
@@ -65,7 +65,7 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
     measurement.check_trees(frozen.file, [n for n, _ in plan])
     trees = [(n, s) for n, s in plan if not only or n in only]
     resolved = {spec: named_trees.resolve(ws, spec) for spec in dict.fromkeys(s for _, s in trees)}
-    measured = tuple(MeasuredTree(n, s, str(resolved[s].commit.id), resolved[s].describe) for n, s in trees)
+    describe = {spec: tree.describe for spec, tree in resolved.items()}
     machine = measurement.machine_from_json(interpreter.machine(python or sys.executable),
                                    f"the environment of {python or sys.executable}")
     runs: dict[str, list[Values]] = {n: [] for n, _ in trees}
@@ -78,7 +78,14 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
             say(f"{package} {env.version} at {env.package_dir}")
             for name, spec in trees:
                 changes = named_trees.package_changes(ws.repo, built, resolved[spec].commit, package)
-                say(f"{name}: {resolved[spec].describe}; {len(changes)} package files over the build")
+                over = named_trees.laid_over(resolved[spec].trunk, package, env.version)
+                say(f"{name}: {resolved[spec].describe}; {len(changes)} package files {over}")
+                if resolved[spec].on_trunk:
+                    describe[spec] = f"{resolved[spec].describe}; {over}"
+                    for path in named_trees.compiled_drift(ws.repo, built, resolved[spec].commit)[:1]:
+                        say(f"warning: {name}: {path} (and the rest of csrc/ the release built) differs from "
+                            f"the build's sources: custom ops the tree calls run as {package} {env.version} "
+                            "compiled them")
                 stages.append(workload.build_stage(name, env.python, env.package_dir, changes, scratch))
         else:
             for name, spec in trees:
@@ -90,6 +97,7 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
                 where = scratch.fresh(f"{stage.tree}-run{round_}")
                 runs[stage.tree].append(workload.run(stage, command, where / "metrics.json", where / "log"))
     metrics = {n: measurement.combine(r, n) for n, r in runs.items()}
+    measured = tuple(MeasuredTree(n, s, str(resolved[s].commit.id), describe[s]) for n, s in trees)
     return Measurement(measured, metrics, runs, {n: machine for n, _ in trees}, frozen.file.name,
                        frozen.file.sha256, measurement.judged(frozen, metrics), command, repeat, python,
                        tuple(plan) if only else ())
@@ -235,7 +243,8 @@ def _read(path: Path, limit: int) -> bytes:
               help="The predictions, frozen first with 'series predict FILE' (refused otherwise).")
 @click.option("--tree", "trees", multiple=True, metavar="NAME=SPEC",
               help="A tree to measure, e.g. ours=only:our-topic, theirs=topic:predictions-61050 (SPEC: base, "
-                   "series, without:TOPIC, only:TOPIC alias topic:TOPIC; repeatable).")
+                   "series, without:TOPIC, only:TOPIC alias topic:TOPIC; main, pr:TOPIC: the topic replayed "
+                   "onto upstream's main, as the PR holds it, or pr:TOPIC@REV; repeatable).")
 @click.option("--python", "python", metavar="PY",
               help="Run over the release build installed in PY's environment, with each tree's Python "
                    "changes laid over it as 'series test --run' does; `python` in CMD is PY. "

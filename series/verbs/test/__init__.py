@@ -85,7 +85,9 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
                    "instead of the series.")
 @click.option("--tree", "trees", multiple=True, metavar="NAME",
               help="With --run: one more tree (base, series, without:TOPIC, only:TOPIC or its alias "
-                   "topic:TOPIC; repeatable).")
+                   "topic:TOPIC; pr:TOPIC: the topic replayed onto upstream's main, as its PR holds it, "
+                   "judged against main, which runs beside it; pr:TOPIC@REV: the PR branch REV as it is; "
+                   "repeatable).")
 @click.option("--step", "steps", multiple=True, metavar="KEY",
               help="With --run: run this step's own pytest commands whole instead of the selected "
                    "test files (repeatable).")
@@ -134,6 +136,8 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
     files are those of the covering steps (GPU steps too: what cannot run here skips or
     fails on base as well) that import a changed module, plus the topics' own tests.
     Tests failing on base are this machine's and count against no tree.
+    pr:TOPIC stands on upstream's main: main's Python over the release's compiled parts,
+    with main's tests, judged against main (added beside it).
     Exit 0: no test worse than on base; 5: some test is worse; 130/143: interrupted
     (the partial matrix is printed).
     \b
@@ -143,6 +147,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
       series test --run --without offload-evict-fix   evidence the topic is needed
       series test --run --compare offload-evict-fix pr-61050 --format markdown
       series test --run --step kv-offload       that step's commands, whole
+      series test offload-evict-fix --run --tree pr:offload-evict-fix   the PR's own tree
       series test --format github-matrix        one GitHub Actions job per step
       series test --format buildkite --device h100 --exclude-optional --max-steps 20
     """
