@@ -29,7 +29,8 @@ def _remote_head(fork: Path) -> str:
     return git(_fork_remote(fork), "rev-parse", BRANCH).strip()
 
 
-def _opened(fork: Path, server: HTTPServer, reviews: int = 1, comments: int = 0, deny: bool = True) -> str:
+def _opened(fork: Path, server: HTTPServer, reviews: int = 1, comments: int = 0, deny: bool = True,
+            review_items: list[object] | None = None) -> str:
     """Propose serving-fix for real (PR #62000), then serve the PR and its review state."""
     _serve(server, fork, [])
     run_series("propose", "serving-fix", "--despite", "50001", cwd=fork, env=_api(server))
@@ -43,7 +44,7 @@ def _opened(fork: Path, server: HTTPServer, reviews: int = 1, comments: int = 0,
             "updated_at": "2026-03-02T00:00:00Z", "closed_at": None, "merged_at": None,
             "head": {"sha": _remote_head(fork)}, "base": {"sha": "2" * 40}}), content_type="application/json")
     server.expect_request(f"{SLUG}/pulls/62000", method="GET").respond_with_handler(pull)
-    server.expect_request(f"{SLUG}/pulls/62000/reviews").respond_with_json(
+    server.expect_request(f"{SLUG}/pulls/62000/reviews").respond_with_json(review_items if review_items is not None else
         [{"id": 900 + i, "state": "COMMENTED", "user": {"login": "DarkLight1337"}} for i in range(reviews)])
     server.expect_request(f"{SLUG}/pulls/62000/comments").respond_with_json(
         [{"id": 800 + i, "body": "why this order?"} for i in range(comments)])
@@ -163,3 +164,31 @@ def test_after_review_a_denying_remote_takes_the_update_and_a_force_would_be_ref
     assert "git push to origin failed" in refused.stderr and _remote_head(proposal) == old, refused.stderr
     run_series("propose", "serving-fix", "--update", cwd=proposal, env=_api(httpserver))
     assert _is_ancestor(proposal, old, _remote_head(proposal))
+
+
+def test_a_review_list_of_the_wrong_shape_is_refused_and_nothing_is_pushed(
+        proposal: Path, httpserver: HTTPServer) -> None:
+    """An answer series cannot read is never taken as 'no review yet' (which would allow a force)."""
+    old = _opened(proposal, httpserver, deny=False, review_items=[{"state": "APPROVED"}])
+    git(proposal, "checkout", "-q", "topic/serving-fix")
+    serving = (proposal / SERVING).read_text()
+    _topic_commit(proposal, {SERVING: serving.replace("kay 3 (fixed)\n", "kay 3 (fixed again)\n")}, "", amend=True)
+    proc = run_series("propose", "serving-fix", "--update", cwd=proposal, env=_api(httpserver), expect=1)
+    assert "reviews of PR #62000 without an id" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert _remote_head(proposal) == old
+
+
+def test_offline_review_is_unknown_so_the_update_adds_a_commit(proposal: Path, httpserver: HTTPServer) -> None:
+    old = _opened(proposal, httpserver)
+    git(proposal, "checkout", "-q", "topic/serving-fix")
+    serving = (proposal / SERVING).read_text()
+    _topic_commit(proposal, {SERVING: serving.replace("kay 3 (fixed)\n", "kay 3 (fixed again)\n")}, "", amend=True)
+    out = run_series("propose", "serving-fix", "--update", "--offline", cwd=proposal).stdout
+    assert "review: unknown (no API)" in out and "updated as if it had" in out, out
+    new = _remote_head(proposal)
+    assert git(proposal, "rev-parse", f"{new}^").strip() == old, out
+
+
+def test_a_topic_without_a_recorded_pr_has_nothing_to_update(proposal: Path) -> None:
+    proc = run_series("propose", "serving-fix", "--update", "--offline", cwd=proposal, expect=1)
+    assert "records no upstream PR" in proc.stderr and "series propose serving-fix" in proc.stderr, proc.stderr
