@@ -30,10 +30,11 @@ def _remote_head(fork: Path) -> str:
 
 
 def _opened(fork: Path, server: HTTPServer, reviews: int = 1, comments: int = 0, deny: bool = True,
-            review_items: list[object] | None = None) -> str:
+            review_items: list[object] | None = None, signoff: bool = False) -> str:
     """Propose serving-fix for real (PR #62000), then serve the PR and its review state."""
     _serve(server, fork, [])
-    run_series("propose", "serving-fix", "--despite", "50001", cwd=fork, env=_api(server))
+    run_series("propose", "serving-fix", "--despite", "50001", *(["--signoff"] if signoff else []), cwd=fork,
+               env=_api(server))
     if deny:
         git(_fork_remote(fork), "config", "receive.denyNonFastForwards", "true")
 
@@ -122,9 +123,12 @@ def test_a_rewritten_topic_becomes_one_update_commit_without_force(proposal: Pat
 
 
 def test_squash_force_pushes_only_when_asked(proposal: Path, httpserver: HTTPServer) -> None:
-    old = _opened(proposal, httpserver, reviews=2, deny=False)
+    old = _opened(proposal, httpserver, reviews=2, deny=False, signoff=True)
     _topic_commit(proposal, {"vllm/entrypoints/openai/queue.py": "FULL = 8\n"}, "[Frontend] name the queue size")
-    proc = run_series("propose", "serving-fix", "--update", "--squash", "--json", cwd=proposal,
+    unsigned = run_series("propose", "serving-fix", "--update", "--squash", "--dry-run", cwd=proposal,
+                          env=_api(httpserver)).stdout
+    assert "carry Signed-off-by but --signoff was not given" in unsigned, unsigned
+    proc = run_series("propose", "serving-fix", "--update", "--squash", "--signoff", "--json", cwd=proposal,
                       env=_api(httpserver))
     data = json.loads(proc.stdout)
     assert data["mode"] == "squash" and data["force"] is True, data
@@ -135,6 +139,10 @@ def test_squash_force_pushes_only_when_asked(proposal: Path, httpserver: HTTPSer
     assert git(proposal, "rev-list", "--count", f"{main}..{new}").strip() == "1"
     assert git(proposal, "rev-parse", f"{new}^").strip() == main
     assert "FULL = 8" in git(proposal, "show", f"{new}:vllm/entrypoints/openai/queue.py")
+    body = git(proposal, "log", "-1", "--format=%B", new)
+    assert "* [Frontend] name the queue size" in body and body.rstrip().endswith(
+        "Signed-off-by: Fork Maintainer <fork@example.com>"), body
+    assert data["notes"] == [], data
     usage = run_series("propose", "serving-fix", "--squash", cwd=proposal, expect=2)
     assert "--squash goes with --update" in usage.stderr, usage.stderr
 

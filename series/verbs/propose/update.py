@@ -247,6 +247,9 @@ def run(ws: Workspace, name: str, forge: Forge, opts: UpdateOptions,
             new = _new_commit(repo, head, _commit(repo, on_base.head).tree_id,
                               _update_message(ws, name, base, opts.signoff))
             pushed = (str(new.id),)
+    if mode is not Mode.CURRENT and not opts.signoff and "\nSigned-off-by: " in message(head):
+        notes.append("the PR's commits carry Signed-off-by but --signoff was not given: the pushed commit(s) "
+                     "lack it and upstream's DCO check will flag them; run again with --signoff")
     diff = _range_diff(ws, (str(base.id), str(head.id)), shown)
     target = f"{new.id}:refs/heads/{branch}"
     lease = [f"--force-with-lease=refs/heads/{branch}:{head.id}"] if mode.forced else []
