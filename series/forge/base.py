@@ -135,6 +135,19 @@ class PostedComment:
     url: str                       # https://HOST/OWNER/REPO/pull/N#issuecomment-ID
 
 
+@dataclass(frozen=True)
+class ReviewActivity:
+    """What reviewers have said on a PR so far: submitted reviews and review (line) comments."""
+
+    reviews: int
+    comments: int
+
+    @property
+    def started(self) -> bool:
+        """Review has started once anything exists: from then on the branch only grows."""
+        return self.reviews > 0 or self.comments > 0
+
+
 class ForgeError(SeriesError):
     """The forge answered with an error the user can act on (401, 404, rate limit)."""
 
@@ -194,6 +207,11 @@ class Forge(abc.ABC):
         raise ForgeError(f"the review state of PR #{number} needs the GitHub API ({self.source} has none)",
                          "set upstream.github in series.yaml, or run 'series upstream --offline' to read "
                          "the last fetch")
+
+    def review_activity(self, number: PRNumber) -> ReviewActivity | None:
+        """The reviews and review comments on PR `number`; None when this forge cannot know
+        (git refs carry no reviews): callers then act as if review had started."""
+        return None
 
     def comment(self, number: PRNumber, body: str) -> PostedComment:
         """Post `body` on PR `number`'s conversation, once. Only an API can: git refs refuse."""

@@ -29,7 +29,7 @@ from typing import Any, Callable
 from series import __version__, validate
 from series.errors import SeriesError
 from series.forge.base import (Forge, ForgeError, ForgeUnreachable, PostedComment, PullFile, PullRequest, PullState,
-                               hunks_of_patch)
+                               ReviewActivity, hunks_of_patch)
 from series.forge.conversation import Conversation
 from series.forge.http import ApiClient, HttpFailed, HttpRefused, HttpUnreachable
 from series.model import PRNumber, Sha
@@ -353,6 +353,22 @@ class GitHubForge(Forge):
         from series.forge import github_conversation
 
         return github_conversation.fetch(self, number, _parse_time, MAX_PAGES)
+
+    def review_activity(self, number: PRNumber) -> ReviewActivity:
+        """Every review (GET pulls/N/reviews) and review comment (GET pulls/N/comments) on the
+        PR, all pages: one of either means review has started. Each item must be an object
+        with a numeric id; anything else is refused (a wrong answer never reads as 'no review')."""
+        counts = []
+        for kind, what in (("reviews", "reviews"), ("comments", "review comments")):
+            url = self._url(f"pulls/{int(number)}/{kind}", per_page=100)
+            items = self._cached(url, f"the {what} of pull request #{number}", paginate=True)
+            for item in items:
+                ident = item.get("id") if isinstance(item, dict) else None
+                if isinstance(ident, bool) or not isinstance(ident, int):
+                    raise ForgeError(f"the GitHub API sent one of the {what} of PR #{number} without an id "
+                                     f"({validate.one_line(url)}); refusing the answer")
+            counts.append(len(items))
+        return ReviewActivity(reviews=counts[0], comments=counts[1])
 
     def comment(self, number: PRNumber, body: str) -> PostedComment:
         """Post on the PR's conversation (POST /repos/OWNER/REPO/issues/N/comments: a PR is

@@ -61,4 +61,16 @@ def command(ctx: Context) -> None:
     """
 
     target, op, notes = run(open_repo(ctx.here))
-    emit("\n".join([f"undid {describe(target)}", f"(as {op.id}; 'series log' lists operations)", *notes]))
+    emit("\n".join([f"undid {describe(target)}", f"(as {op.id}; 'series log' lists operations)", *notes,
+                    *pushed_note(target)]))
+
+
+def pushed_note(target: journal.Operation) -> list[str]:
+    """What undo cannot revert: a branch the operation pushed (extra["pushed"]: remote,
+    branch, old and new head) stays on the remote as pushed."""
+    pushed = (target.extra_text("pushed") or "").split()
+    if len(pushed) != 4:
+        return []
+    remote, branch, old, new = pushed
+    return [f"note: the push is not undone: {remote}/{branch} is still {new[:12]} on the remote (it was "
+            f"{old[:12]}); a pushed branch cannot be taken back by series"]

@@ -35,12 +35,19 @@ from series.cli_support import Context, emit, emit_json, pass_ctx
                                               "(also SERIES_OFFLINE=1); opening the PR needs the API.")
 @click.option("--dry-run", is_flag=True, help="Steps 1-5 only: print the grade, the description and the "
                                               "commands step 6 would run.")
+@click.option("--update", is_flag=True,
+              help="Push the topic's new work to its recorded PR: after review starts only added commits "
+                   "(fast-forward; a rewritten topic as one 'Update:' commit), never a force-push. The "
+                   "range-diff comes first.")
+@click.option("--squash", is_flag=True,
+              help="With --update: the maintainer asked to squash: force-push the topic as one commit "
+                   "(--force-with-lease on the head seen).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
 def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str | None,
             release_note: str | None, evidence: Path | None, despite: tuple[int, ...],
             fork_remote: str | None, owner: str | None, branch: str | None, fetch: bool,
-            offline: bool, dry_run: bool, as_json: bool) -> None:
+            offline: bool, dry_run: bool, update: bool, squash: bool, as_json: bool) -> None:
     """Propose TOPIC upstream as a draft pull request, graded against vLLM's norms.
 
     \b
@@ -64,16 +71,37 @@ def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
                      DRAFT PR (head LOGIN:pr/TOPIC), record upstream_pr: on the topic
 
     \b
+    Later, --update pushes the topic's new work to that PR (range-diff first):
+      before any review  the branch is replaced (force-with-lease), as a new propose would
+      once review began  the new commits are added on top (fast-forward); a rewritten
+                         topic (after a rebase) becomes ONE 'Update:' commit on top; never
+                         a force-push (the remote may deny non-fast-forwards, and should)
+      --squash           only when the maintainer asks: one commit, force-with-lease
+    'series undo' moves the local pr/TOPIC back; a push cannot be undone.
+
+    \b
     Examples:
       series propose offload-evict-fix --dry-run
       series propose offload-evict-fix --signoff --title "[Bugfix][KV Offload] Keep request order"
       series test offload-evict-fix --run --without offload-evict-fix --json > ev.json
       series propose offload-evict-fix --signoff --evidence ev.json --despite 61050
+      series propose offload-evict-fix --update --dry-run
     """
     from series.propose import prbody
     from series.verbs.propose import steps
     from series.forge import open_forge
 
+    if squash and not update:
+        raise click.UsageError("--squash goes with --update (it squashes an existing PR's branch)")
+    if update:
+        unused = [flag for flag, given in (("--title", title), ("--release-note", release_note),
+                                           ("--evidence", evidence), ("--despite", despite), ("--owner", owner),
+                                           ("--not-first", not_first)) if given]
+        if unused:
+            raise click.UsageError(f"{', '.join(unused)}: not used by --update (the PR exists; edit it on GitHub)")
+        _update(ctx, topic, squash=squash, dry_run=dry_run, signoff=signoff, fork_remote=fork_remote,
+                branch=branch, fetch=fetch, offline=offline, as_json=as_json)
+        return
     data = prbody.read_evidence(evidence) if evidence is not None else None
     ws = ctx.workspace(check_branches=False)
     use_git = offline or os.environ.get("SERIES_OFFLINE") == "1"
@@ -96,3 +124,25 @@ def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
         click.echo(f"series: error: open upstream PR(s) {numbers} touch the same files; read them, then "
                    f"'series adopt-upstream N' or '--despite N'", err=True)
         sys.exit(1)
+
+
+def _update(ctx: Context, topic: str, *, squash: bool, dry_run: bool, signoff: bool, fork_remote: str | None,
+            branch: str | None, fetch: bool, offline: bool, as_json: bool) -> None:
+    from series.forge import open_forge
+    from series.verbs.propose import update
+
+    ws = ctx.workspace(check_branches=False)
+    use_git = offline or os.environ.get("SERIES_OFFLINE") == "1"
+    forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)
+    opts = update.UpdateOptions(squash=squash, dry_run=dry_run, signoff=signoff, fork_remote=fork_remote,
+                                branch=branch, fetch=fetch)
+
+    def step(name: str) -> None:
+        if sys.stderr.isatty() and not as_json:
+            click.echo(f"propose {topic} --update: {name} ...", err=True)
+
+    result = update.run(ws, topic, forge, opts, step)
+    if as_json:
+        emit_json(update.to_json(result))
+    else:
+        emit(update.render(result))
