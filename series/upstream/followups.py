@@ -31,7 +31,7 @@ import enum
 import re
 import time
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pygit2
 
@@ -40,7 +40,10 @@ from series.git.repo import message, subject
 from series.git.upstream_commit import UpstreamCommit, pr_number
 from series.model import PRNumber, Series, Status, Topic
 from series.persisted import Json
-from series.topics import OwnWorks
+from series.topics import OwnWork
+from series.workspace import Workspace
+
+OwnOf = Callable[[Topic], "OwnWork | None"]
 
 
 class FollowUpKind(str, enum.Enum):
@@ -93,16 +96,17 @@ class TrackedPR:
             if fu.kind is not FollowUpKind.REVERT or fu.carried in (Carried.PATCH_ID, Carried.NAMED):
                 continue
             replaced = f" (it superseded {', '.join(self.superseded)})" if self.superseded else ""
-            revert = f"{fu.commit.label} ({fu.commit.sha[:12]} '{fu.commit.subject}')"
+            revert = f"{fu.commit.label} ({fu.commit.sha[:12]})" if fu.commit.pr is not None else fu.commit.label
             if self.status is Status.ACTIVE and fu.carried is Carried.BASE:
-                out.append(f"the base reverts #{self.pr} ({revert}), yet topic {self.topic} still "
-                           f"replays it{replaced}: drop the topic, or keep it knowingly")
+                out.append(f"#{self.pr} reverted by {revert}, which the base has; topic {self.topic} "
+                           f"still replays #{self.pr}{replaced}: drop it, or keep it knowingly")
             elif self.status is Status.ACTIVE:
-                out.append(f"upstream reverted #{self.pr} in {revert}, not in the base yet; topic "
-                           f"{self.topic} still carries it{replaced}: drop the topic, or keep it knowingly")
+                out.append(f"#{self.pr} reverted upstream by {revert}, not in the base yet; topic "
+                           f"{self.topic} still carries it{replaced}: drop it, or keep it knowingly")
             elif self.merge_in_base and fu.carried is None:
-                out.append(f"the base has #{self.pr} (topic {self.topic}, {self.status.value}) but not its "
-                           f"revert {revert}{replaced}: rebase past it, or carry it as a topic")
+                out.append(f"#{self.pr} reverted upstream by {revert}; the base has #{self.pr} (topic "
+                           f"{self.topic}, {self.status.value}{replaced}) but not the revert: rebase past "
+                           f"it, or carry it as a topic")
         return out
 
     def to_json(self) -> dict[str, Json]:
@@ -228,8 +232,8 @@ class _Carriers:
     """What the active topics carry: their own commits' patch-ids and what their messages
     name, read when first asked (most nights nothing needs it)."""
 
-    def __init__(self, repo: pygit2.Repository, series: Series, works: OwnWorks, readers: _Readers) -> None:
-        self.repo, self.series, self.works, self.readers = repo, series, works, readers
+    def __init__(self, repo: pygit2.Repository, series: Series, own: OwnOf, readers: _Readers) -> None:
+        self.repo, self.series, self.own, self.readers = repo, series, own, readers
         self._read: tuple[dict[pygit2.Oid, str], list[tuple[str, set[int], set[str]]]] | None = None
 
     def _topics(self) -> tuple[dict[pygit2.Oid, str], list[tuple[str, set[int], set[str]]]]:
@@ -237,7 +241,7 @@ class _Carriers:
             patch_ids: dict[pygit2.Oid, str] = {}
             named: list[tuple[str, set[int], set[str]]] = []
             for topic in self.series.active():
-                own = self.works.of(topic)
+                own = self.own(topic)
                 for commit in own.commits if own is not None else ():
                     pid = _patch_id(self.repo, commit)
                     if pid is not None:
@@ -260,9 +264,9 @@ class _Carriers:
         return None
 
 
-def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, works: OwnWorks) -> FollowUps:
+def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, own: OwnOf) -> FollowUps:
     """The follow-ups and reverts upstream's trunk holds for every PR the series records
-    (see the module docstring). `works`: the series' own work (Workspace's, for the carriers)."""
+    (see the module docstring). `own`: a topic's own work (Workspace.own), for the carriers."""
     prs = tracked(series)
     name = trunk_ref(repo, series.upstream.remote)
     if not prs or name is None:
@@ -291,9 +295,17 @@ def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, works: Ow
             candidates.append(commit)
     seconds = time.perf_counter() - start
     readers = _Readers.of(series.upstream.github)
-    carriers = _Carriers(repo, series, works, readers)
+    carriers = _Carriers(repo, series, own, readers)
     found = tuple(_one(repo, t, base, candidates, readers, carriers) for t in prs)
     return FollowUps(name[len("refs/remotes/"):], walked, seconds, found)
+
+
+def of_workspace(ws: Workspace) -> FollowUps | None:
+    """`find` for a workspace's series; None when no topic records an upstream PR (status and
+    the nightly then print what they printed before there were any)."""
+    if not tracked(ws.series):
+        return None
+    return find(ws.repo, ws.series, ws.base_commit(), ws.own)
 
 
 def _contains(repo: pygit2.Repository, tip: pygit2.Oid, commit: pygit2.Oid) -> bool:
