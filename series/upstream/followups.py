@@ -7,7 +7,8 @@ reverts commit <sha>" naming its squash commit. A fork carrying the PR must take
 
 Git alone (no network): one revwalk of upstream's trunk (series.git.releases.trunk_ref:
 <remote>/main, else master), from its tip back to the oldest point a tracked PR can have
-merged after (the series base, or where the adopted head left trunk, whichever is older).
+merged after (the series base, or where the adopted head or the topic's branch left trunk,
+whichever is older: a topic retired as merged keeps its branch where it was).
 A bytes regex naming only the tracked numbers runs over each raw message; the few commits
 it matches are decoded and classified. A PR's follow-ups are trunk's commits after its
 squash ("(#N)" at the end of a subject, series.git.upstream_commit), other than the squash
@@ -36,7 +37,7 @@ from typing import Callable, Iterable
 import pygit2
 
 from series.git.releases import trunk_ref
-from series.git.repo import message, subject
+from series.git.repo import branch_commit, message, subject
 from series.git.upstream_commit import UpstreamCommit, pr_number
 from series.model import PRNumber, Series, Status, Topic
 from series.persisted import Json
@@ -184,8 +185,12 @@ def classify(readers: _Readers, text: str, number: int, merge_sha: str | None) -
     a revert, a fix, a follow-up, or nothing. A revert outranks a fix, a fix a follow-up."""
     first = text.split("\n", 1)[0].strip()
     quoted = _REVERT_SUBJECT.match(first)
-    if quoted and pr_number(quoted.group(1)) == number:
+    inner = pr_number(quoted.group(1)) if quoted else None
+    if inner == number:
         return FollowUpKind.REVERT
+    if inner is not None:  # the revert of another PR (a fix of this one, say) follows this one up
+        named = _numbers(readers.fixes, text) | _numbers(readers.follows, text)
+        return FollowUpKind.FOLLOW_UP if number in named else None
     if number in _numbers(readers.reverts, text):
         return FollowUpKind.REVERT
     if merge_sha and any(merge_sha.startswith(m.group(1).lower()) for m in _REVERTS_COMMIT.finditer(text)):
@@ -273,13 +278,14 @@ def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, own: OwnO
         return FollowUps(name[len("refs/remotes/"):] if name else None, 0, 0.0, ())
     tip = repo.references[name].peel(pygit2.Commit)
     start = time.perf_counter()
-    # the oldest trunk commit a tracked PR can have merged after: the base's, or where an
-    # adopted head (upstream_head, when its objects are here) left trunk
+    # the oldest trunk commit a tracked PR can have merged after: the base's, or where its
+    # head left trunk
     points = {p for p in (repo.merge_base(tip.id, base.id),) if p is not None}
     for t in prs:
-        head = _commit(repo, t.topic.upstream_head)
-        if head is not None and (point := repo.merge_base(tip.id, head.id)) is not None:
-            points.add(point)
+        # the adopted head, and the topic's branch (a retired topic's is kept where it was)
+        for head in (_commit(repo, t.topic.upstream_head), branch_commit(repo, t.topic.branch)):
+            if head is not None and (point := repo.merge_base(tip.id, head.id)) is not None:
+                points.add(point)
     lowest = repo.merge_base_many(list(points)) if len(points) > 1 else next(iter(points), None)
     numbers = sorted({int(t.pr) for t in prs})
     alternation = b"|".join(str(n).encode() for n in numbers)
