@@ -217,3 +217,18 @@ def test_ci_report_lists_what_is_not_carried(fork: Path, landed: dict[str, str])
     assert "- **warning** (pr-61050): #61050 reverted upstream by #61070" in text, text
     for sha, kind in ((landed["revert"], "revert"), (landed["follow"], "follow-up"), (landed["fix"], "fix")):
         assert any(f"`{sha[:12]}`" in line and f"| {kind} |" in line for line in text.splitlines()), (kind, text)
+
+
+def test_the_walk_reaches_back_to_the_oldest_topic(fork: Path, upstream: Path, landed: dict[str, str]) -> None:
+    """Three places to start from (the base, and two topics' branches leaving trunk at
+    different commits): the walk starts at the oldest, where a retired topic's squash is."""
+    git(upstream, "tag", "v0.31.1", landed["fix"])
+    sh(f"git fetch -q upstream --tags && git branch topic/pr-61051 {landed['noise']} && "
+       f"git branch topic/pr-61052 {landed['before']}", fork)
+    set_topic(fork, "base: v0.30.0", "base: v0.31.1")
+    set_topic(fork, ADOPTED, ADOPTED + "    status: merged\n    merged_in: v0.31.1\n"
+              "  - name: pr-61051\n    branch: topic/pr-61051\n    upstream_pr: 61051\n"
+              "  - name: pr-61052\n    branch: topic/pr-61052\n    upstream_pr: 61052\n")
+    after = found(fork)
+    assert after.walked == int(git(fork, "rev-list", "--count", "v0.30.0..upstream/main")), after.walked
+    assert after.prs[0].merge is not None and after.prs[0].merge.sha == landed["merge"]

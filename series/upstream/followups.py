@@ -286,7 +286,9 @@ def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, own: OwnO
         for head in (_commit(repo, t.topic.upstream_head), branch_commit(repo, t.topic.branch)):
             if head is not None and (point := repo.merge_base(tip.id, head.id)) is not None:
                 points.add(point)
-    lowest = repo.merge_base_many(list(points)) if len(points) > 1 else next(iter(points), None)
+    # the common ancestor of them all (`git merge-base --octopus`; merge_base_many is git's
+    # merge-base of the first and a merge of the rest, not older than the second oldest)
+    lowest = repo.merge_base_octopus(sorted(points, key=str)) if len(points) > 1 else next(iter(points), None)
     numbers = sorted({int(t.pr) for t in prs})
     alternation = b"|".join(str(n).encode() for n in numbers)
     cheap = re.compile(rb"(?:#|/pull/)(?:" + alternation + rb")\b")
