@@ -82,15 +82,23 @@ def _all_version_tags(repo: pygit2.Repository) -> list[Release]:
     return sorted(found, reverse=True)
 
 
+def trunk_ref(repo: pygit2.Repository, remote: str = UPSTREAM, names: Sequence[str] | None = None) -> str | None:
+    """Upstream's trunk: refs/remotes/<remote>/main, or master where there is no main; None
+    when neither is fetched. Never both (HabanaAI's master is a copy of its habana_main,
+    beside a main that follows vLLM). `names`: the repository's ref names, when read already."""
+    for name in (f"refs/remotes/{remote}/main", f"refs/remotes/{remote}/master"):
+        if (name in names) if names is not None else (repo.references.get(name) is not None):
+            return name
+    return None
+
+
 def upstream_line(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[pygit2.Oid]:
     """The tips of upstream's line (see the module docstring): the remote's main or master
     and release branches; not its other branches, which may be a fork's own (a fork cloned
     as `upstream` carries habana_main and its engineers' branches)."""
     prefix = f"refs/remotes/{remote}/"
     names = sorted(repo.references)
-    # main, or master where there is no main: never both (HabanaAI's master is a copy of
-    # its habana_main, beside a main that follows vLLM)
-    trunk = f"{prefix}main" if f"{prefix}main" in names else f"{prefix}master"
+    trunk = trunk_ref(repo, remote, names) or f"{prefix}master"
     tips = []
     for name in names:
         if name == trunk or name.startswith(f"{prefix}releases/"):

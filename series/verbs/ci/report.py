@@ -135,6 +135,37 @@ def mermaid(matrix: dict[str, Any]) -> list[str]:
     return lines
 
 
+def followup_section(ws: Workspace) -> list[str]:
+    """What upstream landed after the PRs the topics record and the series does not carry
+    (series.upstream.followups), the revert warnings first; nothing when there is none."""
+    from series.model import Status
+    from series.upstream.followups import Carried, FollowUpKind, of_workspace
+
+    after = of_workspace(ws)
+    if after is None:
+        return []
+    if after.trunk is None:
+        remote = ws.series.upstream.remote
+        return ["## Upstream follow-ups and reverts", "",
+                f"not read: neither `{remote}/main` nor `{remote}/master` is fetched", ""]
+    warnings = [(p, text) for p in after.prs for text in p.warnings()]
+    missing = after.uncarried()
+    if not warnings and not missing:
+        return []
+    out = ["## Upstream follow-ups and reverts not carried", ""]
+    out += [f"- **warning** ({_cell(p.topic)}): {_cell(text)}" for p, text in warnings]
+    if warnings:
+        out.append("")
+    # a revert the base has is listed too while its topic still replays the PR (a warning)
+    shown = [(p, f) for p in after.prs for f in p.followups if f.carried is None or
+             (f.carried is Carried.BASE and f.kind is FollowUpKind.REVERT and p.status is Status.ACTIVE)]
+    out += ["| PR | topic | upstream commit | kind | its PR | date | carried |", "|---|---|---|---|---|---|---|"]
+    out += [f"| #{p.pr} | {_cell(p.topic)} | `{f.commit.sha[:12]}` {_cell(f.commit.subject)} | {f.kind.value} | "
+            f"{'#' + str(f.commit.pr) if f.commit.pr is not None else ''} | {f.commit.date} | "
+            f"{'in the base' if f.carried is Carried.BASE else 'no'} |" for p, f in shown]
+    return out + [""]
+
+
 def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
           onto: str | None = None, depth: int = 2) -> str:
     # loaded here, not with the module: `ci owners` reads a rebase document with read_rebase alone
@@ -174,6 +205,7 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
         out.append(f"| {_cell(r.name)} | {r.status.value} | {'' if r.commits is None else r.commits} | "
                    f"{'' if r.files is None else r.files} | {lines} | {_cell(result)} |")
     out.append("")
+    out += followup_section(ws)
     broken = [r for r in (rebased.topics if rebased else ()) if r.breaks]
     if broken:
         held = "they hold the rebase (--strict)" if rebased and rebased.strict else "warnings: the rebase moved"
