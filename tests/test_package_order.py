@@ -29,7 +29,7 @@ ORDER = (   # bottom to top; the why of each place is in docs/architecture.md
     "faults", "fs", "journal", "changeset", "halted",
     "topics", "workspace", "topic_status", "status_change",
     "engine", "resolution_check", "patches", "resolutions",
-    "forge", "analysis", "ship",
+    "forge", "analysis", "ship", "propose",
     "distribution", "demo_workload", "demo", "output", "cli_support",
     "verbs", "cli", "__main__",
 )
