@@ -17,6 +17,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -252,6 +253,10 @@ def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
                                          note, opts.evidence, mentionable=proposal.reviewers.mentionable)
     if template_path is None:
         proposal.notes.append(f"no pull request template on {done.onto_name}: used vLLM's classic sections")
+    assert proposal.grade is not None
+    # the description's own rules (vLLM's PR checklist, AGENTS.md) join the grade
+    proposal.grade = dataclasses.replace(proposal.grade, findings=proposal.grade.findings
+                                         + pr_grade.describe(proposal.description.body, done.commits))
     proposal.steps.append("description")
     # 5. duplicates: the last step before anything is sent
     step("duplicates")
@@ -378,7 +383,7 @@ def to_json(p: Proposal) -> dict[str, Any]:
                     for c in done.commits] if done else [],
         "grade": {"first_pr": g.first_pr, "lines": g.lines, "files": g.files, "flags": len(g.flags),
                   "findings": [{"rule": f.rule, "level": f.level.value, "what": f.what, "why": f.why,
-                                "fix": f.fix} for f in g.findings]} if g else None,
+                                "fix": f.fix, "source": f.source} for f in g.findings]} if g else None,
         "reviewers": r.to_json() if r else None,
         "description": {"template": d.template, "body": d.body, "filled": list(d.filled),
                         "results": d.results} if d else None,
@@ -407,7 +412,7 @@ def render(p: Proposal, dry_run: bool) -> str:
     for f in g.findings:
         out.append(f"   {f.level.value.upper():<4}  {f.rule}: {f.what}")
         if f.level is not pr_grade.Level.OK:
-            out.append(f"         why: {f.why}")
+            out.append(f"         why: {f.why}" + (f" (upstream's {f.source})" if f.source else ""))
             out.append(f"         fix: {f.fix}")
     out.append("3. " + "\n   ".join(reviewers.render(p.reviewers)))
     d = p.description
