@@ -32,7 +32,8 @@ from series.errors import SeriesError
 from series.forge import open_forge, scan
 from series.forge.base import Forge, OfflineForge, PullFile, PullRequest, change_files, mainline_commit
 from series.forge.overlap import Candidate, fetched_files, rank, updated_moment
-from series.propose import duplicates_score as bot
+from series.propose import duplicates_score
+from series.propose.title import default_title
 from series.validate import printable
 from series.workspace import Workspace
 from series.git.repo import message, subject
@@ -59,7 +60,7 @@ class Preflight:
     notes: list[str] = field(default_factory=list)
     unsearched: str | None = None       # why no PR could be read (no answer, never "none")
     title: str = ""                     # the PR scored as vLLM's duplicate bot would score it
-    bot_scores: dict[int, bot.BotScore] = field(default_factory=dict)  # by candidate number; API only
+    bot_scores: dict[int, duplicates_score.BotScore] = field(default_factory=dict)  # by candidate number; API only
 
     @property
     def dco_ok(self) -> bool:
@@ -71,9 +72,7 @@ def proposed_text(ws: Workspace, name: str, commits: tuple[pr_grade.Commit, ...]
     """The title and description `series propose` would post for the topic (its default title;
     upstream main's PR template filled from the commits and the CI steps covering the paths),
     unless given: what the duplicate bot reads of our PR."""
-    from series.verbs.propose.steps import default_title
-
-    title = title or default_title(ws, name, commits)
+    title = title or default_title(ws.series.topic(name).summary, commits)
     if body is not None:
         return title, body
     main = mainline_commit(ws.repo, ws.series.upstream.remote)
@@ -150,16 +149,16 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
 
     candidates = rank(files, pulls, files_of, own_pr=topic.upstream_pr)
     scored_title = ""
-    scores: dict[int, bot.BotScore] = {}
+    scores: dict[int, duplicates_score.BotScore] = {}
     if scanned is None:
         own_commits = tuple(pr_grade.Commit(str(c.id), message(c)) for c in own.commits)
         scored_title, text = proposed_text(ws, name, own_commits, [f.path for f in files], title, body)
         # the bot reads file names (a rename by its new name); a PR fetched into git refs is
         # read for the topic's paths only, which gives the same intersection but not the union
-        mine = bot.PullText(int(topic.upstream_pr or 0), scored_title, text, tuple(f.path for f in files))
-        pool = [bot.PullText(int(p.number), p.title, p.body, tuple(f.path for f in seen.get(int(p.number), [])))
+        mine = duplicates_score.PullText(int(topic.upstream_pr or 0), scored_title, text, tuple(f.path for f in files))
+        pool = [duplicates_score.PullText(int(p.number), p.title, p.body, tuple(f.path for f in seen.get(int(p.number), [])))
                 for p in pulls]
-        every = bot.score_all(mine, pool)
+        every = duplicates_score.score_all(mine, pool)
         scores = {c.number: every[c.number] for c in candidates if c.number in every}
         if local:
             notes.append("the bot's file overlap of a PR compared from git refs counts only the topic's "
@@ -187,9 +186,9 @@ def to_json(result: Preflight) -> dict[str, object]:
         score = result.bot_scores.get(candidate["number"])
         candidate["duplicate_bot"] = score.to_json() if score is not None else None
     if result.bot_scores:
-        data["duplicate_bot"] = {"title": result.title, "text_model": bot.TEXT_MODEL, "source": bot.SOURCE,
-                                 "threshold": bot.SIMILARITY_THRESHOLD,
-                                 "weights": {"text": bot.TEXT_WEIGHT, "files": bot.FILE_WEIGHT},
+        data["duplicate_bot"] = {"title": result.title, "text_model": duplicates_score.TEXT_MODEL, "source": duplicates_score.SOURCE,
+                                 "threshold": duplicates_score.SIMILARITY_THRESHOLD,
+                                 "weights": {"text": duplicates_score.TEXT_WEIGHT, "files": duplicates_score.FILE_WEIGHT},
                                  "flagged": [n for n, s in result.bot_scores.items() if s.flagged]}
     return data
 
@@ -231,22 +230,22 @@ def render(result: Preflight) -> str:
                 out.append(f"  {'':<{width + 2}}{bot_line(score)}")
     if result.bot_scores:
         out.append(f"note: duplicate bot: scored as {result.title!r} with the description propose would post; "
-                   f"score = {bot.TEXT_WEIGHT} text + {bot.FILE_WEIGHT} files (Jaccard), flagged at "
-                   f">= {bot.SIMILARITY_THRESHOLD:.0%} among its top {bot.FILE_COMPARE_TOP_N} by text and "
-                   f"top {bot.TOP_K} by score ({bot.SOURCE}); text: {bot.TEXT_MODEL}")
+                   f"score = {duplicates_score.TEXT_WEIGHT} text + {duplicates_score.FILE_WEIGHT} files (Jaccard), flagged at "
+                   f">= {duplicates_score.SIMILARITY_THRESHOLD:.0%} among its top {duplicates_score.FILE_COMPARE_TOP_N} by text and "
+                   f"top {duplicates_score.TOP_K} by score ({duplicates_score.SOURCE}); text: {duplicates_score.TEXT_MODEL}")
     out += [f"note: {n}" for n in result.notes]
     return "\n".join(out)
 
 
-def bot_line(score: bot.BotScore) -> str:
+def bot_line(score: duplicates_score.BotScore) -> str:
     numbers = f"{score.score:.0%} (text {score.text:.0%}, files {score.files:.0%})"
     if score.flagged:
-        return (f"duplicate bot: {numbers} >= {bot.SIMILARITY_THRESHOLD:.0%}: it would flag this PR as "
+        return (f"duplicate bot: {numbers} >= {duplicates_score.SIMILARITY_THRESHOLD:.0%}: it would flag this PR as "
                 f"a likely duplicate of #{score.number} (\"Potentially Related PRs\")")
-    if score.score >= bot.SIMILARITY_THRESHOLD:
-        return (f"duplicate bot: {numbers}: over {bot.SIMILARITY_THRESHOLD:.0%} but not listed (text rank "
-                f"{score.text_rank}; it lists the top {bot.TOP_K} of its top {bot.FILE_COMPARE_TOP_N} by text)")
-    return f"duplicate bot: {numbers}, below its {bot.SIMILARITY_THRESHOLD:.0%} threshold: not flagged"
+    if score.score >= duplicates_score.SIMILARITY_THRESHOLD:
+        return (f"duplicate bot: {numbers}: over {duplicates_score.SIMILARITY_THRESHOLD:.0%} but not listed (text rank "
+                f"{score.text_rank}; it lists the top {duplicates_score.TOP_K} of its top {duplicates_score.FILE_COMPARE_TOP_N} by text)")
+    return f"duplicate bot: {numbers}, below its {duplicates_score.SIMILARITY_THRESHOLD:.0%} threshold: not flagged"
 
 
 _OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone.")

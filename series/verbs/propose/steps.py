@@ -26,6 +26,7 @@ import pygit2
 
 from series.analysis import grade as pr_grade
 from series.analysis import prbody, reviewers, testmap
+from series.propose.title import default_title
 from series.engine.replay import replay_commits
 from series.halted import refuse_if_halted
 from series import validate
@@ -176,17 +177,6 @@ def replay(ws: Workspace, name: str, opts: ProposeOptions) -> tuple[Replayed, py
                      len(result.dropped)), main, notes)
 
 
-def default_title(ws: Workspace, name: str, commits: tuple[pr_grade.Commit, ...]) -> str:
-    if len(commits) == 1:
-        return commits[0].subject
-    summary = ws.series.topic(name).summary
-    tagged = [c.subject for c in commits if pr_grade.title_tags(c.subject)[0]]
-    if summary:
-        tags = pr_grade.title_tags(tagged[0])[0] if tagged else []
-        return "".join(f"[{t}]" for t in tags) + (" " if tags else "") + summary
-    return commits[0].subject
-
-
 def fork_owner(repo: pygit2.Repository, remote: str) -> str | None:
     """OWNER of a fork remote's URL (github.com:OWNER/vllm, https://host/OWNER/vllm.git)."""
     try:
@@ -218,7 +208,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
     step("replay")
     done, main, notes = replay(ws, name, opts)
     pr_head = repo[done.head].peel(pygit2.Commit)
-    title = opts.title or default_title(ws, name, done.commits)
+    title = opts.title or default_title(ws.series.topic(name).summary, done.commits)
     proposal = Proposal(name, title, done.onto_name.split("/", 1)[1], notes=notes)
     proposal.replayed = done
     proposal.steps.append("replay")
