@@ -125,3 +125,55 @@ def test_codeowners_last_match_wins_and_unowning() -> None:
     assert owners_of(rules, "vllm/v1/kv_offloadx/a.py").owners == ()
     assert owners_of(rules, "vllm/v1/kv_offload/cpu/policies/lru.py").rule == \
         "/vllm/v1/kv_offload/cpu/policies/ (line 4)"
+
+
+# vllm-project/vllm's .github/PULL_REQUEST_TEMPLATE.md, as series fills it
+TEMPLATE = ("<!-- markdownlint-disable -->\nPLEASE FILL IN THE PR DESCRIPTION HERE\n\n## Purpose\n\n{purpose}\n\n"
+            "## Test Plan\n\n{plan}\n\n## Test Result\n\n{result}\n\n---\n<details>\n<summary> Essential Elements "
+            "</summary>\n\n- [ ] The test results\n</details>\n")
+AGENT = "Co-authored-by: Claude\n"
+
+
+def _described(body: str, *messages: str) -> dict[str, tuple[Level, str]]:
+    from series.propose.grade import describe
+
+    found = describe(body, [Commit(f"{i:040x}", m) for i, m in enumerate(messages)])
+    for f in found:
+        assert f.source in (".github/PULL_REQUEST_TEMPLATE.md", "AGENTS.md"), f"names its rule's file: {f}"
+        if f.level is not Level.OK:
+            assert f.why and f.fix, f
+    return {f.rule: (f.level, f.what) for f in found}
+
+
+def test_description_with_every_checklist_field_passes() -> None:
+    body = TEMPLATE.format(purpose="Fixes #61050: keep request order.", plan="pytest tests/v1/kv_offload",
+                           result="12 passed")
+    found = _described(body, "[Bugfix] x" + SIGNED)
+    assert {r: l for r, (l, _) in found.items()} == {
+        "purpose": Level.OK, "test-plan": Level.OK, "test-result": Level.OK, "issue-link": Level.OK,
+        "ai-assisted": Level.OK}, found
+
+
+def test_empty_template_sections_are_flagged_and_the_checklist_is_not_a_result() -> None:
+    """The template's own checklist below '---' mentions "test results": it fills nothing."""
+    found = _described(TEMPLATE.format(purpose="Keep request order.", plan="", result=""), "[Bugfix] x")
+    assert found["test-plan"][0] is Level.FLAG and found["test-result"][0] is Level.FLAG, found
+    assert found["test-result"][1] == "the description's 'test result' section is empty", found
+    assert found["purpose"][0] is Level.OK and found["issue-link"][0] is Level.NOTE, found
+    only_comment = TEMPLATE.format(purpose="<!-- say why -->", plan="x", result="y")
+    assert _described(only_comment, "x")["purpose"][0] is Level.FLAG
+
+
+def test_ai_assisted_pr_must_say_so_and_why_it_is_no_duplicate() -> None:
+    """AGENTS.md: attribution by a trailer without an email (its own example); a human
+    Co-authored-by with an email is not an agent."""
+    plain = TEMPLATE.format(purpose="Keep request order.", plan="pytest x", result="1 passed")
+    found = _described(plain, "[Bugfix] x\n\n" + AGENT + SIGNED.lstrip())
+    assert found["ai-assisted"][0] is Level.FLAG, found
+    assert "AI assistance was used and why this is not duplicating" in found["ai-assisted"][1], found
+    said = TEMPLATE.format(purpose="Keep request order. Written with AI assistance (Claude); not a duplicate: "
+                                   "#61050 changes eviction, this the touch order.", plan="pytest x", result="1 passed")
+    assert _described(said, "[Bugfix] x\n\n" + AGENT)["ai-assisted"][0] is Level.OK
+    human = "[Bugfix] x\n\nCo-authored-by: Ada Upstream <ada@example.com>\n"
+    assert _described(plain, human)["ai-assisted"][0] is Level.OK
+    assert _described(plain, "x\n\nAssisted-by: some-agent\n")["ai-assisted"][0] is Level.FLAG

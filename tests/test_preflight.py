@@ -211,3 +211,32 @@ def test_api_prs_fetched_at_the_same_head_are_compared_from_git_refs(served: Pat
     assert not any("/pulls/61050/files" in p for p in asked), asked
     assert any("/pulls/61200/files" in p for p in asked), "a head GitHub has newer than ours is asked for"
     assert "1 of 4 PRs compared from their heads fetched into git refs" in proc.stdout, proc.stdout
+
+
+DUPLICATE_TITLE = "[Bugfix][KV offload] Fix eviction order of touched blocks"  # #61050's, in the fixture
+DUPLICATE_BODY = f"## Purpose\n\n{DUPLICATE_TITLE}\n\n## Test Plan\n\npytest tests/v1/kv_offload\n"
+
+
+def test_api_scores_each_candidate_as_vllms_duplicate_bot(fork: Path, httpserver: HTTPServer,
+                                                          tmp_path: Path) -> None:
+    """The score vLLM's duplicate-PR bot would give our PR against each candidate once posted
+    (0.75 text + 0.25 file Jaccard, flagged at 0.75): #61050's own title and body with the
+    same two files crosses; #61100, another text and one file of two, stays below."""
+    _serve_api(httpserver)
+    env = {"SERIES_GITHUB_API": httpserver.url_for("")}
+    body = tmp_path / "body.md"
+    body.write_text(DUPLICATE_BODY)
+    data = json.loads(run_series("preflight", "offload-evict-fix", "--json", "--title", DUPLICATE_TITLE,
+                                 "--body-file", str(body), cwd=fork, env=env).stdout)
+    scores = {c["number"]: c["duplicate_bot"] for c in data["candidates"]}
+    assert scores[61050]["flagged"] and scores[61050]["files"] == 1.0, scores
+    assert scores[61050]["text"] > 0.999 and scores[61050]["score"] >= 0.75, scores
+    assert not scores[61100]["flagged"] and scores[61100]["score"] < 0.75 and scores[61100]["files"] == 0.5, scores
+    assert data["duplicate_bot"]["flagged"] == [61050] and data["duplicate_bot"]["threshold"] == 0.75, data
+    assert data["duplicate_bot"]["title"] == DUPLICATE_TITLE and "MiniLM" in data["duplicate_bot"]["text_model"]
+    text = run_series("preflight", "offload-evict-fix", cwd=fork, env=env).stdout
+    bot_lines = [l.strip() for l in text.splitlines() if l.strip().startswith("duplicate bot:")]
+    assert len(bot_lines) == 3, text  # one per candidate
+    assert bot_lines[0].startswith("duplicate bot: 62% (text 49%, files 100%), below its 75% threshold"), text
+    assert "note: duplicate bot: scored as '[Bugfix][KV offload] keep request order when touching " in text, \
+        "by default the title and description propose would post"

@@ -206,7 +206,10 @@ def test_dry_run_grades_suggests_describes_then_stops_on_an_old_open_duplicate(
     # 2. the grade: within every limit, but no sign-off (never added without --signoff)
     levels = {f["rule"]: f["level"] for f in data["grade"]["findings"]}
     assert levels == {"size": "ok", "files": "ok", "concern": "ok", "dco": "flag", "title": "ok",
-                      "tests": "ok", "hot-path": "ok", "benchmark": "ok"}, data["grade"]
+                      "tests": "ok", "hot-path": "ok", "benchmark": "ok",
+                      # the description's rules: vLLM's PR template checklist and AGENTS.md
+                      "purpose": "ok", "test-plan": "ok", "test-result": "ok", "issue-link": "note",
+                      "ai-assisted": "ok"}, data["grade"]
     assert data["commits"][0]["signed_off"] is False
     # 3. reviewers: CODEOWNERS owners of both paths, and the two authors of the changed lines
     r = data["reviewers"]

@@ -52,6 +52,7 @@ class PullRequest:
     url: str | None = None
     updated_at: str | None = None  # ISO 8601, UTC
     closed_at: str | None = None
+    body: str | None = None        # the description, from the API (what vLLM's duplicate bot reads)
 
     @property
     def merged(self) -> bool:

@@ -454,7 +454,7 @@ def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> Pu
             or not isinstance(data.get("number"), int) or data["number"] <= 0:
         raise bad("no number")
     number = data["number"]
-    for key in ("title", "state", "html_url", "merge_commit_sha", "updated_at", "closed_at", "merged_at"):
+    for key in ("title", "body", "state", "html_url", "merge_commit_sha", "updated_at", "closed_at", "merged_at"):
         if not isinstance(data.get(key), (str, type(None))):
             raise bad(f"a '{key}' that is not a string")
     for key in ("base", "head", "user"):
@@ -487,4 +487,5 @@ def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> Pu
         head_sha=Sha(head_sha) if head_sha else None, base_sha=Sha(base_sha) if base_sha else None,
         merge_commit=Sha(merge_commit) if merge_commit else None,
         url=html_url, updated_at=data.get("updated_at"), closed_at=data.get("closed_at"),
+        body=data.get("body"),
     )

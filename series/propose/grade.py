@@ -6,7 +6,10 @@ size (changed lines, files: the first-PR limits of `propose:` in series.yaml, re
 is flagged), DCO (Signed-off-by on every commit), the title's tags (vLLM's well-known
 list, read from upstream's own contributing guide), tests touched when code is, hot paths
 (scheduler, attention kernels, CUDA graphs, samplers), and a performance claim without a
-script under benchmarks/. Pure: the verb hands in the facts, nothing here reads git.
+script under benchmarks/. And the description (`describe`): the sections vLLM's PR template
+asks to fill (purpose, test plan, test results, a linked issue) and what its AGENTS.md requires
+of an AI-assisted PR; each of those findings names the file its rule comes from (`source`).
+Pure: the verb hands in the facts, nothing here reads git.
 """
 from __future__ import annotations
 
@@ -61,6 +64,7 @@ class GradeFinding:
     what: str
     why: str = ""
     fix: str = ""
+    source: str = ""   # the upstream file the rule is read from, when it is one
 
 
 @dataclass(frozen=True)
@@ -303,3 +307,87 @@ def _benchmark(title: str, files: Sequence[FileStat], commits: Sequence[Commit])
                    "vLLM version to compare against",
                    "add the script you measured with under benchmarks/ and name the released version "
                    "(e.g. vllm==0.31.0) and the numbers in the description; or drop the claim")
+
+
+# vllm-project/vllm@83d80a83f89f4546008c06260568ebd1a31f6d88:.github/PULL_REQUEST_TEMPLATE.md, its
+# "Essential Elements of an Effective PR Description Checklist": purpose (with the issues it
+# resolves), test plan, test results. Newer templates name them Summary / Validation.
+TEMPLATE_RULE = ".github/PULL_REQUEST_TEMPLATE.md"
+# vllm-project/vllm@07d8be77b5d7034cf091ea87c604dd56c518ee04:AGENTS.md, "Accountability": a PR
+# description for AI-assisted work must say why it does not duplicate an existing PR, the test
+# commands and results, and that AI assistance was used; attribution is a commit trailer
+# (Co-authored-by: Agent Name, or Assisted-by: / Generated-by:).
+AGENTS_RULE = "AGENTS.md"
+_SECTIONS = {"purpose": ("purpose", "summary", "overview"), "test-plan": ("test plan", "validation"),
+             "test-result": ("test result", "test results", "validation")}
+_ASKS = {"purpose": "the purpose of the PR, such as \"Fix some issue (link existing issues this PR will resolve)\"",
+         "test-plan": "the test plan, such as providing test command",
+         "test-result": "the test results, such as pasting the results comparison before and after, or e2e results"}
+_FIXES = {"purpose": "say what the change fixes or adds and why (the first commit's body fills it)",
+          "test-plan": "name the test commands (propose fills it from the upstream CI steps covering the change)",
+          "test-result": "run the tests ('series test --run --json > evidence.json') and pass --evidence "
+                         "evidence.json, or paste the results"}
+_AI_TRAILER = re.compile(r"^(?:(?:Assisted|Generated)-by:\s*\S.*|Co-authored-by:\s*[^<>\n]+)$", re.MULTILINE)
+_AI_SAID = re.compile(r"\b(AI|LLM|assisted by|generated (?:by|with)|with the help of|co-?authored by an? (?:AI|agent))\b",
+                      re.IGNORECASE)
+_NOT_DUPLICATE = re.compile(r"duplicat", re.IGNORECASE)
+_ISSUE = re.compile(r"(?:^|[\s(])#\d+\b|/issues/\d+")
+
+
+def sections(body: str) -> dict[str, str]:
+    """A description's `#` headings (lowercased) and their text, comments left out; a section
+    ends at the next heading, a `---` rule or the template's <details> checklist."""
+    found: dict[str, str] = {}
+    heading: str | None = None
+    for line in re.sub(r"<!--.*?-->", "", body, flags=re.DOTALL).splitlines():
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            heading = m.group(1).strip().lower()
+            found.setdefault(heading, "")
+        elif line.strip() == "---" or line.lstrip().startswith("<details"):
+            heading = None
+        elif heading is not None:
+            found[heading] = (found[heading] + "\n" + line).strip()
+    return found
+
+
+def describe(body: str, commits: Sequence[Commit]) -> tuple[GradeFinding, ...]:
+    """The description against vLLM's PR template checklist and AGENTS.md."""
+    parts = sections(body)
+    out = []
+    for rule, names in _SECTIONS.items():
+        filled = [n for n in names if parts.get(n)]
+        if filled:
+            out.append(GradeFinding(rule, Level.OK, f"'{filled[0]}' filled", source=TEMPLATE_RULE))
+            continue
+        heading = next((n for n in names if n in parts), names[0])
+        out.append(GradeFinding(rule, Level.FLAG, f"the description's '{heading}' section is empty",
+                                f"vLLM's PR checklist asks for {_ASKS[rule]}", _FIXES[rule], TEMPLATE_RULE))
+    text = "\n".join(parts.values())
+    if _ISSUE.search(text):
+        out.append(GradeFinding("issue-link", Level.OK, "links an issue or PR", source=TEMPLATE_RULE))
+    else:
+        out.append(GradeFinding("issue-link", Level.NOTE, "no issue linked (#N)",
+                                "the checklist's purpose item: link existing issues this PR will resolve",
+                                "add 'Fixes #N' to the purpose when an issue exists", TEMPLATE_RULE))
+    trailers = sorted({m.group(0).strip() for c in commits for m in _AI_TRAILER.finditer(c.message)})
+    if not trailers:
+        out.append(GradeFinding("ai-assisted", Level.OK, "no AI-attribution trailer in the commits "
+                                "(AGENTS.md's rules for AI-assisted PRs apply to those)", source=AGENTS_RULE))
+        return tuple(out)
+    missing = []
+    if not _AI_SAID.search(text):
+        missing.append("a clear statement that AI assistance was used")
+    if not _NOT_DUPLICATE.search(text):
+        missing.append("why this is not duplicating an existing PR")
+    if not missing:
+        out.append(GradeFinding("ai-assisted", Level.OK, f"AI-assisted ({trailers[0]}): the description says so "
+                                "and why it is no duplicate", source=AGENTS_RULE))
+    else:
+        out.append(GradeFinding("ai-assisted", Level.FLAG, f"AI-assisted ({trailers[0]}) but the description lacks "
+                                + " and ".join(missing),
+                                "vLLM's AGENTS.md: PR descriptions for AI-assisted work must include these (with "
+                                "the test commands and results); breaching it can get the author banned",
+                                "add them to the description ('series preflight' lists the PRs it could duplicate)",
+                                AGENTS_RULE))
+    return tuple(out)

@@ -7,6 +7,12 @@ closed in the last --days (30 by default). Offline: every PR head fetched into g
 found with one path-limited walk (series.forge.scan), merged or "unknown". Plus the
 topic's exact paths (for an honest PR description) and the DCO check vLLM enforces
 (every commit needs a Signed-off-by: trailer).
+
+Each candidate also gets the score vLLM's duplicate-PR bot would give the PR once posted
+(series.propose.duplicates_score: its text, weights and threshold) and whether the bot would
+list it as potentially related: from the API only, which has each PR's title and body. The
+PR scored is the one `series propose` would post (its title, its description from upstream's
+template), or --title / --body-file.
 """
 from __future__ import annotations
 
@@ -14,16 +20,21 @@ import datetime
 import os
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, TextIO
 
 import click
 
+from series.propose import grade as pr_grade
+from series.propose import prbody
+from series.evidence import testmap
 from series.propose.grade import signed_off
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.forge import open_forge, scan
 from series.forge.base import Forge, OfflineForge, PullFile, PullRequest, change_files, mainline_commit
 from series.propose.duplicates import Candidate, fetched_files, rank, updated_moment
+from series.propose import duplicates_score
+from series.propose.title import default_title
 from series.validate import printable
 from series.workspace import Workspace
 from series.git.repo import message, subject
@@ -49,15 +60,38 @@ class Preflight:
     checked: int                        # PRs whose files were compared
     notes: list[str] = field(default_factory=list)
     unsearched: str | None = None       # why no PR could be read (no answer, never "none")
+    title: str = ""                     # the PR scored as vLLM's duplicate bot would score it
+    bot_scores: dict[int, duplicates_score.BotScore] = field(default_factory=dict)  # by candidate number; API only
 
     @property
     def dco_ok(self) -> bool:
         return all(c.signed_off for c in self.commits)
 
 
+def proposed_text(ws: Workspace, name: str, commits: tuple[pr_grade.Commit, ...], paths: list[str],
+                  title: str | None, body: str | None) -> tuple[str, str]:
+    """The title and description `series propose` would post for the topic (its default title;
+    upstream main's PR template filled from the commits and the CI steps covering the paths),
+    unless given: what the duplicate bot reads of our PR."""
+    title = title or default_title(ws.series.topic(name).summary, commits)
+    if body is not None:
+        return title, body
+    main = mainline_commit(ws.repo, ws.series.upstream.remote)
+    template_path, template = prbody.read_template(ws.repo, main.tree) if main is not None else (None, prbody.FALLBACK)
+    selected = None
+    if main is not None:
+        try:
+            selected = testmap.load_commit(ws.repo, main).select({p: (name,) for p in paths})
+        except SeriesError:
+            pass  # no CI map series can read: the description has no test plan, as propose's
+    note = ws.series.topic(name).summary or pr_grade.title_tags(title)[1]
+    return title, prbody.render(template_path, template, title, commits, selected, paths, note).body
+
+
 def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         now: datetime.datetime | None = None, limit: int | None = None,
-        progress: Callable[[int, int], None] | None = None) -> Preflight:
+        progress: Callable[[int, int], None] | None = None,
+        title: str | None = None, body: str | None = None) -> Preflight:
     topic = ws.series.topic(name)
     repo = ws.repo
     own = ws.require_own(topic)  # series.topics: upstream's and its dependencies' commits hidden
@@ -101,6 +135,7 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
             f"comparing files of {asked} PRs needs {asked} GitHub API requests but only "
             f"{budget} remain this hour", "set GITHUB_TOKEN, pass --limit N, or --fetch for git refs")
     done = 0
+    seen: dict[int, list[PullFile]] = {}
 
     def files_of(pr: PullRequest) -> list[PullFile]:
         nonlocal done
@@ -109,11 +144,29 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
             progress(done, len(pulls))
         if scanned is not None:
             return scanned.files[pr.number]
-        if int(pr.number) in local:
-            return local[int(pr.number)]
-        return forge.pull_files(pr.number)
+        found = local[int(pr.number)] if int(pr.number) in local else forge.pull_files(pr.number)
+        seen[int(pr.number)] = found
+        return found
 
     candidates = rank(files, pulls, files_of, own_pr=topic.upstream_pr)
+    scored_title = ""
+    scores: dict[int, duplicates_score.BotScore] = {}
+    if scanned is None:
+        own_commits = tuple(pr_grade.Commit(str(c.id), message(c)) for c in own.commits)
+        scored_title, text = proposed_text(ws, name, own_commits, [f.path for f in files], title, body)
+        # the bot reads file names (a rename by its new name); a PR fetched into git refs is
+        # read for the topic's paths only, which gives the same intersection but not the union
+        mine = duplicates_score.PullText(int(topic.upstream_pr or 0), scored_title, text, tuple(f.path for f in files))
+        pool = [duplicates_score.PullText(int(p.number), p.title, p.body, tuple(f.path for f in seen.get(int(p.number), [])))
+                for p in pulls]
+        every = duplicates_score.score_all(mine, pool)
+        scores = {c.number: every[c.number] for c in candidates if c.number in every}
+        if local:
+            notes.append("the bot's file overlap of a PR compared from git refs counts only the topic's "
+                         "paths among its files: its score there is an upper bound")
+    else:
+        notes.append("vLLM's duplicate-bot score needs each PR's title and body from the GitHub API: "
+                     "not computed from git refs")
     return Preflight(
         topic=name, base=ws.series.upstream.base, source=forge.source,
         since=since.date().isoformat() if scanned is None or days is not None else "",
@@ -122,12 +175,22 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         unsearched=None if scanned is None or scanned.heads else
         f"no PR heads under refs/remotes/{ws.series.upstream.remote}/pr/ to search: --fetch fetches them "
         "(or run online)",
+        title=scored_title, bot_scores=scores,
     )
 
 
 def to_json(result: Preflight) -> dict[str, object]:
     data = asdict(result)
     data["dco_ok"] = result.dco_ok
+    del data["bot_scores"], data["title"]
+    for candidate in data["candidates"]:
+        score = result.bot_scores.get(candidate["number"])
+        candidate["duplicate_bot"] = score.to_json() if score is not None else None
+    if result.bot_scores:
+        data["duplicate_bot"] = {"title": result.title, "text_model": duplicates_score.TEXT_MODEL, "source": duplicates_score.SOURCE,
+                                 "threshold": duplicates_score.SIMILARITY_THRESHOLD,
+                                 "weights": {"text": duplicates_score.TEXT_WEIGHT, "files": duplicates_score.FILE_WEIGHT},
+                                 "flagged": [n for n, s in result.bot_scores.items() if s.flagged]}
     return data
 
 
@@ -163,8 +226,27 @@ def render(result: Preflight) -> str:
             out.append(f"  #{c.number:<{width}} {c.state.value:<8} {c.author:<16} {files}, {hunks}{when}  "
                        f"{c.title}{mark}{squash}")
             out += [f"  {'':<{width + 2}}{p}" for p in c.shared_files]
+            score = result.bot_scores.get(c.number)
+            if score is not None:
+                out.append(f"  {'':<{width + 2}}{bot_line(score)}")
+    if result.bot_scores:
+        out.append(f"note: duplicate bot: scored as {result.title!r} with the description propose would post; "
+                   f"score = {duplicates_score.TEXT_WEIGHT} text + {duplicates_score.FILE_WEIGHT} files (Jaccard), flagged at "
+                   f">= {duplicates_score.SIMILARITY_THRESHOLD:.0%} among its top {duplicates_score.FILE_COMPARE_TOP_N} by text and "
+                   f"top {duplicates_score.TOP_K} by score ({duplicates_score.SOURCE}); text: {duplicates_score.TEXT_MODEL}")
     out += [f"note: {n}" for n in result.notes]
     return "\n".join(out)
+
+
+def bot_line(score: duplicates_score.BotScore) -> str:
+    numbers = f"{score.score:.0%} (text {score.text:.0%}, files {score.files:.0%})"
+    if score.flagged:
+        return (f"duplicate bot: {numbers} >= {duplicates_score.SIMILARITY_THRESHOLD:.0%}: it would flag this PR as "
+                f"a likely duplicate of #{score.number} (\"Potentially Related PRs\")")
+    if score.score >= duplicates_score.SIMILARITY_THRESHOLD:
+        return (f"duplicate bot: {numbers}: over {duplicates_score.SIMILARITY_THRESHOLD:.0%} but not listed (text rank "
+                f"{score.text_rank}; it lists the top {duplicates_score.TOP_K} of its top {duplicates_score.FILE_COMPARE_TOP_N} by text)")
+    return f"duplicate bot: {numbers}, below its {duplicates_score.SIMILARITY_THRESHOLD:.0%} threshold: not flagged"
 
 
 _OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone.")
@@ -179,11 +261,14 @@ _OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from g
                    "it every PR head counts, whatever its age; from the API every open PR, and PRs "
                    "closed in the last 30 days.")
 @click.option("--limit", type=click.IntRange(min=1), help="Compare at most this many PRs (most recently updated).")
+@click.option("--title", help="The PR title vLLM's duplicate bot is to score (default: the one propose would use).")
+@click.option("--body-file", type=click.File("r"),
+              help="The PR description the duplicate bot is to score (default: the one propose would post).")
 @click.option("--offline", is_flag=True, help=_OFFLINE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
 def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int | None,
-              offline: bool, as_json: bool) -> None:
+              title: str | None, body_file: TextIO | None, offline: bool, as_json: bool) -> None:
     """Before posting TOPIC upstream: duplicate PRs, exact paths, DCO sign-offs.
 
     \b
@@ -193,7 +278,8 @@ def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int 
     Source: the GitHub API when upstream.github is set, else (or with --offline, or
     after --fetch) PR heads fetched into refs/remotes/<remote>/pr/N.
     Also prints the topic's exact touched paths and whether every commit carries
-    Signed-off-by: (vLLM's DCO check).
+    Signed-off-by: (vLLM's DCO check), and, from the API, the score vLLM's duplicate-PR
+    bot would give each candidate once the PR is posted, and whether it would flag it.
     """
     from series.forge.pulls import fetch_all_pulls
 
@@ -211,7 +297,8 @@ def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int 
     from series.forge.base import ForgeUnreachable
 
     try:
-        result = run(ws, topic, forge, days=days, limit=limit, progress=progress)
+        result = run(ws, topic, forge, days=days, limit=limit, progress=progress,
+                     title=title, body=body_file.read() if body_file is not None else None)
     except ForgeUnreachable as exc:
         click.echo(f"note: {printable(str(exc))}; using PR heads fetched into git refs instead", err=True)
         result = run(ws, topic, open_forge(ws.repo, ws.series.upstream, offline=True), days=days, limit=limit)

@@ -17,6 +17,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -26,6 +27,7 @@ import pygit2
 from series.propose import grade as pr_grade
 from series.propose import prbody, reviewers
 from series.evidence import testmap
+from series.propose.title import default_title
 from series.engine.replay import replay_commits
 from series.ops.halted import refuse_if_halted
 from series import validate
@@ -176,17 +178,6 @@ def replay(ws: Workspace, name: str, opts: ProposeOptions) -> tuple[Replayed, py
                      len(result.dropped)), main, notes)
 
 
-def default_title(ws: Workspace, name: str, commits: tuple[pr_grade.Commit, ...]) -> str:
-    if len(commits) == 1:
-        return commits[0].subject
-    summary = ws.series.topic(name).summary
-    tagged = [c.subject for c in commits if pr_grade.title_tags(c.subject)[0]]
-    if summary:
-        tags = pr_grade.title_tags(tagged[0])[0] if tagged else []
-        return "".join(f"[{t}]" for t in tags) + (" " if tags else "") + summary
-    return commits[0].subject
-
-
 def fork_owner(repo: pygit2.Repository, remote: str) -> str | None:
     """OWNER of a fork remote's URL (github.com:OWNER/vllm, https://host/OWNER/vllm.git)."""
     try:
@@ -218,7 +209,7 @@ def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
     step("replay")
     done, main, notes = replay(ws, name, opts)
     pr_head = repo[done.head].peel(pygit2.Commit)
-    title = opts.title or default_title(ws, name, done.commits)
+    title = opts.title or default_title(ws.series.topic(name).summary, done.commits)
     proposal = Proposal(name, title, done.onto_name.split("/", 1)[1], notes=notes)
     proposal.replayed = done
     proposal.steps.append("replay")
@@ -253,6 +244,10 @@ def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
                                          note, opts.evidence, mentionable=proposal.reviewers.mentionable)
     if template_path is None:
         proposal.notes.append(f"no pull request template on {done.onto_name}: used vLLM's classic sections")
+    assert proposal.grade is not None
+    # the description's own rules (vLLM's PR checklist, AGENTS.md) join the grade
+    proposal.grade = dataclasses.replace(proposal.grade, findings=proposal.grade.findings
+                                         + pr_grade.describe(proposal.description.body, done.commits))
     proposal.steps.append("description")
     # 5. duplicates: the last step before anything is sent
     step("duplicates")
@@ -379,7 +374,7 @@ def to_json(p: Proposal) -> dict[str, Any]:
                     for c in done.commits] if done else [],
         "grade": {"first_pr": g.first_pr, "lines": g.lines, "files": g.files, "flags": len(g.flags),
                   "findings": [{"rule": f.rule, "level": f.level.value, "what": f.what, "why": f.why,
-                                "fix": f.fix} for f in g.findings]} if g else None,
+                                "fix": f.fix, "source": f.source} for f in g.findings]} if g else None,
         "reviewers": r.to_json() if r else None,
         "description": {"template": d.template, "body": d.body, "filled": list(d.filled),
                         "results": d.results} if d else None,
@@ -408,7 +403,7 @@ def render(p: Proposal, dry_run: bool) -> str:
     for f in g.findings:
         out.append(f"   {f.level.value.upper():<4}  {f.rule}: {f.what}")
         if f.level is not pr_grade.Level.OK:
-            out.append(f"         why: {f.why}")
+            out.append(f"         why: {f.why}" + (f" (upstream's {f.source})" if f.source else ""))
             out.append(f"         fix: {f.fix}")
     out.append("3. " + "\n   ".join(reviewers.render(p.reviewers)))
     d = p.description
