@@ -353,7 +353,7 @@ class Refusal:
 def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = None,
                  refused: list[Refusal] | None = None) -> Hooks:
     """The rebase engine's resolver, recorder and check (protocol: series.engine.resolve);
-    the recorder writes through `write` (the transaction's op.write, so `series undo` of the
+    the recorder writes through `write` (the transaction's tx.write, so `series undo` of the
     operation removes what it recorded). A recorded resolution that cannot be used (edited
     by hand, no longer applies, or its result fails series.resolution_check) is not
     replayed: it goes into `refused`, once, for the verb to name.

@@ -28,9 +28,9 @@ def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run
         draft.set_topic(name, **fields)
         draft.preview()  # the result must be a valid series.yaml
         return None
-    with ws.transaction(command, summary) as op:
-        op.set_topic(name, **fields)
-        return op.commit().id
+    with ws.transaction(command, summary) as tx:
+        tx.set_topic(name, **fields)
+        return tx.commit().id
 
 
 def reason_and_undo(change: StatusChange) -> str:

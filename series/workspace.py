@@ -1,10 +1,10 @@
 """A series.yaml together with the repository that holds its branches, and the one transaction
 every write goes through.
 
-    with ws.transaction("drop", "drop x") as op:     # or transaction(repo, verb) without a series
-        op.set_topic("x", status="dropped")          # series.yaml edits, by key
-        op.move("refs/heads/topic/x", new)           # ref moves
-        op.commit()                                  # all of it, or none of it
+    with ws.transaction("drop", "drop x") as tx:     # or transaction(repo, verb) without a series
+        tx.set_topic("x", status="dropped")          # series.yaml edits, by key
+        tx.move("refs/heads/topic/x", new)           # ref moves
+        tx.commit()                                  # all of it, or none of it
 
 `transaction()` takes the repository's kernel lock for the whole operation, finishes or rolls
 back whatever a killed command left half-done (series.ops.changeset.recover), and refuses while
@@ -12,7 +12,7 @@ a rebase or an adoption is halted (unless it is the command that resumes it). `c
 refuses when a branch it moves is checked out with local changes anywhere, re-reads
 series.yaml and compares-and-swaps the operation's own edits onto it (a key someone else
 changed stops it, named), journals everything, moves every ref in one transaction, writes
-series.yaml, writes (or removes) the other files it staged (op.write / op.remove: recorded
+series.yaml, writes (or removes) the other files it staged (tx.write / tx.remove: recorded
 resolutions, an imported directory), and updates the clean checkouts. `revert()` fills an operation with the
 reverse of an earlier one, which is what undo and an abort commit.
 """

@@ -11,10 +11,14 @@
     ports.py        what the caller hands in: SeriesRepo (a series in its repository), TransactionPort (the transaction)
     ending.py       how an operation ends, handed in by the verb (TopicsEnding: the rebase's)
     worktree.py     the conflict worktree; the user's checked-out topic branches
+    rebase_state.py each topic's run and the state saved in the halt record (the engine's types)
+    setaside.py     topics left out of a halted operation (--skip-topic, --drop-topic): the new state
     rebase.py       start / begin / continue_rebase / abort_rebase / build_integration
+    bisect.py       where on upstream's main line the series stops applying, by bisection
     report.py       the per-topic report and range-diff summary (.git/series/reports/)
 
 The engine is a library: it never names a verb or prints CLI text, and the conflict
 store reaches it as hooks (tests/test_engine_library.py checks both). What a halted
-operation leaves on disk is the transaction's record, series.ops.halted.
+operation leaves on disk is the transaction's record (series.ops.halted, the file and its
+guard); what the engine keeps in it is rebase_state.py's.
 """

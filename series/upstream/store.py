@@ -50,10 +50,10 @@ def path(repo: pygit2.Repository) -> Path:
     return state_dir(repo) / "upstream" / "fetched.json"
 
 
-def stage(op: Writes, repo: pygit2.Repository, fetched: Fetched) -> None:
-    """The fetch, written when `op` commits; its journal entry is a record (not undone)."""
-    op.extra[RECORD] = True
-    op.write(path(repo), json.dumps(fetched.to_json(), indent=1, sort_keys=True) + "\n")
+def stage(tx: Writes, repo: pygit2.Repository, fetched: Fetched) -> None:
+    """The fetch, written when `tx` commits; its journal entry is a record (not undone)."""
+    tx.extra[RECORD] = True
+    tx.write(path(repo), json.dumps(fetched.to_json(), indent=1, sort_keys=True) + "\n")
 
 
 def load(repo: pygit2.Repository) -> Fetched | None:

@@ -68,9 +68,9 @@ def run(ws: Workspace, branch: str, *, name: str | None = None, after: str | Non
         depends_on = _stacked_on(ws, Topic(name, branch), after, base)
     fields = {"name": name, "branch": branch, "summary": summary,
               "scope": list(scope) or None, "depends_on": list(depends_on) or None}
-    with ws.transaction("add", f"add {name} ({branch})") as op:
-        op.add_topic(fields, after=after)
-        op.commit()
+    with ws.transaction("add", f"add {name} ({branch})") as tx:
+        tx.add_topic(fields, after=after)
+        tx.commit()
     added = ws.reload()
     # what status says of it from now on (series.topics): the series as just written
     own = added.require_own(added.series.topic(name))

@@ -126,9 +126,9 @@ def write_branch(ws: Workspace, integ: Integration) -> tuple[str | None, bool]:
         return name, False
     # the transaction refuses while a rebase is halted (its --continue/--abort expects the branch
     # unmoved), and refuses or updates a checkout of the integration branch
-    with ws.transaction("build", f"integration {name} -> {integ.sha[:12]}") as op:
-        op.move(ref, integ.sha)
-        op.commit()
+    with ws.transaction("build", f"integration {name} -> {integ.sha[:12]}") as tx:
+        tx.move(ref, integ.sha)
+        tx.commit()
     return name, True
 
 

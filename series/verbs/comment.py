@@ -149,9 +149,9 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
     result.outcome = Outcome.POSTED
     if result.topic is not None:
         try:
-            with ws.transaction(COMMAND, f"measurement on PR #{number} posted: {result.posted.url}") as op:
-                op.set_topic(result.topic, measured=result.posted.url)
-                result.operation = op.commit().id
+            with ws.transaction(COMMAND, f"measurement on PR #{number} posted: {result.posted.url}") as tx:
+                tx.set_topic(result.topic, measured=result.posted.url)
+                result.operation = tx.commit().id
         except SeriesError as exc:
             raise SeriesError(f"the comment is posted ({result.posted.url}) but not recorded: {exc.text}",
                               f"add 'measured: {result.posted.url}' to topic '{result.topic}' by hand") from None

@@ -165,15 +165,15 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
     if copy is not None:
         summary += f", with its {config.FILENAME}" + (f" and {len(copy.files)} resolution file(s)"
                                                        if copy.files else "")
-    with ws.transaction("import", summary) as op:
+    with ws.transaction("import", summary) as tx:
         if copy is not None:
-            op.write_file(copy.text)  # journaled: 'series undo' removes it again
+            tx.write_file(copy.text)  # journaled: 'series undo' removes it again
             for path, data in copy.files.items():
-                op.write(path, data)
+                tx.write(path, data)
         for t in moves:
-            op.move(f"refs/heads/{t.branch}", t.head, expect=t.old_head)
-        op.extra["directory"] = str(directory)
-        result.operation = op.commit().id
+            tx.move(f"refs/heads/{t.branch}", t.head, expect=t.old_head)
+        tx.extra["directory"] = str(directory)
+        result.operation = tx.commit().id
     return result
 
 

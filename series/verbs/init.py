@@ -201,10 +201,10 @@ def run(start: Path, *, base: str | None, remote: str, github: str | None, patte
     text = seriesedit.apply(seriesedit.skeleton(remote, base_name, github, integration), target, edits)
     assert text is not None
     with transaction(repo, "init", f"{target.name}: {len(topics)} topic(s) over {base_name}",
-                   config_path=target) as op:
+                   config_path=target) as tx:
         _refuse_existing(target, force)  # again, under the lock
-        op.write_file(text)
-        op.commit()
+        tx.write_file(text)
+        tx.commit()
     return InitResult(target, base_name, str(base_commit.id), tuple(patterns), tuple(topics),
                       tuple(warnings), inferred)
 

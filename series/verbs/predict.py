@@ -52,18 +52,18 @@ def run(repo: pygit2.Repository, path: Path, *, refreeze: bool = False, show: bo
         return PredictReport(PredictOutcome.SHOWN, file, predictions.frozen(repo, name, worktree))
     if explain is not None:
         return _explain(repo, path, worktree, explain)
-    with transaction(repo, predictions.COMMAND) as op:
+    with transaction(repo, predictions.COMMAND) as tx:
         record = predictions.frozen(repo, name, worktree)  # under the lock: no freeze can slip in between
         if record is not None and record.sha256 == file.sha256:
             return PredictReport(PredictOutcome.ALREADY, file, record)
         if record is not None and not refreeze:
             raise predictions.changed(file, record, "pass --refreeze to record a new freeze (the old one stays on record)")
-        predictions.record_freeze(op.extra, file, worktree, record.sha256 if record else None)
+        predictions.record_freeze(tx.extra, file, worktree, record.sha256 if record else None)
         n = len(file.predictions)
-        op.summary = (f"{'refroze' if record else 'froze'} {name} {short(file.sha256)} "
+        tx.summary = (f"{'refroze' if record else 'froze'} {name} {short(file.sha256)} "
                       f"({n} prediction{'s' if n != 1 else ''})"
                       + (f", was {short(record.sha256)}" if record else ""))
-        done = op.commit()
+        done = tx.commit()
     return PredictReport(PredictOutcome.REFROZE if record else PredictOutcome.FROZE, file, predictions.frozen(repo, name, worktree), done.id)
 
 
@@ -71,14 +71,14 @@ def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain:
     pred_id, why = explain[0], validate.one_line(explain[1]).strip()
     if not why:
         raise SeriesError("--explain ID WHY: WHY is empty; say why the prediction failed")
-    with transaction(repo, predictions.COMMAND) as op:
+    with transaction(repo, predictions.COMMAND) as tx:
         frozen = predictions.require_frozen(repo, path)
         if frozen.file.get(pred_id) is None:
             known = ", ".join(p.id for p in frozen.file.predictions)
             raise SeriesError(f"{frozen.file.name}: no prediction {pred_id!r} (its ids: {known})")
-        predictions.record_explanation(op.extra, frozen, worktree, pred_id, why)
-        op.summary = f"explained {pred_id} of {frozen.file.name}: {why[:60]}"
-        done = op.commit()
+        predictions.record_explanation(tx.extra, frozen, worktree, pred_id, why)
+        tx.summary = f"explained {pred_id} of {frozen.file.name}: {why[:60]}"
+        done = tx.commit()
     return PredictReport(PredictOutcome.EXPLAINED, frozen.file, predictions.frozen(repo, frozen.file.name, worktree), done.id)
 
 

@@ -27,13 +27,13 @@ def run(ws: Workspace, prune: bool = False, dry_run: bool = False) -> Listing:
         # through the transaction: under the lock, never during a halted rebase (which may
         # be about to use them), journaled with each file's bytes ('series undo' puts them back)
         keep = reachable(ws.series, ws.repo)
-        with ws.transaction("resolutions", "prune") as op:
+        with ws.transaction("resolutions", "prune") as tx:
             doomed = store.unreachable(keep)
-            op.summary = f"prune {len(doomed)} resolution(s)"
+            tx.summary = f"prune {len(doomed)} resolution(s)"
             for r in doomed:
-                op.remove(r.file)
+                tx.remove(r.file)
             if doomed:
-                op.commit()
+                tx.commit()
             pruned = describe(doomed, root)
     kept = describe(store.all(), root)
     if dry_run:

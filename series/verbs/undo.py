@@ -26,19 +26,19 @@ from series.workspace import transaction, undoable
 def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, list[str]]:
     """Returns (the operation undone, the undo operation, notes). The repair runs inside
     the transaction (not before it), so the undo knows when the operation it finished is an undo."""
-    with transaction(repo, "undo") as op:
-        interrupted = op.finished
+    with transaction(repo, "undo") as tx:
+        interrupted = tx.finished
         if interrupted is not None and interrupted.command == "undo" and interrupted.undoes is not None:
             undone = journal.find(repo, interrupted.undoes)
             if undone is not None:
                 return undone, interrupted, [
-                    *op.notes, "the undo above was interrupted and is now complete; nothing more was "
+                    *tx.notes, "the undo above was interrupted and is now complete; nothing more was "
                     "undone: run 'series undo' again to go further back"]
         target = undoable(repo)
-        op.summary = f"undo {target.id} ({target.command}: {target.summary})"
-        op.revert(target)
-        undo = op.commit()
-        return target, undo, op.notes
+        tx.summary = f"undo {target.id} ({target.command}: {target.summary})"
+        tx.revert(target)
+        undo = tx.commit()
+        return target, undo, tx.notes
 
 
 def describe(op: journal.Operation) -> str:

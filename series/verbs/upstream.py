@@ -97,9 +97,9 @@ def run(ws: Workspace, forge: Forge | None, now: datetime.datetime) -> UpstreamR
     if fetched is not None:
         source = "github"
         try:
-            with ws.transaction(COMMAND, f"fetched {len(fetched.pulls)} upstream PR(s)") as op:
-                store.stage(op, ws.repo, fetched)
-                op.commit()
+            with ws.transaction(COMMAND, f"fetched {len(fetched.pulls)} upstream PR(s)") as tx:
+                store.stage(tx, ws.repo, fetched)
+                tx.commit()
         except SeriesError as exc:  # a halted rebase, a lock: the rows stand, only the offline copy waits
             notes.append(f"this fetch is not stored for offline use: {exc.text}")
         age = None

@@ -355,10 +355,10 @@ def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str
 
 def record(ws: Workspace, name: str, number: int, done: Replayed) -> str:
     """upstream_pr: N on the topic and the local PR branch, as one journaled operation."""
-    with ws.transaction("propose", f"{name} proposed upstream as PR #{number}") as op:
-        op.set_topic(name, upstream_pr=number)
-        op.move(f"refs/heads/{done.branch}", done.head)
-        return op.commit().id
+    with ws.transaction("propose", f"{name} proposed upstream as PR #{number}") as tx:
+        tx.set_topic(name, upstream_pr=number)
+        tx.move(f"refs/heads/{done.branch}", done.head)
+        return tx.commit().id
 
 
 # --- output -------------------------------------------------------------------------------

@@ -267,10 +267,10 @@ def run(ws: Workspace, name: str, forge: Forge, opts: UpdateOptions,
                           f"{remote}/{branch} may have moved since it was fetched: run the update again "
                           "to see the range-diff against what it holds now")
     with ws.transaction("propose-update", f"{name}: PR #{number} updated ({mode.value}), "
-                                          f"{remote}/{branch} {str(head.id)[:12]}..{str(new.id)[:12]}") as op:
-        op.move(f"refs/heads/{branch}", str(new.id))
-        op.extra["pushed"] = f"{remote} {branch} {head.id} {new.id}"
-        return dataclasses.replace(update, operation=op.commit().id)
+                                          f"{remote}/{branch} {str(head.id)[:12]}..{str(new.id)[:12]}") as tx:
+        tx.move(f"refs/heads/{branch}", str(new.id))
+        tx.extra["pushed"] = f"{remote} {branch} {head.id} {new.id}"
+        return dataclasses.replace(update, operation=tx.commit().id)
 
 
 # --- output -------------------------------------------------------------------------------
