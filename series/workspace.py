@@ -23,19 +23,26 @@ import errno
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import pygit2
-
-from series import changeset, config, fs, journal, seriesedit
-from series import halted
+from series import config
 from series.errors import SeriesError
-from series.git import checkouts, refs
-from series.git.repo import branch_commit, open_repo, resolve_commit
-from series.persisted import Json
-from series.model import Series, Topic
-from series.seriesedit import Edit, KeyPath
-from series.topics import OwnWork, OwnWorks, built_on
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from series import journal, seriesedit
+    from series.git import refs
+    from series.model import Series, Topic
+    from series.persisted import Json
+    from series.seriesedit import Edit, KeyPath
+    from series.topics import OwnWork, OwnWorks
+
+# pygit2 and the modules of the write path (changeset, journal, halted, fs, refs, topics:
+# ~45 ms with pygit2's own import) load in the functions below, once the workspace opens
+# its repository: a verb pays for them at its first git call, not at start-up, and one
+# that stops earlier (no series.yaml found, a usage error) never does.
+# tests/test_startup_imports.py keeps them out of this module's import.
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,8 @@ class Workspace:
 
     @cached_property
     def _own(self) -> OwnWorks:
+        from series.topics import OwnWorks
+
         return OwnWorks(self.repo, self.series, self.base_commit())
 
     def own(self, topic: Topic) -> OwnWork | None:
@@ -57,6 +66,8 @@ class Workspace:
         """The earlier active topic `topic`'s branch is built on (series.topics.built_on),
         its own commits counted as this series does (a stacked topic with depends_on
         shares none)."""
+        from series.topics import built_on
+
         earlier = self.series.topics[: [t.name for t in self.series.topics].index(topic.name)]
         return built_on(self._own, topic, [t for t in earlier if t.active])
 
@@ -73,6 +84,8 @@ class Workspace:
         return self.series.path
 
     def base_commit(self) -> pygit2.Commit:
+        from series.git.repo import resolve_commit
+
         try:
             return resolve_commit(self.repo, self.series.upstream.base, "ref")
         except SeriesError as exc:
@@ -81,6 +94,8 @@ class Workspace:
             raise SeriesError(f"{self.config_path.name}:{line}: upstream.base: {exc.message}", exc.hint) from None
 
     def head(self, topic: Topic) -> pygit2.Commit:
+        from series.git.repo import branch_commit
+
         commit = branch_commit(self.repo, topic.branch)
         if commit is None:
             raise SeriesError(
@@ -91,6 +106,8 @@ class Workspace:
         return commit
 
     def reload(self) -> "Workspace":
+        from series import fs
+
         text = fs.read_text(self.config_path)
         return Workspace(config.read(text or "", self.config_path), self.repo, text)
 
@@ -111,6 +128,8 @@ def open_workspace(config_file: Path | None, directory: Path | None,
     start = directory or Path.cwd()
     path = config.find(start, config_file)
     text = config.read_text(path)  # UTF-8, no NUL: else exit 1 naming the file
+    from series.git.repo import open_repo  # the first git call: pygit2 loads here
+
     repo = open_repo(path.parent)
     if repair(repo):
         text = config.read_text(path)  # a finished operation may have edited it
@@ -144,6 +163,8 @@ def repair(repo: pygit2.Repository) -> list[str]:
     """Before any command reads: finish or roll back an operation a kill left half-done
     (only ever the newest entry, since every write repairs first), unless a command is
     running right now (then that entry is its own)."""
+    from series import changeset, fs, journal
+
     last = journal.last_operation(repo)
     if last is None or last.state != journal.OpState.PENDING:
         return []
@@ -157,6 +178,8 @@ def repair(repo: pygit2.Repository) -> list[str]:
 def open_repaired(start: Path) -> pygit2.Repository:
     """The repository at `start`, an operation a kill interrupted finished or rolled back
     first: for the verbs that read the journal without a series.yaml (log, undo, predict)."""
+    from series.git.repo import open_repo
+
     repo = open_repo(start)
     repair(repo)
     return repo
@@ -167,6 +190,8 @@ class Transaction:
 
     def __init__(self, repo: pygit2.Repository, command: str, summary: str,
                  config_path: Path | None, seen: str | None, notes: list[str], draft: bool = False):
+        from series import changeset
+
         self.repo = repo
         self.draft = draft
         self.command = command
@@ -225,6 +250,8 @@ class Transaction:
     def write_recorded(self, change: journal.FileChange) -> None:
         """Write a file change an earlier step recorded (its path as the journal keeps it);
         one whose worktree is gone, or that removes the file, is left out."""
+        from series import journal
+
         where = journal.resolve_path(self.repo, change.path, change.worktree)
         if where is not None and change.after is not None:
             self.write(where, change.after)
@@ -232,20 +259,28 @@ class Transaction:
     # -- the journal, for a step that goes on with an operation it began (series.engine) -----
 
     def find(self, op_id: str) -> journal.Operation | None:
+        from series import journal
+
         return journal.find(self.repo, op_id)
 
     def finish(self, op: journal.Operation) -> journal.Operation:
         """Complete `op` if a kill interrupted it (series.changeset.finish; idempotent)."""
+        from series import changeset
+
         return changeset.finish(self.repo, op)
 
     def settle_checkouts(self, op: journal.Operation) -> list[str]:
         """The clean checkouts `op` recorded, brought to their branch's new commit."""
+        from series import changeset
+
         return changeset.settle_checkouts(self.repo, op)
 
     # -- series.yaml -------------------------------------------------------------------------
 
     def seen(self, text: str | None = None) -> seriesedit.Plain:
         """series.yaml as the operation read it (what its edits are relative to)."""
+        from series import fs, seriesedit
+
         if text is not None:
             self._seen_text, self._seen = text, None
         if self._seen is None:
@@ -257,6 +292,9 @@ class Transaction:
         return self._seen
 
     def edit(self, path: KeyPath, new: Any) -> None:
+        from series import seriesedit
+        from series.seriesedit import Edit
+
         self.edits.append(Edit(path, seriesedit.value_at(self.seen(), path), new))
 
     def set_topic(self, name: str, **fields: Any) -> None:
@@ -266,6 +304,8 @@ class Transaction:
 
     def add_topic(self, fields: dict[str, Any], *, after: str | None = None,
                   before: str | None = None) -> None:
+        from series.seriesedit import Edit
+
         topic = {k: (list(v) if isinstance(v, tuple) else v) for k, v in fields.items() if v is not None}
         names = [t["name"] for t in self.seen().get("topics") or []]
         if after is None and before is None and names:
@@ -276,12 +316,17 @@ class Transaction:
 
     def write_file(self, text: str) -> None:
         """The whole file (series init): refused at commit if it changed since it was read."""
+        from series import fs
+        from series.seriesedit import Edit
+
         if self._seen_text is None and self.config_path is not None:
             self._seen_text = fs.read_text(self.config_path)
         self.edits.append(Edit((), self._seen_text, text))
 
     def preview(self) -> str | None:
         """series.yaml as this operation would leave it, validated (for --dry-run and checks)."""
+        from series import seriesedit
+
         if not self.edits or self.config_path is None:
             return self._seen_text
         return seriesedit.apply(self._seen_text, self.config_path, self.edits)
@@ -290,6 +335,10 @@ class Transaction:
         """Fill this operation with the reverse of `target`: its refs back (each must still
         be where `target` left it), and its own series.yaml edits reversed on the file as it
         is now (byte for byte when nobody changed the file since)."""
+        from series import fs, journal
+        from series.git import refs
+        from series.seriesedit import Edit
+
         for m in reversed(target.moves):
             now = refs.current(self.repo, m.ref)
             if now == m.old:
@@ -328,6 +377,9 @@ class Transaction:
     # -- commit ------------------------------------------------------------------------------
 
     def commit(self, fault: str | None = None) -> journal.Operation:
+        from series import changeset, fs, seriesedit
+        from series.git import checkouts
+
         if self.draft:
             raise AssertionError("a draft operation (--dry-run) is never committed")
         branches = {m.ref[len("refs/heads/"):] for m in self.moves if m.ref.startswith("refs/heads/")}
@@ -367,6 +419,8 @@ def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
               resumes: str | None = None) -> Iterator[Transaction]:
     """The transaction (module docstring). `resumes`: the kind of halted operation this
     command goes on with (series.halted.Halt.kind), which the halt guard lets through."""
+    from series import changeset, fs, halted
+
     try:
         with fs.Lock(repo, command):
             recovery = changeset.recover(repo)
@@ -385,6 +439,8 @@ def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
 def undoable(repo: pygit2.Repository) -> journal.Operation:
     """The newest operation that is neither an undo, undone, rolled back, nor a record
     (journal.RECORD: a frozen prediction stays on record)."""
+    from series import journal
+
     ops = journal.operations(repo)
     undone = {op.undoes for op in ops if op.undoes}
     for op in reversed(ops):
