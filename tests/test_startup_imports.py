@@ -54,9 +54,16 @@ def _under(modules: set[str], packages: tuple[str, ...]) -> list[str]:
     return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
 
 
+# Loaded where they are used: the error path (a bug log's traceback and platform, the
+# printable() patterns of series.validate), the pager (shutil.which), a misspelt key's
+# suggestion (difflib), the global options' holder (a plain class: no dataclasses).
+ON_USE = ("traceback", "series.validate", "difflib", "dataclasses", "logging")
+
+
 def test_help_imports_no_heavy_package_and_not_pygit2() -> None:
     loaded = _loaded("--help")
     assert _under(loaded, HEAVY + ("series.engine", "series.verbs.", "pygit2")) == []
+    assert _under(loaded, ON_USE) == []
 
 
 def test_rebase_dry_run_imports_no_heavy_package_before_its_first_git_call() -> None:
@@ -71,7 +78,7 @@ def test_the_workspace_module_loads_no_pygit2_before_the_repository_opens() -> N
     pygit2 and the write path load in open_workspace when it opens the repository."""
     loaded = _loaded("rebase", "--onto", "v0.31.0", "--dry-run", probe=_PROBE_WORKSPACE)
     assert {"series.workspace", "series.config"} <= loaded
-    assert _under(loaded, REPOSITORY) == []
+    assert _under(loaded, REPOSITORY + ("difflib", "shutil")) == []
 
 
 def test_build_of_a_wheel_file_imports_neither_analysis_forge_nor_the_download() -> None:
