@@ -280,7 +280,7 @@ def _complete_topic_names(command: click.Command) -> None:
 def complete_topics(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Topic names from the series.yaml found from here; nothing when there is none."""
     try:
-        from series.config import find, load
+        from series.seriesfile.config import find, load
 
         params = ctx.find_root().params
         found = find(Path(params.get("directory") or os.getcwd()), params.get("config_file"))

@@ -58,7 +58,7 @@ class Upstream:
 
 
 # What vLLM's first-PR guide asks of a contribution: the `propose:` block of series.yaml
-# overrides these (series.analysis.grade applies them).
+# overrides these (series.propose.grade applies them).
 HOT_PATHS = (
     "vllm/v1/core/sched/", "vllm/core/scheduler.py",                       # the scheduler
     "vllm/v1/attention/", "vllm/attention/", "vllm/model_executor/layers/attention/",

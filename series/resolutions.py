@@ -43,7 +43,7 @@ from series.engine.resolve import ReplayConflict
 from series.engine.resolve import Hooks
 from series import resolution_check
 from series.errors import SeriesError
-from series.fs import write_atomically
+from series.ops.fs import write_atomically
 from series.model import Series
 
 MARKER_SIZE = 7
@@ -345,7 +345,7 @@ class Refusal:
     reason: str
 
     def to_json(self, root: Path) -> dict[str, str]:
-        """Its file named from `root`; the rebase reports it (series.analysis.rebase_result)."""
+        """Its file named from `root`; the rebase reports it (series.report.rebase_result)."""
         where = self.file.relative_to(root) if self.file.is_relative_to(root) else self.file
         return {"topic": self.topic, "path": self.path, "file": str(where), "reason": self.reason}
 

@@ -7,7 +7,7 @@ every write goes through.
         op.commit()                                  # all of it, or none of it
 
 `transaction()` takes the repository's kernel lock for the whole operation, finishes or rolls
-back whatever a killed command left half-done (series.changeset.recover), and refuses while
+back whatever a killed command left half-done (series.ops.changeset.recover), and refuses while
 a rebase or an adoption is halted (unless it is the command that resumes it). `commit()`
 refuses when a branch it moves is checked out with local changes anywhere, re-reads
 series.yaml and compares-and-swaps the operation's own edits onto it (a key someone else
@@ -25,17 +25,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from series import config
+from series.seriesfile import config
 from series.errors import SeriesError
 
 if TYPE_CHECKING:
     import pygit2
 
-    from series import journal, seriesedit
+    from series.ops import journal
+    from series.seriesfile import edit as seriesedit
     from series.git import refs
     from series.model import Series, Topic
     from series.persisted import Json
-    from series.seriesedit import Edit, KeyPath
+    from series.seriesfile.edit import Edit, KeyPath
     from series.topics import OwnWork, OwnWorks
 
 # pygit2 and the modules of the write path (changeset, journal, halted, fs, refs, topics:
@@ -106,7 +107,7 @@ class Workspace:
         return commit
 
     def reload(self) -> "Workspace":
-        from series import fs
+        from series.ops import fs
 
         text = fs.read_text(self.config_path)
         return Workspace(config.read(text or "", self.config_path), self.repo, text)
@@ -163,7 +164,7 @@ def repair(repo: pygit2.Repository) -> list[str]:
     """Before any command reads: finish or roll back an operation a kill left half-done
     (only ever the newest entry, since every write repairs first), unless a command is
     running right now (then that entry is its own)."""
-    from series import changeset, fs, journal
+    from series.ops import changeset, fs, journal
 
     last = journal.last_operation(repo)
     if last is None or last.state != journal.OpState.PENDING:
@@ -190,7 +191,7 @@ class Transaction:
 
     def __init__(self, repo: pygit2.Repository, command: str, summary: str,
                  config_path: Path | None, seen: str | None, notes: list[str], draft: bool = False):
-        from series import changeset
+        from series.ops import changeset
 
         self.repo = repo
         self.draft = draft
@@ -250,7 +251,7 @@ class Transaction:
     def write_recorded(self, change: journal.FileChange) -> None:
         """Write a file change an earlier step recorded (its path as the journal keeps it);
         one whose worktree is gone, or that removes the file, is left out."""
-        from series import journal
+        from series.ops import journal
 
         where = journal.resolve_path(self.repo, change.path, change.worktree)
         if where is not None and change.after is not None:
@@ -259,19 +260,19 @@ class Transaction:
     # -- the journal, for a step that goes on with an operation it began (series.engine) -----
 
     def find(self, op_id: str) -> journal.Operation | None:
-        from series import journal
+        from series.ops import journal
 
         return journal.find(self.repo, op_id)
 
     def finish(self, op: journal.Operation) -> journal.Operation:
-        """Complete `op` if a kill interrupted it (series.changeset.finish; idempotent)."""
-        from series import changeset
+        """Complete `op` if a kill interrupted it (series.ops.changeset.finish; idempotent)."""
+        from series.ops import changeset
 
         return changeset.finish(self.repo, op)
 
     def settle_checkouts(self, op: journal.Operation) -> list[str]:
         """The clean checkouts `op` recorded, brought to their branch's new commit."""
-        from series import changeset
+        from series.ops import changeset
 
         return changeset.settle_checkouts(self.repo, op)
 
@@ -279,7 +280,8 @@ class Transaction:
 
     def seen(self, text: str | None = None) -> seriesedit.Plain:
         """series.yaml as the operation read it (what its edits are relative to)."""
-        from series import fs, seriesedit
+        from series.ops import fs
+        from series.seriesfile import edit as seriesedit
 
         if text is not None:
             self._seen_text, self._seen = text, None
@@ -292,8 +294,8 @@ class Transaction:
         return self._seen
 
     def edit(self, path: KeyPath, new: Any) -> None:
-        from series import seriesedit
-        from series.seriesedit import Edit
+        from series.seriesfile import edit as seriesedit
+        from series.seriesfile.edit import Edit
 
         self.edits.append(Edit(path, seriesedit.value_at(self.seen(), path), new))
 
@@ -304,7 +306,7 @@ class Transaction:
 
     def add_topic(self, fields: dict[str, Any], *, after: str | None = None,
                   before: str | None = None) -> None:
-        from series.seriesedit import Edit
+        from series.seriesfile.edit import Edit
 
         topic = {k: (list(v) if isinstance(v, tuple) else v) for k, v in fields.items() if v is not None}
         names = [t["name"] for t in self.seen().get("topics") or []]
@@ -316,8 +318,8 @@ class Transaction:
 
     def write_file(self, text: str) -> None:
         """The whole file (series init): refused at commit if it changed since it was read."""
-        from series import fs
-        from series.seriesedit import Edit
+        from series.ops import fs
+        from series.seriesfile.edit import Edit
 
         if self._seen_text is None and self.config_path is not None:
             self._seen_text = fs.read_text(self.config_path)
@@ -325,7 +327,7 @@ class Transaction:
 
     def preview(self) -> str | None:
         """series.yaml as this operation would leave it, validated (for --dry-run and checks)."""
-        from series import seriesedit
+        from series.seriesfile import edit as seriesedit
 
         if not self.edits or self.config_path is None:
             return self._seen_text
@@ -335,9 +337,9 @@ class Transaction:
         """Fill this operation with the reverse of `target`: its refs back (each must still
         be where `target` left it), and its own series.yaml edits reversed on the file as it
         is now (byte for byte when nobody changed the file since)."""
-        from series import fs, journal
+        from series.ops import fs, journal
         from series.git import refs
-        from series.seriesedit import Edit
+        from series.seriesfile.edit import Edit
 
         for m in reversed(target.moves):
             now = refs.current(self.repo, m.ref)
@@ -377,7 +379,8 @@ class Transaction:
     # -- commit ------------------------------------------------------------------------------
 
     def commit(self, fault: str | None = None) -> journal.Operation:
-        from series import changeset, fs, seriesedit
+        from series.ops import changeset, fs
+        from series.seriesfile import edit as seriesedit
         from series.git import checkouts
 
         if self.draft:
@@ -418,8 +421,8 @@ def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
               config_path: Path | None = None, seen: str | None = None,
               resumes: str | None = None) -> Iterator[Transaction]:
     """The transaction (module docstring). `resumes`: the kind of halted operation this
-    command goes on with (series.halted.Halt.kind), which the halt guard lets through."""
-    from series import changeset, fs, halted
+    command goes on with (series.ops.halted.Halt.kind), which the halt guard lets through."""
+    from series.ops import changeset, fs, halted
 
     try:
         with fs.Lock(repo, command):
@@ -439,7 +442,7 @@ def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
 def undoable(repo: pygit2.Repository) -> journal.Operation:
     """The newest operation that is neither an undo, undone, rolled back, nor a record
     (journal.RECORD: a frozen prediction stays on record)."""
-    from series import journal
+    from series.ops import journal
 
     ops = journal.operations(repo)
     undone = {op.undoes for op in ops if op.undoes}

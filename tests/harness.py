@@ -331,14 +331,14 @@ def _process_end() -> None:
     modules = sys.modules
     if (cli := modules.get("series.cli")) is not None:
         cli.OUTPUT.quiet, cli.OUTPUT.color, cli.OUTPUT.pager = False, "auto", True
-    if (fs := modules.get("series.fs")) is not None:
+    if (fs := modules.get("series.ops.fs")) is not None:
         for fd, _depth in fs.Lock._held.values():
             with contextlib.suppress(OSError):
                 os.close(fd)  # closing the descriptor drops its flock, as an exit does
         fs.Lock._held.clear()
     if (errors := modules.get("series.errors")) is not None:
         errors._SECRETS.clear()
-    if (config := modules.get("series.config")) is not None:
+    if (config := modules.get("series.seriesfile.config")) is not None:
         config._PARSED.clear()
         config._READ.clear()
     if (merge := modules.get("series.engine.merge")) is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series import config
+from series.seriesfile import config
 from tests.conftest import run_series, sh
 from tests.repos import LRU_FIXED, TEST_LRU_ORDER, commit_files, git
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series import config
+from series.seriesfile import config
 from tests.conftest import from_template, run_series, sh
 from tests.repos import LRU_V031, build_fork, build_upstream, commit_files, git
 from tests.test_adopt import branch, repo_of, serve

@@ -8,7 +8,7 @@ import pygit2
 import pytest
 from pytest_httpserver import HTTPServer
 
-from series import config
+from series.seriesfile import config
 from tests.conftest import run_series, sh
 from tests.repos import build_fork, build_upstream, github_fixture
 

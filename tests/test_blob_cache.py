@@ -1,4 +1,4 @@
-"""The semantic check's disk cache (series.analysis.blob_cache) stays bounded: a write prunes
+"""The semantic check's disk cache (series.semantic.blob_cache) stays bounded: a write prunes
 the least recently used entries, and a hit counts as a use."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from series.analysis import blob_cache
+from series.semantic import blob_cache
 
 
 def _folder(tmp_path: Path) -> Path:

@@ -1,6 +1,6 @@
-"""series.blockyaml answers only where it answers as ruamel does: the same data, the same
+"""series.seriesfile.blockyaml answers only where it answers as ruamel does: the same data, the same
 positions (which name the lines of errors and place the editor's splices), and so the
-same Series or the same error from series.config. Checked on generated series.yaml files
+same Series or the same error from series.seriesfile.config. Checked on generated series.yaml files
 and on random mutations of them; a file it declines goes to ruamel, which is always right."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from series import blockyaml, config
+from series.seriesfile import blockyaml, config
 from series.errors import SeriesError
 
 WORDS = ["offload", "evict", "fix", "v0.31.0", "topic/kv-offload", "vllm-project/vllm", "a.b_c-d", "x+y",
@@ -167,7 +167,7 @@ def test_where_the_fast_reader_answers_it_answers_as_ruamel_does() -> None:
 
 
 def test_the_files_series_writes_are_read_fast() -> None:
-    from series import seriesedit
+    from series.seriesfile import edit as seriesedit
 
     text = seriesedit.skeleton("upstream", "v0.31.0", "vllm-project/vllm", "series/integration")
     assert blockyaml.load(text) is not None
@@ -178,8 +178,8 @@ def test_the_files_series_writes_are_read_fast() -> None:
 def test_the_editor_splices_the_same_bytes_at_either_reader_s_positions() -> None:
     """seriesedit splices at blockyaml's positions when it reads the file: the bytes of
     each splice (or its refusal) must be those it makes at ruamel's."""
-    from series import seriesedit
-    from series.seriesedit import Edit
+    from series.seriesfile import edit as seriesedit
+    from series.seriesfile.edit import Edit
 
     def edits_for(data: dict[str, Any]) -> list[list[Edit]]:
         names = [t["name"] for t in data.get("topics") or []]
@@ -219,7 +219,7 @@ def test_the_editor_splices_the_same_bytes_at_either_reader_s_positions() -> Non
 def test_the_editor_quotes_a_value_exactly_when_ruamel_would_misread_it(monkeypatch: Any) -> None:
     """seriesedit.scalar asks blockyaml whether a plain value reads back; its answer must
     be the one ruamel gives."""
-    from series import seriesedit
+    from series.seriesfile import edit as seriesedit
 
     real_load = blockyaml.load
     words = WORDS + TAME + ["a b", "x  # y", "v1.2.3-rc1", "Yes", "~x", "(x)", "$HOME", "./path", "a,b", "1_000"]

@@ -10,7 +10,7 @@ from typing import Callable
 
 import pytest
 
-from series.analysis import breaks
+from series.semantic import breaks
 from series.engine.odb import MemOdb
 from tests.conftest import run_series
 from tests.harness import ALL_FRESH

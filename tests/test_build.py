@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.ship import fetch
+from series.wheel import fetch
 from series.verbs import build as build_cmd
 from series.workspace import open_workspace
 from tests.conftest import run_series, sh
@@ -216,7 +216,7 @@ def test_the_release_wheel_is_read_once(fork: Path, release_wheel: Path, tmp_pat
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The stale-file check and the overlay share one reading of the wheel's directory and
     RECORD (issue 34: vLLM's 5,000+ members cost ~20 ms a reading)."""
-    from series.ship import ziparchive
+    from series.wheel import ziparchive
 
     reads: list[Path] = []
     real = ziparchive.read_members

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from series.analysis.codeowners import decide, parse
+from series.propose.codeowners import decide, parse
 
 # GitHub's example CODEOWNERS (docs.github.com, "Example of a CODEOWNERS file"), in the
 # order the docs give it: the last matching pattern wins.
@@ -112,7 +112,7 @@ def test_hostile_patterns_finish_at_once() -> None:
     """In a child process with a timeout (no timing assertion): the old re translation ran
     past 60 s on the first pattern; this walk is O(n*m)."""
     script = (
-        "from series.analysis.codeowners import parse, decide\n"
+        "from series.propose.codeowners import parse, decide\n"
         f"rules = parse({''.join(p + ' @evil' + chr(10) for p in HOSTILE)!r})\n"
         "paths = ['a' * 4000, '/'.join(['a' * 40] * 100), 'a' * 3000 + 'x']\n"
         "print([bool(decide(rules, p)) for p in paths])\n")

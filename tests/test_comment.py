@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from series import config
-from series.analysis import comment_body
-from series.analysis.measurement_report import parse_report
+from series.seriesfile import config
+from series.measure import comment_body
+from series.measure.measurement_report import parse_report
 from tests.conftest import run_series
 from tests.repos import github_fixture
 
@@ -212,7 +212,7 @@ def test_any_string_anywhere_is_shown_as_written_and_notifies_nobody(
 
 
 def test_mentions_inline_and_code_escape_exactly() -> None:
-    from series.analysis.mentions import code, fenced, inline
+    from series.propose.mentions import code, fenced, inline
 
     assert inline("cc @evil, x@y.com and x@a-@b") == "cc `@evil`, x@y.com and x@a-`@b`"
     assert inline("<!-- [a]: b | *c* _d_ ~e~ $f$ & \\") == \

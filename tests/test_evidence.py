@@ -206,8 +206,8 @@ def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, e
 def test_a_tree_stopped_mid_run_is_not_worse_for_what_it_did_not_reach() -> None:
     """An interrupted run: a test the stopped tree never reached is not run, not worse;
     what it did run is judged, and a finished tree still answers for what it lacks."""
-    from series.ship.matrix import CaseVerdict, ResultMatrix, TreeInfo, render_text
-    from series.ship.testrun import CaseOutcome as O
+    from series.evidence.matrix import CaseVerdict, ResultMatrix, TreeInfo, render_text
+    from series.evidence.testrun import CaseOutcome as O
     trees = [TreeInfo(n, "c0ffee", n, 1) for n in ("base", "series", "without:lru-peek")]
     m = ResultMatrix(trees, interrupted="SIGTERM", incomplete={"series"})
     m.results = {"base": {"t::a": O.PASSED, "t::b": O.PASSED, "t::c": O.PASSED},
@@ -281,7 +281,7 @@ def test_a_python_that_is_not_one_is_refused(fork: Path, tmp_path: Path) -> None
 
 def _scratch_in(temp: Path) -> tuple[subprocess.Popen[str], Path]:
     """A process that made its scratch directory in `temp` and sleeps in it."""
-    code = ("import sys, time; from series.ship.testrun import Scratch; s = Scratch(); "
+    code = ("import sys, time; from series.evidence.testrun import Scratch; s = Scratch(); "
             "print(s.root, flush=True); time.sleep(120)")
     proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(temp)),
                             stdout=subprocess.PIPE, text=True)
@@ -294,7 +294,7 @@ def test_the_next_run_removes_what_a_killed_run_left_and_keeps_a_live_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tempfile
 
-    from series.ship import testrun
+    from series.evidence import testrun
 
     temp = tmp_path / "tmp"
     temp.mkdir()

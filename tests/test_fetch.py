@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pytest_httpserver import HTTPServer
 
-from series.ship import fetch
+from series.wheel import fetch
 from series.errors import SeriesError
 
 X86 = "vllm-0.31.0-cp38-abi3-manylinux_2_28_x86_64.whl"
@@ -59,7 +59,7 @@ def serve_index(httpserver: HTTPServer, json_api: bool, digest_ok: bool = True) 
 def fetch_without_pip(httpserver: HTTPServer, tmp_path: Path, platform: str) -> subprocess.CompletedProcess[str]:
     """A real process in which pip cannot be imported and no pip is on PATH (as under uv)."""
     program = ("import sys; sys.modules['pip'] = None\n"
-               "from pathlib import Path\nfrom series.ship import fetch\n"
+               "from pathlib import Path\nfrom series.wheel import fetch\n"
                f"print(fetch.resolve_wheel('vllm==0.31.0', Path({str(tmp_path / 'cache')!r}), "
                f"target=fetch.Target({platform!r}, '3.12')))")
     env = dict(os.environ, PIP_INDEX_URL=httpserver.url_for("/simple/"), PATH=str(tmp_path / "empty"),

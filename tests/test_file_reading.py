@@ -1,4 +1,4 @@
-"""series.analysis.file_reading: the full reading of a file comes back from the disk cache
+"""series.semantic.file_reading: the full reading of a file comes back from the disk cache
 equal to what the parse gave, without parsing again."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from series.analysis import file_reading
-from series.analysis.uses import UseKind
+from series.semantic import file_reading
+from series.semantic.uses import UseKind
 
 SOURCE = b'''import os
 from vllm.config import VllmConfig

@@ -1,4 +1,4 @@
-"""series.fs: the one atomic write. Its temporary file is created afresh (O_CREAT|O_EXCL),
+"""series.ops.fs: the one atomic write. Its temporary file is created afresh (O_CREAT|O_EXCL),
 so nothing planted at its name is written through, and a failed write leaves the old file."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from series import fs
+from series.ops import fs
 
 
 def _empty(tmp_path: Path) -> Path:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import subprocess
 
-from series.analysis.grade import Commit, Level, grade, tags_from_guide
-from series.analysis.reviewers import owners_of, parse_codeowners
+from series.propose.grade import Commit, Level, grade, tags_from_guide
+from series.propose.reviewers import owners_of, parse_codeowners
 from series.git.repo import FileStat
 from series.model import ProposeSettings
 

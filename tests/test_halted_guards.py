@@ -68,7 +68,7 @@ def test_a_damaged_state_file_is_a_one_line_error_and_a_hint(fork: Path, damage:
     path.write_text(text)
     for argv in (("rebase", "--continue"), ("status",), ("drop", "api-hello")):
         if damage == "outcome-unknown" and argv[0] == "drop":
-            # the guard reads only the record's `halt` (series.halted; the topics are the
+            # the guard reads only the record's `halt` (series.ops.halted; the topics are the
             # engine's, series.engine.rebase_state): it refuses as for any halted rebase
             proc = run_series(*argv, cwd=fork, expect=1)
             assert "a series rebase is in progress" in proc.stderr and "Traceback" not in proc.stderr

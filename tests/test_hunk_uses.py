@@ -1,4 +1,4 @@
-"""The semantic check's shortcut (series.analysis.hunk_uses): on a file upstream left alone,
+"""The semantic check's shortcut (series.semantic.hunk_uses): on a file upstream left alone,
 the uses near the topic's hunks must include every use the topic introduced, which the
 full reading finds by parsing the base's version too. Differential: random edits of real
 Python (this package's own modules) against that full reading."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from series.analysis import hunk_uses
-from series.analysis.uses import UseKind, parse, uses
+from series.semantic import hunk_uses
+from series.semantic.uses import UseKind, parse, uses
 
 SOURCES = sorted((Path(__file__).resolve().parent.parent / "series").rglob("*.py"))
 JUDGED = (UseKind.NAME, UseKind.KEYWORD, UseKind.OVERRIDE, UseKind.QUALNAME)
@@ -169,9 +169,9 @@ def test_comment_and_blank_lines_touch_nothing(tmp_path: Path) -> None:
 
 
 def test_an_upstream_module_read_back_from_the_cache_is_the_same(tmp_path: Path) -> None:
-    """What series.analysis.upstream_api keeps on disk per blob reads back equal, for every
+    """What series.semantic.upstream_api keeps on disk per blob reads back equal, for every
     module of this package (classes, fields, annotations, re-exports)."""
-    from series.analysis import upstream_api
+    from series.semantic import upstream_api
     for source in SOURCES:
         api = upstream_api.ModuleApi.of(source.read_bytes(), "series")
         raw = json.loads(json.dumps(upstream_api._encode(api)))

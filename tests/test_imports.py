@@ -6,7 +6,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.analysis import imports
+from series.evidence import imports
 from tests.conftest import sh
 from tests.repos import write
 

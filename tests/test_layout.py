@@ -139,8 +139,8 @@ def test_a_new_verb_is_one_module(tmp_path: Path) -> None:
 
 # -- the transaction's layers (issue 25): git/ is only git, one atomic write --------------------------------
 
-ABOVE_GIT = ("series.config", "series.seriesedit", "series.blockyaml",   # series.yaml
-             "series.workspace", "series.journal", "series.changeset", "series.fs",   # the transaction
+ABOVE_GIT = ("series.seriesfile.config", "series.seriesfile.edit", "series.seriesfile.blockyaml",   # series.yaml
+             "series.workspace", "series.ops.journal", "series.ops.changeset", "series.ops.fs",   # the transaction
              "series.engine")
 
 
@@ -170,11 +170,11 @@ def _renames(path: Path) -> list[int]:
 
 
 def test_one_atomic_write_helper() -> None:
-    """Replacing a file is series.fs's (write_atomically, stage + replace_staged, replacing):
+    """Replacing a file is series.ops.fs's (write_atomically, stage + replace_staged, replacing):
     the temp it creates is O_EXCL, so nothing planted at its name is written through."""
     found = {path.relative_to(PACKAGE).as_posix(): lines for path in sorted(PACKAGE.rglob("*.py"))
              if (lines := _renames(path))}
-    assert set(found) == {"fs.py"}, found
+    assert set(found) == {"ops/fs.py"}, found
 
 
 def test_the_rename_check_sees_each_form(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_the_rename_check_sees_each_form(tmp_path: Path) -> None:
 def test_neither_the_engine_nor_the_transaction_imports_the_other() -> None:
     """The engine takes a series in its repository and a transaction (series.engine.ports); the
     transaction (workspace, its journal, the halt record) imports no engine."""
-    tx = ("workspace.py", "journal.py", "changeset.py", "fs.py", "halted.py")
+    tx = ("workspace.py", "ops/journal.py", "ops/changeset.py", "ops/fs.py", "ops/halted.py")
     offenders = [f"series/engine/{path.name}: {', '.join(sorted(bad))}"
                  for path in sorted((PACKAGE / "engine").glob("*.py"))
                  if (bad := _names(_imports(path), ("series.workspace",)))]
@@ -299,7 +299,7 @@ def test_module_names_are_unique_and_none_reads_as_build_output() -> None:
     """CONTRIBUTING.md rule 10. A library module's name is unique in the package (git/cli.py beside
     series/cli.py, two integration.py: which one is imported?). A module under verbs/ is
     named by what the user types, so it may repeat the name of the library module it drives
-    (verbs/touches.py and analysis/touches.py) only when that name is a verb or subcommand.
+    (verbs/touches.py and history/touches.py) only when that name is a verb or subcommand.
     No directory is named like build output (build/, dist/): .gitignore templates, black,
     ruff and pytest's norecursedirs skip such a directory at any depth."""
     library: dict[str, list[str]] = {}
@@ -336,11 +336,12 @@ def test_no_import_alias_hides_what_it_imports() -> None:
 
 # -- only the transaction writes the state dir and series.yaml; only git/ writes refs (issue 25) -------------
 
-TRANSACTION = {"fs.py", "journal.py", "changeset.py", "workspace.py", "halted.py", "seriesedit.py"}
+TRANSACTION = {"ops/fs.py", "ops/journal.py", "ops/changeset.py", "workspace.py", "ops/halted.py", "seriesfile/edit.py"}
 # Outside the transaction, what may name the state dir, and why it is not the transaction's record:
 STATE_DIR_USERS = {
     "engine/report.py": "the rebase report, the verb's output (written atomically, never read to decide)",
     "engine/odb.py": "a scratch object directory for git's own writes, removed at exit",
+    "upstream/store.py": "the last fetch of `series upstream`: read offline, written only through Transaction.write",
 }
 REF_WRITERS = {"demo.py": "builds the demo's own repositories in a fresh directory, never the user's"}
 STATE_NAMES = {"state_dir", "journal_dir", "state_file", "rebase_dir"}
@@ -410,12 +411,12 @@ def test_only_the_transaction_writes_the_state_dir_and_series_yaml() -> None:
 
 def test_only_the_git_layer_writes_refs() -> None:
     """Refs move in series.git.refs' update-ref transactions (through the transaction's journal, or
-    for the halt record's temporary refs through series.halted), never by pygit2 elsewhere."""
+    for the halt record's temporary refs through series.ops.halted), never by pygit2 elsewhere."""
     assert _outside_the_transaction()[2] == []
 
 
 def test_the_write_checks_see_each_form() -> None:
-    source = ("from series.fs import state_dir\n"
+    source = ("from series.ops.fs import state_dir\n"
               "def f(repo, ws):\n"
               "    (state_dir(repo) / 'x').write_text('y')\n"
               "    ws.config_path.write_text('z')\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pygit2
 
-from series import config
+from series.seriesfile import config
 from tests.conftest import run_series
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from series import seriesedit
-from series.seriesedit import Edit
+from series.seriesfile import edit as seriesedit
+from series.seriesfile.edit import Edit
 from tests.conftest import run_series, sh
 
 EDITS = [("drop", "ipc-backport", "--reason", "fixed differently upstream"),

@@ -373,9 +373,9 @@ def test_usage_mistakes_are_usage_errors(fork: Path) -> None:
 
 def test_the_report_reads_back_through_the_one_reader_of_reports(tmp_path: Path) -> None:
     """What `measure --json` writes is what `series comment --measurement` reads (its one
-    reader, series.analysis.measurement_report), hostile strings and all."""
-    from series.analysis import measurement
-    from series.analysis.measurement_report import read_report
+    reader, series.measure.measurement_report), hostile strings and all."""
+    from series.measure import measurement
+    from series.measure.measurement_report import read_report
 
     machine = measurement.MachineInfo("0.31.0", None, None, "cpu <!-- x", "3.11.7", "Linux")
     report = measurement.Measurement(
@@ -398,7 +398,7 @@ def test_the_report_reads_back_through_the_one_reader_of_reports(tmp_path: Path)
 
 
 def test_topic_is_an_alias_of_only_for_series_test_too() -> None:
-    from series.ship import named_trees
+    from series.evidence import named_trees
     from series.verbs.test import evidence
 
     assert evidence.tree_names(None, None, ("topic:a", "only:a", "without:b")) == ["base", "series", "only:a",

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from series.analysis import measure_jobs as mj
-from series.analysis.measure_jobs import MeasureJobs, Seat
+from series.measure import jobs as mj
+from series.measure.jobs import MeasureJobs, Seat
 from tests import simrunner
 from tests.test_workflows import tool
 

@@ -1,5 +1,5 @@
 """The semantic check's shortcut on a file both the topic and upstream changed
-(series.analysis.breaks._merged_may_break, issue 34): the breaks are those of the full
+(series.semantic.breaks._merged_may_break, issue 34): the breaks are those of the full
 reading of the three versions. Differential: random topic edits of real Python (this
 package's modules) and random upstream edits on top (a top-level def renamed, an import
 removed, lines deleted or copied), judged by a checker whose verdicts are arbitrary but,
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from series.analysis import breaks
-from series.analysis.upstream_api import Found
-from series.analysis.uses import BUILTINS, Use, UseKind, parse, top_names
+from series.semantic import breaks
+from series.semantic.upstream_api import Found
+from series.semantic.uses import BUILTINS, Use, UseKind, parse, top_names
 from tests.test_hunk_uses import SOURCES, _aliases, _mutant
 
 

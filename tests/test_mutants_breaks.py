@@ -48,7 +48,7 @@ def test_a_package_reading_its_own_path_after_upstream_dropped_extend_path_is_no
     """`__path__` is bound by the import system in every package's __init__.py: when
     upstream drops its `__path__ = extend_path(...)` line, the topic's reading of
     `__path__` still works, and no "undefined" break may be reported for it: not by the
-    rebase, nor by status against the new base (series.analysis.base_breaks)."""
+    rebase, nor by status against the new base (series.semantic.base_breaks)."""
     up = tmp_path / "upstream"
     up.mkdir()
     git(up, "init", "-q", "-b", "main")

@@ -132,8 +132,8 @@ def test_a_ref_set_twice_in_one_transaction_moves_once_to_the_last_value(fork: P
     last word wins): one move, to the last value, from the ref's value at the start."""
     import pygit2
 
-    from series.fs import Lock
-    from series.changeset import Changeset
+    from series.ops.fs import Lock
+    from series.ops.changeset import Changeset
     repo = pygit2.Repository(str(fork))
     start = sh("git rev-parse topic/api-hello", fork).strip()
     first, last = sh("git rev-parse v0.30.0 v0.31.0", fork).split()

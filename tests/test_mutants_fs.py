@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from series import fs
+from series.ops import fs
 
 
 def _free(path: Path) -> bool:

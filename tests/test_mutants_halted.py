@@ -11,7 +11,7 @@ import pytest
 
 from pytest_httpserver import HTTPServer
 
-from series import halted
+from series.ops import halted
 from series.engine import rebase_state
 from tests.conftest import run_series
 from tests.test_comment import _env, _serve, adopted  # noqa: F401  (a fixture)

@@ -1,9 +1,9 @@
-"""Tests that fail when series.analysis.uses reads a file wrong in small ways (issue 37:
+"""Tests that fail when series.semantic.uses reads a file wrong in small ways (issue 37:
 each kills a mutant that survived; tools/mutate.py finds more). At the level of `uses`:
 what a file uses is that module's whole answer, and the check judges exactly those uses."""
 from __future__ import annotations
 
-from series.analysis.uses import UseKind, parse, uses
+from series.semantic.uses import UseKind, parse, uses
 
 
 def _uses(source: str) -> set[tuple[UseKind, str, str]]:

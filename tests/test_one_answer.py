@@ -3,7 +3,7 @@
     who is the committer        series.git.repo.committer (git var GIT_COMMITTER_IDENT)
     where is a branch checked   series.git.checkouts (the only reader of commondir and
     out                         .git/worktrees/)
-    where is the state dir      series.fs.state_dir (series.cache for user caches)
+    where is the state dir      series.ops.fs.state_dir (series.cache for user caches)
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_one_state_dir_resolver() -> None:
             if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
                     and isinstance(node.right, ast.Constant) and node.right.value == "series"):
                 found.add(path.relative_to(PACKAGE).as_posix())
-    assert found == {"fs.py", "cache.py"}, found
+    assert found == {"ops/fs.py", "cache.py"}, found
 
 
 def test_one_answer_to_where_the_command_runs() -> None:

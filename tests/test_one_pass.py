@@ -1,4 +1,4 @@
-"""The semantic check's one walk of a file (series.analysis.one_pass) gives what a walk of
+"""The semantic check's one walk of a file (series.semantic.one_pass) gives what a walk of
 each scope gave (issue 34). Differential: the plain definitions the readings used before,
 kept here as the reference, against one_pass on real code (this package's own modules) and
 on the corners Python's grammar has (global, match, walrus in a decorator, nested classes).
@@ -9,9 +9,9 @@ import ast
 import textwrap
 from pathlib import Path
 
-from series.analysis import one_pass
-from series.analysis.class_reading import read_method, sets_by_name, type_name
-from series.analysis.uses import UseCollector, uses
+from series.semantic import one_pass
+from series.semantic.class_reading import read_method, sets_by_name, type_name
+from series.semantic.uses import UseCollector, uses
 from tests.parsed import parsed
 
 SOURCES = sorted((Path(__file__).resolve().parent.parent / "series").rglob("*.py"))

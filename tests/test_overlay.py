@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from series.ship import ziparchive
-from series.ship.overlay import OverlayChange, local_version, overlay, stamp_version_file
+from series.wheel import ziparchive
+from series.wheel.overlay import OverlayChange, local_version, overlay, stamp_version_file
 from series.errors import SeriesError
 from tests.fakewheel import build_wheel, install_wheel
 

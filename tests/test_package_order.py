@@ -24,12 +24,11 @@ PACKAGE = ROOT / "series"
 
 ORDER = (   # bottom to top; the why of each place is in docs/architecture.md
     "series", "cache", "errors", "model", "validate", "persisted",
-    "git",
-    "blockyaml", "config", "seriesedit",
-    "faults", "fs", "journal", "changeset", "halted",
+    "git", "seriesfile", "ops",
     "topics", "workspace", "topic_status", "status_change",
     "engine", "resolution_check", "patches", "resolutions",
-    "forge", "analysis", "ship",
+    "forge", "history", "semantic", "report",
+    "wheel", "evidence", "propose", "measure", "upstream",
     "distribution", "demo_workload", "demo", "output", "cli_support",
     "verbs", "cli", "__main__",
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.analysis.touches import parse_spec
+from series.history.touches import parse_spec
 from series.errors import SeriesError
 from series.git.repo import repo_path
 from tests.conftest import run_series, sh

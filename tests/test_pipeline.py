@@ -6,8 +6,8 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from series.analysis import pipeline
-from series.analysis.testmap import StepSelection, BuildkiteStep
+from series.evidence import pipeline
+from series.evidence.testmap import StepSelection, BuildkiteStep
 from tests.conftest import run_series
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.analysis import predictions
+from series.measure import predictions
 from series.errors import SeriesError
 from tests.conftest import run_series
 

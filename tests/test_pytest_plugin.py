@@ -1,4 +1,4 @@
-"""The plugin series puts into every evidence pytest (series.ship.testrun.PLUGIN), run for
+"""The plugin series puts into every evidence pytest (series.evidence.testrun.PLUGIN), run for
 real over a one-file layout: what collection imported is frozen for upstream's per-test
 gc.collect(), and SERIES_GC_FREEZE=0 turns that off."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from series.ship import pytestrun, testrun
-from series.ship.interpreter import Environment
-from series.ship.testrun import CaseOutcome
+from series.evidence import pytestrun, testrun
+from series.evidence.interpreter import Environment
+from series.evidence.testrun import CaseOutcome
 
 FROZEN = """import gc
 

@@ -266,8 +266,8 @@ def test_the_lock_stops_a_second_process_and_dies_with_its_holder(fork: Path) ->
 
 @pytest.mark.parametrize("layout", ["block", "flow"])
 def test_the_series_yaml_editor_keeps_the_file_and_reads_back(layout: str, tmp_path: Path) -> None:
-    from series import config, seriesedit
-    from series.seriesedit import Edit
+    from series.seriesfile import config, edit as seriesedit
+    from series.seriesfile.edit import Edit
     from tests.repos import SERIES_YAML
 
     path = tmp_path / "series.yaml"

@@ -1,4 +1,4 @@
-"""The rebase's result is one typed value (series.analysis.rebase_result): its --json
+"""The rebase's result is one typed value (series.report.rebase_result): its --json
 document and the report saved under .git/series/reports read back with from_json give the
 same document again, every field included (culprits, evidence, the first breaking commit,
 breaks, --as-far-as-possible, --strict); a saved report with a wrong field is refused,
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from series.analysis.rebase_result import RebaseResult
+from series.report.rebase_result import RebaseResult
 from tests.conftest import run_series
 from tests.test_breaks import broken_fork  # noqa: F401  (a fixture)
 from tests.test_upstream_history import fork_over, rebase

@@ -1,7 +1,8 @@
 """Start-up loads only what the command's path needs (issue 34): a fitness test, not a timing.
 
 `series --help` and a verb up to its first git call (where it opens the workspace) import
-none of the heavy packages: the analysis, the forge, the ship, and for --help not pygit2.
+none of the heavy packages: the analyses, the forge, the wheel and the test trees, and for
+--help not pygit2.
 They load inside the function that first needs them. tools/bench_startup.py has the
 figures; this keeps a new top-level import from silently taking them back.
 """
@@ -13,7 +14,12 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("series.analysis", "series.forge", "series.ship")
+# What was analysis/ (the semantic check, history, the rebase report, propose, measure, test
+# selection) and ship/ (the wheel, the test trees), and the forge.
+ANALYSES = ("series.semantic", "series.history", "series.report", "series.propose", "series.measure",
+            "series.evidence.testmap", "series.evidence.testmap_legacy", "series.evidence.pipeline",
+            "series.evidence.imports")
+HEAVY = ANALYSES + ("series.forge", "series.wheel", "series.evidence")
 
 # The CLI in a fresh interpreter, stopped where the verb asks for its workspace (the first
 # git call); prints what was imported by then.
@@ -39,8 +45,7 @@ _PROBE_WORKSPACE = _PROBE.replace("raise SystemExit(0)", "import series.workspac
 
 # What opening the repository brings (pygit2, ~35-50 ms of its own) and the write path's
 # modules: loaded by open_workspace at its first git call, never at start-up.
-REPOSITORY = ("pygit2", "series.changeset", "series.journal", "series.halted", "series.topics",
-              "series.fs", "series.seriesedit", "series.git")
+REPOSITORY = ("pygit2", "series.ops", "series.topics", "series.seriesfile.edit", "series.git")
 
 
 def _loaded(*argv: str, probe: str = _PROBE) -> set[str]:
@@ -77,7 +82,7 @@ def test_the_workspace_module_loads_no_pygit2_before_the_repository_opens() -> N
     """series.workspace imports config (to find and read series.yaml) and nothing of git:
     pygit2 and the write path load in open_workspace when it opens the repository."""
     loaded = _loaded("rebase", "--onto", "v0.31.0", "--dry-run", probe=_PROBE_WORKSPACE)
-    assert {"series.workspace", "series.config"} <= loaded
+    assert {"series.workspace", "series.seriesfile.config"} <= loaded
     assert _under(loaded, REPOSITORY + ("difflib", "shutil")) == []
 
 
@@ -86,5 +91,5 @@ def test_build_of_a_wheel_file_imports_neither_analysis_forge_nor_the_download()
     packaging's tags) is only for a wheel fetched without pip."""
     loaded = _loaded("build", "--wheel", "vllm-0.31.0-cp38-abi3-manylinux_2_28_x86_64.whl")
     assert "series.verbs.build" in loaded
-    assert _under(loaded, ("series.analysis", "series.forge", "urllib.request", "html.parser",
+    assert _under(loaded, ANALYSES + ("series.forge", "urllib.request", "html.parser",
                            "packaging.tags")) == []

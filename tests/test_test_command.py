@@ -49,7 +49,7 @@ def test_only_plain_pytest_commands_are_run() -> None:
         "export", {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}, [])
     assert parse_command("pytest lora --shard-id=$$BUILDKITE_PARALLEL_JOB")[2][-1] == \
         "--shard-id=$BUILDKITE_PARALLEL_JOB"
-    from series.analysis.pipeline import SHARD_TEXT
+    from series.evidence.pipeline import SHARD_TEXT
     assert SHARD_TEXT.sub("", "pytest lora --shard-id=$J --num-shards 4 -x") == "pytest lora -x"
     sharded = parse_command("pytest -v lora --shard-id=$$BUILDKITE_PARALLEL_JOB --num-shards 4 -k $$SEL")
     assert local_args(sharded[2], {"SEL": "fast"}) == ["-v", "lora", "-k", "fast"], "a shard runs whole"

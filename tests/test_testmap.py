@@ -7,7 +7,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.analysis import testmap
+from series.evidence import testmap
 from tests.conftest import sh
 
 FIXTURES = Path(__file__).parent / "fixtures" / "test_areas"

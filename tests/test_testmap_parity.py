@@ -16,7 +16,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from series.analysis import testmap
+from series.evidence import testmap
 
 FIXTURE = Path(__file__).parent / "fixtures" / "testmap_parity.json.gz"
 DATA = json.loads(gzip.decompress(FIXTURE.read_bytes()))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from series.analysis.touches import directory_of, parse_spec
+from series.history.touches import directory_of, parse_spec
 from tests.conftest import run_series, sh
 
 

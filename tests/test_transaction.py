@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from series import config
+from series.seriesfile import config
 from tests.conftest import run_series, sh
 from tests.test_adopt import no_api  # noqa: F401  (a fixture)
 from tests.test_rebase import LRU, refs_of, resolve_lru, rev, snapshot

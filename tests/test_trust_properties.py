@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from series import config
+from series.seriesfile import config
 from series.errors import SeriesError
 from series.forge.github import GitHubForge
 from series.forge.http import Answer, ApiClient
@@ -243,7 +243,7 @@ evidence_values = st.fixed_dictionaries({}, optional={
 @FAST
 @given(st.one_of(evidence_values, anything))
 def test_evidence_that_passes_the_check_renders(data: Any) -> None:
-    from series.analysis import prbody
+    from series.propose import prbody
     try:
         checked = prbody.check_evidence(data)
     except ValueError as exc:

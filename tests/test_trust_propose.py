@@ -136,7 +136,7 @@ def test_commit_messages_mention_only_owners_and_authors_and_hide_nothing(propos
     ("<!-- a --> <!--", "&lt;!-- a --> &lt;!--"),
 ])
 def test_neutralise(text: str, safe: str) -> None:
-    from series.analysis.mentions import neutralise
+    from series.propose.mentions import neutralise
     assert neutralise(text, ["@owner", "@org/team", "docs@example.com"]) == safe
 
 
@@ -157,7 +157,7 @@ SLIPPED = [
 
 @pytest.mark.parametrize("text", SLIPPED)
 def test_no_escaped_mention_notifies_as_github_reads_it(text: str) -> None:
-    from series.analysis.mentions import neutralise
+    from series.propose.mentions import neutralise
     from tests.test_comment import _mentions
     safe = neutralise(text, ["@owner"])
     body = f"## Purpose\n\n{safe}\n\nRelease notes: @owner"
@@ -169,7 +169,7 @@ def test_no_escaped_mention_notifies_as_github_reads_it(text: str) -> None:
                                  "<", ">", "*", "- ", "> ", "  ", "[", "]", "(", ")", "](", "<div>", "&#64;"]),
                 max_size=14))
 def test_any_commit_text_notifies_only_whom_it_may(pieces: list[str]) -> None:
-    from series.analysis.mentions import neutralise
+    from series.propose.mentions import neutralise
     from tests.test_comment import _mentions
     body = f"## Purpose\n\n{neutralise(''.join(pieces), ['@owner'])}\n"
     assert set(_mentions(body)) <= {"@owner"}, body

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from series import config
+from series.seriesfile import config
 from tests.conftest import from_template, run_series, sh
 from tests.repos import LRU_V030, LRU_V031, build_fork, build_upstream, commit_all, git, write
 
@@ -195,7 +195,7 @@ def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None
     simplification, merges included) and the first-parent line (git rev-list --first-parent)."""
     import pygit2
 
-    from series.analysis.attribution import path_commits
+    from series.history.attribution import path_commits
     from series.engine.bisect import mainline
 
     up = tmp_path / "upstream"
@@ -215,7 +215,7 @@ def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None
         theirs = sh(f"git log --format=%H v0.30.0..main -- {path}", up).split()
         assert sorted(str(c.id) for c in ours[path]) == sorted(theirs), path
     # main before the merge is one chain: the one-pass path (vLLM's squash-merged main)
-    from series.analysis.attribution import _linear, upstream_commits
+    from series.history.attribution import _linear, upstream_commits
 
     before = repo.revparse_single("main~2").peel(pygit2.Commit)
     assert _linear(upstream_commits(repo, old.id, before.id), before.id)
@@ -227,7 +227,7 @@ def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None
     line = [str(c.id) for c in mainline(repo, old, new)]
     assert line == sh("git rev-list --first-parent --reverse v0.30.0..main", up).split()
     # kept and asked a path or two at a time (a rebase's conflicts as they show up): git's answer still
-    from series.analysis.attribution import PathHistory
+    from series.history.attribution import PathHistory
 
     for end, spec in ((before, "v0.30.0..main~2"), (new, "v0.30.0..main")):
         kept = PathHistory(repo, old.id, end.id)

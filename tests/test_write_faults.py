@@ -17,7 +17,7 @@ from typing import Callable
 
 import pytest
 
-from series import config
+from series.seriesfile import config
 from tests.conftest import run_series, sh
 from tests.test_adopt import no_api  # noqa: F401  (a fixture)
 from tests.test_rebase import refs_of

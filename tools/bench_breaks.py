@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measure the semantic check (series.analysis.breaks) on real vLLM release trees.
+"""Measure the semantic check (series.semantic.breaks) on real vLLM release trees.
 
     .venv/bin/python tools/bench_breaks.py [--upstream /tmp/bench/upstream4] [--fork /tmp/bench/fork]
 
@@ -34,8 +34,8 @@ from pathlib import Path
 import pygit2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from series.analysis import breaks  # noqa: E402
-from series.analysis.upstream_api import UpstreamTree  # noqa: E402
+from series.semantic import breaks  # noqa: E402
+from series.semantic.upstream_api import UpstreamTree  # noqa: E402
 from tools.bench_rebase import series_yaml  # noqa: E402
 
 SIG = pygit2.Signature("Fork", "fork@example.com", 1767225600, 0)
@@ -144,9 +144,9 @@ def unchanged_files(upstream: Path) -> bool:
     """An oracle for false positives: every file upstream ships unchanged from one release
     to the next works against the next (upstream tests it), so every use it makes, judged
     as if a topic had written it, must hold."""
-    from series.analysis.attribution import PathHistory
-    from series.analysis.imports import flatten
-    from series.analysis.uses import UseKind, parse, uses
+    from series.history.attribution import PathHistory
+    from series.evidence.imports import flatten
+    from series.semantic.uses import UseKind, parse, uses
     repo = pygit2.Repository(str(upstream))
     ok = True
     for old, new in (("v0.30.0", "v0.31.0"), ("v0.31.0", "v0.32.0")):
@@ -170,12 +170,12 @@ def unchanged_files(upstream: Path) -> bool:
     return ok
 
 
-STUB = "import series.analysis.breaks as b; b.check = lambda repo, o, n, t, r: {x.name: [] for x in t}; "
+STUB = "import series.semantic.breaks as b; b.check = lambda repo, o, n, t, r: {x.name: [] for x in t}; "
 
 
 def dry_run(fork: Path, stub: bool, cache: Path) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds, stdout) of one whole-process dry run; `cache`: the check's
-    disk cache (series.analysis.hunk_uses)."""
+    disk cache (series.semantic.hunk_uses)."""
     code = (STUB if stub else "") + "from series.cli import main; main()"
     args = [sys.executable, "-c", code, "rebase", "--onto", "v0.31.0", "--dry-run", "--json",
             "--skip-topic", "offload-evict-fix"]

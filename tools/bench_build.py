@@ -78,7 +78,7 @@ def fake_wheel(fork: Path, out_dir: Path, version: str, megabytes: int) -> Path:
 def release_wheel(args: argparse.Namespace, scratch: Path, fork: Path) -> tuple[Path, str]:
     if args.wheel is not None:
         return args.wheel, "given"
-    from series.ship.fetch import cached, cache_dir
+    from series.wheel.fetch import cached, cache_dir
 
     hit = cached(f"vllm=={args.version}", cache_dir(), None)
     if hit is not None:

@@ -44,7 +44,7 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT), GIT_AUTHOR_NAME="Fork Maintainer", 
            GIT_COMMITTER_NAME="Fork Maintainer", GIT_COMMITTER_EMAIL="fm@example.com")
 ENV.pop("PYTHONDONTWRITEBYTECODE", None)
 ENV["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="bench-fork-pyc-")
-STUB = "import series.analysis.breaks as b; b.TopicBreaks.topic = lambda self, t: []; "
+STUB = "import series.semantic.breaks as b; b.TopicBreaks.topic = lambda self, t: []; "
 
 
 def git(repo: Path, *args: str, ok: tuple[int, ...] = (0,)) -> str:

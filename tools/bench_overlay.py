@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from series.ship.fetch import resolve_wheel  # noqa: E402
-from series.ship.overlay import OverlayChange, overlay  # noqa: E402
+from series.wheel.fetch import resolve_wheel  # noqa: E402
+from series.wheel.overlay import OverlayChange, overlay  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fixture import require  # noqa: E402

@@ -52,7 +52,8 @@ series.cli.main(ARGV)
 """
 # open_workspace's imports from its first git call on (series.git.repo brings pygit2)
 _REPOSITORY_MODULES = ("import series.workspace\n"
-                       "    import series.git.repo, series.git.partial, series.changeset, series.journal, series.fs")
+                       "    import series.git.repo, series.git.partial, series.ops.changeset, series.ops.journal, "
+                       "series.ops.fs")
 
 
 def environment() -> dict[str, str]:

@@ -43,7 +43,7 @@ BASE = "v0.30.0"
 COPIES = 9
 # what every one of the timed commands imports before doing any work
 IMPORTS = ("import series.cli, series.verbs.touches, series.verbs.status, "
-           "series.config, series.workspace, pygit2, ruamel.yaml")
+           "series.seriesfile.config, series.workspace, pygit2, ruamel.yaml")
 
 
 def run(cwd: Path, *args: str) -> str:

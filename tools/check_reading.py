@@ -6,7 +6,7 @@ Python file of a real vLLM release: 0 differences expected (issue 34: one walk p
                                             [--old REV] [--under vllm/]
 
 For each .py file of TAG (--under narrows it), each side computes in its own process, from
-its own code: the file's reading (series.analysis.file_reading: uses, names bound and
+its own code: the file's reading (series.semantic.file_reading: uses, names bound and
 read, imports, first lines) and what the module offers upstream (upstream_api.ModuleApi),
 both as their disk caches encode them. The old side is REV's `series` package (default:
 the merge-base with main), extracted to a temporary directory. Prints each side's CPU time
@@ -44,7 +44,7 @@ def _files(upstream: Path, tag: str, under: str) -> list[tuple[str, bytes]]:
 
 
 def _answers(path: str, source: bytes) -> object:
-    from series.analysis import file_reading, upstream_api
+    from series.semantic import file_reading, upstream_api
     reading = file_reading._encode(file_reading._compute(path, source, frozenset()))
     api = upstream_api._encode(upstream_api.ModuleApi.of(source, upstream_api.module_name(path)[1]))
     return {"reading": reading, "api": api}

@@ -1,7 +1,7 @@
 """Mutation testing for series: plant one small bug at a time, run the tests that should
 see it, and count the bugs no test noticed (issue 37).
 
-    python tools/mutate.py series/journal.py series/changeset.py [--sample N --seed S]
+    python tools/mutate.py series/ops/journal.py series/ops/changeset.py [--sample N --seed S]
         [--timeout SECONDS] [--jobs J] [--tests tests/test_x.py ...] [--list] [--json]
 
 Each mutant is one edit of the source text (the rest of the file stays byte for byte):
@@ -39,20 +39,20 @@ EQUIVALENT = ROOT / "tools" / "mutate_equivalent.txt"
 # The tests of the verbs that reach a module: the suite drives the CLI, so most modules are
 # never imported by a test. Keys are path prefixes; the first tests named kill fastest.
 TESTS_FOR: dict[str, list[str]] = {
-    "series/changeset.py": ["test_mutants_door.py", "test_transaction.py", "test_write_faults.py", "test_undo.py",
+    "series/ops/changeset.py": ["test_mutants_door.py", "test_transaction.py", "test_write_faults.py", "test_undo.py",
                               "test_rebase_faults.py"],
-    "series/journal.py": ["test_mutants_door.py", "test_transaction.py", "test_undo.py", "test_predict.py",
+    "series/ops/journal.py": ["test_mutants_door.py", "test_transaction.py", "test_undo.py", "test_predict.py",
                           "test_write_faults.py", "test_rebase_faults.py"],
-    "series/fs.py": ["test_fs.py", "test_transaction.py", "test_write_faults.py", "test_line_ends.py"],
-    "series/halted.py": ["test_mutants_engine.py", "test_halted_guards.py", "test_rebase_faults.py", "test_rebase.py",
+    "series/ops/fs.py": ["test_fs.py", "test_transaction.py", "test_write_faults.py", "test_line_ends.py"],
+    "series/ops/halted.py": ["test_mutants_engine.py", "test_halted_guards.py", "test_rebase_faults.py", "test_rebase.py",
                          "test_adopt_conflict.py"],
     "series/engine/": ["test_mutants_engine.py", "test_rebase.py", "test_rebase_api.py", "test_git_exact.py",
                        "test_rebase_odb.py", "test_merge_ahead.py", "test_resolutions.py", "test_rebase_faults.py"],
-    "series/analysis/touches.py": ["test_touches.py", "test_releases.py"],
-    "series/analysis/breaks.py": ["test_mutants_breaks.py", "test_mutants_uses.py", "test_breaks.py", "test_breaks_kinds.py", "test_check.py"],
-    "series/analysis/uses.py": ["test_mutants_uses.py", "test_mutants_breaks.py", "test_breaks.py", "test_breaks_kinds.py", "test_hunk_uses.py", "test_check.py"],
-    "series/analysis/predictions.py": ["test_predict.py", "test_measure.py"],
-    "series/analysis/measurement.py": ["test_measure.py", "test_measure_emit.py", "test_predict.py"],
+    "series/history/touches.py": ["test_touches.py", "test_releases.py"],
+    "series/semantic/breaks.py": ["test_mutants_breaks.py", "test_mutants_uses.py", "test_breaks.py", "test_breaks_kinds.py", "test_check.py"],
+    "series/semantic/uses.py": ["test_mutants_uses.py", "test_mutants_breaks.py", "test_breaks.py", "test_breaks_kinds.py", "test_hunk_uses.py", "test_check.py"],
+    "series/measure/predictions.py": ["test_predict.py", "test_measure.py"],
+    "series/measure/measurement.py": ["test_measure.py", "test_measure_emit.py", "test_predict.py"],
     "series/forge/": ["test_trust_forge.py", "test_forge_github.py", "test_adopt_github.py", "test_propose.py",
                       "test_forge_retire.py", "test_comment.py"],
 }

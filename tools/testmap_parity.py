@@ -1,4 +1,4 @@
-"""Test selection parity: series.analysis.testmap against upstream's own pipeline generator.
+"""Test selection parity: series.evidence.testmap against upstream's own pipeline generator.
 
 For every path of every tree (v0.30.0..v0.33.0 of /tmp/bench/upstream4), plus boundary
 paths made from each dependency (`dep`, `dep/x.py`, `dep_extra/foo.py`, `depx`), this asks
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import pygit2  # noqa: E402
 
-from series.analysis import testmap  # noqa: E402
+from series.evidence import testmap  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "testmap_parity.json.gz"
 TAGS = ("v0.30.0", "v0.31.0", "v0.32.0", "v0.33.0")

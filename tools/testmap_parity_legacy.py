@@ -4,8 +4,8 @@ Before `.buildkite/test_areas/`, vLLM's CI rendered `.buildkite/test-pipeline.ya
 vllm-project/ci-infra's Jinja template (scripts/test-template-aws.j2, later
 buildkite/test-template-ci.j2), after its bootstrap script decided run-all from the
 changed files. This runs THEIR files, as they were at the era's ci-infra commit
-(series.analysis.testmap_legacy.era_at of the vLLM commit's time), against
-series.analysis.testmap for every path of the tree plus boundary paths made from each
+(series.evidence.testmap_legacy.era_at of the vLLM commit's time), against
+series.evidence.testmap for every path of the tree plus boundary paths made from each
 dependency (`dep`, `dep/x.py`, `dep_extra/foo.py`, `x/dep/y.py`, `depx`):
 - run-all: the bootstrap's own `patterns=(...)` / `ignore_patterns=(...)` loop, run by bash;
 - the template rendered by jinja2 (minijinja's `split` filter added), one changed path at a
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 import pygit2  # noqa: E402
 from ruamel.yaml import YAML  # noqa: E402
 
-from series.analysis import testmap, testmap_legacy  # noqa: E402
+from series.evidence import testmap, testmap_legacy  # noqa: E402
 from tools.testmap_parity import tree_paths  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "testmap_parity_legacy.json.gz"

@@ -16,5 +16,5 @@
 
 The engine is a library: it never names a verb or prints CLI text, and the conflict
 store reaches it as hooks (tests/test_engine_library.py checks both). What a halted
-operation leaves on disk is the transaction's record, series.halted.
+operation leaves on disk is the transaction's record, series.ops.halted.
 """

@@ -32,7 +32,7 @@ from typing import Callable, Protocol
 
 import pygit2
 
-from series import halted
+from series.ops import halted
 from series.engine import rebase_state
 from series.engine.integration import IntegrationPart, IntegrationResult, integrate
 from series.engine.odb import MemOdb

@@ -34,7 +34,7 @@ import pygit2
 
 from series.errors import SeriesError
 from series.git import checkouts
-from series.fs import state_dir, write_atomically
+from series.ops.fs import state_dir, write_atomically
 
 TREE = 0o040000
 BLOB = 0o100644

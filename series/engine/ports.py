@@ -1,5 +1,5 @@
 """What the engine needs from the side that calls it, as Protocols, so that the engine never
-imports the workspace (series.workspace imports the halt record, series.halted; neither
+imports the workspace (series.workspace imports the halt record, series.ops.halted; neither
 the engine nor the workspace imports the other).
 
     SeriesRepo       a series in its repository: what the engine reads (series.workspace.Workspace
@@ -17,10 +17,10 @@ from typing import Any, Protocol
 import pygit2
 
 from series.git.refs import RefMove
-from series.journal import FileChange, Operation
+from series.ops.journal import FileChange, Operation
 from series.model import Series, Topic
 from series.persisted import Json
-from series.seriesedit import Edit, KeyPath, Plain
+from series.seriesfile.edit import Edit, KeyPath, Plain
 from series.topics import OwnWork
 
 

@@ -36,9 +36,9 @@ from typing import Callable
 
 import pygit2
 
-from series import faults, journal
+from series.ops import faults, journal
 from series.engine import merged as merged_rules
-from series import halted
+from series.ops import halted
 from series.engine import rebase_state
 from series.engine import setaside, worktree
 from series.engine.ending import Ending

@@ -1,6 +1,6 @@
 """A halted operation's state, as the engine keeps it: each topic's run (`TopicRun`), its
 outcome, the commit it stopped at, and the whole `RebaseState`, saved in the halt record
-(series.halted: the file, its temporary refs and the guard that reads it) whenever the
+(series.ops.halted: the file, its temporary refs and the guard that reads it) whenever the
 operation halts or is about to move refs, so that `--continue` and `--abort` go on from it
 in another shell or after a kill.
 
@@ -22,9 +22,9 @@ from typing import Mapping
 
 import pygit2
 
-from series import halted
-from series.halted import Halt
-from series.journal import FileChange
+from series.ops import halted
+from series.ops.halted import Halt
+from series.ops.journal import FileChange
 from series.persisted import (Json, read_bool, read_list, read_enum, read_int,
                               read_object, read_opt_str, read_pairs,
                               read_str, read_str_map, read_strs)

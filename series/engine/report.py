@@ -18,7 +18,7 @@ from typing import Mapping
 
 import pygit2
 
-from series.fs import state_dir, write_atomically
+from series.ops.fs import state_dir, write_atomically
 from series.engine.integration import Clash, InterTopicConflict
 from series.engine.rebase import RebaseOutcome
 from series.engine.rebase_state import HaltedCommit, TopicOutcome, TopicRun

@@ -19,8 +19,8 @@ from pathlib import Path
 import pygit2
 
 from series.engine.replay import ReplayStop
-from series.faults import fault
-from series.halted import Halt
+from series.ops.faults import fault
+from series.ops.halted import Halt
 from series.errors import SeriesError
 from series.git.command import git
 from series.git.repo import workdir

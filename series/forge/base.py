@@ -12,13 +12,16 @@ import datetime
 import enum
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import pygit2
 
 from series.errors import SeriesError
 from series.git.repo import PathChange, changed_paths, person, subject
 from series.model import PRNumber, Sha
+
+if TYPE_CHECKING:
+    from series.forge.conversation import Conversation
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
@@ -184,6 +187,13 @@ class Forge(abc.ABC):
         """A PR's description as its author wrote it (Markdown); None when this forge
         cannot know it (git refs carry commits, not descriptions)."""
         return None
+
+    def pull_conversation(self, number: PRNumber) -> "Conversation":
+        """The PR's reviews, comments, labels, requested reviewers, commits and the check
+        runs of its head (series upstream). Only an API knows them: git refs refuse."""
+        raise ForgeError(f"the review state of PR #{number} needs the GitHub API ({self.source} has none)",
+                         "set upstream.github in series.yaml, or run 'series upstream --offline' to read "
+                         "the last fetch")
 
     def comment(self, number: PRNumber, body: str) -> PostedComment:
         """Post `body` on PR `number`'s conversation, once. Only an API can: git refs refuse."""

@@ -30,6 +30,7 @@ from series import __version__, validate
 from series.errors import SeriesError
 from series.forge.base import (Forge, ForgeError, ForgeUnreachable, PostedComment, PullFile, PullRequest, PullState,
                                hunks_of_patch)
+from series.forge.conversation import Conversation
 from series.forge.http import ApiClient, HttpFailed, HttpRefused, HttpUnreachable
 from series.model import PRNumber, Sha
 
@@ -345,6 +346,13 @@ class GitHubForge(Forge):
             raise ForgeError(f"the GitHub API sent pull request #{number} with a 'body' that is not a string "
                              f"({validate.one_line(url)})")
         return body
+
+    def pull_conversation(self, number: PRNumber) -> Conversation:
+        """Reviews, review comments, the conversation, commits, review requests and the
+        head's check runs (forge/github_conversation.py, where each answer is checked)."""
+        from series.forge import github_conversation
+
+        return github_conversation.fetch(self, number, _parse_time, MAX_PAGES)
 
     def comment(self, number: PRNumber, body: str) -> PostedComment:
         """Post on the PR's conversation (POST /repos/OWNER/REPO/issues/N/comments: a PR is

@@ -33,7 +33,7 @@ from typing import Callable
 
 from series.cache import user_cache
 from series.errors import SeriesError, register_secret
-from series.fs import write_atomically
+from series.ops.fs import write_atomically
 from series.validate import one_line
 
 log = logging.getLogger("series.forge")
@@ -42,6 +42,9 @@ REDIRECTS = (301, 302, 303, 307, 308)
 TRANSIENT = (500, 502, 503, 504)
 MAX_REDIRECTS = 5
 SHORT_WAIT = 30.0   # seconds: a Retry-After up to this is waited out, longer is an error
+# one answer larger than this is refused, not read into memory: GitHub's pages of 100
+# items stay far below it (SERIES_HTTP_MAX_BYTES lowers it in tests)
+MAX_BODY = 64 * 1024 * 1024
 _CREDENTIAL = re.compile(
     r"(?:gh[pousr]_[A-Za-z0-9_]{16,}|github_pat_[A-Za-z0-9_]{16,}|"
     r"(?i:(?:bearer|token|basic)\s+)[A-Za-z0-9_.=:+/-]{8,})")
@@ -264,7 +267,11 @@ class ApiClient:
                               int(remaining) if remaining and remaining.isdigit() else None, True)
             raise
         with response:
-            body = response.read()
+            limit = int(os.environ.get("SERIES_HTTP_MAX_BYTES") or MAX_BODY)
+            body = response.read(limit + 1)
+            if len(body) > limit:
+                raise HttpRefused(f"the GitHub API at {self.base} sent more than {limit} bytes for "
+                                  f"{one_line(url)[:200]}; refusing an answer that large")
             link = response.headers.get("Link")
             remaining = response.headers.get("X-RateLimit-Remaining")
             self._store(url, response.headers.get("ETag"), body, link)

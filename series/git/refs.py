@@ -2,7 +2,7 @@
 transaction with every old value checked (all or none).
 
 What an operation records around that transaction (the journal, backups, series.yaml,
-recovery after a kill) is the transaction's: series.journal and series.changeset. This
+recovery after a kill) is the transaction's: series.ops.journal and series.ops.changeset. This
 module knows nothing of series.yaml, the transaction or the engine.
 """
 from __future__ import annotations

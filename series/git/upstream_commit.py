@@ -1,7 +1,7 @@
 """An upstream commit as a report names it, and the PR its squash-merge subject names.
 
 vLLM squash-merges every PR as one commit "[Tag] title (#N)", so an upstream commit names
-its PR. Read here, below everything that asks (moved out of series.analysis.attribution,
+its PR. Read here, below everything that asks (moved out of series.history.attribution,
 issue 35): the rebase's merged-upstream rule and its bisection (series.engine), the forge's
 offline scan, attribution and `series touches --between` all read "(#N)" the one way.
 """

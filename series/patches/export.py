@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from series.config import FILENAME, NAME_RE
+from series.seriesfile.config import FILENAME, NAME_RE
 from series.errors import SeriesError
-from series.fs import write_atomically
+from series.ops.fs import write_atomically
 from series.model import Topic
 from series.patches import format as patch_format
 from series.topics import meant_start

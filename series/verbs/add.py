@@ -12,7 +12,7 @@ from typing import Sequence
 import click
 import pygit2
 
-from series import config
+from series.seriesfile import config
 from series.cli_support import Context, emit, pass_ctx
 from series.errors import SeriesError
 from series.git.repo import branch_commit, repo_path

@@ -17,8 +17,8 @@ from typing import Any, Callable
 import click
 import pygit2
 
-from series.ship import fetch, integration_tree, manifest, overlay
-from series.ship.integration_tree import Integration
+from series.wheel import fetch, integration_tree, manifest, overlay
+from series.wheel.integration_tree import Integration
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import releases
@@ -191,7 +191,7 @@ def _move_branch(ws: Workspace, integ: Integration, result: BuildResult) -> Buil
 
 def _from_source(ws: Workspace, integ: Integration, result: BuildResult, out_dir: Path,
                  paths: list[str], runner: Any) -> BuildResult:
-    from series.ship import source  # vLLM's own build: only --from-source needs it
+    from series.wheel import source  # vLLM's own build: only --from-source needs it
 
     release, version = result.source_wheel, result.version
     assert release is not None and version is not None
@@ -290,7 +290,7 @@ def command(ctx: Context, wheel: str | None, out: Path | None, from_source: bool
       series build --wheel ~/wheels/vllm-0.31.0-cp38-abi3-manylinux_2_28_x86_64.whl --out /tmp/w
       series build --wheel vllm==0.31.0 --from-source --dry-run   show the build command
     """
-    from series.ship.fetch import Target
+    from series.wheel.fetch import Target
 
     ws = ctx.workspace()
     result = run(ws, wheel=wheel, out=out, from_source=from_source, dry_run=dry_run,

@@ -16,7 +16,7 @@ from typing import Any
 import click
 import pygit2
 
-from series.analysis.touches import matches_any, parse_spec
+from series.history.touches import matches_any, parse_spec
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_ERROR, EXIT_OK, EXIT_WARNINGS, SeriesError
 from series.git.repo import branch_commit, resolve_commit, workdir
@@ -117,7 +117,7 @@ def run(ws: Workspace) -> CheckReport:
             _check_range(check, topic, base, head, heads)
             _check_stacked(check, topic)
     if base is not None:
-        from series.analysis import base_breaks   # the semantic check: only when there is a base
+        from series.semantic import base_breaks  # the semantic check: only when there is a base
 
         for name, found in base_breaks.of_branches(ws).items():
             for b in found:   # warnings: the code may be right (git cannot tell), the build decides

@@ -1,7 +1,7 @@
 """`series comment PR --measurement REPORT.json`: say a measurement on the upstream PR.
 
-The comment is rendered by series.analysis.comment_body from the report (`series measure
---json`, checked key by key where it enters: series.analysis.measurement_report), the
+The comment is rendered by series.measure.comment_body from the report (`series measure
+--json`, checked key by key where it enters: series.measure.measurement_report), the
 evidence of `series test --run --compare --json` when given, and the PR's own description
 (its "unmeasured" line, quoted). It is posted once through the forge (token pinned to the
 API host, the POST never retried), and its URL is recorded on the topic that carries the
@@ -24,9 +24,10 @@ from typing import Any
 
 import click
 
-from series.analysis import comment_body, prbody
-from series.analysis import predictions
-from series.analysis.measurement_report import MeasurementReport, read_report
+from series.measure import comment_body
+from series.propose import prbody
+from series.measure import predictions
+from series.measure.measurement_report import MeasurementReport, read_report
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PostedComment
@@ -141,7 +142,7 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
         draft.preview()
     if opts.dry_run:
         return result
-    from series.halted import refuse_if_halted
+    from series.ops.halted import refuse_if_halted
 
     refuse_if_halted(ws.repo, f"series {COMMAND}")
     result.posted = forge.comment(PRNumber(number), body.text)

@@ -32,7 +32,7 @@ class DemoStep:
 
 def _resolve_stats_conflict(fork: Path) -> None:
     """What the maintainer does in the conflict worktree: keep both changes, git add."""
-    from series.halted import worktree_path
+    from series.ops.halted import worktree_path
     from series.git.repo import open_repo
 
     root = worktree_path(open_repo(fork))  # where the halted rebase laid the conflict out

@@ -20,11 +20,11 @@ from pathlib import Path
 import click
 import pygit2
 
-from series import config
+from series.seriesfile import config
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git.command import git
-from series.journal import Operation, OpState, operations
+from series.ops.journal import Operation, OpState, operations
 from series.git.repo import workdir
 from series.model import Series, Status, Topic
 from series.topics import OwnWork, OwnWorks, built_on

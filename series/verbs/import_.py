@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pygit2
 
-from series import config
+from series.seriesfile import config
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import checkouts

@@ -20,7 +20,8 @@ from typing import Any, Sequence
 import click
 import pygit2
 
-from series import config, seriesedit, validate
+from series.seriesfile import config, edit as seriesedit
+from series import validate
 from series.cli_support import Context, emit, pass_ctx
 from series.errors import SeriesError
 from series.git import releases

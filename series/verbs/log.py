@@ -7,7 +7,7 @@ import click
 import pygit2
 
 from series.cli_support import Context, emit, emit_json, pass_ctx
-from series import journal
+from series.ops import journal
 
 
 def run(repo: pygit2.Repository) -> list[dict[str, Any]]:

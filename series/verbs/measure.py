@@ -2,10 +2,10 @@
 
 The predictions file must be frozen (`series predict FILE`) and unchanged: that is checked
 before anything runs. Each tree (base, series, without:T, only:T alias topic:T) is put
-under the command by series.ship.workload: a checkout of the tree, or with --python the
+under the command by series.measure.workload: a checkout of the tree, or with --python the
 installed build with the tree's Python changes over it, as `series test --run` does. With
 --repeat N the trees take turns, N rounds, and numbers are their median. The report
-(series.analysis.measurement) is the metrics by tree, every prediction held or failed, and
+(series.measure.measurement) is the metrics by tree, every prediction held or failed, and
 the environment. `--artifact DIR` leaves it per tree for another machine to collect;
 `--collect DIR` makes the same report from such measurement_artifacts.
 """
@@ -20,12 +20,12 @@ from typing import Callable
 import click
 import pygit2
 
-from series.analysis import measurement
-from series.analysis import measurement_artifacts
-from series.analysis import predictions
-from series.analysis.measurement import MeasuredTree, Measurement, Values
+from series.measure import measurement
+from series.measure import artifacts as measurement_artifacts
+from series.measure import predictions
+from series.measure.measurement import MeasuredTree, Measurement, Values
 from series.cli_support import Context, emit, emit_json, pass_ctx
-from series.config import NAME_RE
+from series.seriesfile.config import NAME_RE
 from series.errors import SeriesError
 from series.workspace import Workspace
 
@@ -33,14 +33,14 @@ Say = Callable[[str], None]
 
 
 def parse_trees(values: tuple[str, ...]) -> list[tuple[str, str]]:
-    """--tree NAME=SPEC values as (name, spec); `base` and `series` may stand alone."""
+    """--tree NAME=SPEC values as (name, spec); `base`, `series` and `main` may stand alone."""
     out: list[tuple[str, str]] = []
     for value in values:
         name, sep, spec = value.partition("=")
         if not sep:
-            if value not in ("base", "series"):
+            if value not in ("base", "series", "main"):
                 raise click.UsageError(f"--tree {value}: give it a name, e.g. --tree ours={value} "
-                                       "(NAME=SPEC; only base and series may stand alone)")
+                                       "(NAME=SPEC; only base, series and main may stand alone)")
             name, spec = value, value
         if not NAME_RE.match(name):
             raise click.UsageError(f"--tree {value}: {name!r} is not a tree name (lowercase letters, "
@@ -57,14 +57,15 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
         python: str | None = None, repeat: int = 1, only: tuple[str, ...] = (),
         say: Say = lambda _: None) -> Measurement:
     """Measure the trees of `plan` ((name, spec), in order), or `only` those of them named."""
-    from series.ship import interpreter, named_trees, pytestrun, testrun, workload
+    from series.evidence import interpreter, named_trees, pytestrun, testrun
+    from series.measure import workload
 
     for _, spec in plan:
         named_trees.check_spec(spec)   # a typo is refused before the claims are checked
     measurement.check_trees(frozen.file, [n for n, _ in plan])
     trees = [(n, s) for n, s in plan if not only or n in only]
     resolved = {spec: named_trees.resolve(ws, spec) for spec in dict.fromkeys(s for _, s in trees)}
-    measured = tuple(MeasuredTree(n, s, str(resolved[s].commit.id), resolved[s].describe) for n, s in trees)
+    describe = {spec: tree.describe for spec, tree in resolved.items()}
     machine = measurement.machine_from_json(interpreter.machine(python or sys.executable),
                                    f"the environment of {python or sys.executable}")
     runs: dict[str, list[Values]] = {n: [] for n, _ in trees}
@@ -77,7 +78,14 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
             say(f"{package} {env.version} at {env.package_dir}")
             for name, spec in trees:
                 changes = named_trees.package_changes(ws.repo, built, resolved[spec].commit, package)
-                say(f"{name}: {resolved[spec].describe}; {len(changes)} package files over the build")
+                over = named_trees.laid_over(resolved[spec].trunk, package, env.version)
+                say(f"{name}: {resolved[spec].describe}; {len(changes)} package files {over}")
+                if resolved[spec].on_trunk:
+                    describe[spec] = f"{resolved[spec].describe}; {over}"
+                    for path in named_trees.compiled_drift(ws.repo, built, resolved[spec].commit)[:1]:
+                        say(f"warning: {name}: {path} (and the rest of csrc/ the release built) differs from "
+                            f"the build's sources: custom ops the tree calls run as {package} {env.version} "
+                            "compiled them")
                 stages.append(workload.build_stage(name, env.python, env.package_dir, changes, scratch))
         else:
             for name, spec in trees:
@@ -89,6 +97,7 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
                 where = scratch.fresh(f"{stage.tree}-run{round_}")
                 runs[stage.tree].append(workload.run(stage, command, where / "metrics.json", where / "log"))
     metrics = {n: measurement.combine(r, n) for n, r in runs.items()}
+    measured = tuple(MeasuredTree(n, s, str(resolved[s].commit.id), describe[s]) for n, s in trees)
     return Measurement(measured, metrics, runs, {n: machine for n, _ in trees}, frozen.file.name,
                        frozen.file.sha256, measurement.judged(frozen, metrics), command, repeat, python,
                        tuple(plan) if only else ())
@@ -97,11 +106,11 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
 def emit_jobs(ctx: Context, ws: Workspace, frozen: predictions.FrozenPredictions, path: Path, given: str,
               trees: list[tuple[str, str]], command: tuple[str, ...], *, seat: str, out: str | None,
               overlay: bool, repeat: int, as_json: bool) -> None:
-    """--emit: the measurement written as jobs (series.analysis.measure_jobs); nothing runs
+    """--emit: the measurement written as jobs (series.measure.jobs); nothing runs
     here. Refused as a local run would be: the predictions frozen, every tree resolved."""
     from series import distribution
-    from series.analysis import measure_jobs
-    from series.ship import named_trees
+    from series.measure import jobs as measure_jobs
+    from series.evidence import named_trees
     from series.git.repo import workdir
 
     for _, spec in trees:
@@ -151,7 +160,7 @@ def emit_jobs(ctx: Context, ws: Workspace, frozen: predictions.FrozenPredictions
 def write_artifacts(m: Measurement, directory: Path) -> list[Path]:
     import json
 
-    from series.fs import write_atomically
+    from series.ops.fs import write_atomically
 
     written = []
     for tree in m.trees:
@@ -186,7 +195,7 @@ def collected_notes(ctx: Context, repo: pygit2.Repository, report: Measurement) 
     The report holds what was measured, as a local run would have; these notes say when
     that is not what the trees are here now (a topic amended after the jobs were sent, a
     job that ran on another branch), so a number is never read as a tree's it is not."""
-    from series.ship import named_trees
+    from series.evidence import named_trees
 
     notes: list[str] = []
     try:
@@ -234,7 +243,8 @@ def _read(path: Path, limit: int) -> bytes:
               help="The predictions, frozen first with 'series predict FILE' (refused otherwise).")
 @click.option("--tree", "trees", multiple=True, metavar="NAME=SPEC",
               help="A tree to measure, e.g. ours=only:our-topic, theirs=topic:predictions-61050 (SPEC: base, "
-                   "series, without:TOPIC, only:TOPIC alias topic:TOPIC; repeatable).")
+                   "series, without:TOPIC, only:TOPIC alias topic:TOPIC; main, pr:TOPIC: the topic replayed "
+                   "onto upstream's main, as the PR holds it, or pr:TOPIC@REV; repeatable).")
 @click.option("--python", "python", metavar="PY",
               help="Run over the release build installed in PY's environment, with each tree's Python "
                    "changes laid over it as 'series test --run' does; `python` in CMD is PY. "
@@ -322,7 +332,7 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
             emit_jobs(ctx, ws, frozen, path, str(predictions_file), named, command, seat=seat, out=emit_out,
                       overlay=python is not None, repeat=repeat, as_json=as_json)
             return
-        from series.ship.pytestrun import Stopped
+        from series.evidence.pytestrun import Stopped
 
         try:
             report = run(ws, frozen, named, command, python=python, repeat=repeat, only=only,
@@ -337,6 +347,6 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
     if as_json:
         emit_json(measurement.to_json(report))
     else:
-        from series.analysis.measurement_tables import render_text
+        from series.measure.tables import render_text
 
         emit(render_text(report))

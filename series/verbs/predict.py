@@ -3,7 +3,7 @@ failed claim.
 
 A freeze is a journal record through the transaction (sha256 of the bytes, time, ids), so a
 measurement can refuse a file that was never frozen or changed since
-(series.analysis.predictions.require_frozen). An edited file is frozen again only with
+(series.measure.predictions.require_frozen). An edited file is frozen again only with
 --refreeze: a new record, the old hash kept beside it, never a silent edit. An explanation
 is a record too, and never touches the file. `series undo` passes over both.
 """
@@ -18,7 +18,7 @@ import click
 import pygit2
 
 from series import validate
-from series.analysis import predictions
+from series.measure import predictions
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.workspace import transaction

@@ -18,12 +18,12 @@ from typing import Callable
 
 import click
 
-from series.analysis.grade import signed_off
+from series.propose.grade import signed_off
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.forge import open_forge, scan
 from series.forge.base import Forge, OfflineForge, PullFile, PullRequest, change_files, mainline_commit
-from series.forge.overlap import Candidate, fetched_files, rank, updated_moment
+from series.propose.duplicates import Candidate, fetched_files, rank, updated_moment
 from series.validate import printable
 from series.workspace import Workspace
 from series.git.repo import message, subject

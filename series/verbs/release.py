@@ -80,7 +80,7 @@ def command(ctx: Context, name: str | None, show_all: bool, remote: str | None, 
 def _series_remote(ctx: Context) -> str:
     """series.yaml's upstream remote when there is one here; `series release` also answers
     in a clone without series.yaml (the nightly asks before init)."""
-    from series import config
+    from series.seriesfile import config
     from series.errors import SeriesError
 
     try:

@@ -5,14 +5,14 @@ from dataclasses import asdict
 
 import click
 
-from series.analysis import attribution
-from series.analysis.attribution import Behind
-from series.analysis.read_first import halted_read_first
+from series.history import attribution
+from series.history.attribution import Behind
+from series.report.read_first import halted_read_first
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.model import Status
 from series.topic_status import TopicStatus, topic_rows
 from series.topics import meant_start
-from series.analysis import base_breaks
+from series.semantic import base_breaks
 from series.workspace import Workspace
 
 
@@ -23,7 +23,7 @@ def run(ws: Workspace) -> list[TopicStatus]:
 
 def halt_sentence(ws: Workspace) -> str | None:
     """A sentence when a rebase or adoption waits on a conflict, else None."""
-    from series import halted
+    from series.ops import halted
     from series.engine import rebase_state
 
     state = rebase_state.load(ws.repo)

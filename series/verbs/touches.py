@@ -12,10 +12,10 @@ from typing import Any, Sequence
 import click
 import pygit2
 
-from series.analysis import attribution
-from series.analysis import touches
+from series.history import attribution
+from series.history import touches
 from series.git.upstream_commit import UpstreamCommit
-from series.analysis.touches import Hotspot, MatrixResult, PathSpec, Scope, TopicDiff, TouchedFile
+from series.history.touches import Hotspot, MatrixResult, PathSpec, Scope, TopicDiff, TouchedFile
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.git import partial

@@ -18,7 +18,7 @@ import click
 import pygit2
 
 from series.cli_support import Context, emit, pass_ctx
-from series import journal
+from series.ops import journal
 from series.git.repo import open_repo
 from series.workspace import transaction, undoable
 

@@ -10,7 +10,7 @@ engine (series.engine.ending), and the payload it keeps in the halted state.
                          transaction's one operation, exactly what a clean adopt commits (so
                          `series undo` reverts it the same way)
 
-The edits are the adoption's own (series.seriesedit), compared-and-swapped onto the file
+The edits are the adoption's own (series.seriesfile.edit), compared-and-swapped onto the file
 at the end, so a hand edit made during the halt survives.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from series import halted
+from series.ops import halted
 from series.engine import rebase_state
 from series.engine.ending import Identity, Rewrite
 from series.engine.integration import IntegrationResult
@@ -29,7 +29,7 @@ from series.git import checkouts, refs
 from series.git.repo import message
 from series.persisted import (Json, JsonObject, read_bool, read_int, read_list, read_object, read_opt_str, read_str,
                               read_strs)
-from series.seriesedit import Edit
+from series.seriesfile.edit import Edit
 
 IDENTITY = Identity(
     kind="adopt", verb="adopt-upstream", resume="series adopt-upstream", noun="an adoption",

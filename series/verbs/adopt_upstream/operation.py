@@ -26,7 +26,9 @@ from typing import Callable
 
 import pygit2
 
-from series import config, faults, validate
+from series.seriesfile import config
+from series.ops import faults
+from series import validate
 from series.verbs.adopt_upstream.adoption_ending import ENDING, AdoptionPayload, payload, with_trailers
 from series.engine import rebase
 from series.engine import rebase_state
@@ -43,7 +45,7 @@ from series.git.refs import current
 from series.git.repo import message, subject
 from series.git.repo import commits_between, workdir
 from series.model import Status, Topic
-from series.seriesedit import Edit
+from series.seriesfile.edit import Edit
 from series.workspace import Workspace, Transaction
 
 

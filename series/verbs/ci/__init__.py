@@ -77,7 +77,7 @@ class Written:
 
 
 def init(target: str, root: Path, force: bool = False, dry_run: bool = False) -> list[Written]:
-    from series.fs import write_atomically
+    from series.ops.fs import write_atomically
 
     if target not in TARGETS:
         raise SeriesError(f"unknown CI {target!r}: choose one of {', '.join(TARGETS)}")
@@ -142,7 +142,7 @@ def _state(where: Path, dest: str, source: str, text: str, force: bool) -> Templ
 
 def owners_of(ws: object, names: list[str]) -> list[str]:
     """@handles (or names) for these topics, one per person, in topic order."""
-    from series.analysis import pipeline
+    from series.evidence import pipeline
 
     series = ws.series  # type: ignore[attr-defined]
     declared = pipeline.load_settings(series.path).owners
@@ -211,7 +211,7 @@ def ci_init(ctx: Context, target: str, force: bool, dry_run: bool, as_json: bool
 
 def _fork_root(ctx: Context) -> Path:
     """The fork's git top level (workflows live there even when series.yaml sits deeper)."""
-    from series.config import find
+    from series.seriesfile.config import find
     from series.errors import SeriesError
 
     start = ctx.here.resolve()
@@ -260,7 +260,7 @@ def ci_setting(ctx: Context, name: str) -> None:
                conflict, exit 3, listed in report.md and the issue); warn (default): it
                rebases and lists the breaks in report.md
     """
-    from series.analysis import pipeline
+    from series.evidence import pipeline
 
     emit(pipeline.load_settings(ctx.workspace(check_branches=False).series.path).breaks.value)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from series import persisted
-from series.analysis.breaks import Break
+from series.semantic.breaks import Break
 from series.engine.report import ReportStatus
 from series.engine.rebase_state import TopicOutcome
 from series.errors import SeriesError
@@ -51,7 +51,7 @@ class RebaseRow:
     name: str
     outcome: TopicOutcome
     conflict: RebaseConflict | None
-    breaks: tuple[Break, ...] = ()      # what its clean replay broke (series.analysis.breaks)
+    breaks: tuple[Break, ...] = ()      # what its clean replay broke (series.semantic.breaks)
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,8 @@ def mermaid(matrix: dict[str, Any]) -> list[str]:
 def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
           onto: str | None = None, depth: int = 2) -> str:
     # loaded here, not with the module: `ci owners` reads a rebase document with read_rebase alone
-    from series.ship import test_plan
-    from series.analysis import touches
+    from series.evidence import test_plan
+    from series.history import touches
     from series.topic_status import topic_rows
 
     rows = topic_rows(ws)

@@ -70,7 +70,7 @@ def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
       series test offload-evict-fix --run --without offload-evict-fix --json > ev.json
       series propose offload-evict-fix --signoff --evidence ev.json --despite 61050
     """
-    from series.analysis import prbody
+    from series.propose import prbody
     from series.verbs.propose import steps
     from series.forge import open_forge
 

@@ -3,9 +3,9 @@
   1. replay   the topic's own commits onto upstream's current main, in memory: the PR
               branch (pr/TOPIC). --signoff adds the user's Signed-off-by (DCO is the
               contributor's statement: never added silently).
-  2. grade    against vLLM's first-PR norms (series.analysis.grade).
+  2. grade    against vLLM's first-PR norms (series.propose.grade).
   3. reviewers only as the guide allows: CODEOWNERS owners, authors of the changed lines.
-  4. describe upstream's own PR template, filled from the topic (series.analysis.prbody).
+  4. describe upstream's own PR template, filled from the topic (series.propose.prbody).
   5. duplicates the open PRs of any age that share a file with the PR branch. Last, just
               before anything is sent: a search when the idea forms finds nothing, and a
               duplicate opened hours before ours is what it must catch. A candidate stops
@@ -23,15 +23,16 @@ from typing import Any, Callable
 
 import pygit2
 
-from series.analysis import grade as pr_grade
-from series.analysis import prbody, reviewers, testmap
+from series.propose import grade as pr_grade
+from series.propose import prbody, reviewers
+from series.evidence import testmap
 from series.engine.replay import replay_commits
-from series.halted import refuse_if_halted
+from series.ops.halted import refuse_if_halted
 from series import validate
 from series.errors import ConflictError, SeriesError
 from series.forge import scan
 from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
-from series.forge.overlap import Candidate, fetched_files, rank
+from series.propose.duplicates import Candidate, fetched_files, rank
 from series.forge.pulls import fetch_all_pulls
 from series.git.command import git
 from series.git.repo import committer, file_stats, message, workdir

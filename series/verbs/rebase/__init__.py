@@ -69,7 +69,7 @@ def _blobs_for(ws: Workspace, onto: str) -> None:
 def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.CheckedEnding, *,
             bisect: bool = False, farthest: tuple[str, bisection.Reach] | None = None,
             refused: list[Refusal] | None = None) -> Result:
-    from series.analysis.rebase_result import RebaseResult, RefusedResolution
+    from series.report.rebase_result import RebaseResult, RefusedResolution
     from series.engine import rebase
     from series.engine import report as rebase_report
     from series.verbs.rebase import reach, semantic
@@ -93,7 +93,7 @@ def _finish(ws: Workspace, outcome: rebase.RebaseOutcome, ending: semantic.Check
         run = outcome.state.topic(outcome.state.current or "")
         text += (f"\nresolve {run.name} in {outcome.worktree}: edit the conflicting files, 'git add' them, "
                  "then 'series rebase --continue' (or 'series rebase --abort' to put everything back)")
-        from series.analysis.read_first import read_first  # only a halt lays out what to read first
+        from series.report.read_first import read_first  # only a halt lays out what to read first
 
         text += "".join(f"\n  {line}" for line in read_first(result, run.name))
         text += (f"\nor leave it out: 'series rebase --skip-topic {run.name}' (it stays where it is, this rebase "

@@ -3,7 +3,7 @@
     annotate(ws, outcome, bisect=, upstream=)
                                              what to add to the report: per conflicting topic and
                                              file the upstream commits that changed the
-                                             lines it edits (series.analysis.attribution);
+                                             lines it edits (series.history.attribution);
                                              for a merged topic the upstream commit and PR
                                              that landed it; how far the base is behind
                                              upstream's main; with bisect, the first
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 import pygit2
 
-from series.analysis import attribution
-from series.analysis.attribution import Behind
+from series.history import attribution
+from series.history.attribution import Behind
 from series.git.upstream_commit import UpstreamCommit
-from series.analysis.rebase_result import FileCulprits, TopicHistory
+from series.report.rebase_result import FileCulprits, TopicHistory
 from series.engine import rebase
 from series.engine import rebase_state
 from series.engine.integration import IntegrationResult

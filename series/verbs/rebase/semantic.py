@@ -1,5 +1,5 @@
 """`series rebase`'s semantic check: after the replay, before anything moves, what each clean
-topic's code breaks against the new base (series.analysis.breaks), and --strict.
+topic's code breaks against the new base (series.semantic.breaks), and --strict.
 
 The check needs the replayed trees, which a dry run keeps only in memory: the rebase's
 ending (series.engine.ending) is wrapped so that, when the engine hands it the replay's
@@ -21,8 +21,9 @@ from typing import Mapping
 
 import pygit2
 
-from series.analysis import attribution, base_breaks, breaks
-from series.analysis.rebase_result import TopicFindings, TopicHistory
+from series.history import attribution
+from series.semantic import base_breaks, breaks
+from series.report.rebase_result import TopicFindings, TopicHistory
 from series.engine import rebase_state
 from series.engine.integration import IntegrationResult
 from series.engine.odb import MemOdb

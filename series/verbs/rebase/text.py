@@ -1,8 +1,8 @@
-"""`series rebase`'s words: its result (series.analysis.rebase_result) as the text it prints."""
+"""`series rebase`'s words: its result (series.report.rebase_result) as the text it prints."""
 from __future__ import annotations
 
-from series.analysis.breaks import Break
-from series.analysis.rebase_result import RebaseResult, TopicFindings
+from series.semantic.breaks import Break
+from series.report.rebase_result import RebaseResult, TopicFindings
 from series.engine.rebase_state import TopicOutcome
 
 

@@ -1,6 +1,6 @@
 """`series test`: the upstream CI steps that cover what the series touches; list or export them.
 
-Selection reads the base's `.buildkite/test_areas` (series.analysis.testmap) and each
+Selection reads the base's `.buildkite/test_areas` (series.evidence.testmap) and each
 topic's own diff. `--run` (series.verbs.test.evidence) runs upstream's tests over the
 installed release build in named trees and compares them with the base; this module
 renders the plan (series.verbs.test.step_commands reads the steps' commands).
@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import click
 
-from series.ship.test_plan import Plan, select
-from series.ship.matrix import ResultMatrix
+from series.evidence.test_plan import Plan, select
+from series.evidence.matrix import ResultMatrix
 from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import EXIT_WORSE
 from series.workspace import Workspace
@@ -59,8 +59,8 @@ def render_plan(plan: Plan) -> str:
 
 def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = (),
               exclude_optional: bool = False, max_steps: int | None = None) -> str:
-    """The selected steps as a fork's CI runs them (series.analysis.pipeline), narrowed."""
-    from series.analysis import pipeline
+    """The selected steps as a fork's CI runs them (series.evidence.pipeline), narrowed."""
+    from series.evidence import pipeline
 
     settings = pipeline.load_settings(ws.series.path)
     chosen = pipeline.narrow(plan.selected, devices, exclude_optional, max_steps)
@@ -85,7 +85,9 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
                    "instead of the series.")
 @click.option("--tree", "trees", multiple=True, metavar="NAME",
               help="With --run: one more tree (base, series, without:TOPIC, only:TOPIC or its alias "
-                   "topic:TOPIC; repeatable).")
+                   "topic:TOPIC; pr:TOPIC: the topic replayed onto upstream's main, as its PR holds it, "
+                   "judged against main, which runs beside it; pr:TOPIC@REV: the PR branch REV as it is; "
+                   "repeatable).")
 @click.option("--step", "steps", multiple=True, metavar="KEY",
               help="With --run: run this step's own pytest commands whole instead of the selected "
                    "test files (repeatable).")
@@ -134,6 +136,8 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
     files are those of the covering steps (GPU steps too: what cannot run here skips or
     fails on base as well) that import a changed module, plus the topics' own tests.
     Tests failing on base are this machine's and count against no tree.
+    pr:TOPIC stands on upstream's main: main's Python over the release's compiled parts,
+    with main's tests, judged against main (added beside it).
     Exit 0: no test worse than on base; 5: some test is worse; 130/143: interrupted
     (the partial matrix is printed).
     \b
@@ -143,6 +147,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
       series test --run --without offload-evict-fix   evidence the topic is needed
       series test --run --compare offload-evict-fix pr-61050 --format markdown
       series test --run --step kv-offload       that step's commands, whole
+      series test offload-evict-fix --run --tree pr:offload-evict-fix   the PR's own tree
       series test --format github-matrix        one GitHub Actions job per step
       series test --format buildkite --device h100 --exclude-optional --max-steps 20
     """
@@ -168,7 +173,7 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
         return
     import sys
 
-    from series.ship import matrix
+    from series.evidence import matrix
     from series.verbs.test.evidence import EvidenceInterrupted
 
     def show(result: "matrix.ResultMatrix") -> None:

@@ -3,17 +3,21 @@
 1. The environment (`--python`, default this interpreter) must have the series' base
    release of vLLM installed, or the patched wheel `series build` made from it (its
    version names the integration commit), and pytest.
-2. Each named tree (base, series, without:T, only:T) becomes a shadow of the installed
-   package with that tree's changes over the build laid in (series.ship.testrun).
-3. All trees run the same tests: the base's tests/ with every tree's test changes, so a
-   topic's new test also runs on the base and without the topic.
+2. Each named tree (base, series, without:T, only:T; main and pr:T on upstream's trunk)
+   becomes a shadow of the installed package with that tree's changes over the build laid
+   in (series.evidence.testrun): for main and pr:T, main's Python over the release's compiled
+   parts.
+3. All trees on the base run the same tests: the base's tests/ with every tree's test
+   changes, so a topic's new test also runs on the base and without the topic. Trees on
+   the trunk run main's tests/ with their own test changes (what the PR's CI runs), and
+   are judged against `main`, which is added beside any pr: tree.
 4. The test files: those of the upstream CI steps covering the change (GPU steps
    included: pytest's skips and the baseline sort out what cannot run here) that reach a
    changed module through the import graph, plus the topics' own tests
-   (series.analysis.imports). `--step KEY` runs whole steps' commands instead.
-5. The trees run side by side (series.ship.pytestrun), each its own pytest process;
+   (series.evidence.imports). `--step KEY` runs whole steps' commands instead.
+5. The trees run side by side (series.evidence.pytestrun), each its own pytest process;
    trees with the same package files run once. Results per test id go into
-   series.ship.matrix, cached per file.
+   series.evidence.matrix, cached per file.
 """
 from __future__ import annotations
 
@@ -28,12 +32,12 @@ from typing import Callable, Mapping
 
 import pygit2
 
-from series.analysis import imports, testmap
-from series.analysis.testmap import BuildkiteStep
-from series.ship import interpreter, matrix, named_trees, pytestrun, testrun
-from series.ship.interpreter import Environment
-from series.ship.matrix import ResultMatrix, TreeInfo
-from series.ship.testrun import CaseOutcome, Scratch
+from series.evidence import imports, testmap
+from series.evidence.testmap import BuildkiteStep
+from series.evidence import interpreter, matrix, named_trees, pytestrun, testrun
+from series.evidence.interpreter import Environment
+from series.evidence.matrix import ResultMatrix, TreeInfo
+from series.evidence.testrun import CaseOutcome, Scratch
 from series.errors import SeriesError
 from series.verbs.test.step_commands import local_args, parse_command
 from series.workspace import Workspace
@@ -54,6 +58,21 @@ class EvidenceInterrupted(Exception):
 class EvidenceTree:
     info: TreeInfo
     commit: pygit2.Commit
+    trunk: str | None = None   # main, pr:T: "upstream/main"; they run main's tests, judged against main
+
+    @property
+    def on_trunk(self) -> bool:
+        return self.trunk is not None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The tests one group of trees runs: the base's (or main's) tests/ with the group's
+    test changes, the import graph they were selected by, and the files selected."""
+
+    tests: dict[str, pygit2.Oid]
+    graph: imports.ImportGraph
+    files: tuple[str, ...]
 
 
 def tree_names(without: str | None, compare: tuple[str, str] | None, named: tuple[str, ...] = ()) -> list[str]:
@@ -65,6 +84,8 @@ def tree_names(without: str | None, compare: tuple[str, str] | None, named: tupl
     if without:
         names.append(f"without:{without}")
     for name in map(named_trees.canonical, named):
+        if name.startswith("pr:") and "main" not in names:
+            names.append("main")   # the yardstick of a tree on the trunk
         if name not in names:
             names.append(name)
     return names
@@ -74,7 +95,9 @@ def resolve_trees(ws: Workspace, names: list[str]) -> list[EvidenceTree]:
     out = []
     for name in names:
         found = named_trees.resolve(ws, name)
-        out.append(EvidenceTree(TreeInfo(name, str(found.commit.id), found.describe, 0), found.commit))
+        against = "" if name in ("base", "main") else "main" if found.on_trunk else "base"
+        out.append(EvidenceTree(TreeInfo(name, str(found.commit.id), found.describe, 0, against), found.commit,
+                                found.trunk))
     return out
 
 
@@ -100,7 +123,7 @@ class FileSelection:
 
 def select_files(graph: imports.ImportGraph, steps: list[BuildkiteStep], tests: Mapping[str, object],
                  changed: list[str], package: str) -> FileSelection:
-    """Test files of `steps` that can exercise `changed` (see series.analysis.imports)."""
+    """Test files of `steps` that can exercise `changed` (see series.evidence.imports)."""
     candidates: set[str] = set()
     for step in steps:
         targets, ignored = imports.pytest_targets(step.commands, step.repo_dir)
@@ -137,15 +160,57 @@ def run(ws: Workspace, covering: list[BuildkiteStep], changed: list[str], names:
     built = named_trees.installed_commit(ws, env)
     base = ws.base_commit()
     trees = resolve_trees(ws, names)
-    base_files = imports.flatten(repo, base.tree)
+    cache = imports.ImportCache(imports.default_cache())
+    tmap = testmap.load_commit(repo, base)
+    chosen_steps = nearest_step(tmap, steps) if steps else []
+    layouts: dict[bool, Layout] = {}
+    selections: list[FileSelection] = []
+    for trunk in dict.fromkeys(t.on_trunk for t in trees):
+        root = named_trees.trunk(ws)[0] if trunk else base
+        group = [t for t in trees if t.on_trunk == trunk]
+        tests, analysis = _tests_of(repo, root, group, say)
+        graph = imports.build(repo, analysis, cache)
+        selection = FileSelection((), 0, tuple(s.ident for s in chosen_steps)) if chosen_steps else \
+            select_files(graph, covering, tests, changed, package)
+        selections.append(selection)
+        layouts[trunk] = Layout(tests, graph, selection.files)
+    if not chosen_steps and not any(s.files for s in selections):
+        raise SeriesError("no test file of the covering CI steps imports what the series changes: "
+                          "name steps with --step KEY to run them whole")
+    files = tuple(sorted({f for s in selections for f in s.files}))
+    m = ResultMatrix([t.info for t in trees], selected=files, candidates=max(s.candidates for s in selections),
+               steps=selections[0].steps, build=f"{package} {env.version} at {env.package_dir}")
+    say(f"{m.build}; pytest {env.pytest}")
+    if files:
+        say(f"{len(files)} test files selected of {m.candidates} in {len(m.steps)} covering steps")
 
-    # One test layout for every tree: the base's tests/ plus each tree's test changes
-    # (not a without: tree's, which would take the left-out topic's tests back out).
-    tests: dict[str, pygit2.Oid] = {p: o for p, o in base_files.items() if _is_test_side(p)}
-    analysis = dict(base_files)
+    try:
+        with pytestrun.trapped(), Scratch() as scratch:
+            _run_trees(env, built, trees, m, scratch, repo, layouts, chosen_steps,
+                       package, use_cache, jobs or default_jobs(len(trees)), say)
+    except pytestrun.Stopped as stop:  # before the trees started
+        m.interrupted = str(stop)
+        raise EvidenceInterrupted(m, stop.signum) from None
+    return m
+
+
+def _tests_of(repo: pygit2.Repository, root: pygit2.Commit, group: list[EvidenceTree], say: Say
+              ) -> tuple[dict[str, pygit2.Oid], dict[str, pygit2.Oid]]:
+    """The tests/ a group of trees runs (the root's with each tree's test changes: not a
+    without: tree's, which would take the left-out topic's tests back out), and the files
+    the import graph is read from (the root's with every tree's changes)."""
+    root_files = imports.flatten(repo, root.tree)
+    tests: dict[str, pygit2.Oid] = {p: o for p, o in root_files.items() if _is_test_side(p)}
+    analysis = dict(root_files)
     owner: dict[str, str] = {}
-    for tree in trees[1:]:
-        for path, oid in named_trees.changes(repo, base.tree, tree.commit.tree).items():
+    for tree in group:
+        if tree.commit.id == root.id:
+            continue
+        # a PR branch named as it is (pr:T@REV) may stand on an older main: its own changes
+        # are those since it left the trunk
+        since = repo.merge_base(root.id, tree.commit.id) if tree.on_trunk else None
+        start = repo[since].peel(pygit2.Commit) if since is not None else root
+        for path, oid in named_trees.changes(repo, start.tree, tree.commit.tree).items():
             if oid is not None:
                 analysis[path] = oid  # a deleted module keeps its edges: its importers are affected
             if not _is_test_side(path) or tree.info.counterfactual:
@@ -158,48 +223,31 @@ def run(ws: Workspace, covering: list[BuildkiteStep], changed: list[str], names:
                 tests.pop(path, None)
             else:
                 tests[path] = oid
-
-    tmap = testmap.load_commit(repo, base)
-    chosen_steps = nearest_step(tmap, steps) if steps else []
-    graph = imports.build(repo, analysis, imports.ImportCache(imports.default_cache()))
-    if chosen_steps:
-        selection = FileSelection((), 0, tuple(s.ident for s in chosen_steps))
-    else:
-        selection = select_files(graph, covering, tests, changed, package)
-        if not selection.files:
-            raise SeriesError("no test file of the covering CI steps imports what the series changes: "
-                              "name steps with --step KEY to run them whole")
-    m = ResultMatrix([t.info for t in trees], selected=selection.files, candidates=selection.candidates,
-               steps=selection.steps, build=f"{package} {env.version} at {env.package_dir}")
-    say(f"{m.build}; pytest {env.pytest}")
-    if selection.files:
-        say(f"{len(selection.files)} test files selected of {selection.candidates} in "
-            f"{len(selection.steps)} covering steps")
-
-    try:
-        with pytestrun.trapped(), Scratch() as scratch:
-            _run_trees(env, built, trees, m, scratch, repo, tests, graph, selection, chosen_steps,
-                       package, use_cache, jobs or default_jobs(len(trees)), say)
-    except pytestrun.Stopped as stop:  # before the trees started
-        m.interrupted = str(stop)
-        raise EvidenceInterrupted(m, stop.signum) from None
-    return m
+    return tests, analysis
 
 
 def _run_trees(env: Environment, built: pygit2.Commit, trees: list[EvidenceTree], m: ResultMatrix,
-               scratch: Scratch, repo: pygit2.Repository, tests: Mapping[str, pygit2.Oid],
-               graph: imports.ImportGraph, selection: FileSelection, chosen_steps: list[BuildkiteStep],
-               package: str, use_cache: bool, jobs: int, say: Say) -> None:
+               scratch: Scratch, repo: pygit2.Repository, layouts: Mapping[bool, Layout],
+               chosen_steps: list[BuildkiteStep], package: str, use_cache: bool, jobs: int, say: Say) -> None:
     """Every tree's pytest at once, at most `jobs` side by side (pytestrun.side_by_side).
     Trees whose package changes are the same bytes run the same code over the same tests:
     the first of them runs, the others get its outcomes."""
-    layout = scratch.write_tests({p: repo[o].peel(pygit2.Blob).data for p, o in tests.items()})
+    roots = {trunk: scratch.write_tests({p: repo[o].peel(pygit2.Blob).data for p, o in layout.tests.items()},
+                                        None if not trunk else scratch.fresh("trunk-layout"))
+             for trunk, layout in layouts.items()}
     runs: dict[str, tuple[EvidenceTree, dict[str, bytes | None]]] = {}  # package digest -> the tree that runs
     same: dict[str, str] = {}  # tree name -> digest
+    over: dict[str, str] = {}  # tree name -> how it is laid over the build
     for index, tree in enumerate(trees):
         changes = named_trees.package_changes(repo, built, tree.commit, package)
-        m.trees[index] = TreeInfo(tree.info.name, tree.info.commit, tree.info.describe, len(changes))
-        digest = matrix.package_digest(changes)
+        over[tree.info.name] = named_trees.laid_over(tree.trunk, package, env.version)
+        describe = tree.info.describe + (f"; {over[tree.info.name]}" if tree.on_trunk else "")
+        m.trees[index] = TreeInfo(tree.info.name, tree.info.commit, describe, len(changes), tree.info.against)
+        if tree.on_trunk:
+            for path in named_trees.compiled_drift(repo, built, tree.commit)[:1]:
+                say(f"warning: {tree.info.name}: {path} (and the rest of csrc/ the release built) differs from "
+                    f"the build's sources: custom ops the tree calls run as {package} {env.version} compiled them")
+        digest = ("trunk:" if tree.on_trunk else "") + matrix.package_digest(changes)
         if digest in runs:
             say(f"{tree.info.name}: {tree.info.describe}; the same package files as "
                 f"{runs[digest][0].info.name}: its results")
@@ -209,12 +257,14 @@ def _run_trees(env: Environment, built: pygit2.Commit, trees: list[EvidenceTree]
 
     def job(tree: EvidenceTree, changes: dict[str, bytes | None], digest: str
             ) -> Callable[[pytestrun.JobControl], tuple[dict[str, CaseOutcome], int]]:
+        layout, root = layouts[tree.on_trunk], roots[tree.on_trunk]
+
         def run_tree(control: pytestrun.JobControl) -> tuple[dict[str, CaseOutcome], int]:
             shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
-            control.say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files over the build")
+            control.say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files {over[tree.info.name]}")
             if chosen_steps:
-                return _run_steps(env, scratch, layout, chosen_steps, shadow, tree.info.name, control), 0
-            return _run_files(env, scratch, layout, selection.files, shadow, digest, graph, tests,
+                return _run_steps(env, scratch, root, chosen_steps, shadow, tree.info.name, control), 0
+            return _run_files(env, scratch, root, layout.files, shadow, digest, layout.graph, layout.tests,
                               tree.info.name, use_cache, control)
         return run_tree
 

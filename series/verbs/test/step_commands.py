@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from series.analysis import testmap
+from series.evidence import testmap
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SHELL_OPS = ("&&", "||", ";", "|", "`", "$(", ">", "<")

@@ -1,1 +1,0 @@
-"""Read-only analyses of the series: touches (paths, matrix, overlaps, forecast)."""

@@ -1,0 +1,1 @@
+"""Upstream's history as a maintainer reads it: which commit and PR did what, and which paths each topic touches."""

@@ -1,0 +1,1 @@
+"""A workload measured against predictions frozen first: predictions, the measurement, its report, tables, jobs, comment."""

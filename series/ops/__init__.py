@@ -1,0 +1,1 @@
+"""The write path: the transaction's changes all or none, the journal (the op log), the halt record, the state dir."""

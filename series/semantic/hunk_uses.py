@@ -1,0 +1,183 @@
+"""The upstream uses a topic's own hunks can have introduced, without reading the base's
+version of the file: what makes the semantic check (series.semantic.breaks) cheap on the
+files upstream left alone.
+
+    near_changes(path, base, mine)  every Use (names, keywords, overrides) of `mine` whose
+                                    node spans a line the topic added or a place where it
+                                    deleted lines; None when the diff is one this cannot
+                                    reason about (the caller reads both versions instead)
+
+Why that is enough: a use counts as the topic's when `mine` has it and `base` does not.
+A node of `mine` that spans no changed line is text `base` has too, and it means the same
+there unless what surrounds it changed meaning: the imports (which decide what `m.f` is),
+or a string that swallowed it (`base` had it inside a triple-quoted string whose quotes
+the topic removed). So a change that touches an import, or removes a line holding `import`,
+triple quotes or a trailing backslash, gets None; a change to a def's signature (what
+its annotated parameters are) puts its whole body near the change, and a change in a class
+whose `self` reads as its upstream base the whole class. Decorators sit above
+their def's line: a def's span starts at its first decorator. Only the imports and the statements that
+span a changed line are visited, so the cost follows the topic's hunks, not the file.
+
+What this answers for a pair of blobs never changes, so it is kept on disk per (package,
+base blob, topic blob) under the user's cache (series.cache), keyed by this code's own
+source too: a cache written by another version of the check is never read.
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections import deque
+from pathlib import Path
+from typing import Iterator
+
+import pygit2
+
+from series.semantic import blob_cache
+from series.semantic.upstream_api import module_name
+from series.semantic.uses import Use, UseCollector, parse, uses_from_json, uses_to_json
+
+_IMPORT = re.compile(rb"\bimport\b")
+_HAZARD = re.compile(rb"\bimport\b|\"\"\"|'''|\\\s*$")
+# an added blank or comment line changes how no other line reads (an encoding cookie, in
+# the first two lines, could: those always count)
+_QUIET = re.compile(rb"\s*(#.*)?$", re.DOTALL)
+
+
+def touched_lines(base: bytes, mine: bytes) -> list[int] | None:
+    """The sorted lines of `mine` the topic added (not blank or comment lines), and the two
+    lines around each place it deleted some; None when a deleted line could change how
+    unchanged lines read."""
+    touched: set[int] = set()
+    for hunk in pygit2.Patch.create_from(base, mine, context_lines=0).hunks:
+        if hunk.new_lines == 0:
+            touched.update((hunk.new_start, hunk.new_start + 1))
+        for line in hunk.lines:
+            if line.origin == "+" and (line.new_lineno <= 2 or not _QUIET.match(line.raw_content)):
+                touched.add(line.new_lineno)
+            elif line.origin == "-" and _HAZARD.search(line.raw_content):
+                return None
+    return sorted(touched)
+
+
+def _span(node: ast.AST) -> tuple[int, int] | None:
+    """The lines a node covers (a def or class from its first decorator); None: no position."""
+    first = getattr(node, "lineno", None)
+    if first is None:
+        return None
+    decorators = getattr(node, "decorator_list", None)
+    if decorators:
+        first = min(first, *(d.lineno for d in decorators))
+    return first, getattr(node, "end_lineno", None) or first
+
+
+def _crosses(span: tuple[int, int], lines: list[int]) -> bool:
+    at = bisect.bisect_left(lines, span[0])
+    return at < len(lines) and lines[at] <= span[1]
+
+
+def import_nodes(tree: ast.Module, source: bytes) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, in ast.walk's order, visiting only the statements that span
+    a line with the word `import` on it (an import's node spans that line)."""
+    lines: list[int] = []
+    last, count = 0, 1
+    for match in _IMPORT.finditer(source):
+        count += source.count(b"\n", last, match.start())
+        last = match.start()
+        if not lines or lines[-1] != count:
+            lines.append(count)
+    queue: deque[ast.AST] = deque([tree])
+    while queue:
+        node = queue.popleft()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        for child in ast.iter_child_nodes(node):
+            span = _span(child)
+            if span is None or _crosses(span, lines):
+                queue.append(child)
+
+
+class _NearCollector(UseCollector):
+    """UseCollector visiting only the nodes that span a touched line (module docstring)."""
+
+    def __init__(self, package: str, lines: list[int]):
+        super().__init__(package, set())   # no top names: LOCAL uses are not judged here
+        self.lines = lines
+
+    def visit(self, node: ast.AST) -> None:
+        span = _span(node)
+        if span is None or _crosses(span, self.lines):
+            super().visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A changed signature changes what the body's parameters are (an annotation): then
+        the whole body is near the change. A change anywhere in a function with local
+        aliases may change what they are (a second binding undoes one, a deleted one makes
+        one): then every use through them is near too, wherever it is."""
+        header = _span(node)
+        if header is None or not node.body:
+            super().visit_FunctionDef(node)
+            return
+        whole = list(range(header[0], (node.end_lineno or header[0]) + 1))
+        if _crosses((header[0], node.body[0].lineno - 1), self.lines):
+            lines, self.lines = self.lines, whole
+            super().visit_FunctionDef(node)
+            self.lines = lines
+            return
+        super().visit_FunctionDef(node)
+        local = self.local_aliases(node)
+        if local:
+            start, lines, self.lines = len(self.found), self.lines, whole
+            super().visit_FunctionDef(node)
+            through = tuple(f"{v}." for v in set(local.values()))
+            self.found[start:] = [u for u in self.found[start:] if u.target.startswith(through)]
+            self.lines = lines
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        """In a class whose `self` reads as its upstream base, what `self.x` means depends on
+        the whole class (what it binds itself, its base): a change in it puts all of it near."""
+        span = _span(node)
+        if span is not None and self.self_base(node) is not None:
+            lines, self.lines = self.lines, list(range(span[0], span[1] + 1))
+            super().visit_ClassDef(node)
+            self.lines = lines
+        else:
+            super().visit_ClassDef(node)
+
+
+def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
+    lines = touched_lines(base, mine)
+    tree = parse(mine) if lines is not None else None
+    if lines is None or tree is None:
+        return None
+    collector = _NearCollector(module_name(path)[1], lines)
+    for node in import_nodes(tree, mine):
+        span = _span(node)
+        if span is not None and _crosses(span, lines):
+            return None   # the topic changed an import: what its names mean may differ
+        collector.add_import(node)
+    collector.visit(tree)
+    return collector.found
+
+
+# -- the disk cache ---------------------------------------------------------------------------
+
+def _encode(found: list[Use] | None) -> object:
+    return None if found is None else uses_to_json(found)
+
+
+def _decode(raw: object) -> list[Use] | None:
+    """The cached answer; a ValueError (or TypeError, KeyError) when it is not one."""
+    return None if raw is None else uses_from_json(raw)
+
+
+def near_changes(path: str, base: bytes, mine: bytes, cache: Path | None = None) -> list[Use] | None:
+    """The module docstring's answer, from the disk cache when it has it (`cache`: its
+    directory, default the user's: series.semantic.blob_cache)."""
+    from series.semantic import class_reading, one_pass, uses
+    code = blob_cache.version(__file__, uses.__file__, class_reading.__file__, one_pass.__file__)
+    key = ("near", code, module_name(path)[1], str(pygit2.hash(base)), str(pygit2.hash(mine)))
+    return blob_cache.cached(key, lambda: _encode(_compute(path, base, mine)), _decode, cache)

@@ -1,0 +1,138 @@
+"""`series upstream` against a local server shaped like GitHub's API: the row online, the
+fetch stored and read back offline with its age, merged-in-release, a moved head, and
+hostile answers refused in one line."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pygit2
+from pytest_httpserver import HTTPServer
+
+from tests.conftest import run_series, sh
+from tests.repos import github_fixture
+
+TOKEN = "ghp_UPSTREAMsecret11223344"
+REPO = "/repos/vllm-project/vllm"
+NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def ago(**delta: float) -> str:
+    return (NOW - dt.timedelta(**delta)).isoformat().replace("+00:00", "Z")
+
+
+def env_for(server: HTTPServer, **extra: str) -> dict[str, str]:
+    return {"SERIES_GITHUB_API": server.url_for(""), "GITHUB_TOKEN": TOKEN, "SERIES_HTTP_RETRIES": "0", **extra}
+
+
+def carry(fork: Path, head: str) -> None:
+    """offload-evict-fix records PR #61050, adopted at `head`."""
+    path = fork / "series.yaml"
+    path.write_text(path.read_text().replace(
+        "    scope: [vllm/v1/kv_offload/]\n",
+        f"    scope: [vllm/v1/kv_offload/]\n    upstream_pr: 61050\n    upstream_head: {head}\n"))
+
+
+def serve(server: HTTPServer, head: str, *, pull: dict[str, Any] | None = None,
+          comments: list[Any] | None = None, checks: Any = None) -> None:
+    data = pull or github_fixture("pull-61050", API=server.url_for("").rstrip("/"), HEAD_SHA=head,
+                                  RECENT=ago(days=3))
+    assert isinstance(data, dict)
+    data["requested_reviewers"] = [{"login": "maint-one", "type": "User"}]
+    server.expect_request(f"{REPO}/pulls/61050").respond_with_json(data)
+    server.expect_request(f"{REPO}/pulls/61050/reviews").respond_with_json([])
+    server.expect_request(f"{REPO}/pulls/61050/comments").respond_with_json(comments if comments is not None else [
+        {"id": 7, "in_reply_to_id": None, "position": 3, "user": {"login": "maint-one", "type": "User"},
+         "created_at": ago(days=3), "body": "why this order?"}])
+    server.expect_request(f"{REPO}/issues/61050/comments").respond_with_json([])
+    server.expect_request(f"{REPO}/pulls/61050/commits").respond_with_json([
+        {"sha": head, "author": {"login": "ada-upstream", "type": "User"},
+         "commit": {"committer": {"date": ago(days=5)}}}])
+    server.expect_request(f"{REPO}/issues/61050/timeline").respond_with_json([])
+    server.expect_request(f"{REPO}/commits/{head}/check-runs").respond_with_json(checks if checks is not None else {
+        "total_count": 2, "check_runs": [{"name": "DCO", "status": "completed", "conclusion": "success"},
+                                         {"name": "pre-commit", "status": "completed", "conclusion": "success"}]})
+    server.expect_request("/user").respond_with_json({"login": "ada-upstream"})
+
+
+def pr_head(fork: Path) -> str:
+    return sh("git ls-remote upstream refs/pull/61050/head", fork).split()[0]
+
+
+def test_the_row_online_then_offline_from_the_stored_fetch(served: Path, httpserver: HTTPServer) -> None:
+    head = pr_head(served)
+    carry(served, head)
+    serve(httpserver, head)
+    proc = run_series("upstream", cwd=served, env=env_for(httpserver))
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("#61050 offload-evict-fix: open, ours turn for 3 days, past 48 h"), proc.stdout
+    assert "waiting on us: review thread: @maint-one commented last" in proc.stdout
+    assert "head:" not in proc.stdout  # the PR head is the one we adopted
+    assert TOKEN not in proc.stdout + proc.stderr
+    # the fetch is stored through the transaction, as a record 'series undo' passes over
+    stored = served / ".git" / "series" / "upstream" / "fetched.json"
+    assert json.loads(stored.read_text())["pulls"][0]["number"] == 61050
+    log = json.loads(run_series("log", "--json", cwd=served).stdout)
+    assert log["operations"][-1]["command"] == "upstream", log
+    run_series("undo", cwd=served, expect=1)  # nothing else to undo: the record is passed over
+    online = json.loads(run_series("upstream", "--json", cwd=served, env=env_for(httpserver)).stdout)
+    httpserver.clear()  # offline: no request may reach the server
+    offline = run_series("upstream", "--offline", "--json", cwd=served, env=env_for(httpserver))
+    data = json.loads(offline.stdout)
+    assert data["source"] == "stored" and data["age_hours"] == 0 and httpserver.log == [], data
+    assert data["rows"] == online["rows"]
+    text = run_series("upstream", "--offline", cwd=served).stdout
+    assert text.startswith("offline: from the fetch stored ") and "(0 h old)" in text.splitlines()[0], text
+    # the API unreachable: the stored fetch, said
+    down = run_series("upstream", cwd=served, env={**env_for(httpserver), "SERIES_GITHUB_API": "http://127.0.0.1:9"})
+    assert "showing the last fetch stored" in down.stdout and down.stdout.startswith("offline:"), down.stdout
+
+
+def test_offline_without_a_stored_fetch_is_an_error(served: Path) -> None:
+    carry(served, pr_head(served))
+    proc = run_series("upstream", "--offline", cwd=served, expect=1)
+    assert "no stored fetch" in proc.stderr and len(proc.stderr.strip().splitlines()) == 2, proc.stderr
+
+
+def test_a_head_that_differs_from_ours(served: Path, httpserver: HTTPServer) -> None:
+    head = pr_head(served)
+    carry(served, "b" * 40)
+    serve(httpserver, head, comments=[])
+    proc = run_series("upstream", cwd=served, env=env_for(httpserver))
+    assert "series adopt-upstream 61050 --refresh' shows the range-diff" in proc.stdout, proc.stdout
+    assert "theirs turn for 5 days" in proc.stdout, proc.stdout
+
+
+def test_merged_in_the_first_release_that_contains_it(served: Path, httpserver: HTTPServer) -> None:
+    head = pr_head(served)
+    carry(served, head)
+    repo = pygit2.Repository(str(served))
+    merge = str(repo.revparse_single("v0.30.0").id)  # contained in v0.30.0 and every later release
+    pull = github_fixture("pull-61050-merged", API=httpserver.url_for("").rstrip("/"), HEAD_SHA=head,
+                          MERGE_SHA=merge)
+    assert isinstance(pull, dict)
+    serve(httpserver, head, pull=pull)
+    data = json.loads(run_series("upstream", "--json", cwd=served, env=env_for(httpserver)).stdout)
+    row = data["rows"][0]
+    assert (row["status"], row["released_in"], row["turn"], row["follow_ups"]) == ("merged", "v0.30.0", "done", [])
+
+
+def test_hostile_answers_are_refused_in_one_line(served: Path, httpserver: HTTPServer) -> None:
+    head = pr_head(served)
+    carry(served, head)
+    serve(httpserver, head, comments=[{"id": "seven", "user": {"login": "x"}, "created_at": ago(days=1)}])
+    proc = run_series("upstream", cwd=served, env=env_for(httpserver), expect=1)
+    assert "a review comment without an id" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    httpserver.clear()
+    serve(httpserver, head, checks={"total_count": 1, "check_runs": "all green"})
+    proc = run_series("upstream", cwd=served, env=env_for(httpserver), expect=1)
+    assert "check runs that are not a list" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    httpserver.clear()
+    serve(httpserver, head, comments=[{"id": i, "in_reply_to_id": None, "position": 1, "created_at": ago(days=1),
+                                       "user": {"login": "flood", "type": "User"}, "body": "x" * 200}
+                                      for i in range(1, 400)])
+    proc = run_series("upstream", cwd=served, env=env_for(httpserver, SERIES_HTTP_MAX_BYTES="20000"), expect=1)
+    assert "sent more than 20000 bytes" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (served / ".git" / "series" / "upstream" / "fetched.json").exists()
