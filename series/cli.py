@@ -21,7 +21,6 @@ import click
 from series import __version__
 from series.cli_support import OUTPUT, Context, unknown_verb
 from series.errors import EXIT_BUG, SeriesError, redact, write_bug_log
-from series.validate import printable
 
 
 class VerbTable(click.Group):
@@ -92,17 +91,19 @@ def _command_docstring(source: Path) -> str | None:
     except OSError:
         return None
     alias = re.search(r"^command = (\w+)$", text, re.M) if "\ncommand = " in text else None
-    start = re.search(rf"^def {alias.group(1) if alias else 'command'}\(", text, re.M)
-    if start is None:
+    # the def at a line's start (str.find: a multi-line regex tries every position of the file)
+    head = f"def {alias.group(1) if alias else 'command'}("
+    start = 0 if text.startswith(head) else text.find("\n" + head) + 1
+    if start == 0 and not text.startswith(head):  # find gave -1: no such def
         return None
     # `series --help` reads every verb's: parsing the def up to its docstring's end is enough
-    quote = text.find('"""', start.start())
+    quote = text.find('"""', start)
     end_quote = text.find('"""', quote + 3) if quote >= 0 else -1
     if end_quote >= 0:
-        doc = _docstring_of(text[start.start():end_quote + 3])
+        doc = _docstring_of(text[start:end_quote + 3])
         if doc is not None:
             return doc
-    lines = text[start.start():].split("\n")
+    lines = text[start:].split("\n")
     end = next((i for i, line in enumerate(lines[1:], 1) if line[:1] not in ("", " ", "\t", "#", ")")), len(lines))
     return _docstring_of("\n".join(lines[:end]))
 
@@ -306,6 +307,8 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except SeriesError as exc:
+        from series.validate import printable  # here: its patterns compile only for an error shown
+
         prefix = "series: error:"
         if OUTPUT.colored(sys.stderr):
             prefix = click.style(prefix, fg="red", bold=True)
@@ -317,6 +320,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except OSError as exc:
+        from series.validate import printable
         from series.workspace import NO_SPACE, disk_error
 
         if exc.errno not in NO_SPACE:
@@ -335,6 +339,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _bug(exc: BaseException) -> SystemExit:
+    from series.validate import printable
+
     path = write_bug_log(exc)
     click.echo(f"series: internal error ({type(exc).__name__}: {printable(redact(str(exc)))}); "
                f"details in {path}; please report it", err=True)

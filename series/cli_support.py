@@ -13,7 +13,6 @@ packages form layers (docs/architecture.md, "Package order"):
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +21,6 @@ import click
 
 from series.errors import redact
 from series.output import Output, page
-from series.validate import printable
 
 if TYPE_CHECKING:  # imported when a verb opens it: --help loads no pygit2
     from series.workspace import Workspace
@@ -49,15 +47,16 @@ pass_ctx = click.make_pass_decorator(Context)
 
 
 OUTPUT = Output()
-_STYLES = ((re.compile(r"^(\s*)(warning:|note:)"), "yellow"), (re.compile(r"^(\s*)(error:)"), "red"),
-           (re.compile(r"()\b(conflicts?|CONFLICT|no longer applies|failed)\b"), "red"),
-           (re.compile(r"()\b(clean|ok|passed)\b"), "green"))
+# compiled by colorize (re's cache), on a terminal only: not at every command's start
+_STYLES = ((r"^(\s*)(warning:|note:)", "yellow"), (r"^(\s*)(error:)", "red"),
+           (r"()\b(conflicts?|CONFLICT|no longer applies|failed)\b", "red"),
+           (r"()\b(clean|ok|passed)\b", "green"))
 
 
 def colorize(text: str) -> str:
     def line(s: str) -> str:
         for pattern, colour in _STYLES:
-            s = pattern.sub(lambda m: m.group(1) + click.style(m.group(2), fg=colour, bold=colour == "red"), s)
+            s = re.sub(pattern, lambda m: m.group(1) + click.style(m.group(2), fg=colour, bold=colour == "red"), s)
         return s
     return "\n".join(line(s) for s in text.split("\n"))
 
@@ -73,6 +72,10 @@ def emit(text: str) -> None:
     """A verb's text output: nothing with --quiet; coloured and paged on a terminal."""
     if OUTPUT.quiet:
         return
+    import shutil  # here, not at the top: --help and a command that fails early print nothing paged
+
+    from series.validate import printable
+
     # text from outside (PR titles, subjects, server messages) may hold terminal escapes
     text = printable(redact(text))
     color = OUTPUT.colored(sys.stdout)

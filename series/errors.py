@@ -6,11 +6,8 @@ GitHub token can never end up in it.
 """
 from __future__ import annotations
 
-import datetime
 import os
-import platform
 import sys
-import traceback
 from pathlib import Path
 
 from series.cache import user_cache
@@ -72,6 +69,10 @@ def log_dir() -> Path:
 
 def write_bug_log(exc: BaseException) -> Path:
     """Write versions, the command line and the traceback; return the file's path."""
+    import datetime  # here, not at the top: every command imports this module, few write a log
+    import platform
+    import traceback
+
     import pygit2
 
     from series import __version__

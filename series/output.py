@@ -6,22 +6,24 @@ stays there: this module decides, the CLI prints.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from series.errors import SeriesError
 
 
-@dataclass
 class Output:
-    """The global output options, and what they mean for one stream."""
-    quiet: bool = False
-    color: str = "auto"      # auto | always | never
-    pager: bool = True
-    verbose: bool = False
-    directory: Path | None = None   # where core.pager is read, as git would (-C DIR)
+    """The global output options, and what they mean for one stream.
+
+    One mutable instance per process, set by the group's options: a plain class, not a
+    dataclass, so `series --help` and a usage error do not import dataclasses (~1 ms)."""
+
+    def __init__(self) -> None:
+        self.quiet = False
+        self.color = "auto"      # auto | always | never
+        self.pager = True
+        self.verbose = False
+        self.directory: Path | None = None   # where core.pager is read, as git would (-C DIR)
 
     def colored(self, stream: object) -> bool:
         """The flag wins; under auto, NO_COLOR (no-color.org) beats CLICOLOR_FORCE
@@ -48,6 +50,8 @@ class Output:
         if pager is None:
             pager = os.environ.get("PAGER")
         if pager is None:
+            import shutil  # here, not at the top: only a terminal's long output asks
+
             pager = "less" if shutil.which("less") else ""
         return None if pager.strip() in ("", "cat") else pager
 

@@ -23,20 +23,27 @@ import errno
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import pygit2
-
-from series.ops import changeset, fs, journal
-from series.seriesfile import config, edit as seriesedit
-from series.ops import halted
+from series.seriesfile import config
 from series.errors import SeriesError
-from series.git import checkouts, refs
-from series.git.repo import branch_commit, open_repo, resolve_commit
-from series.persisted import Json
-from series.model import Series, Topic
-from series.seriesfile.edit import Edit, KeyPath
-from series.topics import OwnWork, OwnWorks, built_on
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from series.ops import journal
+    from series.seriesfile import edit as seriesedit
+    from series.git import refs
+    from series.model import Series, Topic
+    from series.persisted import Json
+    from series.seriesfile.edit import Edit, KeyPath
+    from series.topics import OwnWork, OwnWorks
+
+# pygit2 and the modules of the write path (changeset, journal, halted, fs, refs, topics:
+# ~45 ms with pygit2's own import) load in the functions below, once the workspace opens
+# its repository: a verb pays for them at its first git call, not at start-up, and one
+# that stops earlier (no series.yaml found, a usage error) never does.
+# tests/test_startup_imports.py keeps them out of this module's import.
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class Workspace:
 
     @cached_property
     def _own(self) -> OwnWorks:
+        from series.topics import OwnWorks
+
         return OwnWorks(self.repo, self.series, self.base_commit())
 
     def own(self, topic: Topic) -> OwnWork | None:
@@ -58,6 +67,8 @@ class Workspace:
         """The earlier active topic `topic`'s branch is built on (series.topics.built_on),
         its own commits counted as this series does (a stacked topic with depends_on
         shares none)."""
+        from series.topics import built_on
+
         earlier = self.series.topics[: [t.name for t in self.series.topics].index(topic.name)]
         return built_on(self._own, topic, [t for t in earlier if t.active])
 
@@ -74,6 +85,8 @@ class Workspace:
         return self.series.path
 
     def base_commit(self) -> pygit2.Commit:
+        from series.git.repo import resolve_commit
+
         try:
             return resolve_commit(self.repo, self.series.upstream.base, "ref")
         except SeriesError as exc:
@@ -82,6 +95,8 @@ class Workspace:
             raise SeriesError(f"{self.config_path.name}:{line}: upstream.base: {exc.message}", exc.hint) from None
 
     def head(self, topic: Topic) -> pygit2.Commit:
+        from series.git.repo import branch_commit
+
         commit = branch_commit(self.repo, topic.branch)
         if commit is None:
             raise SeriesError(
@@ -92,6 +107,8 @@ class Workspace:
         return commit
 
     def reload(self) -> "Workspace":
+        from series.ops import fs
+
         text = fs.read_text(self.config_path)
         return Workspace(config.read(text or "", self.config_path), self.repo, text)
 
@@ -112,6 +129,8 @@ def open_workspace(config_file: Path | None, directory: Path | None,
     start = directory or Path.cwd()
     path = config.find(start, config_file)
     text = config.read_text(path)  # UTF-8, no NUL: else exit 1 naming the file
+    from series.git.repo import open_repo  # the first git call: pygit2 loads here
+
     repo = open_repo(path.parent)
     if repair(repo):
         text = config.read_text(path)  # a finished operation may have edited it
@@ -145,6 +164,8 @@ def repair(repo: pygit2.Repository) -> list[str]:
     """Before any command reads: finish or roll back an operation a kill left half-done
     (only ever the newest entry, since every write repairs first), unless a command is
     running right now (then that entry is its own)."""
+    from series.ops import changeset, fs, journal
+
     last = journal.last_operation(repo)
     if last is None or last.state != journal.OpState.PENDING:
         return []
@@ -158,6 +179,8 @@ def repair(repo: pygit2.Repository) -> list[str]:
 def open_repaired(start: Path) -> pygit2.Repository:
     """The repository at `start`, an operation a kill interrupted finished or rolled back
     first: for the verbs that read the journal without a series.yaml (log, undo, predict)."""
+    from series.git.repo import open_repo
+
     repo = open_repo(start)
     repair(repo)
     return repo
@@ -168,6 +191,8 @@ class Transaction:
 
     def __init__(self, repo: pygit2.Repository, command: str, summary: str,
                  config_path: Path | None, seen: str | None, notes: list[str], draft: bool = False):
+        from series.ops import changeset
+
         self.repo = repo
         self.draft = draft
         self.command = command
@@ -226,6 +251,8 @@ class Transaction:
     def write_recorded(self, change: journal.FileChange) -> None:
         """Write a file change an earlier step recorded (its path as the journal keeps it);
         one whose worktree is gone, or that removes the file, is left out."""
+        from series.ops import journal
+
         where = journal.resolve_path(self.repo, change.path, change.worktree)
         if where is not None and change.after is not None:
             self.write(where, change.after)
@@ -233,20 +260,29 @@ class Transaction:
     # -- the journal, for a step that goes on with an operation it began (series.engine) -----
 
     def find(self, op_id: str) -> journal.Operation | None:
+        from series.ops import journal
+
         return journal.find(self.repo, op_id)
 
     def finish(self, op: journal.Operation) -> journal.Operation:
         """Complete `op` if a kill interrupted it (series.ops.changeset.finish; idempotent)."""
+        from series.ops import changeset
+
         return changeset.finish(self.repo, op)
 
     def settle_checkouts(self, op: journal.Operation) -> list[str]:
         """The clean checkouts `op` recorded, brought to their branch's new commit."""
+        from series.ops import changeset
+
         return changeset.settle_checkouts(self.repo, op)
 
     # -- series.yaml -------------------------------------------------------------------------
 
     def seen(self, text: str | None = None) -> seriesedit.Plain:
         """series.yaml as the operation read it (what its edits are relative to)."""
+        from series.ops import fs
+        from series.seriesfile import edit as seriesedit
+
         if text is not None:
             self._seen_text, self._seen = text, None
         if self._seen is None:
@@ -258,6 +294,9 @@ class Transaction:
         return self._seen
 
     def edit(self, path: KeyPath, new: Any) -> None:
+        from series.seriesfile import edit as seriesedit
+        from series.seriesfile.edit import Edit
+
         self.edits.append(Edit(path, seriesedit.value_at(self.seen(), path), new))
 
     def set_topic(self, name: str, **fields: Any) -> None:
@@ -267,6 +306,8 @@ class Transaction:
 
     def add_topic(self, fields: dict[str, Any], *, after: str | None = None,
                   before: str | None = None) -> None:
+        from series.seriesfile.edit import Edit
+
         topic = {k: (list(v) if isinstance(v, tuple) else v) for k, v in fields.items() if v is not None}
         names = [t["name"] for t in self.seen().get("topics") or []]
         if after is None and before is None and names:
@@ -277,12 +318,17 @@ class Transaction:
 
     def write_file(self, text: str) -> None:
         """The whole file (series init): refused at commit if it changed since it was read."""
+        from series.ops import fs
+        from series.seriesfile.edit import Edit
+
         if self._seen_text is None and self.config_path is not None:
             self._seen_text = fs.read_text(self.config_path)
         self.edits.append(Edit((), self._seen_text, text))
 
     def preview(self) -> str | None:
         """series.yaml as this operation would leave it, validated (for --dry-run and checks)."""
+        from series.seriesfile import edit as seriesedit
+
         if not self.edits or self.config_path is None:
             return self._seen_text
         return seriesedit.apply(self._seen_text, self.config_path, self.edits)
@@ -291,6 +337,10 @@ class Transaction:
         """Fill this operation with the reverse of `target`: its refs back (each must still
         be where `target` left it), and its own series.yaml edits reversed on the file as it
         is now (byte for byte when nobody changed the file since)."""
+        from series.ops import fs, journal
+        from series.git import refs
+        from series.seriesfile.edit import Edit
+
         for m in reversed(target.moves):
             now = refs.current(self.repo, m.ref)
             if now == m.old:
@@ -329,6 +379,10 @@ class Transaction:
     # -- commit ------------------------------------------------------------------------------
 
     def commit(self, fault: str | None = None) -> journal.Operation:
+        from series.ops import changeset, fs
+        from series.seriesfile import edit as seriesedit
+        from series.git import checkouts
+
         if self.draft:
             raise AssertionError("a draft operation (--dry-run) is never committed")
         branches = {m.ref[len("refs/heads/"):] for m in self.moves if m.ref.startswith("refs/heads/")}
@@ -368,6 +422,8 @@ def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
               resumes: str | None = None) -> Iterator[Transaction]:
     """The transaction (module docstring). `resumes`: the kind of halted operation this
     command goes on with (series.ops.halted.Halt.kind), which the halt guard lets through."""
+    from series.ops import changeset, fs, halted
+
     try:
         with fs.Lock(repo, command):
             recovery = changeset.recover(repo)
@@ -386,6 +442,8 @@ def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
 def undoable(repo: pygit2.Repository) -> journal.Operation:
     """The newest operation that is neither an undo, undone, rolled back, nor a record
     (journal.RECORD: a frozen prediction stays on record)."""
+    from series.ops import journal
+
     ops = journal.operations(repo)
     undone = {op.undoes for op in ops if op.undoes}
     for op in reversed(ops):

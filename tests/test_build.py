@@ -210,3 +210,22 @@ def test_renamed_added_and_deleted_files_reach_the_installed_tree(fork: Path, re
     assert not (site / "vllm/multimodal/ipc.py").exists()
     assert not (site / "vllm/v1/core/sched/scheduler.py").exists()
     assert (site / "vllm/v1/kv_offload/cpu/policies/arc.py").read_text().startswith("class ARC")
+
+
+def test_the_release_wheel_is_read_once(fork: Path, release_wheel: Path, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stale-file check and the overlay share one reading of the wheel's directory and
+    RECORD (issue 34: vLLM's 5,000+ members cost ~20 ms a reading)."""
+    from series.wheel import ziparchive
+
+    reads: list[Path] = []
+    real = ziparchive.read_members
+
+    def counted(path: Path) -> tuple[list[ziparchive.Member], int]:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(ziparchive, "read_members", counted)
+    result = build_cmd.run(open_workspace(None, fork), wheel=str(release_wheel), out=tmp_path / "dist")
+    assert result.wheel is not None and result.wheel.is_file()
+    assert reads.count(release_wheel) == 1, reads

@@ -12,7 +12,11 @@ on a shared machine the others wait for a core):
                         interpreter, series.cli, click's parsing and the verb's imports, until
                         the verb opens the workspace (Context.workspace, whose repository
                         discovery is the first git call; it is stopped there, so no
-                        repository is needed)
+                        repository is needed), series.workspace imported
+  ... with the repository's modules
+                        the same, and what open_workspace imports from its first git call on
+                        (pygit2, the journal, the write path): the modules' whole cost before
+                        the verb reads anything, whichever side of the first call it falls
 The bytecode cache is warmed once and PYTHONDONTWRITEBYTECODE is dropped from the child
 environment, as an installed package runs; with it set every run compiles from source.
 """
@@ -46,6 +50,10 @@ def stop(self, *args, **kwargs):
 series.cli.Context.workspace = stop
 series.cli.main(ARGV)
 """
+# open_workspace's imports from its first git call on (series.git.repo brings pygit2)
+_REPOSITORY_MODULES = ("import series.workspace\n"
+                       "    import series.git.repo, series.git.partial, series.ops.changeset, series.ops.journal, "
+                       "series.ops.fs")
 
 
 def environment() -> dict[str, str]:
@@ -73,11 +81,14 @@ def wall(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
     return times
 
 
-def until_workspace(argv: list[str], runs: int, env: dict[str, str], cwd: Path) -> tuple[list[float], list[float]]:
+def until_workspace(argv: list[str], runs: int, env: dict[str, str], cwd: Path,
+                    with_repository: bool = False) -> tuple[list[float], list[float]]:
     """(whole process until the workspace, the same after the interpreter's own start)"""
     times, inside = [], []
     CPU.clear()
     script = _UNTIL_WORKSPACE.replace("ARGV", repr(argv))
+    if with_repository:
+        script = script.replace("import series.workspace", _REPOSITORY_MODULES, 1)
     for _ in range(runs):
         start, cpu = time.perf_counter(), _cpu()
         proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=cwd, capture_output=True, text=True)
@@ -116,6 +127,8 @@ def main() -> None:
     show("rebase --dry-run until first git", whole, 100)
     print(f"{'  of which after interpreter start':<34} best {min(inside):6.1f} ms   median "
           f"{statistics.median(inside):6.1f} ms")
+    whole, inside = until_workspace(argv, args.runs, env, Path.cwd(), with_repository=True)
+    show("  ... with the repository's modules", whole)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

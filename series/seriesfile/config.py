@@ -8,7 +8,6 @@ through the transaction in series.workspace.
 """
 from __future__ import annotations
 
-import difflib
 import io
 import re
 from pathlib import Path
@@ -242,6 +241,8 @@ def _key_lines(doc: Mapping, up: Mapping, seq: Sequence) -> dict[str, int]:
 
 
 def unknown_key(key: Any, allowed: tuple[str, ...]) -> str:
+    import difflib  # here, not at the top: only a misspelt key asks for it
+
     close = difflib.get_close_matches(str(key), allowed, n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""
     return f"unknown key ({hint}allowed: {', '.join(allowed)})"

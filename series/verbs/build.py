@@ -85,12 +85,11 @@ def check_release(ws: Workspace, name: overlay.WheelName) -> None:
             f"pass --wheel {name.name}=={version} (or rebase the series onto v{wheel_public} first)")
 
 
-def stale_files(ws: Workspace, integ: Integration, release: Path,
+def stale_files(ws: Workspace, integ: Integration, record: dict[str, tuple[str, int]],
                 changes: dict[str, overlay.OverlayChange]) -> tuple[str, ...]:
-    """Files the series changes must be, in the wheel, the base's version (RECORD hash
-    against the base blob); a difference is reported: the overlay would silently replace
-    upstream code the series never saw."""
-    record = overlay.wheel_record(release)
+    """Files the series changes must be, in the wheel, the base's version (`record`, the
+    wheel's RECORD hash, against the base blob); a difference is reported: the overlay would
+    silently replace upstream code the series never saw."""
     stale = []
     for path in sorted(changes):
         if path not in record:
@@ -168,12 +167,13 @@ def run(ws: Workspace, *, wheel: str | None = None, out: Path | None = None,
     result = replace(result, method="overlay")
     if dry_run:
         return replace(result, wheel=out_dir / name.filename(version))
-    notes = stale_files(ws, integ, release, changes)
+    read = overlay.read_wheel(release)  # once: the stale-file check and the overlay both need it
+    notes = stale_files(ws, integ, read.record, changes)
     for note in notes:
         progress(note)
     result = _move_branch(ws, integ, result)
     progress(f"overlaying {len(paths)} changed paths onto {release.name}")
-    built = overlay.overlay(release, out_dir, changes, integ.sha, timestamp(integ))
+    built = overlay.overlay(release, out_dir, changes, integ.sha, timestamp(integ), read=read)
     summary = {"added": list(built.added), "modified": list(built.modified),
                "deleted": list(built.deleted), "ignored": list(built.ignored)}
     data = manifest.manifest(ws, integration_branch=result.integration_branch,

@@ -21,7 +21,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from series.wheel import ziparchive
 from series.wheel.ziparchive import Member
@@ -165,17 +165,16 @@ def _mode_attr(executable: bool) -> int:
 
 
 def overlay(src: Path, out_dir: Path, changes: Mapping[str, OverlayChange], sha: str,
-            date_time: tuple[int, int, int, int, int, int], hash_output: bool = True) -> OverlayResult:
+            date_time: tuple[int, int, int, int, int, int], hash_output: bool = True,
+            read: ReadWheel | None = None) -> OverlayResult:
     """Write the patched wheel into out_dir and return what changed in it.
 
     `changes` are integration-tree paths (repo-relative) that differ from the base; those
     under the wheel's top-level packages are applied, the rest reported as ignored.
+    `read`: the wheel's directory and RECORD if the caller has read them (read_wheel).
     """
     wheel = WheelName.parse(src.name)
-    try:
-        members, _ = ziparchive.read_members(src)
-    except (OSError, ziparchive.ZipFormatError) as exc:
-        raise SeriesError(f"{src}: cannot read the wheel ({exc})") from None
+    members = read.members if read is not None else _members(src)
     old_info = f"{wheel.name}-{wheel.version}.dist-info/"
     if not any(m.name.startswith(old_info) for m in members):
         infos = sorted({m.name.split("/")[0] for m in members if ".dist-info/" in m.name})
@@ -209,7 +208,7 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, OverlayChange], sha:
             # records, the changed files' deflates (in a thread: zlib drops the GIL), the
             # dist-info and the directory are written after them meanwhile.
             writer.copy_ranges(f, _unchanged_ranges(f, body, rewritten, members))
-            old_record = _read_record(f, by_name, old_info)
+            old_record = read.record if read is not None else _read_record(f, by_name, old_info)
             new_files = _new_files(f, by_name, applied, sorted(set(modified) | set(added)), stamped,
                                    version, sha)
             with ThreadPoolExecutor(max_workers=1) as pool:
@@ -290,15 +289,33 @@ def _version_file(members: list[Member], packages: set[str]) -> str | None:
     return None
 
 
+class ReadWheel(NamedTuple):
+    """A release wheel's central directory and RECORD, read once: `series build` checks the
+    RECORD for stale files, then overlays (5,000+ members in vLLM's: ~20 ms a reading)."""
+
+    members: list[Member]
+    record: dict[str, tuple[str, int]]   # {path: (sha256=..., size)}
+
+
+def read_wheel(src: Path) -> ReadWheel:
+    """The wheel's members and RECORD; cheap (no member but RECORD is decompressed)."""
+    wheel = WheelName.parse(src.name)
+    members = _members(src)
+    with open(src, "rb") as f:
+        return ReadWheel(members, _read_record(f, {m.name: m for m in members},
+                                               f"{wheel.name}-{wheel.version}.dist-info/"))
+
+
 def wheel_record(src: Path) -> dict[str, tuple[str, int]]:
     """The wheel's RECORD: {path: (sha256=..., size)}; cheap (no member is decompressed)."""
-    wheel = WheelName.parse(src.name)
+    return read_wheel(src).record
+
+
+def _members(src: Path) -> list[Member]:
     try:
-        members, _ = ziparchive.read_members(src)
+        return ziparchive.read_members(src)[0]
     except (OSError, ziparchive.ZipFormatError) as exc:
         raise SeriesError(f"{src}: cannot read the wheel ({exc})") from None
-    with open(src, "rb") as f:
-        return _read_record(f, {m.name: m for m in members}, f"{wheel.name}-{wheel.version}.dist-info/")
 
 
 def _read_record(f: io.BufferedReader, by_name: dict[str, Member], info: str) -> dict[str, tuple[str, int]]:
