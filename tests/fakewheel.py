@@ -69,7 +69,7 @@ def build_wheel(out_dir: Path, files: dict[str, bytes], version: str = "0.31.0",
     dist = {
         f"{info}/METADATA": f"Metadata-Version: 2.4\nName: vllm\nVersion: {version}\n"
                             "Summary: A high-throughput and memory-efficient inference engine\n".encode(),
-        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: setuptools (80.10.2)\n"
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: setuptools (80.10.2)\n"
                          "Root-Is-Purelib: false\nTag: cp38-abi3-linux_x86_64\n\n".encode(),
         f"{info}/entry_points.txt": b"[console_scripts]\nvllm = vllm.entrypoints.cli.main:main\n",
         f"{info}/top_level.txt": b"vllm\n",

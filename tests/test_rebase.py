@@ -405,7 +405,7 @@ def test_renames_are_followed_both_ways(fork: Path, upstream: Path) -> None:
     sed -i 's/^line 2$/line 2 (upstream)/' vllm/other.py
     git commit -qam 'move big, edit other' && git tag v0.32.0
     """, upstream)
-    sh(f"""
+    sh("""
     git fetch -q upstream --tags
     git checkout -q -B topic/edit-big v0.31.1
     sed -i 's/^line 30$/line 30 (fork)/' vllm/big.py && git commit -qam 'fork edits big'

@@ -248,7 +248,7 @@ def test_a_shallow_clone_says_how_deep_it_must_be(fork: Path, tmp_path: Path) ->
     sh(f"git clone -q --no-checkout --depth 1 --no-single-branch -o upstream file://{bare} {shallow}", tmp_path)
     for branch in ("sched-note", "offload-evict-fix", "ipc-backport", "api-hello"):
         sh(f"git branch -q topic/{branch} upstream/topic/{branch}", shallow)
-    sh(f"git fetch -q --depth 1 upstream tag v0.30.0", shallow)
+    sh("git fetch -q --depth 1 upstream tag v0.30.0", shallow)
     shutil.copy(fork / "series.yaml", shallow / "series.yaml")
     one_line_error(run_series("status", cwd=shallow, expect=None), "shallow clone",
                    "depth of more than 1", "--shallow-since=")

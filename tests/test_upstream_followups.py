@@ -11,7 +11,6 @@ import pygit2
 import pytest
 
 from series.seriesfile import config
-from series.git.repo import message
 from series.model import Status
 from series.upstream.followups import Carried, FollowUpKind, FollowUps, _Readers, _patch_id, classify, find
 from series.workspace import Workspace

@@ -150,7 +150,7 @@ def check_attribution(fork: Path) -> list[str]:
     if len(expected) != 1 or culprit["sha"] != sha or first["sha"] != sha:
         failures.append("attribution onto v0.31.0 does not name the PR that rewrote lru.py")
     merged = next(t for t in report["topics"] if t["name"] == "backport-upstream")
-    print(f"  merged backport-upstream: landed by " +
+    print("  merged backport-upstream: landed by " +
           ", ".join(f"#{e['pr']} {e['sha'][:12]}" for e in merged.get("evidence", [])))
     report = json.loads(run(series("rebase", "--onto", "upstream/main", "--dry-run", "--json"), fork, (3,)))
     row = next(t for t in report["topics"] if t["name"] == "offload-evict-fix")

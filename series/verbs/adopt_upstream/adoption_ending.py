@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from series.ops import halted
 from series.engine import rebase_state
 from series.engine.ending import Identity, Rewrite
 from series.engine.integration import IntegrationResult

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from series.ops import halted, journal
+from series.ops import journal
 from series.engine import rebase_state
 from series.workspace import Workspace
 
