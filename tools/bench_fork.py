@@ -166,6 +166,8 @@ def topics(repo: Path, tag: str, onto: str, wanted: int, stacks: int, depth: int
                   "upstream/habana_main").split():
         if len(out) >= wanted:
             break
+        if any(name.endswith(pr[:9]) for name, _, _ in out):
+            continue   # in a stack already: the same change twice would not combine
         changed = git(repo, "diff", "--name-only", f"{pr}^1", pr).split()
         if not changed or len(changed) > 40 or not any(p.endswith(".py") for p in changed):
             continue

@@ -25,7 +25,7 @@ import re
 from typing import Sequence
 from dataclasses import dataclass, field
 
-from series.analysis import one_pass
+from series.analysis import one_pass, upstream_api
 from series.analysis.class_reading import type_name
 from series.analysis.upstream_api import Function, absolute, module_name
 
@@ -60,10 +60,8 @@ class Use:
 
 
 def parse(source: bytes) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+    """The tree of `source`, None when it does not parse (upstream_api.parse: parsed once)."""
+    return upstream_api.parse(source)
 
 
 def _chain(node: ast.expr) -> list[str] | None:
