@@ -3,7 +3,6 @@ equal to what the parse gave, without parsing again."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -57,34 +56,3 @@ def test_a_reading_comes_back_from_the_cache_without_a_parse(tmp_path: Path, mon
 def test_what_does_not_parse_is_no_reading(tmp_path: Path) -> None:
     assert file_reading.read("vllm/x.py", b"def (:\n", cache=tmp_path) is None
     assert file_reading.read("vllm/x.py", b"def (:\n", cache=tmp_path) is None
-
-
-def test_one_source_is_parsed_once_by_every_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The hunk reading, the full reading (again with other top names) and an upstream
-    module's API ask for the same blob one after another: ast.parse runs once (issue 34),
-    and each reading is what a parse of its own gives."""
-    import ast
-
-    from series.analysis import hunk_uses, upstream_api
-    own = file_reading.read("vllm/worker/mine.py", SOURCE, frozenset({"x"}), cache=tmp_path / "own")
-    api_own = upstream_api.ModuleApi.of(SOURCE, "vllm.worker")
-    source = SOURCE + b"\n# another blob, not parsed yet\n"
-    parses: list[object] = []
-    real = ast.parse
-
-    def counted(text: bytes, *args: Any, **kwargs: Any) -> Any:
-        if text in (SOURCE, source):   # not pytest's own reading of an assertion
-            parses.append(text)
-        return real(text, *args, **kwargs)
-
-    monkeypatch.setattr(ast, "parse", counted)
-    near = hunk_uses.near_changes("vllm/worker/mine.py", SOURCE, source, cache=tmp_path)
-    first = file_reading.read("vllm/worker/mine.py", source, frozenset(), cache=tmp_path)
-    second = file_reading.read("vllm/worker/mine.py", source, frozenset({"x"}), cache=tmp_path)
-    api = upstream_api.ModuleApi.of(source, "vllm.worker")
-    assert near is not None and first is not None and second is not None and api is not None
-    assert parses == [source]
-    assert second.uses == own.uses if own is not None else False
-    assert (api.names, api.functions, api.classes) == (api_own.names, api_own.functions, api_own.classes) \
-        if api_own is not None else False
-    assert upstream_api.parse(b"def (:\n") is None and upstream_api.parse(b"def (:\n") is None

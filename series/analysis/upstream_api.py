@@ -17,7 +17,6 @@ distance. Names bound inside `if TYPE_CHECKING:` / `try:` blocks count; a module
 from __future__ import annotations
 
 import ast
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Union
 
@@ -27,31 +26,6 @@ from series.analysis import blob_cache, class_reading
 from series.analysis.class_reading import adds_nothing, read_method, type_name
 
 BlobReader = Callable[[str], Union[bytes, None]]  # path -> the file at one commit, None: absent
-
-_TREES: "OrderedDict[bytes, ast.Module | None]" = OrderedDict()   # source -> its tree, the newest last
-# Few: the repeats come one after another, and every tree kept alive (~10 objects a source
-# line) is scanned again by each full collection of the cyclic GC: 16 cost more CPU than the
-# parses they saved (the stacked v0.6.2 window of tools/bench_fork.py, 3.2-3.7 s -> 4.0-5.1 s).
-_TREES_KEPT = 2
-
-
-def parse(source: bytes) -> ast.Module | None:
-    """The tree of `source`, None when it does not parse. One parse per source among the
-    last two asked in this process: the hunk reading, the full reading (again with the
-    other version's names) and an upstream module's API ask for the same blob one after
-    another, and ast.parse is most of the check's cold cost (issue 34). Shared trees are
-    safe because every reader of the check only reads them (none sets or removes a node)."""
-    if source in _TREES:
-        _TREES.move_to_end(source)
-        return _TREES[source]
-    try:
-        tree: ast.Module | None = ast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = None
-    _TREES[source] = tree
-    if len(_TREES) > _TREES_KEPT:
-        _TREES.popitem(last=False)
-    return tree
 
 
 @dataclass(frozen=True)
@@ -97,8 +71,9 @@ class ModuleApi:
     @classmethod
     def of(cls, source: bytes, package: str) -> "ModuleApi | None":
         """None when the file does not parse (nothing can be said about it)."""
-        tree = parse(source)
-        if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
             return None
         names: set[str] = set()
         functions: dict[str, Function] = {}

@@ -25,7 +25,7 @@ import re
 from typing import Sequence
 from dataclasses import dataclass, field
 
-from series.analysis import one_pass, upstream_api
+from series.analysis import one_pass
 from series.analysis.class_reading import type_name
 from series.analysis.upstream_api import Function, absolute, module_name
 
@@ -60,8 +60,10 @@ class Use:
 
 
 def parse(source: bytes) -> ast.Module | None:
-    """The tree of `source`, None when it does not parse (upstream_api.parse: parsed once)."""
-    return upstream_api.parse(source)
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _chain(node: ast.expr) -> list[str] | None:
