@@ -4,15 +4,25 @@ semantic check's cache empty (cold: a CI runner's first night, a new clone, a ne
 release) and warm, all in the same run (issue 34).
 
     .venv/bin/python tools/bench_fork.py [--mirror /work/.mirror/HabanaAI+vllm-fork/repo]
-                                         [--topics 30] [--repeat 3] [--work DIR] [--compare REV]
+                                         [--topics 30] [--stacks 4] [--depth 5] [--repeat 3]
+                                         [--work DIR] [--compare REV]
 
-The fork is HabanaAI/vllm-fork (a mirror, read only: it is cloned). Two windows, each an
-upstream release tag and a later upstream commit on `main` (v0.5.4 -> 300 commits ahead,
-v0.6.2 -> 480 ahead). A topic is one of Habana's own PRs (a first-parent commit of
-habana_main from a month before the tag, touching Python and at most 40 files), cherry-picked onto the tag
-(a three-way merge of PR^, TAG and PR); kept when that is clean, and when
-rebasing it onto the window's upstream commit is clean too, so that the git loop and series
-do the same work on every topic (and the check reads every one). Up to --topics per window.
+The fork is HabanaAI/vllm-fork (a mirror, read only: it is cloned), shaped as a real fork is:
+stacked topics. Two windows, each an upstream release tag and a later upstream commit on
+`main` (v0.5.4 -> 300 commits ahead, v0.6.2 -> 480 ahead). Per window:
+  hpu-backend   Habana's work at habana_main's first parent at the tag date, over the tag
+                (its changes since its merge-base with the tag, a path kept only where the
+                merge onto the tag and then onto the window's commit is clean)
+  sK-H-<pr>     --stacks stacks of up to --depth of Habana's later PRs (first parents of
+                habana_main, within 90 days), each PR merged onto the topic before it in
+                its stack (depends_on), the first onto hpu-backend
+  pr-NN-<pr>    single PRs (from a month before the tag, Python, at most 40 files, none
+                already in a stack) straight onto the tag, up to --topics in all
+A PR is kept where its three-way merge (PR^1, the stack's tip, PR) is clean, changes
+something, and the stack it tops still rebases cleanly onto the window's commit, so that
+the git loop and series do the same work on every topic. The git loop replays each
+branch's whole stack (`git rebase --onto ONTO TAG branch`), as a fork rebasing its
+branches one by one does. Built once per --work (its series.yaml says it is there).
 
 Each timed run starts from a fresh copy of the fork (cp -a, synced). Timed, in turn:
   git loop    `git rebase --onto ONTO TAG topic/x` for every topic (what a fork did by hand)
