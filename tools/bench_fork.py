@@ -4,15 +4,25 @@ semantic check's cache empty (cold: a CI runner's first night, a new clone, a ne
 release) and warm, all in the same run (issue 34).
 
     .venv/bin/python tools/bench_fork.py [--mirror /work/.mirror/HabanaAI+vllm-fork/repo]
-                                         [--topics 30] [--repeat 3] [--work DIR] [--compare REV]
+                                         [--topics 30] [--stacks 4] [--depth 5] [--repeat 3]
+                                         [--work DIR] [--compare REV]
 
-The fork is HabanaAI/vllm-fork (a mirror, read only: it is cloned). Two windows, each an
-upstream release tag and a later upstream commit on `main` (v0.5.4 -> 300 commits ahead,
-v0.6.2 -> 480 ahead). A topic is one of Habana's own PRs (a first-parent commit of
-habana_main from a month before the tag, touching Python and at most 40 files), cherry-picked onto the tag
-(a three-way merge of PR^, TAG and PR); kept when that is clean, and when
-rebasing it onto the window's upstream commit is clean too, so that the git loop and series
-do the same work on every topic (and the check reads every one). Up to --topics per window.
+The fork is HabanaAI/vllm-fork (a mirror, read only: it is cloned), shaped as a real fork is:
+stacked topics. Two windows, each an upstream release tag and a later upstream commit on
+`main` (v0.5.4 -> 300 commits ahead, v0.6.2 -> 480 ahead). Per window:
+  hpu-backend   Habana's work at habana_main's first parent at the tag date, over the tag
+                (its changes since its merge-base with the tag, a path kept only where the
+                merge onto the tag and then onto the window's commit is clean)
+  sK-H-<pr>     --stacks stacks of up to --depth of Habana's later PRs (first parents of
+                habana_main, within 90 days), each PR merged onto the topic before it in
+                its stack (depends_on), the first onto hpu-backend
+  pr-NN-<pr>    single PRs (from a month before the tag, Python, at most 40 files, none
+                already in a stack) straight onto the tag, up to --topics in all
+A PR is kept where its three-way merge (PR^1, the stack's tip, PR) is clean, changes
+something, and the stack it tops still rebases cleanly onto the window's commit, so that
+the git loop and series do the same work on every topic. The git loop replays each
+branch's whole stack (`git rebase --onto ONTO TAG branch`), as a fork rebasing its
+branches one by one does. Built once per --work (its series.yaml says it is there).
 
 Each timed run starts from a fresh copy of the fork (cp -a, synced). Timed, in turn:
   git loop    `git rebase --onto ONTO TAG topic/x` for every topic (what a fork did by hand)
@@ -75,49 +85,127 @@ def _clean_tree(repo: Path, base: str, ours: str, theirs: str) -> str | None:
     return None if index.conflicts is not None else str(index.write_tree(r))
 
 
-def topics(repo: Path, tag: str, onto: str, wanted: int) -> list[tuple[str, str]]:
-    """(branch name, commit) of Habana PRs cherry-picked onto `tag` (the module docstring)."""
-    # from a month before the tag: PRs Habana merged while upstream prepared it apply too
-    since = f"{int(git(repo, 'log', '-1', '--format=%ct', tag)) - 30 * 86400}"
-    out: list[tuple[str, str]] = []
-    for pr in git(repo, "rev-list", "--first-parent", "--reverse", f"--since=@{since}", "upstream/habana_main").split():
-        if len(out) == wanted:
+class Cutter:
+    """Builds the topics' commits in the fork's object store (pygit2: thousands of tries)."""
+
+    def __init__(self, repo: Path, tag: str, onto: str) -> None:
+        import pygit2
+        self.pygit2 = pygit2
+        self.repo = pygit2.Repository(str(repo))
+        self.tag = self.repo.revparse_single(tag).peel(pygit2.Commit)
+        self.onto = self.repo.revparse_single(onto).peel(pygit2.Commit)
+        self.sig = pygit2.Signature("Fork Maintainer", "fm@example.com", int(self.tag.commit_time) + 86400, 0)
+        self.trees: set[str] = {str(self.tag.tree_id)}   # no two topics (or a topic and the tag) alike
+
+    def tree(self, rev: str) -> object:
+        return self.repo.revparse_single(rev).peel(self.pygit2.Tree)
+
+    def pick(self, pr: str, tip: object) -> object | None:
+        """PR's change (PR^1 -> PR) merged onto `tip`, a commit; None unless the merge is clean, changes
+        something new, and the stack it tops rebases cleanly onto the window's upstream commit."""
+        index = self.repo.merge_trees(self.tree(f"{pr}^1"), tip.tree, self.tree(pr))   # type: ignore[attr-defined]
+        if index.conflicts is not None:
+            return None
+        tree = index.write_tree(self.repo)
+        if str(tree) in self.trees or tree == tip.tree_id:   # type: ignore[attr-defined]
+            return None
+        if self.repo.merge_trees(self.tag.tree, self.onto.tree, self.repo[tree]).conflicts is not None:
+            return None   # conflicts in the window: a halt, not a rebase
+        subject = self.repo.revparse_single(pr).message.splitlines()[0]
+        oid = self.repo.create_commit(None, self.sig, self.sig, f"{subject}\n\n(habana_main {pr})\n", tree,
+                                      [tip.id])   # type: ignore[attr-defined]
+        self.trees.add(str(tree))
+        return self.repo[oid]
+
+    def backend(self, head: str) -> object:
+        """Habana's work at `head` (habana_main's first parent at the tag) over the tag: its changes since
+        the merge-base with the tag, each path kept only where the merge onto the tag and then onto the
+        window's upstream commit is clean (what make_fork.sh did by hand: the HPU backend topic)."""
+        base = self.repo.merge_base(self.repo.revparse_single(head).id, self.tag.id)
+        theirs = self.tree(head)
+        dropped: set[str] = set()
+        while True:
+            index = self.repo.merge_trees(self.repo[base].tree, self.tag.tree, theirs)
+            conflicted = {e.path for c in index.conflicts or () for e in c if e is not None}
+            dropped |= conflicted
+            for path in conflicted:
+                del index.conflicts[path]
+            for path in dropped:   # the tag's version (or none) where the merge conflicts
+                if path in index:
+                    index.remove(path)
+                if path in self.tag.tree:
+                    entry = self.tag.tree[path]
+                    index.add(self.pygit2.IndexEntry(path, entry.id, entry.filemode))
+            tree = index.write_tree(self.repo)
+            later = self.repo.merge_trees(self.tag.tree, self.onto.tree, self.repo[tree])
+            if later.conflicts is None:
+                break
+            dropped.update(e.path for c in later.conflicts for e in c if e is not None)
+            theirs = self.repo[tree]
+        oid = self.repo.create_commit(None, self.sig, self.sig, f"HPU backend (habana_main {head[:9]})\n", tree,
+                                      [self.tag.id])
+        self.trees.add(str(tree))
+        return self.repo[oid]
+
+
+def topics(repo: Path, tag: str, onto: str, wanted: int, stacks: int, depth: int) -> list[tuple[str, str, str]]:
+    """(branch name, commit, the topic it depends on or "") for the stacked fork: Habana's backend over
+    the tag, `stacks` stacks of up to `depth` of Habana's later PRs over it (each PR on the one before),
+    then single PRs straight on the tag up to `wanted` (the module docstring)."""
+    cut = Cutter(repo, tag, onto)
+    when = int(git(repo, "log", "-1", "--format=%ct", tag))
+    head = git(repo, "rev-list", "-1", "--first-parent", f"--before=@{when}", "upstream/habana_main").strip()
+    backend = cut.backend(head)
+    out = [("topic/hpu-backend", str(backend.id), "")]   # type: ignore[attr-defined]
+    later = git(repo, "rev-list", "--first-parent", "--reverse", f"--until=@{when + 90 * 86400}",
+                f"{head}..upstream/habana_main").split()
+    tips: list[tuple[object, str, int]] = [(backend, "hpu-backend", 0)] * stacks
+    for pr in later:
+        if len(out) - 1 >= stacks * depth:
             break
-        parent = f"{pr}^1"
-        changed = git(repo, "diff", "--name-only", parent, pr).split()
+        for k in sorted(range(stacks), key=lambda k: tips[k][2]):   # the shortest stack first
+            tip, under, height = tips[k]
+            if height >= depth or (commit := cut.pick(pr, tip)) is None:
+                continue
+            name = f"s{k}-{height}-{pr[:9]}"
+            out.append((f"topic/{name}", str(commit.id), under))   # type: ignore[attr-defined]
+            tips[k] = (commit, name, height + 1)
+            break
+    # single PRs, from a month before the tag: PRs Habana merged while upstream prepared it apply too
+    for pr in git(repo, "rev-list", "--first-parent", "--reverse", f"--since=@{when - 30 * 86400}",
+                  "upstream/habana_main").split():
+        if len(out) >= wanted:
+            break
+        if any(name.endswith(pr[:9]) for name, _, _ in out):
+            continue   # in a stack already: the same change twice would not combine
+        changed = git(repo, "diff", "--name-only", f"{pr}^1", pr).split()
         if not changed or len(changed) > 40 or not any(p.endswith(".py") for p in changed):
             continue
-        tree = _clean_tree(repo, parent, tag, pr)
-        if tree is None:
-            continue
-        subject = git(repo, "log", "-1", "--format=%s", pr).strip()
-        commit = git(repo, "commit-tree", tree, "-p", tag, "-m", f"{subject}\n\n(habana_main {pr})").strip()
-        if git(repo, "rev-parse", f"{commit}^{{tree}}").strip() == git(repo, "rev-parse", f"{tag}^{{tree}}").strip():
-            continue   # already in the tag
-        if _clean_tree(repo, tag, onto, commit) is None:
-            continue   # conflicts in the window: a halt, not a rebase
-        if any(commit == c or git(repo, "rev-parse", f"{commit}^{{tree}}") == git(repo, "rev-parse", f"{c}^{{tree}}")
-               for _, c in out):
-            continue
-        out.append((f"topic/pr-{len(out):02d}-{pr[:9]}", commit))
+        if (commit := cut.pick(pr, cut.tag)) is not None:
+            out.append((f"topic/pr-{len(out):02d}-{pr[:9]}", str(commit.id), ""))   # type: ignore[attr-defined]
     return out
 
 
-def build(mirror: Path, work: Path, tag: str, ahead: int, wanted: int) -> tuple[Path, str, list[str]]:
-    src = work / f"fork-{tag}"
+def build(mirror: Path, work: Path, tag: str, ahead: int, wanted: int, stacks: int,
+          depth: int) -> tuple[Path, str, list[str]]:
+    src = work / f"fork-{tag}-{wanted}-{stacks}x{depth}"
     if not src.exists():
         subprocess.run(["git", "clone", "-q", "-o", "upstream", "--no-checkout", str(mirror), str(src)],
                        check=True, env=ENV)
     onto = onto_of(src, tag, ahead)
-    picked = topics(src, tag, onto, wanted)
-    for name, commit in picked:
-        git(src, "branch", "-f", name, commit)
-    git(src, "checkout", "-q", "--detach", tag)
-    lines = ["upstream:", "  remote: upstream", f"  base: {tag}", "integration: series/integration", "topics:"]
-    for name, _ in picked:
-        lines += [f"  - name: {name.split('/', 1)[1]}", f"    branch: {name}"]
-    (src / "series.yaml").write_text("\n".join(lines) + "\n")
-    return src, onto, [name for name, _ in picked]
+    if not (src / "series.yaml").exists():   # built once per --work
+        picked = topics(src, tag, onto, wanted, stacks, depth)
+        for name, commit, _ in picked:
+            git(src, "branch", "-f", name, commit)
+        git(src, "checkout", "-q", "--detach", tag)
+        lines = ["upstream:", "  remote: upstream", f"  base: {tag}", "integration: series/integration", "topics:"]
+        for name, _, under in picked:
+            lines += [f"  - name: {name.split('/', 1)[1]}", f"    branch: {name}"]
+            lines += [f"    depends_on: [{under}]"] if under else []
+        (src / "series.yaml").write_text("\n".join(lines) + "\n")
+    branches = [line.split(": ", 1)[1] for line in (src / "series.yaml").read_text().splitlines()
+                if line.startswith("    branch: ")]
+    return src, onto, branches
 
 
 def fresh(src: Path, work: Path) -> Path:
@@ -179,6 +267,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mirror", type=Path, default=MIRROR)
     parser.add_argument("--topics", type=int, default=30)
+    parser.add_argument("--stacks", type=int, default=4, help="stacks of dependent topics over the backend")
+    parser.add_argument("--depth", type=int, default=5, help="topics per stack at most")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=None, help="keep the forks here (built once)")
     parser.add_argument("--compare", default=None, help="a revision whose dry runs are timed too")
@@ -191,7 +281,7 @@ def main() -> None:
         archive = subprocess.run(["git", "archive", args.compare, "series"], cwd=ROOT, capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
     for tag, ahead in WINDOWS:
-        src, onto, branches = build(args.mirror, work, tag, ahead, args.topics)
+        src, onto, branches = build(args.mirror, work, tag, ahead, args.topics, args.stacks, args.depth)
         commits = int(git(src, "rev-list", "--count", f"{tag}..{onto}"))
         load = os.getloadavg()
         res = bench(src, work, tag, onto, branches, args.repeat, old)
