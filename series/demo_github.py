@@ -35,8 +35,7 @@ class FakeGitHub:
     """Serves PR #61050 as `state` says; `url` is what SERIES_GITHUB_API takes."""
 
     def __init__(self, upstream: pygit2.Repository) -> None:
-        now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-        self._stamp = lambda **delta: (now - datetime.timedelta(**delta)).isoformat().replace("+00:00", "Z")
+        self._now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
         self.head = str(upstream.references["refs/pull/61050/head"].target)
         squash = upstream.revparse_single("v0.32.0").peel(pygit2.Commit).parents[0]
         self.squash = str(squash.id)
@@ -48,6 +47,9 @@ class FakeGitHub:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def _stamp(self, days: int) -> str:
+        return (self._now - datetime.timedelta(days=days)).isoformat().replace("+00:00", "Z")
 
     def answers(self) -> dict[str, Any]:
         merged = self.state == "merged"
