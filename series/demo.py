@@ -286,6 +286,22 @@ def build_upstream(path: Path) -> pygit2.Repository:
     return repo
 
 
+def land_follow_up(repo: pygit2.Repository) -> pygit2.Commit:
+    """Upstream's main gains a fix for #61050 after v0.32.0: what `series status` then reports."""
+    main = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    lru = LRU_FIXED.replace("    def insert(self, key: int, slot: int) -> None:\n        self.blocks[key] = slot\n",
+                            "    def insert(self, key: int, slot: int) -> None:\n        self.blocks[key] = slot\n"
+                            "        self.blocks.move_to_end(key, last=key % 100 != 0)\n")
+    fix = commit(repo, main, {"vllm/v1/kv_offload/cpu/policies/lru.py": lru},
+                 "[Bugfix][KV offload] Keep a fresh prefix's chunk 0 when storing (#61210)\n\n"
+                 "Fix for #61050: it ordered touches only, so store() still inserted a fresh\n"
+                 "prefix's chunk 0 first and evicted it first.\n\n"
+                 "Signed-off-by: Ada Upstream <ada@upstream.example>",
+                 Ident(*ADA), "2026-03-20T10:00:00Z", committer=Ident(*UPSTREAM))
+    repo.references.create("refs/heads/main", fix.id, force=True)
+    return fix
+
+
 def example_topics() -> Path:
     """topics/, the example series in export format: in a source checkout, or installed."""
     here = Path(__file__).resolve().parent

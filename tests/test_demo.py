@@ -28,7 +28,13 @@ def test_demo_runs_the_whole_story_offline(tmp_path: Path) -> None:
                      "~~chunk0\\_lost on theirs equals 0~~", "Why it failed: store() still inserts",
                      "--dry-run: nothing posted, nothing recorded; would post these",
                      "2. grade (first-PR limits;", "FLAG  dco:", "may be @-mentioned: @kv-offload-owner",
-                     "5. duplicates (open PRs of any age, source: git refs): none share a file", "Done."):
+                     "5. duplicates (open PRs of any age, source: git refs): none share a file",
+                     # after posting: whose turn it is (the demo's loopback GitHub), merged in which
+                     # release, and a fix for #61050 landing upstream later, which status reports
+                     "$ series upstream\n#61050 pr-61050: open, ours turn for 3 days, past 48 h",
+                     "waiting on us: review thread: @kv-offload-owner commented last",
+                     "gates: dco ok; ready missing", "#61050 pr-61050: merged in v0.32.0, done",
+                     "PR #61050; merged in v0.32.0; not carried: fix #61210", "Done."):
         assert expected in out, f"{expected!r} missing from the demo:\n{out}"
     fork = tmp_path / "d" / "fork"
     status = json.loads(run_series("status", "--json", cwd=fork).stdout)

@@ -29,7 +29,7 @@ ORDER = (   # bottom to top; the why of each place is in docs/architecture.md
     "engine", "resolution_check", "patches", "resolutions",
     "forge", "history", "semantic", "report",
     "wheel", "evidence", "propose", "measure", "upstream",
-    "distribution", "demo_workload", "demo", "output", "cli_support",
+    "distribution", "demo_workload", "demo_github", "demo", "output", "cli_support",
     "verbs", "cli", "__main__",
 )
 

@@ -15,7 +15,9 @@ from typing import Callable
 
 import click
 
-from series import demo, demo_workload
+import pygit2
+
+from series import demo, demo_github, demo_workload
 from series.cli_support import emit
 from series.errors import SeriesError
 
@@ -28,6 +30,7 @@ class DemoStep:
     before: Callable[[Path], None] | None = field(default=None, compare=False)
     shell: str | None = None      # a git command the user would type instead
     save: str | None = None       # write the output to this file in {measure} (shown: its name)
+    github: str | None = None     # run against the demo's loopback GitHub, PR #61050 in this state
 
 
 def _resolve_stats_conflict(fork: Path) -> None:
@@ -48,6 +51,14 @@ def _resolve_stats_conflict(fork: Path) -> None:
     subprocess.run(["git", "add", "vllm/v1/kv_offload/cpu/manager.py"], cwd=root, check=True)
     shown = path.relative_to(fork) if path.is_relative_to(fork) else path
     print(f"  (resolved {shown} by hand and ran `git add` there)")
+
+
+def _land_follow_up(fork: Path) -> None:
+    """Upstream lands a fix for #61050 on main, and the maintainer fetches it."""
+    upstream = pygit2.Repository(str(fork.parent / "upstream.git"))
+    demo.land_follow_up(upstream)
+    subprocess.run(["git", "fetch", "--quiet", "upstream"], cwd=fork, check=True)
+    print("  (upstream landed #61210, \"Fix for #61050\", on main; the maintainer ran `git fetch upstream`)")
 
 
 STEPS: list[DemoStep] = [
@@ -79,6 +90,9 @@ STEPS: list[DemoStep] = [
               "--json"), save="report.json"),
     DemoStep("The numbers go on #61050 as a comment, not a second PR (--dry-run: nothing is posted):",
              ("comment", "61050", "--measurement", "{measure}/report.json", "--dry-run")),
+    DemoStep("After posting, whose turn is it? One row per upstream PR the series records: its state, "
+             "who owes the next move (a reply is due within 48 h), the gates (here from the demo's "
+             "loopback GitHub; the fetch is stored for --offline):", ("upstream",), github="open"),
     DemoStep("A new release is out. How far along its history does the whole series still apply? "
              "(a dry run: nothing moves)", ("rebase", "--onto", "v0.31", "--as-far-as-possible", "--dry-run")),
     DemoStep("Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
@@ -89,6 +103,7 @@ STEPS: list[DemoStep] = [
     DemoStep("The operations so far (each can be undone with `series undo`):", ("log",)),
     DemoStep("v0.32 squash-merges #61050: the adopted PR retires by itself:",
              ("rebase", "--onto", "v0.32")),
+    DemoStep("Upstream's side of it: merged, and in which release:", ("upstream",), github="merged"),
     DemoStep("Upstream CI steps that cover what the series touches:", ("test",)),
     DemoStep("The patched wheel: the release wheel with the series overlaid:",
              ("build", "--wheel", "{wheel}")),
@@ -98,6 +113,8 @@ STEPS: list[DemoStep] = [
     DemoStep("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
              "the guide allows, the description, and the duplicate search last (nothing is sent):",
              ("propose", "offload-stats", "--dry-run")),
+    DemoStep("An adopted PR keeps living upstream: a fix for #61050 lands after it, and status says "
+             "the series does not carry it yet:", ("status",), before=_land_follow_up),
 ]
 
 
@@ -165,20 +182,39 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
     env_python = _evidence_env(directory, wheel, python)
     measure = demo_workload.write(directory)
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", SERIES_OFFLINE="1")
+    github = demo_github.FakeGitHub(upstream)
+    try:
+        _tour(fork, python, env, github, {"{wheel}": str(wheel), "{topics}": str(topics),
+                                          "{env}": str(env_python), "{measure}": str(measure)},
+              env_python is not None, echo)
+    finally:
+        github.close()
+    echo("")
+    echo(f"Done. The fork is in {fork}: cd there and try 'series --help'.")
+    return fork
+
+
+def _tour(fork: Path, python: str, env: dict[str, str], github: demo_github.FakeGitHub,
+          values: dict[str, str], has_pytest: bool, echo: Callable[[str], None]) -> None:
+    measure = Path(values["{measure}"])
+    # the loopback GitHub gets its own token: never the user's (GH_TOKEN beats the others)
+    online = {key: value for key, value in env.items() if key != "SERIES_OFFLINE"}
+    online.update(SERIES_GITHUB_API=github.url, GH_TOKEN=demo_github.TOKEN)
     for number, step in enumerate(STEPS, 1):
-        argv = tuple(a.replace("{wheel}", str(wheel)).replace("{topics}", str(topics))
-                     .replace("{env}", str(env_python)).replace("{measure}", str(measure))
-                     for a in step.argv)
+        argv = tuple(_fill(a, values) for a in step.argv)
         echo("")
         echo(f"## {number}. {step.say}")
-        if "{env}" in step.argv and env_python is None:
+        if "{env}" in step.argv and not has_pytest:
             echo(f"(skipped: {python} has no pytest; `pip install pytest` and run the demo again)")
             continue
         if step.before is not None:
             step.before(fork)
         echo(f"$ series {shlex.join(argv)}" + (f" > {measure / step.save}" if step.save else ""))
         # a saved output is the command's stdout alone (JSON), its stderr shown apart
-        proc = subprocess.run([python, "-m", "series", *argv], cwd=fork, env=env, stdout=subprocess.PIPE,
+        if step.github is not None:
+            github.state = step.github
+        proc = subprocess.run([python, "-m", "series", *argv], cwd=fork, env=online if step.github else env,
+                              stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE if step.save else subprocess.STDOUT, text=True)
         output = proc.stdout.rstrip()
         if step.save is not None:
@@ -191,9 +227,12 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
         if proc.returncode not in step.expect:
             raise SeriesError(f"demo step {number} (series {shlex.join(argv)}) exited "
                               f"{proc.returncode}, expected {step.expect}")
-    echo("")
-    echo(f"Done. The fork is in {fork}: cd there and try 'series --help'.")
-    return fork
+
+
+def _fill(arg: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        arg = arg.replace(key, value)
+    return arg
 
 
 @click.command("demo")
@@ -205,9 +244,10 @@ def command(directory: Path | None) -> None:
     Works offline. DIRECTORY must be new or empty (default: a new temporary directory). The tour:
     status, touches, check, adopt-upstream 61050, their PR and ours measured on a tiny CPU
     workload (predictions frozen first, one failing and explained, the comment for #61050
-    rendered with --dry-run), rebase onto v0.31 with a merged topic
-    and a conflict resolved, retiring the adopted PR on v0.32, test selection, and the
-    patched wheel.
+    rendered with --dry-run), whose turn it is on #61050 after posting (series upstream,
+    against a loopback server shaped like GitHub's API), rebase onto v0.31 with a merged
+    topic and a conflict resolved, retiring the adopted PR on v0.32, test selection, the
+    patched wheel, and a fix for #61050 landing upstream afterwards, which status reports.
     """
 
     if directory is None:
