@@ -12,7 +12,7 @@ import pygit2
 from pytest_httpserver import HTTPServer
 
 from tests.conftest import run_series, sh
-from tests.repos import github_fixture
+from tests.repos import commit_files, git, github_fixture
 
 TOKEN = "ghp_UPSTREAMsecret11223344"
 REPO = "/repos/vllm-project/vllm"
@@ -136,3 +136,21 @@ def test_hostile_answers_are_refused_in_one_line(served: Path, httpserver: HTTPS
     proc = run_series("upstream", cwd=served, env=env_for(httpserver, SERIES_HTTP_MAX_BYTES="20000"), expect=1)
     assert "sent more than 20000 bytes" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (served / ".git" / "series" / "upstream" / "fetched.json").exists()
+
+
+def test_follow_ups_of_the_pr_fill_the_row(served: Path, httpserver: HTTPServer) -> None:
+    """A fix of #61050 landed on upstream's main (fetched): the row lists it, not carried,
+    in text and JSON, online and offline alike (git alone reads it)."""
+    head = pr_head(served)
+    carry(served, head)
+    fix = commit_files(served, "refs/remotes/upstream/main", {"vllm/fix.py": "FIXED = True\n"},
+                       "[Bugfix] Fix for #61050: pinned blocks (#61060)", "2026-02-13T00:00:00Z")
+    git(served, "update-ref", "refs/remotes/upstream/main", fix)
+    serve(httpserver, head)
+    text = run_series("upstream", cwd=served, env=env_for(httpserver)).stdout
+    assert f"  fix of #61050: {fix[:12]} '[Bugfix] Fix for #61050: pinned blocks (#61060)': not carried" \
+        in text.splitlines(), text
+    data = json.loads(run_series("upstream", "--offline", "--json", cwd=served).stdout)
+    (follow,) = data["rows"][0]["follow_ups"]
+    assert (follow["kind"], follow["commit"]["sha"], follow["commit"]["pr"], follow["carried"]) == \
+        ("fix", fix, 61060, None), follow

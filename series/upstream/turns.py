@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from series.forge.base import PullState
 from series.forge.conversation import CheckRun, Conversation, Said
 from series.persisted import Json
+from series.upstream.followups import FollowUp
 
 OVERDUE = datetime.timedelta(hours=48)
 PING_AFTER = datetime.timedelta(days=14)
@@ -114,7 +115,7 @@ class UpstreamRow:
     gates: tuple[Gate, ...]
     head: Head
     notes: tuple[str, ...] = ()
-    follow_ups: tuple[str, ...] = field(default=())  # upstream commits naming the PR (series.upstream.followups)
+    follow_ups: tuple[FollowUp, ...] = field(default=())  # upstream commits naming the PR (series.upstream.followups)
 
     def to_json(self) -> dict[str, Json]:
         return {"topic": self.topic, "pr": self.number, "title": self.title, "url": self.url,
@@ -123,7 +124,7 @@ class UpstreamRow:
                 "waiting": [w.to_json() for w in self.waiting], "last_activity": self.last_activity,
                 "quiet_days": self.quiet_days, "ping_due": self.ping_due, "pinged": self.pinged,
                 "ping_text": self.ping_text, "gates": [g.to_json() for g in self.gates],
-                "head": self.head.to_json(), "follow_ups": list(self.follow_ups), "notes": list(self.notes)}
+                "head": self.head.to_json(), "follow_ups": [f.to_json() for f in self.follow_ups], "notes": list(self.notes)}
 
 
 def moment(text: str) -> datetime.datetime:
@@ -255,7 +256,8 @@ def head_of(conv: Conversation, ours: str | None) -> Head:
 
 
 def row(topic: str, conv: Conversation, now: datetime.datetime, *, ours_head: str | None = None,
-        released_in: str | None = None, notes: tuple[str, ...] = ()) -> UpstreamRow:
+        released_in: str | None = None, notes: tuple[str, ...] = (),
+        follow_ups: tuple[FollowUp, ...] = ()) -> UpstreamRow:
     ours = ours_of(conv)
     status = status_of(conv)
     waiting = waiting_on_us(conv, ours) if status not in (PullStatus.MERGED, PullStatus.CLOSED) else []
@@ -282,4 +284,4 @@ def row(topic: str, conv: Conversation, now: datetime.datetime, *, ours_head: st
         quiet_days=(now - moment(last.at)).days if last else None, ping_due=due, pinged=pinged,
         ping_text=PING_TEXT if due else None, gates=gates(conv, now) if open_ else (),
         head=head_of(conv, ours_head) if open_ else Head(HeadState.UNKNOWN, conv.pull.head_sha, ours_head),
-        notes=notes)
+        notes=notes, follow_ups=follow_ups)
