@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from series.forge.base import PullState
-from series.forge.conversation import CheckRun, Conversation, Said
+from series.forge.conversation import CheckRun, CommitStatus, Conversation, Said
 from series.persisted import Json
 from series.upstream.followups import FollowUp
 
@@ -208,13 +208,17 @@ def _turn(conv: Conversation, ours: frozenset[str], waiting: list[Waiting]) -> t
 
 def gates(conv: Conversation, now: datetime.datetime) -> tuple[Gate, ...]:
     labels = {label.lower() for label in conv.labels}
-    dco = [c for c in conv.checks if c.name.lower() == "dco"]
-    others = [c for c in conv.checks if c.name.lower() != "dco"]
-    out = [_check_gate("dco", dco, "no DCO check on the head: every commit needs 'Signed-off-by' (git commit -s)"),
+    # CI reports two ways: check runs (GitHub Actions, the DCO app's "DCO") and commit
+    # statuses (vLLM's Buildkite, "buildkite/ci/pr..."); a gate reads both
+    dco = ([c for c in conv.checks if c.name.lower() == "dco"],
+           [s for s in conv.statuses if s.context.lower() == "dco"])
+    others = ([c for c in conv.checks if c.name.lower() != "dco"],
+              [s for s in conv.statuses if s.context.lower() != "dco"])
+    out = [_check_gate("dco", *dco, "no DCO check on the head: every commit needs 'Signed-off-by' (git commit -s)"),
            Gate("ready", GateState.OK, "labelled ready") if "ready" in labels else
            Gate("ready", GateState.MISSING, "no 'ready' label: vLLM runs its full CI on an outside PR only "
                                             "with it (a maintainer adds it)"),
-           _check_gate("ci", others, "no check runs on the head"),
+           _check_gate("ci", *others, "no check runs or commit statuses on the head"),
            Gate("needs-rebase", GateState.FAILING, "labelled needs-rebase: rebase the PR on main")
            if "needs-rebase" in labels else Gate("needs-rebase", GateState.OK, "no needs-rebase label")]
     if conv.pull.updated_at:
@@ -231,17 +235,20 @@ def gates(conv: Conversation, now: datetime.datetime) -> tuple[Gate, ...]:
     return tuple(out)
 
 
-def _check_gate(name: str, checks: list[CheckRun], none: str) -> Gate:
-    if not checks:
+def _check_gate(name: str, checks: list[CheckRun], statuses: list[CommitStatus], none: str) -> Gate:
+    """Failing if any check run or status fails, else pending if any runs, else ok."""
+    if not checks and not statuses:
         return Gate(name, GateState.MISSING, none)
     bad = sorted({c.name for c in checks if c.status == "completed"
-                  and c.conclusion not in ("success", "neutral", "skipped")})
-    running = sorted({c.name for c in checks if c.status != "completed"})
+                  and c.conclusion not in ("success", "neutral", "skipped")}
+                 | {s.context for s in statuses if s.state in ("failure", "error")})
+    running = sorted({c.name for c in checks if c.status != "completed"}
+                     | {s.context for s in statuses if s.state == "pending"})
     if bad:
         return Gate(name, GateState.FAILING, "failing: " + ", ".join(bad))
     if running:
         return Gate(name, GateState.PENDING, "running: " + ", ".join(running))
-    return Gate(name, GateState.OK, f"{len(checks)} passed")
+    return Gate(name, GateState.OK, f"{len(checks) + len(statuses)} passed")
 
 
 def head_of(conv: Conversation, ours: str | None) -> Head:

@@ -187,8 +187,8 @@ def command(ctx: Context, offline: bool, as_json: bool) -> None:
     a comment after our last push or reply, a review requested from us make it ours, past
     48 h marked; when we acted last and somebody reviews, theirs); days since the last
     activity, and after 14 quiet days one ping, whose offered text names nobody; the gates
-    (DCO, the 'ready' label vLLM's full CI needs, CI check runs, 'needs-rebase', the stale
-    bot's 90 + 30 days); whether the PR head is still our topic's (if not, 'series
+    (DCO, the 'ready' label vLLM's full CI needs, CI's check runs and commit statuses
+    (Buildkite's), 'needs-rebase', the stale bot's 90 + 30 days); whether the PR head is still our topic's (if not, 'series
     adopt-upstream N --refresh' shows the range-diff); and the commits upstream's main
     landed naming the PR (fixes, follow-ups, reverts: read from git, offline too), each
     with whether the series carries it.
