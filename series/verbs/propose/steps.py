@@ -39,6 +39,7 @@ from series.propose import duplicates_score
 from series.propose.duplicates import FROM_REFS_NOTE, Candidate, bot_scores, fetched_files, rank
 from series.forge.pulls import fetch_all_pulls
 from series.git.command import git
+from series.git.releases import trunk_commit
 from series.git.repo import committer, file_stats, message, workdir
 from series.workspace import Workspace
 
@@ -134,10 +135,9 @@ def _signoff(identity: pygit2.Signature) -> Callable[[pygit2.Commit], str]:
 
 def _mainline(ws: Workspace) -> tuple[pygit2.Commit, str, str]:
     remote = ws.series.upstream.remote
-    for name in ("main", "master"):
-        ref = ws.repo.references.get(f"refs/remotes/{remote}/{name}")
-        if ref is not None:
-            return ref.peel(pygit2.Commit), f"{remote}/{name}", name
+    found = trunk_commit(ws.repo, remote)
+    if found is not None:
+        return found[0], found[1], found[1][len(remote) + 1:]
     raise SeriesError(f"no {remote}/main in this repository",
                       f"run 'git fetch {remote}' (or pass --fetch) so the PR is built on upstream's current main")
 
