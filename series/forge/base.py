@@ -210,6 +210,8 @@ class Forge(abc.ABC):
                          "set upstream.github in series.yaml, or run 'series upstream --offline' to read "
                          "the last fetch")
 
+    # Not pull_conversation's reviews: that is seven more requests, drops PENDING reviews this
+    # counts, and refuses fields (logins, times) propose --update never needed; two readers.
     def review_activity(self, number: PRNumber) -> ReviewActivity | None:
         """The reviews and review comments on PR `number`; None when this forge cannot know
         (git refs carry no reviews): callers then act as if review had started."""
