@@ -4,6 +4,7 @@
     where is a branch checked   series.git.checkouts (the only reader of commondir and
     out                         .git/worktrees/)
     where is the state dir      series.ops.fs.state_dir (series.cache for user caches)
+    which is upstream's trunk   series.git.releases.trunk_ref / trunk_commit (main, else master)
 """
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ def test_one_committer_resolver() -> None:
     # the git wrapper passes the variables through; only repo.py asks who the committer is
     assert _where(lambda s: "GIT_COMMITTER_" in s) <= {"git/command.py", "git/repo.py"}
     assert _where(lambda s: s == "GIT_COMMITTER_IDENT") == {"git/repo.py"}
+
+
+def test_one_trunk_resolver() -> None:
+    # "<remote>/main, else master": only releases.py names master; the rest ask trunk_ref
+    assert _where(lambda s: s == "master" or s.endswith("/master")) == {"git/releases.py"}
 
 
 def test_one_checkout_finder() -> None:

@@ -233,6 +233,12 @@ def test_dry_run_grades_suggests_describes_then_stops_on_an_old_open_duplicate(
     dup = data["duplicates"]
     assert [c["number"] for c in dup["candidates"]] == [50001] and dup["stopped"] is True, dup
     assert dup["candidates"][0]["overlapping_hunks"] == 1
+    # scored as vLLM's duplicate bot will score the PR once posted (preflight's score): this title
+    # and description against the candidate's, below the bot's threshold here
+    score = dup["candidates"][0]["duplicate_bot"]
+    assert score["number"] == 50001 and not score["flagged"] and 0 < score["files"] <= 1, score
+    assert abs(score["score"] - (0.75 * score["text"] + 0.25 * score["files"])) < 1e-3, score
+    assert dup["duplicate_bot"]["title"] == data["title"] and dup["duplicate_bot"]["flagged"] == [], dup
     assert "series: error: open upstream PR(s) #50001" in proc.stderr, proc.stderr
     # the duplicate search ran after every other step: every API call of steps 1-4 came first
     calls = _calls(httpserver)
@@ -252,6 +258,10 @@ def test_text_report_lists_the_two_ways_on(proposal: Path, httpserver: HTTPServe
     assert "FLAG  dco:" in out and "fix: read the DCO" in out, out
     assert "may be @-mentioned: @AndreasKaratzas @DarkLight1337 @chaunceyjiang @kaydev @leewriter" in out, out
     assert "#50001 open someone: [Frontend] an old idea about serving" in out, out
+    lines = out.splitlines()
+    under = lines[lines.index("   #50001 open someone: [Frontend] an old idea about serving") + 2]
+    assert under.startswith("      duplicate bot: ") and under.endswith("threshold: not flagged"), out
+    assert "   duplicate bot: scored as " in out, out
     assert "series adopt-upstream 50001 --replaces serving-fix" in out, out
     assert "series propose serving-fix --despite 50001" in out, out
     assert "6. would run" not in out, "a stopped proposal does not say what it would send"

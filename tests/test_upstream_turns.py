@@ -6,7 +6,7 @@ import dataclasses
 import datetime as dt
 
 from series.forge.base import PullRequest, PullState
-from series.forge.conversation import CheckRun, Conversation, Review, ReviewComment, Said
+from series.forge.conversation import CheckRun, CommitStatus, Conversation, Review, ReviewComment, Said
 from series.model import PRNumber, Sha
 from series.upstream.turns import PING_TEXT, GateState, HeadState, PullStatus, Turn, row
 
@@ -106,6 +106,22 @@ def test_the_gates() -> None:
     assert stale["stale"].detail.startswith("labelled stale: the stale bot closes it in 20 days")
     missing = {g.name: g for g in row("t", conv(checks=()), NOW).gates}
     assert missing["dco"].state == missing["ci"].state == GateState.MISSING
+
+
+def test_commit_statuses_combine_with_check_runs() -> None:
+    """Buildkite's commit statuses and the check runs make one ci gate: failing if any
+    fails, pending if any runs, ok when all passed; a status named DCO is the dco gate's."""
+    def ci(*statuses: CommitStatus) -> tuple[GateState, str]:
+        gate = {g.name: g for g in row("t", conv(statuses=statuses), NOW).gates}["ci"]
+        return gate.state, gate.detail
+
+    assert ci(CommitStatus("buildkite/ci/pr", "success")) == (GateState.OK, "2 passed")
+    assert ci(CommitStatus("buildkite/ci/pr", "pending")) == (GateState.PENDING, "running: buildkite/ci/pr")
+    assert ci(CommitStatus("buildkite/ci/pr", "pending"), CommitStatus("buildkite/ci/pr/amd", "error")) == \
+        (GateState.FAILING, "failing: buildkite/ci/pr/amd")
+    only = {g.name: g for g in row("t", conv(checks=(), statuses=(CommitStatus("buildkite/ci/pr", "success"),
+                                                                  CommitStatus("DCO", "failure"))), NOW).gates}
+    assert (only["ci"].state, only["dco"].state) == (GateState.OK, GateState.FAILING)
 
 
 def test_merged_and_the_head() -> None:

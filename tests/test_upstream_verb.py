@@ -12,7 +12,7 @@ import pygit2
 from pytest_httpserver import HTTPServer
 
 from tests.conftest import run_series, sh
-from tests.repos import github_fixture
+from tests.repos import commit_files, git, github_fixture
 
 TOKEN = "ghp_UPSTREAMsecret11223344"
 REPO = "/repos/vllm-project/vllm"
@@ -36,7 +36,7 @@ def carry(fork: Path, head: str) -> None:
 
 
 def serve(server: HTTPServer, head: str, *, pull: dict[str, Any] | None = None,
-          comments: list[Any] | None = None, checks: Any = None) -> None:
+          comments: list[Any] | None = None, checks: Any = None, status: Any = None) -> None:
     data = pull or github_fixture("pull-61050", API=server.url_for("").rstrip("/"), HEAD_SHA=head,
                                   RECENT=ago(days=3))
     assert isinstance(data, dict)
@@ -54,6 +54,9 @@ def serve(server: HTTPServer, head: str, *, pull: dict[str, Any] | None = None,
     server.expect_request(f"{REPO}/commits/{head}/check-runs").respond_with_json(checks if checks is not None else {
         "total_count": 2, "check_runs": [{"name": "DCO", "status": "completed", "conclusion": "success"},
                                          {"name": "pre-commit", "status": "completed", "conclusion": "success"}]})
+    # Buildkite reports as commit statuses; none here (GitHub's combined state is then "pending")
+    server.expect_request(f"{REPO}/commits/{head}/status").respond_with_json(
+        status if status is not None else {"state": "pending", "total_count": 0, "statuses": []})
     server.expect_request("/user").respond_with_json({"login": "ada-upstream"})
 
 
@@ -130,9 +133,49 @@ def test_hostile_answers_are_refused_in_one_line(served: Path, httpserver: HTTPS
     proc = run_series("upstream", cwd=served, env=env_for(httpserver), expect=1)
     assert "check runs that are not a list" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     httpserver.clear()
+    serve(httpserver, head, status={"state": "success", "statuses": [{"context": "buildkite/ci/pr", "state": "done"}]})
+    proc = run_series("upstream", cwd=served, env=env_for(httpserver), expect=1)
+    assert "a commit status without a context or a known state" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    httpserver.clear()
     serve(httpserver, head, comments=[{"id": i, "in_reply_to_id": None, "position": 1, "created_at": ago(days=1),
                                        "user": {"login": "flood", "type": "User"}, "body": "x" * 200}
                                       for i in range(1, 400)])
     proc = run_series("upstream", cwd=served, env=env_for(httpserver, SERIES_HTTP_MAX_BYTES="20000"), expect=1)
     assert "sent more than 20000 bytes" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (served / ".git" / "series" / "upstream" / "fetched.json").exists()
+
+
+def test_follow_ups_of_the_pr_fill_the_row(served: Path, httpserver: HTTPServer) -> None:
+    """A fix of #61050 landed on upstream's main (fetched): the row lists it, not carried,
+    in text and JSON, online and offline alike (git alone reads it)."""
+    head = pr_head(served)
+    carry(served, head)
+    fix = commit_files(served, "refs/remotes/upstream/main", {"vllm/fix.py": "FIXED = True\n"},
+                       "[Bugfix] Fix for #61050: pinned blocks (#61060)", "2026-02-13T00:00:00Z")
+    git(served, "update-ref", "refs/remotes/upstream/main", fix)
+    serve(httpserver, head)
+    text = run_series("upstream", cwd=served, env=env_for(httpserver)).stdout
+    assert f"  fix of #61050: {fix[:12]} '[Bugfix] Fix for #61050: pinned blocks (#61060)': not carried" \
+        in text.splitlines(), text
+    data = json.loads(run_series("upstream", "--offline", "--json", cwd=served).stdout)
+    (follow,) = data["rows"][0]["follow_ups"]
+    assert (follow["kind"], follow["commit"]["sha"], follow["commit"]["pr"], follow["carried"]) == \
+        ("fix", fix, 61060, None), follow
+
+
+def test_buildkite_commit_statuses_join_the_ci_gate(served: Path, httpserver: HTTPServer) -> None:
+    """vLLM's Buildkite reports commit statuses, not check runs: the ci gate reads both, and
+    any failing one fails it (the check runs here all passed)."""
+    head = pr_head(served)
+    carry(served, head)
+    serve(httpserver, head, status={"state": "failure", "total_count": 2, "statuses": [
+        {"context": "buildkite/ci/pr", "state": "failure"},
+        {"context": "buildkite/ci/pr/basic-correctness", "state": "pending"}]})
+    data = json.loads(run_series("upstream", "--json", cwd=served, env=env_for(httpserver)).stdout)
+    gates = {g["name"]: g for g in data["rows"][0]["gates"]}
+    assert (gates["ci"]["state"], gates["ci"]["detail"]) == ("failing", "failing: buildkite/ci/pr"), gates
+    assert gates["dco"]["state"] == "ok", gates
+    # stored and read back offline: the same gates
+    offline = json.loads(run_series("upstream", "--offline", "--json", cwd=served).stdout)
+    assert offline["rows"][0]["gates"] == data["rows"][0]["gates"]

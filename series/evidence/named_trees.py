@@ -98,12 +98,11 @@ def on_trunk(spec: str) -> bool:
 
 
 def trunk(ws: Workspace) -> tuple[pygit2.Commit, str]:
-    """Upstream's trunk as fetched: <remote>/main, else <remote>/master (releases.upstream_line's rule)."""
+    """Upstream's trunk as fetched: <remote>/main, else <remote>/master (releases.trunk_commit, the one rule)."""
     remote = ws.series.upstream.remote
-    for name in ("main", "master"):
-        ref = ws.repo.references.get(f"refs/remotes/{remote}/{name}")
-        if ref is not None:
-            return ref.peel(pygit2.Commit), f"{remote}/{name}"
+    found = releases.trunk_commit(ws.repo, remote)
+    if found is not None:
+        return found
     raise SeriesError(f"no {remote}/main (nor {remote}/master) in this repository: the trees main and "
                       "pr:TOPIC stand on upstream's trunk",
                       f"run 'git fetch {remote}' so the tree is upstream's trunk as it is now")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Iterable
 import pygit2
 
 from series.errors import SeriesError
+from series.git.releases import trunk_ref
 from series.git.repo import PathChange, changed_paths, person, subject
 from series.model import PRNumber, Sha
 
@@ -209,6 +210,8 @@ class Forge(abc.ABC):
                          "set upstream.github in series.yaml, or run 'series upstream --offline' to read "
                          "the last fetch")
 
+    # Not pull_conversation's reviews: that is seven more requests, drops PENDING reviews this
+    # counts, and refuses fields (logins, times) propose --update never needed; two readers.
     def review_activity(self, number: PRNumber) -> ReviewActivity | None:
         """The reviews and review comments on PR `number`; None when this forge cannot know
         (git refs carry no reviews): callers then act as if review had started."""
@@ -226,9 +229,10 @@ def pr_ref(remote: str, number: int) -> str:
 
 
 def mainline_commit(repo: pygit2.Repository, remote: str) -> pygit2.Commit | None:
-    """Upstream's main line as this clone knows it: <remote>/main, master or HEAD."""
-    for name in ("main", "master", "HEAD"):
-        ref = repo.references.get(f"refs/remotes/{remote}/{name}")
+    """Upstream's main line as this clone knows it: its trunk (releases.trunk_ref: main, else
+    master), else, unlike the trunk, <remote>/HEAD (a clone whose default branch is neither)."""
+    for name in (trunk_ref(repo, remote), f"refs/remotes/{remote}/HEAD"):
+        ref = repo.references.get(name) if name is not None else None
         if ref is not None:
             try:
                 return ref.resolve().peel(pygit2.Commit)

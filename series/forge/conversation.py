@@ -83,6 +83,29 @@ class CheckRun:
         return cls(read_str(d, "name"), read_str(d, "status"), read_opt_str(d, "conclusion"))
 
 
+# a commit status's states (REST: GET /repos/O/R/commits/SHA/status)
+STATUS_STATES = ("error", "failure", "pending", "success")
+
+
+@dataclass(frozen=True)
+class CommitStatus:
+    """One context of the head commit's combined status: CI that reports as a commit status
+    rather than a check run (vLLM's Buildkite: "buildkite/ci/pr", "buildkite/ci/pr/<step>")."""
+
+    context: str
+    state: str                 # one of STATUS_STATES
+
+    def to_json(self) -> dict[str, Json]:
+        return {"context": self.context, "state": self.state}
+
+    @classmethod
+    def from_json(cls, d: JsonObject) -> "CommitStatus":
+        state = read_str(d, "state")
+        if state not in STATUS_STATES:
+            raise ValueError(f"a commit status state {state!r}")
+        return cls(read_str(d, "context"), state)
+
+
 @dataclass(frozen=True)
 class Conversation:
     """Everything fetched about one PR for `series upstream`."""
@@ -98,6 +121,7 @@ class Conversation:
     requests: tuple[Said, ...]             # review_requested events: the requested login, when
     checks: tuple[CheckRun, ...]           # check runs of the head commit
     viewer: str | None = None              # the login of the token, when there is one
+    statuses: tuple[CommitStatus, ...] = ()  # the head commit's combined status, by context
 
     def to_json(self) -> dict[str, Json]:
         p = self.pull
@@ -109,7 +133,7 @@ class Conversation:
                 "review_comments": [c.to_json() for c in self.review_comments],
                 "comments": [c.to_json() for c in self.comments], "pushes": [c.to_json() for c in self.pushes],
                 "requests": [c.to_json() for c in self.requests], "checks": [c.to_json() for c in self.checks],
-                "viewer": self.viewer}
+                "viewer": self.viewer, "statuses": [s.to_json() for s in self.statuses]}
 
     @classmethod
     def from_json(cls, d: JsonObject) -> "Conversation":
@@ -128,4 +152,6 @@ class Conversation:
                    tuple(Said.from_json(o) for o in objects("comments")),
                    tuple(Said.from_json(o) for o in objects("pushes")),
                    tuple(Said.from_json(o) for o in objects("requests")),
-                   tuple(CheckRun.from_json(o) for o in objects("checks")), read_opt_str(d, "viewer"))
+                   tuple(CheckRun.from_json(o) for o in objects("checks")), read_opt_str(d, "viewer"),
+                   # a fetch stored before statuses were read has none
+                   tuple(CommitStatus.from_json(o) for o in objects("statuses")) if "statuses" in d else ())

@@ -3,7 +3,8 @@
 Read through GitHubForge's one GET (token only to the API host, redirects kept there,
 pagination bounded, rate limits said in one line): the PR itself, its reviews, its review
 comments, its conversation, its commits, its review-request events and the check runs of
-its head commit. A wrong answer (a wrong type, a list that is not one, a list longer than
+its head commit and its combined commit status (CI that reports as commit statuses, as
+vLLM's Buildkite does, is no check run). A wrong answer (a wrong type, a list that is not one, a list longer than
 MAX_ITEMS) is one ForgeError naming the URL; nothing of it is used.
 
 Resolved review threads: REST does not say which threads are resolved (only GraphQL's
@@ -19,7 +20,8 @@ from typing import Any, Callable, Protocol
 
 from series import validate
 from series.forge.base import ForgeError, PullRequest
-from series.forge.conversation import REVIEW_STATES, CheckRun, Conversation, Review, ReviewComment, Said
+from series.forge.conversation import (REVIEW_STATES, STATUS_STATES, CheckRun, CommitStatus, Conversation, Review,
+                                       ReviewComment, Said)
 from series.model import PRNumber
 
 
@@ -142,9 +144,10 @@ def fetch(forge: GitHubReads, number: PRNumber, _parse_time: ParseTime, max_page
                                  when(item.get("created_at"), where, "created_at")))
 
     checks = _check_runs(forge, number, pull.head_sha, bad, max_pages) if pull.head_sha else []
+    statuses = _statuses(forge, number, pull.head_sha, bad, max_pages) if pull.head_sha else []
     return Conversation(pull, bool(data.get("draft")), tuple(labels), tuple(requested), tuple(reviews),
                         tuple(review_comments), tuple(comments), tuple(pushes), tuple(requests), tuple(checks),
-                        _viewer(forge))
+                        _viewer(forge), tuple(statuses))
 
 
 def _list(value: Any, bad: Any, key: str, url: str) -> list[Any]:
@@ -177,6 +180,29 @@ def _check_runs(forge: GitHubReads, number: PRNumber, head: str, bad: Any, max_p
             runs.append(CheckRun(validate.one_line(name)[:100], status, conclusion))
         page = following
     raise bad(f"more than {max_pages} pages of check runs", page or "")
+
+
+def _statuses(forge: GitHubReads, number: PRNumber, head: str, bad: Any, max_pages: int) -> list[CommitStatus]:
+    """The head commit's combined status, one entry per context (GitHub keeps the latest of
+    each): an object per page ({state, total_count, statuses}). The combined `state` alone
+    is not read: GitHub says "pending" for a commit nobody reported on."""
+    page: str | None = forge._url(f"commits/{head}/status", per_page=100)
+    found: list[CommitStatus] = []
+    for _ in range(max_pages):
+        if page is None:
+            return found
+        data, following = forge._get(page, f"the commit status of PR #{number}'s head")
+        items = data.get("statuses") if isinstance(data, dict) else None
+        if not isinstance(items, list) or len(found) + len(items) > MAX_ITEMS:
+            raise bad(f"commit statuses that are not a list of at most {MAX_ITEMS}", page)
+        for item in items:
+            context = item.get("context") if isinstance(item, dict) else None
+            state = item.get("state") if isinstance(item, dict) else None
+            if not isinstance(context, str) or state not in STATUS_STATES:
+                raise bad("a commit status without a context or a known state", page)
+            found.append(CommitStatus(validate.one_line(context)[:100], str(state)))
+        page = following
+    raise bad(f"more than {max_pages} pages of commit statuses", page or "")
 
 
 def _viewer(forge: GitHubReads) -> str | None:

@@ -92,6 +92,16 @@ def trunk_ref(repo: pygit2.Repository, remote: str = UPSTREAM, names: Sequence[s
     return None
 
 
+def trunk_commit(repo: pygit2.Repository, remote: str = UPSTREAM) -> tuple[pygit2.Commit, str] | None:
+    """trunk_ref's commit and short name ("upstream/main"); None when neither is fetched. The
+    one answer to "upstream's main, else master" (named trees, propose, behind, the forge's
+    mainline_commit, follow-ups): callers differ only in what they do without it."""
+    name = trunk_ref(repo, remote)
+    if name is None:
+        return None
+    return repo.references[name].resolve().peel(pygit2.Commit), name[len("refs/remotes/"):]
+
+
 def upstream_line(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[pygit2.Oid]:
     """The tips of upstream's line (see the module docstring): the remote's main or master
     and release branches; not its other branches, which may be a fork's own (a fork cloned

@@ -24,6 +24,7 @@ from typing import Iterable, Sequence
 
 import pygit2
 
+from series.git.releases import trunk_commit
 from series.git.upstream_commit import UpstreamCommit, pr_number, subject_of
 from series import persisted
 from series.persisted import Json
@@ -361,10 +362,9 @@ def behind_main(repo: pygit2.Repository, remote: str, base: pygit2.Commit,
                 walked: tuple[pygit2.Oid, pygit2.Oid, Sequence[pygit2.Commit]] | None = None) -> Behind | None:
     """How far `base` trails <remote>/main (or master); None when neither is fetched.
     `walked`: (old, new, upstream_commits(old, new)) the caller has, used when it is base..main."""
-    for name in ("main", "master"):
-        ref = repo.references.get(f"refs/remotes/{remote}/{name}")
-        if ref is not None:
-            tip = ref.peel(pygit2.Commit)
-            known = walked[2] if walked is not None and (walked[0], walked[1]) == (base.id, tip.id) else None
-            return behind(repo, base, tip, f"{remote}/{name}", known)
-    return None
+    found = trunk_commit(repo, remote)
+    if found is None:
+        return None
+    tip, name = found
+    known = walked[2] if walked is not None and (walked[0], walked[1]) == (base.id, tip.id) else None
+    return behind(repo, base, tip, name, known)

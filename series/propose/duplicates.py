@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 import pygit2
 
 from series.forge import scan
 from series.forge.base import PullFile, PullRequest, PullState, mainline_commit, pr_ref, ranges_overlap
+from series.propose import duplicates_score
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,20 @@ def fetched_files(repo: pygit2.Repository, remote: str, pulls: list[PullRequest]
         return {}
     found = scan.scan(repo, remote, mainline_commit(repo, remote), paths, len(same))
     return {n: found.files.get(n, []) for n in same}
+
+
+# the bot's file overlap of a PR compared from git refs: only the topic's paths are read of it
+FROM_REFS_NOTE = ("the bot's file overlap of a PR compared from git refs counts only the topic's "
+                  "paths among its files: its score there is an upper bound")
+
+
+def bot_scores(mine: duplicates_score.PullText, pulls: Sequence[PullRequest],
+               files: Mapping[int, Sequence[PullFile]], candidates: Sequence[Candidate]
+               ) -> dict[int, duplicates_score.BotScore]:
+    """vLLM's duplicate-bot score of each candidate against our PR, among every PR read (the
+    bot's stages rank over the whole pool): what preflight and propose both show."""
+    pool = [duplicates_score.PullText(int(p.number), p.title, p.body,
+                                      tuple(f.path for f in files.get(int(p.number), ())))
+            for p in pulls]
+    every = duplicates_score.score_all(mine, pool)
+    return {c.number: every[c.number] for c in candidates if c.number in every}

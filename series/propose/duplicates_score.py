@@ -139,3 +139,31 @@ def score_all(mine: PullText, pool: Sequence[PullText]) -> dict[int, BotScore]:
     listed = {s[4] for s in stage2[:TOP_K] if s[0] >= SIMILARITY_THRESHOLD}
     return {n: BotScore(n, score, text, files, rank, n in listed) for score, text, files, rank, n in scored}
 
+
+
+# -- what preflight and propose both say of a score ------------------------------------------
+
+def line(score: BotScore) -> str:
+    """A candidate's score, one line: flagged, over the threshold but not listed, or below."""
+    numbers = f"{score.score:.0%} (text {score.text:.0%}, files {score.files:.0%})"
+    if score.flagged:
+        return (f"duplicate bot: {numbers} >= {SIMILARITY_THRESHOLD:.0%}: it would flag this PR as "
+                f"a likely duplicate of #{score.number} (\"Potentially Related PRs\")")
+    if score.score >= SIMILARITY_THRESHOLD:
+        return (f"duplicate bot: {numbers}: over {SIMILARITY_THRESHOLD:.0%} but not listed (text rank "
+                f"{score.text_rank}; it lists the top {TOP_K} of its top {FILE_COMPARE_TOP_N} by text)")
+    return f"duplicate bot: {numbers}, below its {SIMILARITY_THRESHOLD:.0%} threshold: not flagged"
+
+
+def note(title: str) -> str:
+    """How the scores were made: the PR scored, the bot's weights, threshold and source."""
+    return (f"duplicate bot: scored as {title!r} with the description propose would post; "
+            f"score = {TEXT_WEIGHT} text + {FILE_WEIGHT} files (Jaccard), flagged at "
+            f">= {SIMILARITY_THRESHOLD:.0%} among its top {FILE_COMPARE_TOP_N} by text and "
+            f"top {TOP_K} by score ({SOURCE}); text: {TEXT_MODEL}")
+
+
+def summary_json(title: str, scores: dict[int, BotScore]) -> dict[str, object]:
+    return {"title": title, "text_model": TEXT_MODEL, "source": SOURCE, "threshold": SIMILARITY_THRESHOLD,
+            "weights": {"text": TEXT_WEIGHT, "files": FILE_WEIGHT},
+            "flagged": [n for n, s in scores.items() if s.flagged]}

@@ -22,8 +22,9 @@ import re
 from dataclasses import dataclass, field
 
 from series.forge.base import PullState
-from series.forge.conversation import CheckRun, Conversation, Said
+from series.forge.conversation import CheckRun, CommitStatus, Conversation, Said
 from series.persisted import Json
+from series.upstream.followups import FollowUp
 
 OVERDUE = datetime.timedelta(hours=48)
 PING_AFTER = datetime.timedelta(days=14)
@@ -114,7 +115,7 @@ class UpstreamRow:
     gates: tuple[Gate, ...]
     head: Head
     notes: tuple[str, ...] = ()
-    follow_ups: tuple[str, ...] = field(default=())  # upstream commits naming the PR (series.upstream.followups)
+    follow_ups: tuple[FollowUp, ...] = field(default=())  # upstream commits naming the PR (series.upstream.followups)
 
     def to_json(self) -> dict[str, Json]:
         return {"topic": self.topic, "pr": self.number, "title": self.title, "url": self.url,
@@ -123,7 +124,7 @@ class UpstreamRow:
                 "waiting": [w.to_json() for w in self.waiting], "last_activity": self.last_activity,
                 "quiet_days": self.quiet_days, "ping_due": self.ping_due, "pinged": self.pinged,
                 "ping_text": self.ping_text, "gates": [g.to_json() for g in self.gates],
-                "head": self.head.to_json(), "follow_ups": list(self.follow_ups), "notes": list(self.notes)}
+                "head": self.head.to_json(), "follow_ups": [f.to_json() for f in self.follow_ups], "notes": list(self.notes)}
 
 
 def moment(text: str) -> datetime.datetime:
@@ -207,13 +208,17 @@ def _turn(conv: Conversation, ours: frozenset[str], waiting: list[Waiting]) -> t
 
 def gates(conv: Conversation, now: datetime.datetime) -> tuple[Gate, ...]:
     labels = {label.lower() for label in conv.labels}
-    dco = [c for c in conv.checks if c.name.lower() == "dco"]
-    others = [c for c in conv.checks if c.name.lower() != "dco"]
-    out = [_check_gate("dco", dco, "no DCO check on the head: every commit needs 'Signed-off-by' (git commit -s)"),
+    # CI reports two ways: check runs (GitHub Actions, the DCO app's "DCO") and commit
+    # statuses (vLLM's Buildkite, "buildkite/ci/pr..."); a gate reads both
+    dco = ([c for c in conv.checks if c.name.lower() == "dco"],
+           [s for s in conv.statuses if s.context.lower() == "dco"])
+    others = ([c for c in conv.checks if c.name.lower() != "dco"],
+              [s for s in conv.statuses if s.context.lower() != "dco"])
+    out = [_check_gate("dco", *dco, "no DCO check on the head: every commit needs 'Signed-off-by' (git commit -s)"),
            Gate("ready", GateState.OK, "labelled ready") if "ready" in labels else
            Gate("ready", GateState.MISSING, "no 'ready' label: vLLM runs its full CI on an outside PR only "
                                             "with it (a maintainer adds it)"),
-           _check_gate("ci", others, "no check runs on the head"),
+           _check_gate("ci", *others, "no check runs or commit statuses on the head"),
            Gate("needs-rebase", GateState.FAILING, "labelled needs-rebase: rebase the PR on main")
            if "needs-rebase" in labels else Gate("needs-rebase", GateState.OK, "no needs-rebase label")]
     if conv.pull.updated_at:
@@ -230,17 +235,20 @@ def gates(conv: Conversation, now: datetime.datetime) -> tuple[Gate, ...]:
     return tuple(out)
 
 
-def _check_gate(name: str, checks: list[CheckRun], none: str) -> Gate:
-    if not checks:
+def _check_gate(name: str, checks: list[CheckRun], statuses: list[CommitStatus], none: str) -> Gate:
+    """Failing if any check run or status fails, else pending if any runs, else ok."""
+    if not checks and not statuses:
         return Gate(name, GateState.MISSING, none)
     bad = sorted({c.name for c in checks if c.status == "completed"
-                  and c.conclusion not in ("success", "neutral", "skipped")})
-    running = sorted({c.name for c in checks if c.status != "completed"})
+                  and c.conclusion not in ("success", "neutral", "skipped")}
+                 | {s.context for s in statuses if s.state in ("failure", "error")})
+    running = sorted({c.name for c in checks if c.status != "completed"}
+                     | {s.context for s in statuses if s.state == "pending"})
     if bad:
         return Gate(name, GateState.FAILING, "failing: " + ", ".join(bad))
     if running:
         return Gate(name, GateState.PENDING, "running: " + ", ".join(running))
-    return Gate(name, GateState.OK, f"{len(checks)} passed")
+    return Gate(name, GateState.OK, f"{len(checks) + len(statuses)} passed")
 
 
 def head_of(conv: Conversation, ours: str | None) -> Head:
@@ -255,7 +263,8 @@ def head_of(conv: Conversation, ours: str | None) -> Head:
 
 
 def row(topic: str, conv: Conversation, now: datetime.datetime, *, ours_head: str | None = None,
-        released_in: str | None = None, notes: tuple[str, ...] = ()) -> UpstreamRow:
+        released_in: str | None = None, notes: tuple[str, ...] = (),
+        follow_ups: tuple[FollowUp, ...] = ()) -> UpstreamRow:
     ours = ours_of(conv)
     status = status_of(conv)
     waiting = waiting_on_us(conv, ours) if status not in (PullStatus.MERGED, PullStatus.CLOSED) else []
@@ -282,4 +291,4 @@ def row(topic: str, conv: Conversation, now: datetime.datetime, *, ours_head: st
         quiet_days=(now - moment(last.at)).days if last else None, ping_due=due, pinged=pinged,
         ping_text=PING_TEXT if due else None, gates=gates(conv, now) if open_ else (),
         head=head_of(conv, ours_head) if open_ else Head(HeadState.UNKNOWN, conv.pull.head_sha, ours_head),
-        notes=notes)
+        notes=notes, follow_ups=follow_ups)

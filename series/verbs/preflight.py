@@ -32,7 +32,7 @@ from series.cli_support import Context, emit, emit_json, pass_ctx
 from series.errors import SeriesError
 from series.forge import open_forge, scan
 from series.forge.base import Forge, OfflineForge, PullFile, PullRequest, change_files, mainline_commit
-from series.propose.duplicates import Candidate, fetched_files, rank, updated_moment
+from series.propose.duplicates import FROM_REFS_NOTE, Candidate, bot_scores, fetched_files, rank, updated_moment
 from series.propose import duplicates_score
 from series.propose.title import default_title
 from series.validate import printable
@@ -157,13 +157,9 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         # the bot reads file names (a rename by its new name); a PR fetched into git refs is
         # read for the topic's paths only, which gives the same intersection but not the union
         mine = duplicates_score.PullText(int(topic.upstream_pr or 0), scored_title, text, tuple(f.path for f in files))
-        pool = [duplicates_score.PullText(int(p.number), p.title, p.body, tuple(f.path for f in seen.get(int(p.number), [])))
-                for p in pulls]
-        every = duplicates_score.score_all(mine, pool)
-        scores = {c.number: every[c.number] for c in candidates if c.number in every}
+        scores = bot_scores(mine, pulls, seen, candidates)
         if local:
-            notes.append("the bot's file overlap of a PR compared from git refs counts only the topic's "
-                         "paths among its files: its score there is an upper bound")
+            notes.append(FROM_REFS_NOTE)
     else:
         notes.append("vLLM's duplicate-bot score needs each PR's title and body from the GitHub API: "
                      "not computed from git refs")
@@ -187,10 +183,7 @@ def to_json(result: Preflight) -> dict[str, object]:
         score = result.bot_scores.get(candidate["number"])
         candidate["duplicate_bot"] = score.to_json() if score is not None else None
     if result.bot_scores:
-        data["duplicate_bot"] = {"title": result.title, "text_model": duplicates_score.TEXT_MODEL, "source": duplicates_score.SOURCE,
-                                 "threshold": duplicates_score.SIMILARITY_THRESHOLD,
-                                 "weights": {"text": duplicates_score.TEXT_WEIGHT, "files": duplicates_score.FILE_WEIGHT},
-                                 "flagged": [n for n, s in result.bot_scores.items() if s.flagged]}
+        data["duplicate_bot"] = duplicates_score.summary_json(result.title, result.bot_scores)
     return data
 
 
@@ -228,25 +221,11 @@ def render(result: Preflight) -> str:
             out += [f"  {'':<{width + 2}}{p}" for p in c.shared_files]
             score = result.bot_scores.get(c.number)
             if score is not None:
-                out.append(f"  {'':<{width + 2}}{bot_line(score)}")
+                out.append(f"  {'':<{width + 2}}{duplicates_score.line(score)}")
     if result.bot_scores:
-        out.append(f"note: duplicate bot: scored as {result.title!r} with the description propose would post; "
-                   f"score = {duplicates_score.TEXT_WEIGHT} text + {duplicates_score.FILE_WEIGHT} files (Jaccard), flagged at "
-                   f">= {duplicates_score.SIMILARITY_THRESHOLD:.0%} among its top {duplicates_score.FILE_COMPARE_TOP_N} by text and "
-                   f"top {duplicates_score.TOP_K} by score ({duplicates_score.SOURCE}); text: {duplicates_score.TEXT_MODEL}")
+        out.append(f"note: {duplicates_score.note(result.title)}")
     out += [f"note: {n}" for n in result.notes]
     return "\n".join(out)
-
-
-def bot_line(score: duplicates_score.BotScore) -> str:
-    numbers = f"{score.score:.0%} (text {score.text:.0%}, files {score.files:.0%})"
-    if score.flagged:
-        return (f"duplicate bot: {numbers} >= {duplicates_score.SIMILARITY_THRESHOLD:.0%}: it would flag this PR as "
-                f"a likely duplicate of #{score.number} (\"Potentially Related PRs\")")
-    if score.score >= duplicates_score.SIMILARITY_THRESHOLD:
-        return (f"duplicate bot: {numbers}: over {duplicates_score.SIMILARITY_THRESHOLD:.0%} but not listed (text rank "
-                f"{score.text_rank}; it lists the top {duplicates_score.TOP_K} of its top {duplicates_score.FILE_COMPARE_TOP_N} by text)")
-    return f"duplicate bot: {numbers}, below its {duplicates_score.SIMILARITY_THRESHOLD:.0%} threshold: not flagged"
 
 
 _OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone.")

@@ -22,6 +22,7 @@ from series.forge.base import Forge, ForgeUnreachable
 from series.forge.conversation import Conversation
 from series.model import PRNumber, Topic
 from series.upstream import store
+from series.upstream.followups import of_workspace
 from series.upstream.turns import GateState, HeadState, PullStatus, Turn, UpstreamRow, moment, row
 from series.workspace import Workspace
 
@@ -110,6 +111,11 @@ def run(ws: Workspace, forge: Forge | None, now: datetime.datetime) -> UpstreamR
             raise SeriesError("no stored fetch of the upstream PRs to read offline",
                               "run 'series upstream' once with the network (upstream.github set)")
         age = int((now - moment(fetched.at)).total_seconds() // 3600)
+    after = of_workspace(ws)  # git alone: the same offline as online
+    if after is not None and after.trunk is None:
+        remote = ws.series.upstream.remote
+        notes.append(f"follow-ups not read: neither {remote}/main nor {remote}/master is fetched (git fetch {remote})")
+    tracked = {p.topic: p for p in after.prs} if after is not None else {}
     rows = []
     for topic in topics:
         conv = fetched.find(int(topic.upstream_pr or 0))
@@ -117,7 +123,10 @@ def run(ws: Workspace, forge: Forge | None, now: datetime.datetime) -> UpstreamR
             notes.append(f"PR #{topic.upstream_pr} of '{topic.name}' is not in the stored fetch")
             continue
         released, said = _released(ws, conv)
-        rows.append(row(topic.name, conv, now, ours_head=_ours_head(ws, topic), released_in=released, notes=said))
+        pr = tracked.get(topic.name)
+        rows.append(row(topic.name, conv, now, ours_head=_ours_head(ws, topic), released_in=released,
+                        notes=said + tuple(pr.warnings() if pr is not None else ()),
+                        follow_ups=pr.followups if pr is not None else ()))
     return UpstreamReport(rows, source, fetched.at, age, notes)
 
 
@@ -148,7 +157,7 @@ def render_row(r: UpstreamRow) -> list[str]:
     if r.head.state == HeadState.DIFFERS:
         out.append(f"  head: the PR is at {str(r.head.pr_head)[:12]}, our topic at {str(r.head.ours)[:12]}: "
                    f"{r.head.hint}")
-    out += [f"  follow-up: {f}" for f in r.follow_ups]
+    out += [f"  {f.sentence()}" for f in r.follow_ups]
     out += [f"  note: {n}" for n in r.notes]
     return out
 
@@ -178,9 +187,11 @@ def command(ctx: Context, offline: bool, as_json: bool) -> None:
     a comment after our last push or reply, a review requested from us make it ours, past
     48 h marked; when we acted last and somebody reviews, theirs); days since the last
     activity, and after 14 quiet days one ping, whose offered text names nobody; the gates
-    (DCO, the 'ready' label vLLM's full CI needs, CI check runs, 'needs-rebase', the stale
-    bot's 90 + 30 days); and whether the PR head is still our topic's (if not, 'series
-    adopt-upstream N --refresh' shows the range-diff).
+    (DCO, the 'ready' label vLLM's full CI needs, CI's check runs and commit statuses
+    (Buildkite's), 'needs-rebase', the stale bot's 90 + 30 days); whether the PR head is still our topic's (if not, 'series
+    adopt-upstream N --refresh' shows the range-diff); and the commits upstream's main
+    landed naming the PR (fixes, follow-ups, reverts: read from git, offline too), each
+    with whether the series carries it.
 
     \b
     Resolved threads: GitHub's REST API does not say which review threads are resolved;

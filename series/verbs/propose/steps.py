@@ -33,10 +33,13 @@ from series.ops.halted import refuse_if_halted
 from series import validate
 from series.errors import ConflictError, SeriesError
 from series.forge import scan
-from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, mainline_commit, tree_files
-from series.propose.duplicates import Candidate, fetched_files, rank
+from series.forge.base import (Forge, ForgeUnreachable, OfflineForge, PullFile, PullRequest, mainline_commit,
+                               tree_files)
+from series.propose import duplicates_score
+from series.propose.duplicates import FROM_REFS_NOTE, Candidate, bot_scores, fetched_files, rank
 from series.forge.pulls import fetch_all_pulls
 from series.git.command import git
+from series.git.releases import trunk_commit
 from series.git.repo import committer, file_stats, message, workdir
 from series.workspace import Workspace
 
@@ -101,6 +104,7 @@ class Proposal:
     source: str = ""                                  # where the duplicate search looked
     unsearched: str | None = None                     # why it could not look anywhere
     candidates: list[Candidate] = field(default_factory=list)
+    bot_scores: dict[int, duplicates_score.BotScore] = field(default_factory=dict)  # by candidate; API only
     despite: list[int] = field(default_factory=list)
     command: list[str] = field(default_factory=list)  # what step 6 runs (or would run)
     sent: Sent | None = None
@@ -131,10 +135,9 @@ def _signoff(identity: pygit2.Signature) -> Callable[[pygit2.Commit], str]:
 
 def _mainline(ws: Workspace) -> tuple[pygit2.Commit, str, str]:
     remote = ws.series.upstream.remote
-    for name in ("main", "master"):
-        ref = ws.repo.references.get(f"refs/remotes/{remote}/{name}")
-        if ref is not None:
-            return ref.peel(pygit2.Commit), f"{remote}/{name}", name
+    found = trunk_commit(ws.repo, remote)
+    if found is not None:
+        return found[0], found[1], found[1][len(remote) + 1:]
     raise SeriesError(f"no {remote}/main in this repository",
                       f"run 'git fetch {remote}' (or pass --fetch) so the PR is built on upstream's current main")
 
@@ -251,8 +254,11 @@ def run(ws: Workspace, name: str, forge: Forge, opts: ProposeOptions,
     proposal.steps.append("description")
     # 5. duplicates: the last step before anything is sent
     step("duplicates")
-    proposal.source, proposal.candidates, proposal.unsearched = duplicates(ws, forge, files, opts,
-                                                                          proposal.notes)
+    # scored as vLLM's duplicate bot will score the PR once posted: its title and this description
+    mine = duplicates_score.PullText(int(ws.series.topic(name).upstream_pr or 0), proposal.title,
+                                     proposal.description.body, tuple(f.path for f in files))
+    proposal.source, proposal.candidates, proposal.unsearched, proposal.bot_scores = \
+        duplicates(ws, forge, files, opts, proposal.notes, mine)
     proposal.despite = sorted(set(opts.despite))
     for number in proposal.despite:
         if number not in {c.number for c in proposal.candidates}:
@@ -283,12 +289,15 @@ def test_plan(repo: pygit2.Repository, main: pygit2.Commit, name: str, paths: li
         return None
 
 
-def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: ProposeOptions,
-               notes: list[str]) -> tuple[str, list[Candidate], str | None]:
+def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: ProposeOptions, notes: list[str],
+               mine: duplicates_score.PullText
+               ) -> tuple[str, list[Candidate], str | None, dict[int, duplicates_score.BotScore]]:
     """Open PRs of any age sharing a file with the PR branch, most overlap first: preflight's
     ranking; offline, its one path-limited walk over every fetched PR head (forge.scan),
     with the PRs main has merged left out. The third value says why nothing could be
-    searched (no PR head fetched), which is no answer, never 'none share a file'."""
+    searched (no PR head fetched), which is no answer, never 'none share a file'. The
+    fourth: each candidate's duplicate-bot score against `mine`, as preflight shows it
+    (from the API only: the bot reads every PR's title and body)."""
     remote = ws.series.upstream.remote
     if opts.fetch and isinstance(forge, OfflineForge):
         fetch_all_pulls(ws.repo, remote)
@@ -300,8 +309,18 @@ def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Propose
             if local:
                 notes.append(f"{len(local)} of {len(pulls)} open PRs compared from their heads fetched into "
                              "git refs (same head as GitHub's), not with an API request each")
-            return forge.source, rank(files, pulls, lambda pr: local[int(pr.number)] if int(pr.number) in local
-                                      else forge.pull_files(pr.number)), None
+            seen: dict[int, list[PullFile]] = {}
+
+            def files_of(pr: PullRequest) -> list[PullFile]:
+                found = local[int(pr.number)] if int(pr.number) in local else forge.pull_files(pr.number)
+                seen[int(pr.number)] = found
+                return found
+
+            candidates = rank(files, pulls, files_of)
+            scores = bot_scores(mine, pulls, seen, candidates)
+            if local and scores:
+                notes.append(FROM_REFS_NOTE)
+            return forge.source, candidates, None, scores
         except ForgeUnreachable as exc:
             notes.append(f"{exc}; searched the PR heads fetched into git refs instead")
             forge = OfflineForge(ws.repo, remote)
@@ -311,11 +330,15 @@ def duplicates(ws: Workspace, forge: Forge, files: list[PullFile], opts: Propose
     unmerged = [p for p in found.pulls if not p.merged]
     if not found.heads:
         return offline.source, [], (f"no PR heads under refs/remotes/{remote}/pr/ to search: "
-                                    "--fetch fetches them (or run online)")
+                                    "--fetch fetches them (or run online)"), {}
     notes.append(f"offline: {found.heads} PR heads under refs/remotes/{remote}/pr/ searched; "
                  f"{len(found.pulls) - len(unmerged)} that touch these files are merged into {remote}/main, "
                  "left out; open or closed is unknown offline (--fetch refreshes the heads)")
-    return offline.source, rank(files, unmerged, lambda pr: found.files[pr.number]), None
+    candidates = rank(files, unmerged, lambda pr: found.files[pr.number])
+    if candidates:
+        notes.append("vLLM's duplicate-bot score needs each PR's title and body from the GitHub API: "
+                     "not computed from git refs")
+    return offline.source, candidates, None, {}
 
 
 def send(ws: Workspace, name: str, forge: Forge, proposal: Proposal, remote: str, owner: str | None,
@@ -381,8 +404,11 @@ def to_json(p: Proposal) -> dict[str, Any]:
         "duplicates": {"source": p.source, "searched": p.unsearched is None, "unsearched": p.unsearched,
                        "candidates": [
             {"number": c.number, "title": c.title, "author": c.author, "state": c.state.value, "url": c.url,
-             "shared_files": c.shared_files, "overlapping_hunks": c.overlapping_hunks} for c in p.candidates],
-            "despite": p.despite, "stopped": p.stopped},
+             "shared_files": c.shared_files, "overlapping_hunks": c.overlapping_hunks,
+             "duplicate_bot": p.bot_scores[c.number].to_json() if c.number in p.bot_scores else None}
+            for c in p.candidates],
+            "despite": p.despite, "stopped": p.stopped,
+            "duplicate_bot": duplicates_score.summary_json(p.title, p.bot_scores) if p.bot_scores else None},
         "command": p.command,
         "pull_request": {"number": p.sent.number, "url": p.sent.url, "head": p.sent.head,
                          "remote": p.sent.remote, "operation": p.sent.operation} if p.sent else None,
@@ -422,6 +448,10 @@ def render(p: Proposal, dry_run: bool) -> str:
         out.append(f"   #{c.number} {c.state.value} {c.author}: {c.title}{mark}")
         out.append(f"      {len(c.shared_files)} shared file(s), {c.overlapping_hunks} overlapping hunk(s): "
                    + ", ".join(c.shared_files))
+        if c.number in p.bot_scores:
+            out.append(f"      {duplicates_score.line(p.bot_scores[c.number])}")
+    if p.bot_scores:
+        out.append(f"   {duplicates_score.note(p.title)}")
     if p.stopped:
         numbers = " ".join(f"--despite {c.number}" for c in p.blocking)
         first = p.blocking[0].number
