@@ -222,8 +222,8 @@ def classify(readers: _Readers, text: str, number: int, merge_sha: str | None,
         return FollowUpKind.REVERT
     if number in _numbers(readers.fixes, text):
         return FollowUpKind.FIX
-    named = _title(_TAGS.sub("", first))
-    if _FIX_WORD.search(named) and number in _numbers(readers.names, named):
+    untagged = _title(_TAGS.sub("", first))
+    if _FIX_WORD.search(untagged) and number in _numbers(readers.names, untagged):
         return FollowUpKind.FIX
     if number in _numbers(readers.follows, text):
         return FollowUpKind.FOLLOW_UP
