@@ -461,3 +461,12 @@ def test_offline_with_no_pr_head_fetched_says_the_search_was_not_made(proposal: 
     assert ("5. duplicates: not searched: no PR heads under refs/remotes/upstream/pr/ to search: "
             "--fetch fetches them (or run online)") in text, text
     assert "none share a file" not in text, text
+
+
+def test_the_forks_squash_number_leaves_the_title(proposal: Path) -> None:
+    """A commit squash-merged in the fork ends '(#184)' (HabanaAI/vllm-fork's PR): upstream
+    that names vLLM's #184, and GitHub appends the new PR's number itself."""
+    sh("git checkout -q topic/offload-note && git commit -q --amend -m '[KV Offload] a note (#184)' && "
+       "git checkout -q --detach v0.30.0", proposal)
+    out = json.loads(run_series("propose", "offload-note", "--dry-run", "--offline", "--json", cwd=proposal).stdout)
+    assert out["title"] == "[KV Offload] a note", out["title"]

@@ -106,6 +106,37 @@ def test_fix_follow_up_and_revert_of_an_adopted_pr_are_found_not_carried(fork: P
     assert after.walked == int(git(fork, "rev-list", "--count", "v0.30.0..upstream/main")), after.walked
 
 
+@pytest.mark.parametrize("text, kind", [
+    # vLLM's own subjects (v0.5.4..main): a fix word anywhere in the subject, a revert with
+    # its closing quote missing, GitHub's Revert button quoting the title without its number
+    ("[Model][OpenVINO] Fix regressions from #61050 (#10045)", FollowUpKind.FIX),
+    ("[Bugfix][VLM] Fix incompatibility between #7902 and #61050 (#7948)", FollowUpKind.FIX),
+    ("[Doc] Fix incorrect docs from #61050 (#7788)", FollowUpKind.FIX),
+    ('Revert "rename PromptInputs and inputs with backward compatibility (#61050) (#8810)', FollowUpKind.REVERT),
+    ('Revert "[Misc][Bugfix]  Disable guided decoding" (#8593)', FollowUpKind.REVERT),
+    ('Revert "[Misc] Enable guided decoding" (#8593)', None),       # another title
+    ("[Bugfix] Add x, as #61050 did (#61060)", None),               # no fix word in the subject
+    ("[Hotfix] x (#61060)\n\nsee #61050", None),                   # the body only names it
+])
+def test_classify_reads_vllms_real_subjects(text: str, kind: FollowUpKind | None) -> None:
+    merge_subject = "[Misc][Bugfix] Disable guided decoding (#61050)"
+    assert classify(READERS, text, 61050, "0123456789abcdef0123456789abcdef01234567", merge_subject) is kind
+
+
+def test_a_revert_naming_the_pr_by_title_only_is_found(fork: Path, upstream: Path) -> None:
+    """GitHub's Revert button: 'Revert "<title>" (#M)', no "#61050" anywhere in the message."""
+    head = add_pull_request(upstream)
+    land(upstream, {LRU: LRU_FIXED}, "[Bugfix] Fix eviction order (#61050)", "2026-02-12T00:00:00Z")
+    revert = land(upstream, {LRU: LRU_V030}, 'Revert "[Bugfix] Fix eviction order" (#61070)', "2026-02-13T00:00:00Z")
+    sh(f"git fetch -q upstream +refs/heads/*:refs/remotes/upstream/* +refs/pull/61050/head:refs/remotes/upstream/pr/61050 "
+       f"&& git branch topic/pr-61050 {head}", fork)
+    with (fork / "series.yaml").open("a") as f:
+        f.write(ADOPTED)
+    (pr,) = found(fork).prs
+    assert [(f.kind, f.commit.sha, f.commit.pr) for f in pr.followups] == [(FollowUpKind.REVERT, revert, 61070)]
+    assert "#61050 reverted upstream by #61070" in pr.warnings()[0], pr.warnings()
+
+
 def test_a_mention_before_the_merge_is_no_follow_up(fork: Path, landed: dict[str, str]) -> None:
     """'Fix for #61050' before the squash is not after it (classify alone would call it a fix)."""
     assert classify(READERS, "[Misc] prepare the fix for #61050 (#61040)", 61050, None) is FollowUpKind.FIX

@@ -171,6 +171,14 @@ class _Readers:
 
 
 _REVERT_SUBJECT = re.compile(r'^Revert\s+"(.*)"', re.IGNORECASE)
+# a revert's subject missing its closing quote, as typed by hand (vLLM's #8810:
+# 'Revert "rename PromptInputs ... (#8760) (#8810)'); a second "(#M)" is the revert's own
+_REVERT_UNCLOSED = re.compile(r'^Revert\s+"([^"]*?)(?:\s*\(#[0-9]+\))?\s*$', re.IGNORECASE)
+_OWN_PR = re.compile(r"\s*\(#[0-9]+\)\s*$")
+_TAGS = re.compile(r"^(?:\s*\[[^\]]*\])+")
+# a fix word in a subject ('[Model] Fix regressions from #8346', 'Fix incompatibility between
+# #7902 and #7230', 'Fix incorrect docs from #7615': vLLM's own): every PR it names is fixed
+_FIX_WORD = re.compile(r"\b(?:fix(?:es|ed|ing)?|hotfix(?:es)?|fixup|regressions?)\b", re.IGNORECASE)
 _REVERTS_COMMIT = re.compile(r"\breverts\s+commit\s+([0-9a-f]{7,40})\b", re.IGNORECASE)
 _REVERTS_COMMIT_RAW = re.compile(rb"reverts\s+commit\s", re.IGNORECASE)
 _HEX_WORD = re.compile(r"\b[0-9a-f]{7,40}\b")
@@ -180,13 +188,30 @@ def _numbers(pattern: re.Pattern[str], text: str) -> set[int]:
     return {int(m.group(1)) for m in pattern.finditer(text)}
 
 
-def classify(readers: _Readers, text: str, number: int, merge_sha: str | None) -> FollowUpKind | None:
-    """What a commit message is to PR `number` (whose squash is `merge_sha`, when known):
-    a revert, a fix, a follow-up, or nothing. A revert outranks a fix, a fix a follow-up."""
+def _title(subject_line: str) -> str:
+    """A subject without its "(#N)" and with its whitespace collapsed: a PR's title."""
+    return " ".join(_OWN_PR.sub("", subject_line).split())
+
+
+def _reverted(first: str) -> str | None:
+    """The subject a 'Revert "..."' subject quotes (its closing quote may be missing)."""
+    quoted = _REVERT_SUBJECT.match(first) or _REVERT_UNCLOSED.match(first)
+    return quoted.group(1) if quoted else None
+
+
+def classify(readers: _Readers, text: str, number: int, merge_sha: str | None,
+             merge_subject: str | None = None) -> FollowUpKind | None:
+    """What a commit message is to PR `number` (whose squash is `merge_sha` with subject
+    `merge_subject`, when known): a revert, a fix, a follow-up, or nothing. A revert
+    outranks a fix, a fix a follow-up."""
     first = text.split("\n", 1)[0].strip()
-    quoted = _REVERT_SUBJECT.match(first)
-    inner = pr_number(quoted.group(1)) if quoted else None
+    quoted = _reverted(first)
+    inner = pr_number(quoted) if quoted is not None else None
     if inner == number:
+        return FollowUpKind.REVERT
+    # GitHub's Revert button quotes the PR's title, without its number ('Revert "[Misc]
+    # Disable guided decoding for mistral tokenizer" (#8593)' reverted #8521)
+    if quoted is not None and inner is None and merge_subject is not None and _title(quoted) == _title(merge_subject):
         return FollowUpKind.REVERT
     if inner is not None:  # the revert of another PR (a fix of this one, say) follows this one up
         named = _numbers(readers.fixes, text) | _numbers(readers.follows, text)
@@ -196,6 +221,9 @@ def classify(readers: _Readers, text: str, number: int, merge_sha: str | None) -
     if merge_sha and any(merge_sha.startswith(m.group(1).lower()) for m in _REVERTS_COMMIT.finditer(text)):
         return FollowUpKind.REVERT
     if number in _numbers(readers.fixes, text):
+        return FollowUpKind.FIX
+    untagged = _title(_TAGS.sub("", first))
+    if _FIX_WORD.search(untagged) and number in _numbers(readers.names, untagged):
         return FollowUpKind.FIX
     if number in _numbers(readers.follows, text):
         return FollowUpKind.FOLLOW_UP
@@ -299,7 +327,8 @@ def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, own: OwnO
     for commit in walker:
         walked += 1
         raw = commit.raw_message
-        if cheap.search(raw) or _REVERTS_COMMIT_RAW.search(raw):
+        # a revert may name its PR by title only: read every revert (a few per thousand)
+        if cheap.search(raw) or _REVERTS_COMMIT_RAW.search(raw) or raw[:7].lower() == b"revert ":
             candidates.append(commit)
     seconds = time.perf_counter() - start
     readers = _Readers.of(series.upstream.github)
@@ -332,7 +361,8 @@ def _one(repo: pygit2.Repository, t: _Tracked, base: pygit2.Commit, candidates: 
     for commit in candidates:
         if pr_number(subject(commit)) == number:
             continue
-        kind = classify(readers, message(commit), number, merge_sha)
+        kind = classify(readers, message(commit), number, merge_sha,
+                        subject(merge) if merge is not None else None)
         if kind is None:
             continue
         after = (repo.descendant_of(commit.id, merge.id) if merge is not None
