@@ -17,7 +17,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from tests.conftest import run_series, sh
+from tests.conftest import from_template, run_series, sh
 from tests.repos import TEST_AREA, commit_all, commit_files, git, write
 
 SLUG = "/repos/vllm-project/vllm"
@@ -99,7 +99,13 @@ def _serving(edits: dict[int, str]) -> str:
 
 @pytest.fixture
 def proposal(tmp_path: Path) -> Path:
-    """upstream work repo -> bare mirror (upstream) -> fork clone; a bare fork remote 'origin'."""
+    """upstream work repo -> bare mirror (upstream) -> fork clone; a bare fork remote 'origin'
+    (built once per session, each test gets a copy)."""
+    return from_template("proposal", build_proposal, tmp_path)
+
+
+def build_proposal(tmp_path: Path) -> Path:
+    """The layout `proposal` copies, built in `tmp_path`; returns the fork."""
     work = tmp_path / "upstream-work"
     work.mkdir()
     git(work, "init", "-q", "-b", "main")

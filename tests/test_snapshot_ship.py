@@ -52,14 +52,10 @@ def test_preflight_offline(served: Path, snapshot: Snapshot) -> None:
          volatile=(SINCE_TODAY,))
 
 
-def _proposal(root: Path) -> Path:
-    return test_propose.proposal.__wrapped__(root)  # type: ignore[attr-defined, no-any-return]
-
-
 @pytest.fixture
 def proposal(tmp_path: Path) -> Path:
     """tests/test_propose.py's layout, built once per session."""
-    return from_template("proposal", _proposal, tmp_path)
+    return from_template("proposal", test_propose.build_proposal, tmp_path)
 
 
 def test_propose_dry_run_offline(proposal: Path, snapshot: Snapshot) -> None:

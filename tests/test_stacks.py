@@ -2,13 +2,16 @@
 backend topic with four topics built on it). `series add` infers depends_on as `init`
 does, `check` names a stacked topic without it, `build` names only the pairs git's own
 merge says conflict (with the file and a hint), and `diff` shows a fixup on the base topic
-once, under the base topic."""
+once, under the base topic. Every test here starts from the stack (the module's `fork`)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tests.conftest import run_series, sh
+import pytest
+
+from tests.conftest import from_template, run_series, sh
+from tests.repos import build_fork, build_upstream
 
 BACKEND = "".join(f"backend line {i}\n" for i in range(1, 13))
 DEPENDENTS = {"a": 2, "b": 5, "c": 8}   # each dependent changes one line of the base's file
@@ -33,6 +36,19 @@ def _stack(fork: Path) -> None:
         _change_line(fork, f"topic/hpu-{name}", line, f"hpu-{name} was here", f"hpu-{name}: tune")
 
 
+@pytest.fixture
+def fork(tmp_path: Path) -> Path:
+    """The conftest's upstream and fork with the stack on the fork (`_stack`): built once per
+    session and copied (a dozen git commands)."""
+    return from_template("stacked-fork", _stacked, tmp_path)
+
+
+def _stacked(root: Path) -> Path:
+    fork = build_fork(build_upstream(root / "upstream"), root / "fork")
+    _stack(fork)
+    return fork
+
+
 def _fixup(fork: Path, line: int) -> None:
     """A fixup committed on the base topic after the others branched from it."""
     _change_line(fork, "topic/hpu", line, "fixed in the base", "fixup! hpu: backend")
@@ -51,7 +67,6 @@ def _list(fork: Path, *names: str, depends: bool) -> None:
 # -- add and check --------------------------------------------------------------------------
 
 def test_add_infers_depends_on_for_a_branch_built_on_a_topic(fork: Path) -> None:
-    _stack(fork)
     assert "depends_on" not in run_series("add", "topic/hpu", cwd=fork).stdout
     out = run_series("add", "topic/hpu-a", cwd=fork).stdout
     assert "depends_on: [hpu] (its branch is built on hpu's commits" in out, out
@@ -66,7 +81,6 @@ def test_add_infers_depends_on_for_a_branch_built_on_a_topic(fork: Path) -> None
 
 
 def test_check_names_a_stacked_topic_without_depends_on(fork: Path) -> None:
-    _stack(fork)
     _list(fork, "hpu", "hpu-a", "hpu-b", depends=False)
     _fixup(fork, 12)
     out = run_series("check", cwd=fork, expect=1).stdout
@@ -83,7 +97,6 @@ def test_check_names_a_stacked_topic_without_depends_on(fork: Path) -> None:
 def test_build_names_only_the_pair_git_says_conflicts_with_its_file_and_a_hint(fork: Path) -> None:
     """The base topic's fixup changes the line hpu-c changes: that pair conflicts, and git
     merges hpu-a and hpu-b with it cleanly though they changed the same file."""
-    _stack(fork)
     _list(fork, "hpu", "hpu-a", "hpu-b", "hpu-c", depends=True)
     _fixup(fork, DEPENDENTS["c"])
     proc = run_series("build", cwd=fork, expect=3)
@@ -101,7 +114,6 @@ def test_build_of_a_stack_without_depends_on_names_no_false_pair(fork: Path) -> 
     a fixup elsewhere in the file. Each dependent's own diff then carries the base's first
     version of the file, which no longer merges onto the chain; git merges each pair
     cleanly, so no pair is named: the hint is the missing depends_on."""
-    _stack(fork)
     _list(fork, "hpu", "hpu-a", "hpu-b", depends=False)
     _fixup(fork, 12)
     proc = run_series("build", cwd=fork, expect=3)
@@ -125,7 +137,6 @@ def test_build_of_a_stack_without_depends_on_names_no_false_pair(fork: Path) -> 
 def test_a_topic_on_one_left_out_is_left_out_with_it(fork: Path) -> None:
     """hpu conflicts with a topic before it: its dependents are left out with it, named as
     such, not as conflicts of their own with whatever touched their files."""
-    _stack(fork)
     sh("git checkout -q -B topic/hpu-rival v0.30.0 && mkdir -p hpu", fork)
     (fork / "hpu" / "backend.py").write_text("a rival backend\n")
     sh("git add hpu && git commit -qm rival && git checkout -q --detach v0.30.0", fork)
@@ -142,7 +153,6 @@ def test_a_topic_on_one_left_out_is_left_out_with_it(fork: Path) -> None:
 def test_diff_shows_a_fixup_on_the_base_topic_once_under_the_base_topic(fork: Path, tmp_path: Path) -> None:
     """The stack as `series add` listed it before it inferred depends_on; the fixup is
     squashed into nothing: it is a commit on hpu, and the dependents are rebuilt on it."""
-    _stack(fork)
     _list(fork, "hpu", "hpu-a", "hpu-b", depends=False)
     run_series("export", str(tmp_path / "before"), cwd=fork)
     _fixup(fork, 12)
@@ -160,7 +170,6 @@ def test_diff_of_the_restacking_rebase_shows_a_fixup_made_outside_it_under_the_b
     """As on the real fork: a fixup committed on the base topic by hand (no operation moves
     it), then `series rebase --onto <the same base>` re-stacks the dependents on it. The
     journal's last word on topic/hpu predates the fixup; the rebase saw the fixup."""
-    _stack(fork)
     _list(fork, "hpu", "hpu-a", "hpu-b", depends=True)
     run_series("rebase", "--onto", "v0.30.0", cwd=fork)
     _fixup(fork, 12)
@@ -178,7 +187,6 @@ def test_diff_of_the_restacking_rebase_shows_a_fixup_made_outside_it_under_the_b
 def test_diff_of_a_topic_that_came_out_empty_says_its_commit_was_dropped(fork: Path, tmp_path: Path) -> None:
     """git range-diff refuses an empty range ('need two commit ranges'); the real fork's
     topic resolved to upstream's side had none left."""
-    _stack(fork)
     _list(fork, "hpu", depends=False)
     run_series("export", str(tmp_path / "before"), cwd=fork)
     sh("git branch -f topic/hpu v0.30.0", fork)

@@ -5,6 +5,7 @@ then a fix, a follow-up and a revert of it land; the fork adopted the PR as a to
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pygit2
@@ -14,8 +15,9 @@ from series.seriesfile import config
 from series.model import Status
 from series.upstream.followups import Carried, FollowUpKind, FollowUps, _Readers, _patch_id, classify, find
 from series.workspace import Workspace
-from tests.conftest import run_series, sh
-from tests.repos import LRU_FIXED, LRU_V030, TEST_LRU_ORDER, add_pull_request, commit_files, git
+from tests.conftest import from_template, run_series, sh
+from tests.repos import (LRU_FIXED, LRU_V030, TEST_LRU_ORDER, add_pull_request, build_fork, build_upstream,
+                         commit_files, git)
 
 LRU = "vllm/v1/kv_offload/cpu/policies/lru.py"
 TEST = "tests/v1/kv_offload/test_lru.py"
@@ -31,10 +33,19 @@ def land(upstream: Path, files: dict[str, str | None], text: str, date: str) -> 
 
 
 @pytest.fixture
-def landed(fork: Path, upstream: Path) -> dict[str, str]:
+def landed(tmp_path: Path, fork: Path, upstream: Path) -> dict[str, str]:
     """Upstream: PR #61050 squash-merged on main, a fix (#61060), a follow-up (#61065) and a
     revert (#61070) after it, and noise around; the fork fetched it all and adopted the PR
-    as topic pr-61050 (active, over v0.30.0)."""
+    as topic pr-61050 (active, over v0.30.0). Built once per session over the conftest's
+    upstream and fork and copied in their place."""
+    shutil.rmtree(fork)
+    shutil.rmtree(upstream)
+    return from_template("followups-landed", _landed, tmp_path)
+
+
+def _landed(root: Path) -> dict[str, str]:
+    upstream = build_upstream(root / "upstream")
+    fork = build_fork(upstream, root / "fork")
     head = add_pull_request(upstream)
     shas = {"before": land(upstream, {"vllm/a.py": "A = 1\n"},
                            "[Misc] prepare the fix for #61050 (#61040)", "2026-02-11T00:00:00Z")}
