@@ -87,6 +87,7 @@ class FakeGitHub:
                 "total_count": 2, "check_runs": [
                     {"name": "DCO", "status": "completed", "conclusion": "success"},
                     {"name": "pre-commit", "status": "completed", "conclusion": "success"}]},
+            f"{REPO}/commits/{self.head}/status": {"state": "pending", "total_count": 0, "statuses": []},
             "/user": _user(WE),
         }
 
