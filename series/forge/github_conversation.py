@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from series import validate
 from series.forge.base import ForgeError, PullRequest
@@ -158,51 +158,54 @@ def _list(value: Any, bad: Any, key: str, url: str) -> list[Any]:
     return value
 
 
-def _check_runs(forge: GitHubReads, number: PRNumber, head: str, bad: Any, max_pages: int) -> list[CheckRun]:
-    """The check runs of the head commit: an object per page ({total_count, check_runs})."""
-    page: str | None = forge._url(f"commits/{head}/check-runs", per_page=100)
-    runs: list[CheckRun] = []
+def _enveloped(forge: GitHubReads, path: str, key: str, what: str, noun: str, bad: Any,
+               max_pages: int) -> Iterator[tuple[Any, str]]:
+    """Each item of a list GitHub wraps in an object per page ({total_count, <key>: [...]}),
+    with the page it came from; at most MAX_ITEMS in all and max_pages pages."""
+    page: str | None = forge._url(path, per_page=100)
+    seen = 0
     for _ in range(max_pages):
         if page is None:
-            return runs
-        data, following = forge._get(page, f"the check runs of PR #{number}'s head")
-        items = data.get("check_runs") if isinstance(data, dict) else None
-        if not isinstance(items, list) or len(runs) + len(items) > MAX_ITEMS:
-            raise bad("check runs that are not a list of at most "
-                      f"{MAX_ITEMS}", page)
+            return
+        data, following = forge._get(page, what)
+        items = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(items, list) or seen + len(items) > MAX_ITEMS:
+            raise bad(f"{noun} that are not a list of at most {MAX_ITEMS}", page)
+        seen += len(items)
         for item in items:
-            name = item.get("name") if isinstance(item, dict) else None
-            status = item.get("status") if isinstance(item, dict) else None
-            conclusion = item.get("conclusion") if isinstance(item, dict) else None
-            if not isinstance(name, str) or not isinstance(status, str) \
-                    or not isinstance(conclusion, (str, type(None))):
-                raise bad("a check run without a name, status or conclusion", page)
-            runs.append(CheckRun(validate.one_line(name)[:100], status, conclusion))
+            yield item, page
         page = following
-    raise bad(f"more than {max_pages} pages of check runs", page or "")
+    raise bad(f"more than {max_pages} pages of {noun}", page or "")
+
+
+def _check_runs(forge: GitHubReads, number: PRNumber, head: str, bad: Any, max_pages: int) -> list[CheckRun]:
+    """The check runs of the head commit: an object per page ({total_count, check_runs})."""
+    runs: list[CheckRun] = []
+    for item, page in _enveloped(forge, f"commits/{head}/check-runs", "check_runs",
+                                 f"the check runs of PR #{number}'s head", "check runs", bad, max_pages):
+        name = item.get("name") if isinstance(item, dict) else None
+        status = item.get("status") if isinstance(item, dict) else None
+        conclusion = item.get("conclusion") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not isinstance(status, str) \
+                or not isinstance(conclusion, (str, type(None))):
+            raise bad("a check run without a name, status or conclusion", page)
+        runs.append(CheckRun(validate.one_line(name)[:100], status, conclusion))
+    return runs
 
 
 def _statuses(forge: GitHubReads, number: PRNumber, head: str, bad: Any, max_pages: int) -> list[CommitStatus]:
     """The head commit's combined status, one entry per context (GitHub keeps the latest of
     each): an object per page ({state, total_count, statuses}). The combined `state` alone
     is not read: GitHub says "pending" for a commit nobody reported on."""
-    page: str | None = forge._url(f"commits/{head}/status", per_page=100)
     found: list[CommitStatus] = []
-    for _ in range(max_pages):
-        if page is None:
-            return found
-        data, following = forge._get(page, f"the commit status of PR #{number}'s head")
-        items = data.get("statuses") if isinstance(data, dict) else None
-        if not isinstance(items, list) or len(found) + len(items) > MAX_ITEMS:
-            raise bad(f"commit statuses that are not a list of at most {MAX_ITEMS}", page)
-        for item in items:
-            context = item.get("context") if isinstance(item, dict) else None
-            state = item.get("state") if isinstance(item, dict) else None
-            if not isinstance(context, str) or state not in STATUS_STATES:
-                raise bad("a commit status without a context or a known state", page)
-            found.append(CommitStatus(validate.one_line(context)[:100], str(state)))
-        page = following
-    raise bad(f"more than {max_pages} pages of commit statuses", page or "")
+    for item, page in _enveloped(forge, f"commits/{head}/status", "statuses",
+                                 f"the commit status of PR #{number}'s head", "commit statuses", bad, max_pages):
+        context = item.get("context") if isinstance(item, dict) else None
+        state = item.get("state") if isinstance(item, dict) else None
+        if not isinstance(context, str) or state not in STATUS_STATES:
+            raise bad("a commit status without a context or a known state", page)
+        found.append(CommitStatus(validate.one_line(context)[:100], str(state)))
+    return found
 
 
 def _viewer(forge: GitHubReads) -> str | None:
