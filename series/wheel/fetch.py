@@ -130,15 +130,21 @@ def cached(spec: str, directory: Path, target: Target | None = None) -> Path | N
     return directory / name if name else None
 
 
+def _spec(wheel: str) -> re.Match[str]:
+    """NAME==VERSION parsed, or the one-line refusal."""
+    m = _SPEC.match(wheel)
+    if not m:
+        raise SeriesError(f"--wheel {wheel}: expected a .whl path or NAME==VERSION, e.g. vllm==0.31.0")
+    return m
+
+
 def planned(wheel: str, cache: Path | None = None, target: Target | None = None) -> tuple[Path, bool]:
     """For --dry-run: the wheel if it is here already, else a stand-in name; never downloads.
 
     Returns (path, present)."""
     if wheel.endswith(".whl"):
         return resolve_wheel(wheel, cache)[0], True
-    m = _SPEC.match(wheel)
-    if not m:
-        raise SeriesError(f"--wheel {wheel}: expected a .whl path or NAME==VERSION, e.g. vllm==0.31.0")
+    m = _spec(wheel)
     directory = cache or cache_dir()
     hit = cached(wheel, directory, target)
     if hit is not None:
@@ -155,9 +161,7 @@ def resolve_wheel(wheel: str, cache: Path | None = None, runner: Runner = _run,
         if not path.is_file():
             raise SeriesError(f"{wheel}: no such wheel file (pass a .whl path or vllm==VERSION)")
         return path.resolve(), False
-    m = _SPEC.match(wheel)
-    if not m:
-        raise SeriesError(f"--wheel {wheel}: expected a .whl path or NAME==VERSION, e.g. vllm==0.31.0")
+    m = _spec(wheel)
     directory = cache or cache_dir()
     hit = cached(wheel, directory, target)
     if hit is not None:
