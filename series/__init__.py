@@ -1,4 +1,5 @@
 """series: a patch-series manager for downstream forks of vLLM."""
+
 from __future__ import annotations
 
 __version__ = "0.1.0"

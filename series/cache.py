@@ -1,5 +1,6 @@
 """The one answer to "where does series keep a cache of kind X": $OVERRIDE when set, else
 $XDG_CACHE_HOME/series/X (~/.cache/series/X)."""
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@ command. A verb is found by its module's name and imported only when it runs, so
 verb takes from here (its Context, emit, emit_json) is series.cli_support's, below the
 verbs: no verb imports this module (docs/architecture.md, "Package order").
 """
+
 from __future__ import annotations
 
 import os
@@ -40,7 +41,9 @@ class VerbTable(click.Group):
         _accept_output_options(command)
         return command
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         if args and not ctx.resilient_parsing and args[0] not in _verb_modules() and not args[0].startswith("-"):
             ctx.fail(unknown_verb(args[0], self.list_commands(ctx)))
         return super().resolve_command(ctx, args)
@@ -100,7 +103,7 @@ def _command_docstring(source: Path) -> str | None:
     quote = text.find('"""', start)
     end_quote = text.find('"""', quote + 3) if quote >= 0 else -1
     if end_quote >= 0:
-        doc = _docstring_of(text[start:end_quote + 3])
+        doc = _docstring_of(text[start : end_quote + 3])
         if doc is not None:
             return doc
     lines = text[start:].split("\n")
@@ -137,14 +140,26 @@ def module_name(verb: str) -> str:
 # always`): get_command gives every verb hidden copies whose callbacks override the group's.
 _OUTPUT_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("-v", "--verbose"), {"is_flag": True, "help": "Log git commands and timings to stderr."}),
-    (("-q", "--quiet"), {"is_flag": True,
-                         "help": "Print only errors and --json documents; the exit code tells the outcome."}),
-    (("--color",), {"type": click.Choice(["auto", "always", "never"]),
-                    "help": "Colour: on a terminal (auto, the default), always, or never. Under auto, "
-                            "NO_COLOR=1 means never, else CLICOLOR_FORCE=1 means always."}),
-    (("--no-pager",), {"is_flag": True,
-                       "help": "Do not page long output on a terminal (pager: $SERIES_PAGER, $GIT_PAGER, "
-                               "core.pager, $PAGER, else less -FRX)."}),
+    (
+        ("-q", "--quiet"),
+        {"is_flag": True, "help": "Print only errors and --json documents; the exit code tells the outcome."},
+    ),
+    (
+        ("--color",),
+        {
+            "type": click.Choice(["auto", "always", "never"]),
+            "help": "Colour: on a terminal (auto, the default), always, or never. Under auto, "
+            "NO_COLOR=1 means never, else CLICOLOR_FORCE=1 means always.",
+        },
+    ),
+    (
+        ("--no-pager",),
+        {
+            "is_flag": True,
+            "help": "Do not page long output on a terminal (pager: $SERIES_PAGER, $GIT_PAGER, "
+            "core.pager, $PAGER, else less -FRX).",
+        },
+    ),
 )
 
 
@@ -156,8 +171,10 @@ def _output_options(func: Any) -> Any:
 
 def _accept_output_options(command: click.Command) -> None:
     if not any(p.name == "color" for p in command.params):
-        command.params += [click.Option(list(decls), expose_value=False, hidden=True, callback=_late_output, **attrs)
-                           for decls, attrs in _OUTPUT_OPTIONS]
+        command.params += [
+            click.Option(list(decls), expose_value=False, hidden=True, callback=_late_output, **attrs)
+            for decls, attrs in _OUTPUT_OPTIONS
+        ]
     for sub in getattr(command, "commands", {}).values():
         _accept_output_options(sub)
 
@@ -187,6 +204,7 @@ def _silence(ctx: click.Context) -> None:
     def restore() -> None:
         sys.stderr.close()
         sys.stderr = saved
+
     ctx.call_on_close(restore)  # before main() prints an error
 
 
@@ -226,16 +244,32 @@ touches: 0 touched, 1 not touched, 2 an error.
 
 
 @click.group(cls=VerbTable, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
-              help="Show the versions of series, git, pygit2 and libgit2, and exit.")
-@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
-              help="series.yaml to use (default: found in this directory or its parents).")
-@click.option("-C", "directory", type=click.Path(path_type=Path, file_okay=False),
-              help="Run as if started in DIR.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the versions of series, git, pygit2 and libgit2, and exit.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="series.yaml to use (default: found in this directory or its parents).",
+)
+@click.option("-C", "directory", type=click.Path(path_type=Path, file_okay=False), help="Run as if started in DIR.")
 @_output_options
 @click.pass_context
-def group(ctx: click.Context, config_file: Path | None, directory: Path | None, verbose: bool,
-          quiet: bool, color: str | None, no_pager: bool) -> None:
+def group(
+    ctx: click.Context,
+    config_file: Path | None,
+    directory: Path | None,
+    verbose: bool,
+    quiet: bool,
+    color: str | None,
+    no_pager: bool,
+) -> None:
     """Manage a downstream fork of vLLM as an ordered series of topic branches.
 
     \b
@@ -253,8 +287,9 @@ def group(ctx: click.Context, config_file: Path | None, directory: Path | None, 
         try:
             os.chdir(directory)
         except OSError as exc:
-            raise SeriesError(f"-C {directory}: cannot change to that directory ({exc.strerror or exc})",
-                              "give an existing directory") from None
+            raise SeriesError(
+                f"-C {directory}: cannot change to that directory ({exc.strerror or exc})", "give an existing directory"
+            ) from None
         directory = Path.cwd()
     OUTPUT.directory = directory
     import logging  # here, not at the top: `series --help` and usage errors never get here
@@ -325,7 +360,9 @@ def main(argv: list[str] | None = None) -> None:
 
         if exc.errno not in NO_SPACE:
             raise _bug(exc) from None
-        click.echo(f"series: error: {printable(redact(str(disk_error(exc))))}", err=True)  # the user's to fix, never a bug
+        click.echo(
+            f"series: error: {printable(redact(str(disk_error(exc))))}", err=True
+        )  # the user's to fix, never a bug
         sys.exit(1)
     except Exception as exc:  # a bug: log it, say where, exit with the bug code
         from series.git.partial import explain
@@ -342,6 +379,9 @@ def _bug(exc: BaseException) -> SystemExit:
     from series.validate import printable
 
     path = write_bug_log(exc)
-    click.echo(f"series: internal error ({type(exc).__name__}: {printable(redact(str(exc)))}); "
-               f"details in {path}; please report it", err=True)
+    click.echo(
+        f"series: internal error ({type(exc).__name__}: {printable(redact(str(exc)))}); "
+        f"details in {path}; please report it",
+        err=True,
+    )
     return SystemExit(EXIT_BUG)

@@ -10,6 +10,7 @@ packages form layers (docs/architecture.md, "Package order"):
     emit_json(data)     --json output, led by "schema"
     unknown_verb        the usage error for a verb that is not there (the group's, and `series help`'s)
 """
+
 from __future__ import annotations
 
 import re
@@ -48,9 +49,12 @@ pass_ctx = click.make_pass_decorator(Context)
 
 OUTPUT = Output()
 # compiled by colorize (re's cache), on a terminal only: not at every command's start
-_STYLES = ((r"^(\s*)(warning:|note:)", "yellow"), (r"^(\s*)(error:)", "red"),
-           (r"()\b(conflicts?|CONFLICT|no longer applies|failed)\b", "red"),
-           (r"()\b(clean|ok|passed)\b", "green"))
+_STYLES = (
+    (r"^(\s*)(warning:|note:)", "yellow"),
+    (r"^(\s*)(error:)", "red"),
+    (r"()\b(conflicts?|CONFLICT|no longer applies|failed)\b", "red"),
+    (r"()\b(clean|ok|passed)\b", "green"),
+)
 
 
 def colorize(text: str) -> str:
@@ -58,6 +62,7 @@ def colorize(text: str) -> str:
         for pattern, colour in _STYLES:
             s = re.sub(pattern, lambda m: m.group(1) + click.style(m.group(2), fg=colour, bold=colour == "red"), s)
         return s
+
     return "\n".join(line(s) for s in text.split("\n"))
 
 

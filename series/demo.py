@@ -14,6 +14,7 @@ Upstream history (all offline, made with pygit2, fixed authors and dates):
 The fork's topics are the example series in topics/ (export format, the source of truth):
 the demo clones upstream and runs `series import` on it, as a new clone of a fork would.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -106,9 +107,11 @@ MANAGER_V031 = MANAGER.replace(
 )
 
 SCHEDULER = "".join(
-    ['"""Scheduler for the v1 engine."""\n\n\nclass Scheduler:\n'
-     "    def __init__(self, max_num_seqs: int = 256) -> None:\n"
-     "        self.max_num_seqs = max_num_seqs\n"]
+    [
+        '"""Scheduler for the v1 engine."""\n\n\nclass Scheduler:\n'
+        "    def __init__(self, max_num_seqs: int = 256) -> None:\n"
+        "        self.max_num_seqs = max_num_seqs\n"
+    ]
     + [f"\n    def step_{i}(self) -> int:\n        return {i}\n" for i in range(12)]
 )
 
@@ -132,7 +135,9 @@ def test_evicts_least_recently_used() -> None:
     assert policy.evict() == 1
 '''
 
-TEST_LRU_ORDER = TEST_LRU + '''
+TEST_LRU_ORDER = (
+    TEST_LRU
+    + '''
 
 def test_touch_keeps_request_order() -> None:
     policy = LRUPolicy()
@@ -143,6 +148,7 @@ def test_touch_keeps_request_order() -> None:
     assert policy.evict() == 3
     assert policy.evict() == 1, "the first key of a request is evicted last"
 '''
+)
 
 TEST_AREA_KV = """\
 group: KV Offload
@@ -194,9 +200,8 @@ BASE_FILES = {
     "vllm/entrypoints/openai/api_server.py": API_SERVER,
     "vllm/multimodal/ipc.py": "SHM_PREFIX = 'vllm'\n",
     "tests/v1/kv_offload/test_lru.py": TEST_LRU,
-    "tests/entrypoints/test_api_server.py":
-        "from vllm.entrypoints.openai.api_server import build_app\n\n\n"
-        "def test_routes() -> None:\n    assert '/v1/completions' in build_app()['routes']\n",
+    "tests/entrypoints/test_api_server.py": "from vllm.entrypoints.openai.api_server import build_app\n\n\n"
+    "def test_routes() -> None:\n    assert '/v1/completions' in build_app()['routes']\n",
     ".buildkite/test_areas/kv_offload.yaml": TEST_AREA_KV,
     ".buildkite/test_areas/entrypoints.yaml": TEST_AREA_ENTRYPOINTS,
     "docs/usage.md": "# Usage\n\nRun `vllm serve`.\n",
@@ -237,13 +242,27 @@ class Ident:
         return pygit2.Signature(self.name, self.email, int(when.timestamp()), 0)
 
 
-def commit(repo: pygit2.Repository, parent: pygit2.Commit | None, files: Mapping[str, str | None],
-           message: str, author: Ident, date: str, committer: Ident | None = None) -> pygit2.Commit:
-    blobs = {path: None if text is None else (repo.create_blob(text.encode()), int(BLOB))
-             for path, text in files.items()}
+def commit(
+    repo: pygit2.Repository,
+    parent: pygit2.Commit | None,
+    files: Mapping[str, str | None],
+    message: str,
+    author: Ident,
+    date: str,
+    committer: Ident | None = None,
+) -> pygit2.Commit:
+    blobs = {
+        path: None if text is None else (repo.create_blob(text.encode()), int(BLOB)) for path, text in files.items()
+    }
     tree = edit_tree(repo, parent.tree if parent is not None else None, blobs, "demo")
-    oid = repo.create_commit(None, author.at(date), (committer or author).at(date), message + "\n",
-                             tree, [parent.id] if parent is not None else [])
+    oid = repo.create_commit(
+        None,
+        author.at(date),
+        (committer or author).at(date),
+        message + "\n",
+        tree,
+        [parent.id] if parent is not None else [],
+    )
     return repo[oid].peel(pygit2.Commit)
 
 
@@ -252,35 +271,71 @@ def build_upstream(path: Path) -> pygit2.Repository:
     up = Ident(*UPSTREAM)
     v030 = commit(repo, None, BASE_FILES, "Release v0.30.0", up, "2026-01-15T00:00:00Z")
     repo.references.create("refs/tags/v0.30.0", v030.id)
-    pr = commit(repo, v030, {"vllm/v1/kv_offload/cpu/policies/lru.py": LRU_FIXED,
-                             "tests/v1/kv_offload/test_lru.py": TEST_LRU_ORDER},
-                "[Bugfix][KV offload] Fix eviction order of touched offloaded blocks\n\n"
-                "Touching a request's blocks in order made its first block the next to be\n"
-                "evicted. Touch in reverse so the prefix a request needs first stays.\n\n"
-                "Signed-off-by: Ada Upstream <ada@upstream.example>",
-                Ident(*ADA), "2026-02-03T09:30:00Z")
+    pr = commit(
+        repo,
+        v030,
+        {"vllm/v1/kv_offload/cpu/policies/lru.py": LRU_FIXED, "tests/v1/kv_offload/test_lru.py": TEST_LRU_ORDER},
+        "[Bugfix][KV offload] Fix eviction order of touched offloaded blocks\n\n"
+        "Touching a request's blocks in order made its first block the next to be\n"
+        "evicted. Touch in reverse so the prefix a request needs first stays.\n\n"
+        "Signed-off-by: Ada Upstream <ada@upstream.example>",
+        Ident(*ADA),
+        "2026-02-03T09:30:00Z",
+    )
     repo.references.create("refs/pull/61050/head", pr.id)
     # v0.31.0 lands as squash-merged PRs, as vLLM's releases do (the rebase names them)
-    sched = commit(repo, v030, {"vllm/v1/core/sched/scheduler.py": SCHEDULER.replace(
-        "return 11\n", "return 11  # v0.31\n")}, "[Core] Mark the scheduler's v0.31 step (#60990)",
-        Ident("Sam Scheduler", "sam@upstream.example"), "2026-02-05T11:00:00Z", committer=up)
-    rework = commit(repo, sched, {"vllm/v1/kv_offload/cpu/manager.py": MANAGER_V031},
-                    "[KV offload] Evict lazily in store() (#61010)",
-                    Ident("Kai Offload", "kai@upstream.example"), "2026-02-08T15:20:00Z", committer=up)
-    ipc = commit(repo, rework, {"vllm/multimodal/ipc.py": "SHM_PREFIX = 'vllm'\nSHM_TIMEOUT_S = 30\n"},
-                 "[Multimodal] Time out shared-memory handles (#61020)",
-                 Ident("Mia Multimodal", "mia@upstream.example"), "2026-02-11T09:45:00Z", committer=up)
-    v031 = commit(repo, ipc, {"vllm/_version.py": _version_file("0.31.0")}, "Release v0.31.0", up,
-                  "2026-02-15T00:00:00Z")
+    sched = commit(
+        repo,
+        v030,
+        {"vllm/v1/core/sched/scheduler.py": SCHEDULER.replace("return 11\n", "return 11  # v0.31\n")},
+        "[Core] Mark the scheduler's v0.31 step (#60990)",
+        Ident("Sam Scheduler", "sam@upstream.example"),
+        "2026-02-05T11:00:00Z",
+        committer=up,
+    )
+    rework = commit(
+        repo,
+        sched,
+        {"vllm/v1/kv_offload/cpu/manager.py": MANAGER_V031},
+        "[KV offload] Evict lazily in store() (#61010)",
+        Ident("Kai Offload", "kai@upstream.example"),
+        "2026-02-08T15:20:00Z",
+        committer=up,
+    )
+    ipc = commit(
+        repo,
+        rework,
+        {"vllm/multimodal/ipc.py": "SHM_PREFIX = 'vllm'\nSHM_TIMEOUT_S = 30\n"},
+        "[Multimodal] Time out shared-memory handles (#61020)",
+        Ident("Mia Multimodal", "mia@upstream.example"),
+        "2026-02-11T09:45:00Z",
+        committer=up,
+    )
+    v031 = commit(
+        repo, ipc, {"vllm/_version.py": _version_file("0.31.0")}, "Release v0.31.0", up, "2026-02-15T00:00:00Z"
+    )
     repo.references.create("refs/tags/v0.31.0", v031.id)
-    merged = commit(repo, v031, {"vllm/v1/kv_offload/cpu/policies/lru.py": LRU_FIXED,
-                                 "tests/v1/kv_offload/test_lru.py": TEST_LRU_ORDER},
-                    "[Bugfix][KV offload] Fix eviction order of touched offloaded blocks (#61050)",
-                    Ident(*ADA), "2026-03-02T10:00:00Z", committer=up)
-    v032 = commit(repo, merged, {"vllm/_version.py": _version_file("0.32.0"),
-                                 ".github/PULL_REQUEST_TEMPLATE.md": PR_TEMPLATE,
-                                 ".github/CODEOWNERS": CODEOWNERS},
-                  "Release v0.32.0", up, "2026-03-15T00:00:00Z")
+    merged = commit(
+        repo,
+        v031,
+        {"vllm/v1/kv_offload/cpu/policies/lru.py": LRU_FIXED, "tests/v1/kv_offload/test_lru.py": TEST_LRU_ORDER},
+        "[Bugfix][KV offload] Fix eviction order of touched offloaded blocks (#61050)",
+        Ident(*ADA),
+        "2026-03-02T10:00:00Z",
+        committer=up,
+    )
+    v032 = commit(
+        repo,
+        merged,
+        {
+            "vllm/_version.py": _version_file("0.32.0"),
+            ".github/PULL_REQUEST_TEMPLATE.md": PR_TEMPLATE,
+            ".github/CODEOWNERS": CODEOWNERS,
+        },
+        "Release v0.32.0",
+        up,
+        "2026-03-15T00:00:00Z",
+    )
     repo.references.create("refs/tags/v0.32.0", v032.id)
     repo.references.create("refs/heads/main", v032.id, force=True)
     return repo
@@ -289,15 +344,23 @@ def build_upstream(path: Path) -> pygit2.Repository:
 def land_follow_up(repo: pygit2.Repository) -> pygit2.Commit:
     """Upstream's main gains a fix for #61050 after v0.32.0: what `series status` then reports."""
     main = repo.references["refs/heads/main"].peel(pygit2.Commit)
-    lru = LRU_FIXED.replace("    def insert(self, key: int, slot: int) -> None:\n        self.blocks[key] = slot\n",
-                            "    def insert(self, key: int, slot: int) -> None:\n        self.blocks[key] = slot\n"
-                            "        self.blocks.move_to_end(key, last=key % 100 != 0)\n")
-    fix = commit(repo, main, {"vllm/v1/kv_offload/cpu/policies/lru.py": lru},
-                 "[Bugfix][KV offload] Keep a fresh prefix's chunk 0 when storing (#61210)\n\n"
-                 "Fix for #61050: it ordered touches only, so store() still inserted a fresh\n"
-                 "prefix's chunk 0 first and evicted it first.\n\n"
-                 "Signed-off-by: Ada Upstream <ada@upstream.example>",
-                 Ident(*ADA), "2026-03-20T10:00:00Z", committer=Ident(*UPSTREAM))
+    lru = LRU_FIXED.replace(
+        "    def insert(self, key: int, slot: int) -> None:\n        self.blocks[key] = slot\n",
+        "    def insert(self, key: int, slot: int) -> None:\n        self.blocks[key] = slot\n"
+        "        self.blocks.move_to_end(key, last=key % 100 != 0)\n",
+    )
+    fix = commit(
+        repo,
+        main,
+        {"vllm/v1/kv_offload/cpu/policies/lru.py": lru},
+        "[Bugfix][KV offload] Keep a fresh prefix's chunk 0 when storing (#61210)\n\n"
+        "Fix for #61050: it ordered touches only, so store() still inserted a fresh\n"
+        "prefix's chunk 0 first and evicted it first.\n\n"
+        "Signed-off-by: Ada Upstream <ada@upstream.example>",
+        Ident(*ADA),
+        "2026-03-20T10:00:00Z",
+        committer=Ident(*UPSTREAM),
+    )
     repo.references.create("refs/heads/main", fix.id, force=True)
     return fix
 
@@ -310,8 +373,10 @@ def example_topics() -> Path:
             return candidate
     from series.errors import SeriesError
 
-    raise SeriesError("the example series (topics/) is not installed with this copy of series",
-                      "install from a source checkout ('pip install -e .')")
+    raise SeriesError(
+        "the example series (topics/) is not installed with this copy of series",
+        "install from a source checkout ('pip install -e .')",
+    )
 
 
 def clone_fork(upstream: Path, path: Path) -> pygit2.Repository:
@@ -320,11 +385,11 @@ def clone_fork(upstream: Path, path: Path) -> pygit2.Repository:
     The topics come next, from topics/ through `series import`, as a new clone of a real
     fork would get them.
     """
+
     def as_upstream(repo: pygit2.Repository, name: str, url: str) -> pygit2.Remote:
         return repo.remotes.create("upstream", url)
 
-    repo = pygit2.clone_repository(str(upstream), str(path), remote=as_upstream,
-                                   checkout_branch="main")
+    repo = pygit2.clone_repository(str(upstream), str(path), remote=as_upstream, checkout_branch="main")
     repo.config["user.name"], repo.config["user.email"] = MAINTAINER
     base = repo.revparse_single("v0.30.0").peel(pygit2.Commit)
     # Detached on the base, so every topic branch is free to move.
@@ -350,9 +415,9 @@ def build_release_wheel(upstream: pygit2.Repository, tag: str, out_dir: Path) ->
     walk(upstream[commit_.tree["vllm"].id].peel(pygit2.Tree), "vllm/")
     members[f"{dist_info}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n"
-        "Summary: A high-throughput and memory-efficient inference engine for LLMs\n").encode()
-    members[f"{dist_info}/WHEEL"] = (
-        b"Wheel-Version: 1.0\nGenerator: demo\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        "Summary: A high-throughput and memory-efficient inference engine for LLMs\n"
+    ).encode()
+    members[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: demo\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     record_lines = []
     for name, data in members.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()

@@ -10,6 +10,7 @@ clock): the maintainer's review question is three days old, so the row says "our
 for 3 days, past 48 h" on any day the demo runs. `state` is what the PR is now: "open"
 after our measurement comment, "merged" once v0.32 squash-merged it.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -23,8 +24,8 @@ import pygit2
 REPO = "/repos/vllm-project/vllm"
 NUMBER = 61050
 TOKEN = "demo-token-for-the-loopback-server"  # given to the verb so no real token is sent here
-WE = "fork-maintainer"                          # whose token it is (GET /user)
-REVIEWER = "kv-offload-owner"                   # CODEOWNERS of vllm/v1/kv_offload in the demo
+WE = "fork-maintainer"  # whose token it is (GET /user)
+REVIEWER = "kv-offload-owner"  # CODEOWNERS of vllm/v1/kv_offload in the demo
 
 
 def _user(login: str) -> dict[str, Any]:
@@ -54,12 +55,16 @@ class FakeGitHub:
     def answers(self) -> dict[str, Any]:
         merged = self.state == "merged"
         pull = {
-            "url": f"{self.url.rstrip('/')}{REPO}/pulls/{NUMBER}", "number": NUMBER,
+            "url": f"{self.url.rstrip('/')}{REPO}/pulls/{NUMBER}",
+            "number": NUMBER,
             "html_url": f"https://github.com/vllm-project/vllm/pull/{NUMBER}",
-            "state": "closed" if merged else "open", "draft": False, "merged": merged,
+            "state": "closed" if merged else "open",
+            "draft": False,
+            "merged": merged,
             "title": "[Bugfix][KV offload] Fix eviction order of touched offloaded blocks",
             "body": "## Purpose\n\nTouch a request's blocks in reverse so its prefix stays cached.\n",
-            "user": _user("ada-upstream"), "created_at": self._stamp(days=20),
+            "user": _user("ada-upstream"),
+            "created_at": self._stamp(days=20),
             "updated_at": self._stamp(days=1 if merged else 3),
             "closed_at": self._stamp(days=1) if merged else None,
             "merged_at": self._stamp(days=1) if merged else None,
@@ -69,24 +74,51 @@ class FakeGitHub:
             "head": {"ref": "fix-61050", "sha": self.head, "repo": {"full_name": "ada-upstream/vllm"}},
             "base": {"ref": "main", "sha": "0" * 40, "repo": {"full_name": "vllm-project/vllm"}},
         }
-        thread = [{"id": 7001, "in_reply_to_id": None, "position": 3, "user": _user(REVIEWER),
-                   "created_at": self._stamp(days=3), "body": "Does store() keep a fresh prefix's chunk 0 too?"}]
+        thread = [
+            {
+                "id": 7001,
+                "in_reply_to_id": None,
+                "position": 3,
+                "user": _user(REVIEWER),
+                "created_at": self._stamp(days=3),
+                "body": "Does store() keep a fresh prefix's chunk 0 too?",
+            }
+        ]
         if merged:  # answered, approved, merged
-            thread.append({"id": 7002, "in_reply_to_id": 7001, "position": 3, "user": _user("ada-upstream"),
-                           "created_at": self._stamp(days=2), "body": "Not yet: a follow-up will."})
+            thread.append(
+                {
+                    "id": 7002,
+                    "in_reply_to_id": 7001,
+                    "position": 3,
+                    "user": _user("ada-upstream"),
+                    "created_at": self._stamp(days=2),
+                    "body": "Not yet: a follow-up will.",
+                }
+            )
         return {
             f"{REPO}/pulls/{NUMBER}": pull,
-            f"{REPO}/pulls/{NUMBER}/reviews": [{"id": 8001, "state": "APPROVED", "user": _user(REVIEWER),
-                                                "submitted_at": self._stamp(days=1)}] if merged else [],
+            f"{REPO}/pulls/{NUMBER}/reviews": [
+                {"id": 8001, "state": "APPROVED", "user": _user(REVIEWER), "submitted_at": self._stamp(days=1)}
+            ]
+            if merged
+            else [],
             f"{REPO}/pulls/{NUMBER}/comments": thread,
             f"{REPO}/issues/{NUMBER}/comments": [],
-            f"{REPO}/pulls/{NUMBER}/commits": [{"sha": self.head, "author": _user("ada-upstream"),
-                                                "commit": {"committer": {"date": self._stamp(days=20)}}}],
+            f"{REPO}/pulls/{NUMBER}/commits": [
+                {
+                    "sha": self.head,
+                    "author": _user("ada-upstream"),
+                    "commit": {"committer": {"date": self._stamp(days=20)}},
+                }
+            ],
             f"{REPO}/issues/{NUMBER}/timeline": [],
             f"{REPO}/commits/{self.head}/check-runs": {
-                "total_count": 2, "check_runs": [
+                "total_count": 2,
+                "check_runs": [
                     {"name": "DCO", "status": "completed", "conclusion": "success"},
-                    {"name": "pre-commit", "status": "completed", "conclusion": "success"}]},
+                    {"name": "pre-commit", "status": "completed", "conclusion": "success"},
+                ],
+            },
             f"{REPO}/commits/{self.head}/status": {"state": "pending", "total_count": 0, "statuses": []},
             "/user": _user(WE),
         }

@@ -8,6 +8,7 @@ touched request's chunk 0 the first to go; the metrics are what that changes. On
 fails on purpose, the way it failed for real: both fixes order *touches*, but `store()` still
 inserts a fresh prefix's chunk 0 first, so it is still lost first.
 '''
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -70,8 +71,9 @@ predictions:
     why: "with the fix no request loses its chunk 0 while its later chunks stay cached"
 '''
 
-WHY_NO_CHUNK0_FAILED = ("store() still inserts a fresh prefix's chunk 0 first, so it is evicted first: "
-                        "both fixes order touches only")
+WHY_NO_CHUNK0_FAILED = (
+    "store() still inserts a fresh prefix's chunk 0 first, so it is evicted first: both fixes order touches only"
+)
 
 
 def write(directory: Path) -> Path:

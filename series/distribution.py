@@ -4,12 +4,13 @@ The nightly templates (ci/, written by `series ci init`) and the measurement job
 (`series measure --emit`) install series on a machine that has none; both take the spec
 from here, and tests/test_workflows.py keeps every copy in a template equal to it.
 """
+
 from __future__ import annotations
 
 from series import __version__
 
 DISTRIBUTION = "vllm-series"
-REPOSITORY = "https://github.com/vllm-series/vllm-series"   # pyproject's Source URL
+REPOSITORY = "https://github.com/vllm-series/vllm-series"  # pyproject's Source URL
 # False until the first release is on the package index: until then only the release tag
 # in the repository installs this version. Flip it with the release that is published.
 ON_INDEX = False

@@ -4,6 +4,7 @@ Exit codes follow StGit: 1 the user can fix it, 2 usage (click), 3 conflict, 4 a
 A bug gets a log file with versions and the traceback, never the environment, so a
 GitHub token can never end up in it.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The values every command passes around: frozen, typed, changed with replace()."""
+
 from __future__ import annotations
 
 import enum
@@ -60,21 +61,28 @@ class Upstream:
 # What vLLM's first-PR guide asks of a contribution: the `propose:` block of series.yaml
 # overrides these (series.propose.grade applies them).
 HOT_PATHS = (
-    "vllm/v1/core/sched/", "vllm/core/scheduler.py",                       # the scheduler
-    "vllm/v1/attention/", "vllm/attention/", "vllm/model_executor/layers/attention/",
-    "vllm/model_executor/kernels/attention/", "csrc/attention/",            # attention kernels
-    "*cuda_graph*", "*cudagraph*",                                          # CUDA graphs
-    "vllm/v1/sample/", "vllm/v1/worker/gpu/sample/", "vllm/model_executor/layers/sampler.py",
-    "csrc/sampler.cu",                                                      # samplers
+    "vllm/v1/core/sched/",
+    "vllm/core/scheduler.py",  # the scheduler
+    "vllm/v1/attention/",
+    "vllm/attention/",
+    "vllm/model_executor/layers/attention/",
+    "vllm/model_executor/kernels/attention/",
+    "csrc/attention/",  # attention kernels
+    "*cuda_graph*",
+    "*cudagraph*",  # CUDA graphs
+    "vllm/v1/sample/",
+    "vllm/v1/worker/gpu/sample/",
+    "vllm/model_executor/layers/sampler.py",
+    "csrc/sampler.cu",  # samplers
 )
 
 
 @dataclass(frozen=True)
 class ProposeSettings:
-    max_lines: int = 200           # changed lines (added + deleted) in a first PR
-    max_files: int = 3             # changed files in a first PR
+    max_lines: int = 200  # changed lines (added + deleted) in a first PR
+    max_files: int = 3  # changed files in a first PR
     hot_paths: tuple[str, ...] = HOT_PATHS  # "dir/" prefixes or fnmatch patterns
-    fork_remote: str = "origin"    # the git remote of the user's fork on GitHub
+    fork_remote: str = "origin"  # the git remote of the user's fork on GitHub
 
 
 @dataclass(frozen=True)

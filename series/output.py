@@ -3,6 +3,7 @@
 Set once by the global options (series.cli), read by emit() (series.cli_support). Click
 stays there: this module decides, the CLI prints.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,10 +21,10 @@ class Output:
 
     def __init__(self) -> None:
         self.quiet = False
-        self.color = "auto"      # auto | always | never
+        self.color = "auto"  # auto | always | never
         self.pager = True
         self.verbose = False
-        self.directory: Path | None = None   # where core.pager is read, as git would (-C DIR)
+        self.directory: Path | None = None  # where core.pager is read, as git would (-C DIR)
 
     def colored(self, stream: object) -> bool:
         """The flag wins; under auto, NO_COLOR (no-color.org) beats CLICOLOR_FORCE

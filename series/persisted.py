@@ -3,6 +3,7 @@ the journal. Files under .git/series are ours, but a user (or a crash, or a disk
 change them; every field is checked for its type where it is read, and a wrong one is a
 ValueError naming the field, which the reader turns into a one-line error naming the file.
 """
+
 from __future__ import annotations
 
 import enum
@@ -80,7 +81,8 @@ def read_str_map(d: JsonObject, key: str) -> dict[str, str]:
 def read_pairs(d: JsonObject, key: str) -> list[tuple[str, str]]:
     value = d.get(key)
     if not isinstance(value, list) or not all(
-            isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value):
+        isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in value
+    ):
         raise ValueError(f"'{key}' is not a list of pairs of strings")
     return [(str(v[0]), str(v[1])) for v in value if isinstance(v, list)]
 
@@ -90,5 +92,4 @@ def read_enum(kind: type[E], d: JsonObject, key: str) -> E:
     try:
         return kind(value)
     except ValueError:
-        raise ValueError(f"'{key}' is {value!r}, not one of "
-                         f"{', '.join(str(m.value) for m in kind)}") from None
+        raise ValueError(f"'{key}' is {value!r}, not one of {', '.join(str(m.value) for m in kind)}") from None

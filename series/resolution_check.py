@@ -6,6 +6,7 @@ and what the conflict memory would replay (series.resolutions).
 A problem the commit being replayed already had is not the resolution's: a topic's file that
 never parsed (a fixture, or code for a newer Python than this one) is not refused for it.
 """
+
 from __future__ import annotations
 
 import ast

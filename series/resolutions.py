@@ -29,6 +29,7 @@ of `hunks-sha1` they hold `resolved-blob` (git blob id of the resolved file),
 `preimage-bytes: <n>` and `=== preimage ...` with the whole normalized file before the
 hunks; that whole file is what made one rebase store 11,953 lines.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -48,8 +49,10 @@ from series.model import Series
 
 MARKER_SIZE = 7
 _OURS, _BASE, _SEP, _THEIRS = b"<" * 7, b"|" * 7, b"=" * 7, b">" * 7
-RESOLUTION_HEADER = ("=== resolution (@@ hunks over the file with its conflict markers normalized: labels "
-                     "and base dropped, sides sorted)")
+RESOLUTION_HEADER = (
+    "=== resolution (@@ hunks over the file with its conflict markers normalized: labels "
+    "and base dropped, sides sorted)"
+)
 
 
 def _marker(line: bytes, marker: bytes) -> bool:
@@ -61,8 +64,8 @@ def _marker(line: bytes, marker: bytes) -> bool:
 
 @dataclass(frozen=True)
 class NormalizedConflict:
-    preimage: bytes     # normalized file text
-    conflict_id: str    # rerere-style id of the normalized hunks
+    preimage: bytes  # normalized file text
+    conflict_id: str  # rerere-style id of the normalized hunks
     hunks: int
 
 
@@ -126,10 +129,10 @@ class StoredResolution:
     topic: str
     path: str
     conflict_id: str
-    hunks: str        # the resolution as @@ hunks over the normalized conflicted file
+    hunks: str  # the resolution as @@ hunks over the normalized conflicted file
     commit: str | None
     file: Path
-    checksum: str     # hunks-sha1; in the first format, the resolved file's blob id
+    checksum: str  # hunks-sha1; in the first format, the resolved file's blob id
     preimage: bytes | None = None  # the first format only: the whole normalized file
 
     def resolve(self, preimage: bytes) -> bytes:
@@ -154,12 +157,13 @@ class StoredResolution:
             change = file_changes(diff, str(self.file))[0]
             return apply_hunks(preimage, change.hunks, str(self.file))
         except (SeriesError, IndexError):
-            raise SeriesError(f"{self.file}: no longer applies: the lines around the conflict "
-                              "changed") from None
+            raise SeriesError(f"{self.file}: no longer applies: the lines around the conflict changed") from None
 
     def _edited(self) -> SeriesError:
-        return SeriesError(f"{self.file}: the resolution does not match its checksum; "
-                           "the file was edited by hand: record the resolution again")
+        return SeriesError(
+            f"{self.file}: the resolution does not match its checksum; "
+            "the file was edited by hand: record the resolution again"
+        )
 
     @property
     def conflicts(self) -> int:
@@ -226,7 +230,7 @@ def parse(data: bytes, file: Path) -> StoredResolution:
             size = int(fields["preimage-bytes"])
         except ValueError:
             raise SeriesError(f"{file}: preimage-bytes is not a number") from None
-        preimage = data[at:at + size]
+        preimage = data[at : at + size]
         at += size
         if preimage and not preimage.endswith(b"\n"):
             at += 1
@@ -234,9 +238,16 @@ def parse(data: bytes, file: Path) -> StoredResolution:
         if not rest.startswith(b"=== resolution"):
             raise SeriesError(f"{file}: the preimage is not {size} bytes long (edited by hand?)")
         at += rest.find(b"\n") + 1 if b"\n" in rest else len(rest)
-    return StoredResolution(topic=fields["topic"], path=fields["path"], conflict_id=fields["conflict"],
-                            hunks=_decode(data[at:]), commit=fields.get("commit"), file=file,
-                            checksum=fields["resolved-blob" if first else "hunks-sha1"], preimage=preimage)
+    return StoredResolution(
+        topic=fields["topic"],
+        path=fields["path"],
+        conflict_id=fields["conflict"],
+        hunks=_decode(data[at:]),
+        commit=fields.get("commit"),
+        file=file,
+        checksum=fields["resolved-blob" if first else "hunks-sha1"],
+        preimage=preimage,
+    )
 
 
 class ResolutionStore:
@@ -257,8 +268,15 @@ class ResolutionStore:
             return []
         return [parse(p.read_bytes(), p) for p in sorted(self.directory.glob("*/*.txt"))]
 
-    def record(self, topic: str, path: str, conflicted: bytes, resolved: bytes,
-               commit: str | None = None, write: Callable[[Path, bytes], None] | None = None) -> StoredResolution | None:
+    def record(
+        self,
+        topic: str,
+        path: str,
+        conflicted: bytes,
+        resolved: bytes,
+        commit: str | None = None,
+        write: Callable[[Path, bytes], None] | None = None,
+    ) -> StoredResolution | None:
         """Keep how `conflicted` (the file with markers) was resolved; None if nothing to key on.
         `write`: how the file is written (a rebase hands in its transaction's, so the file
         is journaled with the operation and undone with it); else written here."""
@@ -269,8 +287,15 @@ class ResolutionStore:
 
         file = self.file_for(topic, path, conflict.conflict_id)
         hunks = unified_hunks(conflict.preimage, resolved)
-        resolution = StoredResolution(topic=topic, path=path, conflict_id=conflict.conflict_id, hunks=hunks,
-                                      commit=commit, file=file, checksum=_sha1(_encode(hunks)))
+        resolution = StoredResolution(
+            topic=topic,
+            path=path,
+            conflict_id=conflict.conflict_id,
+            hunks=hunks,
+            commit=commit,
+            file=file,
+            checksum=_sha1(_encode(hunks)),
+        )
         if write is not None:
             write(file, render(resolution))
             return resolution
@@ -330,8 +355,16 @@ def describe(resolutions: Iterable[StoredResolution], root: Path) -> list[dict[s
             file = str(r.file.relative_to(root))
         except ValueError:
             file = str(r.file)
-        rows.append({"topic": r.topic, "path": r.path, "conflict": r.conflict_id,
-                     "hunks": r.conflicts, "commit": r.commit, "file": file})
+        rows.append(
+            {
+                "topic": r.topic,
+                "path": r.path,
+                "conflict": r.conflict_id,
+                "hunks": r.conflicts,
+                "commit": r.commit,
+                "file": file,
+            }
+        )
     return rows
 
 
@@ -350,8 +383,9 @@ class Refusal:
         return {"topic": self.topic, "path": self.path, "file": str(where), "reason": self.reason}
 
 
-def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = None,
-                 refused: list[Refusal] | None = None) -> Hooks:
+def engine_hooks(
+    series: Series, write: Callable[[Path, bytes], None] | None = None, refused: list[Refusal] | None = None
+) -> Hooks:
     """The rebase engine's resolver, recorder and check (protocol: series.engine.resolve);
     the recorder writes through `write` (the transaction's tx.write, so `series undo` of the
     operation removes what it recorded). A recorded resolution that cannot be used (edited
@@ -394,8 +428,7 @@ def engine_hooks(series: Series, write: Callable[[Path, bytes], None] | None = N
     def recorder(topic: str, path: str, conflict: ReplayConflict, resolved: bytes) -> None:
         if not conflict.textual or not resolved:
             return
-        store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged),
-                     write=write)
+        store.record(topic, path, conflict.merged, resolved, commit=_replayed_subject(conflict.merged), write=write)
 
     return Hooks(resolver=resolver, recorder=recorder, check=resolution_check.problems)
 

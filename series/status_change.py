@@ -3,6 +3,7 @@ both verbs return, the one journaled edit that makes it, and the lines its text 
 
 Shared by the two verbs, so it lives here rather than in either (a verb imports no verb).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,8 +21,7 @@ class StatusChange:
     operation: str | None = None  # journal id; None on --dry-run
 
 
-def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run: bool,
-                **fields: object) -> str | None:
+def edit_status(ws: Workspace, command: str, summary: str, name: str, *, dry_run: bool, **fields: object) -> str | None:
     """Change one topic's fields in series.yaml as a journaled operation; its id."""
     if dry_run:
         draft = ws.draft(command, summary)

@@ -11,6 +11,7 @@ disagree about what a topic carries. Paths and line counts are computed when fir
 from an operation or an export (`series diff`, with those heads), one being made (`series
 init`, a provisional Series), or a rebase's (its --onto REF counted as upstream's too).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,9 +30,9 @@ HeadOf = Callable[[Topic], pygit2.Commit | None]
 class OwnWork:
     topic: Topic
     head: pygit2.Commit
-    start: pygit2.Commit                 # what its own commits sit on
-    commits: tuple[pygit2.Commit, ...]   # its own commits, oldest first
-    on_base: bool                        # start is upstream.base, or a dependency's head
+    start: pygit2.Commit  # what its own commits sit on
+    commits: tuple[pygit2.Commit, ...]  # its own commits, oldest first
+    on_base: bool  # start is upstream.base, or a dependency's head
     repo: pygit2.Repository
     _stats: dict[str, FileStat] = field(default_factory=dict, compare=False, repr=False)
 
@@ -79,8 +80,14 @@ class OwnWorks:
     with every PR head fetched that is thousands of refs and commits.
     """
 
-    def __init__(self, repo: pygit2.Repository, series: Series, base: pygit2.Commit,
-                 head_of: HeadOf | None = None, upstream: Sequence[pygit2.Oid] = ()) -> None:
+    def __init__(
+        self,
+        repo: pygit2.Repository,
+        series: Series,
+        base: pygit2.Commit,
+        head_of: HeadOf | None = None,
+        upstream: Sequence[pygit2.Oid] = (),
+    ) -> None:
         """`head_of` gives a topic's head (default: its branch now); `upstream` adds
         commits whose history is upstream's besides its remote branches and release tags
         (a rebase's --onto REF)."""
@@ -124,9 +131,12 @@ class OwnWorks:
         head = self.head(topic)
         if head is None:
             return None
-        deps = [h for d in topic.depends_on
-                if (dep := next((t for t in self.series.topics if t.name == d), None)) is not None
-                and (h := self.head(dep)) is not None]
+        deps = [
+            h
+            for d in topic.depends_on
+            if (dep := next((t for t in self.series.topics if t.name == d), None)) is not None
+            and (h := self.head(dep)) is not None
+        ]
         # the topic's commits over where it forks from the base, its dependencies' hidden
         walker = self.repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
         fork = self.repo.merge_base(self.base.id, head.id)

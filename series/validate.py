@@ -10,6 +10,7 @@ value came from (`where`) and how to fix it; none of them guesses or repairs.
 `printable()` is the other half of the gate: text from outside (a PR title, a server's
 message) is shown with control characters escaped, so it cannot drive the terminal.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -25,8 +26,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _CONTROL_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 # fsck --strict: a timestamp git can store and parse back (date.c rejects years past 9999
 # as "badDateOverflow" in practice), and a zone of at most +/-99:59 written as 4 digits
-MAX_TIME = 253402300799      # 9999-12-31T23:59:59Z
-MAX_OFFSET = 99 * 60 + 59    # minutes
+MAX_TIME = 253402300799  # 9999-12-31T23:59:59Z
+MAX_OFFSET = 99 * 60 + 59  # minutes
 
 
 def _fail(where: str, value: object, what: str) -> SeriesError:
@@ -48,8 +49,9 @@ def ref_component_problem(name: str) -> str | None:
     m = _BAD_REF_CHARS.search(name)
     if m:
         char = m.group(0)
-        shown = "a space" if char == " " else ("a control character" if ord(char) < 32 or ord(char) == 127
-                                              else f"'{char}'")
+        shown = (
+            "a space" if char == " " else ("a control character" if ord(char) < 32 or ord(char) == 127 else f"'{char}'")
+        )
         return f"contains {shown}"
     for part in name.split("/"):
         if part == "":
@@ -85,10 +87,11 @@ def stable_revision(spec: str, where: str) -> str:
     later, when such a form would name another commit."""
     if "@{" in spec:
         shown = printable(spec)[:80]
-        raise SeriesError(f"{where}: '{shown}' depends on the reflog or the checkout history (an @{{...}} form), "
-                          "so it would name another commit later",
-                          f"name a branch, a tag or a commit id: git rev-parse '{shown}' prints the commit "
-                          "it names now")
+        raise SeriesError(
+            f"{where}: '{shown}' depends on the reflog or the checkout history (an @{{...}} form), "
+            "so it would name another commit later",
+            f"name a branch, a tag or a commit id: git rev-parse '{shown}' prints the commit it names now",
+        )
     return spec
 
 
@@ -97,8 +100,11 @@ def remote_name(value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise SeriesError(f"{where}: expected a git remote name, e.g. upstream")
     if value.startswith("-"):
-        raise _fail(where, value, "starts with '-' (git would read it as an option); "
-                    "use the name of a remote from 'git remote -v'")
+        raise _fail(
+            where,
+            value,
+            "starts with '-' (git would read it as an option); use the name of a remote from 'git remote -v'",
+        )
     problem = ref_component_problem(f"refs/remotes/{value}")
     if problem is not None:
         raise _fail(where, value, f"is not a valid remote name: it {problem}")
@@ -111,8 +117,10 @@ def existing_remote(found: Iterable[str | None], value: object, where: str) -> s
     names = [n for n in found if n]
     if name not in names:
         known = ", ".join(sorted(names)) or "none"
-        raise SeriesError(f"{where}: no git remote named '{printable(name)}' in this repository "
-                          f"(remotes: {known})", f"add it with 'git remote add {name} <url>'")
+        raise SeriesError(
+            f"{where}: no git remote named '{printable(name)}' in this repository (remotes: {known})",
+            f"add it with 'git remote add {name} <url>'",
+        )
     return name
 
 
@@ -127,7 +135,7 @@ def commit_id(value: object, where: str) -> str:
 # GitHub's PR numbers are far below a billion: a longer run of digits is not one (and one
 # of 5,000 digits is past what Python's int() reads at all)
 PR_DIGITS = 9
-MAX_PR = 10 ** PR_DIGITS - 1
+MAX_PR = 10**PR_DIGITS - 1
 
 
 def pr_number(value: object, where: str) -> int:
@@ -158,8 +166,11 @@ def api_url(value: str, where: str) -> str:
         return value
     if parts.scheme == "http" and is_loopback(parts.hostname):
         return value
-    raise _fail(where, value, "is not an https:// URL (plain http is allowed only to localhost); "
-                "e.g. https://ghe.example.com/api/v3")
+    raise _fail(
+        where,
+        value,
+        "is not an https:// URL (plain http is allowed only to localhost); e.g. https://ghe.example.com/api/v3",
+    )
 
 
 def web_url(value: object, hosts: tuple[str, ...], path: str, where: str, fragment: str = "") -> str:
@@ -172,8 +183,15 @@ def web_url(value: object, hosts: tuple[str, ...], path: str, where: str, fragme
         raise _fail(where, value, "contains spaces or control characters; refusing it")
     parts = urllib.parse.urlsplit(value)
     secure = parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname))
-    if (not secure or (parts.hostname or "").lower() not in hosts or parts.username or parts.password
-            or parts.query or parts.fragment != fragment or parts.path.rstrip("/").lower() != path.lower()):
+    if (
+        not secure
+        or (parts.hostname or "").lower() not in hosts
+        or parts.username
+        or parts.password
+        or parts.query
+        or parts.fragment != fragment
+        or parts.path.rstrip("/").lower() != path.lower()
+    ):
         anchor = f"#{fragment}" if fragment else ""
         raise _fail(where, value, f"is not https://{hosts[0]}{path}{anchor}; refusing it")
     return value
@@ -209,16 +227,17 @@ def identity(name: str, email: str, where: str) -> tuple[str, str]:
     """An author: git's fsck refuses '<', '>' and newlines in names and emails, and NUL anywhere."""
     for part, label in ((name, "name"), (email, "email")):
         if any(c in part for c in "<>\n\r\0"):
-            raise SeriesError(f"{where}: author {label} {printable(part)!r} holds '<', '>', a newline "
-                              "or NUL, which a git commit cannot carry")
+            raise SeriesError(
+                f"{where}: author {label} {printable(part)!r} holds '<', '>', a newline "
+                "or NUL, which a git commit cannot carry"
+            )
     return name, email
 
 
 def timestamp(time: int, offset: int, where: str) -> tuple[int, int]:
     """A commit date fsck --strict accepts: 0 <= time <= 9999-12-31, |offset| <= 99:59."""
     if not 0 <= time <= MAX_TIME:
-        raise SeriesError(f"{where}: date {time} is outside what git can store "
-                          "(1970-01-01 to 9999-12-31)")
+        raise SeriesError(f"{where}: date {time} is outside what git can store (1970-01-01 to 9999-12-31)")
     if abs(offset) > MAX_OFFSET:
         raise SeriesError(f"{where}: time zone offset {offset} min is not a valid zone (at most +/-99:59)")
     return time, offset

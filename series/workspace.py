@@ -16,6 +16,7 @@ series.yaml, writes (or removes) the other files it staged (tx.write / tx.remove
 resolutions, an imported directory), and updates the clean checkouts. `revert()` fills an operation with the
 reverse of an earlier one, which is what undo and an abort commit.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 class Workspace:
     series: Series
     repo: pygit2.Repository
-    text: str | None = None   # series.yaml as `series` was parsed from (what edits compare to)
+    text: str | None = None  # series.yaml as `series` was parsed from (what edits compare to)
 
     @cached_property
     def _own(self) -> OwnWorks:
@@ -112,20 +113,18 @@ class Workspace:
         text = fs.read_text(self.config_path)
         return Workspace(config.read(text or "", self.config_path), self.repo, text)
 
-    def transaction(self, command: str, summary: str = "", *,
-                    resumes: str | None = None) -> contextlib.AbstractContextManager["Transaction"]:
+    def transaction(
+        self, command: str, summary: str = "", *, resumes: str | None = None
+    ) -> contextlib.AbstractContextManager["Transaction"]:
         """The transaction for this workspace's series.yaml (see the module docstring)."""
-        return transaction(self.repo, command, summary, config_path=self.config_path,
-                           seen=self.text, resumes=resumes)
-
+        return transaction(self.repo, command, summary, config_path=self.config_path, seen=self.text, resumes=resumes)
 
     def draft(self, command: str, summary: str = "") -> "Transaction":
         """An operation that is only previewed (--dry-run): no lock, never committed."""
         return Transaction(self.repo, command, summary, self.config_path, self.text, [], draft=True)
 
 
-def open_workspace(config_file: Path | None, directory: Path | None,
-                   check_branches: bool = True) -> Workspace:
+def open_workspace(config_file: Path | None, directory: Path | None, check_branches: bool = True) -> Workspace:
     start = directory or Path.cwd()
     path = config.find(start, config_file)
     text = config.read_text(path)  # UTF-8, no NUL: else exit 1 naming the file
@@ -154,8 +153,11 @@ def _complete_clone(ws: Workspace) -> None:
         base = ws.base_commit()
     except SeriesError:
         return  # the command says what is wrong with the base in its own words
-    heads = [ws.head(t) for t in ws.series.topics
-             if t.active and ws.repo.references.get(f"refs/heads/{t.branch}") is not None]
+    heads = [
+        ws.head(t)
+        for t in ws.series.topics
+        if t.active and ws.repo.references.get(f"refs/heads/{t.branch}") is not None
+    ]
     partial.check_shallow(ws.repo, base, heads, ws.series.upstream.base, ws.series.upstream.remote)
     partial.ensure_blobs(ws.repo, base, heads)
 
@@ -189,8 +191,16 @@ def open_repaired(start: Path) -> pygit2.Repository:
 class Transaction:
     """What one command changes; nothing happens before commit()."""
 
-    def __init__(self, repo: pygit2.Repository, command: str, summary: str,
-                 config_path: Path | None, seen: str | None, notes: list[str], draft: bool = False):
+    def __init__(
+        self,
+        repo: pygit2.Repository,
+        command: str,
+        summary: str,
+        config_path: Path | None,
+        seen: str | None,
+        notes: list[str],
+        draft: bool = False,
+    ):
         from series.ops import changeset
 
         self.repo = repo
@@ -201,7 +211,7 @@ class Transaction:
         self._seen_text = seen
         self._seen: seriesedit.Plain | None = None
         self.edits: list[Edit] = []
-        self.notes = notes          # what the transaction did on the way (a repaired operation, checkouts)
+        self.notes = notes  # what the transaction did on the way (a repaired operation, checkouts)
         self.finished: journal.Operation | None = None  # the interrupted operation the transaction finished first
         self.committed: journal.Operation | None = None
 
@@ -304,8 +314,7 @@ class Transaction:
         for key, value in fields.items():
             self.edit(("topics", name, key), list(value) if isinstance(value, tuple) else value)
 
-    def add_topic(self, fields: dict[str, Any], *, after: str | None = None,
-                  before: str | None = None) -> None:
+    def add_topic(self, fields: dict[str, Any], *, after: str | None = None, before: str | None = None) -> None:
         from series.seriesfile.edit import Edit
 
         topic = {k: (list(v) if isinstance(v, tuple) else v) for k, v in fields.items() if v is not None}
@@ -349,7 +358,8 @@ class Transaction:
                 raise SeriesError(
                     f"cannot undo {target.id}: {m.ref} moved since ({(now or 'deleted')[:12]}, expected "
                     f"{(m.new or 'deleted')[:12]}); its old value is kept at "
-                    f"{journal.BACKUP_PREFIX}/{target.id}/{m.ref[len('refs/'):]}")
+                    f"{journal.BACKUP_PREFIX}/{target.id}/{m.ref[len('refs/') :]}"
+                )
             self.move(m.ref, m.old, expect=now)
         self.changes.command = "undo"  # what `series undo` and `series log` look for
         path = journal.config_file(self.repo, target)
@@ -373,7 +383,8 @@ class Transaction:
             if content != change.after:
                 raise SeriesError(
                     f"cannot undo {target.id}: {where} changed since it {'wrote' if change.after is not None else 'removed'} "
-                    "it; move that file aside (or put back what the operation left) and run 'series undo' again")
+                    "it; move that file aside (or put back what the operation left) and run 'series undo' again"
+                )
             self.changes.file(where, change.before, before=content)
 
     # -- commit ------------------------------------------------------------------------------
@@ -385,13 +396,15 @@ class Transaction:
 
         if self.draft:
             raise AssertionError("a draft operation (--dry-run) is never committed")
-        branches = {m.ref[len("refs/heads/"):] for m in self.moves if m.ref.startswith("refs/heads/")}
+        branches = {m.ref[len("refs/heads/") :] for m in self.moves if m.ref.startswith("refs/heads/")}
         found = checkouts.checkouts(self.repo, branches)
         for checkout in found:
             if checkouts.dirty(checkout):
-                raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes; "
-                                  f"commit or stash them, then run 'series {self.command}' again "
-                                  "(nothing was changed)")
+                raise SeriesError(
+                    f"{checkout.branch} is checked out in {checkout.path} with local changes; "
+                    f"commit or stash them, then run 'series {self.command}' again "
+                    "(nothing was changed)"
+                )
         if self.edits and self.config_path is not None:
             before = fs.read_text(self.config_path)
             after = seriesedit.apply(before, self.config_path, self.edits)
@@ -409,17 +422,26 @@ NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
 def disk_error(exc: OSError) -> SeriesError:
     """A full disk or a permission problem is the user's to fix: exit 1, with the path."""
     where = exc.filename or "the repository"
-    what = {errno.ENOSPC: "no space left on the device: free some and run the command again",
-            errno.EDQUOT: "disk quota exceeded: free some space and run the command again",
-            errno.EROFS: "read-only file system"}.get(exc.errno or 0, f"{exc.strerror}: check its permissions")
-    return SeriesError(f"{where}: {what} (the next series command finishes or rolls back "
-                       "anything half-done; nothing is left locked)")
+    what = {
+        errno.ENOSPC: "no space left on the device: free some and run the command again",
+        errno.EDQUOT: "disk quota exceeded: free some space and run the command again",
+        errno.EROFS: "read-only file system",
+    }.get(exc.errno or 0, f"{exc.strerror}: check its permissions")
+    return SeriesError(
+        f"{where}: {what} (the next series command finishes or rolls back anything half-done; nothing is left locked)"
+    )
 
 
 @contextlib.contextmanager
-def transaction(repo: pygit2.Repository, command: str, summary: str = "", *,
-              config_path: Path | None = None, seen: str | None = None,
-              resumes: str | None = None) -> Iterator[Transaction]:
+def transaction(
+    repo: pygit2.Repository,
+    command: str,
+    summary: str = "",
+    *,
+    config_path: Path | None = None,
+    seen: str | None = None,
+    resumes: str | None = None,
+) -> Iterator[Transaction]:
     """The transaction (module docstring). `resumes`: the kind of halted operation this
     command goes on with (series.ops.halted.Halt.kind), which the halt guard lets through."""
     from series.ops import changeset, fs, halted
@@ -447,7 +469,6 @@ def undoable(repo: pygit2.Repository) -> journal.Operation:
     ops = journal.operations(repo)
     undone = {op.undoes for op in ops if op.undoes}
     for op in reversed(ops):
-        if op.command != "undo" and op.id not in undone and op.state == journal.OpState.DONE \
-                and not op.is_record():
+        if op.command != "undo" and op.id not in undone and op.state == journal.OpState.DONE and not op.is_record():
             return op
     raise SeriesError("nothing to undo: 'series log' lists no operation that is not undone already")

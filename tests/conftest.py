@@ -4,6 +4,7 @@ Tests build real repositories (tests/repos.py; the common ones copied from per-s
 templates) and drive the real CLI (`run_series`); the machinery is tests/harness.py,
 re-exported here.
 """
+
 from __future__ import annotations
 
 import logging
@@ -11,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import (SEALED, from_template, refs_of, run_series, sealed, set_template_base, sh,
-                           template_tree)
+from tests.harness import SEALED, from_template, refs_of, run_series, sealed, set_template_base, sh, template_tree
 from tests.repos import add_pull_request, build_fork, build_upstream
 from tests.snapshots import UPDATE_FROM_ENV, Snapshot
 
@@ -24,8 +24,12 @@ logging.getLogger("werkzeug").addHandler(logging.NullHandler())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--snapshot-update", action="store_true", default=False,
-                     help="rewrite tests/snapshots/ with the current output (say why in the commit)")
+    parser.addoption(
+        "--snapshot-update",
+        action="store_true",
+        default=False,
+        help="rewrite tests/snapshots/ with the current output (say why in the commit)",
+    )
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ tests/v1/kv_offload_gpu, which runs fine on a CPU; `entrypoints` (cpu) depends o
 vllm/ (as ninety upstream steps do) and runs tests/entrypoints, which imports nothing of
 kv_offload.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,17 +35,23 @@ class LRUPolicy:
         return key
 '''
 
-PEEK = LRU + '''
+PEEK = (
+    LRU
+    + '''
     def peek(self) -> int:
         """The key evict() would take, left in place."""
         return next(iter(self.blocks))
 '''
+)
 
-PEEK_PR = LRU + '''
+PEEK_PR = (
+    LRU
+    + '''
     def peek(self) -> "int | None":
         """Their version: None when nothing is cached."""
         return next(iter(self.blocks), None)
 '''
+)
 
 MANAGER = '''\
 from vllm.v1.kv_offload.cpu.policies.lru import LRUPolicy
@@ -225,14 +232,22 @@ BASE = {
 }
 
 TOPICS = {
-    "lru-peek": ("add LRUPolicy.peek", {"vllm/v1/kv_offload/cpu/policies/lru.py": PEEK,
-                                        "tests/v1/kv_offload/test_peek.py": TEST_PEEK}),
-    "peek-pr": ("their peek (#61100)", {"vllm/v1/kv_offload/cpu/policies/lru.py": PEEK_PR,
-                                        "tests/v1/kv_offload/test_peek_pr.py": TEST_PEEK_PR}),
-    "api-note": ("a comment in the API server", {"vllm/entrypoints/api.py":
-                                                 "def serve():\n    return 'ok'  # fork note\n"}),
-    "manager-break": ("store returns nothing", {"vllm/v1/kv_offload/manager.py":
-                                                MANAGER.replace("        return key\n", "        return -1\n")}),
+    "lru-peek": (
+        "add LRUPolicy.peek",
+        {"vllm/v1/kv_offload/cpu/policies/lru.py": PEEK, "tests/v1/kv_offload/test_peek.py": TEST_PEEK},
+    ),
+    "peek-pr": (
+        "their peek (#61100)",
+        {"vllm/v1/kv_offload/cpu/policies/lru.py": PEEK_PR, "tests/v1/kv_offload/test_peek_pr.py": TEST_PEEK_PR},
+    ),
+    "api-note": (
+        "a comment in the API server",
+        {"vllm/entrypoints/api.py": "def serve():\n    return 'ok'  # fork note\n"},
+    ),
+    "manager-break": (
+        "store returns nothing",
+        {"vllm/v1/kv_offload/manager.py": MANAGER.replace("        return key\n", "        return -1\n")},
+    ),
 }
 
 
@@ -247,10 +262,13 @@ def build(root: Path) -> Path:
     commit_all(upstream, "Release v0.30.0", "2026-01-01T00:00:00Z")
     git(upstream, "tag", "v0.30.0")
     fork = root / "fork"
-    subprocess.run(["git", "clone", "-q", "-o", "upstream", str(upstream), str(fork)], check=True,
-                   capture_output=True)
-    me = {"GIT_AUTHOR_NAME": "Fork Maintainer", "GIT_AUTHOR_EMAIL": "fork@example.com",
-          "GIT_COMMITTER_NAME": "Fork Maintainer", "GIT_COMMITTER_EMAIL": "fork@example.com"}
+    subprocess.run(["git", "clone", "-q", "-o", "upstream", str(upstream), str(fork)], check=True, capture_output=True)
+    me = {
+        "GIT_AUTHOR_NAME": "Fork Maintainer",
+        "GIT_AUTHOR_EMAIL": "fork@example.com",
+        "GIT_COMMITTER_NAME": "Fork Maintainer",
+        "GIT_COMMITTER_EMAIL": "fork@example.com",
+    }
     for i, (name, (message, files)) in enumerate(TOPICS.items()):
         git(fork, "checkout", "-q", "-B", f"topic/{name}", "v0.30.0")
         write(fork, files)
@@ -260,8 +278,7 @@ def build(root: Path) -> Path:
 
 
 def series_yaml(fork: Path, *topics: str, base: str = "v0.30.0") -> None:
-    lines = ["upstream:", "  remote: upstream", f"  base: {base}", "integration: series/integration",
-             "topics:"]
+    lines = ["upstream:", "  remote: upstream", f"  base: {base}", "integration: series/integration", "topics:"]
     for name in topics:
         lines += [f"  - name: {name}", f"    branch: topic/{name}"]
     (fork / "series.yaml").write_text("\n".join(lines) + "\n")

@@ -7,6 +7,7 @@ requires are visible, not this interpreter's whole site-packages: its pytest plu
 starts, about a second of imports each, and an environment vLLM's tests run in has none
 of them either.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -21,11 +22,16 @@ from packaging.requirements import Requirement
 def make_env(path: Path, wheel: Path | None, pytest: bool = True, everything: bool = False) -> Path:
     """A venv at `path` with `wheel` installed; returns its python. `everything`: this
     interpreter's whole site-packages (pip, series' requirements) instead of pytest alone."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, capture_output=True)
     python = path / "bin" / "python"
-    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  capture_output=True, text=True, check=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     if everything:
         (purelib / "zz-series-test-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     elif pytest:
@@ -35,11 +41,16 @@ def make_env(path: Path, wheel: Path | None, pytest: bool = True, everything: bo
         from installer.destinations import SchemeDictionaryDestination
         from installer.sources import WheelFile
 
-        schemes = {k: str(purelib if k in ("purelib", "platlib") else path / k)
-                   for k in ("purelib", "platlib", "headers", "scripts", "data")}
+        schemes = {
+            k: str(purelib if k in ("purelib", "platlib") else path / k)
+            for k in ("purelib", "platlib", "headers", "scripts", "data")
+        }
         with WheelFile.open(wheel) as source:
-            install(source, SchemeDictionaryDestination(schemes, interpreter=str(python),
-                                                        script_kind="posix"), {"INSTALLER": b"series-tests"})
+            install(
+                source,
+                SchemeDictionaryDestination(schemes, interpreter=str(python), script_kind="posix"),
+                {"INSTALLER": b"series-tests"},
+            )
     return python
 
 
@@ -60,7 +71,9 @@ def _link_pytest(into: Path) -> None:
             continue
         seen.add(dist.metadata["Name"].lower())
         # the top-level entries of its files: packages, modules, its .dist-info
-        tops = {Path(f.parts[0]) for f in dist.files or () if f.parts and f.parts[0] not in ("..", "bin", "__pycache__")}
+        tops = {
+            Path(f.parts[0]) for f in dist.files or () if f.parts and f.parts[0] not in ("..", "bin", "__pycache__")
+        }
         base = Path(str(dist.locate_file("")))
         for top in tops:
             if not (into / top).exists() and (base / top).exists():

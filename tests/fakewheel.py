@@ -3,6 +3,7 @@
 Its package files come from a git tree (tests/repos.py's upstream), so an installed
 patched wheel can be compared file by file with the integration branch.
 """
+
 from __future__ import annotations
 
 import base64
@@ -48,14 +49,26 @@ def _hash(data: bytes) -> str:
 
 
 def tree_files(repo: Path, rev: str, prefix: str = "vllm/") -> dict[str, bytes]:
-    names = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "--name-only", rev, prefix],
-                           capture_output=True, text=True, check=True).stdout.split()
-    return {n: subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{n}"], capture_output=True,
-                              check=True).stdout for n in names}
+    names = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", rev, prefix],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return {
+        n: subprocess.run(["git", "-C", str(repo), "show", f"{rev}:{n}"], capture_output=True, check=True).stdout
+        for n in names
+    }
 
 
-def build_wheel(out_dir: Path, files: dict[str, bytes], version: str = "0.31.0",
-                streamed: bool = False, signed: bool = False, data_dir: bool = False) -> Path:
+def build_wheel(
+    out_dir: Path,
+    files: dict[str, bytes],
+    version: str = "0.31.0",
+    streamed: bool = False,
+    signed: bool = False,
+    data_dir: bool = False,
+) -> Path:
     """vllm-<version>-cp38-abi3-...whl with `files`, _version.py, a .so and dist-info.
 
     streamed=True writes through a non-seekable stream, so members carry data
@@ -68,9 +81,9 @@ def build_wheel(out_dir: Path, files: dict[str, bytes], version: str = "0.31.0",
     info = f"vllm-{version}.dist-info"
     dist = {
         f"{info}/METADATA": f"Metadata-Version: 2.4\nName: vllm\nVersion: {version}\n"
-                            "Summary: A high-throughput and memory-efficient inference engine\n".encode(),
+        "Summary: A high-throughput and memory-efficient inference engine\n".encode(),
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: setuptools (80.10.2)\n"
-                         "Root-Is-Purelib: false\nTag: cp38-abi3-linux_x86_64\n\n".encode(),
+        "Root-Is-Purelib: false\nTag: cp38-abi3-linux_x86_64\n\n".encode(),
         f"{info}/entry_points.txt": b"[console_scripts]\nvllm = vllm.entrypoints.cli.main:main\n",
         f"{info}/top_level.txt": b"vllm\n",
     }
@@ -120,10 +133,15 @@ def install_wheel(wheel: Path, target: Path) -> Path:
     from installer.sources import WheelFile
 
     site = target / "site"
-    schemes = {k: str(site if k in ("purelib", "platlib") else target / k)
-               for k in ("purelib", "platlib", "headers", "scripts", "data")}
+    schemes = {
+        k: str(site if k in ("purelib", "platlib") else target / k)
+        for k in ("purelib", "platlib", "headers", "scripts", "data")
+    }
     with WheelFile.open(wheel) as source:
         source.validate_record()
-        install(source, SchemeDictionaryDestination(schemes, interpreter="/usr/bin/python3",
-                                                    script_kind="posix"), {"INSTALLER": b"series-tests"})
+        install(
+            source,
+            SchemeDictionaryDestination(schemes, interpreter="/usr/bin/python3", script_kind="posix"),
+            {"INSTALLER": b"series-tests"},
+        )
     return site

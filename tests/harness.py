@@ -16,6 +16,7 @@ of imports each). So:
   run `python -m series` in a subprocess instead: kills, signals and import-time
   behaviour need a real process.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -47,8 +48,10 @@ SEALED = {
     "SERIES_HTTP_BACKOFF": "0.01",  # retries stay real, their waits short
 }
 _DROPPED = ("GIT_", "GITHUB_", "GH_", "SERIES_")
-GITCONFIG = ("[init]\n\tdefaultBranch = main\n[user]\n\tname = Fork Maintainer\n"
-             "\temail = fork@example.com\n[advice]\n\tdetachedHead = false\n")
+GITCONFIG = (
+    "[init]\n\tdefaultBranch = main\n[user]\n\tname = Fork Maintainer\n"
+    "\temail = fork@example.com\n[advice]\n\tdetachedHead = false\n"
+)
 # The whole suite through `python -m series` (to check the in-process runs change nothing).
 # Read once, here: the sealed environment drops SERIES_* variables.
 ALL_FRESH = os.environ.get("SERIES_TESTS_FRESH") == "1"
@@ -60,15 +63,19 @@ def sealed(root: Path) -> tuple[dict[str, str], list[str]]:
     home = root / "home"
     home.mkdir(exist_ok=True)
     (home / ".gitconfig").write_text(GITCONFIG)
-    values = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-              "XDG_CACHE_HOME": str(home / ".cache"), "SERIES_LOG_DIR": str(root / "logs"), **SEALED}
+    values = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "SERIES_LOG_DIR": str(root / "logs"),
+        **SEALED,
+    }
     return values, [key for key in os.environ if key.startswith(_DROPPED)]
 
 
 def sh(script: str, cwd: Path) -> str:
     """Run a bash script (set -eu) in cwd; return stdout."""
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd,
-                          capture_output=True, text=True)
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, capture_output=True, text=True)
     assert proc.returncode == 0, f"script failed ({proc.returncode}):\n{script}\n{proc.stderr}"
     return proc.stdout
 
@@ -151,7 +158,7 @@ def _rewrite(top: Path, old: str, new: str) -> None:
 def _moved(value: Any, old: str, new: str) -> Any:
     if isinstance(value, Path):
         text = str(value)
-        return Path(new + text[len(old):]) if text == old or text.startswith(old + "/") else value
+        return Path(new + text[len(old) :]) if text == old or text.startswith(old + "/") else value
     if isinstance(value, tuple):
         return tuple(_moved(v, old, new) for v in value)
     if isinstance(value, list):
@@ -174,13 +181,21 @@ def refs_of(repo: Path) -> tuple[tuple[str, str], ...]:
 
 # -- the CLI ----------------------------------------------------------------------------------
 
-def run_series(*args: str, cwd: Path, expect: int | None = 0, input: str | None = None,
-               env: dict[str, str] | None = None, fresh: bool = False) -> subprocess.CompletedProcess[str]:
+
+def run_series(
+    *args: str,
+    cwd: Path,
+    expect: int | None = 0,
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+    fresh: bool = False,
+) -> subprocess.CompletedProcess[str]:
     """`series ARGS` in `cwd`; its exit code must be `expect` (None: anything)."""
     full_env = dict(os.environ, **(env or {}))
     if fresh or ALL_FRESH or _needs_a_process(full_env):
-        proc = subprocess.run([sys.executable, "-m", "series", *args], cwd=cwd, input=input,
-                              capture_output=True, text=True, env=full_env)
+        proc = subprocess.run(
+            [sys.executable, "-m", "series", *args], cwd=cwd, input=input, capture_output=True, text=True, env=full_env
+        )
     else:
         proc = _in_process(list(args), cwd, input, full_env)
     if expect is not None:
@@ -253,8 +268,14 @@ def _in_process(argv: list[str], cwd: Path, input: str | None, env: dict[str, st
             os.dup2(f.fileno(), fd)
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 (closed below)
         own_out = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-        own_err = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False,  # noqa: SIM115
-                       buffering=1)
+        own_err = open(
+            2,
+            "w",
+            encoding="utf-8",
+            errors="backslashreplace",
+            closefd=False,  # noqa: SIM115
+            buffering=1,
+        )
         streams = [_ThreadStream(own_out, saved_streams[1]), _ThreadStream(own_err, saved_streams[2])]
         sys.stdout, sys.stderr = streams
         os.environ.clear()

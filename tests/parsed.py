@@ -1,6 +1,7 @@
 """Python sources parsed once per session: the layout and one-answer tests read the whole
 package again and again (about 0.45 s a pass). Keyed by the text, so a file that changed
 (or a test's own file in tmp_path) is parsed anew. The trees are shared: read, never edit."""
+
 from __future__ import annotations
 
 import ast

@@ -8,6 +8,7 @@ expressions and the upload-time interpolation are evaluated here by what each se
 documents, and anything this runner does not know is an error, so a template that starts
 using something new fails the test instead of being skipped.
 """
+
 from __future__ import annotations
 
 import glob
@@ -23,10 +24,10 @@ from ruamel.yaml import YAML
 
 @dataclass
 class Runner:
-    fork: Path                    # what the checkout clones
-    work: Path                    # scratch: one directory per job
-    path: list[Path]              # PATH in front of the system's: the runner's python, the shims
-    vars: dict[str, str] = field(default_factory=dict)   # GitHub vars / Buildkite upload env
+    fork: Path  # what the checkout clones
+    work: Path  # scratch: one directory per job
+    path: list[Path]  # PATH in front of the system's: the runner's python, the shims
+    vars: dict[str, str] = field(default_factory=dict)  # GitHub vars / Buildkite upload env
     extra: dict[str, str] = field(default_factory=dict)  # the agent's own environment (Buildkite)
     log: list[str] = field(default_factory=list)
 
@@ -35,15 +36,18 @@ class Runner:
 
     def checkout(self, where: Path) -> None:
         # actions/checkout with fetch-depth 0: every branch as origin/*, every tag
-        subprocess.run(["git", "clone", "-q", "--no-local", str(self.fork), str(where)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "clone", "-q", "--no-local", str(self.fork), str(where)], check=True, capture_output=True
+        )
 
     def bash(self, script: str, cwd: Path, env: dict[str, str], flags: tuple[str, ...]) -> None:
         proc = subprocess.run(["bash", *flags, "-c", script], cwd=cwd, env=env, capture_output=True, text=True)
         self.log.append(f"$ {script}\n{proc.stdout}{proc.stderr}")
         if proc.returncode != 0:
-            raise AssertionError(f"a job's script failed (exit {proc.returncode}):\n{script}\n"
-                                 f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+            raise AssertionError(
+                f"a job's script failed (exit {proc.returncode}):\n{script}\n"
+                f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+            )
 
 
 # -- GitHub Actions ----------------------------------------------------------------------------
@@ -84,13 +88,14 @@ def run_github(workflow_text: str, runner: Runner, artifacts: Path) -> None:
                 assert with_["fetch-depth"] == 0 and with_["persist-credentials"] is False
                 runner.checkout(checkout)
             elif uses.startswith("actions/setup-python@"):
-                pass                                 # the runner's python is first on PATH
+                pass  # the runner's python is first on PATH
             elif uses.startswith("actions/upload-artifact@"):
-                shutil.copytree(checkout / github_value(with_["path"], runner),
-                                artifacts / github_value(with_["name"], runner))
+                shutil.copytree(
+                    checkout / github_value(with_["path"], runner), artifacts / github_value(with_["name"], runner)
+                )
             elif "run" in step and step.get("name") == "Install series":
                 assert step["run"] == 'python -m pip install "$SERIES_PIP_SPEC"', step
-                assert env["SERIES_PIP_SPEC"], env   # installed here: the `series` shim on PATH
+                assert env["SERIES_PIP_SPEC"], env  # installed here: the `series` shim on PATH
             elif "run" in step:
                 step_env = dict(env, **{k: github_value(v, runner) for k, v in (step.get("env") or {}).items()})
                 # what `shell: bash` runs
@@ -106,11 +111,13 @@ _INTERPOLATION = re.compile(r"\$\$|\$\{(\w+)(?::-([^}]*))?\}|\$(\w+)")
 
 def buildkite_value(text: object, runner: Runner) -> str:
     """What `buildkite-agent pipeline upload` makes of a value: $$ is $, $X and ${X:-d} expand."""
+
     def one(m: re.Match[str]) -> str:
         if m[0] == "$$":
             return "$"
         name = m[1] or m[3]
         return runner.vars.get(name) or (m[2] or "")
+
     return _INTERPOLATION.sub(one, str(text))
 
 
@@ -121,10 +128,12 @@ def run_buildkite(pipeline_text: str, runner: Runner, artifacts: Path) -> None:
         key = step["key"]
         checkout = runner.work / key
         runner.checkout(checkout)
-        env = dict(runner.env(), **shared, **{k: buildkite_value(v, runner) for k, v in (step.get("env") or {}).items()})
+        env = dict(
+            runner.env(), **shared, **{k: buildkite_value(v, runner) for k, v in (step.get("env") or {}).items()}
+        )
         commands = [buildkite_value(c, runner) for c in step["commands"]]
         install = 'python3 -m venv .series-venv && .series-venv/bin/pip install -q "$SERIES_PIP_SPEC"'
-        assert commands[0] == install, commands[0]   # installed here: the `series` shim on PATH
+        assert commands[0] == install, commands[0]  # installed here: the `series` shim on PATH
         # the agent runs a step's commands as one script, with bash -e
         runner.bash("\n".join(commands[1:]), checkout, env, ("-e",))
         for pattern in step["artifact_paths"]:

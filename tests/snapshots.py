@@ -10,6 +10,7 @@ What is normalized is only what differs between runs or machines, never what a c
 behaviour could change: the test's temporary directory (-> <TMP>), and what a test names
 explicitly (`volatile`: patterns of real time, e.g. a duration). Everything else is kept.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -49,8 +50,7 @@ class Snapshot:
             text = re.sub(pattern, placeholder, text)
         return text
 
-    def __call__(self, text: str, label: str = "", *, json: bool = False,
-                 volatile: Iterable[Volatile] = ()) -> None:
+    def __call__(self, text: str, label: str = "", *, json: bool = False, volatile: Iterable[Volatile] = ()) -> None:
         name = f"{self.base}.{label}" if label else self.base
         name += ".json" if json else ".txt"
         assert name not in self.used, f"two snapshots named {name}: give each a label"
@@ -62,17 +62,28 @@ class Snapshot:
             if not path.exists() or path.read_text(encoding="utf-8") != actual:
                 path.write_text(actual, encoding="utf-8")
             return
-        assert path.exists(), (f"no snapshot {path.relative_to(SNAPSHOT_DIR.parent.parent)}: "
-                               "write it with 'pytest --snapshot-update' (or SERIES_SNAPSHOT_UPDATE=1)")
+        assert path.exists(), (
+            f"no snapshot {path.relative_to(SNAPSHOT_DIR.parent.parent)}: "
+            "write it with 'pytest --snapshot-update' (or SERIES_SNAPSHOT_UPDATE=1)"
+        )
         expected = path.read_text(encoding="utf-8")
         if actual != expected:
-            diff = "".join(difflib.unified_diff(expected.splitlines(keepends=True), actual.splitlines(keepends=True),
-                                                f"tests/snapshots/{name} (expected)", "actual output"))
-            raise AssertionError(f"output differs from its snapshot {name} "
-                                 f"(if the change is meant, rerun with --snapshot-update):\n{diff}")
+            diff = "".join(
+                difflib.unified_diff(
+                    expected.splitlines(keepends=True),
+                    actual.splitlines(keepends=True),
+                    f"tests/snapshots/{name} (expected)",
+                    "actual output",
+                )
+            )
+            raise AssertionError(
+                f"output differs from its snapshot {name} "
+                f"(if the change is meant, rerun with --snapshot-update):\n{diff}"
+            )
 
-    def run(self, proc: subprocess.CompletedProcess[str], label: str = "", *,
-            volatile: Iterable[Volatile] = ()) -> None:
+    def run(
+        self, proc: subprocess.CompletedProcess[str], label: str = "", *, volatile: Iterable[Volatile] = ()
+    ) -> None:
         """A command's text output: stdout, then its stderr under a '--- stderr' line when it
         wrote any (a halt's hint, a warning), then '--- exit N' when N is not 0."""
         text = proc.stdout

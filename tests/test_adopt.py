@@ -1,5 +1,6 @@
 """series adopt-upstream: a PR served as refs/pull/N/head by a bare upstream, carried with its
 authors' authorship, replacing our topic (kept byte-identical), undoable."""
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,6 @@ def no_api(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERIES_GITHUB_API", "http://127.0.0.1:9")
 
 
-
 def serve(work: Path, bare: Path) -> None:
     if bare.exists():
         sh(f"git --git-dir={bare} fetch -q --prune {work} '+refs/*:refs/*'", bare.parent)
@@ -47,7 +47,9 @@ def test_adopt_keeps_authorship_field_by_field_and_supersedes_our_topic(served: 
     ours_before = branch(served, "topic/offload-evict-fix")
     yaml_before = (served / "series.yaml").read_text()
     proc = run_series("adopt-upstream", "61050", "--replaces", "offload-evict-fix", "--offline", cwd=served)
-    assert "adopted PR #61050" in proc.stdout and "offload-evict-fix: superseded by pr-61050" in proc.stdout, proc.stdout
+    assert "adopted PR #61050" in proc.stdout and "offload-evict-fix: superseded by pr-61050" in proc.stdout, (
+        proc.stdout
+    )
     assert "working from git alone" in proc.stderr, proc.stderr
 
     repo = repo_of(served)
@@ -66,8 +68,9 @@ def test_adopt_keeps_authorship_field_by_field_and_supersedes_our_topic(served: 
         assert (new.committer.name, new.committer.email) == ("Fork Maintainer", "fork@example.com")
         assert new.message.startswith(old.message.rstrip()), new.message
         assert new.message.endswith(f"Upstream-PR: #61050\n(cherry picked from commit {old.id})\n"), new.message
-        assert "Signed-off-by: Ada Upstream <ada@example.com>\nUpstream-PR:" in new.message, \
+        assert "Signed-off-by: Ada Upstream <ada@example.com>\nUpstream-PR:" in new.message, (
             "the trailers join the PR's trailer block"
+        )
     assert [o.author.offset for o in originals] == [60, -300], "the PR's own offsets, +01:00 and -05:00"
     assert new_head.tree[LRU].data.decode() == LRU_FIXED and new_head.tree[TEST].data.decode() == TEST_LRU_ORDER
 
@@ -76,8 +79,12 @@ def test_adopt_keeps_authorship_field_by_field_and_supersedes_our_topic(served: 
     names = [t.name for t in series.topics]
     assert names == ["sched-note", "pr-61050", "offload-evict-fix", "ipc-backport", "api-hello"], names
     pr = series.topic("pr-61050")
-    assert (pr.branch, pr.upstream_pr, pr.upstream_head, pr.status.value) == \
-        ("topic/pr-61050", 61050, str(pr_head.id), "active"), pr
+    assert (pr.branch, pr.upstream_pr, pr.upstream_head, pr.status.value) == (
+        "topic/pr-61050",
+        61050,
+        str(pr_head.id),
+        "active",
+    ), pr
     old = series.topic("offload-evict-fix")
     assert (old.status.value, old.superseded_by) == ("superseded", "pr-61050"), old
     text = (served / "series.yaml").read_text()
@@ -100,8 +107,15 @@ def test_without_replaces_off_a_terminal_lists_candidates_and_changes_nothing(se
 
 def _run_on_terminal(args: list[str], cwd: Path, answer: bytes) -> tuple[int, str]:
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "series", *args], cwd=cwd, stdin=slave,
-                            stdout=slave, stderr=slave, env=dict(os.environ), close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "series", *args],
+        cwd=cwd,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=dict(os.environ),
+        close_fds=True,
+    )
     os.close(slave)
     out = b""
     answered = False
@@ -149,8 +163,9 @@ def test_dry_run_moves_nothing_and_json_reports_the_commits(served: Path) -> Non
     import json
 
     before = (served / "series.yaml").read_text()
-    out = run_series("adopt-upstream", "61050", "--replaces", "offload-evict-fix", "--dry-run",
-                     "--json", "--offline", cwd=served).stdout
+    out = run_series(
+        "adopt-upstream", "61050", "--replaces", "offload-evict-fix", "--dry-run", "--json", "--offline", cwd=served
+    ).stdout
     data = json.loads(out)
     assert data["dry_run"] is True and data["operation"] is None and len(data["commits"]) == 2, data
     assert data["commits"][0]["author"] == "Ada Upstream <ada@example.com>", data
@@ -163,9 +178,13 @@ def test_refresh_readopts_and_shows_the_range_diff(served: Path, work: Path, tmp
     proc = run_series("adopt-upstream", "61050", "--refresh", "--offline", cwd=served)
     assert "unchanged since it was adopted" in proc.stdout, proc.stdout
     # Ada pushes a review fix to her PR
-    head = commit_files(work, "refs/pull/61050/head",
-                        {TEST: TEST_LRU_ORDER + "\n\ndef test_evict_order():\n    assert True\n"},
-                        "[Test][KV offload] review: cover eviction too", "2026-01-25T11:00:00+01:00")
+    head = commit_files(
+        work,
+        "refs/pull/61050/head",
+        {TEST: TEST_LRU_ORDER + "\n\ndef test_evict_order():\n    assert True\n"},
+        "[Test][KV offload] review: cover eviction too",
+        "2026-01-25T11:00:00+01:00",
+    )
     git(work, "update-ref", "refs/pull/61050/head", head)
     serve(work, tmp_path / "upstream.git")
     sh("git checkout -q topic/pr-61050", served)
@@ -183,17 +202,27 @@ def test_refresh_readopts_and_shows_the_range_diff(served: Path, work: Path, tmp
 
 
 def test_a_pr_that_does_not_apply_to_our_base_is_a_conflict_and_nothing_moves(
-        served: Path, work: Path, tmp_path: Path) -> None:
+    served: Path, work: Path, tmp_path: Path
+) -> None:
     # PR #61300 is made on v0.31.0, whose LRU rewrite our base v0.30.0 lacks
     lru = (work / LRU).read_text()
-    pr = commit_files(work, "v0.31.0", {LRU: lru.replace("if key in self.blocks:", "if key in self.blocks:  # x")},
-                      "[KV offload] annotate", "2026-02-12T00:00:00Z")
+    pr = commit_files(
+        work,
+        "v0.31.0",
+        {LRU: lru.replace("if key in self.blocks:", "if key in self.blocks:  # x")},
+        "[KV offload] annotate",
+        "2026-02-12T00:00:00Z",
+    )
     git(work, "update-ref", "refs/pull/61300/head", pr)
     serve(work, tmp_path / "upstream.git")
     sh("git fetch -q upstream", served)
     before = (served / "series.yaml").read_text()
     proc = run_series("adopt-upstream", "61300", "--no-replace", "--offline", "--dry-run", cwd=served, expect=3)
-    assert "does not apply to v0.30.0: conflicts in" in proc.stderr and LRU in proc.stderr and "nothing was changed" in proc.stderr, proc.stderr
+    assert (
+        "does not apply to v0.30.0: conflicts in" in proc.stderr
+        and LRU in proc.stderr
+        and "nothing was changed" in proc.stderr
+    ), proc.stderr
     assert not (served / ".git/series/rebase").exists(), "a dry run lays nothing out"
     # for real it halts, resumable (tests/test_adopt_conflict.py): still nothing moved
     proc = run_series("adopt-upstream", "61300", "--no-replace", "--offline", cwd=served, expect=3)
@@ -218,8 +247,11 @@ def test_errors_are_one_line(served: Path) -> None:
 
 def test_topics_that_depended_on_the_replaced_topic_now_depend_on_the_pr(served: Path) -> None:
     path = served / "series.yaml"
-    path.write_text(path.read_text().replace(
-        "    branch: topic/api-hello\n", "    branch: topic/api-hello\n    depends_on: [offload-evict-fix]\n"))
+    path.write_text(
+        path.read_text().replace(
+            "    branch: topic/api-hello\n", "    branch: topic/api-hello\n    depends_on: [offload-evict-fix]\n"
+        )
+    )
     proc = run_series("adopt-upstream", "61050", "--replaces", "offload-evict-fix", "--offline", cwd=served)
     assert "api-hello now depends on pr-61050 (was offload-evict-fix)" in proc.stderr, proc.stderr
     assert config.load(path).topic("api-hello").depends_on == ("pr-61050",)

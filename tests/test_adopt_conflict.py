@@ -5,6 +5,7 @@ The PRs are made upstream on v0.31.0 and edit the LRU lines v0.31.0 rewrote; the
 base is v0.30.0, so their first commit conflicts. #61300: that commit, then a clean one
 by another author. #61301: the same two, then a third that conflicts again.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,13 +36,25 @@ def no_api(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _layout(root: Path) -> Path:
     work = build_upstream(root / "upstream-work")
-    first = commit_files(work, "v0.31.0", {LRU: ANNOTATED},
-                         "[KV offload] skip unknown keys on touch\n\nSigned-off-by: Ada Upstream <ada@example.com>",
-                         "2026-02-12T08:15:00+01:00", author=ADA)
-    second = commit_files(work, first, {TEST: TEST_TEXT}, "[Test] unknown keys are skipped",
-                          "2026-02-13T09:00:00-07:00", author=BOB)
-    third = commit_files(work, second, {LRU: ANNOTATED.replace("# skip unknown keys", "# ignore unknown keys")},
-                         "[KV offload] wording", "2026-02-14T10:00:00+05:30", author=ADA)
+    first = commit_files(
+        work,
+        "v0.31.0",
+        {LRU: ANNOTATED},
+        "[KV offload] skip unknown keys on touch\n\nSigned-off-by: Ada Upstream <ada@example.com>",
+        "2026-02-12T08:15:00+01:00",
+        author=ADA,
+    )
+    second = commit_files(
+        work, first, {TEST: TEST_TEXT}, "[Test] unknown keys are skipped", "2026-02-13T09:00:00-07:00", author=BOB
+    )
+    third = commit_files(
+        work,
+        second,
+        {LRU: ANNOTATED.replace("# skip unknown keys", "# ignore unknown keys")},
+        "[KV offload] wording",
+        "2026-02-14T10:00:00+05:30",
+        author=ADA,
+    )
     git(work, "update-ref", "refs/pull/61300/head", second)
     git(work, "update-ref", "refs/pull/61301/head", third)
     bare = root / "upstream.git"
@@ -84,8 +97,9 @@ def test_conflict_halts_in_the_worktree_then_continue_adopts_with_authorship(for
     assert sh("git rev-parse HEAD", worktree).strip() == sh("git rev-parse v0.30.0^{commit}", fork).strip()
 
     proc = run_series("adopt-upstream", "--continue", cwd=fork, expect=1)
-    assert f"unresolved conflicts in {LRU}" in proc.stderr and "series adopt-upstream --continue" in proc.stderr, \
+    assert f"unresolved conflicts in {LRU}" in proc.stderr and "series adopt-upstream --continue" in proc.stderr, (
         proc.stderr
+    )
     resolve(fork, RESOLVED)
     proc = run_series("adopt-upstream", "--continue", "--json", cwd=fork)
     report = json.loads(proc.stdout)
@@ -110,8 +124,13 @@ def test_conflict_halts_in_the_worktree_then_continue_adopts_with_authorship(for
 
     assert branch(fork, "topic/offload-evict-fix") == ours, "the superseded branch is untouched"
     series = config.load(fork / "series.yaml")
-    assert [t.name for t in series.topics] == ["sched-note", "pr-61300", "offload-evict-fix", "ipc-backport",
-                                               "api-hello"]
+    assert [t.name for t in series.topics] == [
+        "sched-note",
+        "pr-61300",
+        "offload-evict-fix",
+        "ipc-backport",
+        "api-hello",
+    ]
     assert (series.topic("pr-61300").upstream_pr, series.topic("pr-61300").upstream_head) == (61300, str(pr_head.id))
     old = series.topic("offload-evict-fix")
     assert (old.status.value, old.superseded_by) == ("superseded", "pr-61300"), old
@@ -123,8 +142,9 @@ def test_conflict_halts_in_the_worktree_then_continue_adopts_with_authorship(for
 
 
 def test_the_next_conflict_halts_again(fork: Path) -> None:
-    proc = run_series("adopt-upstream", "61301", "--replaces", "offload-evict-fix", "--offline", "--json",
-                      cwd=fork, expect=3)
+    proc = run_series(
+        "adopt-upstream", "61301", "--replaces", "offload-evict-fix", "--offline", "--json", cwd=fork, expect=3
+    )
     halted = json.loads(proc.stdout)
     assert halted["worktree"] == str(fork / WORKTREE) and halted["conflict"]["files"] == [LRU], halted
     assert halted["operation"] is None and halted["commits"] == [], halted
@@ -137,18 +157,28 @@ def test_the_next_conflict_halts_again(fork: Path) -> None:
     assert "adopted PR #61301" in proc.stdout, proc.stdout
     head = repo_of(fork).references["refs/heads/topic/pr-61301"].peel(pygit2.Commit)
     assert head.tree[LRU].data.decode() == RESOLVED_AGAIN
-    assert [c.author.name for c in (head.parents[0].parents[0], head.parents[0], head)] == \
-        ["Ada Upstream", "Bob Reviewer", "Ada Upstream"]
+    assert [c.author.name for c in (head.parents[0].parents[0], head.parents[0], head)] == [
+        "Ada Upstream",
+        "Bob Reviewer",
+        "Ada Upstream",
+    ]
 
 
 def test_abort_restores_everything_and_halted_adoption_blocks_other_commands(fork: Path) -> None:
     before = snapshot(fork)
     run_series(*ADOPT, cwd=fork, expect=3)
-    for args in (("rebase", "--onto", "v0.31.0"), ("rebase", "--continue"), ("undo",),
-                 ("supersede", "sched-note", "--by", "api-hello"), ("adopt-upstream", "61301", "--offline")):
+    for args in (
+        ("rebase", "--onto", "v0.31.0"),
+        ("rebase", "--continue"),
+        ("undo",),
+        ("supersede", "sched-note", "--by", "api-hello"),
+        ("adopt-upstream", "61301", "--offline"),
+    ):
         proc = run_series(*args, cwd=fork, expect=1)
-        assert "adoption of PR #61300 is halted" in proc.stderr and "adopt-upstream --abort" in proc.stderr, \
-            (args, proc.stderr)
+        assert "adoption of PR #61300 is halted" in proc.stderr and "adopt-upstream --abort" in proc.stderr, (
+            args,
+            proc.stderr,
+        )
     proc = run_series("adopt-upstream", "--abort", cwd=fork)
     assert "adoption of PR #61300 aborted" in proc.stdout, proc.stdout
     assert snapshot(fork) == before
@@ -196,9 +226,17 @@ def test_killed_while_halting_then_continue(fork: Path, point: str) -> None:
     assert config.load(fork / "series.yaml").topic("offload-evict-fix").status.value == "superseded"
 
 
-@pytest.mark.parametrize("point,then", [("rebase-before-transaction", "--continue"), ("after-journal", "--continue"),
-                                        ("after-refs", "--continue"), ("rebase-after-transaction", "--continue"),
-                                        ("after-refs", "--abort"), ("rebase-before-transaction", "--abort")])
+@pytest.mark.parametrize(
+    "point,then",
+    [
+        ("rebase-before-transaction", "--continue"),
+        ("after-journal", "--continue"),
+        ("after-refs", "--continue"),
+        ("rebase-after-transaction", "--continue"),
+        ("after-refs", "--abort"),
+        ("rebase-before-transaction", "--abort"),
+    ],
+)
 def test_killed_while_committing_then_recovered(fork: Path, point: str, then: str) -> None:
     before = snapshot(fork)
     run_series(*ADOPT, cwd=fork, expect=3)
@@ -253,8 +291,10 @@ def test_refresh_halts_too_and_reuses_the_recorded_resolution(fork: Path, tmp_pa
     head = repo_of(fork).references["refs/heads/topic/pr-61300"].peel(pygit2.Commit)
     assert head.parents[0].parents[0].parents[0].id == repo_of(fork).revparse_single("v0.30.0").peel(pygit2.Commit).id
     assert head.tree[LRU].data.decode() == RESOLVED_AGAIN
-    assert config.load(fork / "series.yaml").topic("pr-61300").upstream_head == sh(
-        "git rev-parse refs/remotes/upstream/pr/61300", fork).strip()
+    assert (
+        config.load(fork / "series.yaml").topic("pr-61300").upstream_head
+        == sh("git rev-parse refs/remotes/upstream/pr/61300", fork).strip()
+    )
     run_series("undo", cwd=fork)
     assert branch(fork, "topic/pr-61300") == first
 

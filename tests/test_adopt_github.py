@@ -1,5 +1,6 @@
 """adopt-upstream with PR metadata from the GitHub API (a local server): title, URL,
 base sha; errors are one line and move nothing; the token is never shown or written."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,20 +23,22 @@ def env_for(server: HTTPServer) -> dict[str, str]:
 
 def shas(fork: Path) -> dict[str, str]:
     repo = pygit2.Repository(str(fork))
-    return {name: str(repo.revparse_single(name).id)
-            for name in ("refs/tags/v0.30.0", "refs/tags/v0.31.0")}
+    return {name: str(repo.revparse_single(name).id) for name in ("refs/tags/v0.30.0", "refs/tags/v0.31.0")}
 
 
-def test_metadata_names_the_topic_and_the_trailer(served: Path, httpserver: HTTPServer,
-                                                  tmp_path: Path) -> None:
+def test_metadata_names_the_topic_and_the_trailer(served: Path, httpserver: HTTPServer, tmp_path: Path) -> None:
     s = shas(served)
     head = sh("git ls-remote upstream refs/pull/61050/head", served).split()[0]
-    httpserver.expect_request(PULL).respond_with_json(github_fixture(
-        "pull-61050", API=httpserver.url_for("").rstrip("/"), HEAD_SHA=head, BASE_SHA=s["refs/tags/v0.31.0"]))
+    httpserver.expect_request(PULL).respond_with_json(
+        github_fixture(
+            "pull-61050", API=httpserver.url_for("").rstrip("/"), HEAD_SHA=head, BASE_SHA=s["refs/tags/v0.31.0"]
+        )
+    )
     # without upstream/main only GitHub's base sha can tell the PR's own commits
     sh("git update-ref -d refs/remotes/upstream/HEAD; git update-ref -d refs/remotes/upstream/main", served)
-    proc = run_series("-v", "adopt-upstream", "61050", "--replaces", "offload-evict-fix",
-                      cwd=served, env=env_for(httpserver))
+    proc = run_series(
+        "-v", "adopt-upstream", "61050", "--replaces", "offload-evict-fix", cwd=served, env=env_for(httpserver)
+    )
     assert "'[Bugfix][KV offload] Fix eviction order of touched blocks' by @ada-upstream" in proc.stdout, proc.stdout
     assert "source: github" in proc.stdout, proc.stdout
     topic = config.load(served / "series.yaml").topic("pr-61050")
@@ -52,17 +55,22 @@ def test_metadata_names_the_topic_and_the_trailer(served: Path, httpserver: HTTP
             assert TOKEN.encode() not in path.read_bytes(), f"token written to {path}"
 
 
-@pytest.mark.parametrize("status, fixture, expected", [
-    (404, "error-404", "GitHub API: pull request #61050 not found (404)"),
-    (401, "error-401", "GitHub API refused the token (401 Bad credentials)"),
-])
-def test_api_errors_are_one_line_and_move_nothing(served: Path, httpserver: HTTPServer,
-                                                  status: int, fixture: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    "status, fixture, expected",
+    [
+        (404, "error-404", "GitHub API: pull request #61050 not found (404)"),
+        (401, "error-401", "GitHub API refused the token (401 Bad credentials)"),
+    ],
+)
+def test_api_errors_are_one_line_and_move_nothing(
+    served: Path, httpserver: HTTPServer, status: int, fixture: str, expected: str
+) -> None:
     httpserver.expect_request(PULL).respond_with_json(github_fixture(fixture), status=status)
     before = (served / "series.yaml").read_text()
-    proc = run_series("adopt-upstream", "61050", "--replaces", "offload-evict-fix", cwd=served,
-                      env=env_for(httpserver), expect=1)
-    assert proc.stderr.strip() == f"series: error: {proc.stderr.strip()[len('series: error: '):]}"
+    proc = run_series(
+        "adopt-upstream", "61050", "--replaces", "offload-evict-fix", cwd=served, env=env_for(httpserver), expect=1
+    )
+    assert proc.stderr.strip() == f"series: error: {proc.stderr.strip()[len('series: error: ') :]}"
     assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert TOKEN not in proc.stderr
     assert (served / "series.yaml").read_text() == before
@@ -71,24 +79,32 @@ def test_api_errors_are_one_line_and_move_nothing(served: Path, httpserver: HTTP
 
 def test_rate_limit_is_one_line(served: Path, httpserver: HTTPServer) -> None:
     httpserver.expect_request(PULL).respond_with_json(
-        github_fixture("error-rate-limit"), status=429,
-        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "4102444800", "Retry-After": "60"})
-    proc = run_series("adopt-upstream", "61050", "--replaces", "offload-evict-fix", cwd=served,
-                      env=env_for(httpserver), expect=1)
+        github_fixture("error-rate-limit"),
+        status=429,
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "4102444800", "Retry-After": "60"},
+    )
+    proc = run_series(
+        "adopt-upstream", "61050", "--replaces", "offload-evict-fix", cwd=served, env=env_for(httpserver), expect=1
+    )
     assert "rate limit exhausted (429)" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
 def test_no_network_works_from_git_alone_and_says_so(served: Path) -> None:
-    proc = run_series("adopt-upstream", "61050", "--replaces", "offload-evict-fix", cwd=served,
-                      env={"SERIES_GITHUB_API": "http://127.0.0.1:9"})
+    proc = run_series(
+        "adopt-upstream",
+        "61050",
+        "--replaces",
+        "offload-evict-fix",
+        cwd=served,
+        env={"SERIES_GITHUB_API": "http://127.0.0.1:9"},
+    )
     assert "note: cannot reach the GitHub API" in proc.stderr and "working from git alone" in proc.stderr, proc.stderr
     assert "source: git" in proc.stdout
     assert config.load(served / "series.yaml").topic("pr-61050").upstream_pr == 61050
 
 
 def test_series_offline_env_skips_the_api(served: Path, httpserver: HTTPServer) -> None:
-    run_series("adopt-upstream", "61050", "--no-replace", cwd=served,
-               env=dict(env_for(httpserver), SERIES_OFFLINE="1"))
+    run_series("adopt-upstream", "61050", "--no-replace", cwd=served, env=dict(env_for(httpserver), SERIES_OFFLINE="1"))
     assert len(httpserver.log) == 0
 
 

@@ -1,5 +1,6 @@
 """The PR lifecycle end to end: adopt PR #61050 -> upstream releases it -> `series rebase`
 retires the PR topic as merged (or merged in modified form, with the difference shown)."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,6 @@ def no_api(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SERIES_OFFLINE", "1")
 
 
-
 @pytest.fixture
 def adopted(tmp_path: Path, work: Path) -> Path:
     bare = tmp_path / "upstream.git"
@@ -33,8 +33,12 @@ def adopted(tmp_path: Path, work: Path) -> Path:
 
 def release(work: Path, fork: Path, lru: str, subject: str, tag: str = "v0.30.1") -> None:
     squash = commit_files(work, "v0.30.0", {LRU: lru, TEST: TEST_LRU_ORDER}, subject, "2026-02-20T00:00:00Z")
-    git(work, "tag", tag, commit_files(work, squash, {"README.md": f"# vLLM {tag}\n"}, f"Release {tag}",
-                                       "2026-02-21T00:00:00Z"))
+    git(
+        work,
+        "tag",
+        tag,
+        commit_files(work, squash, {"README.md": f"# vLLM {tag}\n"}, f"Release {tag}", "2026-02-21T00:00:00Z"),
+    )
     sh(f"git --git-dir={fork.parent / 'upstream.git'} fetch -q {work} '+refs/*:refs/*'", fork)
 
 
@@ -60,8 +64,10 @@ def test_adopt_then_a_release_with_the_pr_retires_it_as_merged(adopted: Path, wo
 
 
 def test_a_squash_merged_in_modified_form_is_reported_with_the_difference(adopted: Path, work: Path) -> None:
-    reworded = LRU_FIXED.replace("# keep request order: the first key is evicted last",
-                                 "# touch in reverse: a request's first block is evicted last")
+    reworded = LRU_FIXED.replace(
+        "# keep request order: the first key is evicted last",
+        "# touch in reverse: a request's first block is evicted last",
+    )
     release(work, adopted, reworded, "[Bugfix][KV offload] Fix eviction order (#61050)")
     proc = run_series("rebase", "--onto", "v0.30.1", "--fetch", cwd=adopted)
     assert "merged upstream in modified form" in proc.stdout, proc.stdout
@@ -71,8 +77,12 @@ def test_a_squash_merged_in_modified_form_is_reported_with_the_difference(adopte
 
 
 def test_a_release_without_the_pr_keeps_carrying_it(adopted: Path, work: Path) -> None:
-    git(work, "tag", "v0.30.1", commit_files(work, "v0.30.0", {"README.md": "# vLLM v0.30.1\n"},
-                                             "Release v0.30.1", "2026-02-21T00:00:00Z"))
+    git(
+        work,
+        "tag",
+        "v0.30.1",
+        commit_files(work, "v0.30.0", {"README.md": "# vLLM v0.30.1\n"}, "Release v0.30.1", "2026-02-21T00:00:00Z"),
+    )
     sh(f"git --git-dir={adopted.parent / 'upstream.git'} fetch -q {work} '+refs/*:refs/*'", adopted)
     run_series("rebase", "--onto", "v0.30.1", "--fetch", cwd=adopted)
     repo = pygit2.Repository(str(adopted))

@@ -1,5 +1,6 @@
 """The semantic check's disk cache (series.semantic.blob_cache) stays bounded: a write prunes
 the least recently used entries, and a hit counts as a use."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ from series.semantic import blob_cache
 
 
 def _folder(tmp_path: Path) -> Path:
-    folder = tmp_path / "cache"   # tmp_path holds the sealed environment's home too
+    folder = tmp_path / "cache"  # tmp_path holds the sealed environment's home too
     folder.mkdir()
     return folder
 
@@ -35,7 +36,7 @@ def test_a_write_prunes_the_least_recently_used(tmp_path: Path, monkeypatch: pyt
     assert blob_cache.cached(("a",), lambda: "a", str, folder) == "a"
     left = sorted(p.name for p in folder.iterdir())
     assert len([n for n in left if n.endswith(".json") and not n.startswith(".")]) == 8, left
-    assert ".x.json.tmp-1" in left   # not an entry: never pruned
+    assert ".x.json.tmp-1" in left  # not an entry: never pruned
     assert not old[0].exists() and not old[1].exists() and not old[2].exists() and old[3].exists()
 
 
@@ -43,11 +44,11 @@ def test_a_hit_keeps_an_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     folder = _folder(tmp_path)
     monkeypatch.setattr(blob_cache, "MAX_FILES", 10)
     _entries(folder, 9)
-    assert blob_cache.cached(("used",), lambda: "v", str, folder) == "v"   # entry 10, the newest
+    assert blob_cache.cached(("used",), lambda: "v", str, folder) == "v"  # entry 10, the newest
     used = next(p for p in folder.iterdir() if p.read_text() == '"v"')
-    os.utime(used, (1_600_000_000, 1_600_000_000))     # older than all the others
-    assert blob_cache.cached(("used",), lambda: "recomputed", str, folder) == "v"   # a hit: used now
-    monkeypatch.setitem(blob_cache._WRITES, folder, 0)   # the next write prunes
+    os.utime(used, (1_600_000_000, 1_600_000_000))  # older than all the others
+    assert blob_cache.cached(("used",), lambda: "recomputed", str, folder) == "v"  # a hit: used now
+    monkeypatch.setitem(blob_cache._WRITES, folder, 0)  # the next write prunes
     assert blob_cache.cached(("new",), lambda: "n", str, folder) == "n"
     assert used.exists(), "the entry just read was pruned as the oldest"
     assert len(list(folder.iterdir())) == 8

@@ -2,6 +2,7 @@
 positions (which name the lines of errors and place the editor's splices), and so the
 same Series or the same error from series.seriesfile.config. Checked on generated series.yaml files
 and on random mutations of them; a file it declines goes to ruamel, which is always right."""
+
 from __future__ import annotations
 
 import io
@@ -12,15 +13,74 @@ from typing import Any
 from series.seriesfile import blockyaml, config
 from series.errors import SeriesError
 
-WORDS = ["offload", "evict", "fix", "v0.31.0", "topic/kv-offload", "vllm-project/vllm", "a.b_c-d", "x+y",
-         "it's", 'say "hi"', "a:b", "https://api.github.com", "yes", "No", "TRUE", "null", "Null", "~", "0",
-         "61050", "007", "1.5", "1e3", "2024-01-01", "0x1f", "-5", ".inf", "@who", "%d", "*star", "&anchor",
-         "!tag", "|", ">", "[a, b]", "{a: 1}", "a #not", "a#b", "tail:", "k: v", "ü-unicode", "back\\slash",
-         "two  spaces", "semi;colon", "q?", "<<", "="]
+WORDS = [
+    "offload",
+    "evict",
+    "fix",
+    "v0.31.0",
+    "topic/kv-offload",
+    "vllm-project/vllm",
+    "a.b_c-d",
+    "x+y",
+    "it's",
+    'say "hi"',
+    "a:b",
+    "https://api.github.com",
+    "yes",
+    "No",
+    "TRUE",
+    "null",
+    "Null",
+    "~",
+    "0",
+    "61050",
+    "007",
+    "1.5",
+    "1e3",
+    "2024-01-01",
+    "0x1f",
+    "-5",
+    ".inf",
+    "@who",
+    "%d",
+    "*star",
+    "&anchor",
+    "!tag",
+    "|",
+    ">",
+    "[a, b]",
+    "{a: 1}",
+    "a #not",
+    "a#b",
+    "tail:",
+    "k: v",
+    "ü-unicode",
+    "back\\slash",
+    "two  spaces",
+    "semi;colon",
+    "q?",
+    "<<",
+    "=",
+]
 
 
-TAME = ["offload", "evict", "fix", "v0.31.0", "topic/kv-offload", "vllm-project/vllm", "a.b_c-d", "x+y", "it's",
-        "a:b", "https://api.github.com", "two  spaces", "ü-unicode", "say (hi)", "61050"]
+TAME = [
+    "offload",
+    "evict",
+    "fix",
+    "v0.31.0",
+    "topic/kv-offload",
+    "vllm-project/vllm",
+    "a.b_c-d",
+    "x+y",
+    "it's",
+    "a:b",
+    "https://api.github.com",
+    "two  spaces",
+    "ü-unicode",
+    "say (hi)",
+    "61050",
+]
 
 
 def _any_scalar(rng: random.Random, tame: bool = False) -> str:
@@ -51,15 +111,22 @@ def _document(rng: random.Random) -> str:
     if rng.random() < 0.3:
         lines.append("# series.yaml: a comment first")
     lines.append("upstream:" + _comment(rng))
-    lines += [f"  remote: {rng.choice(['upstream', _scalar(rng)])}{_comment(rng)}",
-              f"  base: {rng.choice(['v0.30.0', _scalar(rng)])}{_comment(rng)}"]
+    lines += [
+        f"  remote: {rng.choice(['upstream', _scalar(rng)])}{_comment(rng)}",
+        f"  base: {rng.choice(['v0.30.0', _scalar(rng)])}{_comment(rng)}",
+    ]
     if rng.random() < 0.4:
         lines.append(f"  github: {rng.choice(['vllm-project/vllm', _scalar(rng)])}")
     if rng.random() < 0.5:
         lines.append(f"integration: {rng.choice(['series/integration', _scalar(rng)])}{_comment(rng)}")
     if rng.random() < 0.3:
-        lines += ["propose:", f"  max_lines: {rng.choice(['400', '0', 'lots', '12'])}",
-                  "  hot_paths:", "    - vllm/v1/core", f"    - {_scalar(rng)}"]
+        lines += [
+            "propose:",
+            f"  max_lines: {rng.choice(['400', '0', 'lots', '12'])}",
+            "  hot_paths:",
+            "    - vllm/v1/core",
+            f"    - {_scalar(rng)}",
+        ]
     if rng.random() < 0.2:
         lines.append("")
     if rng.random() < 0.1:
@@ -72,8 +139,9 @@ def _document(rng: random.Random) -> str:
         inner = " " * (dash + 1 + gap)
         lines.append(f"{pad}-{' ' * gap}name: {rng.choice([f't{i:02d}', _scalar(rng)])}{_comment(rng)}")
         lines.append(f"{inner}branch: {rng.choice([f'topic/t{i:02d}', _scalar(rng)])}")
-        for key in rng.sample(["status", "summary", "upstream_pr", "scope", "depends_on", "reason", "owner"],
-                              rng.randint(0, 3)):
+        for key in rng.sample(
+            ["status", "summary", "upstream_pr", "scope", "depends_on", "reason", "owner"], rng.randint(0, 3)
+        ):
             if key in ("scope", "depends_on") and rng.random() < 0.4:
                 lines.append(f"{inner}{key}:")
                 lines += [f"{inner}  - {_scalar(rng)}" for _ in range(rng.randint(1, 2))]
@@ -99,9 +167,9 @@ def _mutate(rng: random.Random, text: str) -> str:
         if op < 0.4:
             text = text[:at] + piece + text[at:]
         elif op < 0.8:
-            text = text[:at] + text[at + 1:]
+            text = text[:at] + text[at + 1 :]
         else:
-            text = text[:at] + piece + text[at + 1:]
+            text = text[:at] + piece + text[at + 1 :]
     return text
 
 
@@ -144,8 +212,12 @@ def test_where_the_fast_reader_answers_it_answers_as_ruamel_does() -> None:
     tried = {"base": 0, "mutated": 0}
     for round_ in range(500):
         base = _document(rng)
-        for kind, text in (("base", base), ("base", base.replace("\n", "\r\n")),  # a Windows editor's
-                           ("mutated", _mutate(rng, base)), ("mutated", _mutate(rng, base))):
+        for kind, text in (
+            ("base", base),
+            ("base", base.replace("\n", "\r\n")),  # a Windows editor's
+            ("mutated", _mutate(rng, base)),
+            ("mutated", _mutate(rng, base)),
+        ):
             tried[kind] += 1
             fast = blockyaml.load(text)
             if fast is None:
@@ -183,15 +255,25 @@ def test_the_editor_splices_the_same_bytes_at_either_reader_s_positions() -> Non
 
     def edits_for(data: dict[str, Any]) -> list[list[Edit]]:
         names = [t["name"] for t in data.get("topics") or []]
-        out = [[Edit(("upstream", "base"), data["upstream"]["base"], "v0.32.0")],
-               [Edit(("integration",), data.get("integration"), "series/next")],
-               [Edit(("topics", "added"), None, {"name": "added", "branch": "topic/added"},
-                     after=names[-1] if names else None)]]
+        out = [
+            [Edit(("upstream", "base"), data["upstream"]["base"], "v0.32.0")],
+            [Edit(("integration",), data.get("integration"), "series/next")],
+            [
+                Edit(
+                    ("topics", "added"),
+                    None,
+                    {"name": "added", "branch": "topic/added"},
+                    after=names[-1] if names else None,
+                )
+            ],
+        ]
         for name in names[:2]:
             topic = next(t for t in data["topics"] if t["name"] == name)
-            out += [[Edit(("topics", name, "status"), topic.get("status"), "dropped")],
-                    [Edit(("topics", name, "reason"), topic.get("reason"), "upstream has it")],
-                    [Edit(("topics", name), topic, None)]]
+            out += [
+                [Edit(("topics", name, "status"), topic.get("status"), "dropped")],
+                [Edit(("topics", name, "reason"), topic.get("reason"), "upstream has it")],
+                [Edit(("topics", name), topic, None)],
+            ]
         return out
 
     def splice(text: str, doc: Any, edits: list[Edit]) -> str:

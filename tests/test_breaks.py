@@ -1,6 +1,7 @@
 """The semantic check after a clean replay (issue 24): what a topic uses that upstream removed
 or changed between the old base and the new one, named with the upstream PR that did it;
 --strict holds the rebase like a conflict."""
+
 from __future__ import annotations
 
 import json
@@ -55,9 +56,11 @@ def __getattr__(name: str) -> Any:
     return environment_variables[name]()
 '''
 ENVS_V031 = ENVS_V030.replace('    VLLM_OLD_FLAG: bool = False\n', '').replace(
-    '    "VLLM_OLD_FLAG": lambda: bool(os.getenv("VLLM_OLD_FLAG")),\n', '')
+    '    "VLLM_OLD_FLAG": lambda: bool(os.getenv("VLLM_OLD_FLAG")),\n', ''
+)
 WORKER_TAIL = "".join(f"\n\ndef step{i}():\n    return {i}\n" for i in range(8))
-WORKER_V030 = '''\
+WORKER_V030 = (
+    '''\
 def _prepare(batch):
     return list(batch)
 
@@ -65,7 +68,9 @@ def _prepare(batch):
 def run(batch):
     items = list(batch)
     return items
-''' + WORKER_TAIL
+'''
+    + WORKER_TAIL
+)
 WORKER_V031 = WORKER_V030.replace("def _prepare(batch):\n    return list(batch)\n\n\n", "")
 SCHED_V030 = "from vllm.utils import scale\n\n\ndef first():\n    return scale(1)\n" + WORKER_TAIL
 SCHED_V031 = WORKER_TAIL.lstrip("\n")
@@ -85,8 +90,9 @@ class VllmConfig:
     cache_config: CacheConfig = field(default_factory=CacheConfig)
     seed: int = 0
 '''
-CONFIG_V031 = CONFIG_V030.replace("    swap_space: float = 4\n    legacy_mode: bool = False\n",
-                                  "    swap_space_gib: float = 4\n")
+CONFIG_V031 = CONFIG_V030.replace(
+    "    swap_space: float = 4\n    legacy_mode: bool = False\n", "    swap_space_gib: float = 4\n"
+)
 REGISTRY = '''\
 _MODELS = {
     "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),
@@ -142,53 +148,96 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
 }
 '''
 BINDINGS_V031 = BINDINGS_V030.replace('  ops.def("old_op(Tensor! out, Tensor x) -> ()");\n', "").replace(
-    '  ops.def("moved_op.out(Tensor x, Tensor! out) -> ()");\n', "")
+    '  ops.def("moved_op.out(Tensor x, Tensor! out) -> ()");\n', ""
+)
 KERNEL_V031 = 'STABLE_TORCH_LIBRARY_FRAGMENT(_C, m) {\n  m.def("moved_op(Tensor x) -> Tensor");\n}\n'
-WORKERBASE_V031 = WORKERBASE_V030.replace("        self.local_rank = rank\n", "").replace(
-    "        self.local_rank = 0\n", "        pass\n").replace("        self.flag = True\n", "")
-FILES_V030 = {"vllm/config.py": CONFIG_V030, "vllm/model_executor/__init__.py": "", f"{MODELS}/__init__.py": "",
-              f"{MODELS}/registry.py": REGISTRY, f"{MODELS}/llama.py": "class LlamaForCausalLM:\n    pass\n",
-              f"{MODELS}/old_arch.py": "class OldArchForCausalLM:\n    pass\n",
-              "vllm/sched.py": SCHED_V030, "vllm/__init__.py": "", "vllm/utils.py": UTIL_V030, "vllm/layer.py": LAYER_V030,
-              "vllm/envs.py": ENVS_V030, "vllm/worker.py": WORKER_V030, "vllm/other.py": "A = 1\n",
-              f"{MODELS}/moved_arch.py": MOVED_ARCH, "vllm/helpers.py": HELPERS + MOVED_FN, "vllm/oldmod.py": OLDMOD,
-              "vllm/workerbase.py": WORKERBASE_V030, "csrc/torch_bindings.cpp": BINDINGS_V030}
+WORKERBASE_V031 = (
+    WORKERBASE_V030.replace("        self.local_rank = rank\n", "")
+    .replace("        self.local_rank = 0\n", "        pass\n")
+    .replace("        self.flag = True\n", "")
+)
+FILES_V030 = {
+    "vllm/config.py": CONFIG_V030,
+    "vllm/model_executor/__init__.py": "",
+    f"{MODELS}/__init__.py": "",
+    f"{MODELS}/registry.py": REGISTRY,
+    f"{MODELS}/llama.py": "class LlamaForCausalLM:\n    pass\n",
+    f"{MODELS}/old_arch.py": "class OldArchForCausalLM:\n    pass\n",
+    "vllm/sched.py": SCHED_V030,
+    "vllm/__init__.py": "",
+    "vllm/utils.py": UTIL_V030,
+    "vllm/layer.py": LAYER_V030,
+    "vllm/envs.py": ENVS_V030,
+    "vllm/worker.py": WORKER_V030,
+    "vllm/other.py": "A = 1\n",
+    f"{MODELS}/moved_arch.py": MOVED_ARCH,
+    "vllm/helpers.py": HELPERS + MOVED_FN,
+    "vllm/oldmod.py": OLDMOD,
+    "vllm/workerbase.py": WORKERBASE_V030,
+    "csrc/torch_bindings.cpp": BINDINGS_V030,
+}
 
-UPSTREAM = {"GIT_AUTHOR_NAME": "Ada Upstream", "GIT_AUTHOR_EMAIL": "ada@example.com",
-            "GIT_COMMITTER_NAME": "Ada Upstream", "GIT_COMMITTER_EMAIL": "ada@example.com"}
-FORK = {"GIT_AUTHOR_NAME": "Fork Maintainer", "GIT_AUTHOR_EMAIL": "fork@example.com",
-        "GIT_COMMITTER_NAME": "Fork Maintainer", "GIT_COMMITTER_EMAIL": "fork@example.com"}
+UPSTREAM = {
+    "GIT_AUTHOR_NAME": "Ada Upstream",
+    "GIT_AUTHOR_EMAIL": "ada@example.com",
+    "GIT_COMMITTER_NAME": "Ada Upstream",
+    "GIT_COMMITTER_EMAIL": "ada@example.com",
+}
+FORK = {
+    "GIT_AUTHOR_NAME": "Fork Maintainer",
+    "GIT_AUTHOR_EMAIL": "fork@example.com",
+    "GIT_COMMITTER_NAME": "Fork Maintainer",
+    "GIT_COMMITTER_EMAIL": "fork@example.com",
+}
 
 TOPICS = {
     "uses-removed": {"vllm/fork_a.py": "from vllm.utils import old_helper\n\n\ndef f():\n    return old_helper(1)\n"},
     "kw-renamed": {"vllm/fork_b.py": "from vllm import utils\n\n\ndef g():\n    return utils.scale(2, factor=3)\n"},
-    "override": {"vllm/fork_c.py": "from vllm.layer import Layer\n\n\nclass MyLayer(Layer):\n"
-                                   "    def forward(self, x):\n        return x + 1\n"},
-    "env-gone": {"vllm/fork_d.py": "import vllm.envs as envs\n\n\ndef h():\n"
-                                   "    return envs.VLLM_OLD_FLAG or envs.VLLM_KEPT\n"},
-    "same-file": {"vllm/worker.py": WORKER_V030.replace("def step7():\n    return 7\n",
-                                                       "def step7():\n    return _prepare([7])\n")},
-    "import-gone": {"vllm/sched.py": SCHED_V030.replace("def step7():\n    return 7\n",
-                                                        "def step7():\n    return scale(7)\n")},
-    "ordinary": {"vllm/fork_e.py": "from vllm.utils import scale\nfrom vllm.layer import Layer\n"
-                                   "from vllm.config import VllmConfig\n"
-                                   "import vllm.envs as envs\n\n\nclass Plain(Layer):\n"
-                                   "    def name(self):\n        return 'plain'\n\n\n"
-                                   "def k():\n    return scale(1, 2) if envs.VLLM_KEPT else Layer()\n\n\n"
-                                   "def bs(config: VllmConfig) -> int:\n"
-                                   "    return config.cache_config.block_size + config.seed\n\n\n"
-                                   "def log() -> str:\n    return 'vllm.other' + 'vllm.worker.run'\n"},
-    "config-field": {"vllm/fork_g.py": "from vllm.config import CacheConfig, VllmConfig\n\n\n"
-                                       "def size(vllm_config: VllmConfig) -> float:\n"
-                                       "    return vllm_config.cache_config.swap_space * vllm_config.cache_config.block_size\n"
-                                       "\n\ndef legacy(cache_config: CacheConfig | None) -> bool:\n"
-                                       "    return cache_config.legacy_mode if cache_config else False\n"},
-    "registry-entry": {f"{MODELS}/registry.py": REGISTRY.replace(
-        "}", '    "OldArchForCausalLM": ("old_arch", "OldArchForCausalLM"),\n}')},
-    "qualname": {"vllm/fork_h.py": "import vllm.envs as envs\n\n\ndef worker_cls() -> str:\n"
-                                   "    return 'vllm.worker:_prepare' if envs.VLLM_KEPT else 'vllm.worker.run'\n"},
-    "new-code": {"vllm/fork_f.py": "def brand_new(a, b=2):\n    return a + b\n\n\n"
-                                   "def user():\n    return brand_new(1, b=3) + missing_on_purpose\n"},
+    "override": {
+        "vllm/fork_c.py": "from vllm.layer import Layer\n\n\nclass MyLayer(Layer):\n"
+        "    def forward(self, x):\n        return x + 1\n"
+    },
+    "env-gone": {
+        "vllm/fork_d.py": "import vllm.envs as envs\n\n\ndef h():\n    return envs.VLLM_OLD_FLAG or envs.VLLM_KEPT\n"
+    },
+    "same-file": {
+        "vllm/worker.py": WORKER_V030.replace(
+            "def step7():\n    return 7\n", "def step7():\n    return _prepare([7])\n"
+        )
+    },
+    "import-gone": {
+        "vllm/sched.py": SCHED_V030.replace("def step7():\n    return 7\n", "def step7():\n    return scale(7)\n")
+    },
+    "ordinary": {
+        "vllm/fork_e.py": "from vllm.utils import scale\nfrom vllm.layer import Layer\n"
+        "from vllm.config import VllmConfig\n"
+        "import vllm.envs as envs\n\n\nclass Plain(Layer):\n"
+        "    def name(self):\n        return 'plain'\n\n\n"
+        "def k():\n    return scale(1, 2) if envs.VLLM_KEPT else Layer()\n\n\n"
+        "def bs(config: VllmConfig) -> int:\n"
+        "    return config.cache_config.block_size + config.seed\n\n\n"
+        "def log() -> str:\n    return 'vllm.other' + 'vllm.worker.run'\n"
+    },
+    "config-field": {
+        "vllm/fork_g.py": "from vllm.config import CacheConfig, VllmConfig\n\n\n"
+        "def size(vllm_config: VllmConfig) -> float:\n"
+        "    return vllm_config.cache_config.swap_space * vllm_config.cache_config.block_size\n"
+        "\n\ndef legacy(cache_config: CacheConfig | None) -> bool:\n"
+        "    return cache_config.legacy_mode if cache_config else False\n"
+    },
+    "registry-entry": {
+        f"{MODELS}/registry.py": REGISTRY.replace(
+            "}", '    "OldArchForCausalLM": ("old_arch", "OldArchForCausalLM"),\n}'
+        )
+    },
+    "qualname": {
+        "vllm/fork_h.py": "import vllm.envs as envs\n\n\ndef worker_cls() -> str:\n"
+        "    return 'vllm.worker:_prepare' if envs.VLLM_KEPT else 'vllm.worker.run'\n"
+    },
+    "new-code": {
+        "vllm/fork_f.py": "def brand_new(a, b=2):\n    return a + b\n\n\n"
+        "def user():\n    return brand_new(1, b=3) + missing_on_purpose\n"
+    },
 }
 
 
@@ -209,24 +258,34 @@ def upstream_history(tmp_path: Path) -> Path:
     git(up, "init", "-q", "-b", "main")
     _pr(up, FILES_V030, "v0.30.0", "2026-01-01T00:00:00Z")
     git(up, "tag", "v0.30.0")
-    _pr(up, {"vllm/utils.py": UTIL_V031}, "[Core] drop old_helper, rename scale's factor (#101)",
-        "2026-01-05T00:00:00Z")
+    _pr(
+        up, {"vllm/utils.py": UTIL_V031}, "[Core] drop old_helper, rename scale's factor (#101)", "2026-01-05T00:00:00Z"
+    )
     _pr(up, {"vllm/layer.py": LAYER_V031}, "[Model] forward takes a context (#102)", "2026-01-06T00:00:00Z")
     _pr(up, {"vllm/envs.py": ENVS_V031}, "[Misc] remove VLLM_OLD_FLAG (#103)", "2026-01-07T00:00:00Z")
     _pr(up, {"vllm/worker.py": WORKER_V031}, "[Worker] inline _prepare (#104)", "2026-01-08T00:00:00Z")
     _pr(up, {"vllm/sched.py": SCHED_V031}, "[Sched] drop first (#106)", "2026-01-09T00:00:00Z")
-    _pr(up, {"vllm/config.py": CONFIG_V031}, "[Config] swap_space in GiB, no legacy_mode (#107)",
-        "2026-01-09T00:00:00Z")
+    _pr(
+        up, {"vllm/config.py": CONFIG_V031}, "[Config] swap_space in GiB, no legacy_mode (#107)", "2026-01-09T00:00:00Z"
+    )
     (up / MODELS / "old_arch.py").unlink()
     _pr(up, {}, "[Model] remove OldArch (#108)", "2026-01-09T00:00:00Z")
     _pr(up, {"vllm/other.py": "A = 2\n"}, "[Misc] unrelated (#105)", "2026-01-09T00:00:00Z")
     git(up, "mv", f"{MODELS}/moved_arch.py", f"{MODELS}/moved_home.py")
     git(up, "mv", "vllm/oldmod.py", "vllm/common_mod.py")
-    _pr(up, {"vllm/helpers.py": HELPERS, "vllm/common/__init__.py": "", "vllm/common/funcs.py": "import os" + MOVED_FN},
-        "[Refactor] move MovedArch, moved_fn and oldmod (#110)", "2026-01-09T00:00:00Z")
+    _pr(
+        up,
+        {"vllm/helpers.py": HELPERS, "vllm/common/__init__.py": "", "vllm/common/funcs.py": "import os" + MOVED_FN},
+        "[Refactor] move MovedArch, moved_fn and oldmod (#110)",
+        "2026-01-09T00:00:00Z",
+    )
     _pr(up, {"vllm/workerbase.py": WORKERBASE_V031}, "[Worker] no local_rank (#111)", "2026-01-09T00:00:00Z")
-    _pr(up, {"csrc/torch_bindings.cpp": BINDINGS_V031, "csrc/kernels/moved.cu": KERNEL_V031},
-        "[Kernel] drop old_op, moved_op in its kernel (#112)", "2026-01-09T00:00:00Z")
+    _pr(
+        up,
+        {"csrc/torch_bindings.cpp": BINDINGS_V031, "csrc/kernels/moved.cu": KERNEL_V031},
+        "[Kernel] drop old_op, moved_op in its kernel (#112)",
+        "2026-01-09T00:00:00Z",
+    )
     git(up, "tag", "v0.31.0")
     return up
 
@@ -269,7 +328,7 @@ def test_each_break_named_with_its_upstream_pr(broken_fork: Path) -> None:
     (local,) = found["same-file"]
     assert (local["name"], local["kind"], local["file"]) == ("_prepare", "undefined", "vllm/worker.py")
     assert local["upstream"]["pr"] == 104 and local["upstream"]["author"] == "Ada Upstream"  # type: ignore[index]
-    (gone,) = found["import-gone"]   # upstream's side of the merge removed the import step7 still uses
+    (gone,) = found["import-gone"]  # upstream's side of the merge removed the import step7 still uses
     assert (gone["name"], gone["kind"], gone["line"]) == ("scale", "undefined", 30), gone
     assert "removed its import" in str(gone["detail"]) and gone["upstream"]["pr"] == 106  # type: ignore[index]
 
@@ -281,7 +340,10 @@ def test_config_fields_registry_entries_and_qualified_names(broken_fork: Path) -
     found = rebase_breaks(broken_fork, "--dry-run")
     renamed, removed = found["config-field"]
     assert (renamed["name"], renamed["kind"], renamed["line"]) == (
-        "vllm.config.VllmConfig.cache_config.swap_space", "renamed", 5), renamed
+        "vllm.config.VllmConfig.cache_config.swap_space",
+        "renamed",
+        5,
+    ), renamed
     assert "swap_space renamed to swap_space_gib in CacheConfig" in str(renamed["detail"])
     assert renamed["upstream"]["pr"] == 107  # type: ignore[index]
     assert (removed["name"], removed["kind"]) == ("vllm.config.CacheConfig.legacy_mode", "removed"), removed
@@ -320,8 +382,9 @@ def test_without_strict_the_rebase_moves_and_warns(broken_fork: Path) -> None:
 
 
 def test_strict_with_only_ordinary_topics_moves(broken_fork: Path) -> None:
-    found = rebase_breaks(broken_fork, "--strict", *[f"--skip-topic={n}" for n in TOPICS
-                                               if n not in ("ordinary", "new-code")])
+    found = rebase_breaks(
+        broken_fork, "--strict", *[f"--skip-topic={n}" for n in TOPICS if n not in ("ordinary", "new-code")]
+    )
     assert found["ordinary"] == [] and found["new-code"] == []
     assert git(broken_fork, "rev-parse", "topic/ordinary") != git(broken_fork, "rev-parse", "v0.30.0")
 
@@ -337,7 +400,7 @@ def test_status_and_check_warn_until_the_branch_is_fixed(broken_fork: Path) -> N
     text = run_series("status", cwd=broken_fork).stdout
     assert "warning: 1 break against the base" in text, text
     assert "break vllm/fork_a.py:1 vllm.utils.old_helper: removed from vllm/utils.py by #101" in text, text
-    check = run_series("check", cwd=broken_fork, expect=6).stdout   # warnings, not problems
+    check = run_series("check", cwd=broken_fork, expect=6).stdout  # warnings, not problems
     assert "warning: topics (kw-renamed).branch: break vllm/fork_b.py:5 vllm.utils.scale(factor=)" in check, check
     assert check.splitlines()[-1].startswith("10 warnings, no problem: "), check
 
@@ -392,7 +455,7 @@ def test_a_halted_rebase_reports_the_clean_topics_breaks(broken_fork: Path) -> N
     report = json.loads(out.stdout)
     found = {t["name"]: t["breaks"] for t in report["topics"]}
     assert len(found["kw-renamed"]) == 1 and found["conflicts"] == []
-    assert (broken_fork / ".git" / "series" / "rebase").exists()   # halted, the worktree laid out
+    assert (broken_fork / ".git" / "series" / "rebase").exists()  # halted, the worktree laid out
 
 
 @pytest.mark.skipif(ALL_FRESH, reason="counts the calls in this process")
@@ -410,7 +473,8 @@ def test_the_check_runs_once(broken_fork: Path, monkeypatch: pytest.MonkeyPatch,
 
 @pytest.mark.skipif(ALL_FRESH, reason="changes when the work handed to the replay's waits runs, in this process")
 def test_what_runs_while_git_answers_gives_the_report_it_gives_at_the_end(
-        broken_fork: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    broken_fork: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The semantic check of a replayed topic and a conflicting topic's upstream history are
     handed to the replay's waits for git (MemOdb.when_waiting). Run at the earliest moment
     (as each topic is replayed) or never (all at the end), the report is the same."""

@@ -1,6 +1,7 @@
 """The semantic check's rarer kinds of break (issue 24), on the upstream history of
 tests/test_breaks.py: a name or a module upstream moved (named with where it lives now),
 each with the upstream PR that did it; ordinary topics report none."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -124,24 +125,33 @@ def kept(vllm_config: VllmConfig) -> int:
     return cache.block_size + made.block_size
 """
 TOPICS = {
-    "moved-entry": {f"{MODELS}/registry.py": REGISTRY.replace(
-        "}", '    "MovedArchForCausalLM": ("moved_arch", "MovedArchForCausalLM"),\n}')},
-    "moved-name": {"vllm/fork_m.py": "from vllm.helpers import kept, moved_fn\n\n\n"
-                                     "def m():\n    return moved_fn(kept(1))\n"},
+    "moved-entry": {
+        f"{MODELS}/registry.py": REGISTRY.replace(
+            "}", '    "MovedArchForCausalLM": ("moved_arch", "MovedArchForCausalLM"),\n}'
+        )
+    },
+    "moved-name": {
+        "vllm/fork_m.py": "from vllm.helpers import kept, moved_fn\n\n\ndef m():\n    return moved_fn(kept(1))\n"
+    },
     "moved-module": {"vllm/fork_n.py": "from vllm import oldmod\n\n\ndef n():\n    return oldmod.use()\n"},
     "self-attr": {"vllm/fork_s.py": SELF_ATTR},
-    "entry-points": {"plugins/fork/pyproject.toml": PYPROJECT,
-                     "plugins/other/setup.py": "from setuptools import setup\n\nsetup(\n    name='other',\n"
-                                               "    entry_points={'vllm.general_plugins': ['o = vllm.oldmod:use']},\n)\n"},
+    "entry-points": {
+        "plugins/fork/pyproject.toml": PYPROJECT,
+        "plugins/other/setup.py": "from setuptools import setup\n\nsetup(\n    name='other',\n"
+        "    entry_points={'vllm.general_plugins': ['o = vllm.oldmod:use']},\n)\n",
+    },
     "local-alias": {"vllm/fork_l.py": LOCAL_ALIAS},
     "custom-op": {"vllm/fork_c.py": "import torch\n\n\ndef c(x):\n    return torch.ops._C.old_op(x, x)\n"},
-    "ordinary": {"vllm/fork_o.py": "from vllm.helpers import kept\n\n\ndef o():\n    return kept(2)\n",
-                 "vllm/fork_p.py": SELF_ORDINARY, "vllm/fork_r.py": LOCAL_ORDINARY,
-                 "vllm/fork_q.py": "import torch\n\n\ndef q(x):\n    return torch.ops._C.kept_op(x) + "
-                                   "torch.ops._C.moved_op.default(x) + torch.ops._C.fork_own_op(x)\n",
-                 "plugins/ok/setup.cfg": "[metadata]\nname = ok\n\n[options.entry_points]\n"
-                                         "vllm.general_plugins =\n    ok = vllm.helpers:kept\n"
-                                         "console_scripts =\n    ok-own = ok.main:run\n"},
+    "ordinary": {
+        "vllm/fork_o.py": "from vllm.helpers import kept\n\n\ndef o():\n    return kept(2)\n",
+        "vllm/fork_p.py": SELF_ORDINARY,
+        "vllm/fork_r.py": LOCAL_ORDINARY,
+        "vllm/fork_q.py": "import torch\n\n\ndef q(x):\n    return torch.ops._C.kept_op(x) + "
+        "torch.ops._C.moved_op.default(x) + torch.ops._C.fork_own_op(x)\n",
+        "plugins/ok/setup.cfg": "[metadata]\nname = ok\n\n[options.entry_points]\n"
+        "vllm.general_plugins =\n    ok = vllm.helpers:kept\n"
+        "console_scripts =\n    ok-own = ok.main:run\n",
+    },
 }
 
 
@@ -162,7 +172,8 @@ def test_moved_names_say_where_they_live_now(fork: Path) -> None:
     assert name["fix"] == "from vllm.common.funcs import moved_fn (moved in #110)", name
     module = found["moved-module"]
     assert [(b["name"], b["detail"], b["fix"]) for b in module] == [
-        ("vllm.oldmod", "moved to vllm.common_mod", "import vllm.common_mod (moved in #110)")], module
+        ("vllm.oldmod", "moved to vllm.common_mod", "import vllm.common_mod (moved in #110)")
+    ], module
 
 
 def test_attributes_read_on_self_of_an_upstream_base(fork: Path) -> None:
@@ -172,9 +183,11 @@ def test_attributes_read_on_self_of_an_upstream_base(fork: Path) -> None:
     found = rebase_breaks(fork, "--dry-run")
     assert found["ordinary"] == []
     got = sorted((b["name"], b["kind"], b["line"], b["upstream"]["pr"]) for b in found["self-attr"])  # type: ignore[index]
-    assert got == [("vllm.workerbase.Worker.local_rank", "removed", 6, 111),
-                   ("vllm.workerbase.Worker.vllm_config.cache_config.legacy_mode", "removed", 16, 107),
-                   ("vllm.workerbase.WorkerBase.vllm_config.cache_config.legacy_mode", "removed", 11, 107)], got
+    assert got == [
+        ("vllm.workerbase.Worker.local_rank", "removed", 6, 111),
+        ("vllm.workerbase.Worker.vllm_config.cache_config.legacy_mode", "removed", 16, 107),
+        ("vllm.workerbase.WorkerBase.vllm_config.cache_config.legacy_mode", "removed", 11, 107),
+    ], got
 
 
 def test_a_custom_op_upstream_stopped_registering(fork: Path) -> None:
@@ -192,15 +205,36 @@ def test_entry_points_that_name_what_upstream_moved_or_removed(fork: Path) -> No
     setup.cfg, judged like an import; the topic's own modules and kept names hold."""
     found = rebase_breaks(fork, "--dry-run")
     assert found["ordinary"] == []
-    got = {(b["file"], b["line"], b["name"], b["kind"], b["fix"], b["upstream"]["pr"])  # type: ignore[index]
-           for b in found["entry-points"]}
+    got = {
+        (b["file"], b["line"], b["name"], b["kind"], b["fix"], b["upstream"]["pr"])  # type: ignore[index]
+        for b in found["entry-points"]
+    }
     assert got == {
-        ("plugins/fork/pyproject.toml", 5, "vllm.helpers.moved_fn", "moved",
-         "point it at vllm.common.funcs:moved_fn (moved in #110)", 110),
-        ("plugins/fork/pyproject.toml", 8, "vllm.utils.old_helper", "removed",
-         "removed in #101: use what it put in its place", 101),
-        ("plugins/other/setup.py", 5, "vllm.oldmod.use", "moved",
-         "point it at vllm.common_mod:use (moved in #110)", 110)}, found["entry-points"]
+        (
+            "plugins/fork/pyproject.toml",
+            5,
+            "vllm.helpers.moved_fn",
+            "moved",
+            "point it at vllm.common.funcs:moved_fn (moved in #110)",
+            110,
+        ),
+        (
+            "plugins/fork/pyproject.toml",
+            8,
+            "vllm.utils.old_helper",
+            "removed",
+            "removed in #101: use what it put in its place",
+            101,
+        ),
+        (
+            "plugins/other/setup.py",
+            5,
+            "vllm.oldmod.use",
+            "moved",
+            "point it at vllm.common_mod:use (moved in #110)",
+            110,
+        ),
+    }, found["entry-points"]
     assert all(str(b["detail"]).startswith("entry point target ") for b in found["entry-points"])
 
 
@@ -210,5 +244,7 @@ def test_a_local_bound_once_to_an_upstream_chain(fork: Path) -> None:
     found = rebase_breaks(fork, "--dry-run")
     assert found["ordinary"] == []
     got = sorted((b["name"], b["kind"], b["line"], b["upstream"]["pr"]) for b in found["local-alias"])  # type: ignore[index]
-    assert got == [("vllm.config.VllmConfig.cache_config.swap_space", "renamed", 7, 107),
-                   ("vllm.workerbase.WorkerBase.vllm_config.cache_config.legacy_mode", "removed", 14, 107)], got
+    assert got == [
+        ("vllm.config.VllmConfig.cache_config.swap_space", "renamed", 7, 107),
+        ("vllm.workerbase.WorkerBase.vllm_config.cache_config.legacy_mode", "removed", 14, 107),
+    ], got

@@ -1,5 +1,6 @@
 """`series build`: integration branch, patched wheel proven by a real installer, manifest,
 refusal of compiled inputs, --from-source's command, the pip wheel cache."""
+
 from __future__ import annotations
 
 import json
@@ -51,18 +52,23 @@ def test_build_writes_branch_wheel_and_manifest(fork: Path, release_wheel: Path,
     heads = {t["name"]: t["head"] for t in manifest["topics"]}
     assert heads["api-hello"] == str(repo.references["refs/heads/topic/api-hello"].target), heads
     import hashlib
+
     assert manifest["wheel"]["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
     assert manifest["tool"] == "series" and manifest["tool_version"]
     assert "tests/v1/kv_offload/test_lru.py" in manifest["changes"]["ignored"], manifest["changes"]
 
 
 def test_rebuild_is_byte_identical(fork: Path, release_wheel: Path, tmp_path: Path) -> None:
-    first = json.loads(run_series("build", "--wheel", str(release_wheel), "--out", str(tmp_path / "a"),
-                                  "--json", cwd=fork).stdout)
+    first = json.loads(
+        run_series("build", "--wheel", str(release_wheel), "--out", str(tmp_path / "a"), "--json", cwd=fork).stdout
+    )
     # a later run: whatever date the chain's commits would get now, the wheel is the same
     later = {"GIT_COMMITTER_DATE": "2026-03-01T00:00:00Z"}
-    second = json.loads(run_series("build", "--wheel", str(release_wheel), "--out", str(tmp_path / "b"),
-                                   "--json", cwd=fork, env=later).stdout)
+    second = json.loads(
+        run_series(
+            "build", "--wheel", str(release_wheel), "--out", str(tmp_path / "b"), "--json", cwd=fork, env=later
+        ).stdout
+    )
     assert first["integration"]["moved"] and not second["integration"]["moved"], (first, second)
     assert Path(first["wheel"]).read_bytes() == Path(second["wheel"]).read_bytes()
     assert Path(first["manifest"]).read_text() == Path(second["manifest"]).read_text()
@@ -78,13 +84,17 @@ def test_build_without_wheel_only_moves_the_branch_and_dry_run_moves_nothing(for
         assert topic in log, log
     assert sh("git merge-base --is-ancestor v0.30.0 series/integration && echo yes", fork).strip() == "yes"
     assert "def hello" in sh("git show series/integration:vllm/entrypoints/openai/api_server.py", fork)
-    assert "integration series/integration" in sh("ls .git/series/journal | head -1 >/dev/null; "
-                                                  "cat .git/series/journal/*.json", fork)
+    assert "integration series/integration" in sh(
+        "ls .git/series/journal | head -1 >/dev/null; cat .git/series/journal/*.json", fork
+    )
 
 
 def test_a_series_touching_csrc_is_refused_for_overlay(fork: Path, release_wheel: Path) -> None:
-    sh("git checkout -q -b topic/kernel v0.30.0 && mkdir -p csrc && echo '// k' > csrc/attn.cu && "
-       "git add csrc && git commit -qm kernel && git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q -b topic/kernel v0.30.0 && mkdir -p csrc && echo '// k' > csrc/attn.cu && "
+        "git add csrc && git commit -qm kernel && git checkout -q --detach v0.30.0",
+        fork,
+    )
     with open(fork / "series.yaml", "a") as f:
         f.write("  - name: kernel-tweak\n    branch: topic/kernel\n")
     proc = run_series("build", "--wheel", str(release_wheel), cwd=fork, expect=1)
@@ -98,20 +108,20 @@ def test_a_series_touching_csrc_is_refused_for_overlay(fork: Path, release_wheel
     assert "VLLM_USE_PRECOMPILED" not in dry, "a csrc change must not use precompiled kernels"
 
 
-def test_from_source_runs_the_precompiled_build_in_a_worktree(fork: Path, release_wheel: Path,
-                                                              tmp_path: Path) -> None:
+def test_from_source_runs_the_precompiled_build_in_a_worktree(fork: Path, release_wheel: Path, tmp_path: Path) -> None:
     seen: dict[str, object] = {}
 
     def runner(argv: list[str], cwd: Path, env: dict[str, str], **_: object) -> subprocess.CompletedProcess:
-        seen.update(argv=argv, cwd=cwd, env=env, tracked=(Path(cwd) / "vllm/entrypoints/openai/api_server.py").read_text())
+        seen.update(
+            argv=argv, cwd=cwd, env=env, tracked=(Path(cwd) / "vllm/entrypoints/openai/api_server.py").read_text()
+        )
         out = Path(argv[argv.index("--wheel-dir") + 1])
         out.mkdir(parents=True, exist_ok=True)
         (out / f"vllm-{env['VLLM_VERSION_OVERRIDE']}-cp38-abi3-linux_x86_64.whl").write_bytes(b"PK")
         return subprocess.CompletedProcess(argv, 0, "", "")
 
     ws = open_workspace(None, fork)
-    result = build_cmd.run(ws, wheel=str(release_wheel), out=tmp_path / "dist", from_source=True,
-                           runner=runner)
+    result = build_cmd.run(ws, wheel=str(release_wheel), out=tmp_path / "dist", from_source=True, runner=runner)
     assert seen["argv"][1:7] == ["-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--wheel-dir"]
     env = seen["env"]
     assert env["VLLM_USE_PRECOMPILED"] == "1" and env["VLLM_PRECOMPILED_WHEEL_LOCATION"] == str(release_wheel)
@@ -137,8 +147,16 @@ def test_pip_download_into_the_cache_once(tmp_path: Path) -> None:
     again, fetched_again = fetch.resolve_wheel("vllm==0.31.0", cache, runner=runner)
     assert (fetched, fetched_again) == (True, False) and path == again
     assert len(calls) == 1, calls
-    assert calls[0][1:] == ["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest",
-                            str(cache), "vllm==0.31.0"], calls
+    assert calls[0][1:] == [
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--dest",
+        str(cache),
+        "vllm==0.31.0",
+    ], calls
 
 
 def test_pip_failure_and_bad_spec_are_one_line_errors(fork: Path, tmp_path: Path) -> None:
@@ -146,6 +164,7 @@ def test_pip_failure_and_bad_spec_are_one_line_errors(fork: Path, tmp_path: Path
         return subprocess.CompletedProcess(cmd, 1, "", "ERROR: No matching distribution found for vllm==9.9\n")
 
     from series.errors import SeriesError
+
     with pytest.raises(SeriesError, match="No matching distribution"):
         fetch.resolve_wheel("vllm==9.9", tmp_path / "c", runner=failing)
     proc = run_series("build", "--wheel", "vllm", cwd=fork, expect=1)
@@ -172,8 +191,7 @@ def test_a_wheel_not_built_from_the_base_tree_is_flagged(fork: Path, upstream: P
     files = tree_files(upstream, "v0.30.0")
     files["vllm/multimodal/ipc.py"] = b"VERSION = 'patched by someone'\n"
     odd = build_wheel(tmp_path / "odd", files, version="0.30.0")
-    data = json.loads(run_series("build", "--wheel", str(odd), "--out", str(tmp_path / "d"), "--json",
-                                 cwd=fork).stdout)
+    data = json.loads(run_series("build", "--wheel", str(odd), "--out", str(tmp_path / "d"), "--json", cwd=fork).stdout)
     assert any("vllm/multimodal/ipc.py" in n for n in data["notes"]), data["notes"]
 
 
@@ -192,17 +210,23 @@ def test_nothing_moves_when_the_wheel_is_refused(fork: Path, upstream: Path, tmp
     assert sh("git branch --list series/integration", fork).strip() == "", "refused, yet the branch moved"
 
 
-def test_renamed_added_and_deleted_files_reach_the_installed_tree(fork: Path, release_wheel: Path,
-                                                                   tmp_path: Path) -> None:
-    sh("git checkout -q -b topic/move v0.30.0 && git mv vllm/multimodal/ipc.py vllm/multimodal/ipc_v1.py && "
-       "mkdir -p vllm/v1/kv_offload/cpu/policies && printf 'class ARC:\\n    pass\\n' > "
-       "vllm/v1/kv_offload/cpu/policies/arc.py && git rm -q vllm/v1/core/sched/scheduler.py && "
-       "git add vllm && git commit -qm move && git checkout -q --detach v0.30.0", fork)
+def test_renamed_added_and_deleted_files_reach_the_installed_tree(
+    fork: Path, release_wheel: Path, tmp_path: Path
+) -> None:
+    sh(
+        "git checkout -q -b topic/move v0.30.0 && git mv vllm/multimodal/ipc.py vllm/multimodal/ipc_v1.py && "
+        "mkdir -p vllm/v1/kv_offload/cpu/policies && printf 'class ARC:\\n    pass\\n' > "
+        "vllm/v1/kv_offload/cpu/policies/arc.py && git rm -q vllm/v1/core/sched/scheduler.py && "
+        "git add vllm && git commit -qm move && git checkout -q --detach v0.30.0",
+        fork,
+    )
     (fork / "series.yaml").write_text(
         "upstream:\n  remote: upstream\n  base: v0.30.0\nintegration: series/integration\n"
-        "topics:\n  - name: move\n    branch: topic/move\n")
-    data = json.loads(run_series("build", "--wheel", str(release_wheel), "--out", str(tmp_path / "d"),
-                                 "--json", cwd=fork).stdout)
+        "topics:\n  - name: move\n    branch: topic/move\n"
+    )
+    data = json.loads(
+        run_series("build", "--wheel", str(release_wheel), "--out", str(tmp_path / "d"), "--json", cwd=fork).stdout
+    )
     assert data["changes"]["deleted"] == ["vllm/multimodal/ipc.py", "vllm/v1/core/sched/scheduler.py"], data
     assert data["changes"]["added"] == ["vllm/multimodal/ipc_v1.py", "vllm/v1/kv_offload/cpu/policies/arc.py"]
     site = install_wheel(Path(data["wheel"]), tmp_path / "t")
@@ -212,8 +236,9 @@ def test_renamed_added_and_deleted_files_reach_the_installed_tree(fork: Path, re
     assert (site / "vllm/v1/kv_offload/cpu/policies/arc.py").read_text().startswith("class ARC")
 
 
-def test_the_release_wheel_is_read_once(fork: Path, release_wheel: Path, tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_release_wheel_is_read_once(
+    fork: Path, release_wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The stale-file check and the overlay share one reading of the wheel's directory and
     RECORD (issue 34: vLLM's 5,000+ members cost ~20 ms a reading)."""
     from series.wheel import ziparchive

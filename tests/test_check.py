@@ -27,8 +27,9 @@ def test_check_names_each_file_outside_its_scope(fork: Path) -> None:
 def test_check_ok_is_one_line(fork: Path) -> None:
     _edit(fork, "scope: [vllm/v1/kv_offload/]", "scope: [vllm/v1/kv_offload/, 'tests/**/test_lru.py']")
     out = run_series("check", cwd=fork).stdout
-    assert out == ("ok: 4 topics (4 active) over v0.30.0: branches exist and sit on the base, "
-                   "3 scope claims hold\n"), out
+    assert out == ("ok: 4 topics (4 active) over v0.30.0: branches exist and sit on the base, 3 scope claims hold\n"), (
+        out
+    )
 
 
 def test_check_reports_every_problem_not_just_the_first(fork: Path) -> None:
@@ -36,8 +37,10 @@ def test_check_reports_every_problem_not_just_the_first(fork: Path) -> None:
     _edit(fork, "scope: [vllm/entrypoints/]", "scope: [vllm/v1/]")
     proc = run_series("check", cwd=fork, expect=1)
     lines = proc.stdout.splitlines()
-    assert lines[0] == ("series.yaml:9: topics (sched-note).branch: branch 'topic/sched-note' does not exist "
-                        "(create it, fix the name, or set status: dropped)"), proc.stdout
+    assert lines[0] == (
+        "series.yaml:9: topics (sched-note).branch: branch 'topic/sched-note' does not exist "
+        "(create it, fix the name, or set status: dropped)"
+    ), proc.stdout
     assert "series.yaml:20: topics (api-hello).scope: 1 file outside scope [vllm/v1/]:" in lines, proc.stdout
     assert "    vllm/entrypoints/openai/api_server.py" in lines, proc.stdout
     assert lines[-1] == "check failed: 3 problems in 3 of 4 active topics", proc.stdout
@@ -51,8 +54,11 @@ def test_check_unknown_base_names_line_and_key(fork: Path) -> None:
 
 
 def test_check_flags_a_topic_on_another_base(fork: Path) -> None:
-    sh("git checkout -q -B topic/api-hello v0.31.0 && echo x >> vllm/entrypoints/openai/api_server.py && "
-       "git commit -qam 'hello on v0.31' && git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q -B topic/api-hello v0.31.0 && echo x >> vllm/entrypoints/openai/api_server.py && "
+        "git commit -qam 'hello on v0.31' && git checkout -q --detach v0.30.0",
+        fork,
+    )
     _edit(fork, "scope: [vllm/v1/kv_offload/]", "scope: [vllm/v1/kv_offload/, tests/]")
     proc = run_series("check", cwd=fork, expect=1)
     assert "series.yaml:19: topics (api-hello).branch: 'topic/api-hello' sits on" in proc.stdout, proc.stdout
@@ -63,24 +69,34 @@ def test_check_flags_a_topic_on_another_base(fork: Path) -> None:
 
 def test_check_stacked_topics(fork: Path) -> None:
     _edit(fork, "scope: [vllm/v1/kv_offload/]", "scope: [vllm/v1/kv_offload/, tests/]")
-    sh("git checkout -q -B topic/offload-more topic/offload-evict-fix && "
-       "echo '# more' >> vllm/v1/kv_offload/cpu/policies/lru.py && git commit -qam more && "
-       "git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q -B topic/offload-more topic/offload-evict-fix && "
+        "echo '# more' >> vllm/v1/kv_offload/cpu/policies/lru.py && git commit -qam more && "
+        "git checkout -q --detach v0.30.0",
+        fork,
+    )
     with (fork / "series.yaml").open("a") as f:
-        f.write("  - name: offload-more\n    branch: topic/offload-more\n"
-                "    depends_on: [offload-evict-fix]\n    scope: [vllm/v1/kv_offload/]\n")
+        f.write(
+            "  - name: offload-more\n    branch: topic/offload-more\n"
+            "    depends_on: [offload-evict-fix]\n    scope: [vllm/v1/kv_offload/]\n"
+        )
     run_series("check", cwd=fork)
     # depends_on a topic the branch does not contain
     _edit(fork, "depends_on: [offload-evict-fix]", "depends_on: [sched-note]")
     proc = run_series("check", cwd=fork, expect=1)
-    assert ("series.yaml:23: topics (offload-more).depends_on: branch 'topic/offload-more' does not contain "
-            "'topic/sched-note'") in proc.stdout, proc.stdout
+    assert (
+        "series.yaml:23: topics (offload-more).depends_on: branch 'topic/offload-more' does not contain "
+        "'topic/sched-note'"
+    ) in proc.stdout, proc.stdout
 
 
 def test_check_ignores_missing_branches_of_inactive_topics_and_json(fork: Path) -> None:
     _edit(fork, "scope: [vllm/v1/kv_offload/]", "scope: [vllm/v1/kv_offload/, tests/]")
-    _edit(fork, "    branch: topic/ipc-backport\n",
-          "    branch: topic/ipc-backport\n    status: merged\n    merged_in: v0.31.0\n")
+    _edit(
+        fork,
+        "    branch: topic/ipc-backport\n",
+        "    branch: topic/ipc-backport\n    status: merged\n    merged_in: v0.31.0\n",
+    )
     sh("git branch -D -q topic/ipc-backport", fork)
     data = json.loads(run_series("check", "--json", cwd=fork).stdout)
     assert data["ok"] is True and data["problems"] == [] and data["active"] == 3, data
@@ -98,6 +114,7 @@ def test_check_ignores_missing_branches_of_inactive_topics_and_json(fork: Path) 
 def _hinted_command(out: str) -> list[str]:
     """The command check's re-stack hint names, as a user would paste it."""
     import shlex
+
     quoted = out.split("'series ", 1)[1].split("'", 1)[0]
     return shlex.split(quoted)
 
@@ -106,15 +123,20 @@ def test_restack_hint_is_a_command_that_works(fork: Path) -> None:
     """A topic off the base, and a dependent that lost its dependency's new head: check names
     the command that re-stacks them; run as printed, it succeeds and check is ok again."""
     _edit(fork, "scope: [vllm/v1/kv_offload/]", "scope: [vllm/v1/kv_offload/, tests/]")
-    sh("git checkout -q -B topic/api-hello v0.31.0 && echo x >> vllm/entrypoints/openai/api_server.py && "
-       "git commit -qam 'hello on v0.31' && "
-       "git checkout -q -B topic/offload-more topic/offload-evict-fix && echo 'A = 1' > vllm/v1/kv_offload/more.py && "
-       "git add -A vllm && git commit -qm more && git checkout -q topic/offload-evict-fix && "
-       "echo 'B = 1' > vllm/v1/kv_offload/fix2.py && git add -A vllm && git commit -qm fix2 && "
-       "git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q -B topic/api-hello v0.31.0 && echo x >> vllm/entrypoints/openai/api_server.py && "
+        "git commit -qam 'hello on v0.31' && "
+        "git checkout -q -B topic/offload-more topic/offload-evict-fix && echo 'A = 1' > vllm/v1/kv_offload/more.py && "
+        "git add -A vllm && git commit -qm more && git checkout -q topic/offload-evict-fix && "
+        "echo 'B = 1' > vllm/v1/kv_offload/fix2.py && git add -A vllm && git commit -qm fix2 && "
+        "git checkout -q --detach v0.30.0",
+        fork,
+    )
     with (fork / "series.yaml").open("a") as f:
-        f.write("  - name: offload-more\n    branch: topic/offload-more\n"
-                "    depends_on: [offload-evict-fix]\n    scope: [vllm/v1/kv_offload/]\n")
+        f.write(
+            "  - name: offload-more\n    branch: topic/offload-more\n"
+            "    depends_on: [offload-evict-fix]\n    scope: [vllm/v1/kv_offload/]\n"
+        )
     out = run_series("check", cwd=fork, expect=1).stdout
     hints = [line for line in out.splitlines() if "series.yaml:" in line]
     assert len(hints) == 3 and all("'series rebase --onto v0.30.0'" in h for h in hints), out

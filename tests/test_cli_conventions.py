@@ -1,4 +1,5 @@
 """Shell conventions: completion with topic names, "schema": 1 in JSON, touches' exit codes."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,12 @@ from tests.repos import git
 
 
 def complete(words: str, cwd: Path) -> list[str]:
-    env = dict(os.environ, COMP_WORDS=words, COMP_CWORD=str(len(words.split()) - (0 if words.endswith(" ") else 1)),
-               _SERIES_COMPLETE="bash_complete")
+    env = dict(
+        os.environ,
+        COMP_WORDS=words,
+        COMP_CWORD=str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+        _SERIES_COMPLETE="bash_complete",
+    )
     proc = subprocess.run([sys.executable, "-m", "series"], cwd=cwd, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line]
@@ -28,7 +33,7 @@ def test_completion_scripts_and_topic_names(fork: Path) -> None:
     assert complete("series test off", fork) == ["offload-evict-fix"]
     assert "ipc-backport" in complete("series test --without ", fork)
     assert "rebase" in complete("series reb", fork)
-    assert complete("series test off", fork.parent) == []   # no series.yaml: nothing, and no traceback
+    assert complete("series test off", fork.parent) == []  # no series.yaml: nothing, and no traceback
 
 
 def test_json_documents_lead_with_the_schema(fork: Path) -> None:
@@ -51,15 +56,18 @@ def test_markdown_report_has_tables_details_and_a_mermaid_picture(fork: Path) ->
     assert out.startswith("# series: v0.30.0\n"), out[:80]
     assert "| topic | status | commits | files | lines | rebase |" in out
     assert "<details><summary>offload-evict-fix: 2 file(s)</summary>" in out, out
-    mermaid = out[out.index("```mermaid"):]
+    mermaid = out[out.index("```mermaid") :]
     assert "flowchart LR" in mermaid and "t_offload_evict_fix -- 1 --> d_vllm_v1" in mermaid, mermaid
     assert "| KV offload tests | cpu | offload-evict-fix |" in out, out
 
 
 def test_owners_come_from_owner_keys_else_authors(fork: Path) -> None:
     assert run_series("ci", "owners", "offload-evict-fix", cwd=fork).stdout.strip() == "Fork Maintainer"
-    text = (fork / "series.yaml").read_text().replace(
-        "  - name: offload-evict-fix\n", "  - name: offload-evict-fix\n    owner: alice\n")
+    text = (
+        (fork / "series.yaml")
+        .read_text()
+        .replace("  - name: offload-evict-fix\n", "  - name: offload-evict-fix\n    owner: alice\n")
+    )
     (fork / "series.yaml").write_text(text)
     assert run_series("ci", "owners", "offload-evict-fix", cwd=fork).stdout.strip() == "@alice"
 
@@ -69,8 +77,14 @@ def on_a_terminal(args: list[str], cwd: Path, **env: str) -> str:
     import pty
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "series", *args], cwd=cwd, stdin=slave,
-                            stdout=slave, stderr=slave, env={**os.environ, "TERM": "xterm", **env})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "series", *args],
+        cwd=cwd,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm", **env},
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -109,15 +123,15 @@ def test_the_pager_is_chosen_as_git_does_with_series_pager_first(fork: Path) -> 
 
     assert paged_by(PAGER=pager("PAGER"), GIT_PAGER=pager("GIT")) == "GIT"
     assert paged_by(PAGER=pager("PAGER"), GIT_PAGER=pager("GIT"), SERIES_PAGER=pager("SERIES")) == "SERIES"
-    assert paged_by(GIT_PAGER=pager("GIT"), SERIES_PAGER="") == ""      # set but empty: no pager
-    assert paged_by(PAGER=pager("PAGER"), GIT_PAGER="cat") == ""        # cat: no pager, as in git
+    assert paged_by(GIT_PAGER=pager("GIT"), SERIES_PAGER="") == ""  # set but empty: no pager
+    assert paged_by(PAGER=pager("PAGER"), GIT_PAGER="cat") == ""  # cat: no pager, as in git
     git(fork, "config", "core.pager", pager("CORE"))
     assert paged_by(PAGER=pager("PAGER")) == "CORE"
     assert paged_by(PAGER=pager("PAGER"), GIT_PAGER=pager("GIT")) == "GIT"
 
 
 def test_colour_on_a_terminal_honours_no_color_and_the_flag(fork: Path) -> None:
-    sh_fail = ["rebase", "--onto", "v0.31.0", "--dry-run"]     # reports a conflict
+    sh_fail = ["rebase", "--onto", "v0.31.0", "--dry-run"]  # reports a conflict
     assert "\x1b[" in on_a_terminal(sh_fail, fork, LINES="200")
     assert "\x1b[" not in on_a_terminal(sh_fail, fork, LINES="200", NO_COLOR="1")
     assert "\x1b[" not in on_a_terminal(["--color", "never", *sh_fail], fork, LINES="200")
@@ -127,15 +141,15 @@ def test_colour_on_a_terminal_honours_no_color_and_the_flag(fork: Path) -> None:
 
 
 def test_clicolor_force_colours_a_pipe_unless_no_color_or_the_flag_says_no(fork: Path) -> None:
-    sh_fail = ["rebase", "--onto", "v0.31.0", "--dry-run"]     # reports a conflict
+    sh_fail = ["rebase", "--onto", "v0.31.0", "--dry-run"]  # reports a conflict
 
     def coloured(*args: str, **env: str) -> bool:
         return "\x1b[31m" in run_series(*args, *sh_fail, cwd=fork, expect=None, env=env).stdout
 
     assert coloured(CLICOLOR_FORCE="1")
     assert not coloured(CLICOLOR_FORCE="0")
-    assert not coloured(CLICOLOR_FORCE="1", NO_COLOR="1")              # no-color.org wins over bixense
-    assert not coloured("--color", "never", CLICOLOR_FORCE="1")        # the flag wins over both
+    assert not coloured(CLICOLOR_FORCE="1", NO_COLOR="1")  # no-color.org wins over bixense
+    assert not coloured("--color", "never", CLICOLOR_FORCE="1")  # the flag wins over both
     assert coloured("--color", "always", NO_COLOR="1")
 
 
@@ -143,8 +157,9 @@ def test_output_options_are_accepted_after_the_verb_too(fork: Path) -> None:
     sh_fail = ["rebase", "--onto", "v0.31.0", "--dry-run"]
     proc = run_series(*sh_fail, "--color=always", "-v", cwd=fork, expect=None)
     assert "\x1b[31m" in proc.stdout and "series.git: $ git" in proc.stderr, proc
-    assert "\x1b[" not in run_series("--color", "always", *sh_fail, "--color", "never",
-                                     cwd=fork, expect=None).stdout  # the later one wins
+    assert (
+        "\x1b[" not in run_series("--color", "always", *sh_fail, "--color", "never", cwd=fork, expect=None).stdout
+    )  # the later one wins
     proc = run_series("status", "-q", cwd=fork)
     assert proc.stdout == "" and proc.stderr == ""
     assert run_series("ci", "report", "--quiet", cwd=fork).stdout == ""  # a verb's own verb too

@@ -1,4 +1,5 @@
 """Exit codes and messages: user errors are one line, bugs get exit 4 and a log file."""
+
 from __future__ import annotations
 
 import subprocess
@@ -32,8 +33,13 @@ def test_a_bug_exits_4_and_names_a_log_with_the_traceback(fork: Path, tmp_path: 
 
 def test_the_bug_log_never_holds_the_environment(fork: Path, tmp_path: Path) -> None:
     secret = "ghp_" + "x" * 36
-    subprocess.run([sys.executable, "-c", BUG_SCRIPT], cwd=fork, capture_output=True, text=True,
-                   env={**__import__("os").environ, "GITHUB_TOKEN": secret})
+    subprocess.run(
+        [sys.executable, "-c", BUG_SCRIPT],
+        cwd=fork,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "GITHUB_TOKEN": secret},
+    )
     for log in (tmp_path / "logs").glob("*.log"):
         assert secret not in log.read_text(), log
 
@@ -60,7 +66,7 @@ def test_a_mistyped_verb_names_the_nearest(fork: Path) -> None:
 
 def test_help_verb_is_the_verbs_own_help(fork: Path) -> None:
     assert run_series("help", cwd=fork).stdout == run_series("--help", cwd=fork).stdout
-    for verb in (["rebase"], ["add"], ["ci", "report"]):   # add has a required argument
+    for verb in (["rebase"], ["add"], ["ci", "report"]):  # add has a required argument
         assert run_series("help", *verb, cwd=fork).stdout == run_series(*verb, "--help", cwd=fork).stdout
     assert "Usage: series ci report" in run_series("help", "ci", "report", cwd=fork).stdout
     run_series("help", "status", "extra", cwd=fork, expect=2)
@@ -82,11 +88,15 @@ def test_a_hint_is_its_own_line_after_the_error(fork: Path) -> None:
     from series.errors import SeriesError
 
     proc = run_series("add", "topic/nope", cwd=fork, expect=1)
-    assert proc.stderr == ("series: error: no local branch 'topic/nope'\n"
-                           "hint: create it first (git branch NAME START)\n"), proc.stderr
+    assert proc.stderr == (
+        "series: error: no local branch 'topic/nope'\nhint: create it first (git branch NAME START)\n"
+    ), proc.stderr
     error = SeriesError("unknown ref 'x'", "nearest tags: v0.30.0")
     assert (str(error), error.hint, error.text) == (
-        "unknown ref 'x'", "nearest tags: v0.30.0", "unknown ref 'x' (nearest tags: v0.30.0)")
+        "unknown ref 'x'",
+        "nearest tags: v0.30.0",
+        "unknown ref 'x' (nearest tags: v0.30.0)",
+    )
     assert SeriesError("plain").text == "plain" and SeriesError("plain").hint is None
 
 
@@ -105,10 +115,14 @@ def test_no_error_outside_the_engine_hides_its_hint_in_the_message() -> None:
         if path.relative_to(package).parts[0] == "engine":
             continue
         for node in ast.walk(parsed(path)):
-            if (isinstance(node, ast.Call) and len(node.args) == 1
-                    and getattr(node.func, "id", getattr(node.func, "attr", "")) in errors):
-                text = "".join(c.value for c in ast.walk(node.args[0])
-                               if isinstance(c, ast.Constant) and isinstance(c.value, str))
+            if (
+                isinstance(node, ast.Call)
+                and len(node.args) == 1
+                and getattr(node.func, "id", getattr(node.func, "attr", "")) in errors
+            ):
+                text = "".join(
+                    c.value for c in ast.walk(node.args[0]) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
                 if said.search(text):
                     found.append(f"{path.relative_to(package)}:{node.lineno}: {text[:80]}")
     assert found == []

@@ -1,5 +1,6 @@
 """docs/cli.md is what tools/cli_reference.py writes now: a `--help` changed without
 regenerating it fails here (run `python tools/cli_reference.py`)."""
+
 from __future__ import annotations
 
 import importlib.util

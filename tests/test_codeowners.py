@@ -1,6 +1,7 @@
 """CODEOWNERS matched as GitHub's "About code owners" documents it: the example file of the
 docs, each of its comments turned into assertions, the documented exceptions to gitignore,
 and hostile patterns that must not take exponential time."""
+
 from __future__ import annotations
 
 import subprocess
@@ -35,20 +36,23 @@ def owners(text: str, path: str) -> tuple[str, ...] | None:
     return rule.owners if rule else None
 
 
-@pytest.mark.parametrize("path, expected", [
-    ("README.md", ("@global-owner1", "@global-owner2")),
-    ("src/app.js", ("@js-owner",)),                      # the inline comment is not an owner
-    ("cmd/main.go", ("docs@example.com",)),
-    ("notes/a.txt", ("@octo-org/octocats",)),
-    ("build/logs/today.log", ("@octocat",)),              # '**/logs' comes later and wins
-    ("build/logs/deep/er.txt", ("@octocat",)),
-    ("build/other.txt", ("@octo-org/octocats",)),
-    ("scripts/run.sh", ("@doctocat", "@octocat")),
-    ("deeply/nested/logs/x.py", ("@octocat",)),
-    ("x/apps/y.py", ("@octocat",)),                      # 'apps/': any directory named apps
-    ("apps/github/z.py", ()),                            # '/apps/github' with no owners unowns it
-    ("apps/other/z.py", ("@octocat",)),
-])
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("README.md", ("@global-owner1", "@global-owner2")),
+        ("src/app.js", ("@js-owner",)),  # the inline comment is not an owner
+        ("cmd/main.go", ("docs@example.com",)),
+        ("notes/a.txt", ("@octo-org/octocats",)),
+        ("build/logs/today.log", ("@octocat",)),  # '**/logs' comes later and wins
+        ("build/logs/deep/er.txt", ("@octocat",)),
+        ("build/other.txt", ("@octo-org/octocats",)),
+        ("scripts/run.sh", ("@doctocat", "@octocat")),
+        ("deeply/nested/logs/x.py", ("@octocat",)),
+        ("x/apps/y.py", ("@octocat",)),  # 'apps/': any directory named apps
+        ("apps/github/z.py", ()),  # '/apps/github' with no owners unowns it
+        ("apps/other/z.py", ("@octocat",)),
+    ],
+)
 def test_the_docs_example_file(path: str, expected: tuple[str, ...]) -> None:
     assert owners(DOCS_EXAMPLE, path) == expected
 
@@ -61,7 +65,7 @@ def test_docs_star_matches_one_level_only() -> None:
     text = "/docs/ @doctocat\n"
     assert owners(text, "docs/build-app/troubleshooting.md") == ("@doctocat",)
     assert owners(text, "src/docs/a.md") is None
-    assert owners(text, "docs") is None                   # a file named docs is not the directory
+    assert owners(text, "docs") is None  # a file named docs is not the directory
 
 
 def test_the_last_documented_example_gives_apps_github_its_own_owner() -> None:
@@ -70,30 +74,33 @@ def test_the_last_documented_example_gives_apps_github_its_own_owner() -> None:
     assert owners(text, "apps/a.rb") == ("@octocat",)
 
 
-@pytest.mark.parametrize("pattern, path, hit", [
-    ("/src/lib", "src/lib/x.py", True),                   # a file or a directory and all below it
-    ("/src/lib", "src/lib", True),
-    ("/src/lib", "src/library/x.py", False),
-    ("/src/lib", "a/src/lib/x.py", False),                # a slash at the start anchors
-    ("src/lib", "a/src/lib/x.py", False),                 # a slash in the middle anchors too
-    ("lib", "a/b/lib/x.py", True),                        # no slash: any depth
-    ("*.py", "a/b/c.py", True),
-    ("a/*.py", "a/b/c.py", False),                        # '*' does not cross '/'
-    ("a/**/c.py", "a/c.py", True),                        # '/**/': zero or more directories
-    ("a/**/c.py", "a/b/d/c.py", True),
-    ("a/**", "a/b/c", True),
-    ("a/**", "b/a/c", False),
-    ("a**b", "a/x/b", False),                             # '**' inside a name is one '*'
-    ("a**b", "axxb", True),
-    ("f?o", "fao", True),
-    ("f?o", "f/o", False),
-    ("path\\ with\\ spaces/", "path with spaces/a.md", True),
-    ("path\\ with\\ spaces/", "path/a.md", False),
-    ("[ab].py", "a.py", False),                           # no '[ ]' ranges in CODEOWNERS
-    ("[ab].py", "[ab].py", True),
-    ("!keep.py", "keep.py", False),                       # no '!' negation: a plain '!'
-    ("Docs/", "docs/a.md", False),                        # case-sensitive
-])
+@pytest.mark.parametrize(
+    "pattern, path, hit",
+    [
+        ("/src/lib", "src/lib/x.py", True),  # a file or a directory and all below it
+        ("/src/lib", "src/lib", True),
+        ("/src/lib", "src/library/x.py", False),
+        ("/src/lib", "a/src/lib/x.py", False),  # a slash at the start anchors
+        ("src/lib", "a/src/lib/x.py", False),  # a slash in the middle anchors too
+        ("lib", "a/b/lib/x.py", True),  # no slash: any depth
+        ("*.py", "a/b/c.py", True),
+        ("a/*.py", "a/b/c.py", False),  # '*' does not cross '/'
+        ("a/**/c.py", "a/c.py", True),  # '/**/': zero or more directories
+        ("a/**/c.py", "a/b/d/c.py", True),
+        ("a/**", "a/b/c", True),
+        ("a/**", "b/a/c", False),
+        ("a**b", "a/x/b", False),  # '**' inside a name is one '*'
+        ("a**b", "axxb", True),
+        ("f?o", "fao", True),
+        ("f?o", "f/o", False),
+        ("path\\ with\\ spaces/", "path with spaces/a.md", True),
+        ("path\\ with\\ spaces/", "path/a.md", False),
+        ("[ab].py", "a.py", False),  # no '[ ]' ranges in CODEOWNERS
+        ("[ab].py", "[ab].py", True),
+        ("!keep.py", "keep.py", False),  # no '!' negation: a plain '!'
+        ("Docs/", "docs/a.md", False),  # case-sensitive
+    ],
+)
 def test_patterns(pattern: str, path: str, hit: bool) -> None:
     assert (owners(f"{pattern} @o\n", path) == ("@o",)) is hit
 
@@ -103,9 +110,12 @@ def test_comments_and_escaped_spaces_in_owner_lines() -> None:
     assert [(r.pattern, r.owners, r.line) for r in rules] == [("my\\ dir/", ("@a", "@b"), 4)]
 
 
-HOSTILE = ["************************x", "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
-           "**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/x",
-           "?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*x"]
+HOSTILE = [
+    "************************x",
+    "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
+    "**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/**/x",
+    "?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*x",
+]
 
 
 def test_hostile_patterns_finish_at_once() -> None:
@@ -115,7 +125,8 @@ def test_hostile_patterns_finish_at_once() -> None:
         "from series.propose.codeowners import parse, decide\n"
         f"rules = parse({''.join(p + ' @evil' + chr(10) for p in HOSTILE)!r})\n"
         "paths = ['a' * 4000, '/'.join(['a' * 40] * 100), 'a' * 3000 + 'x']\n"
-        "print([bool(decide(rules, p)) for p in paths])\n")
+        "print([bool(decide(rules, p)) for p in paths])\n"
+    )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[False, False, True]", proc.stdout

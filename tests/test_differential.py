@@ -5,6 +5,7 @@ repository with the same kinds of change between two releases (edits, moves, a n
 deletions, additions, a directory moved wholesale, binaries, symlinks), and 46 topics
 over it from the differential's own generator, every class included.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -30,8 +31,15 @@ def _tool():  # type: ignore[no-untyped-def]
 def _module(rng: random.Random, name: str, functions: int) -> str:
     out = [f'"""{name}: generated for the differential slice."""', "import os", ""]
     for i in range(functions):
-        out += [f"def {name}_{i}(value):", "    if value:", f"        return value * {rng.randrange(9)}",
-                "    for i in range(value):", "        value += i", "    return value", ""]
+        out += [
+            f"def {name}_{i}(value):",
+            "    if value:",
+            f"        return value * {rng.randrange(9)}",
+            "    for i in range(value):",
+            "        value += i",
+            "    return value",
+            "",
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -54,7 +62,9 @@ def _upstream(root: Path) -> Path:
         text = path.read_text().replace("* 3\n", "* 30\n").replace("    return value\n", "    return value or 0\n", 3)
         path.write_text(text + _module(rng, f"extra{i}", 2))
     sh("git mv vllm/core/m3.py vllm/core/renamed3.py && git rm -q vllm/core/NOTES.md", repo)
-    (repo / "vllm/core/m3_copy.py").write_text((repo / "vllm/core/renamed3.py").read_text().replace("core3_1", "core3c_1"))
+    (repo / "vllm/core/m3_copy.py").write_text(
+        (repo / "vllm/core/renamed3.py").read_text().replace("core3_1", "core3c_1")
+    )
     sh("git mv vllm/stable vllm/kernels", repo)  # a directory moved wholesale
     (repo / "vllm/core/new.py").mkdir()  # a directory where there was none
     (repo / "vllm/core/new.py/__init__.py").write_text("x = 1\n")
@@ -70,8 +80,9 @@ def test_series_rebase_gives_git_rebase_answers(tmp_path: Path) -> None:
     upstream = _upstream(tmp_path)
     differences, count, _, _ = tool.run_pair(upstream, "v0.1.0", "v0.2.0", 46, 1, tmp_path / "work", log=False)
     assert count == 46
-    assert tool.summary_line(count, differences) == "differential: 46 topics, 0 silent, 0 boundary, 0 history differences", \
-        "\n".join(f"{d['class']} {d['topic']}: {d['detail']}" for d in differences)
+    assert (
+        tool.summary_line(count, differences) == "differential: 46 topics, 0 silent, 0 boundary, 0 history differences"
+    ), "\n".join(f"{d['class']} {d['topic']}: {d['detail']}" for d in differences)
 
 
 def test_the_slice_covers_every_class(tmp_path: Path) -> None:

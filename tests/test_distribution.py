@@ -7,6 +7,7 @@ this version from a clone of the repository.
 The full user path (`pipx install` of the wheel, then `series ci init github` in a fresh
 fork) is tools/check_install.py: it needs a network index for the dependencies.
 """
+
 from __future__ import annotations
 
 import email
@@ -38,9 +39,13 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     def ignore(directory: str, names: list[str]) -> set[str]:
         top = {"build", "dist"} if Path(directory) == ROOT else set()
         return set(junk(directory, names)) | (top & set(names))
+
     shutil.copytree(ROOT, src, ignore=ignore)
-    proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(src)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(src)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
 
@@ -50,14 +55,15 @@ def tracked() -> list[str]:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, text=True, check=True)
-    return [name for name in out.stdout.split("\0") if name and (ROOT / name).is_file()]  # a deletion not staged: not built
+    return [
+        name for name in out.stdout.split("\0") if name and (ROOT / name).is_file()
+    ]  # a deletion not staged: not built
 
 
 def test_twine_check_strict_passes(dist: Path) -> None:
     files = sorted(map(str, dist.iterdir()))
     assert len(files) == 2, files
-    proc = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -74,8 +80,13 @@ def test_metadata_names_the_free_distribution_and_its_licence(dist: Path) -> Non
     assert any(u.startswith("Source, ") for u in meta.get_all("Project-URL")), meta.get_all("Project-URL")
     assert "Typing :: Typed" in meta.get_all("Classifier")
     assert f"vllm_series-{__version__}.dist-info/licenses/LICENSE" in names
-    for shipped in ("series/_ci/nightly.sh", "series/_ci/README.md", "series/_ci/github/nightly.yml",
-                    "series/_ci/buildkite/nightly.yml", "series/_topics/order"):
+    for shipped in (
+        "series/_ci/nightly.sh",
+        "series/_ci/README.md",
+        "series/_ci/github/nightly.yml",
+        "series/_ci/buildkite/nightly.yml",
+        "series/_topics/order",
+    ):
         assert shipped in names, shipped
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
@@ -94,13 +105,15 @@ def test_the_installed_wheel_writes_a_forks_ci(dist: Path, tmp_path: Path) -> No
     fork = tmp_path / "fork"
     fork.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=fork, check=True)
-    env = dict(os.environ, PYTHONPATH=str(target / "purelib"))   # the wheel, not this checkout
-    proc = subprocess.run([sys.executable, "-m", "series", "ci", "init", "github"], cwd=fork, env=env,
-                          capture_output=True, text=True)
+    env = dict(os.environ, PYTHONPATH=str(target / "purelib"))  # the wheel, not this checkout
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "ci", "init", "github"], cwd=fork, env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "created: .github/workflows/series-nightly.yml"
-    where = subprocess.run([sys.executable, "-m", "series", "ci", "path", "nightly.sh"], cwd=fork, env=env,
-                           capture_output=True, text=True).stdout.strip()
+    where = subprocess.run(
+        [sys.executable, "-m", "series", "ci", "path", "nightly.sh"], cwd=fork, env=env, capture_output=True, text=True
+    ).stdout.strip()
     assert where.startswith(str(target)), where
     workflow = fork / ".github/workflows/series-nightly.yml"
     for tool, args in (("actionlint", ["-no-color"]), ("zizmor", ["--offline", "--no-progress"])):
@@ -114,7 +127,7 @@ def test_the_sdist_carries_every_tracked_file(dist: Path) -> None:
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if m.isfile()}
     missing = sorted(set(tracked()) - members)
-    assert not missing, missing   # tests/ with its helpers and fixtures, tools/, the workflows
+    assert not missing, missing  # tests/ with its helpers and fixtures, tools/, the workflows
     assert not [m for m in members if "__pycache__" in m or m.endswith(".pyc")]
 
 
@@ -131,15 +144,35 @@ def test_pytest_runs_from_the_unpacked_sdist(dist: Path, tmp_path: Path) -> None
             sdist.extractall(tmp_path)
     assert len(top) == 1, top
     unpacked = tmp_path / top.pop()
-    env = dict(os.environ, PYTHONPATH=str(unpacked))   # before the editable install of this checkout
-    where = subprocess.run([sys.executable, "-c", "import series, tests.repos; print(series.__file__)"],
-                           cwd=unpacked, env=env, capture_output=True, text=True)
+    env = dict(os.environ, PYTHONPATH=str(unpacked))  # before the editable install of this checkout
+    where = subprocess.run(
+        [sys.executable, "-c", "import series, tests.repos; print(series.__file__)"],
+        cwd=unpacked,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert where.stdout.startswith(str(unpacked)), where.stdout + where.stderr
     # its own basetemp: in the default one, pytest would first remove the oldest numbered
     # directories there, this very suite's earlier runs (seconds of unlinking per thousand repos)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           f"--basetemp={tmp_path / 'inner'}", "tests/test_status.py", "tests/test_testmap.py", "tests/test_packaging.py"],
-                          cwd=unpacked, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--basetemp={tmp_path / 'inner'}",
+            "tests/test_status.py",
+            "tests/test_testmap.py",
+            "tests/test_packaging.py",
+        ],
+        cwd=unpacked,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert " passed" in proc.stdout and "error" not in proc.stdout.lower(), proc.stdout[-3000:]
 
@@ -158,13 +191,32 @@ def test_the_documented_spec_installs_this_version_from_a_clone(tmp_path: Path) 
     spec = distribution.pip_spec().replace(distribution.REPOSITORY, clone.as_uri())
     assert spec == f"git+{clone.as_uri()}@v{__version__}"
     site = tmp_path / "site"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-                           "--no-build-isolation", "--target", str(site), spec],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(site),
+            spec,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     env = dict(os.environ, PYTHONPATH=str(site))
-    proc = subprocess.run([sys.executable, "-m", "series", "ci", "path", "github/nightly.yml"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "ci", "path", "github/nightly.yml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0 and proc.stdout.startswith(str(site)), proc.stdout + proc.stderr
     assert f"'{distribution.pip_spec()}'" in Path(proc.stdout.strip()).read_text()
 
@@ -186,8 +238,9 @@ def test_the_release_job_tests_the_sdist_before_it_publishes_with_an_action_that
     # a newer metadata version needs a newer action: read its release notes, then move both
     assert metadata["Metadata-Version"] == "2.4", metadata["Metadata-Version"]
     assert Version(pinned[1]) >= Version("1.12"), pinned[1]
-    publish = next(job for job in jobs.values() if any("gh-action-pypi-publish" in s.get("uses", "")
-                                                       for s in job["steps"]))
+    publish = next(
+        job for job in jobs.values() if any("gh-action-pypi-publish" in s.get("uses", "") for s in job["steps"])
+    )
     needs = publish["needs"] if isinstance(publish["needs"], list) else [publish["needs"]]
     scripts = {name: "\n".join(s.get("run", "") for s in jobs[name]["steps"]) for name in needs}
     assert any("python -m build" in s for s in scripts.values()), scripts

@@ -1,6 +1,7 @@
 """The documentation holds together: the README stays a short way in (the commands CI and
 the tour run, no machine figures: those live in docs/performance.md), and every link
 between the docs names a file and a heading that exist."""
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,7 @@ def test_the_readme_is_short_and_shows_the_commands_ci_and_the_tour_run() -> Non
 
 def test_the_readme_carries_no_machine_figures() -> None:
     found = [line for line in README.read_text(encoding="utf-8").splitlines() if FIGURE.search(line)]
-    assert not found, found   # a measurement goes to docs/performance.md, dated, with its command
+    assert not found, found  # a measurement goes to docs/performance.md, dated, with its command
 
 
 def test_the_figure_pattern_sees_a_benchmark_line() -> None:
@@ -49,7 +50,7 @@ def test_every_link_between_the_docs_names_a_file_and_heading_that_exist() -> No
     for page in PAGES:
         for target in LINK.findall(page.read_text(encoding="utf-8")):
             if target.startswith(REPOSITORY_BLOB):
-                target = target[len(REPOSITORY_BLOB):]   # the README is the index page too: absolute links
+                target = target[len(REPOSITORY_BLOB) :]  # the README is the index page too: absolute links
                 base = ROOT
             elif "://" in target or target.startswith("mailto:"):
                 continue

@@ -1,5 +1,6 @@
 """vLLM's duplicate-PR bot reproduced (series.propose.duplicates_score): the hash and the
 vectors against sklearn's (recorded), the weights and the threshold at their edge."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ def test_the_threshold_crosses_with_one_shared_file_and_stays_below_without() ->
     """Same text: cosine 1/(1 + 1e-10), so 0.75 * text falls short of 0.75 by 7.5e-11; one
     shared file of two (Jaccard 1/3) adds 0.0833: flagged."""
     mine = _pull(0, "[Bugfix] fix eviction order", ("a.py", "b.py"))
-    scores = bot.score_all(mine, [_pull(1, "[Bugfix] fix eviction order", ("b.py",)),
-                                  _pull(2, "[Bugfix] fix eviction order", ("c.py",))])
+    scores = bot.score_all(
+        mine, [_pull(1, "[Bugfix] fix eviction order", ("b.py",)), _pull(2, "[Bugfix] fix eviction order", ("c.py",))]
+    )
     crossing, below = scores[1], scores[2]
     assert crossing.flagged and abs(crossing.score - (0.75 + 0.25 / 2)) < 1e-9, crossing
     assert below.files == 0.0 and below.score < bot.SIMILARITY_THRESHOLD and not below.flagged, below

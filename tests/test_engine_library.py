@@ -3,6 +3,7 @@ CLI or the conflict store (the store is handed in as hooks), not even lazily ins
 function or under TYPE_CHECKING; and no text it produces names a verb or is printed (an
 operation's words come from its ending, series.engine.ending). Read from the source, so a
 new import or message anywhere fails."""
+
 from __future__ import annotations
 
 import ast
@@ -53,10 +54,12 @@ def test_the_check_sees_every_form_of_import(tmp_path: Path) -> None:
     """The walk finds top-level, lazy, aliased and relative imports (else the test above
     could pass on an engine that imports the store)."""
     sample = tmp_path / "sample.py"
-    sample.write_text("import series.cli\n"
-                      "def f():\n    from series import resolutions\n"
-                      "def g():\n    from ..commands import rebase\n"
-                      "if True:\n    import series.verbs.rebase as v\n")
+    sample.write_text(
+        "import series.cli\n"
+        "def f():\n    from series import resolutions\n"
+        "def g():\n    from ..commands import rebase\n"
+        "if True:\n    import series.verbs.rebase as v\n"
+    )
     names = {name for _, name in _imports(sample) if _forbidden(name)}
     assert names >= {"series.cli", "series.resolutions", "series.commands", "series.verbs.rebase"}
 
@@ -70,8 +73,11 @@ def _texts(path: Path) -> list[tuple[int, str]]:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 docstrings.add(id(first.value))
-    return [(node.lineno, node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
 
 
 def _verbs() -> list[str]:
@@ -82,17 +88,23 @@ def _verbs() -> list[str]:
 def test_engine_module_names_no_verb_and_prints_nothing(path: Path) -> None:
     verbs = _verbs()
     assert "rebase" in verbs and "adopt-upstream" in verbs, verbs
-    named = [f"{path.name}:{line}: {text!r}" for line, text in _texts(path)
-             for verb in verbs if f"series {verb}" in text]
-    printed = [f"{path.name}:{node.lineno}: print()" for node in ast.walk(parsed(path))
-               if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
+    named = [
+        f"{path.name}:{line}: {text!r}" for line, text in _texts(path) for verb in verbs if f"series {verb}" in text
+    ]
+    printed = [
+        f"{path.name}:{node.lineno}: print()"
+        for node in ast.walk(parsed(path))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+    ]
     assert not named + printed, "the engine words or prints what the verb should:\n" + "\n".join(named + printed)
 
 
 def _opens_a_transaction(tree: ast.AST) -> list[int]:
-    return [node.lineno for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "transaction"]
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transaction"
+    ]
 
 
 @pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
@@ -104,7 +116,9 @@ def test_the_engine_never_opens_the_write_transaction(path: Path) -> None:
 
 
 def test_the_transaction_check_sees_a_call(tmp_path: Path) -> None:
-    assert _opens_a_transaction(ast.parse("def f(ws):\n    with ws.transaction('rebase') as op:\n        pass\n")) == [2]
+    assert _opens_a_transaction(ast.parse("def f(ws):\n    with ws.transaction('rebase') as op:\n        pass\n")) == [
+        2
+    ]
 
 
 # -- the engine names no CLI flag (issue 25): hints quote the commands the verb handed in ----------
@@ -115,18 +129,25 @@ _FLAG = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
 def _strings(tree: ast.AST) -> list[tuple[int, str]]:
     """Every string the code can produce, an f-string as one text ({} where a value goes),
     docstrings left out."""
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr)
-                  and isinstance(node.body[0].value, ast.Constant)}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
     parts = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
-            found.append((node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}"
-                                               for v in node.values)))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and id(node) not in docstrings and id(node) not in parts:
+            found.append((node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)))
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and id(node) not in parts
+        ):
             found.append((node.lineno, node.value))
     return found
 
@@ -156,13 +177,27 @@ def test_the_engine_names_no_cli_flag(path: Path) -> None:
 
 def test_the_flag_check_sees_a_hint(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    assert len(_flags(sample, "def f(c):\n    raise E(f\"run '{c} --abort' and start again\")\n"
-                              "x = 'left out with --skip-topic'\n")) == 2
-    assert _flags(sample, "def f():\n    git(root, 'worktree', 'add', '--detach')\n"
-                          "    m = \"'git merge-tree --write-tree --stdin' is needed\"\n") == []
+    assert (
+        len(
+            _flags(
+                sample,
+                "def f(c):\n    raise E(f\"run '{c} --abort' and start again\")\nx = 'left out with --skip-topic'\n",
+            )
+        )
+        == 2
+    )
+    assert (
+        _flags(
+            sample,
+            "def f():\n    git(root, 'worktree', 'add', '--detach')\n"
+            "    m = \"'git merge-tree --write-tree --stdin' is needed\"\n",
+        )
+        == []
+    )
 
 
 # -- an engine refusal says what was refused; the way on (a command the verb handed in) is its hint --
+
 
 def _quoting_messages(path: Path, source: str | None = None) -> list[str]:
     """SeriesError calls whose message quotes a value the verb handed in ('{halt.stop}'):
@@ -170,8 +205,13 @@ def _quoting_messages(path: Path, source: str | None = None) -> list[str]:
     tree = ast.parse(path.read_text() if source is None else source, str(path))
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "SeriesError" \
-                and node.args and isinstance(node.args[0], ast.JoinedStr):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "SeriesError"
+            and node.args
+            and isinstance(node.args[0], ast.JoinedStr)
+        ):
             text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.args[0].values)
             if "'{}'" in text:
                 found.append(f"{path.name}:{node.lineno}: {text!r}")

@@ -3,6 +3,7 @@
 A tiny vLLM wheel (tests/evidence_repos.py) is installed in a throwaway venv; its
 `vllm/_compiled.py` exists only in the wheel, as compiled extensions do.
 """
+
 from __future__ import annotations
 
 import json
@@ -77,8 +78,10 @@ def test_baseline_separates_machine_failures_from_regressions(fork: Path, env: P
     machine = data["tests"]["tests/v1/kv_offload/test_machine.py::test_needs_the_hub"]
     assert machine == {"base": "error", "series": "error"}, "errors are kept apart from failures"
     assert data["summary"]["base"]["error"] == 1 and data["summary"]["base"]["failed"] == 2, data["summary"]
-    assert sorted(data["worse"]["series"]) == ["tests/v1/kv_offload/test_manager.py::test_store",
-                                               "tests/v1/kv_offload_gpu/test_roundtrip.py::test_roundtrip"]
+    assert sorted(data["worse"]["series"]) == [
+        "tests/v1/kv_offload/test_manager.py::test_store",
+        "tests/v1/kv_offload_gpu/test_roundtrip.py::test_roundtrip",
+    ]
     er.series_yaml(fork, "lru-peek")
     clean = run_series("test", "--run", "--python", str(env), cwd=fork)
     assert "no test is worse than on base" in clean.stdout, clean.stdout
@@ -91,8 +94,9 @@ def test_without_gives_the_evidence_and_markdown_renders_it(fork: Path, env: Pat
     assert data["tests"][PEEK] == {"base": "failed", "series": "passed", "without:lru-peek": "failed"}
     assert data["needed"] == {"lru-peek": [PEEK]}, data["needed"]
     assert data["worse"] == {}, "a counterfactual tree never fails the run"
-    md = run_series("test", "--run", "--python", str(env), "--without", "lru-peek", "--format", "markdown",
-                    cwd=fork).stdout
+    md = run_series(
+        "test", "--run", "--python", str(env), "--without", "lru-peek", "--format", "markdown", cwd=fork
+    ).stdout
     assert "| passed | 5 | 6 | 5 |" in md, md
     assert f"**Without `lru-peek`**, 1 tests fail that pass with it:\n- `{PEEK}`\n" in md, md
     assert "<details><summary>2 tests fail on the base release too" in md
@@ -107,16 +111,25 @@ def test_trees_side_by_side_each_import_their_own_code_and_an_equal_tree_runs_on
     side = run_series("test", *args, "--run", "--python", str(env), "--json", cwd=fork)
     one = run_series("test", *args, "--jobs", "1", "--run", "--python", str(env), "--json", cwd=fork)
     for proc in (side, one):
-        assert ("only:api-note: v0.30.0 + api-note; the same package files as without:lru-peek: "
-                "its results") in proc.stderr, proc.stderr
+        assert (
+            "only:api-note: v0.30.0 + api-note; the same package files as without:lru-peek: its results"
+        ) in proc.stderr, proc.stderr
         assert "only:api-note: done" not in proc.stderr, "the equal tree ran again"
     data = json.loads(side.stdout)
     assert data["tests"] == json.loads(one.stdout)["tests"]
-    assert data["tests"][PEEK] == {"base": "failed", "series": "passed", "without:lru-peek": "failed",
-                                   "only:api-note": "failed"}, data["tests"][PEEK]
+    assert data["tests"][PEEK] == {
+        "base": "failed",
+        "series": "passed",
+        "without:lru-peek": "failed",
+        "only:api-note": "failed",
+    }, data["tests"][PEEK]
     api = "tests/entrypoints/test_api.py::test_serve"
-    assert data["tests"][api] == {"base": "passed", "series": "passed", "without:lru-peek": "passed",
-                                  "only:api-note": "passed"}, data["tests"][api]
+    assert data["tests"][api] == {
+        "base": "passed",
+        "series": "passed",
+        "without:lru-peek": "passed",
+        "only:api-note": "passed",
+    }, data["tests"][api]
     assert [t["package_changes"] for t in data["trees"]] == [0, 2, 1, 1], data["trees"]
 
 
@@ -138,11 +151,11 @@ def test_selection_follows_the_import_graph(fork: Path, env: Path) -> None:
     sel = data["selection"]
     assert sel["steps"] == ["entrypoints", "kv-offload", "kv-offload-gpu"], sel
     assert sel["files"] == [
-        "tests/entrypoints/test_api.py",              # imports the changed api.py
-        "tests/v1/kv_offload/test_lru.py",            # imports lru.py
-        "tests/v1/kv_offload/test_machine.py",        # `import a.b.c as x` form
-        "tests/v1/kv_offload/test_manager.py",        # through manager.py
-        "tests/v1/kv_offload/test_peek.py",           # the topic's own new test
+        "tests/entrypoints/test_api.py",  # imports the changed api.py
+        "tests/v1/kv_offload/test_lru.py",  # imports lru.py
+        "tests/v1/kv_offload/test_machine.py",  # `import a.b.c as x` form
+        "tests/v1/kv_offload/test_manager.py",  # through manager.py
+        "tests/v1/kv_offload/test_peek.py",  # the topic's own new test
         "tests/v1/kv_offload/test_zz_slow.py",
         "tests/v1/kv_offload_gpu/test_roundtrip.py",  # a GPU step's test that runs on a CPU
     ], sel
@@ -163,23 +176,32 @@ def test_base_results_are_cached(fork: Path, env: Path) -> None:
     assert one["tests"] == two["tests"]
     assert two["summary"]["base"]["files_from_cache"] == 6
     # a changed test file reruns; the others come from the cache
-    sh("git checkout -q topic/lru-peek && printf 'def test_more():\\n    pass\\n' >> tests/v1/kv_offload/test_lru.py"
-       " && git commit -qam more && git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q topic/lru-peek && printf 'def test_more():\\n    pass\\n' >> tests/v1/kv_offload/test_lru.py"
+        " && git commit -qam more && git checkout -q --detach v0.30.0",
+        fork,
+    )
     third = run_series("test", "--run", "--python", str(env), "--json", cwd=fork)
     assert "base: 5 test files from the cache" in third.stderr, third.stderr
     assert json.loads(third.stdout)["tests"]["tests/v1/kv_offload/test_lru.py::test_more"]["base"] == "passed"
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["kill", "ctrl-c"])
-def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, env: Path, tmp_path: Path,
-                                                                   signum: int) -> None:
+def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(
+    fork: Path, env: Path, tmp_path: Path, signum: int
+) -> None:
     er.series_yaml(fork, "lru-peek")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     marker = tmp_path / "slow-test-started"
-    proc = subprocess.Popen([sys.executable, "-m", "series", "test", "--run", "--python", str(env)], cwd=fork,
-                            env=dict(os.environ, TMPDIR=str(scratch), EVIDENCE_SLOW=str(marker)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "series", "test", "--run", "--python", str(env)],
+        cwd=fork,
+        env=dict(os.environ, TMPDIR=str(scratch), EVIDENCE_SLOW=str(marker)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     for _ in range(600):  # wait (up to a minute) until pytest sits in the slow test
         if marker.exists() and marker.read_text() or proc.poll() is not None:
             break
@@ -187,8 +209,9 @@ def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(fork: Path, e
     assert marker.exists(), proc.communicate()
     pytest_pid = int(marker.read_text())
     child_temp = Path(marker.with_name(marker.name + ".tmpdir").read_text())
-    assert child_temp.is_relative_to(scratch) and child_temp.name == "t" and "series-evidence-" in str(child_temp), \
+    assert child_temp.is_relative_to(scratch) and child_temp.name == "t" and "series-evidence-" in str(child_temp), (
         f"the tests' temporary files belong in the run's scratch, not the user's TMPDIR: {child_temp}"
+    )
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signum, (out, err)
@@ -208,25 +231,26 @@ def test_a_tree_stopped_mid_run_is_not_worse_for_what_it_did_not_reach() -> None
     what it did run is judged, and a finished tree still answers for what it lacks."""
     from series.evidence.matrix import CaseVerdict, ResultMatrix, TreeInfo, render_text
     from series.evidence.testrun import CaseOutcome as O
+
     trees = [TreeInfo(n, "c0ffee", n, 1) for n in ("base", "series", "without:lru-peek")]
     m = ResultMatrix(trees, interrupted="SIGTERM", incomplete={"series"})
-    m.results = {"base": {"t::a": O.PASSED, "t::b": O.PASSED, "t::c": O.PASSED},
-                 "series": {"t::a": O.FAILED},
-                 "without:lru-peek": {"t::a": O.PASSED}}
+    m.results = {
+        "base": {"t::a": O.PASSED, "t::b": O.PASSED, "t::c": O.PASSED},
+        "series": {"t::a": O.FAILED},
+        "without:lru-peek": {"t::a": O.PASSED},
+    }
     assert m.verdicts("series") == {"t::a": CaseVerdict.WORSE}
     assert m.verdicts("without:lru-peek")["t::b"] is CaseVerdict.MISSING, "it finished: b is dropped"
     text = render_text(m)
     assert "stopped mid-run: series" in text and "t::b" not in text and "t::a  (passed -> failed)" in text, text
     m.incomplete = {"base"}  # the base stopped: what the series ran beyond it has no verdict
     m.results["series"] = {"t::a": O.PASSED, "t::z": O.FAILED}
-    assert m.verdicts("series") == {"t::a": CaseVerdict.SAME, "t::b": CaseVerdict.MISSING,
-                                    "t::c": CaseVerdict.MISSING}
+    assert m.verdicts("series") == {"t::a": CaseVerdict.SAME, "t::b": CaseVerdict.MISSING, "t::c": CaseVerdict.MISSING}
 
 
 def test_clear_errors(fork: Path, env: Path, tmp_path: Path) -> None:
     er.series_yaml(fork, "lru-peek")
-    no_pytest = make_env(tmp_path / "bare", er.release_wheel(fork.parent / "upstream", tmp_path / "w1"),
-                         pytest=False)
+    no_pytest = make_env(tmp_path / "bare", er.release_wheel(fork.parent / "upstream", tmp_path / "w1"), pytest=False)
     proc = run_series("test", "--run", "--python", str(no_pytest), cwd=fork, expect=1)
     assert "has no pytest\nhint: " in proc.stderr and "pip install pytest" in proc.stderr, proc.stderr
     other = make_env(tmp_path / "other", er.release_wheel(fork.parent / "upstream", tmp_path / "w2", "0.29.0"))
@@ -235,8 +259,10 @@ def test_clear_errors(fork: Path, env: Path, tmp_path: Path) -> None:
     proc = run_series("test", "--run", "--python", sys.executable, cwd=fork, expect=1)
     assert "has no vllm installed" in proc.stderr, proc.stderr
     proc = run_series("test", "--run", "--python", str(env), "--step", "kv-ofload", cwd=fork, expect=1)
-    assert proc.stderr.strip() == ("series: error: --step kv-ofload: no such step in .buildkite/test_areas\n"
-                                   "hint: did you mean kv-offload, kv-offload-gpu?"), proc.stderr
+    assert proc.stderr.strip() == (
+        "series: error: --step kv-ofload: no such step in .buildkite/test_areas\n"
+        "hint: did you mean kv-offload, kv-offload-gpu?"
+    ), proc.stderr
     proc = run_series("test", "--run", "--python", str(env), "--tree", "with:x", cwd=fork, expect=1)
     assert "tree 'with:x': not a tree name" in proc.stderr
     proc = run_series("test", "--without", "lru-peek", cwd=fork, expect=2)
@@ -248,8 +274,11 @@ def test_the_patched_wheel_is_a_build_too(fork: Path, tmp_path: Path) -> None:
     is the build with the series taken back out."""
     er.series_yaml(fork, "lru-peek")
     release = er.release_wheel(fork.parent / "upstream", tmp_path / "wheels")
-    patched = Path(run_series("build", "--wheel", str(release), "--out", str(tmp_path / "dist"),
-                              cwd=fork).stdout.strip().splitlines()[-1])
+    patched = Path(
+        run_series("build", "--wheel", str(release), "--out", str(tmp_path / "dist"), cwd=fork)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     python = make_env(tmp_path / "patched-env", patched)
     data = evidence(fork, python)
     assert "+series.g" in data["build"], data["build"]
@@ -260,18 +289,26 @@ def test_the_patched_wheel_is_a_build_too(fork: Path, tmp_path: Path) -> None:
 
 # -- what is not a Python interpreter; what a killed run leaves ------------------------------
 
+
 def test_a_python_that_is_not_one_is_refused(fork: Path, tmp_path: Path) -> None:
     er.series_yaml(fork, "lru-peek")
     other_json = tmp_path / "other-json"
     other_json.write_text("#!/bin/sh\necho '{\"python\": \"3.12\", \"version\": \"0.30.0\"}'\n")
     wrong_types = tmp_path / "wrong-types"
-    wrong_types.write_text("#!/bin/sh\necho '{\"series_probe\": \"vllm-series probe 1\", \"version\": 5, "
-                           "\"location\": [], \"executable\": \"x\"}'\n")
+    wrong_types.write_text(
+        "#!/bin/sh\necho '{\"series_probe\": \"vllm-series probe 1\", \"version\": 5, "
+        "\"location\": [], \"executable\": \"x\"}'\n"
+    )
     for script in (other_json, wrong_types):
         script.chmod(0o755)
-    for python, said in (("/bin/true", "it printed nothing"), ("/bin/echo", "when asked to run a Python script"),
-                         (str(other_json), "not the probe's JSON"), (str(wrong_types), "'version' is not a string"),
-                         (str(tmp_path / "nosuch"), "cannot run it"), (str(tmp_path), "cannot run it")):
+    for python, said in (
+        ("/bin/true", "it printed nothing"),
+        ("/bin/echo", "when asked to run a Python script"),
+        (str(other_json), "not the probe's JSON"),
+        (str(wrong_types), "'version' is not a string"),
+        (str(tmp_path / "nosuch"), "cannot run it"),
+        (str(tmp_path), "cannot run it"),
+    ):
         proc = run_series("test", "--run", "--python", python, cwd=fork, expect=1)
         err = proc.stderr.strip()
         assert len(err.splitlines()) == 1 and "Traceback" not in err, err
@@ -281,17 +318,21 @@ def test_a_python_that_is_not_one_is_refused(fork: Path, tmp_path: Path) -> None
 
 def _scratch_in(temp: Path) -> tuple[subprocess.Popen[str], Path]:
     """A process that made its scratch directory in `temp` and sleeps in it."""
-    code = ("import sys, time; from series.evidence.testrun import Scratch; s = Scratch(); "
-            "print(s.root, flush=True); time.sleep(120)")
-    proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(temp)),
-                            stdout=subprocess.PIPE, text=True)
+    code = (
+        "import sys, time; from series.evidence.testrun import Scratch; s = Scratch(); "
+        "print(s.root, flush=True); time.sleep(120)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env=dict(os.environ, TMPDIR=str(temp)), stdout=subprocess.PIPE, text=True
+    )
     root = Path(proc.stdout.readline().strip())  # type: ignore[union-attr]
     assert root.is_dir() and root.parent == temp, root
     return proc, root
 
 
 def test_the_next_run_removes_what_a_killed_run_left_and_keeps_a_live_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tempfile
 
     from series.evidence import testrun
@@ -303,9 +344,10 @@ def test_the_next_run_removes_what_a_killed_run_left_and_keeps_a_live_one(
     live, running = _scratch_in(temp)
     killed.send_signal(signal.SIGKILL)
     killed.wait()
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
-    unlocked = temp / f"series-evidence-{dead}-abcd"   # killed before it took its lock
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
+    unlocked = temp / f"series-evidence-{dead}-abcd"  # killed before it took its lock
     unlocked.mkdir()
     starting = temp / f"series-evidence-{os.getpid()}-efgh"  # alive, not locked yet
     starting.mkdir()

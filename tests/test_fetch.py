@@ -1,4 +1,5 @@
 """Release wheels: the one that fits the target among several; fetched without pip from the index."""
+
 from __future__ import annotations
 
 import hashlib
@@ -40,17 +41,19 @@ def test_pip_gets_the_target(tmp_path: Path) -> None:
 
 
 def serve_index(httpserver: HTTPServer, json_api: bool, digest_ok: bool = True) -> bytes:
-    body = b"PK\x05\x06" + b"\0" * 18          # an empty zip: enough for the fetch
+    body = b"PK\x05\x06" + b"\0" * 18  # an empty zip: enough for the fetch
     digest = hashlib.sha256(body if digest_ok else b"other").hexdigest()
     files = [{"filename": name, "url": f"/files/{name}", "hashes": {"sha256": digest}} for name in (ARM, X86)]
     if json_api:
         httpserver.expect_request("/simple/vllm/").respond_with_data(
             json.dumps({"meta": {"api-version": "1.1"}, "name": "vllm", "files": files}),
-            content_type="application/vnd.pypi.simple.v1+json")
+            content_type="application/vnd.pypi.simple.v1+json",
+        )
     else:
         links = "".join(f'<a href="{f["url"]}#sha256={digest}">{f["filename"]}</a>' for f in files)
         httpserver.expect_request("/simple/vllm/").respond_with_data(
-            f"<html><body>{links}</body></html>", content_type="text/html")
+            f"<html><body>{links}</body></html>", content_type="text/html"
+        )
     for name in (ARM, X86):
         httpserver.expect_request(f"/files/{name}").respond_with_data(body)
     return body
@@ -58,12 +61,15 @@ def serve_index(httpserver: HTTPServer, json_api: bool, digest_ok: bool = True) 
 
 def fetch_without_pip(httpserver: HTTPServer, tmp_path: Path, platform: str) -> subprocess.CompletedProcess[str]:
     """A real process in which pip cannot be imported and no pip is on PATH (as under uv)."""
-    program = ("import sys; sys.modules['pip'] = None\n"
-               "from pathlib import Path\nfrom series.wheel import fetch\n"
-               f"print(fetch.resolve_wheel('vllm==0.31.0', Path({str(tmp_path / 'cache')!r}), "
-               f"target=fetch.Target({platform!r}, '3.12')))")
-    env = dict(os.environ, PIP_INDEX_URL=httpserver.url_for("/simple/"), PATH=str(tmp_path / "empty"),
-               PYTHONPATH=str(ROOT))
+    program = (
+        "import sys; sys.modules['pip'] = None\n"
+        "from pathlib import Path\nfrom series.wheel import fetch\n"
+        f"print(fetch.resolve_wheel('vllm==0.31.0', Path({str(tmp_path / 'cache')!r}), "
+        f"target=fetch.Target({platform!r}, '3.12')))"
+    )
+    env = dict(
+        os.environ, PIP_INDEX_URL=httpserver.url_for("/simple/"), PATH=str(tmp_path / "empty"), PYTHONPATH=str(ROOT)
+    )
     return subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True)
 
 

@@ -1,5 +1,6 @@
 """series.semantic.file_reading: the full reading of a file comes back from the disk cache
 equal to what the parse gave, without parsing again."""
+
 from __future__ import annotations
 
 from pathlib import Path

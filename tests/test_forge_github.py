@@ -1,4 +1,5 @@
 """GitHubForge against a local HTTP server serving recorded-shape API answers. No network."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -30,9 +31,9 @@ def api(server: HTTPServer) -> str:
 
 
 def test_pull_metadata_with_bearer_token_and_run_cache(httpserver: HTTPServer) -> None:
-    httpserver.expect_request(f"{REPO}/pulls/61050", headers={"Authorization": f"Bearer {TOKEN}"}) \
-        .respond_with_json(github_fixture("pull-61050", API=api(httpserver), HEAD_SHA="a" * 40,
-                                          BASE_SHA="b" * 40))
+    httpserver.expect_request(f"{REPO}/pulls/61050", headers={"Authorization": f"Bearer {TOKEN}"}).respond_with_json(
+        github_fixture("pull-61050", API=api(httpserver), HEAD_SHA="a" * 40, BASE_SHA="b" * 40)
+    )
     forge = forge_for(httpserver)
     pr = forge.pull(PRNumber(61050))
     assert (pr.number, pr.author, pr.state, pr.merged) == (61050, "ada-upstream", "open", False), pr
@@ -45,7 +46,8 @@ def test_pull_metadata_with_bearer_token_and_run_cache(httpserver: HTTPServer) -
 
 def test_merged_pull_has_its_merge_commit(httpserver: HTTPServer) -> None:
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_json(
-        github_fixture("pull-61050-merged", MERGE_SHA="c" * 40))
+        github_fixture("pull-61050-merged", MERGE_SHA="c" * 40)
+    )
     pr = forge_for(httpserver).pull(PRNumber(61050))
     assert (pr.state, pr.merged, pr.merge_commit) == ("merged", True, "c" * 40), pr
 
@@ -55,12 +57,15 @@ def _serve_pull_list(server: HTTPServer) -> None:
     closed ones, newest update first."""
     query = {"sort": "updated", "direction": "desc", "per_page": "100"}
     page2 = f"{api(server)}{REPO}/pulls?state=open&sort=updated&direction=desc&per_page=100&page=2"
-    server.expect_request(f"{REPO}/pulls", query_string={"state": "open", **query, "page": "2"}) \
-        .respond_with_json(github_fixture("pulls-open-page-2"))
+    server.expect_request(f"{REPO}/pulls", query_string={"state": "open", **query, "page": "2"}).respond_with_json(
+        github_fixture("pulls-open-page-2")
+    )
     server.expect_request(f"{REPO}/pulls", query_string={"state": "open", **query}).respond_with_json(
-        github_fixture("pulls-page-1"), headers={"Link": f'<{page2}>; rel="next", <{page2}>; rel="last"'})
+        github_fixture("pulls-page-1"), headers={"Link": f'<{page2}>; rel="next", <{page2}>; rel="last"'}
+    )
     server.expect_request(f"{REPO}/pulls", query_string={"state": "closed", **query}).respond_with_json(
-        github_fixture("pulls-page-2"))
+        github_fixture("pulls-page-2")
+    )
 
 
 def test_list_pulls_keeps_every_open_pr_whatever_its_age_and_the_recently_closed(httpserver: HTTPServer) -> None:
@@ -68,16 +73,22 @@ def test_list_pulls_keeps_every_open_pr_whatever_its_age_and_the_recently_closed
     since = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=30)
     pulls = forge_for(httpserver).list_pulls(since)
     assert [(p.number, p.state) for p in pulls] == [
-        (61200, "open"), (61050, "open"), (58000, "open"), (61100, "closed")], pulls
+        (61200, "open"),
+        (61050, "open"),
+        (58000, "open"),
+        (61100, "closed"),
+    ], pulls
     assert len(httpserver.log) == 3, [r.url for r, _ in httpserver.log]
 
 
 def test_pull_files_paginated_with_hunks(httpserver: HTTPServer) -> None:
     page2 = f"{api(httpserver)}{REPO}/pulls/61050/files?per_page=100&page=2"
-    httpserver.expect_request(f"{REPO}/pulls/61050/files", query_string={"per_page": "100", "page": "2"}) \
-        .respond_with_json(github_fixture("files-61050-page-2"))
+    httpserver.expect_request(
+        f"{REPO}/pulls/61050/files", query_string={"per_page": "100", "page": "2"}
+    ).respond_with_json(github_fixture("files-61050-page-2"))
     httpserver.expect_request(f"{REPO}/pulls/61050/files").respond_with_json(
-        github_fixture("files-61050-page-1"), headers={"Link": f'<{page2}>; rel="next"'})
+        github_fixture("files-61050-page-1"), headers={"Link": f'<{page2}>; rel="next"'}
+    )
     files = forge_for(httpserver).pull_files(PRNumber(61050))
     assert [(f.path, f.hunks) for f in files] == [
         ("vllm/v1/kv_offload/cpu/policies/lru.py", ((9, 0),)),
@@ -87,26 +98,39 @@ def test_pull_files_paginated_with_hunks(httpserver: HTTPServer) -> None:
 
 def test_a_next_page_on_another_host_is_refused(httpserver: HTTPServer) -> None:
     httpserver.expect_request(f"{REPO}/pulls/61050/files").respond_with_json(
-        [], headers={"Link": '<http://evil.example:1/steal?page=2>; rel="next"'})
+        [], headers={"Link": '<http://evil.example:1/steal?page=2>; rel="next"'}
+    )
     with pytest.raises(ForgeError, match="another host"):
         forge_for(httpserver).pull_files(PRNumber(61050))
 
 
-@pytest.mark.parametrize("status, headers, fixture, expected", [
-    (401, {}, "error-401", "refused the token (401 Bad credentials)"),
-    (404, {}, "error-404", "pull request #61050 not found (404)"),
-    (403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + 600)},
-     "error-rate-limit", "rate limit exhausted (403)"),
-    (429, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + 60)},
-     "error-rate-limit", "rate limit exhausted (429)"),
-    (403, {"Retry-After": "60"}, "error-secondary-rate-limit", "secondary rate limit (403)"),
-    (403, {}, "error-secondary-rate-limit", "refused pull request #61050 (403): You have exceeded"),
-])
-def test_errors_are_one_clear_line_without_the_token(httpserver: HTTPServer, status: int,
-                                                      headers: dict[str, str], fixture: str,
-                                                      expected: str) -> None:
+@pytest.mark.parametrize(
+    "status, headers, fixture, expected",
+    [
+        (401, {}, "error-401", "refused the token (401 Bad credentials)"),
+        (404, {}, "error-404", "pull request #61050 not found (404)"),
+        (
+            403,
+            {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + 600)},
+            "error-rate-limit",
+            "rate limit exhausted (403)",
+        ),
+        (
+            429,
+            {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + 60)},
+            "error-rate-limit",
+            "rate limit exhausted (429)",
+        ),
+        (403, {"Retry-After": "60"}, "error-secondary-rate-limit", "secondary rate limit (403)"),
+        (403, {}, "error-secondary-rate-limit", "refused pull request #61050 (403): You have exceeded"),
+    ],
+)
+def test_errors_are_one_clear_line_without_the_token(
+    httpserver: HTTPServer, status: int, headers: dict[str, str], fixture: str, expected: str
+) -> None:
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_json(
-        github_fixture(fixture), status=status, headers=headers)
+        github_fixture(fixture), status=status, headers=headers
+    )
     with pytest.raises(ForgeError) as info:
         forge_for(httpserver).pull(PRNumber(61050))
     message = str(info.value)
@@ -124,8 +148,7 @@ def test_unreachable_api_is_one_line_and_marked_for_fallback() -> None:
     assert "--offline" in str(info.value) and TOKEN not in str(info.value)
 
 
-def test_debug_log_names_urls_never_the_token(httpserver: HTTPServer,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_debug_log_names_urls_never_the_token(httpserver: HTTPServer, caplog: pytest.LogCaptureFixture) -> None:
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_json(github_fixture("pull-61050"))
     with caplog.at_level(logging.DEBUG, logger="series"):
         forge_for(httpserver).pull(PRNumber(61050))
@@ -162,8 +185,9 @@ def test_token_sources_in_gh_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert find_token("ghe.example.com") == "ghe_env"
 
 
-def test_api_base_env_beats_config_and_offline_forge_without_github(monkeypatch: pytest.MonkeyPatch,
-                                                                      tmp_path: Path) -> None:
+def test_api_base_env_beats_config_and_offline_forge_without_github(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     assert api_base(None) == "https://api.github.com"
     assert api_base("https://ghe.example.com/api/v3/") == "https://ghe.example.com/api/v3"
     monkeypatch.setenv("SERIES_GITHUB_API", "http://127.0.0.1:8/")

@@ -1,4 +1,5 @@
 """retire.check: is an adopted PR topic merged upstream, exactly or in modified form?"""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,16 +23,18 @@ TOPIC = Topic(name="pr-61050", branch="topic/pr-61050", upstream_pr=PRNumber(610
 def adopted(fork: Path, upstream: Path) -> Path:
     """The fork carries PR #61050 as topic/pr-61050 over v0.30.0."""
     head = add_pull_request(upstream)
-    sh(f"git fetch -q upstream +refs/pull/61050/head:refs/remotes/upstream/pr/61050 && "
-       f"git branch topic/pr-61050 {head}", fork)
+    sh(
+        f"git fetch -q upstream +refs/pull/61050/head:refs/remotes/upstream/pr/61050 && "
+        f"git branch topic/pr-61050 {head}",
+        fork,
+    )
     return fork
 
 
 def release(fork: Path, upstream: Path, files: dict[str, str], subject: str, tag: str = "v0.30.1") -> str:
     """Upstream tags a release on v0.30.0 that squash-merges with `files`; fetched into the fork."""
     squash = commit_files(upstream, "v0.30.0", files, subject, "2026-02-20T00:00:00Z")
-    rel = commit_files(upstream, squash, {"README.md": f"# vLLM {tag}\n"}, f"Release {tag}",
-                       "2026-02-21T00:00:00Z")
+    rel = commit_files(upstream, squash, {"README.md": f"# vLLM {tag}\n"}, f"Release {tag}", "2026-02-21T00:00:00Z")
     git(upstream, "tag", tag, rel)
     sh("git fetch -q upstream --tags", fork)
     return squash
@@ -43,8 +46,12 @@ def commits(fork: Path, old: str, new: str) -> tuple[pygit2.Repository, pygit2.C
 
 
 def test_squash_subject_with_the_same_files_is_merged(adopted: Path, upstream: Path) -> None:
-    squash = release(adopted, upstream, {LRU: LRU_FIXED, TEST: TEST_LRU_ORDER},
-                     "[Bugfix][KV offload] Fix eviction order of touched blocks (#61050)")
+    squash = release(
+        adopted,
+        upstream,
+        {LRU: LRU_FIXED, TEST: TEST_LRU_ORDER},
+        "[Bugfix][KV offload] Fix eviction order of touched blocks (#61050)",
+    )
     repo, old, new = commits(adopted, "v0.30.0", "v0.30.1")
     verdict = check(repo, TOPIC, old, new)
     assert verdict is not None and verdict.kind == RetireKind.MERGED, verdict
@@ -53,10 +60,13 @@ def test_squash_subject_with_the_same_files_is_merged(adopted: Path, upstream: P
 
 
 def test_squash_in_modified_form_is_noticed_with_the_difference(adopted: Path, upstream: Path) -> None:
-    reworded = LRU_FIXED.replace("# keep request order: the first key is evicted last",
-                                 "# touch in reverse: a request's first block is evicted last")
-    release(adopted, upstream, {LRU: reworded, TEST: TEST_LRU_ORDER},
-            "[Bugfix][KV offload] Fix eviction order (#61050)")
+    reworded = LRU_FIXED.replace(
+        "# keep request order: the first key is evicted last",
+        "# touch in reverse: a request's first block is evicted last",
+    )
+    release(
+        adopted, upstream, {LRU: reworded, TEST: TEST_LRU_ORDER}, "[Bugfix][KV offload] Fix eviction order (#61050)"
+    )
     repo, old, new = commits(adopted, "v0.30.0", "v0.30.1")
     verdict = check(repo, TOPIC, old, new)
     assert verdict is not None and verdict.kind == RetireKind.MODIFIED, verdict
@@ -76,12 +86,12 @@ def test_no_evidence_no_verdict(adopted: Path, upstream: Path) -> None:
     assert verdict is not None and verdict.kind == RetireKind.MERGED and "already in the new base" in verdict.reason
 
 
-def test_the_api_merge_commit_contained_in_the_new_base(adopted: Path, upstream: Path,
-                                                        httpserver: HTTPServer) -> None:
+def test_the_api_merge_commit_contained_in_the_new_base(adopted: Path, upstream: Path, httpserver: HTTPServer) -> None:
     # upstream merged with a subject that does not name the PR: only the API knows
     squash = release(adopted, upstream, {LRU: LRU_FIXED, TEST: TEST_LRU_ORDER}, "Fix eviction order")
     httpserver.expect_request("/repos/vllm-project/vllm/pulls/61050").respond_with_json(
-        github_fixture("pull-61050-merged", MERGE_SHA=squash))
+        github_fixture("pull-61050-merged", MERGE_SHA=squash)
+    )
     forge = GitHubForge("vllm-project/vllm", httpserver.url_for("").rstrip("/"), None)
     repo, old, new = commits(adopted, "v0.30.0", "v0.30.1")
     assert check(repo, TOPIC, old, new) is None

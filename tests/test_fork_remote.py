@@ -6,6 +6,7 @@ Upstream's history is its line (main, releases/*) and its tags (series.git.relea
 the fork's integration branch on that remote must not make a topic empty (`touches` exit
 1, "not touched", `init` 0 commits), and the fork's own version tag is no release.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,13 @@ def _carry_the_forks_branches(fork: Path, upstream: Path) -> None:
     """The upstream remote gets the fork's integration branch (habana_main, and master a
     copy of it, as HabanaAI has) and its topic branches, as a fork cloned as `upstream`."""
     merge = " ".join(f"topic/{t}" for t in TOPICS[1:])
-    sh(f"git checkout -q -B habana_main topic/{TOPICS[0]} && git merge -q --no-edit {merge} && "
-       "git checkout -q --detach v0.30.0 && "
-       "git push -q upstream habana_main habana_main:master 'refs/heads/topic/*:refs/heads/topic/*' && "
-       "git branch -q -D habana_main && git fetch -q upstream", fork)
+    sh(
+        f"git checkout -q -B habana_main topic/{TOPICS[0]} && git merge -q --no-edit {merge} && "
+        "git checkout -q --detach v0.30.0 && "
+        "git push -q upstream habana_main habana_main:master 'refs/heads/topic/*:refs/heads/topic/*' && "
+        "git branch -q -D habana_main && git fetch -q upstream",
+        fork,
+    )
     assert "upstream/habana_main" in sh("git branch -r --contains topic/api-hello", fork)
 
 
@@ -70,8 +74,11 @@ def test_a_blobless_clone_of_the_forks_server_finds_every_topic(fork: Path, upst
 def test_a_fork_tag_newer_than_upstreams_is_no_release(fork: Path, upstream: Path) -> None:
     """v0.31.0.post2 made on the fork's branch (as HabanaAI's v0.6.6.post2): PEP 440 puts it
     after upstream's v0.31.0, but it is the fork's; named exactly it is still itself."""
-    sh("git checkout -q -B fork/rh_sec v0.31.0 && git commit -q --allow-empty -m 'backport' && "
-       "git tag v0.31.0.post2 && git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q -B fork/rh_sec v0.31.0 && git commit -q --allow-empty -m 'backport' && "
+        "git tag v0.31.0.post2 && git checkout -q --detach v0.30.0",
+        fork,
+    )
     for name in ("latest", "v0.31", "0.31"):
         assert run_series("release", name, cwd=fork).stdout.strip() == "v0.31.0", name
     assert run_series("release", cwd=fork).stdout.split() == ["v0.31.0", "v0.30.0"]
@@ -79,8 +86,11 @@ def test_a_fork_tag_newer_than_upstreams_is_no_release(fork: Path, upstream: Pat
     assert listed["fork_tags"] == ["v0.31.0.post2"], listed
     assert "the fork's own tags" in run_series("release", "--all", cwd=fork).stdout
     assert run_series("release", "v0.31.0.post2", cwd=fork).stdout.strip() == "v0.31.0.post2"
-    report = json.loads(run_series("rebase", "--onto", "latest", "--dry-run", "--json",
-                                   "--skip-topic", "offload-evict-fix", cwd=fork).stdout)
+    report = json.loads(
+        run_series(
+            "rebase", "--onto", "latest", "--dry-run", "--json", "--skip-topic", "offload-evict-fix", cwd=fork
+        ).stdout
+    )
     assert report["onto"]["name"] == "v0.31.0", report["onto"]
 
     # the same tag on a branch the upstream remote carries (the fork cloned as upstream):

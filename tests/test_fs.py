@@ -1,5 +1,6 @@
 """series.ops.fs: the one atomic write. Its temporary file is created afresh (O_CREAT|O_EXCL),
 so nothing planted at its name is written through, and a failed write leaves the old file."""
+
 from __future__ import annotations
 
 import os
@@ -15,6 +16,7 @@ def _empty(tmp_path: Path) -> Path:
     directory = tmp_path / "d"  # the sealed environment keeps its home in tmp_path
     directory.mkdir()
     return directory
+
 
 def test_a_symlink_planted_at_the_temp_name_is_not_followed(tmp_path: Path) -> None:
     tmp_path = _empty(tmp_path)

@@ -1,4 +1,5 @@
 """The first-PR grade: every rule within and over its limit, and what each finding says."""
+
 from __future__ import annotations
 
 import subprocess
@@ -35,11 +36,13 @@ def test_a_small_focused_signed_tested_change_is_all_ok() -> None:
 
 
 def test_size_within_at_and_over_the_line_limit() -> None:
-    at = FileStat(CODE.path, 150, 50, "M")       # 200: the limit itself is fine
+    at = FileStat(CODE.path, 150, 50, "M")  # 200: the limit itself is fine
     over = FileStat(CODE.path, 150, 51, "M")
     assert _levels(GOOD, [at, TEST], ["x" + SIGNED])["size"] is Level.FLAG  # 208 with the test
-    assert _levels(GOOD, [FileStat(CODE.path, 100, 100, "M"), FileStat(TEST.path, 0, 0, "M")],
-                   ["x" + SIGNED])["size"] is Level.OK
+    assert (
+        _levels(GOOD, [FileStat(CODE.path, 100, 100, "M"), FileStat(TEST.path, 0, 0, "M")], ["x" + SIGNED])["size"]
+        is Level.OK
+    )
     assert _levels(GOOD, [over, TEST], ["x" + SIGNED])["size"] is Level.FLAG
     # --not-first: the first-PR limit does not apply, only the guide's RFC threshold (500)
     assert _levels(GOOD, [over, TEST], ["x" + SIGNED], first_pr=False)["size"] is Level.OK
@@ -80,11 +83,19 @@ def test_title_tags_from_the_guide() -> None:
 
 
 def test_tags_read_from_upstreams_contributing_guide() -> None:
-    proc = subprocess.run(["git", "-C", "/tmp/bench/upstream4", "show", "HEAD:docs/contributing/README.md"],
-                          capture_output=True, text=True)
-    guide = proc.stdout if proc.returncode == 0 else (
-        "### PR Title and Classification\n\n- `[Bugfix]`, `[Feature]` and `[KV Offload]`; "
-        "`[Hardware][Vendor]`\n\n### Code Quality\n\n`[NotATag]`\n")
+    proc = subprocess.run(
+        ["git", "-C", "/tmp/bench/upstream4", "show", "HEAD:docs/contributing/README.md"],
+        capture_output=True,
+        text=True,
+    )
+    guide = (
+        proc.stdout
+        if proc.returncode == 0
+        else (
+            "### PR Title and Classification\n\n- `[Bugfix]`, `[Feature]` and `[KV Offload]`; "
+            "`[Hardware][Vendor]`\n\n### Code Quality\n\n`[NotATag]`\n"
+        )
+    )
     tags = tags_from_guide(guide)
     assert {"Bugfix", "Feature", "KV Offload", "Hardware"} <= set(tags), tags
     assert "Vendor" not in tags and "NotATag" not in tags, tags
@@ -96,8 +107,12 @@ def test_tests_touched_when_code_is() -> None:
 
 
 def test_hot_paths_flagged_and_relaxed_with_not_first() -> None:
-    for path in ("vllm/v1/core/sched/scheduler.py", "vllm/v1/attention/backends/flash_attn.py",
-                 "vllm/compilation/cuda_graph.py", "vllm/v1/sample/sampler.py"):
+    for path in (
+        "vllm/v1/core/sched/scheduler.py",
+        "vllm/v1/attention/backends/flash_attn.py",
+        "vllm/compilation/cuda_graph.py",
+        "vllm/v1/sample/sampler.py",
+    ):
         hot = FileStat(path, 1, 1, "M")
         assert _levels(GOOD, [hot, TEST], ["x" + SIGNED])["hot-path"] is Level.FLAG, path
         assert _levels(GOOD, [hot, TEST], ["x" + SIGNED], first_pr=False)["hot-path"] is Level.NOTE, path
@@ -116,21 +131,25 @@ def test_codeowners_last_match_wins_and_unowning() -> None:
     rules = parse_codeowners(
         "# core\n/vllm/v1/kv_offload @ApostaC @orozery\n*.md @docs-team\n"
         "/vllm/v1/kv_offload/cpu/policies/ @lru-owner\n/vllm/v1/kv_offload/spec.py\n"
-        "docs/ @org/docs\n")
+        "docs/ @org/docs\n"
+    )
     assert owners_of(rules, "vllm/v1/kv_offload/cpu/manager.py").owners == ("@ApostaC", "@orozery")
     assert owners_of(rules, "vllm/v1/kv_offload/cpu/policies/lru.py").owners == ("@lru-owner",)
-    assert owners_of(rules, "vllm/v1/kv_offload/spec.py").owners == ()   # unowned by a later rule
+    assert owners_of(rules, "vllm/v1/kv_offload/spec.py").owners == ()  # unowned by a later rule
     assert owners_of(rules, "vllm/v1/kv_offload/README.md").owners == ("@docs-team",)
     assert owners_of(rules, "docs/features/x.md").owners == ("@org/docs",)
     assert owners_of(rules, "vllm/v1/kv_offloadx/a.py").owners == ()
-    assert owners_of(rules, "vllm/v1/kv_offload/cpu/policies/lru.py").rule == \
-        "/vllm/v1/kv_offload/cpu/policies/ (line 4)"
+    assert (
+        owners_of(rules, "vllm/v1/kv_offload/cpu/policies/lru.py").rule == "/vllm/v1/kv_offload/cpu/policies/ (line 4)"
+    )
 
 
 # vllm-project/vllm's .github/PULL_REQUEST_TEMPLATE.md, as series fills it
-TEMPLATE = ("<!-- markdownlint-disable -->\nPLEASE FILL IN THE PR DESCRIPTION HERE\n\n## Purpose\n\n{purpose}\n\n"
-            "## Test Plan\n\n{plan}\n\n## Test Result\n\n{result}\n\n---\n<details>\n<summary> Essential Elements "
-            "</summary>\n\n- [ ] The test results\n</details>\n")
+TEMPLATE = (
+    "<!-- markdownlint-disable -->\nPLEASE FILL IN THE PR DESCRIPTION HERE\n\n## Purpose\n\n{purpose}\n\n"
+    "## Test Plan\n\n{plan}\n\n## Test Result\n\n{result}\n\n---\n<details>\n<summary> Essential Elements "
+    "</summary>\n\n- [ ] The test results\n</details>\n"
+)
 AGENT = "Co-authored-by: Claude\n"
 
 
@@ -146,12 +165,17 @@ def _described(body: str, *messages: str) -> dict[str, tuple[Level, str]]:
 
 
 def test_description_with_every_checklist_field_passes() -> None:
-    body = TEMPLATE.format(purpose="Fixes #61050: keep request order.", plan="pytest tests/v1/kv_offload",
-                           result="12 passed")
+    body = TEMPLATE.format(
+        purpose="Fixes #61050: keep request order.", plan="pytest tests/v1/kv_offload", result="12 passed"
+    )
     found = _described(body, "[Bugfix] x" + SIGNED)
     assert {r: l for r, (l, _) in found.items()} == {
-        "purpose": Level.OK, "test-plan": Level.OK, "test-result": Level.OK, "issue-link": Level.OK,
-        "ai-assisted": Level.OK}, found
+        "purpose": Level.OK,
+        "test-plan": Level.OK,
+        "test-result": Level.OK,
+        "issue-link": Level.OK,
+        "ai-assisted": Level.OK,
+    }, found
 
 
 def test_empty_template_sections_are_flagged_and_the_checklist_is_not_a_result() -> None:
@@ -171,8 +195,12 @@ def test_ai_assisted_pr_must_say_so_and_why_it_is_no_duplicate() -> None:
     found = _described(plain, "[Bugfix] x\n\n" + AGENT + SIGNED.lstrip())
     assert found["ai-assisted"][0] is Level.FLAG, found
     assert "AI assistance was used and why this is not duplicating" in found["ai-assisted"][1], found
-    said = TEMPLATE.format(purpose="Keep request order. Written with AI assistance (Claude); not a duplicate: "
-                                   "#61050 changes eviction, this the touch order.", plan="pytest x", result="1 passed")
+    said = TEMPLATE.format(
+        purpose="Keep request order. Written with AI assistance (Claude); not a duplicate: "
+        "#61050 changes eviction, this the touch order.",
+        plan="pytest x",
+        result="1 passed",
+    )
     assert _described(said, "[Bugfix] x\n\n" + AGENT)["ai-assisted"][0] is Level.OK
     human = "[Bugfix] x\n\nCo-authored-by: Ada Upstream <ada@example.com>\n"
     assert _described(plain, human)["ai-assisted"][0] is Level.OK

@@ -1,4 +1,5 @@
 """While a rebase is halted on a conflict, commands that move refs refuse and say why."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,19 +39,24 @@ def test_the_halted_state_names_its_ending_as_data_read_back_by_every_verb(fork:
     assert state["halt"]["kind"] == "rebase" and state["halt"]["resume"] == "series rebase", state["halt"]
     assert {t["outcome"] for t in state["topics"]} <= {"clean", "conflict", "merged", "blocked", "pending"}
     proc = run_series("drop", "api-hello", cwd=fork, expect=1)
-    assert ("a series rebase is in progress: finish it with 'series rebase --continue' or "
-            "'series rebase --abort' before 'series drop'") in proc.stderr, proc.stderr
+    assert (
+        "a series rebase is in progress: finish it with 'series rebase --continue' or "
+        "'series rebase --abort' before 'series drop'"
+    ) in proc.stderr, proc.stderr
     proc = run_series("adopt-upstream", "--continue", cwd=fork, expect=1)
     assert "a series rebase is in progress, not an adoption\nhint: 'series rebase --continue'" in proc.stderr
     run_series("rebase", "--abort", cwd=fork)
 
 
-@pytest.mark.parametrize("damage", [
-    "{not json",
-    '{"version": 2, "id": 5}',
-    "halt-kind-a-number",
-    "outcome-unknown",
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "{not json",
+        '{"version": 2, "id": 5}',
+        "halt-kind-a-number",
+        "outcome-unknown",
+    ],
+)
 def test_a_damaged_state_file_is_a_one_line_error_and_a_hint(fork: Path, damage: str) -> None:
     import json
 

@@ -2,6 +2,7 @@
 the uses near the topic's hunks must include every use the topic introduced, which the
 full reading finds by parsing the base's version too. Differential: random edits of real
 Python (this package's own modules) against that full reading."""
+
 from __future__ import annotations
 
 import ast
@@ -41,8 +42,15 @@ def _aliases(text: str) -> list[str]:
     """Names the file's imports bind (what a topic's new code would call)."""
     tree = parse(text.encode())
     assert tree is not None
-    return sorted({(a.asname or a.name).split(".")[0] for n in ast.walk(tree)
-                   if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names if a.name != "*"})
+    return sorted(
+        {
+            (a.asname or a.name).split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            for a in n.names
+            if a.name != "*"
+        }
+    )
 
 
 def _mutant(rng: random.Random, lines: list[str], aliases: list[str]) -> list[str]:
@@ -51,14 +59,14 @@ def _mutant(rng: random.Random, lines: list[str], aliases: list[str]) -> list[st
     subclass with a method, a method added to a class; or lines deleted or copied."""
     out = list(lines)
     at = rng.randrange(len(out))
-    indent = out[at][:len(out[at]) - len(out[at].lstrip())]
+    indent = out[at][: len(out[at]) - len(out[at].lstrip())]
     name = rng.choice(aliases) if aliases else "functools"
     new = f"fork_{rng.randrange(1000)}"
     kind = rng.randrange(9)
     if kind == 0:
         out.insert(at, f"{indent}{name}.{new}({new}=1)")
     elif kind == 1:
-        del out[at:at + rng.randint(1, 3)]
+        del out[at : at + rng.randint(1, 3)]
     elif kind == 2:
         out[at] = indent + rng.choice(lines).strip()
     elif kind == 3:
@@ -70,11 +78,11 @@ def _mutant(rng: random.Random, lines: list[str], aliases: list[str]) -> list[st
         defs = [i for i, x in enumerate(out) if x.lstrip().startswith(("def ", "class "))]
         if defs:
             i = rng.choice(defs)
-            pad = out[i][:len(out[i]) - len(out[i].lstrip())]
+            pad = out[i][: len(out[i]) - len(out[i].lstrip())]
             out.insert(i, f"{pad}@{name}.{new}({new}=1)")
     elif kind == 5:
         out[at:at] = ["", f"class Fork({name}.{new}):", f"    def {new}(self):", "        return 1", ""]
-    elif kind == 7:   # a parameter annotated with an imported class: its body reads it
+    elif kind == 7:  # a parameter annotated with an imported class: its body reads it
         defs = [i for i, x in enumerate(out) if re.match(r"\s*def \w+\((self, )?\w+[,)]", x)]
         if defs:
             i = rng.choice(defs)
@@ -85,8 +93,8 @@ def _mutant(rng: random.Random, lines: list[str], aliases: list[str]) -> list[st
         classes = [i for i, x in enumerate(out) if x.lstrip().startswith("class ")]
         if classes:
             i = rng.choice(classes)
-            pad = out[i][:len(out[i]) - len(out[i].lstrip())] + "    "
-            out[i + 1:i + 1] = [f"{pad}def {new}(self, fork):", f"{pad}    return {name}.{new}(fork)", ""]
+            pad = out[i][: len(out[i]) - len(out[i].lstrip())] + "    "
+            out[i + 1 : i + 1] = [f"{pad}def {new}(self, fork):", f"{pad}    return {name}.{new}(fork)", ""]
     return out
 
 
@@ -117,33 +125,52 @@ def test_near_changes_holds_every_introduced_use(tmp_path: Path) -> None:
     assert checked > 2 * hazards and caught > checked / 3, (checked, hazards, caught)
 
 
-@pytest.mark.parametrize("base, mine, expect", [
-    # a keyword on its own line of an unchanged call
-    ("import m\n\nx = m.f(\n    a=1,\n)\n", "import m\n\nx = m.f(\n    a=1,\n    b=2,\n)\n", {"m.f b"}),
-    # a decorator above an unchanged def
-    ("import m\n\n\ndef g():\n    pass\n", "import m\n\n\n@m.deco(k=1)\ndef g():\n    pass\n", {"m.deco", "m.deco k"}),
-    # a method added to a subclass of an upstream class
-    ("import m\n\n\nclass C(m.Base):\n    x = 1\n", "import m\n\n\nclass C(m.Base):\n    x = 1\n\n    def step(self):\n"
-     "        pass\n", {"m.Base step"}),
-    # a parameter's annotation changed: the body's unchanged lines read another class
-    ("import m\n\n\ndef f(cfg: m.A):\n    return cfg.size\n", "import m\n\n\ndef f(cfg: m.B):\n    return cfg.size\n",
-     {"m.B.size"}),
-    # a class line deleted: its method now overrides one of the class above
-    ("import m\n\n\nclass C(m.Base):\n    x = 1\n\nclass D:\n    def step(self):\n        pass\n",
-     "import m\n\n\nclass C(m.Base):\n    x = 1\n\n    def step(self):\n        pass\n", {"m.Base step"}),
-])
+@pytest.mark.parametrize(
+    "base, mine, expect",
+    [
+        # a keyword on its own line of an unchanged call
+        ("import m\n\nx = m.f(\n    a=1,\n)\n", "import m\n\nx = m.f(\n    a=1,\n    b=2,\n)\n", {"m.f b"}),
+        # a decorator above an unchanged def
+        (
+            "import m\n\n\ndef g():\n    pass\n",
+            "import m\n\n\n@m.deco(k=1)\ndef g():\n    pass\n",
+            {"m.deco", "m.deco k"},
+        ),
+        # a method added to a subclass of an upstream class
+        (
+            "import m\n\n\nclass C(m.Base):\n    x = 1\n",
+            "import m\n\n\nclass C(m.Base):\n    x = 1\n\n    def step(self):\n        pass\n",
+            {"m.Base step"},
+        ),
+        # a parameter's annotation changed: the body's unchanged lines read another class
+        (
+            "import m\n\n\ndef f(cfg: m.A):\n    return cfg.size\n",
+            "import m\n\n\ndef f(cfg: m.B):\n    return cfg.size\n",
+            {"m.B.size"},
+        ),
+        # a class line deleted: its method now overrides one of the class above
+        (
+            "import m\n\n\nclass C(m.Base):\n    x = 1\n\nclass D:\n    def step(self):\n        pass\n",
+            "import m\n\n\nclass C(m.Base):\n    x = 1\n\n    def step(self):\n        pass\n",
+            {"m.Base step"},
+        ),
+    ],
+)
 def test_near_changes_sees_across_lines(tmp_path: Path, base: str, mine: str, expect: set[str]) -> None:
     near = hunk_uses.near_changes("pkg/x.py", base.encode(), mine.encode(), tmp_path)
     assert near is not None
     assert {f"{u.target} {u.extra}".strip() for u in near} >= expect
 
 
-@pytest.mark.parametrize("base, mine", [
-    ("import m\n", "import m\nimport m.n as m\n"),                                        # an import added
-    ("from m import (\n    a,\n)\n", "from m import (\n    a,\n    b,\n)\n"),              # inside a paren import
-    ('s = """\nm.gone()\n"""\n', "s = 1\nm.gone()\n"),                                      # code out of a string
-    ("x = 'a\\\nm.f()'\n", "x = 'a'\nm.f()\n"),                                             # a continued string
-])
+@pytest.mark.parametrize(
+    "base, mine",
+    [
+        ("import m\n", "import m\nimport m.n as m\n"),  # an import added
+        ("from m import (\n    a,\n)\n", "from m import (\n    a,\n    b,\n)\n"),  # inside a paren import
+        ('s = """\nm.gone()\n"""\n', "s = 1\nm.gone()\n"),  # code out of a string
+        ("x = 'a\\\nm.f()'\n", "x = 'a'\nm.f()\n"),  # a continued string
+    ],
+)
 def test_near_changes_gives_up_where_context_changed(tmp_path: Path, base: str, mine: str) -> None:
     assert hunk_uses.near_changes("pkg/x.py", base.encode(), mine.encode(), tmp_path) is None
 
@@ -172,6 +199,7 @@ def test_an_upstream_module_read_back_from_the_cache_is_the_same(tmp_path: Path)
     """What series.semantic.upstream_api keeps on disk per blob reads back equal, for every
     module of this package (classes, fields, annotations, re-exports)."""
     from series.semantic import upstream_api
+
     for source in SOURCES:
         api = upstream_api.ModuleApi.of(source.read_bytes(), "series")
         raw = json.loads(json.dumps(upstream_api._encode(api)))

@@ -1,4 +1,5 @@
 """The import graph that picks test files: edges as CPython runs imports, read from git blobs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -51,8 +52,12 @@ def test_edges_follow_how_python_imports(tmp_path: Path) -> None:
     # the package __init__ imports core: every importer of vllm.a reaches it; relative
     # imports and a tests/ helper carry it on; a function-level import counts
     assert reached_tests(g, "vllm/a/core.py") == [
-        "tests/t/test_helper.py", "tests/t/test_lazy.py", "tests/t/test_pkg.py",
-        "tests/t/test_registry.py", "tests/t/test_typed.py"]
+        "tests/t/test_helper.py",
+        "tests/t/test_lazy.py",
+        "tests/t/test_pkg.py",
+        "tests/t/test_registry.py",
+        "tests/t/test_typed.py",
+    ]
     # TYPE_CHECKING imports never run, a name in a string is no edge, conftest is not followed
     assert reached_tests(g, "vllm/b/heavy.py") == ["tests/t/test_lazy.py"]
     assert g.unparsed == ("vllm/b/heavy.py",)
@@ -69,20 +74,32 @@ def test_import_cache_is_reused(tmp_path: Path) -> None:
 
 def test_step_targets_as_ci_selector_reads_them() -> None:
     targets, ignored = imports.pytest_targets(
-        ["pytest -v -s v1/e2e --ignore v1/e2e/test_slow.py -k 'not mrv2'",
-         "export A=1", 'VLLM_X=1 pytest -m "core_model" models/ --shard-id=$$BUILDKITE_PARALLEL_JOB',
-         "cd /vllm-workspace/examples && python3 -m pytest x/test_y.py::test_z"],  # cd lasts
-        "tests")
+        [
+            "pytest -v -s v1/e2e --ignore v1/e2e/test_slow.py -k 'not mrv2'",
+            "export A=1",
+            'VLLM_X=1 pytest -m "core_model" models/ --shard-id=$$BUILDKITE_PARALLEL_JOB',
+            "cd /vllm-workspace/examples && python3 -m pytest x/test_y.py::test_z",
+        ],  # cd lasts
+        "tests",
+    )
     assert targets == ["tests/v1/e2e", "tests/models", "examples/x/test_y.py"], targets
     assert ignored == ["tests/v1/e2e/test_slow.py"]
-    files = ["tests/v1/e2e/test_a.py", "tests/v1/e2e/test_slow.py", "tests/v1/e2e/helper.py",
-             "examples/x/test_y.py", "tests/models/sub/test_m.py", "tests/other/test_o.py"]
+    files = [
+        "tests/v1/e2e/test_a.py",
+        "tests/v1/e2e/test_slow.py",
+        "tests/v1/e2e/helper.py",
+        "examples/x/test_y.py",
+        "tests/models/sub/test_m.py",
+        "tests/other/test_o.py",
+    ]
     assert sorted(imports.invoked_files(files, targets, ignored)) == [
-        "examples/x/test_y.py", "tests/models/sub/test_m.py", "tests/v1/e2e/test_a.py"]
+        "examples/x/test_y.py",
+        "tests/models/sub/test_m.py",
+        "tests/v1/e2e/test_a.py",
+    ]
 
 
-def test_a_first_run_parses_on_all_cores_to_the_same_graph(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_first_run_parses_on_all_cores_to_the_same_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past imports._PARALLEL_FROM uncached modules, prefetch parses them in a process
     pool: the same records, the unparsable ones included, as one by one."""
     monkeypatch.setattr(imports.os, "cpu_count", lambda: 2)  # a pool even on one core

@@ -4,6 +4,7 @@ CONTRIBUTING.md rule 5 and docs/architecture.md: series/verbs/<verb>.py defines 
 series.cli finds it by the module's name and imports it only when that verb runs; the
 library packages never import click, the CLI or a verb.
 """
+
 from __future__ import annotations
 
 import ast
@@ -62,8 +63,11 @@ def test_the_library_never_imports_click_the_cli_or_a_verb() -> None:
         rel = path.relative_to(PACKAGE).as_posix()
         if rel in ("cli.py", "cli_support.py", "__main__.py") or rel.startswith("verbs/"):
             continue
-        bad = {m for m in _imports(path)
-               if m == "click" or m.startswith("click.") or m == "series.cli" or m.startswith("series.verbs")}
+        bad = {
+            m
+            for m in _imports(path)
+            if m == "click" or m.startswith("click.") or m == "series.cli" or m.startswith("series.verbs")
+        }
         if bad:
             offenders.append(f"series/{rel}: {', '.join(sorted(bad))}")
     assert offenders == []
@@ -118,7 +122,8 @@ def test_the_listing_read_from_source_is_each_commands_own_short_help() -> None:
 
 
 def test_a_new_verb_is_one_module(tmp_path: Path) -> None:
-    (tmp_path / "say_hello.py").write_text(textwrap.dedent('''
+    (tmp_path / "say_hello.py").write_text(
+        textwrap.dedent('''
         """`series say-hello`: a verb nothing else lists."""
         import click
 
@@ -129,7 +134,8 @@ def test_a_new_verb_is_one_module(tmp_path: Path) -> None:
         def command() -> None:
             """Say hello."""
             emit("hello from one module")
-    '''))
+    ''')
+    )
     loaded, out = _loaded_verbs("say-hello", extra_path=tmp_path)
     assert "hello from one module" in out
     assert loaded == ["series.verbs.say_hello"]
@@ -139,9 +145,16 @@ def test_a_new_verb_is_one_module(tmp_path: Path) -> None:
 
 # -- the transaction's layers (issue 25): git/ is only git, one atomic write --------------------------------
 
-ABOVE_GIT = ("series.seriesfile.config", "series.seriesfile.edit", "series.seriesfile.blockyaml",   # series.yaml
-             "series.workspace", "series.ops.journal", "series.ops.changeset", "series.ops.fs",   # the transaction
-             "series.engine")
+ABOVE_GIT = (
+    "series.seriesfile.config",
+    "series.seriesfile.edit",
+    "series.seriesfile.blockyaml",  # series.yaml
+    "series.workspace",
+    "series.ops.journal",
+    "series.ops.changeset",
+    "series.ops.fs",  # the transaction
+    "series.engine",
+)
 
 
 def _names(found: set[str], prefixes: tuple[str, ...]) -> set[str]:
@@ -149,9 +162,11 @@ def _names(found: set[str], prefixes: tuple[str, ...]) -> set[str]:
 
 
 def test_the_git_layer_imports_nothing_of_series_yaml_the_transaction_or_the_engine() -> None:
-    offenders = [f"series/git/{path.name}: {', '.join(sorted(bad))}"
-                 for path in sorted((PACKAGE / "git").glob("*.py"))
-                 if (bad := _names(_imports(path), ABOVE_GIT))]
+    offenders = [
+        f"series/git/{path.name}: {', '.join(sorted(bad))}"
+        for path in sorted((PACKAGE / "git").glob("*.py"))
+        if (bad := _names(_imports(path), ABOVE_GIT))
+    ]
     assert offenders == []
 
 
@@ -160,8 +175,11 @@ def _renames(path: Path) -> list[int]:
     with its one argument (str.replace takes two, dataclasses.replace keywords)."""
     lines = []
     for node in ast.walk(parsed(path)):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("replace", "rename")):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("replace", "rename")
+        ):
             continue
         on_os = isinstance(node.func.value, ast.Name) and node.func.value.id == "os"
         if on_os or (len(node.args) == 1 and not node.keywords):
@@ -172,15 +190,20 @@ def _renames(path: Path) -> list[int]:
 def test_one_atomic_write_helper() -> None:
     """Replacing a file is series.ops.fs's (write_atomically, stage + replace_staged, replacing):
     the temp it creates is O_EXCL, so nothing planted at its name is written through."""
-    found = {path.relative_to(PACKAGE).as_posix(): lines for path in sorted(PACKAGE.rglob("*.py"))
-             if (lines := _renames(path))}
+    found = {
+        path.relative_to(PACKAGE).as_posix(): lines
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (lines := _renames(path))
+    }
     assert set(found) == {"ops/fs.py"}, found
 
 
 def test_the_rename_check_sees_each_form(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("import os\nos.replace(a, b)\nos.rename(a, b)\ntmp.replace(path)\ntmp.rename(path)\n"
-                      "s.replace('a', 'b')\ndataclasses.replace(x, y=1)\n")
+    sample.write_text(
+        "import os\nos.replace(a, b)\nos.rename(a, b)\ntmp.replace(path)\ntmp.rename(path)\n"
+        "s.replace('a', 'b')\ndataclasses.replace(x, y=1)\n"
+    )
     assert _renames(sample) == [2, 3, 4, 5]
 
 
@@ -188,15 +211,21 @@ def test_neither_the_engine_nor_the_transaction_imports_the_other() -> None:
     """The engine takes a series in its repository and a transaction (series.engine.ports); the
     transaction (workspace, its journal, the halt record) imports no engine."""
     tx = ("workspace.py", "ops/journal.py", "ops/changeset.py", "ops/fs.py", "ops/halted.py")
-    offenders = [f"series/engine/{path.name}: {', '.join(sorted(bad))}"
-                 for path in sorted((PACKAGE / "engine").glob("*.py"))
-                 if (bad := _names(_imports(path), ("series.workspace",)))]
-    offenders += [f"series/{name}: {', '.join(sorted(bad))}" for name in tx
-                  if (bad := _names(_imports(PACKAGE / name), ("series.engine",)))]
+    offenders = [
+        f"series/engine/{path.name}: {', '.join(sorted(bad))}"
+        for path in sorted((PACKAGE / "engine").glob("*.py"))
+        if (bad := _names(_imports(path), ("series.workspace",)))
+    ]
+    offenders += [
+        f"series/{name}: {', '.join(sorted(bad))}"
+        for name in tx
+        if (bad := _names(_imports(PACKAGE / name), ("series.engine",)))
+    ]
     assert offenders == []
 
 
 # -- a verb imports no other verb (issue 25): what two verbs share is the library's ------------------
+
 
 def _verb_of(module: str) -> str | None:
     """The verb a dotted name belongs to: series.verbs.<verb>[.<part>...], else None."""
@@ -218,25 +247,29 @@ def _verb_imports(path: Path, source: str | None = None) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("series.verbs."))
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
-                and node.module.startswith("series.verbs"):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.startswith("series.verbs")
+        ):
             found.update({node.module} | {f"{node.module}.{a.name}" for a in node.names})
         if isinstance(node, ast.ImportFrom) and node.module == "series" and node.level == 0:
             if any(a.name == "verbs" for a in node.names):
                 found.add("series.verbs.?")
-        if isinstance(node, ast.ImportFrom) and node.level > 0:   # relative: resolved from the file
+        if isinstance(node, ast.ImportFrom) and node.level > 0:  # relative: resolved from the file
             package = ("series",) + path.relative_to(PACKAGE).parent.parts
-            base = ".".join(package[:len(package) - node.level + 1])
+            base = ".".join(package[: len(package) - node.level + 1])
             module = f"{base}.{node.module}" if node.module else base
             if module.startswith("series.verbs"):
                 found.update({module} | {f"{module}.{a.name}" for a in node.names})
         if isinstance(node, ast.Call) and _called(node) in ("import_module", "__import__") and node.args:
             arg = node.args[0]
             if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-                found.add("series.verbs.?")   # a computed name: the check cannot tell, so not allowed
+                found.add("series.verbs.?")  # a computed name: the check cannot tell, so not allowed
             elif arg.value.startswith("series.verbs."):
                 found.add(arg.value)
-    return found - {"series.verbs"}   # the package itself: the names imported from it carry the verb
+    return found - {"series.verbs"}  # the package itself: the names imported from it carry the verb
 
 
 def _cross_verb_imports() -> list[str]:
@@ -259,12 +292,14 @@ def test_no_verb_imports_another_verb() -> None:
 
 
 def test_the_cross_verb_check_sees_each_form() -> None:
-    sample = PACKAGE / "verbs" / "propose" / "steps.py"   # only its place is used: the text is below
-    source = ("from series.verbs.init import topic_name\n"
-              "def f():\n    from series.verbs import status, test\n"
-              "    import series.verbs.touches\n"
-              "    importlib.import_module('series.verbs.undo')\n"
-              "from series.verbs.rebase import reach\n")
+    sample = PACKAGE / "verbs" / "propose" / "steps.py"  # only its place is used: the text is below
+    source = (
+        "from series.verbs.init import topic_name\n"
+        "def f():\n    from series.verbs import status, test\n"
+        "    import series.verbs.touches\n"
+        "    importlib.import_module('series.verbs.undo')\n"
+        "from series.verbs.rebase import reach\n"
+    )
     found = {_verb_of(m) for m in _verb_imports(sample, source)}
     assert found == {"init", "status", "test", "touches", "undo", "rebase"}, found
     relative = _verb_imports(sample, "from ..preflight import rank\nfrom . import steps\nfrom .. import add\n")
@@ -313,8 +348,9 @@ def test_module_names_are_unique_and_none_reads_as_build_output() -> None:
     assert {n: p for n, p in verbs.items() if len(p) > 1} == {}
     commands = _command_names()
     assert {n: verbs[n] + library[n] for n in verbs if n in library and n not in commands} == {}
-    assert [d.relative_to(PACKAGE).as_posix() for d in PACKAGE.rglob("*")
-            if d.is_dir() and d.name in ("build", "dist")] == []
+    assert [
+        d.relative_to(PACKAGE).as_posix() for d in PACKAGE.rglob("*") if d.is_dir() and d.name in ("build", "dist")
+    ] == []
 
 
 def test_no_import_alias_hides_what_it_imports() -> None:
@@ -329,8 +365,10 @@ def test_no_import_alias_hides_what_it_imports() -> None:
                 for alias in node.names:
                     name = alias.name.rsplit(".", 1)[-1]
                     if alias.asname and name.lower() not in alias.asname.lower():
-                        hidden.append(f"series/{path.relative_to(PACKAGE).as_posix()}:{node.lineno}: "
-                                      f"{alias.name} as {alias.asname}")
+                        hidden.append(
+                            f"series/{path.relative_to(PACKAGE).as_posix()}:{node.lineno}: "
+                            f"{alias.name} as {alias.asname}"
+                        )
     assert hidden == []
 
 
@@ -346,8 +384,21 @@ STATE_DIR_USERS = {
 REF_WRITERS = {"demo.py": "builds the demo's own repositories in a fresh directory, never the user's"}
 STATE_NAMES = {"state_dir", "journal_dir", "state_file", "rebase_dir"}
 CONFIG_NAMES = {"config_path", "FILENAME", "series.yaml"}
-FILE_WRITES = {"write_atomically", "stage", "replace_staged", "replacing", "write_text", "write_bytes",
-               "unlink", "rmtree", "rmdir", "remove", "copytree", "copyfile", "move"}
+FILE_WRITES = {
+    "write_atomically",
+    "stage",
+    "replace_staged",
+    "replacing",
+    "write_text",
+    "write_bytes",
+    "unlink",
+    "rmtree",
+    "rmdir",
+    "remove",
+    "copytree",
+    "copyfile",
+    "move",
+}
 REF_CALLS = {"set_target", "create_reference", "create_branch", "create_tag"}
 REF_COMMANDS = {"update-ref", "symbolic-ref"}
 
@@ -368,10 +419,16 @@ def _writes_of(source: str, name: str) -> tuple[list[str], list[str], list[str]]
     """(state-dir names used, writes of the state dir or series.yaml, ref writes) in one
     module: a write counts when its call (receiver or arguments) names either."""
     tree = parsed(Path(name), source)
-    state = sorted({f"{name}:{n.lineno}: {n.id}" for n in ast.walk(tree)
-                    if isinstance(n, ast.Name) and n.id in STATE_NAMES}
-                   | {f"{name}:{n.lineno}: {a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                      for a in n.names if a.name in STATE_NAMES})
+    state = sorted(
+        {f"{name}:{n.lineno}: {n.id}" for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in STATE_NAMES}
+        | {
+            f"{name}:{n.lineno}: {a.name}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom)
+            for a in n.names
+            if a.name in STATE_NAMES
+        }
+    )
     files, refs = [], []
     for n in ast.walk(tree):
         if not isinstance(n, ast.Call):
@@ -379,8 +436,12 @@ def _writes_of(source: str, name: str) -> tuple[list[str], list[str], list[str]]
         called = _called(n)
         if called in FILE_WRITES and _mentioned(n) & (STATE_NAMES | CONFIG_NAMES):
             files.append(f"{name}:{n.lineno}: {called}")
-        on_references = isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Attribute) \
-            and n.func.value.attr == "references" and called in ("create", "delete")
+        on_references = (
+            isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Attribute)
+            and n.func.value.attr == "references"
+            and called in ("create", "delete")
+        )
         by_git = any(isinstance(a, ast.Constant) and a.value in REF_COMMANDS for a in n.args)
         if on_references or called in REF_CALLS or by_git:
             refs.append(f"{name}:{n.lineno}: {called}")
@@ -416,15 +477,17 @@ def test_only_the_git_layer_writes_refs() -> None:
 
 
 def test_the_write_checks_see_each_form() -> None:
-    source = ("from series.ops.fs import state_dir\n"
-              "def f(repo, ws):\n"
-              "    (state_dir(repo) / 'x').write_text('y')\n"
-              "    ws.config_path.write_text('z')\n"
-              "    write_atomically(ws.config_path, 'z')\n"
-              "    repo.references.create('refs/heads/x', oid)\n"
-              "    repo.references['refs/heads/y'].set_target(oid)\n"
-              "    git(root, 'update-ref', 'refs/heads/x', sha)\n"
-              "    op.move('refs/heads/x', sha)\n")
+    source = (
+        "from series.ops.fs import state_dir\n"
+        "def f(repo, ws):\n"
+        "    (state_dir(repo) / 'x').write_text('y')\n"
+        "    ws.config_path.write_text('z')\n"
+        "    write_atomically(ws.config_path, 'z')\n"
+        "    repo.references.create('refs/heads/x', oid)\n"
+        "    repo.references['refs/heads/y'].set_target(oid)\n"
+        "    git(root, 'update-ref', 'refs/heads/x', sha)\n"
+        "    op.move('refs/heads/x', sha)\n"
+    )
     state, files, refs = _writes_of(source, "sample.py")
     assert [s.split(": ")[1] for s in state] == ["state_dir", "state_dir"], state
     assert [f.split(": ")[1] for f in files] == ["write_text", "write_text", "write_atomically"], files
@@ -432,6 +495,7 @@ def test_the_write_checks_see_each_form() -> None:
 
 
 # -- no import cycle, not even through an import inside a function (issue 25) -------------------------
+
 
 def _module_of(path: Path, root: Path = PACKAGE) -> str:
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
@@ -444,9 +508,12 @@ def _import_edges(path: Path, modules: set[str], root: Path = PACKAGE) -> list[t
     me = _module_of(path, root)
     package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
     tree = parsed(path)
-    typing_only = {id(sub) for node in ast.walk(tree)
-                   if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-                   for sub in ast.walk(node)}
+    typing_only = {
+        id(sub)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for sub in ast.walk(node)
+    }
     edges = []
     for node in ast.walk(tree):
         if id(node) in typing_only:
@@ -456,7 +523,7 @@ def _import_edges(path: Path, modules: set[str], root: Path = PACKAGE) -> list[t
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
             for alias in node.names:
@@ -522,5 +589,7 @@ def test_the_cycle_check_sees_a_lazy_import(tmp_path: Path) -> None:
     (root / "sub" / "__init__.py").write_text("from pkg.sub import b\n")
     (root / "a.py").write_text("from pkg import sub\n")
     (root / "sub" / "b.py").write_text("def f():\n    from pkg import a\n    from . import c\n")
-    (root / "sub" / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import b\n")
+    (root / "sub" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub import b\n"
+    )
     assert _import_cycles(root) == [["pkg.a", "pkg.sub", "pkg.sub.b"]]

@@ -1,4 +1,5 @@
 """supersede and drop: status changes in series.yaml (comments kept), branches untouched, undo."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,7 @@ def _refs(repo: Path) -> dict[str, str]:
 
 def test_supersede_marks_status_keeps_branch_and_comments(fork: Path) -> None:
     before = _refs(fork)
-    out = run_series("supersede", "ipc-backport", "--by", "sched-note", "--reason", "folded in",
-                     cwd=fork).stdout
+    out = run_series("supersede", "ipc-backport", "--by", "sched-note", "--reason", "folded in", cwd=fork).stdout
     assert "superseded by 'sched-note'" in out and "branch topic/ipc-backport kept" in out, out
     series = config.load(fork / "series.yaml")
     topic = series.topic("ipc-backport")
@@ -47,8 +47,15 @@ def test_dry_run_writes_nothing(fork: Path) -> None:
     out = run_series("supersede", "api-hello", "--by", "sched-note", "--dry-run", cwd=fork).stdout
     assert out.startswith("would mark"), out
     data = json.loads(run_series("drop", "api-hello", "--reason", "r", "--dry-run", "--json", cwd=fork).stdout)
-    assert data == {"schema": 1, "topic": "api-hello", "old_status": "active", "new_status": "dropped", "by": None,
-                    "reason": "r", "operation": None}, data
+    assert data == {
+        "schema": 1,
+        "topic": "api-hello",
+        "old_status": "active",
+        "new_status": "dropped",
+        "by": None,
+        "reason": "r",
+        "operation": None,
+    }, data
     assert (fork / "series.yaml").read_text() == original
 
 
@@ -72,8 +79,11 @@ def test_lifecycle_errors_are_one_line(fork: Path) -> None:
 def test_status_changes_wait_for_a_halted_rebase(fork: Path) -> None:
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)  # offload-evict-fix conflicts
     before = (fork / "series.yaml").read_text()
-    for args in (("drop", "api-hello"), ("supersede", "api-hello", "--by", "sched-note"),
-                 ("adopt-upstream", "1", "--offline")):
+    for args in (
+        ("drop", "api-hello"),
+        ("supersede", "api-hello", "--by", "sched-note"),
+        ("adopt-upstream", "1", "--offline"),
+    ):
         proc = run_series(*args, cwd=fork, expect=1)
         assert "a series rebase is in progress" in proc.stderr, proc.stderr
     assert (fork / "series.yaml").read_text() == before

@@ -2,6 +2,7 @@
 undo is CRLF everywhere, byte for byte what the LF file becomes with CRLF line ends; a
 file of mixed ends keeps each untouched line's own, and one without a final newline is
 still read back as the same series."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,9 +11,11 @@ from series.seriesfile import edit as seriesedit
 from series.seriesfile.edit import Edit
 from tests.conftest import run_series, sh
 
-EDITS = [("drop", "ipc-backport", "--reason", "fixed differently upstream"),
-         ("supersede", "sched-note", "--by", "api-hello"),
-         ("add", "topic/late", "--summary", "a late one")]
+EDITS = [
+    ("drop", "ipc-backport", "--reason", "fixed differently upstream"),
+    ("supersede", "sched-note", "--by", "api-hello"),
+    ("add", "topic/late", "--summary", "a late one"),
+]
 
 
 def edited(fork: Path, original: bytes, verb: tuple[str, ...]) -> bytes:
@@ -47,20 +50,26 @@ def test_mixed_line_ends_and_no_final_newline_survive(fork: Path) -> None:
 
     bare = (fork / "series.yaml").read_bytes().rstrip(b"\r\n")
     got = edited(fork, bare, ("drop", "api-hello"))
-    assert got.startswith(bare[:bare.index(b"  - name: api-hello")]), got
+    assert got.startswith(bare[: bare.index(b"  - name: api-hello")]), got
     assert b"status: dropped" in got and got.count(b"\r") <= bare.count(b"\r") + 1, got
 
 
 def test_the_editor_writes_new_lines_with_the_file_s_line_end() -> None:
-    text = ("upstream:\r\n  remote: upstream\r\n  base: v0.30.0\r\n"
-            "topics:\r\n  - name: a\r\n    branch: topic/a\r\n")
-    out = seriesedit.apply(text, Path("series.yaml"), [
-        Edit(("upstream", "base"), "v0.30.0", "v0.31.0"),
-        Edit(("topics", "a", "status"), None, "dropped"),
-        Edit(("topics", "b"), None, {"name": "b", "branch": "topic/b"}, after="a")])
-    assert out == ("upstream:\r\n  remote: upstream\r\n  base: v0.31.0\r\n"
-                   "topics:\r\n  - name: a\r\n    branch: topic/a\r\n    status: dropped\r\n"
-                   "  - name: b\r\n    branch: topic/b\r\n"), repr(out)
+    text = "upstream:\r\n  remote: upstream\r\n  base: v0.30.0\r\ntopics:\r\n  - name: a\r\n    branch: topic/a\r\n"
+    out = seriesedit.apply(
+        text,
+        Path("series.yaml"),
+        [
+            Edit(("upstream", "base"), "v0.30.0", "v0.31.0"),
+            Edit(("topics", "a", "status"), None, "dropped"),
+            Edit(("topics", "b"), None, {"name": "b", "branch": "topic/b"}, after="a"),
+        ],
+    )
+    assert out == (
+        "upstream:\r\n  remote: upstream\r\n  base: v0.31.0\r\n"
+        "topics:\r\n  - name: a\r\n    branch: topic/a\r\n    status: dropped\r\n"
+        "  - name: b\r\n    branch: topic/b\r\n"
+    ), repr(out)
 
 
 def test_a_file_without_a_final_newline_gets_none_unless_its_last_line_moves() -> None:

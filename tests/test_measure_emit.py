@@ -8,6 +8,7 @@ byte for byte for hostile values; with the real one (`python -m series` of this 
 `series measure --collect` over the uploaded artifacts must give the report a local run
 gives.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,19 +28,32 @@ from tests import simrunner
 from tests.test_workflows import tool
 
 ROOT = Path(__file__).resolve().parent.parent
-PREDICTIONS = b"predictions:\n  - id: peek\n    tree: ours\n    metric: has_peek\n    equals: true\n    why: it adds peek\n"
+PREDICTIONS = (
+    b"predictions:\n  - id: peek\n    tree: ours\n    metric: has_peek\n    equals: true\n    why: it adds peek\n"
+)
 # what GitHub would evaluate, what Buildkite's upload would expand, what a shell would run
-HOSTILE = ("it's \"quoted\" $HOME ${HOME} $(touch pwned) `touch pwned` ${{ secrets.GITHUB_TOKEN }} "
-           "${{ github.token }} $$ ; rm -rf / #\n\tnext line \\ \u00e9")
+HOSTILE = (
+    "it's \"quoted\" $HOME ${HOME} $(touch pwned) `touch pwned` ${{ secrets.GITHUB_TOKEN }} "
+    "${{ github.token }} $$ ; rm -rf / #\n\tnext line \\ \u00e9"
+)
 
 
 def jobs(**over: object) -> MeasureJobs:
     values: dict[str, object] = dict(
-        predictions="predictions.yaml", predictions_bytes=PREDICTIONS,
+        predictions="predictions.yaml",
+        predictions_bytes=PREDICTIONS,
         sha256=hashlib.sha256(PREDICTIONS).hexdigest(),
         trees=(("ours", "only:lru-peek"), ("base", "base")),
-        command=("python", "/fork/workload.py", HOSTILE, "", "--x=/fork/data"), repeat=2, overlay=True,
-        cwd=".", fork="/fork", base="v0.30.0", remote="upstream", release="0.30.0", pip_spec="git+https://x@v1")
+        command=("python", "/fork/workload.py", HOSTILE, "", "--x=/fork/data"),
+        repeat=2,
+        overlay=True,
+        cwd=".",
+        fork="/fork",
+        base="v0.30.0",
+        remote="upstream",
+        release="0.30.0",
+        pip_spec="git+https://x@v1",
+    )
     values.update(over)
     return MeasureJobs(**values)  # type: ignore[arg-type]
 
@@ -70,10 +84,12 @@ def test_a_value_in_a_script_is_what_the_lint_catches(tmp_path: Path) -> None:
     zizmor = tool("zizmor")
     if zizmor is None:
         pytest.skip("zizmor comes with the test extras")
-    text = mj.render(Seat.GITHUB, jobs()).replace('run: python -m pip install "$SERIES_PIP_SPEC"',
-                                                  "run: python -m pip install ${{ vars.SERIES_PIP_SPEC }}")
-    proc = subprocess.run([zizmor, "--offline", "--no-progress", str(write_workflow(tmp_path, text))],
-                          capture_output=True, text=True)
+    text = mj.render(Seat.GITHUB, jobs()).replace(
+        'run: python -m pip install "$SERIES_PIP_SPEC"', "run: python -m pip install ${{ vars.SERIES_PIP_SPEC }}"
+    )
+    proc = subprocess.run(
+        [zizmor, "--offline", "--no-progress", str(write_workflow(tmp_path, text))], capture_output=True, text=True
+    )
     assert proc.returncode != 0 and "template-injection" in proc.stdout, proc.stdout
 
 
@@ -92,13 +108,13 @@ def test_actions_are_the_nightly_templates_pins_and_scripts_hold_no_value() -> N
             assert "ours" not in step.get("run", "") and "lru-peek" not in step.get("run", "")
     # the user's values are in env: only, as GitHub will read them back
     runner = simrunner.Runner(Path("/nonexistent"), Path("/nonexistent"), [])
-    envs = [{k: simrunner.github_value(v, runner) for k, v in job["env"].items()}
-            for job in workflow["jobs"].values()]
+    envs = [{k: simrunner.github_value(v, runner) for k, v in job["env"].items()} for job in workflow["jobs"].values()]
     assert [e["MEASURE_ONLY"] for e in envs] == [n for n, _ in HOSTILE_TREES]
     assert all(shlex.split(e["MEASURE_TREES"]) == [f"{n}={s}" for n, s in HOSTILE_TREES] for e in envs)
     assert all(shlex.split(e["MEASURE_COMMAND"]) == list(jobs().command) for e in envs)
     assert [simrunner.github_value(j["name"], runner) for j in workflow["jobs"].values()] == [
-        f"measure {n} ({s})" for n, s in HOSTILE_TREES]
+        f"measure {n} ({s})" for n, s in HOSTILE_TREES
+    ]
 
 
 def test_buildkite_values_survive_the_upload_interpolation() -> None:
@@ -178,8 +194,11 @@ def calls(log: Path, tool_name: str) -> list[list[str]]:
     return [c["argv"] for c in map(json.loads, log.read_text().splitlines()) if c["tool"] == tool_name]
 
 
-@pytest.mark.parametrize(("seat", "nightly"), [(Seat.GITHUB, True), (Seat.BUILDKITE, False), (Seat.BUILDKITE, True)],
-                         ids=["github-nightly-wheel", "buildkite-built-wheel", "buildkite-nightly-wheel"])
+@pytest.mark.parametrize(
+    ("seat", "nightly"),
+    [(Seat.GITHUB, True), (Seat.BUILDKITE, False), (Seat.BUILDKITE, True)],
+    ids=["github-nightly-wheel", "buildkite-built-wheel", "buildkite-nightly-wheel"],
+)
 def test_each_job_hands_series_measure_the_values_byte_for_byte(tmp_path: Path, seat: Seat, nightly: bool) -> None:
     runner, log = recording_runner(tmp_path, nightly)
     fork = str(runner.fork)
@@ -194,14 +213,36 @@ def test_each_job_hands_series_measure_the_values_byte_for_byte(tmp_path: Path, 
         checkout = runner.work / (f"measure-{n + 1}" if seat == Seat.GITHUB else f"series-measure-{n + 1}")
         assert (checkout / "predictions.yaml").read_bytes() == PREDICTIONS
         argv = [c for c in measured if c[0] == "measure"][n]
-        assert argv == ["measure", "--predictions", "predictions.yaml", "--only", name, "--repeat", "2",
-                        "--artifact", "out", "--tree", "ours=only:lru-peek", "--tree", "base=base",
-                        "--python", str(runner.path[0] / "python"), "--",
-                        "python", f"{checkout}/workload.py", HOSTILE, "", f"--x={checkout}/data"]
-        uploaded = next((artifacts / a) for a in (f"series-measure-{n + 1}", f"series-measure-{n + 1}/out")
-                        if (artifacts / a / name / "tree.json").is_file())
+        assert argv == [
+            "measure",
+            "--predictions",
+            "predictions.yaml",
+            "--only",
+            name,
+            "--repeat",
+            "2",
+            "--artifact",
+            "out",
+            "--tree",
+            "ours=only:lru-peek",
+            "--tree",
+            "base=base",
+            "--python",
+            str(runner.path[0] / "python"),
+            "--",
+            "python",
+            f"{checkout}/workload.py",
+            HOSTILE,
+            "",
+            f"--x={checkout}/data",
+        ]
+        uploaded = next(
+            (artifacts / a)
+            for a in (f"series-measure-{n + 1}", f"series-measure-{n + 1}/out")
+            if (artifacts / a / name / "tree.json").is_file()
+        )
         tree = json.loads((uploaded / name / "tree.json").read_text())
-        assert tree["command"] == list(emitted.command) and tree["ran_as"] == argv[argv.index("--") + 1:]
+        assert tree["command"] == list(emitted.command) and tree["ran_as"] == argv[argv.index("--") + 1 :]
     pip = [p for p in calls(log, "python") if p[:2] == ["-m", "pip"]]
     wheel = "nightly" if nightly else "built"
     assert [p[:3] for p in pip] == [["-m", "pip", "install"], ["-m", "pip", "freeze"]] * 2
@@ -286,13 +327,16 @@ def loop_runner(tmp_path: Path, fork: Path) -> simrunner.Runner:
     shims = tmp_path / "loop-shims"
     shims.mkdir()
     (shims / "series").write_text(SHIM.format(python=shlex.quote(sys.executable)))
-    (shims / "gh").write_text("#!/bin/sh\n# run list: the nightly's run; run download RUN --name N --dir D\n"
-                              f'case "$1 $2" in "run list") echo 4242 ;; "run download") '
-                              f'mkdir -p "$7" && cp {shlex.quote(str(tmp_path / "nightly"))}/*.whl "$7" ;; esac\n')
+    (shims / "gh").write_text(
+        "#!/bin/sh\n# run list: the nightly's run; run download RUN --name N --dir D\n"
+        f'case "$1 $2" in "run list") echo 4242 ;; "run download") '
+        f'mkdir -p "$7" && cp {shlex.quote(str(tmp_path / "nightly"))}/*.whl "$7" ;; esac\n'
+    )
     for shim in shims.iterdir():
         shim.chmod(0o755)
-    return simrunner.Runner(fork, tmp_path / "work", [python.parent, shims],
-                            extra={"SERIES_UPSTREAM_URL": str(fork.parent / "upstream")})
+    return simrunner.Runner(
+        fork, tmp_path / "work", [python.parent, shims], extra={"SERIES_UPSTREAM_URL": str(fork.parent / "upstream")}
+    )
 
 
 @pytest.mark.parametrize("seat", list(Seat))
@@ -304,23 +348,42 @@ def test_the_jobs_run_elsewhere_and_collect_gives_the_local_report(pushed: Path,
     trees = ("--tree", "ours=only:lru-peek", "--tree", "base")
     cmd = ("--", "python", str(pushed / "workload.py"), HOSTILE)
     marker_before = sorted(p.name for p in pushed.iterdir())
-    emitted = run_series("measure", "--predictions", "predictions.yaml", *trees, "--python", python,
-                         "--emit", seat.value, "--out", "-", *cmd, cwd=pushed)
+    emitted = run_series(
+        "measure",
+        "--predictions",
+        "predictions.yaml",
+        *trees,
+        "--python",
+        python,
+        "--emit",
+        seat.value,
+        "--out",
+        "-",
+        *cmd,
+        cwd=pushed,
+    )
     assert sorted(p.name for p in pushed.iterdir()) == marker_before, "--out - writes nothing"
     assert "series measure --collect DIR --predictions predictions.yaml" in emitted.stderr
     if seat == Seat.BUILDKITE:
         runner.extra["SERIES_NIGHTLY_BUILD"] = "0190-nightly"
         (runner.path[1] / "buildkite-agent").write_text(
-            '#!/bin/sh\nmkdir -p "$4/nightly" && cp ' + shlex.quote(str(tmp_path / "nightly")) + '/*.whl "$4/nightly"\n')
+            '#!/bin/sh\nmkdir -p "$4/nightly" && cp ' + shlex.quote(str(tmp_path / "nightly")) + '/*.whl "$4/nightly"\n'
+        )
         (runner.path[1] / "buildkite-agent").chmod(0o755)
     artifacts = tmp_path / "downloaded"
     (simrunner.run_github if seat == Seat.GITHUB else simrunner.run_buildkite)(emitted.stdout, runner, artifacts)
     assert len(list(artifacts.rglob("tree.json"))) == 2
 
-    collected = json.loads(run_series("measure", "--collect", str(artifacts), "--predictions", "predictions.yaml",
-                                      "--json", cwd=pushed).stdout)
-    local = json.loads(run_series("measure", "--predictions", "predictions.yaml", *trees, "--python", python,
-                                  "--json", *cmd, cwd=pushed).stdout)
+    collected = json.loads(
+        run_series(
+            "measure", "--collect", str(artifacts), "--predictions", "predictions.yaml", "--json", cwd=pushed
+        ).stdout
+    )
+    local = json.loads(
+        run_series(
+            "measure", "--predictions", "predictions.yaml", *trees, "--python", python, "--json", *cmd, cwd=pushed
+        ).stdout
+    )
     assert collected == local
     arg = hashlib.sha256(HOSTILE.encode()).hexdigest()
     assert local["metrics"]["ours"] == {"has_peek": True, "built": True, "arg": arg, "tree": "ours"}
@@ -334,30 +397,94 @@ def test_emit_refuses_unfrozen_predictions_and_never_runs_the_workload(pushed: P
     marker = tmp_path / "ran"
     cmd = ("--", "python", "-c", f"open({str(marker)!r}, 'w')")
     (pushed / "edited.yaml").write_text(LOOP_PREDICTIONS)
-    err = run_series("measure", "--predictions", "edited.yaml", "--tree", "ours=only:lru-peek", "--tree", "base",
-                     "--emit", "github", *cmd, cwd=pushed, expect=1).stderr
+    err = run_series(
+        "measure",
+        "--predictions",
+        "edited.yaml",
+        "--tree",
+        "ours=only:lru-peek",
+        "--tree",
+        "base",
+        "--emit",
+        "github",
+        *cmd,
+        cwd=pushed,
+        expect=1,
+    ).stderr
     assert "was never frozen" in err, err
     assert not (pushed / ".github").exists()
-    out = run_series("measure", "--predictions", "predictions.yaml", "--tree", "ours=only:lru-peek", "--tree",
-                     "base", "--emit", "github", *cmd, cwd=pushed).stdout
+    out = run_series(
+        "measure",
+        "--predictions",
+        "predictions.yaml",
+        "--tree",
+        "ours=only:lru-peek",
+        "--tree",
+        "base",
+        "--emit",
+        "github",
+        *cmd,
+        cwd=pushed,
+    ).stdout
     written = pushed / ".github" / "workflows" / "series-measure.yml"
     assert "wrote .github/workflows/series-measure.yml: 2 job(s)" in out and written.is_file(), out
     assert YAML(typ="safe").load(written.read_text())["jobs"].keys() == {"measure-1", "measure-2"}
     assert not marker.exists(), "--emit runs nothing here"
-    err = run_series("measure", "--predictions", "predictions.yaml", "--tree", "ours=only:no-such-topic",
-                     "--tree", "base", "--emit", "buildkite", *cmd, cwd=pushed, expect=1).stderr
+    err = run_series(
+        "measure",
+        "--predictions",
+        "predictions.yaml",
+        "--tree",
+        "ours=only:no-such-topic",
+        "--tree",
+        "base",
+        "--emit",
+        "buildkite",
+        *cmd,
+        cwd=pushed,
+        expect=1,
+    ).stderr
     assert "no-such-topic" in err and not (pushed / ".buildkite" / "series-measure.yml").exists(), err
-    run_series("measure", "--predictions", "predictions.yaml", "--tree", "ours=only:lru-peek", "--tree", "base",
-               "--emit", "github", "--artifact", "x", *cmd, cwd=pushed, expect=2)
+    run_series(
+        "measure",
+        "--predictions",
+        "predictions.yaml",
+        "--tree",
+        "ours=only:lru-peek",
+        "--tree",
+        "base",
+        "--emit",
+        "github",
+        "--artifact",
+        "x",
+        *cmd,
+        cwd=pushed,
+        expect=2,
+    )
 
 
 def test_emit_says_when_the_workload_is_not_in_the_checkout(pushed: Path) -> None:
     from tests.conftest import run_series
 
     (pushed / "local-only.py").write_text("pass\n")
-    proc = run_series("measure", "--predictions", "predictions.yaml", "--tree", "ours=only:lru-peek", "--tree",
-                      "base", "--emit", "buildkite", "--out", "jobs.yml", "--json", "--",
-                      "python", str(pushed / "local-only.py"), cwd=pushed)
+    proc = run_series(
+        "measure",
+        "--predictions",
+        "predictions.yaml",
+        "--tree",
+        "ours=only:lru-peek",
+        "--tree",
+        "base",
+        "--emit",
+        "buildkite",
+        "--out",
+        "jobs.yml",
+        "--json",
+        "--",
+        "python",
+        str(pushed / "local-only.py"),
+        cwd=pushed,
+    )
     data = json.loads(proc.stdout)
     assert data["path"] == "jobs.yml" and (pushed / "jobs.yml").is_file()
     assert [n for n in data["notes"] if n.startswith("local-only.py: ")], data["notes"]

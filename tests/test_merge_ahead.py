@@ -1,6 +1,7 @@
 """Merges sent to git ahead of their need (series.engine.merge.prefetch / Mergers): each
 answer is the one its own merge gets, whatever order the replay asks in, and the merges
 the replay needs now never wait behind the queue sent ahead."""
+
 from __future__ import annotations
 
 import os
@@ -23,14 +24,20 @@ def _repo(tmp_path: Path, topics: int) -> tuple[pygit2.Repository, list[merge.Tr
     needs git."""
     root = tmp_path / "repo"
     root.mkdir()
-    script = ["git init -q", "for i in $(seq 0 %d); do seq 1 40 > f$i.txt; done" % (topics - 1),
-              "git add . && git commit -qm base && git tag base",
-              "for i in $(seq 0 %d); do sed -i '1s/.*/upstream $i/' f$i.txt; done" % (topics - 1),
-              "git commit -qam upstream && git tag onto"]
+    script = [
+        "git init -q",
+        "for i in $(seq 0 %d); do seq 1 40 > f$i.txt; done" % (topics - 1),
+        "git add . && git commit -qm base && git tag base",
+        "for i in $(seq 0 %d); do sed -i '1s/.*/upstream $i/' f$i.txt; done" % (topics - 1),
+        "git commit -qam upstream && git tag onto",
+    ]
     for i in range(topics):
         line = 2 if i % 3 == 0 else 40  # every third one conflicts (adjacent to upstream's line)
-        script += [f"git checkout -q -b t{i} base", f"sed -i '{line}s/.*/topic {i}/' f{i}.txt",
-                   f"git commit -qam 'topic {i}'"]
+        script += [
+            f"git checkout -q -b t{i} base",
+            f"sed -i '{line}s/.*/topic {i}/' f{i}.txt",
+            f"git commit -qam 'topic {i}'",
+        ]
     sh("\n".join(script), root)
     repo = pygit2.Repository(str(root))
     onto = repo.revparse_single("onto").peel(pygit2.Commit).tree_id
@@ -47,8 +54,11 @@ def _ahead(triples: list[merge.Triple]) -> dict[int, merge.Chain]:
 
 
 def _answer(result: merge.TreeMerge) -> tuple[object, ...]:
-    return result.tree, tuple((c.path, c.kind, tuple(sorted(c.stages.items()))) for c in result.conflicts), \
-        result.labels
+    return (
+        result.tree,
+        tuple((c.path, c.kind, tuple(sorted(c.stages.items()))) for c in result.conflicts),
+        result.labels,
+    )
 
 
 def test_answers_sent_ahead_match_their_own_merge_in_any_order(tmp_path: Path) -> None:
@@ -62,8 +72,7 @@ def test_answers_sent_ahead_match_their_own_merge_in_any_order(tmp_path: Path) -
     assert [got[i] for i in range(len(triples))] == alone
 
 
-def test_a_merge_needed_now_does_not_wait_behind_the_queue(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_merge_needed_now_does_not_wait_behind_the_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo, triples = _repo(tmp_path, 6)
     store = MemOdb(repo)
     mergers = merge._mergers(store)
@@ -110,8 +119,7 @@ def test_a_tree_git_merged_around_one_of_ours_is_read_through_the_store(tmp_path
     assert store.lookup(answer.tree, "a/new.py") == (0o100644, blob)
 
 
-def test_answers_never_asked_for_do_not_hold_up_the_exit(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_answers_never_asked_for_do_not_hold_up_the_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo, triples = _repo(tmp_path, 6)
     store = MemOdb(repo)
     mergers = merge._mergers(store)
@@ -129,11 +137,14 @@ def test_a_chain_is_worked_out_in_memory_up_to_the_merge_git_must_answer(tmp_pat
     replay, sends it, and its answer is the one that merge gets alone."""
     root = tmp_path / "repo"
     root.mkdir()
-    sh("git init -q && seq 1 40 > f0.txt && seq 1 40 > f1.txt && seq 1 9 > g0.txt && seq 1 9 > g1.txt"
-       " && git add . && git commit -qm base && git tag base"
-       " && sed -i '1s/.*/upstream/' f0.txt f1.txt && git commit -qam upstream && git tag onto"
-       " && for i in 0 1; do git checkout -q -b t$i base && echo mine >> g$i.txt && git commit -qam g$i"
-       " && sed -i '40s/.*/topic/' f$i.txt && git commit -qam f$i; done", root)
+    sh(
+        "git init -q && seq 1 40 > f0.txt && seq 1 40 > f1.txt && seq 1 9 > g0.txt && seq 1 9 > g1.txt"
+        " && git add . && git commit -qm base && git tag base"
+        " && sed -i '1s/.*/upstream/' f0.txt f1.txt && git commit -qam upstream && git tag onto"
+        " && for i in 0 1; do git checkout -q -b t$i base && echo mine >> g$i.txt && git commit -qam g$i"
+        " && sed -i '40s/.*/topic/' f$i.txt && git commit -qam f$i; done",
+        root,
+    )
     repo = pygit2.Repository(str(root))
     onto = repo.revparse_single("onto").peel(pygit2.Commit).tree_id
     chains, second, alone = {}, {}, {}
@@ -155,8 +166,7 @@ def test_a_chain_is_worked_out_in_memory_up_to_the_merge_git_must_answer(tmp_pat
         assert not got.fast and _answer(got)[:2] == alone[i][:2]
 
 
-def test_a_merge_that_looks_for_renames_goes_apart_and_last(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_merge_that_looks_for_renames_goes_apart_and_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A commit editing a file upstream deleted makes merge-ort search every added file for
     a rename: that merge goes to a process of its own, the quick ones are not queued
     behind it, and its topic is named last."""
@@ -194,8 +204,9 @@ def test_abbreviations_are_gits_own_asked_once(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setattr(git_repo, "git", counted)
     abbreviate = git_repo.Abbreviations(repo, ids)
-    assert [abbreviate(i) for i in reversed(ids)] == [sh(f"git rev-parse --short {i}", root).strip()
-                                                       for i in reversed(ids)]
+    assert [abbreviate(i) for i in reversed(ids)] == [
+        sh(f"git rev-parse --short {i}", root).strip() for i in reversed(ids)
+    ]
     assert len(calls) == 1 and all(len(a) == 11 for a in map(abbreviate, ids))
     missing = pygit2.Oid(hex="1" * 40)
     spoilt = git_repo.Abbreviations(repo, [missing, ids[0]])

@@ -4,6 +4,7 @@ reading of the three versions. Differential: random topic edits of real Python (
 package's modules) and random upstream edits on top (a top-level def renamed, an import
 removed, lines deleted or copied), judged by a checker whose verdicts are arbitrary but,
 like the real one's, depend on a use's key (an override's also on the topic's def)."""
+
 from __future__ import annotations
 
 import random
@@ -39,7 +40,7 @@ class _Checker(breaks.BreakChecker):
     """Breaks a fifth of the keys (an override only when the topic's def is not `(self)`),
     and a LOCAL name as BreakChecker.local does, against the old file's names."""
 
-    def __init__(self, old_names: frozenset[str]):   # no repository: nothing is looked up
+    def __init__(self, old_names: frozenset[str]):  # no repository: nothing is looked up
         self.old = _Old(old_names)  # type: ignore[assignment]
 
     def _broken(self, use: Use, file: str) -> breaks.Break:
@@ -123,8 +124,11 @@ def test_the_merged_shortcut_gives_the_full_readings_breaks(tmp_path: Path, monk
             full_breaks += bool(expected)
             kinds.update(b.detail for b in expected)
             near = breaks.hunk_uses.near_changes(path, base, mine)
-            shortcut += near is not None and not any(checker.judge(u, path) for u in near) \
+            shortcut += (
+                near is not None
+                and not any(checker.judge(u, path) for u in near)
                 and not breaks._merged_may_break(checker, path, near, rebased)
+            )
     # both must have been exercised: files answered by the shortcut, and files with breaks
     assert shortcut > 40 and full_breaks > 8, (shortcut, full_breaks)
     assert {"local", "override"} <= kinds, (kinds, shortcut, full_breaks)

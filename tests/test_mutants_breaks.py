@@ -1,5 +1,6 @@
 """Tests that fail when the semantic check is wrong in small ways (issue 37: each kills a
 mutant that survived; tools/mutate.py finds more)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,9 @@ def test_the_pr_that_removed_a_keyword_is_blamed_not_a_later_one_touching_the_fi
     git(up, "init", "-q", "-b", "main")
     _pr(up, FILES_V030, "v0.30.0", "2026-01-01T00:00:00Z")
     git(up, "tag", "v0.30.0")
-    _pr(up, {"vllm/utils.py": UTIL_V031}, "[Core] drop old_helper, rename scale's factor (#101)",
-        "2026-01-05T00:00:00Z")
+    _pr(
+        up, {"vllm/utils.py": UTIL_V031}, "[Core] drop old_helper, rename scale's factor (#101)", "2026-01-05T00:00:00Z"
+    )
     _pr(up, {"vllm/utils.py": UTIL_V031 + "\n\nLATER = 1\n"}, "[Core] a later constant (#113)", "2026-01-06T00:00:00Z")
     git(up, "tag", "v0.31.0")
     fork = fork_of(tmp_path, up, {name: TOPICS[name] for name in ("kw-renamed", "uses-removed")})
@@ -54,8 +56,12 @@ def test_a_package_reading_its_own_path_after_upstream_dropped_extend_path_is_no
     git(up, "init", "-q", "-b", "main")
     _pr(up, {**FILES_V030, "vllm/plugins/__init__.py": PLUGINS_V030}, "v0.30.0", "2026-01-01T00:00:00Z")
     git(up, "tag", "v0.30.0")
-    _pr(up, {"vllm/plugins/__init__.py": PLUGINS_V030.split("\n", 1)[1]}, "[Core] plain plugins package (#120)",
-        "2026-01-05T00:00:00Z")
+    _pr(
+        up,
+        {"vllm/plugins/__init__.py": PLUGINS_V030.split("\n", 1)[1]},
+        "[Core] plain plugins package (#120)",
+        "2026-01-05T00:00:00Z",
+    )
     git(up, "tag", "v0.31.0")
     topic = {"vllm/plugins/__init__.py": PLUGINS_V030 + "\n\ndef plugin_dirs():\n    return list(__path__)\n"}
     fork = fork_of(tmp_path, up, {"plugin-dirs": topic})

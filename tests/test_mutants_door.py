@@ -1,5 +1,6 @@
 """Tests that fail when the write door is wrong in small, realistic ways (issue 37: each
 one kills a mutant that survived the whole suite; tools/mutate.py finds more)."""
+
 from __future__ import annotations
 
 import json
@@ -47,6 +48,7 @@ def test_series_log_shows_when_each_operation_ran(fork: Path) -> None:
     """The journal's time is written and read back: `series log` is how a user tells which
     operation `undo` would take back."""
     import datetime
+
     sh("git branch topic/late v0.30.0", fork)
     before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     run_series("add", "topic/late", cwd=fork)
@@ -60,6 +62,7 @@ def test_a_files_only_operation_killed_halfway_is_finished_by_the_next_command(f
     started. Killed after the first of two removals, the next command finishes it (both
     gone, the operation in the log, undo-able), never sets it aside half done."""
     from series.resolutions import ResolutionStore
+
     conflicted = b"a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> 0123abc (x)\nd\n"
     store = ResolutionStore(fork / "resolutions")
     store.record("gone-topic", "x.py", conflicted, b"a\nbc\nd\n")
@@ -76,8 +79,7 @@ def test_a_files_only_operation_killed_halfway_is_finished_by_the_next_command(f
     assert all(p.exists() for p in recorded)
 
 
-def test_a_clean_checkout_is_updated_when_the_next_command_finishes_a_killed_rebase(fork: Path,
-                                                                                  tmp_path: Path) -> None:
+def test_a_clean_checkout_is_updated_when_the_next_command_finishes_a_killed_rebase(fork: Path, tmp_path: Path) -> None:
     """Killed after the refs moved: whichever command comes next finishes the operation,
     and a clean checkout of a moved branch follows it (else it shows the rebase undone as
     uncommitted changes)."""
@@ -91,6 +93,7 @@ def test_a_clean_checkout_is_updated_when_the_next_command_finishes_a_killed_reb
 
 def _prune_one(fork: Path) -> tuple[Path, str]:
     from series.resolutions import ResolutionStore
+
     conflicted = b"a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> 0123abc (x)\nd\n"
     ResolutionStore(fork / "resolutions").record("gone-topic", "x.py", conflicted, "a\nbç\nd\n".encode())
     (recorded,) = (fork / "resolutions").rglob("*.txt")
@@ -134,6 +137,7 @@ def test_a_ref_set_twice_in_one_transaction_moves_once_to_the_last_value(fork: P
 
     from series.ops.fs import Lock
     from series.ops.changeset import Changeset
+
     repo = pygit2.Repository(str(fork))
     start = sh("git rev-parse topic/api-hello", fork).strip()
     first, last = sh("git rev-parse v0.30.0 v0.31.0", fork).split()

@@ -1,5 +1,6 @@
 """Tests that fail when the rebase engine is wrong in small, realistic ways (issue 37:
 each one kills a mutant that survived the whole suite; tools/mutate.py finds more)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +15,8 @@ def test_a_stack_three_deep_waits_at_every_level_behind_a_conflict(fork: Path) -
     """offload-evict-fix conflicts; evict-more waits for it, and evict-most waits for
     evict-more (which waits itself): replayed now it would land on the new base, where its
     dependency is not."""
-    sh("""
+    sh(
+        """
     git checkout -q -B topic/evict-more topic/offload-evict-fix
     echo "# more tests" >> tests/v1/kv_offload/test_lru.py
     git commit -qam "more lru tests"
@@ -30,12 +32,15 @@ def test_a_stack_three_deep_waits_at_every_level_behind_a_conflict(fork: Path) -
     branch: topic/evict-most
     depends_on: [evict-more]
 EOF2
-    """, fork)
+    """,
+        fork,
+    )
     report = rebase_json(fork, "--onto", "v0.31.0", expect=3)
     rows = topics(report)
     assert rows["evict-more"]["outcome"] == "blocked", rows["evict-more"]
-    assert rows["evict-most"]["outcome"] == "blocked" and "evict-more" in rows["evict-most"]["reason"], \
-        rows["evict-most"]
+    assert rows["evict-most"]["outcome"] == "blocked" and "evict-more" in rows["evict-most"]["reason"], rows[
+        "evict-most"
+    ]
     resolve_lru(fork / ".git/series/rebase/worktree")
     report = rebase_json(fork, "--continue")
     assert [topics(report)[n]["outcome"] for n in ("evict-more", "evict-most")] == ["clean", "clean"], report
@@ -48,6 +53,7 @@ def test_a_commit_already_on_its_new_base_is_kept_not_rewritten(fork: Path) -> N
     """As git rebase does: a commit whose parent is already where it goes is kept as it is,
     even when replaying it would stamp another committer date."""
     from tests.conftest import run_series
+
     run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork)
     before = rev(fork, "topic/api-hello")
     later = {"GIT_COMMITTER_DATE": "2030-01-01T00:00:00Z"}
@@ -67,13 +73,17 @@ def test_a_conflict_resolved_from_memory_keeps_the_files_executable_bit(fork: Pa
     git's merge gives it (ours changed it), whether resolved by hand or from memory."""
     from tests.conftest import run_series
     from tests.test_resolutions import _resolve_in_worktree, _worktree
-    sh(f"""
+
+    sh(
+        f"""
     git checkout -q --detach v0.31.0
     chmod +x {LRU}
     git commit -qam "make lru executable"
     git tag v0.31.1
     git checkout -q --detach v0.30.0
-    """, fork)
+    """,
+        fork,
+    )
     first = run_series("rebase", "--onto", "v0.31.1", cwd=fork, expect=3)
     _resolve_in_worktree(_worktree(first.stdout + first.stderr), "keep request order")
     run_series("rebase", "--continue", cwd=fork)
@@ -96,12 +106,14 @@ def _counts(range_diff: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("chmod_in_topic", [True, False])
 def test_a_patch_replayed_onto_a_file_made_executable_upstream_is_counted_as_git_range_diff_does(
-        fork: Path, chmod_in_topic: bool) -> None:
+    fork: Path, chmod_in_topic: bool
+) -> None:
     """The file the topic edits became executable on the new base. If the topic's commit
     made it executable itself, the replayed one no longer does: a changed patch ("!"),
     which git range-diff shows. If not, the patch is the same ("=")."""
     sched = "vllm/v1/core/sched/scheduler.py"
-    sh(f"""
+    sh(
+        f"""
     git checkout -q --detach v0.31.0
     chmod +x {sched}
     git commit -qam "make the scheduler executable"
@@ -109,10 +121,13 @@ def test_a_patch_replayed_onto_a_file_made_executable_upstream_is_counted_as_git
     git checkout -q topic/sched-note
     {"chmod +x " + sched + " && git commit -q --amend --no-edit -a" if chmod_in_topic else ":"}
     git checkout -q --detach v0.30.0
-    """, fork)
+    """,
+        fork,
+    )
     row = topics(rebase_json(fork, "--onto", "v0.31.1", "--skip-topic", "offload-evict-fix"))["sched-note"]
-    git_says = sh(f"git range-diff --no-color v0.30.0..{row['old_head']} v0.31.1..{rev(fork, 'topic/sched-note')}",
-                  fork)
+    git_says = sh(
+        f"git range-diff --no-color v0.30.0..{row['old_head']} v0.31.1..{rev(fork, 'topic/sched-note')}", fork
+    )
     assert row["range_diff"] == _counts(git_says), (row["range_diff"], git_says)
     assert row["range_diff"]["!" if chmod_in_topic else "="] == 1, row["range_diff"]
 
@@ -122,6 +137,7 @@ def test_a_continue_the_door_refused_leaves_the_rebase_halted_on_its_conflict(fo
     move: nothing moved, and the rebase is back where it was (a topic can still be left
     out), not 'committing' (where every topic counts as replayed)."""
     from tests.conftest import run_series
+
     run_series("build", cwd=fork)
     integ = fork.parent / "integ"
     sh(f"git worktree add -q {integ} series/integration", fork)
@@ -137,6 +153,7 @@ def test_a_continue_the_door_refused_leaves_the_rebase_halted_on_its_conflict(fo
 
 def test_a_dry_run_while_a_rebase_is_halted_leaves_the_halt_as_it_was(fork: Path) -> None:
     from tests.conftest import run_series
+
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
     kept = sh("git for-each-ref refs/series/rebase", fork)
     run_series("rebase", "--onto", "v0.31.0", "--dry-run", cwd=fork, expect=None)
@@ -149,9 +166,10 @@ def test_a_diff3_conflict_names_its_base_as_git_rebase_does(fork: Path) -> None:
     """With merge.conflictStyle=diff3 the file left to resolve labels its base section as
     git rebase does ("parent of <commit> (<subject>)"), not with merge-ort's bare id."""
     from tests.conftest import run_series
+
     sh("git config merge.conflictStyle diff3", fork)
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
     text = (fork / ".git/series/rebase/worktree" / LRU).read_text()
-    (theirs,) = [line[len(">>>>>>> "):] for line in text.splitlines() if line.startswith(">>>>>>> ")]
+    (theirs,) = [line[len(">>>>>>> ") :] for line in text.splitlines() if line.startswith(">>>>>>> ")]
     base = [line for line in text.splitlines() if line.startswith("||||||| ")]
     assert base == [f"||||||| parent of {theirs}"], (base, theirs)  # git rebase's words (sequencer.c)

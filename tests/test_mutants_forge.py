@@ -1,4 +1,5 @@
 """Tests that fail when the forge's trust rules are wrong in small ways (issue 37)."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,11 @@ def test_a_changed_answer_replaces_its_cached_copy(httpserver: HTTPServer, tmp_p
     def answer(request: Request) -> Response:
         if request.headers.get("If-None-Match") == version["etag"]:
             return Response(status=304, headers={"ETag": version["etag"]})
-        return Response(json.dumps({**body, "title": version["etag"]}), content_type="application/json",
-                        headers={"ETag": version["etag"]})
+        return Response(
+            json.dumps({**body, "title": version["etag"]}),
+            content_type="application/json",
+            headers={"ETag": version["etag"]},
+        )
 
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_handler(answer)
     cache = tmp_path / "http-cache"
@@ -51,6 +55,7 @@ def test_a_post_without_a_token_is_refused_before_anything_is_sent(httpserver: H
 
     from series.forge.base import ForgeError
     from series.forge.github import GitHubForge
+
     forge = GitHubForge("vllm-project/vllm", httpserver.url_for("").rstrip("/"), None)
     with pytest.raises(ForgeError, match="needs a GitHub token") as refused:
         forge.comment(PRNumber(61050), "measured")

@@ -1,5 +1,6 @@
 """Tests that fail when the lock and the atomic write are wrong in small ways (issue 37:
 each kills a mutant that survived; tools/mutate.py finds more)."""
+
 from __future__ import annotations
 
 import fcntl
@@ -47,8 +48,11 @@ def test_the_lock_leaves_no_file_descriptor_open(tmp_path: Path) -> None:
             pass
     # only the lock file's own descriptors: other threads of the test process (xdist's, a
     # server's) open and close fds of their own meanwhile
-    held = [fd for fd in os.listdir("/proc/self/fd")
-            if os.path.realpath(f"/proc/self/fd/{fd}") == os.path.realpath(lock.path)]
+    held = [
+        fd
+        for fd in os.listdir("/proc/self/fd")
+        if os.path.realpath(f"/proc/self/fd/{fd}") == os.path.realpath(lock.path)
+    ]
     assert held == [], held  # one fd per command left open would run out in a long process
 
 
@@ -58,6 +62,7 @@ def test_a_holder_that_has_not_written_its_line_yet_is_said_to_be_starting(tmp_p
     import pytest
 
     from series.errors import SeriesError
+
     repo = pygit2.init_repository(str(tmp_path / "r"))
     lock = fs.Lock(repo, "first")
     with lock:

@@ -1,5 +1,6 @@
 """Tests that fail when the halted operation's record is wrong in small ways (issue 37:
 each kills a mutant that survived; tools/mutate.py finds more)."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,16 @@ def test_the_halt_records_words_are_a_format_other_versions_read(fork: Path) -> 
     assert state is not None and state.topic("offload-evict-fix").outcome == rebase_state.TopicOutcome.CONFLICT
     with pytest.raises(KeyError):  # a name the record does not hold is never answered with None
         state.topic("no-such-topic")
-    assert {o.value for o in rebase_state.TopicOutcome} == {"pending", "clean", "conflict", "merged", "blocked",
-                                                      "skipped", "dropped", "empty"}
+    assert {o.value for o in rebase_state.TopicOutcome} == {
+        "pending",
+        "clean",
+        "conflict",
+        "merged",
+        "blocked",
+        "skipped",
+        "dropped",
+        "empty",
+    }
 
 
 def test_a_halt_written_before_the_verbs_handed_in_their_hints_reads_with_the_defaults() -> None:
@@ -43,8 +52,10 @@ def test_a_halt_written_before_the_verbs_handed_in_their_hints_reads_with_the_de
     assert (new.go_on, new.stop) == ("series adopt-upstream --go", "series adopt-upstream --stop")
 
 
-def test_a_comment_is_not_posted_while_a_rebase_is_halted(adopted: tuple[Path, Path],  # noqa: F811
-                                                          httpserver: HTTPServer) -> None:
+def test_a_comment_is_not_posted_while_a_rebase_is_halted(
+    adopted: tuple[Path, Path],  # noqa: F811
+    httpserver: HTTPServer,
+) -> None:
     """Its record would be lost when the halted rebase rewrites series.yaml: refused before
     the post, so nothing is said on the PR that series.yaml does not keep."""
     fork, report = adopted

@@ -2,6 +2,7 @@
 
 The wheel step gets a local wheel path, so nothing touches the network (the fork's
 'upstream' remote is a local path, so the fetch is real and offline)."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "ci" / "nightly.sh"
 
 
 def nightly(fork: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, SERIES=f"{sys.executable} -m series",
-               PYTHONPATH=str(SCRIPT.parent.parent))
+    env = dict(os.environ, SERIES=f"{sys.executable} -m series", PYTHONPATH=str(SCRIPT.parent.parent))
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=fork, capture_output=True, text=True, env=env)
 
 
@@ -128,7 +128,14 @@ def test_nightly_breaks_warn_by_default_and_a_bad_setting_fails(broken_fork: Pat
 
 def test_ci_report_names_a_malformed_break(fork: Path, tmp_path: Path) -> None:
     bad = tmp_path / "rebase.json"
-    bad.write_text(json.dumps({"schema": 1, "status": "clean", "topics": [
-        {"name": "api-hello", "outcome": "clean", "breaks": [{"file": "x.py", "line": "one"}]}]}))
+    bad.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "status": "clean",
+                "topics": [{"name": "api-hello", "outcome": "clean", "breaks": [{"file": "x.py", "line": "one"}]}],
+            }
+        )
+    )
     proc = run_series("ci", "report", "--rebase", str(bad), cwd=fork, expect=1)
     assert "topics[0]: 'line' is not a number" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -3,6 +3,7 @@ each scope gave (issue 34). Differential: the plain definitions the readings use
 kept here as the reference, against one_pass on real code (this package's own modules) and
 on the corners Python's grammar has (global, match, walrus in a decorator, nested classes).
 tools/check_reading.py compares whole readings on a vLLM release."""
+
 from __future__ import annotations
 
 import ast
@@ -23,6 +24,7 @@ def bindings(node: ast.AST) -> dict[str, int]:
 
     def add(name: str, times: int = 1) -> None:
         out[name] = out.get(name, 0) + times
+
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
             add(n.id)
@@ -61,10 +63,13 @@ def own_members(node: ast.ClassDef) -> set[str] | None:
 
 def assigns(node: ast.AST) -> list[ast.Assign]:
     """The assignments local_aliases reads, in the order it reads them."""
-    return [n for n in sorted((x for x in ast.walk(node) if isinstance(x, ast.Assign)),
-                              key=lambda x: (x.lineno, x.col_offset))
-            if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
-            and isinstance(n.value, (ast.Attribute, ast.Name))]
+    return [
+        n
+        for n in sorted(
+            (x for x in ast.walk(node) if isinstance(x, ast.Assign)), key=lambda x: (x.lineno, x.col_offset)
+        )
+        if len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) and isinstance(n.value, (ast.Attribute, ast.Name))
+    ]
 
 
 def _assert_same(tree: ast.Module) -> None:
@@ -90,7 +95,7 @@ def _assert_same(tree: ast.Module) -> None:
 
 
 def test_one_walk_equals_the_walks_on_this_package() -> None:
-    for source in SOURCES[::6]:   # a sixth, all kinds of module: the reference walks are slow
+    for source in SOURCES[::6]:  # a sixth, all kinds of module: the reference walks are slow
         _assert_same(parsed(source))
 
 
@@ -176,8 +181,14 @@ def test_a_scope_walked_alone_reads_as_in_the_file() -> None:
 def method_reading(method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], dict[str, str], bool]:
     """upstream_api's three walks of a method before issue 34: what it stores on self, the
     types it gives them, whether it sets attributes by name."""
-    stored = {n.attr for n in ast.walk(method) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
-              and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    stored = {
+        n.attr
+        for n in ast.walk(method)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.ctx, ast.Store)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+    }
     a = method.args
     params = {p.arg: w for p in (*a.posonlyargs, *a.args, *a.kwonlyargs) if (w := type_name(p.annotation))}
     typed: dict[str, str] = {}
@@ -188,8 +199,12 @@ def method_reading(method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[
             target, written = n.target, type_name(n.annotation)
         elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Name):
             target, written = n.targets[0], params.get(n.value.id)
-        if written and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                and target.value.id == "self":
+        if (
+            written
+            and isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
             typed[target.attr] = written
     return stored, typed, any(sets_by_name(n) for n in ast.walk(method))
 

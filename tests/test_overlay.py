@@ -1,5 +1,6 @@
 """The wheel overlay on a small wheel the tests build: every kind of change, RECORD checked
 by a real installer, one version everywhere, byte-identical rebuilds, raw member reuse."""
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,8 @@ def changes() -> dict[str, OverlayChange]:
     items = [
         OverlayChange("vllm/v1/kv_offload/cpu/policies/lru.py", b"class LRUPolicy:\n    order = 'request'\n"),
         OverlayChange("vllm/multimodal/ipc.py", None),
-        OverlayChange("vllm/old_name.py", None),                      # renamed ...
-        OverlayChange("vllm/new_name.py", b"MOVED = True\n"),          # ... to here
+        OverlayChange("vllm/old_name.py", None),  # renamed ...
+        OverlayChange("vllm/new_name.py", b"MOVED = True\n"),  # ... to here
         OverlayChange("vllm/tools/run.sh", b"#!/bin/sh\necho hi\n", executable=True),
         OverlayChange("tests/v1/test_lru.py", b"def test(): pass\n"),  # not in the wheel's packages
     ]
@@ -168,6 +169,7 @@ def test_without_copy_file_range_the_wheel_is_the_same(tmp_path: Path, monkeypat
 
     def refuse(*_: object) -> int:
         raise OSError(18, "Invalid cross-device link")
+
     monkeypatch.setattr(ziparchive.os, "copy_file_range", refuse)
     fallback = overlay(src, tmp_path / "fallback", changes(), SHA, WHEN)
     assert fallback.path.read_bytes() == kernel.path.read_bytes()
@@ -175,8 +177,9 @@ def test_without_copy_file_range_the_wheel_is_the_same(tmp_path: Path, monkeypat
     install_wheel(fallback.path, tmp_path / "target")
 
 
-def test_an_error_while_copying_leaves_no_wheel_and_stops_the_copy(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_error_while_copying_leaves_no_wheel_and_stops_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An error in the writer (here: the directory) while the kernel copies: the copy
     thread is stopped before the files close, and no wheel nor partial file is left."""
     src = build_wheel(tmp_path / "in", BASE)
@@ -193,6 +196,7 @@ def test_an_error_while_copying_leaves_no_wheel_and_stops_the_copy(tmp_path: Pat
     def slow(src: int, dst: int, count: int, offset_src: int, offset_dst: int) -> int:
         time.sleep(0.01)  # one byte at a time: still copying when the error comes
         return real(src, dst, 1, offset_src, offset_dst)
+
     real = ziparchive.os.copy_file_range
     monkeypatch.setattr(ziparchive.os, "copy_file_range", slow)
     monkeypatch.setattr(ziparchive.RangeCopier, "__init__", recorded)
@@ -217,6 +221,7 @@ def test_the_wheel_is_on_disk_before_it_gets_its_name(tmp_path: Path, monkeypatc
     def renamed(a: object, b: object) -> None:
         events.append(("rename", Path(str(a)).stat().st_size))
         real_replace(a, b)  # type: ignore[arg-type]
+
     monkeypatch.setattr(ziparchive.os, "fdatasync", synced)
     monkeypatch.setattr(os, "replace", renamed)
     result = overlay(src, tmp_path / "out", changes(), SHA, WHEN)
@@ -225,8 +230,9 @@ def test_the_wheel_is_on_disk_before_it_gets_its_name(tmp_path: Path, monkeypatc
     assert ("sync", size) in events[:-1], f"the whole archive was never synced before the rename: {events}"
 
 
-@pytest.mark.parametrize("record", [b"vllm/__init__.py,sha256=abc,not-a-size\n", b"\xff\xfe,x,1\n"],
-                         ids=["size", "bytes"])
+@pytest.mark.parametrize(
+    "record", [b"vllm/__init__.py,sha256=abc,not-a-size\n", b"\xff\xfe,x,1\n"], ids=["size", "bytes"]
+)
 def test_a_record_it_cannot_read_is_the_wheels_error_not_a_bug(tmp_path: Path, record: bytes) -> None:
     """The wheel is the user's input: a RECORD row with a size that is no number, or bytes
     that are no UTF-8, is a one-line refusal (exit 1), never exit 4."""

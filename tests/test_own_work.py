@@ -5,6 +5,7 @@ dependency's commits) and one rebased by hand onto a newer release (its branch c
 upstream's commits too). Every verb that reports, exports, selects tests for or builds a
 topic must see the same own commits and paths as `series status`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -26,17 +27,19 @@ STACKED = "  - name: offload-more\n    branch: topic/offload-more\n    depends_o
 def stacked(fork: Path) -> Path:
     """offload-more stacked on offload-evict-fix; api-hello rebased by hand onto upstream's
     v0.31.0, whose one commit changes lru.py, the scheduler and ipc.py."""
-    sh("git checkout -q -B topic/offload-more topic/offload-evict-fix && "
-       f"echo '# more' >> {LRU} && git commit -qam '[KV offload] more' && "
-       "git checkout -q topic/api-hello && git rebase -q upstream/main && "
-       "git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q -B topic/offload-more topic/offload-evict-fix && "
+        f"echo '# more' >> {LRU} && git commit -qam '[KV offload] more' && "
+        "git checkout -q topic/api-hello && git rebase -q upstream/main && "
+        "git checkout -q --detach v0.30.0",
+        fork,
+    )
     with (fork / "series.yaml").open("a") as f:
         f.write(STACKED)
     return fork
 
 
-def _json(fork: Path, *args: str, env: dict[str, str] | None = None,
-          expect: int = 0) -> dict:  # type: ignore[type-arg]
+def _json(fork: Path, *args: str, env: dict[str, str] | None = None, expect: int = 0) -> dict:  # type: ignore[type-arg]
     return json.loads(run_series(*args, "--json", cwd=fork, env=env, expect=expect).stdout)
 
 
@@ -59,7 +62,8 @@ def _preflight(fork: Path, httpserver: HTTPServer, name: str) -> dict:  # type: 
 
 
 def test_stacked_and_hand_rebased_topics_are_counted_alike_everywhere(
-        stacked: Path, tmp_path: Path, httpserver: HTTPServer) -> None:
+    stacked: Path, tmp_path: Path, httpserver: HTTPServer
+) -> None:
     status = _status(stacked)
     assert (status["offload-more"]["commits"], status["offload-more"]["files"]) == (1, 1), status
     assert status["offload-more"]["on_base"] is True, "it sits on its dependency's head"
@@ -72,8 +76,9 @@ def test_stacked_and_hand_rebased_topics_are_counted_alike_everywhere(
     check = _json(stacked, "check", expect=1)
     # upstream's lru.py, scheduler and ipc.py changes counted as api-hello's would fall
     # outside its scope [vllm/entrypoints/]
-    assert [p["key"] for p in check["problems"]] == ["topics (offload-evict-fix).scope",
-                                                     "topics (api-hello).branch"], check
+    assert [p["key"] for p in check["problems"]] == ["topics (offload-evict-fix).scope", "topics (api-hello).branch"], (
+        check
+    )
     assert "not on v0.30.0" in check["problems"][1]["message"], check
 
     export = _json(stacked, "export", str(tmp_path / "patches"))
@@ -90,14 +95,18 @@ def test_stacked_and_hand_rebased_topics_are_counted_alike_everywhere(
 
     run_series("build", cwd=stacked)
     built = set(sh("git diff --name-only v0.30.0 series/integration", stacked).split())
-    assert built == {p for paths in touched.values() for p in paths}, \
+    assert built == {p for paths in touched.values() for p in paths}, (
         "the integration tree is the base plus the topics' own changes, upstream's v0.31.0 not among them"
+    )
 
 
 def _dependency_moves_on(fork: Path) -> None:
     """offload-evict-fix gains a commit after offload-more was stacked on it."""
-    sh(f"git checkout -q topic/offload-evict-fix && echo 'X = 1' >> {TEST_LRU} && "
-       "git commit -qam '[Test] one more' && git checkout -q --detach v0.30.0", fork)
+    sh(
+        f"git checkout -q topic/offload-evict-fix && echo 'X = 1' >> {TEST_LRU} && "
+        "git commit -qam '[Test] one more' && git checkout -q --detach v0.30.0",
+        fork,
+    )
 
 
 def test_a_dependency_that_moved_on_is_not_undone_by_the_integration_build(stacked: Path) -> None:
@@ -118,8 +127,10 @@ def test_export_flags_a_stacked_topic_off_its_dependency_as_status_does(stacked:
     line = next(l for l in run_series("status", cwd=stacked).stdout.splitlines() if "offload-more" in l)
     assert "warning: not on the head of offload-evict-fix (forks at " in line, line
     problems = {p["key"]: p["message"] for p in _json(stacked, "check", expect=1)["problems"]}
-    assert "not on the head of offload-evict-fix: re-stack it on that branch: 'series rebase --onto v0.30.0'" in \
-        problems["topics (offload-more).branch"], problems
+    assert (
+        "not on the head of offload-evict-fix: re-stack it on that branch: 'series rebase --onto v0.30.0'"
+        in problems["topics (offload-more).branch"]
+    ), problems
     export = _json(stacked, "export", str(tmp_path / "patches"))
     assert sorted(n.split(":")[0] for n in export["notes"]) == ["api-hello", "offload-more"], export["notes"]
     assert "offload-more: branch does not sit on the head of offload-evict-fix;" in export["notes"][-1], export
@@ -127,11 +138,15 @@ def test_export_flags_a_stacked_topic_off_its_dependency_as_status_does(stacked:
 
 
 def test_a_dependency_dropped_with_its_branch_gone_leaves_its_commits_to_the_stack(
-        stacked: Path, httpserver: HTTPServer) -> None:
+    stacked: Path, httpserver: HTTPServer
+) -> None:
     """The rebase replays them with the stacked topic, so every verb counts them as its own."""
     text = (stacked / "series.yaml").read_text()
-    (stacked / "series.yaml").write_text(text.replace(
-        "    branch: topic/offload-evict-fix\n", "    branch: topic/offload-evict-fix\n    status: dropped\n"))
+    (stacked / "series.yaml").write_text(
+        text.replace(
+            "    branch: topic/offload-evict-fix\n", "    branch: topic/offload-evict-fix\n    status: dropped\n"
+        )
+    )
     sh("git branch -D -q topic/offload-evict-fix", stacked)
     status = _status(stacked)
     assert status["offload-more"]["commits"] == 3 and status["offload-more"]["files"] == 2, status
@@ -143,8 +158,11 @@ def test_a_dependency_dropped_with_its_branch_gone_leaves_its_commits_to_the_sta
 
 def test_diff_compares_a_stacked_topics_own_commits(stacked: Path, tmp_path: Path) -> None:
     run_series("export", str(tmp_path / "one"), cwd=stacked)
-    sh(f"git checkout -q topic/offload-more && echo '# again' >> {LRU} && "
-       "git commit -qam '[KV offload] again' && git checkout -q --detach v0.30.0", stacked)
+    sh(
+        f"git checkout -q topic/offload-more && echo '# again' >> {LRU} && "
+        "git commit -qam '[KV offload] again' && git checkout -q --detach v0.30.0",
+        stacked,
+    )
     run_series("export", str(tmp_path / "two"), cwd=stacked)
     out = _json(stacked, "diff", str(tmp_path / "one"), str(tmp_path / "two"))
     counts = {c["topic"]: c["counts"] for c in out["changes"] if c["change"] == "commits"}
@@ -163,7 +181,7 @@ def test_init_and_add_count_what_status_counts(stacked: Path) -> None:
     assert found["api-hello"] == ["1", "commit"], out
     assert {n: t["commits"] for n, t in _status(stacked).items()} == commits
     text = (stacked / "series.yaml").read_text()
-    (stacked / "series.yaml").write_text(text[:text.index("  - name: offload-more\n")])
+    (stacked / "series.yaml").write_text(text[: text.index("  - name: offload-more\n")])
     out = run_series("add", "topic/offload-more", "--depends-on", "offload-evict-fix", cwd=stacked).stdout
     assert out.startswith("added topic offload-more (topic/offload-more, 1 commit over v0.30.0)"), out
     assert "warning" not in out, "it sits on its dependency's head"
@@ -178,8 +196,15 @@ def test_only_series_topics_separates_a_branchs_own_commits() -> None:
     users: dict[str, set[str]] = {"upstream_tips": set(), "topic_range": set(), "own_work": set()}
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else \
-                [node.id] if isinstance(node, ast.Name) else [node.attr] if isinstance(node, ast.Attribute) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.ImportFrom)
+                else [node.id]
+                if isinstance(node, ast.Name)
+                else [node.attr]
+                if isinstance(node, ast.Attribute)
+                else []
+            )
             for name in names:
                 if name in users:
                     users[name].add(str(path.relative_to(root.parent)))

@@ -11,6 +11,7 @@ not import each other: `engine/merged.py -> forge.retire -> analysis.attribution
 `analysis/... -> engine.report` were one, and every verb imported series.cli, which finds
 the verbs.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,15 +23,42 @@ from tests.parsed import parsed
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "series"
 
-ORDER = (   # bottom to top; the why of each place is in docs/architecture.md
-    "series", "cache", "errors", "model", "validate", "persisted",
-    "git", "seriesfile", "ops",
-    "topics", "workspace", "topic_status", "status_change",
-    "engine", "resolution_check", "patches", "resolutions",
-    "forge", "history", "semantic", "report",
-    "wheel", "evidence", "propose", "measure", "upstream",
-    "distribution", "demo_workload", "demo_github", "demo", "output", "cli_support",
-    "verbs", "cli", "__main__",
+ORDER = (  # bottom to top; the why of each place is in docs/architecture.md
+    "series",
+    "cache",
+    "errors",
+    "model",
+    "validate",
+    "persisted",
+    "git",
+    "seriesfile",
+    "ops",
+    "topics",
+    "workspace",
+    "topic_status",
+    "status_change",
+    "engine",
+    "resolution_check",
+    "patches",
+    "resolutions",
+    "forge",
+    "history",
+    "semantic",
+    "report",
+    "wheel",
+    "evidence",
+    "propose",
+    "measure",
+    "upstream",
+    "distribution",
+    "demo_workload",
+    "demo_github",
+    "demo",
+    "output",
+    "cli_support",
+    "verbs",
+    "cli",
+    "__main__",
 )
 
 
@@ -57,16 +85,20 @@ def imports_of(path: Path, root: Path) -> list[tuple[str, int]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
-            if base == top:   # `from series import workspace` names the module; `__version__` is the root's
+            if base == top:  # `from series import workspace` names the module; `__version__` is the root's
                 found += [(f"{top}.{a.name}" if _is_module(root, a.name) else top, node.lineno) for a in node.names]
             else:
                 found.append((base, node.lineno))
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str) and getattr(node.func, "attr", getattr(node.func, "id", "")) \
-                in ("import_module", "__import__"):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__")
+        ):
             found.append((node.args[0].value, node.lineno))
     return [(m, line) for m, line in found if m == top or m.startswith(top + ".")]
 
@@ -118,14 +150,16 @@ def test_the_order_check_sees_each_form(tmp_path: Path) -> None:
         "if TYPE_CHECKING:\n    from ..high.top import X\n"
         "from pkg import high\n"
         "importlib.import_module('pkg.high.top')\n"
-        "from pkg import loose\n")
+        "from pkg import loose\n"
+    )
     (root / "loose.py").write_text("")
     found = upward_edges(root, ("pkg", "loose", "low", "high"))
     assert [f.split(": ", 1)[0] for f in found] == [f"pkg/low/base.py:{n}" for n in (3, 5, 7, 8, 9)], found
     assert all("low -> high" in f for f in found), found
     (root / "extra.py").write_text("")
     assert "pkg/extra.py: package 'extra' has no place in the order (add it)" in upward_edges(
-        root, ("pkg", "loose", "low", "high"))
+        root, ("pkg", "loose", "low", "high")
+    )
 
 
 def test_the_documented_order_is_the_checked_one() -> None:

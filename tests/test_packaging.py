@@ -1,4 +1,5 @@
 """The wheel carries every subpackage and the example series."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """topics/, the example series, is kept in the export format: import and export round-trip it."""
+
 from __future__ import annotations
 
 import filecmp

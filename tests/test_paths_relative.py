@@ -1,6 +1,7 @@
 """A PATH a verb takes is read the way git reads a pathspec: relative to the current
 directory (or -C DIR's), '..' normalised, absolute paths inside the work tree; a path
 outside the repository is an error, never "not touched" (issue 22, item 1)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -22,7 +23,8 @@ def test_a_path_from_a_subdirectory_is_relative_to_it(fork: Path) -> None:
     # the issue's case: this said "No active topic touches kv_offload", exit 1
     assert run_series("touches", "kv_offload", cwd=sub).stdout == expected
     assert run_series("touches", "kv_offload/", cwd=sub).stdout == expected.replace(
-        "vllm/v1/kv_offload:", "vllm/v1/kv_offload/:", 1)
+        "vllm/v1/kv_offload:", "vllm/v1/kv_offload/:", 1
+    )
     assert run_series("touches", ".", cwd=sub / "kv_offload").stdout == expected
     assert run_series("touches", "../v1/./kv_offload/cpu/..", cwd=sub).stdout == expected
     multimodal = run_series("touches", "../multimodal", cwd=sub).stdout
@@ -40,8 +42,13 @@ def test_a_glob_from_a_subdirectory_is_below_it(fork: Path) -> None:
 
 def test_a_path_outside_the_repository_is_an_error_not_untouched(fork: Path, tmp_path: Path) -> None:
     sub = fork / "vllm" / "v1"
-    for args, cwd in ((("../../..",), sub), (("..",), fork), (("vllm", "../x"), fork),
-                      ((str(tmp_path),), sub), ((str(fork) + "-other/vllm",), fork)):
+    for args, cwd in (
+        (("../../..",), sub),
+        (("..",), fork),
+        (("vllm", "../x"), fork),
+        ((str(tmp_path),), sub),
+        ((str(fork) + "-other/vllm",), fork),
+    ):
         proc = run_series("touches", *args, cwd=cwd, expect=2)  # touches: 2 is an error, 1 'not touched'
         assert proc.stdout == "", proc.stdout
         lines = proc.stderr.strip().splitlines()
@@ -91,8 +98,7 @@ def test_outside_the_work_tree_paths_are_from_the_root_as_in_git(fork: Path, tmp
 def test_add_scope_is_a_path_from_the_current_directory(fork: Path) -> None:
     sh("git branch -q topic/extra topic/offload-evict-fix~0", fork)
     sub = fork / "vllm" / "v1"
-    run_series("add", "topic/extra", "--name", "extra", "--scope", "kv_offload/", "--scope", "../../tests",
-               cwd=sub)
+    run_series("add", "topic/extra", "--name", "extra", "--scope", "kv_offload/", "--scope", "../../tests", cwd=sub)
     text = (fork / "series.yaml").read_text()
     assert "scope: [vllm/v1/kv_offload/, tests]\n" in text, text
     before = text
@@ -108,13 +114,24 @@ def test_an_empty_path_is_an_error(fork: Path) -> None:
 
 # -- differential: the files git's pathspec selects are the files our path selects ------------
 
-_CASES = ["kv_offload", "kv_offload/", ".", "./", "..", "../..", "../../..", "../multimodal/ipc.py",
-          "./kv_offload/../core", "core/sched/scheduler.py", "nothere", "../v1//kv_offload///"]
+_CASES = [
+    "kv_offload",
+    "kv_offload/",
+    ".",
+    "./",
+    "..",
+    "../..",
+    "../../..",
+    "../multimodal/ipc.py",
+    "./kv_offload/../core",
+    "core/sched/scheduler.py",
+    "nothere",
+    "../v1//kv_offload///",
+]
 
 
 def _git_files(cwd: Path, path: str) -> list[str] | None:
-    proc = subprocess.run(["git", "ls-files", "--full-name", "--", path], cwd=cwd,
-                          capture_output=True, text=True)
+    proc = subprocess.run(["git", "ls-files", "--full-name", "--", path], cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         assert "outside repository" in proc.stderr, proc.stderr
         return None

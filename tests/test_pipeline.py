@@ -1,4 +1,5 @@
 """The selected steps as upstream's generator would emit them: block steps, queues, image, `$$`."""
+
 from __future__ import annotations
 
 import json
@@ -11,11 +12,28 @@ from series.evidence.testmap import StepSelection, BuildkiteStep
 from tests.conftest import run_series
 
 
-def step(key: str, device: str | None = "h100", optional: bool = False, commands: tuple[str, ...] = ("pytest -v -s x",),
-         **kw: object) -> StepSelection:
-    return StepSelection(BuildkiteStep(file="a.yaml", group="g", label=f"Label {key}", key=key, device=device,
-                          commands=commands, dependencies=("vllm/",), optional=optional, **kw),  # type: ignore[arg-type]
-                     ("vllm/x.py",), ("topic-a",))
+def step(
+    key: str,
+    device: str | None = "h100",
+    optional: bool = False,
+    commands: tuple[str, ...] = ("pytest -v -s x",),
+    **kw: object,
+) -> StepSelection:
+    return StepSelection(
+        BuildkiteStep(
+            file="a.yaml",
+            group="g",
+            label=f"Label {key}",
+            key=key,
+            device=device,
+            commands=commands,
+            dependencies=("vllm/",),
+            optional=optional,
+            **kw,
+        ),  # type: ignore[arg-type]
+        ("vllm/x.py",),
+        ("topic-a",),
+    )
 
 
 def test_optional_steps_wait_behind_a_block_step() -> None:
@@ -29,23 +47,24 @@ def test_optional_steps_wait_behind_a_block_step() -> None:
 
 def test_devices_go_to_the_forks_queues_else_upstreams() -> None:
     settings = pipeline.CiSettings(queues={"h100": "fork-h100"}, key_prefix="nightly-")
-    out = pipeline.buildkite_steps([step("a"), step("b", device="h200_18gb"), step("c", device="l4"),
-                                    step("d", device=None, num_devices=2)], settings)
+    out = pipeline.buildkite_steps(
+        [step("a"), step("b", device="h200_18gb"), step("c", device="l4"), step("d", device=None, num_devices=2)],
+        settings,
+    )
     assert [s["agents"]["queue"] for s in out] == ["fork-h100", "h200_18gb", "gpu_1_queue", "gpu_4_queue"]
     assert [s["key"] for s in out] == ["nightly-a", "nightly-b", "nightly-c", "nightly-d"]
 
 
 def test_docker_plugin_image_and_dollar_escapes() -> None:
     settings = pipeline.CiSettings(image="registry.example/fork:$BUILDKITE_COMMIT")
-    cmds = ("docker pull $IMAGE_TAG", "git checkout $BUILDKITE_COMMIT",
-            "pytest --shard-id=$$BUILDKITE_PARALLEL_JOB x")
+    cmds = ("docker pull $IMAGE_TAG", "git checkout $BUILDKITE_COMMIT", "pytest --shard-id=$$BUILDKITE_PARALLEL_JOB x")
     out = pipeline.buildkite_steps([step("a", commands=cmds), step("cpu", device="cpu-small")], settings)
     gpu, cpu = out
     plugin = gpu["plugins"][0]["docker#v5.2.0"]
     assert plugin["image"] == "registry.example/fork:$BUILDKITE_COMMIT" and plugin["gpus"] == "all", plugin
-    assert "gpus" not in cpu["plugins"][0]["docker#v5.2.0"]                 # as upstream: CPU steps get none
+    assert "gpus" not in cpu["plugins"][0]["docker#v5.2.0"]  # as upstream: CPU steps get none
     assert "docker pull registry.example/fork:$BUILDKITE_COMMIT" in gpu["commands"]
-    assert "git checkout $$BUILDKITE_COMMIT" in gpu["commands"]              # upload leaves it to the job
+    assert "git checkout $$BUILDKITE_COMMIT" in gpu["commands"]  # upload leaves it to the job
     assert "pytest --shard-id=$$BUILDKITE_PARALLEL_JOB x" in gpu["commands"]
 
 

@@ -6,6 +6,7 @@ tests/v1/kv_offload/test_trunk.py), rewords lru.py's docstring, and changes a C 
 (csrc/). `pr:lru-peek` is lru-peek replayed onto that main: a run in it sees main's module
 and docstring and the topic's peek, over the wheel's compiled part (vllm/_compiled.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -93,8 +94,9 @@ def move_main(fork: Path, files: dict[str, str]) -> str:
 
 MAIN = {
     "vllm/v1/kv_offload/trunk.py": "ON_MAIN = True\n",
-    "vllm/v1/kv_offload/cpu/policies/lru.py": er.LRU.replace('"""LRU eviction for offloaded KV blocks."""',
-                                                             '"""LRU eviction for offloaded KV blocks (as on main)."""'),
+    "vllm/v1/kv_offload/cpu/policies/lru.py": er.LRU.replace(
+        '"""LRU eviction for offloaded KV blocks."""', '"""LRU eviction for offloaded KV blocks (as on main)."""'
+    ),
     "tests/v1/kv_offload/test_trunk.py": TEST_TRUNK,
     "csrc/cache_kernels.cu": "// main changed a custom op\n",
 }
@@ -115,32 +117,46 @@ def env(tmp_path: Path, fork: Path) -> Path:
 
 def test_a_test_run_on_the_prs_tree_runs_mains_code_with_the_topic_over_the_build(fork: Path, env: Path) -> None:
     main = move_main(fork, MAIN)
-    proc = run_series("test", "lru-peek", "--run", "--python", str(env), "--tree", "pr:lru-peek", "--json",
-                      cwd=fork)
+    proc = run_series("test", "lru-peek", "--run", "--python", str(env), "--tree", "pr:lru-peek", "--json", cwd=fork)
     data = json.loads(proc.stdout)
     trees = {t["name"]: t for t in data["trees"]}
     assert list(trees) == ["base", "series", "main", "pr:lru-peek"], "main comes beside a pr: tree"
     assert trees["main"]["commit"] == main
     pr = trees["pr:lru-peek"]["commit"]
     assert git(fork, "rev-parse", f"{pr}^").strip() == main, "the topic replayed onto upstream's main"
-    assert (trees["pr:lru-peek"]["against"], trees["main"]["against"], trees["series"]["against"]) == \
-        ("main", None, "base")
+    assert (trees["pr:lru-peek"]["against"], trees["main"]["against"], trees["series"]["against"]) == (
+        "main",
+        None,
+        "base",
+    )
     assert "upstream/main's Python over vllm 0.30.0's compiled parts" in trees["pr:lru-peek"]["describe"]
     tests = data["tests"]
     # main's own test, of a module only main has, runs on main's code in main's layout
     assert tests[TRUNK] == {"base": None, "series": None, "main": "passed", "pr:lru-peek": "passed"}, tests[TRUNK]
     # the topic's change is in the PR's tree, not in main's
-    assert tests[PEEK] == {"base": "failed", "series": "passed", "main": "failed", "pr:lru-peek": "passed"}, \
-        tests[PEEK]
+    assert tests[PEEK] == {"base": "failed", "series": "passed", "main": "failed", "pr:lru-peek": "passed"}, tests[PEEK]
     assert data["worse"] == {} and data["verdicts"]["pr:lru-peek"][PEEK] == "better", data["verdicts"]
     assert "main" not in data["verdicts"], "main is a yardstick, as base is"
-    assert ("warning: pr:lru-peek: csrc/cache_kernels.cu (and the rest of csrc/ the release built) differs"
-            in proc.stderr), proc.stderr
+    assert (
+        "warning: pr:lru-peek: csrc/cache_kernels.cu (and the rest of csrc/ the release built) differs" in proc.stderr
+    ), proc.stderr
     assert "package files over the build: upstream/main's Python over vllm 0.30.0's compiled parts" in proc.stderr
 
     # the step whole: the compiled part is the build's (the wheel's vllm/_compiled.py), no source tree's
-    steps = run_series("test", "lru-peek", "--run", "--python", str(env), "--tree", "pr:lru-peek", "--step",
-                       "kv-offload", "--json", cwd=fork, expect=None)
+    steps = run_series(
+        "test",
+        "lru-peek",
+        "--run",
+        "--python",
+        str(env),
+        "--tree",
+        "pr:lru-peek",
+        "--step",
+        "kv-offload",
+        "--json",
+        cwd=fork,
+        expect=None,
+    )
     tests = json.loads(steps.stdout)["tests"]
     assert tests[BUILD] == {"base": "passed", "series": "passed", "main": "passed", "pr:lru-peek": "passed"}
     assert tests[TRUNK] == {"base": None, "series": None, "main": "passed", "pr:lru-peek": "passed"}, tests[TRUNK]
@@ -158,8 +174,21 @@ def test_a_measurement_on_the_prs_tree_and_main(fork: Path, env: Path, tmp_path:
     workload = tmp_path / "workload.py"
     workload.write_text(WORKLOAD)
     for python in ((), ("--python", str(env))):
-        proc = run_series("measure", "--predictions", "predictions.yaml", "--json", "--tree", "main",
-                          "--tree", "pr=pr:lru-peek", *python, "--", "python", str(workload), cwd=fork)
+        proc = run_series(
+            "measure",
+            "--predictions",
+            "predictions.yaml",
+            "--json",
+            "--tree",
+            "main",
+            "--tree",
+            "pr=pr:lru-peek",
+            *python,
+            "--",
+            "python",
+            str(workload),
+            cwd=fork,
+        )
         data = json.loads(proc.stdout)
         trees = {t["name"]: t for t in data["trees"]}
         assert trees["main"]["commit"] == main
@@ -167,12 +196,16 @@ def test_a_measurement_on_the_prs_tree_and_main(fork: Path, env: Path, tmp_path:
         metrics = data["metrics"]
         if python:
             assert {n: (m["on_main"], m["has_peek"], m["built"]) for n, m in metrics.items()} == {
-                "main": (True, False, True), "pr": (True, True, True)}, metrics
+                "main": (True, False, True),
+                "pr": (True, True, True),
+            }, metrics
             assert "upstream/main's Python over vllm 0.30.0's compiled parts" in trees["pr"]["describe"]
             assert "pr: upstream/main" in proc.stderr and "warning: pr: csrc/cache_kernels.cu" in proc.stderr
-        else:   # a checkout of each tree: no compiled part
+        else:  # a checkout of each tree: no compiled part
             assert {n: (m["on_main"], m["has_peek"], m["built"]) for n, m in metrics.items()} == {
-                "main": (True, False, False), "pr": (True, True, False)}, metrics
+                "main": (True, False, False),
+                "pr": (True, True, False),
+            }, metrics
         assert all(p["held"] is True for p in data["predictions"]), data["predictions"]
 
 
@@ -184,8 +217,7 @@ def test_a_replay_that_conflicts_names_the_file_and_the_pr_branch_to_use(fork: P
     run_series("predict", "predictions.yaml", cwd=fork)
     workload = tmp_path / "workload.py"
     workload.write_text(WORKLOAD)
-    args = ("measure", "--predictions", "predictions.yaml", "--tree", "pr=pr:lru-peek", "--", "python",
-            str(workload))
+    args = ("measure", "--predictions", "predictions.yaml", "--tree", "pr=pr:lru-peek", "--", "python", str(workload))
     proc = run_series(*args, cwd=fork, expect=3)
     assert "tree 'pr:lru-peek': topic lru-peek does not apply to upstream/main" in proc.stderr, proc.stderr
     assert "conflicts in vllm/v1/kv_offload/cpu/policies/lru.py" in proc.stderr, proc.stderr
@@ -194,15 +226,29 @@ def test_a_replay_that_conflicts_names_the_file_and_the_pr_branch_to_use(fork: P
 
     # the topic records its PR and its head is fetched: the hint names it
     (fork / "series.yaml").write_text((fork / "series.yaml").read_text() + "    upstream_pr: 61100\n")
-    head = commit_on(fork, main, {"vllm/v1/kv_offload/cpu/policies/lru.py": resolved_peek},
-                     "add LRUPolicy.peek, on main", "2026-02-02T00:00:00Z")
+    head = commit_on(
+        fork,
+        main,
+        {"vllm/v1/kv_offload/cpu/policies/lru.py": resolved_peek},
+        "add LRUPolicy.peek, on main",
+        "2026-02-02T00:00:00Z",
+    )
     git(fork, "update-ref", "refs/remotes/upstream/pr/61100", head)
     proc = run_series(*args, cwd=fork, expect=3)
     assert "name the tree pr:lru-peek@refs/remotes/upstream/pr/61100" in proc.stderr, proc.stderr
 
     # named as it is, the PR head is the tree
-    at = ("measure", "--predictions", "predictions.yaml", "--json", "--tree",
-          "pr=pr:lru-peek@refs/remotes/upstream/pr/61100", "--", "python", str(workload))
+    at = (
+        "measure",
+        "--predictions",
+        "predictions.yaml",
+        "--json",
+        "--tree",
+        "pr=pr:lru-peek@refs/remotes/upstream/pr/61100",
+        "--",
+        "python",
+        str(workload),
+    )
     data = json.loads(run_series(*at, cwd=fork).stdout)
     assert data["trees"][0]["commit"] == head and "as it is" in data["trees"][0]["describe"], data["trees"]
     assert data["metrics"]["pr"]["has_peek"] is True
@@ -212,8 +258,19 @@ def test_the_trees_need_upstreams_main(fork: Path) -> None:
     git(fork, "update-ref", "-d", "refs/remotes/upstream/main")
     (fork / "predictions.yaml").write_text(PREDICTIONS)
     run_series("predict", "predictions.yaml", cwd=fork)
-    proc = run_series("measure", "--predictions", "predictions.yaml", "--tree", "main", "--tree", "pr=pr:lru-peek",
-                      "--", "true", cwd=fork, expect=1)
+    proc = run_series(
+        "measure",
+        "--predictions",
+        "predictions.yaml",
+        "--tree",
+        "main",
+        "--tree",
+        "pr=pr:lru-peek",
+        "--",
+        "true",
+        cwd=fork,
+        expect=1,
+    )
     assert "no upstream/main (nor upstream/master) in this repository" in proc.stderr, proc.stderr
     assert "git fetch upstream" in proc.stderr
 
@@ -221,11 +278,22 @@ def test_the_trees_need_upstreams_main(fork: Path) -> None:
 def test_the_pr_body_says_a_trunk_tree_is_worse_than_main_not_the_release() -> None:
     from series.propose import prbody
 
-    evidence = {"summary": {"base": {"passed": 1}, "main": {"passed": 2}, "pr:t": {"passed": 1, "failed": 1},
-                            "series": {"passed": 1}},
-                "tests": {}, "trees": [{"name": "base", "against": None}, {"name": "main", "against": None},
-                                       {"name": "pr:t", "against": "main"}, {"name": "series", "against": "base"}],
-                "worse": {"pr:t": ["tests/test_a.py::test_a"], "series": ["tests/test_b.py::test_b"]}}
+    evidence = {
+        "summary": {
+            "base": {"passed": 1},
+            "main": {"passed": 2},
+            "pr:t": {"passed": 1, "failed": 1},
+            "series": {"passed": 1},
+        },
+        "tests": {},
+        "trees": [
+            {"name": "base", "against": None},
+            {"name": "main", "against": None},
+            {"name": "pr:t", "against": "main"},
+            {"name": "series", "against": "base"},
+        ],
+        "worse": {"pr:t": ["tests/test_a.py::test_a"], "series": ["tests/test_b.py::test_b"]},
+    }
     text = prbody.results(prbody.check_evidence(evidence))
     assert "Worse than upstream's `main` in `pr:t`: `tests/test_a.py::test_a`" in text, text
     assert "Worse than the base release in `series`: `tests/test_b.py::test_b`" in text, text

@@ -1,4 +1,5 @@
 """`series predict`: predictions frozen before a measurement, judged, explained (issue 23)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -93,8 +94,7 @@ def test_explanations_are_recorded_and_never_rewrite_the_claim(fork: Path) -> No
     path = _write(fork)
     run_series("predict", "predictions.yaml", cwd=fork)
     before = path.read_bytes()
-    run_series("predict", "predictions.yaml", "--explain", "same-sum", "their ranking breaks ties by age",
-               cwd=fork)
+    run_series("predict", "predictions.yaml", "--explain", "same-sum", "their ranking breaks ties by age", cwd=fork)
     assert path.read_bytes() == before
     out = run_series("predict", "predictions.yaml", cwd=fork).stdout
     assert "tokens_sum on theirs equals 100064" in out and "their ranking breaks ties by age" in out, out
@@ -132,12 +132,23 @@ def _pred(kind: str, expected: object, tree: str = "a") -> predictions.Predictio
 METRICS = {"a": {"m": 10, "flag": True, "name": "lru"}, "b": {"m": 10.0}, "c": {"m": 11}}
 
 
-@pytest.mark.parametrize("kind,expected,held", [
-    ("equals", 10, True), ("equals", 10.0, True), ("equals", 11, False), ("equals", True, False),
-    ("at_least", 10, True), ("at_least", 10.5, False), ("at_most", 10, True), ("at_most", 9, False),
-    ("between", (9, 10), True), ("between", (10.5, 12), False),
-    ("same_as", "b", True), ("same_as", "c", False),
-])
+@pytest.mark.parametrize(
+    "kind,expected,held",
+    [
+        ("equals", 10, True),
+        ("equals", 10.0, True),
+        ("equals", 11, False),
+        ("equals", True, False),
+        ("at_least", 10, True),
+        ("at_least", 10.5, False),
+        ("at_most", 10, True),
+        ("at_most", 9, False),
+        ("between", (9, 10), True),
+        ("between", (10.5, 12), False),
+        ("same_as", "b", True),
+        ("same_as", "c", False),
+    ],
+)
 def test_judge_every_claim_kind(kind: str, expected: object, held: bool) -> None:
     verdict = predictions.judge(_pred(kind, expected), METRICS)
     assert verdict.held is held and verdict.observed == 10
@@ -146,9 +157,24 @@ def test_judge_every_claim_kind(kind: str, expected: object, held: bool) -> None
 def test_judge_bools_strings_and_missing_metrics() -> None:
     flag = predictions.Prediction("x", "a", "flag", predictions.ClaimKind.EQUALS, True, "w", 1)
     assert predictions.judge(flag, METRICS).held is True
-    assert predictions.judge(predictions.Prediction("x", "a", "flag", predictions.ClaimKind.EQUALS, 1, "w", 1), METRICS).held is False
-    assert predictions.judge(predictions.Prediction("x", "a", "name", predictions.ClaimKind.EQUALS, "lru", "w", 1), METRICS).held is True
-    assert predictions.judge(predictions.Prediction("x", "a", "name", predictions.ClaimKind.AT_LEAST, 1, "w", 1), METRICS).held is False
+    assert (
+        predictions.judge(
+            predictions.Prediction("x", "a", "flag", predictions.ClaimKind.EQUALS, 1, "w", 1), METRICS
+        ).held
+        is False
+    )
+    assert (
+        predictions.judge(
+            predictions.Prediction("x", "a", "name", predictions.ClaimKind.EQUALS, "lru", "w", 1), METRICS
+        ).held
+        is True
+    )
+    assert (
+        predictions.judge(
+            predictions.Prediction("x", "a", "name", predictions.ClaimKind.AT_LEAST, 1, "w", 1), METRICS
+        ).held
+        is False
+    )
     assert predictions.judge(_pred("equals", 10, tree="zz"), METRICS) == predictions.PredictionVerdict(None, None)
     assert predictions.judge(_pred("same_as", "zz"), METRICS).held is None
 
@@ -156,8 +182,11 @@ def test_judge_bools_strings_and_missing_metrics() -> None:
 BAD = [
     (b"predictions: [\n  - id: x\n", "p.yaml:", "malformed YAML"),
     (b"- just a list\n", "p.yaml:1:", "expected a mapping"),
-    (TEXT.replace("    at_most: 10\n", "    at_most: 10\n    at_least: 1\n").encode(), "p.yaml:11:",
-     "exactly one claim"),
+    (
+        TEXT.replace("    at_most: 10\n", "    at_most: 10\n    at_least: 1\n").encode(),
+        "p.yaml:11:",
+        "exactly one claim",
+    ),
     (TEXT.replace("fewer-evictions", "same-sum").encode(), "p.yaml:7:", "already the id"),
     (TEXT.replace("    why: lazy eviction\n", "").encode(), "p.yaml:7:", "why: required"),
     (TEXT.replace("at_most: 10", "between: [1, 2, 3]").encode(), "p.yaml:10:", "two numbers"),
@@ -176,8 +205,9 @@ def test_a_malformed_file_is_exit_1_naming_file_and_line(fork: Path, data: bytes
     err = run_series("predict", "p.yaml", cwd=fork, expect=1).stderr
     assert where in err and what in err, err
     assert "Traceback" not in err
-    assert not any(op["command"] == "predict"
-                   for op in json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"])
+    assert not any(
+        op["command"] == "predict" for op in json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
+    )
 
 
 def test_the_options_go_one_at_a_time(fork: Path) -> None:

@@ -1,4 +1,5 @@
 """series preflight: duplicate upstream PRs ranked by overlap, exact paths, DCO; API and git refs."""
+
 from __future__ import annotations
 
 import json
@@ -19,15 +20,24 @@ def _served(root: Path) -> Path:
     work = build_upstream(root / "upstream-work")
     add_pull_request(work, 61050)  # the duplicate of offload-evict-fix
     lru = (work / LRU).read_text()
-    evict = commit_files(work, "v0.30.0", {LRU: lru.replace("key, _ =", "key, _slot =")},
-                         "[KV offload] name the evicted slot", "2026-01-22T08:00:00Z",
-                         author={"GIT_AUTHOR_NAME": "Kay Dev", "GIT_AUTHOR_EMAIL": "kay@example.com"})
+    evict = commit_files(
+        work,
+        "v0.30.0",
+        {LRU: lru.replace("key, _ =", "key, _slot =")},
+        "[KV offload] name the evicted slot",
+        "2026-01-22T08:00:00Z",
+        author={"GIT_AUTHOR_NAME": "Kay Dev", "GIT_AUTHOR_EMAIL": "kay@example.com"},
+    )
     git(work, "update-ref", "refs/pull/61100/head", evict)
-    sched = commit_files(work, "v0.31.0", {"vllm/v1/core/sched/scheduler.py": "# other\n"},
-                         "[Core] scheduler rewrite", "2026-01-23T08:00:00Z")
+    sched = commit_files(
+        work,
+        "v0.31.0",
+        {"vllm/v1/core/sched/scheduler.py": "# other\n"},
+        "[Core] scheduler rewrite",
+        "2026-01-23T08:00:00Z",
+    )
     git(work, "update-ref", "refs/pull/61200/head", sched)
-    stale = commit_files(work, "v0.30.0", {LRU: lru + "# stale\n"}, "[KV offload] stale idea",
-                         "2000-01-01T00:00:00Z")
+    stale = commit_files(work, "v0.30.0", {LRU: lru + "# stale\n"}, "[KV offload] stale idea", "2000-01-01T00:00:00Z")
     git(work, "update-ref", "refs/pull/50000/head", stale)
     bare = root / "upstream.git"
     sh(f"git clone -q --mirror {work} {bare}", root)
@@ -41,8 +51,7 @@ def served(tmp_path: Path) -> Path:
 
 
 def test_offline_fetch_ranks_the_duplicate_first_and_checks_dco(served: Path) -> None:
-    out = run_series("preflight", "offload-evict-fix", "--fetch", "--days", "3650", "--json",
-                     cwd=served).stdout
+    out = run_series("preflight", "offload-evict-fix", "--fetch", "--days", "3650", "--json", cwd=served).stdout
     data = json.loads(out)
     ranked = [(c["number"], len(c["shared_files"]), c["overlapping_hunks"]) for c in data["candidates"]]
     assert ranked == [(61050, 2, 2), (61100, 1, 0)], ranked
@@ -68,13 +77,17 @@ def test_offline_text_report(served: Path) -> None:
 
 
 def test_dco_ok_when_every_commit_is_signed_off(served: Path) -> None:
-    sh("git checkout -q topic/api-hello && git commit -q --amend -s --no-edit && "
-       "git checkout -q --detach v0.30.0", served)
+    sh(
+        "git checkout -q topic/api-hello && git commit -q --amend -s --no-edit && git checkout -q --detach v0.30.0",
+        served,
+    )
     out = run_series("preflight", "api-hello", "--offline", cwd=served).stdout
     assert "DCO: ok, all 1 commit(s) carry Signed-off-by" in out, out
     # this clone has no PR head fetched: no duplicate search was made, and it says so
-    assert ("upstream PRs touching the same files: not searched: no PR heads under "
-            "refs/remotes/upstream/pr/ to search: --fetch fetches them (or run online)") in out, out
+    assert (
+        "upstream PRs touching the same files: not searched: no PR heads under "
+        "refs/remotes/upstream/pr/ to search: --fetch fetches them (or run online)"
+    ) in out, out
     assert ": none" not in out, out
     assert signed_off("x\n\nSigned-off-by: A B <a@b.c>\n")
     assert not signed_off("x\n\nSigned-off-by: nobody\n")
@@ -85,33 +98,41 @@ def _serve_api(server: HTTPServer, **values: str) -> None:
     repo = "/repos/vllm-project/vllm"
     query = {"sort": "updated", "direction": "desc", "per_page": "100"}
     page2 = f"{base}{repo}/pulls?state=open&sort=updated&direction=desc&per_page=100&page=2"
-    server.expect_request(f"{repo}/pulls", query_string={"state": "open", **query, "page": "2"}) \
-        .respond_with_json(github_fixture("pulls-open-page-2", API=base))
+    server.expect_request(f"{repo}/pulls", query_string={"state": "open", **query, "page": "2"}).respond_with_json(
+        github_fixture("pulls-open-page-2", API=base)
+    )
     server.expect_request(f"{repo}/pulls", query_string={"state": "open", **query}).respond_with_json(
-        github_fixture("pulls-page-1", API=base, **values), headers={"Link": f'<{page2}>; rel="next"',
-                                                           "X-RateLimit-Remaining": "4990"})
+        github_fixture("pulls-page-1", API=base, **values),
+        headers={"Link": f'<{page2}>; rel="next"', "X-RateLimit-Remaining": "4990"},
+    )
     server.expect_request(f"{repo}/pulls", query_string={"state": "closed", **query}).respond_with_json(
-        github_fixture("pulls-page-2", API=base), headers={"X-RateLimit-Remaining": "4989"})
+        github_fixture("pulls-page-2", API=base), headers={"X-RateLimit-Remaining": "4989"}
+    )
     files2 = f"{base}{repo}/pulls/61050/files?per_page=100&page=2"
-    server.expect_request(f"{repo}/pulls/61050/files", query_string={"per_page": "100", "page": "2"}) \
-        .respond_with_json(github_fixture("files-61050-page-2", API=base))
+    server.expect_request(f"{repo}/pulls/61050/files", query_string={"per_page": "100", "page": "2"}).respond_with_json(
+        github_fixture("files-61050-page-2", API=base)
+    )
     server.expect_request(f"{repo}/pulls/61050/files").respond_with_json(
-        github_fixture("files-61050-page-1", API=base), headers={"Link": f'<{files2}>; rel="next"'})
+        github_fixture("files-61050-page-1", API=base), headers={"Link": f'<{files2}>; rel="next"'}
+    )
     for number in (61100, 61200, 60900, 58000):
         server.expect_request(f"{repo}/pulls/{number}/files").respond_with_json(
-            github_fixture(f"files-{number}", API=base))
+            github_fixture(f"files-{number}", API=base)
+        )
 
 
 def test_github_api_ranks_duplicate_first_and_never_shows_the_token(
-        fork: Path, httpserver: HTTPServer, tmp_path: Path) -> None:
+    fork: Path, httpserver: HTTPServer, tmp_path: Path
+) -> None:
     _serve_api(httpserver)
     env = {"SERIES_GITHUB_API": httpserver.url_for(""), "GITHUB_TOKEN": TOKEN}
     proc = run_series("-v", "preflight", "offload-evict-fix", cwd=fork, env=env)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("  #")]
     assert lines[0].startswith("  #61050 open") and "ada-upstream" in lines[0], proc.stdout
     assert "2 shared files, 2 overlapping hunks" in lines[0], proc.stdout
-    assert lines[1].startswith("  #58000 open") and "1 shared file, 1 overlapping hunk" in lines[1], \
+    assert lines[1].startswith("  #58000 open") and "1 shared file, 1 overlapping hunk" in lines[1], (
         "open for 90 days: still a candidate, whatever its age"
+    )
     assert lines[2].startswith("  #61100 closed") and "1 shared file, 0 overlapping hunks" in lines[2], proc.stdout
     assert len(lines) == 3 and "#60900" not in proc.stdout, "closed 90 days ago: outside the window"
     assert "source: github" in proc.stdout and "GET " in proc.stderr, proc.stderr
@@ -127,18 +148,22 @@ def test_github_api_ranks_duplicate_first_and_never_shows_the_token(
 
 def test_api_rate_limit_is_one_line(fork: Path, httpserver: HTTPServer) -> None:
     httpserver.expect_request("/repos/vllm-project/vllm/pulls").respond_with_json(
-        github_fixture("error-rate-limit"), status=403,
-        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "4102444800"})
-    proc = run_series("preflight", "offload-evict-fix", cwd=fork, expect=1,
-                      env={"SERIES_GITHUB_API": httpserver.url_for("")})
+        github_fixture("error-rate-limit"),
+        status=403,
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "4102444800"},
+    )
+    proc = run_series(
+        "preflight", "offload-evict-fix", cwd=fork, expect=1, env={"SERIES_GITHUB_API": httpserver.url_for("")}
+    )
     assert proc.stderr.startswith("series: error: GitHub API rate limit exhausted (403)"), proc.stderr
     assert "set GITHUB_TOKEN" in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
 
 
 def test_unreachable_api_falls_back_to_git_refs(served: Path) -> None:
     run_series("preflight", "offload-evict-fix", "--fetch", cwd=served)
-    proc = run_series("preflight", "offload-evict-fix", "--days", "3650", cwd=served,
-                      env={"SERIES_GITHUB_API": "http://127.0.0.1:9"})
+    proc = run_series(
+        "preflight", "offload-evict-fix", "--days", "3650", cwd=served, env={"SERIES_GITHUB_API": "http://127.0.0.1:9"}
+    )
     assert "note: cannot reach the GitHub API" in proc.stderr, proc.stderr
     assert "  #61050" in proc.stdout, proc.stdout
 
@@ -153,15 +178,19 @@ def test_unknown_topic_and_empty_topic(fork: Path) -> None:
 
 def test_preflight_stops_before_exceeding_the_rate_limit(fork: Path, httpserver: HTTPServer) -> None:
     httpserver.expect_request("/repos/vllm-project/vllm/pulls").respond_with_json(
-        github_fixture("pulls-page-1"), headers={"X-RateLimit-Remaining": "1"})
-    proc = run_series("preflight", "offload-evict-fix", cwd=fork, expect=1,
-                      env={"SERIES_GITHUB_API": httpserver.url_for("")})
+        github_fixture("pulls-page-1"), headers={"X-RateLimit-Remaining": "1"}
+    )
+    proc = run_series(
+        "preflight", "offload-evict-fix", cwd=fork, expect=1, env={"SERIES_GITHUB_API": httpserver.url_for("")}
+    )
     assert "needs 2 GitHub API requests but only 1 remain" in proc.stderr, proc.stderr
     assert len(httpserver.log) == 2, "the open and the closed list; no file request was spent"
     httpserver.expect_request("/repos/vllm-project/vllm/pulls/61200/files").respond_with_json(
-        github_fixture("files-61200"))
-    out = run_series("preflight", "offload-evict-fix", "--limit", "1", cwd=fork,
-                     env={"SERIES_GITHUB_API": httpserver.url_for("")}).stdout
+        github_fixture("files-61200")
+    )
+    out = run_series(
+        "preflight", "offload-evict-fix", "--limit", "1", cwd=fork, env={"SERIES_GITHUB_API": httpserver.url_for("")}
+    ).stdout
     assert "note: checked the 1 most recently updated of 2 PRs (--limit)" in out, out
 
 
@@ -179,8 +208,13 @@ def test_offline_never_drops_an_old_pr_head_and_knows_merged_ones_from_main(serv
     """Without --days every PR head counts, whatever its age (ranked by overlap, then
     recency); a PR whose squash commit '(#N)' is on main is merged, the rest unknown."""
     upstream = served.parent / "upstream.git"
-    rewrite = commit_files(upstream, "v0.30.0", {LRU: (served / LRU).read_text() + "# v0.31 draft\n"},
-                           "[KV offload] rewrite LRU touch", "2026-02-01T08:00:00Z")
+    rewrite = commit_files(
+        upstream,
+        "v0.30.0",
+        {LRU: (served / LRU).read_text() + "# v0.31 draft\n"},
+        "[KV offload] rewrite LRU touch",
+        "2026-02-01T08:00:00Z",
+    )
     git(upstream, "update-ref", "refs/pull/60001/head", rewrite)  # v0.31.0 is its squash "(#60001)"
     data = json.loads(run_series("preflight", "offload-evict-fix", "--fetch", "--json", cwd=served).stdout)
     found = {c["number"]: c for c in data["candidates"]}
@@ -203,8 +237,7 @@ def test_api_prs_fetched_at_the_same_head_are_compared_from_git_refs(served: Pat
     run_series("preflight", "offload-evict-fix", "--fetch", cwd=served)
     head = sh("git rev-parse refs/remotes/upstream/pr/61050", served).strip()
     _serve_api(httpserver, HEAD_SHA=head)
-    proc = run_series("preflight", "offload-evict-fix", cwd=served,
-                      env={"SERIES_GITHUB_API": httpserver.url_for("")})
+    proc = run_series("preflight", "offload-evict-fix", cwd=served, env={"SERIES_GITHUB_API": httpserver.url_for("")})
     lines = [l for l in proc.stdout.splitlines() if l.startswith("  #")]
     assert lines[0].startswith("  #61050 open") and "2 shared files, 2 overlapping hunks" in lines[0], proc.stdout
     asked = [r.full_path for r, _ in httpserver.log]
@@ -217,8 +250,7 @@ DUPLICATE_TITLE = "[Bugfix][KV offload] Fix eviction order of touched blocks"  #
 DUPLICATE_BODY = f"## Purpose\n\n{DUPLICATE_TITLE}\n\n## Test Plan\n\npytest tests/v1/kv_offload\n"
 
 
-def test_api_scores_each_candidate_as_vllms_duplicate_bot(fork: Path, httpserver: HTTPServer,
-                                                          tmp_path: Path) -> None:
+def test_api_scores_each_candidate_as_vllms_duplicate_bot(fork: Path, httpserver: HTTPServer, tmp_path: Path) -> None:
     """The score vLLM's duplicate-PR bot would give our PR against each candidate once posted
     (0.75 text + 0.25 file Jaccard, flagged at 0.75): #61050's own title and body with the
     same two files crosses; #61100, another text and one file of two, stays below."""
@@ -226,8 +258,19 @@ def test_api_scores_each_candidate_as_vllms_duplicate_bot(fork: Path, httpserver
     env = {"SERIES_GITHUB_API": httpserver.url_for("")}
     body = tmp_path / "body.md"
     body.write_text(DUPLICATE_BODY)
-    data = json.loads(run_series("preflight", "offload-evict-fix", "--json", "--title", DUPLICATE_TITLE,
-                                 "--body-file", str(body), cwd=fork, env=env).stdout)
+    data = json.loads(
+        run_series(
+            "preflight",
+            "offload-evict-fix",
+            "--json",
+            "--title",
+            DUPLICATE_TITLE,
+            "--body-file",
+            str(body),
+            cwd=fork,
+            env=env,
+        ).stdout
+    )
     scores = {c["number"]: c["duplicate_bot"] for c in data["candidates"]}
     assert scores[61050]["flagged"] and scores[61050]["files"] == 1.0, scores
     assert scores[61050]["text"] > 0.999 and scores[61050]["score"] >= 0.75, scores
@@ -238,5 +281,6 @@ def test_api_scores_each_candidate_as_vllms_duplicate_bot(fork: Path, httpserver
     bot_lines = [l.strip() for l in text.splitlines() if l.strip().startswith("duplicate bot:")]
     assert len(bot_lines) == 3, text  # one per candidate
     assert bot_lines[0].startswith("duplicate bot: 62% (text 49%, files 100%), below its 75% threshold"), text
-    assert "note: duplicate bot: scored as '[Bugfix][KV offload] keep request order when touching " in text, \
+    assert "note: duplicate bot: scored as '[Bugfix][KV offload] keep request order when touching " in text, (
         "by default the title and description propose would post"
+    )

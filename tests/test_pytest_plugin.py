@@ -1,6 +1,7 @@
 """The plugin series puts into every evidence pytest (series.evidence.testrun.PLUGIN), run for
 real over a one-file layout: what collection imported is frozen for upstream's per-test
 gc.collect(), and SERIES_GC_FREEZE=0 turns that off."""
+
 from __future__ import annotations
 
 import sys
@@ -49,23 +50,32 @@ def test_own_garbage_is_still_collected():
 
 
 @pytest.mark.parametrize("freeze, frozen", [(None, CaseOutcome.PASSED), ("0", CaseOutcome.FAILED)])
-def test_collection_is_frozen_unless_asked_not_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  freeze: str | None, frozen: CaseOutcome) -> None:
+def test_collection_is_frozen_unless_asked_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, freeze: str | None, frozen: CaseOutcome
+) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     if freeze is None:
         monkeypatch.delenv("SERIES_GC_FREEZE", raising=False)
     else:
         monkeypatch.setenv("SERIES_GC_FREEZE", freeze)
-    env = Environment(python=sys.executable, version="0", package_dir=tmp_path / "no-such-package",
-                      pytest="pytest", build_key="test")
+    env = Environment(
+        python=sys.executable, version="0", package_dir=tmp_path / "no-such-package", pytest="pytest", build_key="test"
+    )
     with testrun.Scratch() as scratch:
         (scratch.tests_root / "test_gc.py").write_text(FROZEN)
         reports = scratch.root / "base"
         reports.mkdir()
-        result = pytestrun.run_pytest(env, scratch.tests_root, ["test_gc.py"], pythonpath=[],
-                                      workdir=scratch.tests_root, report=reports / "report.xml")
-    assert result.outcomes == {"test_gc.py::test_frozen": frozen,
-                               "test_gc.py::test_frozen_through_a_cleanup_that_unfreezes": frozen,
-                               "test_gc.py::test_what_the_code_under_test_froze_is_unfrozen_for_real":
-                                   CaseOutcome.PASSED,
-                               "test_gc.py::test_own_garbage_is_still_collected": CaseOutcome.PASSED}, result
+        result = pytestrun.run_pytest(
+            env,
+            scratch.tests_root,
+            ["test_gc.py"],
+            pythonpath=[],
+            workdir=scratch.tests_root,
+            report=reports / "report.xml",
+        )
+    assert result.outcomes == {
+        "test_gc.py::test_frozen": frozen,
+        "test_gc.py::test_frozen_through_a_cleanup_that_unfreezes": frozen,
+        "test_gc.py::test_what_the_code_under_test_froze_is_unfrozen_for_real": CaseOutcome.PASSED,
+        "test_gc.py::test_own_garbage_is_still_collected": CaseOutcome.PASSED,
+    }, result

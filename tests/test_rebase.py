@@ -4,6 +4,7 @@ In v0.31.0 upstream rewrote the LRU touch (offload-evict-fix conflicts), took ou
 backport verbatim (ipc-backport is merged) and edited the scheduler far from our note
 (sched-note and api-hello rebase cleanly).
 """
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,7 @@ def resolve_lru(worktree: Path) -> None:
     head = text.split("<<<<<<< HEAD\n", 1)[1].split("=======\n", 1)[0]
     before, rest = text.split("<<<<<<< HEAD\n", 1)
     after = rest.split(">>>>>>> ", 1)[1].split("\n", 1)[1]
-    (worktree / LRU).write_text(before + "        # keep request order: the first key is evicted last\n"
-                                + head + after)
+    (worktree / LRU).write_text(before + "        # keep request order: the first key is evicted last\n" + head + after)
     sh(f"git add {LRU}", worktree)
 
 
@@ -66,13 +66,16 @@ def test_clean_rebase_moves_topics_keeps_authorship_and_bumps_the_base(fork: Pat
     assert rows["ipc-backport"]["outcome"] == "merged", rows
     after = refs_of(fork)
     assert after["refs/heads/topic/offload-evict-fix"] == before_refs["refs/heads/topic/offload-evict-fix"]
-    assert after["refs/heads/topic/ipc-backport"] == before_refs["refs/heads/topic/ipc-backport"], \
+    assert after["refs/heads/topic/ipc-backport"] == before_refs["refs/heads/topic/ipc-backport"], (
         "a merged topic's branch is kept"
+    )
     for branch in ("topic/sched-note", "topic/api-hello"):
         assert rev(fork, f"refs/heads/{branch}~1") == rev(fork, "v0.31.0"), branch
     assert sh("git log -1 --format='%an|%ae|%ad|%B' topic/api-hello", fork) == old_msg
-    assert sh("git log -1 --format='%cn|%cd' topic/api-hello", fork).strip() == \
-        "Fork Maintainer|Sun Feb 1 12:00:00 2026 +0000"
+    assert (
+        sh("git log -1 --format='%cn|%cd' topic/api-hello", fork).strip()
+        == "Fork Maintainer|Sun Feb 1 12:00:00 2026 +0000"
+    )
     assert "# fork note" in show(fork, "topic/sched-note:vllm/v1/core/sched/scheduler.py")
     assert "(v0.31)" in show(fork, "topic/sched-note:vllm/v1/core/sched/scheduler.py")
     text = (fork / "series.yaml").read_text()
@@ -82,8 +85,7 @@ def test_clean_rebase_moves_topics_keeps_authorship_and_bumps_the_base(fork: Pat
     assert len(text.splitlines()) == len(before_yaml.decode().splitlines()) + 2
     # the integration branch: REF + every active topic, in order
     chain = sh("git log --first-parent --format=%s series/integration", fork).splitlines()
-    assert chain[:2] == ["Merge topic 'api-hello' into integration",
-                         "Merge topic 'sched-note' into integration"], chain
+    assert chain[:2] == ["Merge topic 'api-hello' into integration", "Merge topic 'sched-note' into integration"], chain
     assert rev(fork, "series/integration~2") == rev(fork, "v0.31.0")
     assert "def hello" in show(fork, "series/integration:vllm/entrypoints/openai/api_server.py")
     assert Path(report["report"]).exists() and Path(report["report"]).with_suffix(".json").exists()
@@ -122,12 +124,14 @@ def test_conflict_worktree_resolve_continue(fork: Path) -> None:
     assert "<<<<<<< HEAD" in (worktree / LRU).read_text()
     assert sh("git status --porcelain", worktree).strip() == f"UU {LRU}"
     assert sh("git config rerere.enabled", fork).strip() == "true"
-    assert sh("git for-each-ref --format='%(refname)' refs/series/rebase", fork).strip(), \
+    assert sh("git for-each-ref --format='%(refname)' refs/series/rebase", fork).strip(), (
         "new commits of a halted rebase are protected from gc"
+    )
     proc = run_series("rebase", "--continue", cwd=fork, expect=1)
     assert f"unresolved conflicts in {LRU}" in proc.stderr, proc.stderr
-    assert "hint: edit them, 'git add' each, then 'series rebase --continue'" in proc.stderr.splitlines(), \
+    assert "hint: edit them, 'git add' each, then 'series rebase --continue'" in proc.stderr.splitlines(), (
         "the way on is the verb's words, on git's own 'hint:' line"
+    )
     resolve_lru(worktree)
     report = rebase_json(fork, "--continue")
     rows = topics(report)
@@ -136,8 +140,10 @@ def test_conflict_worktree_resolve_continue(fork: Path) -> None:
     lru = show(fork, f"topic/offload-evict-fix~1:{LRU}")
     assert "# keep request order" in lru and "if key in self.blocks" in lru
     assert sh("git log -1 --format=%s topic/offload-evict-fix", fork).strip() == "[Test] cover touch order"
-    assert sh("git log -1 --format=%an%ad topic/offload-evict-fix~1", fork).strip() == \
-        "Fork MaintainerSat Jan 10 12:00:00 2026 +0000"
+    assert (
+        sh("git log -1 --format=%an%ad topic/offload-evict-fix~1", fork).strip()
+        == "Fork MaintainerSat Jan 10 12:00:00 2026 +0000"
+    )
     assert not worktree.exists()
     assert sh("git worktree list", fork).count("\n") == 1
     assert not sh("git for-each-ref refs/series/rebase", fork).strip()
@@ -170,8 +176,11 @@ def test_a_second_rebase_while_one_is_halted_is_refused(fork: Path) -> None:
 
 
 def test_merged_commit_dropped_from_a_topic_that_stays(fork: Path) -> None:
-    sh("git checkout -q topic/api-hello && echo 'VERSION = 2' > vllm/multimodal/ipc.py && "
-       "git commit -qam 'carry ipc 2 too' && git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q topic/api-hello && echo 'VERSION = 2' > vllm/multimodal/ipc.py && "
+        "git commit -qam 'carry ipc 2 too' && git checkout -q --detach v0.30.0",
+        fork,
+    )
     report = rebase_json(fork, "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix")
     row = topics(report)["api-hello"]
     assert row["outcome"] == "clean" and [d["subject"] for d in row["dropped"]] == ["carry ipc 2 too"], row
@@ -192,7 +201,8 @@ def test_dirty_checked_out_topic_is_refused_clean_one_is_updated(fork: Path) -> 
 
 
 def test_inter_topic_conflict_names_both_topics_and_the_file(fork: Path) -> None:
-    sh("""
+    sh(
+        """
     for t in one two; do
       git checkout -q -B topic/$t v0.30.0
       echo "# vLLM ($t build)" > README.md
@@ -205,19 +215,24 @@ def test_inter_topic_conflict_names_both_topics_and_the_file(fork: Path) -> None
   - name: two
     branch: topic/two
 EOF
-    """, fork)
-    integration_before = rev(fork, "refs/heads/series/integration") if \
-        sh("git branch --list series/integration", fork).strip() else None
+    """,
+        fork,
+    )
+    integration_before = (
+        rev(fork, "refs/heads/series/integration") if sh("git branch --list series/integration", fork).strip() else None
+    )
     proc = run_series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix", cwd=fork, expect=3)
     assert "topic one vs topic two, file README.md" in proc.stdout, proc.stdout
     assert rev(fork, "topic/two~1") == rev(fork, "v0.31.0"), "each topic alone is clean and moved"
-    after = rev(fork, "refs/heads/series/integration") if \
-        sh("git branch --list series/integration", fork).strip() else None
+    after = (
+        rev(fork, "refs/heads/series/integration") if sh("git branch --list series/integration", fork).strip() else None
+    )
     assert after == integration_before, "the integration branch is not rebuilt from topics that clash"
 
 
 def test_depends_on_chain_goes_onto_the_dependency_new_head(fork: Path) -> None:
-    sh("""
+    sh(
+        """
     git checkout -q -B topic/api-more topic/api-hello
     echo "# more" >> vllm/entrypoints/openai/api_server.py
     git commit -qam "api more"
@@ -227,7 +242,9 @@ def test_depends_on_chain_goes_onto_the_dependency_new_head(fork: Path) -> None:
     branch: topic/api-more
     depends_on: [api-hello]
 EOF
-    """, fork)
+    """,
+        fork,
+    )
     report = rebase_json(fork, "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix")
     row = topics(report)["api-more"]
     assert row["outcome"] == "clean" and row["commits"] == 1 and row["depends_on"] == "api-hello", row
@@ -235,26 +252,38 @@ EOF
     assert rev(fork, "topic/api-hello~1") == rev(fork, "v0.31.0")
     # skipping the dependency skips the dependent too
     sh("git update-ref refs/heads/topic/api-more HEAD@{0} 2>/dev/null || true", fork)
-    report = rebase_json(fork, "--onto", "v0.31.0", "--dry-run", "--skip-topic", "api-hello",
-                         "--skip-topic", "offload-evict-fix")
+    report = rebase_json(
+        fork, "--onto", "v0.31.0", "--dry-run", "--skip-topic", "api-hello", "--skip-topic", "offload-evict-fix"
+    )
     assert topics(report)["api-more"]["outcome"] == "skipped"
 
 
 def test_the_lock_stops_a_second_process_and_dies_with_its_holder(fork: Path) -> None:
     lock = fork / ".git/series/lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys\n"
-        f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
-        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
-        "os.write(fd, b'series rebase, pid 77 on ci-3')\n"
-        "print('locked', flush=True)\n"
-        "sys.stdin.read()\n")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, os, sys\n"
+                f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT)\n"
+                "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+                "os.write(fd, b'series rebase, pid 77 on ci-3')\n"
+                "print('locked', flush=True)\n"
+                "sys.stdin.read()\n"
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
         proc = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=1)
-        assert "another series command is running in this repository (series rebase, pid 77 on ci-3)" \
-            in proc.stderr, proc.stderr
+        assert "another series command is running in this repository (series rebase, pid 77 on ci-3)" in proc.stderr, (
+            proc.stderr
+        )
     finally:
         holder.kill()  # a SIGKILL: the kernel releases the lock with the process
         holder.wait()
@@ -271,11 +300,16 @@ def test_the_series_yaml_editor_keeps_the_file_and_reads_back(layout: str, tmp_p
     from tests.repos import SERIES_YAML
 
     path = tmp_path / "series.yaml"
-    text = SERIES_YAML if layout == "block" else \
-        "upstream: {remote: upstream, base: v0.30.0}\ntopics: [{name: a, branch: topic/a}, {name: ipc-backport, branch: b}]\n"
-    edits = [Edit(("upstream", "base"), "v0.30.0", "@~1"),
-             Edit(("topics", "ipc-backport", "status"), None, "merged"),
-             Edit(("topics", "ipc-backport", "merged_in"), None, "0.31")]
+    text = (
+        SERIES_YAML
+        if layout == "block"
+        else "upstream: {remote: upstream, base: v0.30.0}\ntopics: [{name: a, branch: topic/a}, {name: ipc-backport, branch: b}]\n"
+    )
+    edits = [
+        Edit(("upstream", "base"), "v0.30.0", "@~1"),
+        Edit(("topics", "ipc-backport", "status"), None, "merged"),
+        Edit(("topics", "ipc-backport", "merged_in"), None, "0.31"),
+    ]
     out = seriesedit.apply(text, path, edits)
     assert out is not None
     series = config.parse(out, path)[0]
@@ -283,15 +317,19 @@ def test_the_series_yaml_editor_keeps_the_file_and_reads_back(layout: str, tmp_p
     assert series.topic("ipc-backport").status.value == "merged"
     if layout == "block":  # line splices: every other line byte for byte, comments kept
         changed = [line for line in out.splitlines() if line not in SERIES_YAML.splitlines()]
-        assert changed == ["  base: '@~1'   # bumped by 'series rebase'", "    status: merged",
-                           "    merged_in: '0.31'"], changed
+        assert changed == [
+            "  base: '@~1'   # bumped by 'series rebase'",
+            "    status: merged",
+            "    merged_in: '0.31'",
+        ], changed
     with pytest.raises(seriesedit.EditConflict, match="upstream.base changed since"):
         seriesedit.apply(out, path, [Edit(("upstream", "base"), "v0.30.0", "v0.32.0")])
     assert seriesedit.apply(out, path, edits) == out, "edits already there are left alone"
 
 
 def test_a_dependent_of_a_conflicting_topic_waits_then_follows_the_resolution(fork: Path) -> None:
-    sh("""
+    sh(
+        """
     git checkout -q -B topic/evict-more topic/offload-evict-fix
     echo "# more tests" >> tests/v1/kv_offload/test_lru.py
     git commit -qam "more lru tests"
@@ -301,7 +339,9 @@ def test_a_dependent_of_a_conflicting_topic_waits_then_follows_the_resolution(fo
     branch: topic/evict-more
     depends_on: [offload-evict-fix]
 EOF2
-    """, fork)
+    """,
+        fork,
+    )
     report = rebase_json(fork, "--onto", "v0.31.0", expect=3)
     row = topics(report)["evict-more"]
     assert row["outcome"] == "blocked" and "offload-evict-fix" in row["reason"], row
@@ -336,7 +376,8 @@ def test_a_branch_moved_during_a_halted_rebase_is_caught_before_anything_moves(f
 
 def test_every_conflict_is_reported_at_once_and_continue_goes_to_the_next(fork: Path) -> None:
     sched = "vllm/v1/core/sched/scheduler.py"
-    sh(f"""
+    sh(
+        f"""
     git checkout -q -B topic/sched-38 v0.30.0
     sed -i 's/# scheduler line 38$/# scheduler line 38 (fork)/' {sched}
     git commit -qam "fork line 38"
@@ -345,7 +386,9 @@ def test_every_conflict_is_reported_at_once_and_continue_goes_to_the_next(fork: 
   - name: sched-38
     branch: topic/sched-38
 EOF2
-    """, fork)
+    """,
+        fork,
+    )
     report = rebase_json(fork, "--onto", "v0.31.0", expect=3)
     rows = topics(report)
     assert rows["offload-evict-fix"]["conflict"]["files"] == [LRU]
@@ -377,7 +420,9 @@ def test_report_text_snapshot(fork: Path) -> None:
     proc = run_series("rebase", "--onto", "v0.31", "--dry-run", cwd=fork, expect=3)
     text = re.sub(r"[0-9a-f]{12}", "<sha>", proc.stdout)
     text = re.sub(r"report: .*/\.git/series/reports/dry-run-\d{8}T\d{6}Z\.txt", "report: <file>", text)
-    assert text == """\
+    assert (
+        text
+        == """\
 rebase (dry run) onto v0.31.0 ('v0.31') <sha> from v0.30.0: 2 clean, 1 conflict, 1 merged
   sched-note         clean      1 commit(s) -> <sha>  range-diff =1
   offload-evict-fix  CONFLICT   <sha> [Bugfix][KV offload] keep request order on touch: \
@@ -391,21 +436,26 @@ vllm/v1/kv_offload/cpu/policies/lru.py
 base v0.30.0 is 1 commit (40 days) behind upstream/main
 nothing was changed (dry run)
 report: <file>
-""", text
+"""
+    ), text
 
 
 def test_renames_are_followed_both_ways(fork: Path, upstream: Path) -> None:
     """Upstream moves a file a topic edits; a topic moves a file upstream edits."""
     big = "".join(f"line {i}\n" for i in range(40))
-    sh(f"""
+    sh(
+        f"""
     git checkout -q -b rel v0.31.0
     printf '{big}' > vllm/big.py && printf '{big}' > vllm/other.py && git add -A && git commit -qm base
     git tag v0.31.1
     git mv vllm/big.py vllm/moved.py
     sed -i 's/^line 2$/line 2 (upstream)/' vllm/other.py
     git commit -qam 'move big, edit other' && git tag v0.32.0
-    """, upstream)
-    sh("""
+    """,
+        upstream,
+    )
+    sh(
+        """
     git fetch -q upstream --tags
     git checkout -q -B topic/edit-big v0.31.1
     sed -i 's/^line 30$/line 30 (fork)/' vllm/big.py && git commit -qam 'fork edits big'
@@ -422,7 +472,9 @@ topics:
   - name: move-other
     branch: topic/move-other
 EOF2
-    """, fork)
+    """,
+        fork,
+    )
     run_series("rebase", "--onto", "v0.32.0", cwd=fork)
     moved = show(fork, "topic/edit-big:vllm/moved.py")
     assert "line 30 (fork)" in moved, "the topic's edit followed upstream's move"
@@ -447,8 +499,9 @@ def test_progress_goes_to_a_terminal_only(fork: Path) -> None:
     args = ("rebase", "--onto", "v0.31.0", "--dry-run", "--skip-topic", "offload-evict-fix")
     assert run_series(*args, cwd=fork).stderr == "", "no progress output when stderr is not a terminal"
     master, slave = pty.openpty()
-    proc = subprocess.run([sys.executable, "-m", "series", *args], cwd=fork, stdout=subprocess.PIPE,
-                          stderr=slave, env=dict(os.environ))
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", *args], cwd=fork, stdout=subprocess.PIPE, stderr=slave, env=dict(os.environ)
+    )
     os.close(slave)
     seen = b""
     try:

@@ -1,5 +1,6 @@
 """The rebase's public API, in process: replay_commits, the resolver/recorder protocol,
 merged rules, build_integration; and --fetch through the CLI."""
+
 from __future__ import annotations
 
 import json
@@ -30,14 +31,19 @@ def test_replay_commits_keeps_authorship_rewrites_messages_and_reports_drops(for
     onto = repo.revparse_single("v0.31.0").peel(pygit2.Commit)
     picks = commits(repo, "v0.30.0", "topic/api-hello") + commits(repo, "v0.30.0", "topic/ipc-backport")
     me = pygit2.Signature("Committer", "c@example.com", 1770000000, 60)
-    result = replay_commits(repo, picks, onto, committer=me,
-                            rewrite_message=lambda c: c.message + "\n(cherry picked from commit X)\n")
+    result = replay_commits(
+        repo, picks, onto, committer=me, rewrite_message=lambda c: c.message + "\n(cherry picked from commit X)\n"
+    )
     assert result.ok and result.dropped == (picks[1].id,), result
     new = repo[result.head].peel(pygit2.Commit)  # persisted: readable right away
     assert new.parents[0].id == onto.id
     old = picks[0]
-    assert (new.author.name, new.author.email, new.author.time, new.author.offset) == \
-        (old.author.name, old.author.email, old.author.time, old.author.offset)
+    assert (new.author.name, new.author.email, new.author.time, new.author.offset) == (
+        old.author.name,
+        old.author.email,
+        old.author.time,
+        old.author.offset,
+    )
     assert (new.committer.name, new.committer.time, new.committer.offset) == ("Committer", 1770000000, 60)
     assert new.message == old.message + "\n(cherry picked from commit X)\n"
     assert dict(result.mapping) == {old.id: new.id}
@@ -72,14 +78,15 @@ def test_a_resolver_answer_is_used_and_reported_recorder_sees_the_human_fix(fork
     assert [(t, p) for t, p, _ in seen] == [("offload-evict-fix", LRU)]
     recorded: list[tuple[str, str, bytes]] = []
     ws = open_workspace(None, fork)
-    with ws.transaction("rebase") as tx:   # the caller opens the transaction, as a verb does
+    with ws.transaction("rebase") as tx:  # the caller opens the transaction, as a verb does
         outcome = rebase.start(ws, "v0.31.0", REBASE, tx=tx)
     assert outcome.worktree is not None
     resolve_lru(outcome.worktree)
     ws = open_workspace(None, fork)
     with ws.transaction("rebase", resumes="rebase") as tx:
-        rebase.continue_rebase(ws, REBASE, tx=tx, hooks=Hooks(
-            recorder=lambda t, p, c, resolved: recorded.append((t, p, resolved))))
+        rebase.continue_rebase(
+            ws, REBASE, tx=tx, hooks=Hooks(recorder=lambda t, p, c, resolved: recorded.append((t, p, resolved)))
+        )
     assert [(t, p) for t, p, _ in recorded] == [("offload-evict-fix", LRU)]
     assert b"# keep request order" in recorded[0][2] and b"<<<<<<<" not in recorded[0][2]
 
@@ -114,8 +121,11 @@ def test_fetch_first_then_rebase_onto_a_new_release(fork: Path, upstream: Path) 
     sh("git commit -q --allow-empty -m 'Release v0.32.0' && git tag v0.32.0", upstream)
     proc = run_series("rebase", "--onto", "v0.32", "--dry-run", cwd=fork, expect=1)
     assert "no release tag matches 'v0.32'" in proc.stderr
-    report = json.loads(run_series("rebase", "--onto", "v0.32", "--fetch", "--dry-run", "--json",
-                                   "--skip-topic", "offload-evict-fix", cwd=fork).stdout)
+    report = json.loads(
+        run_series(
+            "rebase", "--onto", "v0.32", "--fetch", "--dry-run", "--json", "--skip-topic", "offload-evict-fix", cwd=fork
+        ).stdout
+    )
     assert report["onto"]["name"] == "v0.32.0" and report["status"] == "dry-run", report
     assert topics(report)["sched-note"]["outcome"] == "clean"
 
@@ -130,7 +140,8 @@ def test_build_integration_is_deterministic(fork: Path, monkeypatch: pytest.Monk
 
 def test_a_path_resolved_from_memory_stays_resolved_in_the_worktree(fork: Path) -> None:
     sched = "vllm/v1/core/sched/scheduler.py"
-    sh(f"""
+    sh(
+        f"""
     git checkout -q -B topic/both topic/offload-evict-fix~1
     sed -i 's/# scheduler line 38$/# scheduler line 38 (fork)/' {sched}
     git commit -q --amend --no-edit -a
@@ -139,15 +150,18 @@ def test_a_path_resolved_from_memory_stays_resolved_in_the_worktree(fork: Path) 
   - name: both
     branch: topic/both
 EOF2
-    """, fork)
+    """,
+        fork,
+    )
 
     def resolver(topic: str, path: str, conflict: ReplayConflict) -> bytes | None:
         return conflict.ours + b"# remembered\n" if path == LRU and conflict.ours else None
 
     ws = open_workspace(None, fork)
     with ws.transaction("rebase") as tx:
-        outcome = rebase.start(ws, "v0.31.0", REBASE, skip=("offload-evict-fix",),
-                               hooks=Hooks(resolver=resolver), tx=tx)
+        outcome = rebase.start(
+            ws, "v0.31.0", REBASE, skip=("offload-evict-fix",), hooks=Hooks(resolver=resolver), tx=tx
+        )
     assert outcome.worktree is not None
     status = sh("git status --porcelain --untracked-files=no", outcome.worktree)
     assert f"UU {sched}" in status and f"M  {LRU}" in status, status

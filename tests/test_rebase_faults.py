@@ -1,5 +1,6 @@
 """A rebase killed at each step (SERIES_FAULT=<point> makes the process exit 99 there),
 then recovered with --continue or --abort: nothing lost, nothing half-done."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ def killed(fork: Path, point: str, *args: str) -> None:
     assert proc.returncode == 99, f"not killed at {point}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
 
 
-@pytest.mark.parametrize("point", ["halted-before-temporary-refs", "rebase-after-state", "rebase-mid-worktree",
-                                   "rebase-after-worktree"])
+@pytest.mark.parametrize(
+    "point", ["halted-before-temporary-refs", "rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree"]
+)
 def test_killed_while_halting_then_continue(fork: Path, point: str) -> None:
     before = snapshot(fork)
     killed(fork, point, "--onto", "v0.31.0")
@@ -39,8 +41,9 @@ def test_killed_while_halting_then_continue(fork: Path, point: str) -> None:
     assert "base: v0.31.0" in (fork / "series.yaml").read_text()
 
 
-@pytest.mark.parametrize("point", ["halted-before-temporary-refs", "rebase-after-state", "rebase-mid-worktree",
-                                   "rebase-after-worktree"])
+@pytest.mark.parametrize(
+    "point", ["halted-before-temporary-refs", "rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree"]
+)
 def test_killed_while_halting_then_abort(fork: Path, point: str) -> None:
     before = snapshot(fork)
     killed(fork, point, "--onto", "v0.31.0")
@@ -52,8 +55,9 @@ def test_killed_while_halting_then_abort(fork: Path, point: str) -> None:
     assert not sh("git for-each-ref refs/series/rebase", fork).strip()
 
 
-@pytest.mark.parametrize("point", ["rebase-before-transaction", "after-journal", "after-backup",
-                                   "after-refs", "rebase-after-transaction"])
+@pytest.mark.parametrize(
+    "point", ["rebase-before-transaction", "after-journal", "after-backup", "after-refs", "rebase-after-transaction"]
+)
 def test_killed_while_committing_then_continue_finishes(fork: Path, point: str) -> None:
     killed(fork, point, "--onto", "v0.31.0", *SKIP)
     run_series("rebase", "--continue", cwd=fork)
@@ -65,8 +69,9 @@ def test_killed_while_committing_then_continue_finishes(fork: Path, point: str) 
     assert log.count(" rebase ") == 1 and "pending" not in log, log
 
 
-@pytest.mark.parametrize("point", ["rebase-before-transaction", "after-journal", "after-refs",
-                                   "rebase-after-transaction"])
+@pytest.mark.parametrize(
+    "point", ["rebase-before-transaction", "after-journal", "after-refs", "rebase-after-transaction"]
+)
 def test_killed_while_committing_then_abort_restores(fork: Path, point: str) -> None:
     before = snapshot(fork)
     killed(fork, point, "--onto", "v0.31.0", *SKIP)
@@ -88,13 +93,26 @@ def test_killed_after_a_resolution_then_continue(fork: Path) -> None:
     assert len(recorded) == 1, recorded
     rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
     assert [r["command"] for r in rows] == ["rebase"], rows
-    assert any(f["path"].startswith("resolutions/") for f in json.loads(
-        (fork / ".git/series/journal" / f"{rows[0]['id']}.json").read_text())["files"])
+    assert any(
+        f["path"].startswith("resolutions/")
+        for f in json.loads((fork / ".git/series/journal" / f"{rows[0]['id']}.json").read_text())["files"]
+    )
 
 
-@pytest.mark.parametrize("point", ["rebase-after-state", "rebase-mid-worktree", "rebase-after-worktree",
-                                   "rebase-before-transaction", "after-journal", "after-backup",
-                                   "after-refs", "after-config", "rebase-after-transaction"])
+@pytest.mark.parametrize(
+    "point",
+    [
+        "rebase-after-state",
+        "rebase-mid-worktree",
+        "rebase-after-worktree",
+        "rebase-before-transaction",
+        "after-journal",
+        "after-backup",
+        "after-refs",
+        "after-config",
+        "rebase-after-transaction",
+    ],
+)
 def test_the_whole_process_group_killed_at_each_rebase_step_then_abort(fork: Path, point: str) -> None:
     """As a CI cancellation does: SIGKILL to the process group, git children included."""
     import os
@@ -102,11 +120,19 @@ def test_the_whole_process_group_killed_at_each_rebase_step_then_abort(fork: Pat
     import sys
 
     before = snapshot(fork)
-    args = ("--onto", "v0.31.0") if point.startswith("rebase-after-state") or "worktree" in point else \
-        ("--onto", "v0.31.0", *SKIP)
-    proc = subprocess.run([sys.executable, "-m", "series", "rebase", *args], cwd=fork, capture_output=True,
-                          text=True, start_new_session=True,
-                          env=dict(os.environ, SERIES_FAULT=point, SERIES_FAULT_GROUP="1"))
+    args = (
+        ("--onto", "v0.31.0")
+        if point.startswith("rebase-after-state") or "worktree" in point
+        else ("--onto", "v0.31.0", *SKIP)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "rebase", *args],
+        cwd=fork,
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        env=dict(os.environ, SERIES_FAULT=point, SERIES_FAULT_GROUP="1"),
+    )
     assert proc.returncode == -9, (point, proc.returncode, proc.stderr)
     run_series("rebase", "--abort", cwd=fork)
     assert snapshot(fork) == before, point

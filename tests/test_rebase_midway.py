@@ -4,6 +4,7 @@ is not "merged upstream"; --abort names the recorded resolutions it keeps.
 
 The fork (tests/repos.py): offload-evict-fix conflicts in lru.py on v0.30.0 -> v0.31.0.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,20 +20,27 @@ SCHED = "vllm/v1/core/sched/scheduler.py"
 def _add_topic(fork: Path, name: str, script: str, depends_on: str | None = None) -> None:
     """A topic `name` on branch topic/<name>, made by `script` on a checkout of it."""
     dep = f"    depends_on: [{depends_on}]\n" if depends_on else ""
-    sh(f"""
+    sh(
+        f"""
     {script}
     git checkout -q --detach v0.30.0
     printf '  - name: {name}\\n    branch: topic/{name}\\n{dep}' >> series.yaml
-    """, fork)
+    """,
+        fork,
+    )
 
 
 def _sched_38(fork: Path) -> None:
     """A second conflicting topic (upstream rewrote scheduler line 38 in v0.31.0)."""
-    _add_topic(fork, "sched-38", f"""
+    _add_topic(
+        fork,
+        "sched-38",
+        f"""
     git checkout -q -B topic/sched-38 v0.30.0
     sed -i 's/# scheduler line 38$/# scheduler line 38 (fork)/' {SCHED}
     git commit -qam "fork line 38"
-    """)
+    """,
+    )
 
 
 def _take_upstream_side(worktree: Path, path: str) -> None:
@@ -42,11 +50,11 @@ def _take_upstream_side(worktree: Path, path: str) -> None:
 def test_drop_during_a_halted_rebase_retires_the_topic_and_undo_restores_it(fork: Path) -> None:
     before = snapshot(fork)
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
-    proc = run_series("rebase", "--drop-topic", "offload-evict-fix", "--reason", "upstream fixed it its way",
-                      cwd=fork)
+    proc = run_series("rebase", "--drop-topic", "offload-evict-fix", "--reason", "upstream fixed it its way", cwd=fork)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("  offload-evict-fix"))
-    assert line.startswith("  offload-evict-fix  dropped    upstream fixed it its way") and "merged" not in line, \
+    assert line.startswith("  offload-evict-fix  dropped    upstream fixed it its way") and "merged" not in line, (
         proc.stdout
+    )
     report = json.loads(Path(proc.stdout.rsplit("report: ", 1)[1].strip()).with_suffix(".json").read_text())
     row = topics(report)["offload-evict-fix"]
     assert report["status"] == "done" and row["outcome"] == "dropped", row
@@ -55,8 +63,9 @@ def test_drop_during_a_halted_rebase_retires_the_topic_and_undo_restores_it(fork
     assert "    status: dropped\n    reason: upstream fixed it its way\n" in text, text
     assert "base: v0.31.0" in text
     after = refs_of(fork)
-    assert after["refs/heads/topic/offload-evict-fix"] == before[0]["refs/heads/topic/offload-evict-fix"], \
+    assert after["refs/heads/topic/offload-evict-fix"] == before[0]["refs/heads/topic/offload-evict-fix"], (
         "a dropped topic's branch is kept"
+    )
     assert not (fork / WORKTREE).exists() and not (fork / ".git/series/rebase").exists()
     assert not sh("git for-each-ref refs/series/rebase", fork).strip()
     log = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]
@@ -82,17 +91,21 @@ def test_drop_of_the_halted_topic_goes_on_to_the_next_conflict(fork: Path) -> No
 
 
 def test_skip_during_a_halted_rebase_leaves_the_topic_and_its_dependents_where_they_were(fork: Path) -> None:
-    _add_topic(fork, "evict-more", """
+    _add_topic(
+        fork,
+        "evict-more",
+        """
     git checkout -q -B topic/evict-more topic/offload-evict-fix
     echo "# more tests" >> tests/v1/kv_offload/test_lru.py
     git commit -qam "more lru tests"
-    """, depends_on="offload-evict-fix")
+    """,
+        depends_on="offload-evict-fix",
+    )
     before = snapshot(fork)
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
     proc = run_series("rebase", "--skip-topic", "offload-evict-fix", cwd=fork)
     assert "offload-evict-fix  skipped" in proc.stdout, proc.stdout
-    assert "evict-more         skipped    depends on offload-evict-fix, which is skipped" in proc.stdout, \
-        proc.stdout
+    assert "evict-more         skipped    depends on offload-evict-fix, which is skipped" in proc.stdout, proc.stdout
     after = refs_of(fork)
     for branch in ("topic/offload-evict-fix", "topic/evict-more"):
         assert after[f"refs/heads/{branch}"] == before[0][f"refs/heads/{branch}"], branch
@@ -102,11 +115,16 @@ def test_skip_during_a_halted_rebase_leaves_the_topic_and_its_dependents_where_t
 
 
 def test_drop_refuses_while_an_active_topic_depends_on_it(fork: Path) -> None:
-    _add_topic(fork, "evict-more", """
+    _add_topic(
+        fork,
+        "evict-more",
+        """
     git checkout -q -B topic/evict-more topic/offload-evict-fix
     echo "# more tests" >> tests/v1/kv_offload/test_lru.py
     git commit -qam "more lru tests"
-    """, depends_on="offload-evict-fix")
+    """,
+        depends_on="offload-evict-fix",
+    )
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
     state = (fork / ".git/series/rebase/state.json").read_text()
     proc = run_series("rebase", "--drop-topic", "offload-evict-fix", cwd=fork, expect=1)
@@ -143,8 +161,9 @@ def test_a_topic_resolved_to_upstreams_side_is_not_reported_merged(fork: Path) -
     assert row["outcome"] == "empty" and "merged_in" not in row, row
     text = (fork / "series.yaml").read_text()
     assert text.endswith("  - name: lru-only\n    branch: topic/lru-only\n"), "status and merged_in left alone"
-    assert refs_of(fork)["refs/heads/topic/lru-only"] == sh("git rev-parse v0.31.0", fork).strip(), \
+    assert refs_of(fork)["refs/heads/topic/lru-only"] == sh("git rev-parse v0.31.0", fork).strip(), (
         "the branch goes where the replay left it: on the new base, with no commit of its own"
+    )
     run_series("undo", cwd=fork)
     assert snapshot(fork) == before
 
@@ -159,7 +178,7 @@ def test_a_recorded_resolution_to_upstreams_side_replayed_is_not_reported_merged
     run_series("rebase", "--continue", cwd=fork)
     kept = {p: p.read_bytes() for p in (fork / "resolutions").rglob("*.txt")}
     assert kept, "the resolution was recorded"
-    run_series("undo", cwd=fork)   # the branches back at v0.30.0; the recorded resolution put back too
+    run_series("undo", cwd=fork)  # the branches back at v0.30.0; the recorded resolution put back too
     for path, data in kept.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
@@ -214,8 +233,14 @@ def test_abort_with_nothing_recorded_says_nothing_about_resolutions(fork: Path) 
 
 def test_killed_after_leaving_a_topic_out_continue_goes_on_from_there(fork: Path) -> None:
     run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
-    proc = run_series("rebase", "--drop-topic", "offload-evict-fix", cwd=fork, expect=None,
-                      env={"SERIES_FAULT": "setaside-after-state"})
+    proc = run_series(
+        "rebase",
+        "--drop-topic",
+        "offload-evict-fix",
+        cwd=fork,
+        expect=None,
+        env={"SERIES_FAULT": "setaside-after-state"},
+    )
     assert proc.returncode == 99, proc.stderr
     report = rebase_json(fork, "--continue")
     assert topics(report)["offload-evict-fix"]["outcome"] == "dropped", report

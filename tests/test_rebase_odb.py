@@ -1,4 +1,5 @@
 """series.engine.odb builds the same objects git would, and its pack reads back."""
+
 from __future__ import annotations
 
 import random
@@ -36,8 +37,11 @@ def _reference_edit(repo: pygit2.Repository, tree: pygit2.Tree | None, updates: 
 
 
 def test_random_edits_match_libgit2_and_the_pack_is_valid(tmp_path: Path) -> None:
-    sh("git init -q repo && cd repo && mkdir -p a/b c && for f in a/x a/b/y a/b/z c/w top a.txt; do "
-       "echo $f > $f; done && git add -A && git commit -qm init", tmp_path)
+    sh(
+        "git init -q repo && cd repo && mkdir -p a/b c && for f in a/x a/b/y a/b/z c/w top a.txt; do "
+        "echo $f > $f; done && git add -A && git commit -qm init",
+        tmp_path,
+    )
     repo = pygit2.Repository(str(tmp_path / "repo"))
     rng = random.Random(3)
     blobs = [repo.create_blob(f"blob {i}\n".encode()) for i in range(5)]
@@ -64,8 +68,11 @@ def test_random_edits_match_libgit2_and_the_pack_is_valid(tmp_path: Path) -> Non
 def test_reads_look_in_packs_first_and_still_find_loose_objects_and_new_packs(tmp_path: Path) -> None:
     """MemOdb.raw reads packs first (no loose probe per read); what is only loose, or in a
     pack that appeared after the first read, must still be found, byte for byte."""
-    sh("git init -q repo && cd repo && echo one > a && git add a && git commit -qm packed && git gc -q "
-       "&& echo two > b && git add b && git commit -qm loose", tmp_path)
+    sh(
+        "git init -q repo && cd repo && echo one > a && git add a && git commit -qm packed && git gc -q "
+        "&& echo two > b && git add b && git commit -qm loose",
+        tmp_path,
+    )
     repo = pygit2.Repository(str(tmp_path / "repo"))
     head = repo.head.peel(pygit2.Commit)
     packed, loose = head.parents[0].id, head.id

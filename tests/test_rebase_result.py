@@ -3,6 +3,7 @@ document and the report saved under .git/series/reports read back with from_json
 same document again, every field included (culprits, evidence, the first breaking commit,
 breaks, --as-far-as-possible, --strict); a saved report with a wrong field is refused,
 naming the field, and `series status` then adds nothing rather than fail."""
+
 from __future__ import annotations
 
 import json
@@ -51,11 +52,13 @@ def test_breaks_and_strict_read_back(broken_fork: Path) -> None:  # noqa: F811
 def test_a_wrong_field_is_refused_by_name(tmp_path: Path) -> None:
     fork, _ = fork_over(tmp_path, 3)
     good = json.dumps(rebase(fork, "--dry-run", expect=3))
-    for path, value, named in [(("topics", 0, "outcome"), "sideways", "'outcome'"),
-                               (("topics", 0, "upstream"), [], "'upstream'"),
-                               (("topics", 1, "breaks"), None, "'breaks'"),
-                               (("behind",), {"commits": "many"}, "'commits'"),
-                               (("onto",), None, "'onto'")]:
+    for path, value, named in [
+        (("topics", 0, "outcome"), "sideways", "'outcome'"),
+        (("topics", 0, "upstream"), [], "'upstream'"),
+        (("topics", 1, "breaks"), None, "'breaks'"),
+        (("behind",), {"commits": "many"}, "'commits'"),
+        (("onto",), None, "'onto'"),
+    ]:
         document = json.loads(good)
         where = document
         for key in path[:-1]:

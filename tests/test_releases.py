@@ -1,5 +1,6 @@
 """Release names, one resolver (series.git.releases) for every verb and the nightly:
 PEP 440 order through packaging.version, post and four-part releases, rc's only by name."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,7 @@ from tests.fakewheel import build_wheel, tree_files
 
 # vLLM's own kinds of tag: a post release, a four-part release, a release candidate; a
 # fork's own tags that are no version (a local part, a non-normalized form)
-TAGS = ("v0.6.5", "v0.6.6", "v0.6.6.post1", "v0.10.1", "v0.10.1.1", "v0.11.0rc1",
-        "v0.10.1.1+fork.2", "v0.10.2-1")
+TAGS = ("v0.6.5", "v0.6.6", "v0.6.6.post1", "v0.10.1", "v0.10.1.1", "v0.11.0rc1", "v0.10.1.1+fork.2", "v0.10.2-1")
 
 
 @pytest.fixture
@@ -27,15 +27,18 @@ def tagged(tmp_path: Path) -> Path:
     return repo
 
 
-@pytest.mark.parametrize("spec, tag", [
-    ("v0.6", "v0.6.6.post1"),      # PEP 440: the post release is newer than v0.6.6
-    ("0.6", "v0.6.6.post1"),
-    ("v0.10", "v0.10.1.1"),        # a four-part release is a release
-    ("v0.10.1", "v0.10.1"),        # an existing tag is always itself
-    ("v0.6.6", "v0.6.6"),
-    ("v0.11.0rc1", "v0.11.0rc1"),  # an rc by its exact name
-    ("latest", "v0.10.1.1"),       # not the rc, not the fork's tags
-])
+@pytest.mark.parametrize(
+    "spec, tag",
+    [
+        ("v0.6", "v0.6.6.post1"),  # PEP 440: the post release is newer than v0.6.6
+        ("0.6", "v0.6.6.post1"),
+        ("v0.10", "v0.10.1.1"),  # a four-part release is a release
+        ("v0.10.1", "v0.10.1"),  # an existing tag is always itself
+        ("v0.6.6", "v0.6.6"),
+        ("v0.11.0rc1", "v0.11.0rc1"),  # an rc by its exact name
+        ("latest", "v0.10.1.1"),  # not the rc, not the fork's tags
+    ],
+)
 def test_release_names_resolve_as_pep_440_orders_them(tagged: Path, spec: str, tag: str) -> None:
     assert run_series("release", spec, cwd=tagged).stdout.strip() == tag
 
@@ -63,8 +66,11 @@ def test_an_unknown_release_is_a_clean_error_naming_the_closest_tags(tagged: Pat
 
 def test_rebase_and_init_resolve_through_the_same_rules(fork: Path) -> None:
     sh("git tag v0.31.0.post1 v0.31.0 && git tag v0.32.0rc1 v0.31.0 && git tag v0.30.0.1 v0.30.0", fork)
-    report = json.loads(run_series("rebase", "--onto", "latest", "--dry-run", "--json",
-                                   "--skip-topic", "offload-evict-fix", cwd=fork).stdout)
+    report = json.loads(
+        run_series(
+            "rebase", "--onto", "latest", "--dry-run", "--json", "--skip-topic", "offload-evict-fix", cwd=fork
+        ).stdout
+    )
     assert report["onto"]["name"] == "v0.31.0.post1", report["onto"]
     report = json.loads(run_series("rebase", "--onto", "v0.30", "--dry-run", "--json", cwd=fork).stdout)
     assert report["onto"]["name"] == "v0.30.0.1", report["onto"]
@@ -80,8 +86,9 @@ def test_a_non_normalized_version_tag_is_the_forks_own(fork: Path) -> None:
     assert rows["api-hello"]["commits"] == 1, rows["api-hello"]
 
 
-def test_build_compares_a_four_part_base_with_the_wheel_as_pep_440_does(fork: Path, upstream: Path,
-                                                                         tmp_path: Path) -> None:
+def test_build_compares_a_four_part_base_with_the_wheel_as_pep_440_does(
+    fork: Path, upstream: Path, tmp_path: Path
+) -> None:
     sh("git tag v0.30.0.1 v0.30.0", fork)
     text = (fork / "series.yaml").read_text()
     (fork / "series.yaml").write_text(text.replace("base: v0.30.0 ", "base: v0.30.0.1 "))

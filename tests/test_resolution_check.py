@@ -1,6 +1,7 @@
 """Issue 33: a resolution is checked before it is taken or recorded (markers, Python that
 parses), the conflict memory replays nothing that fails the same check, and what a
 resolution brings in is read by the semantic check like a clean topic's code."""
+
 from __future__ import annotations
 
 import json
@@ -63,6 +64,7 @@ def test_leftover_conflict_markers_are_refused(fork: Path) -> None:
 
 # -- the conflict memory: hunks, not files; the first format still read; nothing replayed unchecked --
 
+
 def _first_format(topic: str, path: str, conflicted: bytes, resolved: bytes) -> bytes:
     """A resolution file as series wrote them before issue 33 (forks have them committed):
     the whole normalized file, then the hunks over it."""
@@ -73,11 +75,17 @@ def _first_format(topic: str, path: str, conflicted: bytes, resolved: bytes) -> 
 
     conflict = normalize(conflicted)
     assert conflict is not None
-    head = (f"# series resolution\ntopic: {topic}\npath: {path}\nconflict: {conflict.conflict_id}\n"
-            f"resolved-blob: {pygit2.hash(resolved)}\npreimage-bytes: {len(conflict.preimage)}\n"
-            "=== preimage (conflict markers normalized: labels and base dropped, sides sorted)\n")
-    return (head.encode() + conflict.preimage + b"=== resolution (hunks turning the preimage into the resolved file)\n"
-            + unified_hunks(conflict.preimage, resolved).encode())
+    head = (
+        f"# series resolution\ntopic: {topic}\npath: {path}\nconflict: {conflict.conflict_id}\n"
+        f"resolved-blob: {pygit2.hash(resolved)}\npreimage-bytes: {len(conflict.preimage)}\n"
+        "=== preimage (conflict markers normalized: labels and base dropped, sides sorted)\n"
+    )
+    return (
+        head.encode()
+        + conflict.preimage
+        + b"=== resolution (hunks turning the preimage into the resolved file)\n"
+        + unified_hunks(conflict.preimage, resolved).encode()
+    )
 
 
 def _remember(fork: Path, resolved_text: Callable[[str], str]) -> tuple[Path, str]:
@@ -90,8 +98,7 @@ def _remember(fork: Path, resolved_text: Callable[[str], str]) -> tuple[Path, st
     resolve_lru(worktree)
     resolved = resolved_text((worktree / LRU).read_text())
     run_series("rebase", "--abort", cwd=fork)
-    file = ResolutionStore(fork / "resolutions").file_for(
-        "offload-evict-fix", LRU, normalize(conflicted).conflict_id)  # type: ignore[union-attr]
+    file = ResolutionStore(fork / "resolutions").file_for("offload-evict-fix", LRU, normalize(conflicted).conflict_id)  # type: ignore[union-attr]
     file.parent.mkdir(parents=True)
     file.write_bytes(_first_format("offload-evict-fix", LRU, conflicted, resolved.encode()))
     return file, resolved
@@ -108,8 +115,9 @@ def test_a_first_format_resolution_still_replays(fork: Path) -> None:
 def test_a_remembered_resolution_that_no_longer_parses_goes_to_a_human(fork: Path) -> None:
     """The fork's case: a resolution recorded with an IndentationError came back at every
     rebase as 'resolved from memory'. Now it is named, and the conflict halts."""
-    file, broken = _remember(fork, lambda text: text.replace("move_to_end(key)\n",
-                                                            "move_to_end(key)\n          touched = True\n"))
+    file, broken = _remember(
+        fork, lambda text: text.replace("move_to_end(key)\n", "move_to_end(key)\n          touched = True\n")
+    )
     before = snapshot(fork)
     proc = run_series("rebase", "--onto", "v0.31.0", "--json", cwd=fork, expect=3)
     report = json.loads(proc.stdout)
@@ -124,8 +132,9 @@ def test_a_remembered_resolution_that_no_longer_parses_goes_to_a_human(fork: Pat
     assert f"the recorded resolution {file.relative_to(fork)} of {LRU} was not replayed" in text, text
     resolve_lru(fork / WORKTREE)
     run_series("rebase", "--continue", cwd=fork)
-    assert b"touched = True" not in file.read_bytes() and b"preimage" not in file.read_bytes(), \
+    assert b"touched = True" not in file.read_bytes() and b"preimage" not in file.read_bytes(), (
         "the human's resolution is recorded in its place"
+    )
 
 
 def test_a_big_files_resolution_stores_its_hunks_not_the_file(tmp_path: Path) -> None:
@@ -147,10 +156,12 @@ def test_a_big_files_resolution_stores_its_hunks_not_the_file(tmp_path: Path) ->
 # -- the semantic check reads what a resolution brings in ----------------------------------
 
 IFACE_V030 = 'import os\nfrom vllm.utils import is_tpu\n\n\ndef device():\n    return "tpu" if is_tpu() else os.name\n'
-IFACE_V031 = ('import os\nfrom vllm.utils import platform_name\n\n\ndef device():\n'
-              '    return platform_name() or os.name\n')
-IFACE_TOPIC = IFACE_V030.replace("from vllm.utils import is_tpu\n",
-                                 "from vllm.utils import is_tpu\nfrom vllm.hpu import is_hpu\n")
+IFACE_V031 = (
+    'import os\nfrom vllm.utils import platform_name\n\n\ndef device():\n    return platform_name() or os.name\n'
+)
+IFACE_TOPIC = IFACE_V030.replace(
+    "from vllm.utils import is_tpu\n", "from vllm.utils import is_tpu\nfrom vllm.hpu import is_hpu\n"
+)
 IFACE = "vllm/platforms/interface.py"
 
 
@@ -163,8 +174,17 @@ def _platform_fork(tmp_path: Path) -> Path:
     up = tmp_path / "upstream"
     up.mkdir()
     git(up, "init", "-q", "-b", "main")
-    _pr(up, {"vllm/__init__.py": "", "vllm/utils.py": "def is_tpu():\n    return False\n",
-             "vllm/hpu.py": "def is_hpu():\n    return True\n", IFACE: IFACE_V030}, "v0.30.0", "2026-01-01T00:00:00Z")
+    _pr(
+        up,
+        {
+            "vllm/__init__.py": "",
+            "vllm/utils.py": "def is_tpu():\n    return False\n",
+            "vllm/hpu.py": "def is_hpu():\n    return True\n",
+            IFACE: IFACE_V030,
+        },
+        "v0.30.0",
+        "2026-01-01T00:00:00Z",
+    )
     git(up, "tag", "v0.30.0")
     write(up, {"vllm/utils.py": "def platform_name():\n    return ''\n", IFACE: IFACE_V031})
     commit_all(up, "[Platform] drop is_tpu (#201)", "2026-01-05T00:00:00Z", env=UPSTREAM)
@@ -179,9 +199,13 @@ def test_an_import_a_resolution_brings_back_is_reported_as_a_break(tmp_path: Pat
     text = (worktree / IFACE).read_text()
     assert "<<<<<<< HEAD" in text, text
     # the conflict fix keeps both sides' imports: the removed is_tpu comes back
-    conflict = text[text.index("<<<<<<< "):text.index("\n", text.index(">>>>>>> ")) + 1]
-    (worktree / IFACE).write_text(text.replace(conflict, "from vllm.utils import platform_name\n"
-                                               "from vllm.utils import is_tpu\nfrom vllm.hpu import is_hpu\n"))
+    conflict = text[text.index("<<<<<<< ") : text.index("\n", text.index(">>>>>>> ")) + 1]
+    (worktree / IFACE).write_text(
+        text.replace(
+            conflict,
+            "from vllm.utils import platform_name\nfrom vllm.utils import is_tpu\nfrom vllm.hpu import is_hpu\n",
+        )
+    )
     sh(f"git add {IFACE}", worktree)
     report = json.loads(run_series("rebase", "--continue", "--json", cwd=fork).stdout)
     (row,) = report["topics"]

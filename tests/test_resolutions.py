@@ -1,4 +1,5 @@
 """Shared conflict memory: normalization, exact matching, the store's files, the CLI."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,15 @@ from tests.conftest import run_series, sh
 BASE = "".join(f"line {i}\n" for i in range(1, 21))
 
 
-def merge(tmp_path: Path, ours: str, theirs: str, base: str = BASE, *, diff3: bool = False,
-          labels: tuple[str, str] = ("ours", "theirs")) -> bytes:
+def merge(
+    tmp_path: Path,
+    ours: str,
+    theirs: str,
+    base: str = BASE,
+    *,
+    diff3: bool = False,
+    labels: tuple[str, str] = ("ours", "theirs"),
+) -> bytes:
     """A real conflicted file, as git writes one."""
     for name, text in (("o", ours), ("b", base), ("t", theirs)):
         (tmp_path / name).write_text(text)
@@ -46,13 +54,16 @@ def test_a_different_conflict_has_a_different_id(tmp_path: Path) -> None:
     assert one is not None and other is not None and one.conflict_id != other.conflict_id
 
 
-@pytest.mark.parametrize("text", [
-    b"no conflict here\n",
-    b"<<<<<<< a\nx\n=======\ny\n",                                 # unterminated
-    b"<<<<<<< a\n<<<<<<< b\nx\n=======\ny\n>>>>>>> b\n>>>>>>> a\n",  # nested
-    b"=======\nan rst heading underline outside a conflict\n",
-    b"bin\0ary <<<<<<< a\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"no conflict here\n",
+        b"<<<<<<< a\nx\n=======\ny\n",  # unterminated
+        b"<<<<<<< a\n<<<<<<< b\nx\n=======\ny\n>>>>>>> b\n>>>>>>> a\n",  # nested
+        b"=======\nan rst heading underline outside a conflict\n",
+        b"bin\0ary <<<<<<< a\n",
+    ],
+)
 def test_normalize_refuses_what_it_cannot_key_on(text: bytes) -> None:
     assert normalize(text) is None
 
@@ -66,8 +77,9 @@ def test_record_then_lookup_returns_the_resolution(tmp_path: Path) -> None:
     assert recorded is not None
     assert store.lookup("offload-evict-fix", "vllm/lru.py", conflicted) == resolved
     # the same clash with the sides swapped and other labels (another rebase direction)
-    assert store.lookup("offload-evict-fix", "vllm/lru.py",
-                        merge(tmp_path, theirs, ours, labels=("x", "y"))) == resolved
+    assert (
+        store.lookup("offload-evict-fix", "vllm/lru.py", merge(tmp_path, theirs, ours, labels=("x", "y"))) == resolved
+    )
     # keyed by topic and path too
     assert store.lookup("other-topic", "vllm/lru.py", conflicted) is None
     assert store.lookup("offload-evict-fix", "vllm/other.py", conflicted) is None
@@ -93,8 +105,10 @@ def test_the_same_clash_applies_where_its_context_is_unchanged(tmp_path: Path) -
     store.record("t", "f.py", conflicted, BASE.replace("line 5\n", "merged 5\n").encode())
     far = _around(tmp_path, "line 18\n", "line eighteen\n")
     assert normalize(far).conflict_id == normalize(conflicted).conflict_id  # type: ignore[union-attr]
-    assert store.lookup("t", "f.py", far) == BASE.replace("line 5\n", "merged 5\n").replace(
-        "line 18\n", "line eighteen\n").encode()
+    assert (
+        store.lookup("t", "f.py", far)
+        == BASE.replace("line 5\n", "merged 5\n").replace("line 18\n", "line eighteen\n").encode()
+    )
     shifted = merge(tmp_path, *("line 0\n" + s for s in ours_theirs()), base="line 0\n" + BASE)
     assert store.lookup("t", "f.py", shifted) == ("line 0\n" + BASE.replace("line 5\n", "merged 5\n")).encode()
     with pytest.raises(SeriesError, match="no longer applies: the lines around the conflict changed"):
@@ -109,8 +123,14 @@ def test_the_file_is_readable_and_round_trips(tmp_path: Path) -> None:
     assert recorded is not None
     assert recorded.file.parent == tmp_path / "resolutions" / "t"
     text = recorded.file.read_text()
-    for needle in ("topic: t\n", "path: vllm/v1/lru.py\n", "commit: [Fix] touch order\n",
-                   "-<<<<<<<\n-ours 5\n-=======\n-theirs 5\n->>>>>>>\n", "+merged 5\n", " line 8\n"):
+    for needle in (
+        "topic: t\n",
+        "path: vllm/v1/lru.py\n",
+        "commit: [Fix] touch order\n",
+        "-<<<<<<<\n-ours 5\n-=======\n-theirs 5\n->>>>>>>\n",
+        "+merged 5\n",
+        " line 8\n",
+    ):
         assert needle in text, (needle, text)
     assert "line 9" not in text, "only the conflict's hunk and its context are stored"
     again = parse(recorded.file.read_bytes(), recorded.file)
@@ -150,8 +170,8 @@ def _record_in_fork(fork: Path, topic: str, path: str) -> None:
 
 def test_cli_lists_and_prunes(fork: Path) -> None:
     _record_in_fork(fork, "offload-evict-fix", "vllm/v1/kv_offload/cpu/policies/lru.py")
-    _record_in_fork(fork, "offload-evict-fix", "vllm/not/touched.py")   # the topic does not change it
-    _record_in_fork(fork, "gone-topic", "vllm/multimodal/ipc.py")       # no such topic
+    _record_in_fork(fork, "offload-evict-fix", "vllm/not/touched.py")  # the topic does not change it
+    _record_in_fork(fork, "gone-topic", "vllm/multimodal/ipc.py")  # no such topic
     listing = json.loads(run_series("resolutions", "--json", cwd=fork).stdout)
     assert len(listing["resolutions"]) == 3, listing
     text = run_series("resolutions", cwd=fork).stdout
@@ -186,8 +206,10 @@ def _resolve_in_worktree(worktree: Path, comment: str) -> None:
     text = path.read_text()
     start = text.index("<<<<<<< ")
     end = text.index("\n", text.index(">>>>>>> ")) + 1
-    resolved = (f"        # {comment}\n        for key in keys[::-1]:\n"
-                "            if key in self.blocks:\n                self.blocks.move_to_end(key)\n")
+    resolved = (
+        f"        # {comment}\n        for key in keys[::-1]:\n"
+        "            if key in self.blocks:\n                self.blocks.move_to_end(key)\n"
+    )
     path.write_text(text[:start] + resolved + text[end:])
     sh("git add -A .", worktree)
 
@@ -232,8 +254,7 @@ def test_a_resolved_conflict_is_replayed_in_a_fresh_clone(fork: Path, upstream: 
     assert "evicted last" in ours and "if key in self.blocks" in ours
 
 
-def test_a_different_conflict_in_the_same_file_stops_for_a_human(
-        fork: Path, upstream: Path, tmp_path: Path) -> None:
+def test_a_different_conflict_in_the_same_file_stops_for_a_human(fork: Path, upstream: Path, tmp_path: Path) -> None:
     run_series("export", str(tmp_path / "export"), cwd=fork)
     first = run_series("rebase", "--onto", "v0.31.0", cwd=fork, expect=3)
     worktree = _worktree(first.stdout + first.stderr)
@@ -242,10 +263,13 @@ def test_a_different_conflict_in_the_same_file_stops_for_a_human(
 
     ci = _series_files_clone(upstream, tmp_path / "ci", tmp_path / "export", fork / "resolutions")
     # the topic now words its comment differently: the clash is not the recorded one
-    sh("git checkout -q --detach topic/offload-evict-fix~1 && "
-       f"sed -i 's/the first key is evicted last/evict the first key last/' {LRU} && "
-       "git commit -qa --amend --no-edit && git cherry-pick topic/offload-evict-fix >/dev/null && "
-       "git branch -f topic/offload-evict-fix HEAD && git checkout -q --detach v0.30.0", ci)
+    sh(
+        "git checkout -q --detach topic/offload-evict-fix~1 && "
+        f"sed -i 's/the first key is evicted last/evict the first key last/' {LRU} && "
+        "git commit -qa --amend --no-edit && git cherry-pick topic/offload-evict-fix >/dev/null && "
+        "git branch -f topic/offload-evict-fix HEAD && git checkout -q --detach v0.30.0",
+        ci,
+    )
     out = run_series("rebase", "--onto", "v0.31.0", cwd=ci, expect=3).stdout
     assert "CONFLICT" in out and "resolved from memory" not in out, out
 

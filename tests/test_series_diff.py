@@ -1,4 +1,5 @@
 """series diff OLD NEW: exports, series.yaml revisions and journal operations."""
+
 from __future__ import annotations
 
 import json
@@ -17,14 +18,21 @@ def _changes(out: str) -> dict[tuple[str, str], dict[str, object]]:
 def test_diff_of_two_exports(fork: Path, tmp_path: Path) -> None:
     run_series("export", str(tmp_path / "one"), cwd=fork)
     sh("git branch -f topic/offload-evict-fix topic/offload-evict-fix~1", fork)
-    (fork / "series.yaml").write_text((fork / "series.yaml").read_text().replace(
-        "    branch: topic/api-hello\n", "    branch: topic/api-hello\n    status: dropped\n"))
+    (fork / "series.yaml").write_text(
+        (fork / "series.yaml")
+        .read_text()
+        .replace("    branch: topic/api-hello\n", "    branch: topic/api-hello\n    status: dropped\n")
+    )
     run_series("export", str(tmp_path / "two"), cwd=fork)
     out = run_series("diff", str(tmp_path / "one"), str(tmp_path / "two"), "--json", cwd=fork).stdout
     changes = _changes(out)
     assert changes[("api-hello", "status")]["new_status"] == "dropped", out
-    assert changes[("offload-evict-fix", "commits")]["counts"] == \
-        {"equal": 1, "changed": 0, "dropped": 1, "added": 0}, out
+    assert changes[("offload-evict-fix", "commits")]["counts"] == {
+        "equal": 1,
+        "changed": 0,
+        "dropped": 1,
+        "added": 0,
+    }, out
     assert changes[("sched-note", "commits")]["counts"]["equal"] == 1, out
     text = run_series("diff", str(tmp_path / "one"), str(tmp_path / "two"), cwd=fork).stdout
     assert "~ api-hello: active -> dropped" in text and "[Test] cover touch order" in text, text
@@ -33,9 +41,10 @@ def test_diff_of_two_exports(fork: Path, tmp_path: Path) -> None:
 def test_diff_of_two_series_yaml_revisions(fork: Path) -> None:
     sh("git add series.yaml && git commit -qm 'series: four topics'", fork)
     text = (fork / "series.yaml").read_text()
-    text = text.replace("  - name: ipc-backport\n    branch: topic/ipc-backport\n",
-                        "  - name: ipc-backport\n    branch: topic/ipc-backport\n"
-                        "    status: merged\n    merged_in: v0.31.0\n")
+    text = text.replace(
+        "  - name: ipc-backport\n    branch: topic/ipc-backport\n",
+        "  - name: ipc-backport\n    branch: topic/ipc-backport\n    status: merged\n    merged_in: v0.31.0\n",
+    )
     text = text.replace("  - name: api-hello\n    branch: topic/api-hello\n    scope: [vllm/entrypoints/]\n", "")
     text += "  - name: new-thing\n    branch: topic/new-thing\n"
     (fork / "series.yaml").write_text(text)
@@ -71,20 +80,25 @@ def test_diff_of_two_journal_operations_around_a_rebase(fork: Path) -> None:
     text = run_series("diff", f"{number}^", op.id, cwd=fork).stdout
     assert "base: v0.30.0 -> v0.31.0" in text, text
     # and later, after the user amends a topic, the operation still shows its own state
-    sh("git checkout -q topic/api-hello && echo '# x' >> vllm/entrypoints/openai/api_server.py && "
-       "git commit -qam amend && git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q topic/api-hello && echo '# x' >> vllm/entrypoints/openai/api_server.py && "
+        "git commit -qam amend && git checkout -q --detach v0.30.0",
+        fork,
+    )
     again = _changes(run_series("diff", f"{number}^", number, "--json", cwd=fork).stdout)
     assert again[("api-hello", "commits")]["counts"]["equal"] == 1
 
 
 def test_diff_of_an_export_against_a_changed_topic_shows_changed_commits(fork: Path, tmp_path: Path) -> None:
     run_series("export", str(tmp_path / "one"), cwd=fork)
-    sh("git checkout -q topic/sched-note && sed -i 's/fork note/fork note, reworded/' "
-       "vllm/v1/core/sched/scheduler.py && git commit -qa --amend --no-edit && "
-       "git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q topic/sched-note && sed -i 's/fork note/fork note, reworded/' "
+        "vllm/v1/core/sched/scheduler.py && git commit -qa --amend --no-edit && "
+        "git checkout -q --detach v0.30.0",
+        fork,
+    )
     run_series("export", str(tmp_path / "two"), cwd=fork)
-    changes = _changes(run_series("diff", str(tmp_path / "one"), str(tmp_path / "two"), "--json",
-                                  cwd=fork).stdout)
+    changes = _changes(run_series("diff", str(tmp_path / "one"), str(tmp_path / "two"), "--json", cwd=fork).stdout)
     assert changes[("sched-note", "commits")]["counts"]["changed"] == 1
 
 

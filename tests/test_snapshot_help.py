@@ -5,6 +5,7 @@ a unified diff. To accept a change on purpose: `pytest tests/test_snapshot_*.py
 --snapshot-update` (or SERIES_SNAPSHOT_UPDATE=1), look at `git diff tests/snapshots`, and
 say in the commit message why the output changed.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,8 +47,9 @@ def test_every_snapshot_belongs_to_a_test() -> None:
     """A renamed or removed test leaves its snapshots behind: they would mislead a reader."""
     from tests import test_snapshot_ship, test_snapshot_verbs
 
-    tests = {name for module in (test_snapshot_ship, test_snapshot_verbs) for name in dir(module)
-             if name.startswith("test_")}
+    tests = {
+        name for module in (test_snapshot_ship, test_snapshot_verbs) for name in dir(module) if name.startswith("test_")
+    }
     tests |= {"test_series_help"} | {"test_verb_help-" + "-".join(verb) for verb in _verbs()}
     stale = sorted(p.name for p in SNAPSHOT_DIR.iterdir() if p.name.split(".", 1)[0] not in tests)
     assert not stale, f"snapshots of no test (delete them): {stale}"

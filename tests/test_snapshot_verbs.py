@@ -9,6 +9,7 @@ change fails with a unified diff. To accept a change on purpose, rerun with
 what it normalizes (only the test's temporary directory, and what a test names), is in
 tests/snapshots.py.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,8 +24,9 @@ LRU = "vllm/v1/kv_offload/cpu/policies/lru.py"
 CLOCK = (WALL_CLOCK, LOG_TIME)
 
 
-def both(snapshot: Snapshot, label: str, *args: str, cwd: Path, expect: int = 0,
-         volatile: tuple[Volatile, ...] = ()) -> None:
+def both(
+    snapshot: Snapshot, label: str, *args: str, cwd: Path, expect: int = 0, volatile: tuple[Volatile, ...] = ()
+) -> None:
     """`series ARGS` as text and as --json, each against its snapshot."""
     snapshot.run(run_series(*args, cwd=cwd, expect=expect), label, volatile=volatile)
     snapshot(run_series(*args, "--json", cwd=cwd, expect=expect).stdout, label, json=True, volatile=volatile)
@@ -51,8 +53,18 @@ def test_release(fork: Path, snapshot: Snapshot) -> None:
 
 
 def test_rebase_dry_run_clean(fork: Path, snapshot: Snapshot) -> None:
-    both(snapshot, "dry", "rebase", "--onto", "v0.31.0", "--dry-run", "--skip-topic", "offload-evict-fix",
-         cwd=fork, volatile=CLOCK)
+    both(
+        snapshot,
+        "dry",
+        "rebase",
+        "--onto",
+        "v0.31.0",
+        "--dry-run",
+        "--skip-topic",
+        "offload-evict-fix",
+        cwd=fork,
+        volatile=CLOCK,
+    )
 
 
 def test_rebase_dry_run_conflict(fork: Path, snapshot: Snapshot) -> None:
@@ -64,8 +76,7 @@ def _resolve_lru(worktree: Path) -> None:
     before, rest = text.split("<<<<<<< HEAD\n", 1)
     head = rest.split("=======\n", 1)[0]
     after = rest.split(">>>>>>> ", 1)[1].split("\n", 1)[1]
-    (worktree / LRU).write_text(before + "        # keep request order: the first key is evicted last\n"
-                                + head + after)
+    (worktree / LRU).write_text(before + "        # keep request order: the first key is evicted last\n" + head + after)
     sh(f"git add {LRU}", worktree)
 
 
@@ -80,7 +91,12 @@ def test_rebase_halt_continue_log_resolutions(fork: Path, snapshot: Snapshot) ->
 
 
 def test_rebase_continue_json(fork: Path, snapshot: Snapshot) -> None:
-    snapshot(run_series("rebase", "--onto", "v0.31.0", "--json", cwd=fork, expect=3).stdout, "halt", json=True, volatile=CLOCK)
+    snapshot(
+        run_series("rebase", "--onto", "v0.31.0", "--json", cwd=fork, expect=3).stdout,
+        "halt",
+        json=True,
+        volatile=CLOCK,
+    )
     _resolve_lru(fork / ".git/series/rebase/worktree")
     snapshot(run_series("rebase", "--continue", "--json", cwd=fork).stdout, "continue", json=True, volatile=CLOCK)
 
@@ -101,7 +117,10 @@ def test_export_and_diff(fork: Path, tmp_path: Path, snapshot: Snapshot) -> None
     snapshot(patch.read_text(), "patch")
     snapshot((tmp_path / "one/order").read_text(), "order")
     sh("git branch -f topic/offload-evict-fix topic/offload-evict-fix~1", fork)
-    (fork / "series.yaml").write_text((fork / "series.yaml").read_text().replace(
-        "    branch: topic/api-hello\n", "    branch: topic/api-hello\n    status: dropped\n"))
+    (fork / "series.yaml").write_text(
+        (fork / "series.yaml")
+        .read_text()
+        .replace("    branch: topic/api-hello\n", "    branch: topic/api-hello\n    status: dropped\n")
+    )
     run_series("export", str(tmp_path / "two"), cwd=fork)
     both(snapshot, "diff", "diff", str(tmp_path / "one"), str(tmp_path / "two"), cwd=fork)

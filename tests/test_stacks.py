@@ -3,6 +3,7 @@ backend topic with four topics built on it). `series add` infers depends_on as `
 does, `check` names a stacked topic without it, `build` names only the pairs git's own
 merge says conflict (with the file and a hint), and `diff` shows a fixup on the base topic
 once, under the base topic. Every test here starts from the stack (the module's `fork`)."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from tests.conftest import from_template, run_series, sh
 from tests.repos import build_fork, build_upstream
 
 BACKEND = "".join(f"backend line {i}\n" for i in range(1, 13))
-DEPENDENTS = {"a": 2, "b": 5, "c": 8}   # each dependent changes one line of the base's file
+DEPENDENTS = {"a": 2, "b": 5, "c": 8}  # each dependent changes one line of the base's file
 
 
 def _change_line(fork: Path, branch: str, line: int, text: str, message: str) -> None:
@@ -66,6 +67,7 @@ def _list(fork: Path, *names: str, depends: bool) -> None:
 
 # -- add and check --------------------------------------------------------------------------
 
+
 def test_add_infers_depends_on_for_a_branch_built_on_a_topic(fork: Path) -> None:
     assert "depends_on" not in run_series("add", "topic/hpu", cwd=fork).stdout
     out = run_series("add", "topic/hpu-a", cwd=fork).stdout
@@ -74,10 +76,12 @@ def test_add_infers_depends_on_for_a_branch_built_on_a_topic(fork: Path) -> None
     run_series("add", "topic/hpu-b", cwd=fork)
     run_series("add", "topic/hpu-c", "--depends-on", "api-hello", cwd=fork)  # said: not inferred
     text = (fork / "series.yaml").read_text()
-    assert text.endswith("  - name: hpu\n    branch: topic/hpu\n"
-                         "  - name: hpu-a\n    branch: topic/hpu-a\n    depends_on: [hpu]\n"
-                         "  - name: hpu-b\n    branch: topic/hpu-b\n    depends_on: [hpu]\n"
-                         "  - name: hpu-c\n    branch: topic/hpu-c\n    depends_on: [api-hello]\n"), text
+    assert text.endswith(
+        "  - name: hpu\n    branch: topic/hpu\n"
+        "  - name: hpu-a\n    branch: topic/hpu-a\n    depends_on: [hpu]\n"
+        "  - name: hpu-b\n    branch: topic/hpu-b\n    depends_on: [hpu]\n"
+        "  - name: hpu-c\n    branch: topic/hpu-c\n    depends_on: [api-hello]\n"
+    ), text
 
 
 def test_check_names_a_stacked_topic_without_depends_on(fork: Path) -> None:
@@ -85,14 +89,20 @@ def test_check_names_a_stacked_topic_without_depends_on(fork: Path) -> None:
     _fixup(fork, 12)
     out = run_series("check", cwd=fork, expect=1).stdout
     for name in ("hpu-a", "hpu-b"):
-        assert (f"topics ({name}).depends_on: branch 'topic/{name}' is built on topic hpu (it holds "
-                f"topic/hpu's commits) but has no depends_on: add 'depends_on: [hpu]' to topic {name}") in out, out
-    assert "topics (hpu)." not in out and "topics (hpu-b).depends_on: branch 'topic/hpu-b' is built on topic hpu-a" not in out, out
+        assert (
+            f"topics ({name}).depends_on: branch 'topic/{name}' is built on topic hpu (it holds "
+            f"topic/hpu's commits) but has no depends_on: add 'depends_on: [hpu]' to topic {name}"
+        ) in out, out
+    assert (
+        "topics (hpu)." not in out
+        and "topics (hpu-b).depends_on: branch 'topic/hpu-b' is built on topic hpu-a" not in out
+    ), out
     # the third: offload-evict-fix's scope, as the fork has it
     assert out.endswith("check failed: 3 problems in 3 of 7 active topics\n"), out
 
 
 # -- build ----------------------------------------------------------------------------------
+
 
 def test_build_names_only_the_pair_git_says_conflicts_with_its_file_and_a_hint(fork: Path) -> None:
     """The base topic's fixup changes the line hpu-c changes: that pair conflicts, and git
@@ -100,10 +110,13 @@ def test_build_names_only_the_pair_git_says_conflicts_with_its_file_and_a_hint(f
     _list(fork, "hpu", "hpu-a", "hpu-b", "hpu-c", depends=True)
     _fixup(fork, DEPENDENTS["c"])
     proc = run_series("build", cwd=fork, expect=3)
-    assert proc.stderr.startswith("series: error: the topics do not combine: "
-                                  "topic hpu vs topic hpu-c, file hpu/backend.py\n"), proc.stderr
-    hint = ("hint: see it: git merge-tree --write-tree --name-only topic/hpu topic/hpu-c; resolve it "
-            "by building hpu-c on hpu: git rebase topic/hpu topic/hpu-c\n")
+    assert proc.stderr.startswith(
+        "series: error: the topics do not combine: topic hpu vs topic hpu-c, file hpu/backend.py\n"
+    ), proc.stderr
+    hint = (
+        "hint: see it: git merge-tree --write-tree --name-only topic/hpu topic/hpu-c; resolve it "
+        "by building hpu-c on hpu: git rebase topic/hpu topic/hpu-c\n"
+    )
     assert proc.stderr.endswith(hint), proc.stderr
     seen = sh(hint.split("see it: ")[1].split(";")[0] + " || test $? = 1", fork)  # as written
     assert seen.splitlines()[1] == "hpu/backend.py", seen  # git: conflicted files after the tree
@@ -121,9 +134,12 @@ def test_build_of_a_stack_without_depends_on_names_no_false_pair(fork: Path) -> 
     assert proc.stderr.startswith(
         "series: error: the topics do not combine: topic hpu-a does not merge onto hpu, file hpu/backend.py, "
         "though git merges it with each alone; topic hpu-b does not merge onto hpu, file "
-        "hpu/backend.py, though git merges it with each alone\n"), proc.stderr
-    assert proc.stderr.endswith("hint: topic/hpu-a holds the commits of topic hpu but has no depends_on, so "
-                                "they would be applied twice: add 'depends_on: [hpu]' to topic hpu-a in series.yaml\n"), proc.stderr
+        "hpu/backend.py, though git merges it with each alone\n"
+    ), proc.stderr
+    assert proc.stderr.endswith(
+        "hint: topic/hpu-a holds the commits of topic hpu but has no depends_on, so "
+        "they would be applied twice: add 'depends_on: [hpu]' to topic hpu-a in series.yaml\n"
+    ), proc.stderr
     # the hint, followed: the stack builds
     text = (fork / "series.yaml").read_text()
     for name in ("hpu-a", "hpu-b"):
@@ -143,12 +159,15 @@ def test_a_topic_on_one_left_out_is_left_out_with_it(fork: Path) -> None:
     _list(fork, "hpu-rival", depends=False)
     _list(fork, "hpu", "hpu-a", depends=True)
     proc = run_series("build", cwd=fork, expect=3)
-    assert proc.stderr.startswith("series: error: the topics do not combine: topic hpu-rival vs topic hpu, file "
-                                  "hpu/backend.py; topic hpu-a left out with topic hpu, which it "
-                                  "depends on\n"), proc.stderr
+    assert proc.stderr.startswith(
+        "series: error: the topics do not combine: topic hpu-rival vs topic hpu, file "
+        "hpu/backend.py; topic hpu-a left out with topic hpu, which it "
+        "depends on\n"
+    ), proc.stderr
 
 
 # -- diff -----------------------------------------------------------------------------------
+
 
 def test_diff_shows_a_fixup_on_the_base_topic_once_under_the_base_topic(fork: Path, tmp_path: Path) -> None:
     """The stack as `series add` listed it before it inferred depends_on; the fixup is

@@ -6,6 +6,7 @@ none of the heavy packages: the analyses, the forge, the wheel and the test tree
 They load inside the function that first needs them. tools/bench_startup.py has the
 figures; this keeps a new top-level import from silently taking them back.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -16,9 +17,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # What was analysis/ (the semantic check, history, the rebase report, propose, measure, test
 # selection) and ship/ (the wheel, the test trees), and the forge.
-ANALYSES = ("series.semantic", "series.history", "series.report", "series.propose", "series.measure",
-            "series.evidence.testmap", "series.evidence.testmap_legacy", "series.evidence.pipeline",
-            "series.evidence.imports")
+ANALYSES = (
+    "series.semantic",
+    "series.history",
+    "series.report",
+    "series.propose",
+    "series.measure",
+    "series.evidence.testmap",
+    "series.evidence.testmap_legacy",
+    "series.evidence.pipeline",
+    "series.evidence.imports",
+)
 HEAVY = ANALYSES + ("series.forge", "series.wheel", "series.evidence")
 
 # The CLI in a fresh interpreter, stopped where the verb asks for its workspace (the first
@@ -91,5 +100,4 @@ def test_build_of_a_wheel_file_imports_neither_analysis_forge_nor_the_download()
     packaging's tags) is only for a wheel fetched without pip."""
     loaded = _loaded("build", "--wheel", "vllm-0.31.0-cp38-abi3-manylinux_2_28_x86_64.whl")
     assert "series.verbs.build" in loaded
-    assert _under(loaded, ANALYSES + ("series.forge", "urllib.request", "html.parser",
-                           "packaging.tags")) == []
+    assert _under(loaded, ANALYSES + ("series.forge", "urllib.request", "html.parser", "packaging.tags")) == []

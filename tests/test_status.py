@@ -16,9 +16,12 @@ def test_status_rows_count_commits_files_and_lines(fork: Path) -> None:
 
 
 def test_status_warns_about_a_topic_on_another_base(fork: Path) -> None:
-    sh("git branch -f topic/api-hello upstream/main~0 && git checkout -q topic/api-hello && "
-       "echo x >> vllm/entrypoints/openai/api_server.py && git commit -qam 'on main' && "
-       "git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git branch -f topic/api-hello upstream/main~0 && git checkout -q topic/api-hello && "
+        "echo x >> vllm/entrypoints/openai/api_server.py && git commit -qam 'on main' && "
+        "git checkout -q --detach v0.30.0",
+        fork,
+    )
     text = run_series("status", cwd=fork).stdout
     line = next(l for l in text.splitlines() if "api-hello" in l)
     assert "not on v0.30.0" in line, text
@@ -33,9 +36,12 @@ def test_status_from_a_subdirectory_and_with_C(fork: Path, tmp_path: Path) -> No
 
 def test_status_and_touches_agree_on_a_stacked_topics_own_work(fork: Path) -> None:
     """series.topics: a stacked topic's dependency commits are not its own, for every verb."""
-    sh("git checkout -q -B topic/offload-more topic/offload-evict-fix && "
-       "echo '# more' >> vllm/v1/kv_offload/cpu/policies/lru.py && git commit -qam more && "
-       "git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q -B topic/offload-more topic/offload-evict-fix && "
+        "echo '# more' >> vllm/v1/kv_offload/cpu/policies/lru.py && git commit -qam more && "
+        "git checkout -q --detach v0.30.0",
+        fork,
+    )
     with (fork / "series.yaml").open("a") as f:
         f.write("  - name: offload-more\n    branch: topic/offload-more\n    depends_on: [offload-evict-fix]\n")
     rows = {t["name"]: t for t in json.loads(run_series("status", "--json", cwd=fork).stdout)["topics"]}

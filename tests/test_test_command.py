@@ -1,5 +1,6 @@
 """`series test`: selection on the fork, --format outputs, and how step commands are read
 (the runs themselves: tests/test_evidence.py)."""
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ def test_formats_for_github_and_buildkite(fork: Path) -> None:
     pipeline = YAML(typ="safe").load(run_series("test", "--format", "buildkite", cwd=fork).stdout)
     step = pipeline["steps"][0]
     assert step["key"] == "series-kv-offload", step
-    assert step["agents"] == {"queue": "cpu_queue_premerge_us_east_1"}, step   # upstream's queue for cpu
+    assert step["agents"] == {"queue": "cpu_queue_premerge_us_east_1"}, step  # upstream's queue for cpu
     assert step["commands"][0] == "cd /vllm-workspace/tests" and step["commands"][-1] == "pytest -v -s v1/kv_offload"
     assert "docker#v5.2.0" in step["plugins"][0], step
 
@@ -46,10 +47,15 @@ def test_only_plain_pytest_commands_are_run() -> None:
     assert parse_command("pytest -v -s v1/core") == ("pytest", {}, ["-v", "-s", "v1/core"])
     assert parse_command("DP_SIZE=2 pytest -v x.py") == ("pytest", {"DP_SIZE": "2"}, ["-v", "x.py"])
     assert parse_command("export VLLM_WORKER_MULTIPROC_METHOD=spawn") == (
-        "export", {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}, [])
-    assert parse_command("pytest lora --shard-id=$$BUILDKITE_PARALLEL_JOB")[2][-1] == \
-        "--shard-id=$BUILDKITE_PARALLEL_JOB"
+        "export",
+        {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"},
+        [],
+    )
+    assert (
+        parse_command("pytest lora --shard-id=$$BUILDKITE_PARALLEL_JOB")[2][-1] == "--shard-id=$BUILDKITE_PARALLEL_JOB"
+    )
     from series.evidence.pipeline import SHARD_TEXT
+
     assert SHARD_TEXT.sub("", "pytest lora --shard-id=$J --num-shards 4 -x") == "pytest lora -x"
     sharded = parse_command("pytest -v lora --shard-id=$$BUILDKITE_PARALLEL_JOB --num-shards 4 -k $$SEL")
     assert local_args(sharded[2], {"SEL": "fast"}) == ["-v", "lora", "-k", "fast"], "a shard runs whole"
@@ -102,17 +108,20 @@ def test_an_older_base_selects_from_test_pipeline_yaml_by_its_eras_rule(fork: Pa
     data = json.loads(run_series("test", "--json", cwd=fork).stdout)
     assert data["source"] == ".buildkite/test-pipeline.yaml" and "ci-infra" in data["rule"], data
     got = {s["label"]: sorted(s["topics"]) for s in data["steps"]}
-    assert got == {"KV offload": ["offload-evict-fix"], "Core sub": ["sched-note"], "Entrypoints": ["api-hello"],
-                   "Optional GPU": ["api-hello", "ipc-backport", "offload-evict-fix", "sched-note"]}, got
+    assert got == {
+        "KV offload": ["offload-evict-fix"],
+        "Core sub": ["sched-note"],
+        "Entrypoints": ["api-hello"],
+        "Optional GPU": ["api-hello", "ipc-backport", "offload-evict-fix", "sched-note"],
+    }, got
     assert [s["label"] for s in data["steps"]] == ["KV offload", "Core sub", "Entrypoints", "Optional GPU"]
     assert data["always_steps_not_listed"] == 1
-    assert next(s for s in data["steps"] if s["label"] == "Optional GPU")["optional"]   # a100: blocked in 2024
+    assert next(s for s in data["steps"] if s["label"] == "Optional GPU")["optional"]  # a100: blocked in 2024
     everything = json.loads(run_series("test", "--json", "--all-steps", cwd=fork).stdout)["steps"]
     assert [s["label"] for s in everything][0] == "Documentation Build"
     text = run_series("test", "offload-evict-fix", cwd=fork).stdout
     assert text.startswith("2 upstream CI steps of v0.30.0-older (.buildkite/test-pipeline.yaml)"), text
-    pipeline = YAML(typ="safe").load(run_series("test", "--format", "buildkite", "--exclude-optional",
-                                                cwd=fork).stdout)
+    pipeline = YAML(typ="safe").load(run_series("test", "--format", "buildkite", "--exclude-optional", cwd=fork).stdout)
     assert [s["label"] for s in pipeline["steps"]] == ["KV offload", "Core sub", "Entrypoints"], pipeline
 
 

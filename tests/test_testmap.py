@@ -1,4 +1,5 @@
 """Upstream test selection on real vLLM test_areas YAML: negations, anchors, own-file rule."""
+
 from __future__ import annotations
 
 import shutil
@@ -31,9 +32,11 @@ def keys(selections: list[testmap.StepSelection]) -> list[str]:
 
 def test_anchors_resolve_to_the_shared_dependency_list(real_areas: testmap.TestMap) -> None:
     steps = {s.ident: s for s in real_areas.steps}
-    assert real_areas.files == (".buildkite/test_areas/basic_correctness.yaml",
-                                ".buildkite/test_areas/misc.yaml",
-                                ".buildkite/test_areas/torch_abi.yaml"), real_areas.files
+    assert real_areas.files == (
+        ".buildkite/test_areas/basic_correctness.yaml",
+        ".buildkite/test_areas/misc.yaml",
+        ".buildkite/test_areas/torch_abi.yaml",
+    ), real_areas.files
     assert steps["v1-logits-oracle"].dependencies == steps["v1-sample"].dependencies
     assert "vllm/v1/" in steps["v1-kv-offload"].dependencies, steps["v1-kv-offload"]
     assert steps["v1-kv-offload"].device == "h200_35gb"
@@ -52,8 +55,9 @@ def test_negation_excludes_a_subtree_of_a_broad_prefix(real_areas: testmap.TestM
 
 
 def test_offload_change_selects_the_offload_steps_and_names_topics(real_areas: testmap.TestMap) -> None:
-    selected = real_areas.select({"vllm/v1/kv_offload/cpu/policies/lru.py": ("offload-evict-fix",),
-                                  "docs/README.md": ("docs-typo",)})
+    selected = real_areas.select(
+        {"vllm/v1/kv_offload/cpu/policies/lru.py": ("offload-evict-fix",), "docs/README.md": ("docs-typo",)}
+    )
     by_key = {s.step.ident: s for s in selected}
     assert "v1-kv-offload" in by_key and "v1-others-cpu" in by_key, list(by_key)
     assert by_key["v1-kv-offload"].topics == ("offload-evict-fix",)
@@ -80,8 +84,10 @@ def test_broken_yaml_is_reported_not_fatal(tmp_path: Path) -> None:
     assert m.problems and m.problems[0].startswith(".buildkite/test_areas/bad.yaml"), m.problems
 
 
-@pytest.mark.skipif(not (BENCH / ".git").exists() and not (BENCH / "HEAD").exists(),
-                    reason="the real vLLM bench (/tmp/bench/upstream) is not on this machine")
+@pytest.mark.skipif(
+    not (BENCH / ".git").exists() and not (BENCH / "HEAD").exists(),
+    reason="the real vLLM bench (/tmp/bench/upstream) is not on this machine",
+)
 def test_real_vllm_v030_test_areas() -> None:
     r = pygit2.Repository(str(BENCH))
     m = testmap.load(r, r.revparse_single("v0.30.0").peel(pygit2.Commit).tree)

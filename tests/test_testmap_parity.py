@@ -7,6 +7,7 @@ selects and runs for a sample of paths: every boundary path made from each depen
 the tree, as hex bitmasks [selected, runs] over the tree's sorted (label, key) list.
 tools/testmap_parity.py made it by running their code, and compares all paths.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -52,24 +53,32 @@ def test_the_sample_has_the_cases_that_tell_the_rules_apart() -> None:
     cases = {path: (int(s, 16), int(r, 16)) for path, (s, r) in DATA["v0.31.0"]["cases"].items()}
     assert len(cases) > 2000, len(cases)
     assert cases["vllm/v1/kv_offload_extra/foo.py"][0] != cases["vllm/v1/kv_offload/x.py"][0]
-    assert any(s & ~r for s, r in cases.values())                      # optional: selected, blocked
-    assert any(bin(s).count("1") > 200 for s, _ in cases.values())     # a run-all trigger
+    assert any(s & ~r for s, r in cases.values())  # optional: selected, blocked
+    assert any(bin(s).count("1") > 200 for s, _ in cases.values())  # a run-all trigger
 
 
 def test_prefix_and_exclusion_rules() -> None:
-    step = testmap.BuildkiteStep(file="a.yaml", group=None, label="x", key="x", device=None, commands=(),
-                        dependencies=("vllm/v1/kv_offload", "vllm/", "!vllm/distributed/",
-                                      "vllm/distributed/special.py"))
+    step = testmap.BuildkiteStep(
+        file="a.yaml",
+        group=None,
+        label="x",
+        key="x",
+        device=None,
+        commands=(),
+        dependencies=("vllm/v1/kv_offload", "vllm/", "!vllm/distributed/", "vllm/distributed/special.py"),
+    )
     assert step.covers("vllm/v1/kv_offload/x.py") and step.covers("vllm/v1/kv_offload")
-    assert not testmap.BuildkiteStep(file="a.yaml", group=None, label="y", key="y", device=None, commands=(),
-                            dependencies=("vllm/v1/kv_offload",)).covers("vllm/v1/kv_offload_extra/foo.py")
+    assert not testmap.BuildkiteStep(
+        file="a.yaml", group=None, label="y", key="y", device=None, commands=(), dependencies=("vllm/v1/kv_offload",)
+    ).covers("vllm/v1/kv_offload_extra/foo.py")
     assert step.covers("vllm/engine.py")
     assert not step.covers("vllm/distributed/other.py")
-    assert not step.covers("vllm/distributed/special.py")   # an exclusion always wins
+    assert not step.covers("vllm/distributed/special.py")  # an exclusion always wins
 
 
-LEGACY = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "testmap_parity_legacy.json.gz")
-                                    .read_bytes()))
+LEGACY = json.loads(
+    gzip.decompress((Path(__file__).parent / "fixtures" / "testmap_parity_legacy.json.gz").read_bytes())
+)
 
 
 def test_test_pipeline_selection_matches_its_eras_template(tmp_path: Path) -> None:

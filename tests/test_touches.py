@@ -9,22 +9,25 @@ from series.history.touches import directory_of, parse_spec
 from tests.conftest import run_series, sh
 
 
-@pytest.mark.parametrize("spec, path, expected", [
-    ("vllm/v1", "vllm/v1/core/x.py", True),
-    ("vllm/v1/", "vllm/v1/core/x.py", True),
-    ("./vllm/v1", "vllm/v1/core/x.py", True),
-    ("vllm/v1", "vllm/v10/x.py", False),          # a prefix only at a '/' boundary
-    ("vllm/v1/core/x.py", "vllm/v1/core/x.py", True),
-    ("vllm/v1/core/x.py", "vllm/v1/core/x.pyc", False),
-    ("vllm/*/kv_offload", "vllm/v1/kv_offload/cpu/lru.py", True),  # a glob matches a directory above
-    ("vllm/*.py", "vllm/v1/x.py", False),         # '*' stays inside one component
-    ("vllm/**/lru.py", "vllm/v1/kv_offload/cpu/policies/lru.py", True),
-    ("**/lru.py", "lru.py", True),
-    ("vllm/**", "vllm/a/b.py", True),
-    ("tests/test_?.py", "tests/test_a.py", True),
-    ("tests/test_[!a].py", "tests/test_a.py", False),
-    (".", "anything/at/all", True),
-])
+@pytest.mark.parametrize(
+    "spec, path, expected",
+    [
+        ("vllm/v1", "vllm/v1/core/x.py", True),
+        ("vllm/v1/", "vllm/v1/core/x.py", True),
+        ("./vllm/v1", "vllm/v1/core/x.py", True),
+        ("vllm/v1", "vllm/v10/x.py", False),  # a prefix only at a '/' boundary
+        ("vllm/v1/core/x.py", "vllm/v1/core/x.py", True),
+        ("vllm/v1/core/x.py", "vllm/v1/core/x.pyc", False),
+        ("vllm/*/kv_offload", "vllm/v1/kv_offload/cpu/lru.py", True),  # a glob matches a directory above
+        ("vllm/*.py", "vllm/v1/x.py", False),  # '*' stays inside one component
+        ("vllm/**/lru.py", "vllm/v1/kv_offload/cpu/policies/lru.py", True),
+        ("**/lru.py", "lru.py", True),
+        ("vllm/**", "vllm/a/b.py", True),
+        ("tests/test_?.py", "tests/test_a.py", True),
+        ("tests/test_[!a].py", "tests/test_a.py", False),
+        (".", "anything/at/all", True),
+    ],
+)
 def test_path_spec_matching(spec: str, path: str, expected: bool) -> None:
     assert parse_spec(spec).matches(path) is expected, (spec, path)
 
@@ -57,7 +60,9 @@ def test_touches_several_paths_file_and_glob(fork: Path) -> None:
 
 def test_touches_nothing_exits_1_with_a_sentence(fork: Path) -> None:
     proc = run_series("touches", "vllm/v1/kv", cwd=fork, expect=1)  # not a '/' boundary
-    assert proc.stdout.startswith("No active topic touches vllm/v1/kv (4 active topics over v0.30.0 checked)."), proc.stdout
+    assert proc.stdout.startswith("No active topic touches vllm/v1/kv (4 active topics over v0.30.0 checked)."), (
+        proc.stdout
+    )
     assert "does not exist in v0.30.0 either" in proc.stdout, proc.stdout
     assert proc.stderr == "", proc.stderr
     # a real upstream directory that no topic changes: no spelling note
@@ -70,15 +75,19 @@ def test_touches_json(fork: Path) -> None:
     assert data["paths"] == ["vllm/v1"]
     assert [t["name"] for t in data["topics"]] == ["sched-note", "offload-evict-fix"], data
     assert data["topics"][1]["files"] == [
-        {"path": "vllm/v1/kv_offload/cpu/policies/lru.py", "added": 1, "deleted": 0, "status": "M"}]
+        {"path": "vllm/v1/kv_offload/cpu/policies/lru.py", "added": 1, "deleted": 0, "status": "M"}
+    ]
     proc = run_series("touches", "--json", "docs", cwd=fork, expect=1)
     assert json.loads(proc.stdout)["topics"] == []
 
 
 def test_touches_all_adds_inactive_topics(fork: Path) -> None:
     yaml = fork / "series.yaml"
-    yaml.write_text(yaml.read_text().replace(
-        "    branch: topic/ipc-backport\n", "    branch: topic/ipc-backport\n    status: merged\n"))
+    yaml.write_text(
+        yaml.read_text().replace(
+            "    branch: topic/ipc-backport\n", "    branch: topic/ipc-backport\n    status: merged\n"
+        )
+    )
     proc = run_series("touches", "vllm/multimodal", cwd=fork, expect=1)
     assert "(--all adds the 1 inactive topic)" in proc.stdout, proc.stdout
     out = run_series("touches", "--all", "vllm/multimodal", cwd=fork).stdout
@@ -86,15 +95,22 @@ def test_touches_all_adds_inactive_topics(fork: Path) -> None:
 
 
 def _add_topic(fork: Path, branch: str, script: str, entry: str) -> None:
-    sh(f"git checkout -q -B {branch} v0.30.0 && {script} && git commit -qam 'more' && "
-       "git checkout -q --detach v0.30.0", fork)
+    sh(
+        f"git checkout -q -B {branch} v0.30.0 && {script} && git commit -qam 'more' && "
+        "git checkout -q --detach v0.30.0",
+        fork,
+    )
     with (fork / "series.yaml").open("a") as f:
         f.write(entry)
 
 
 def test_matrix_and_collisions(fork: Path) -> None:
-    _add_topic(fork, "topic/sched-two", "echo '# two' >> vllm/v1/core/sched/scheduler.py",
-               "  - name: sched-two\n    branch: topic/sched-two\n")
+    _add_topic(
+        fork,
+        "topic/sched-two",
+        "echo '# two' >> vllm/v1/core/sched/scheduler.py",
+        "  - name: sched-two\n    branch: topic/sched-two\n",
+    )
     out = run_series("touches", cwd=fork).stdout
     assert out == (
         "5 active topics over v0.30.0, files changed per directory (depth 3):\n"
@@ -115,10 +131,13 @@ def test_matrix_and_collisions(fork: Path) -> None:
         "  vllm/v1/core/sched/scheduler.py: sched-note +1 -0, sched-two +1 -0\n"
     ), out
     data = json.loads(run_series("touches", "--json", "--depth", "1", cwd=fork).stdout)
-    assert data["directories"] == [{"path": "tests", "topics": {"offload-evict-fix": 1}},
-                                   {"path": "vllm", "topics": {"sched-note": 1, "offload-evict-fix": 1,
-                                                               "ipc-backport": 1, "api-hello": 1,
-                                                               "sched-two": 1}}], data
+    assert data["directories"] == [
+        {"path": "tests", "topics": {"offload-evict-fix": 1}},
+        {
+            "path": "vllm",
+            "topics": {"sched-note": 1, "offload-evict-fix": 1, "ipc-backport": 1, "api-hello": 1, "sched-two": 1},
+        },
+    ], data
     assert [c["path"] for c in data["collisions"]] == ["vllm/v1/core/sched/scheduler.py"]
 
 
@@ -129,9 +148,12 @@ def test_matrix_without_collisions_says_so(fork: Path) -> None:
 
 
 def test_stacked_topic_counts_only_its_own_commits(fork: Path) -> None:
-    sh("git checkout -q -B topic/offload-more topic/offload-evict-fix && "
-       "echo '# more' >> vllm/v1/kv_offload/cpu/policies/lru.py && git commit -qam more && "
-       "git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q -B topic/offload-more topic/offload-evict-fix && "
+        "echo '# more' >> vllm/v1/kv_offload/cpu/policies/lru.py && git commit -qam more && "
+        "git checkout -q --detach v0.30.0",
+        fork,
+    )
     with (fork / "series.yaml").open("a") as f:
         f.write("  - name: offload-more\n    branch: topic/offload-more\n    depends_on: [offload-evict-fix]\n")
     data = json.loads(run_series("touches", "--json", "vllm/v1/kv_offload", "tests", cwd=fork).stdout)
@@ -155,8 +177,9 @@ def test_between_forecasts_where_the_rebase_hurts(fork: Path) -> None:
         "      vllm/multimodal/ipc.py (ipc-backport), vllm/v1/core/sched/scheduler.py (sched-note), "
         "vllm/v1/kv_offload/cpu/policies/lru.py (offload-evict-fix)\n"
     ), out
-    data = json.loads(run_series("touches", "--json", "--between", "v0.30.0..v0.31.0", "vllm/v1/kv_offload",
-                                 cwd=fork).stdout)
+    data = json.loads(
+        run_series("touches", "--json", "--between", "v0.30.0..v0.31.0", "vllm/v1/kv_offload", cwd=fork).stdout
+    )
     assert [t["name"] for t in data["topics"]] == ["offload-evict-fix"], data
     assert data["topics"][0]["files"][0]["upstream"]["added"] == 3, data
     assert [(u["pr"], u["author"], u["files"]) for u in data["upstream_pulls"]] == [
@@ -184,8 +207,11 @@ def test_upstream_deleting_our_file_is_flagged(fork: Path, upstream: Path) -> No
 
 def test_all_notes_inactive_topics_whose_branch_is_gone(fork: Path) -> None:
     yaml = fork / "series.yaml"
-    yaml.write_text(yaml.read_text().replace(
-        "    branch: topic/ipc-backport\n", "    branch: topic/ipc-backport\n    status: dropped\n"))
+    yaml.write_text(
+        yaml.read_text().replace(
+            "    branch: topic/ipc-backport\n", "    branch: topic/ipc-backport\n    status: dropped\n"
+        )
+    )
     sh("git branch -D -q topic/ipc-backport", fork)
     out = run_series("touches", "--all", "vllm", cwd=fork).stdout
     assert out.splitlines()[0] == "vllm: touched by 3 of 3 topics (base v0.30.0)", out
@@ -208,14 +234,24 @@ def test_shell_style_paths_are_relative_to_the_current_directory(fork: Path) -> 
 # counts read blobs. Opening the workspace fetches the active topics' blobs; what touches
 # reads beyond them (--all's inactive topics, --between's upstream ends) it fetches itself.
 
+
 def _drop_ipc(fork: Path) -> None:
     yaml = fork / "series.yaml"
-    yaml.write_text(yaml.read_text().replace(
-        "    branch: topic/ipc-backport\n", "    branch: topic/ipc-backport\n    status: dropped\n"))
+    yaml.write_text(
+        yaml.read_text().replace(
+            "    branch: topic/ipc-backport\n", "    branch: topic/ipc-backport\n    status: dropped\n"
+        )
+    )
 
 
-_QUESTIONS = [("vllm",), ("--all", "vllm"), ("--all",), ("--json", "--all", "vllm/multimodal"),
-              ("--between", "v0.30.0..v0.31.0"), ("--all", "--between", "v0.30.0..v0.31.0", "vllm")]
+_QUESTIONS = [
+    ("vllm",),
+    ("--all", "vllm"),
+    ("--all",),
+    ("--json", "--all", "vllm/multimodal"),
+    ("--between", "v0.30.0..v0.31.0"),
+    ("--all", "--between", "v0.30.0..v0.31.0", "vllm"),
+]
 
 
 def test_a_blobless_clone_finds_what_a_full_clone_finds(fork: Path, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The transaction (series.workspace): one test per way issue 10 found to lose work, each
 reproducing it and asserting nothing is lost."""
+
 from __future__ import annotations
 
 import json
@@ -116,8 +117,11 @@ def test_undo_of_init_refuses_when_the_file_was_edited_since(fork: Path) -> None
 
 def test_continue_refuses_when_a_topic_found_merged_got_a_new_commit_during_the_halt(fork: Path) -> None:
     halt(fork)
-    sh("git checkout -q topic/ipc-backport && echo more >> README.md && git commit -qam 'more work' "
-       "&& git checkout -q --detach v0.30.0", fork)
+    sh(
+        "git checkout -q topic/ipc-backport && echo more >> README.md && git commit -qam 'more work' "
+        "&& git checkout -q --detach v0.30.0",
+        fork,
+    )
     mine = rev(fork, "topic/ipc-backport")
     resolve_lru(fork / WORKTREE)
     proc = run_series("rebase", "--continue", cwd=fork, expect=1)
@@ -150,15 +154,15 @@ def test_the_journal_follows_a_moved_repository_and_a_copy_edits_only_itself(for
 
 
 def test_a_command_started_in_a_linked_worktree_checks_and_updates_the_main_checkout(
-        fork: Path, tmp_path: Path) -> None:
+    fork: Path, tmp_path: Path
+) -> None:
     sh("git checkout -q topic/sched-note", fork)
     linked = tmp_path / "linked"
     sh(f"git worktree add -q --detach {linked} v0.30.0", fork)
     sched = fork / "vllm/v1/core/sched/scheduler.py"
     sched.write_text(sched.read_text() + "# local change\n")
     before = snapshot(fork)
-    proc = run_series("--config", str(fork / "series.yaml"), "rebase", "--onto", "v0.31.0", *SKIP,
-                      cwd=linked, expect=1)
+    proc = run_series("--config", str(fork / "series.yaml"), "rebase", "--onto", "v0.31.0", *SKIP, cwd=linked, expect=1)
     assert "topic/sched-note is checked out in" in proc.stderr and str(fork) in proc.stderr, proc.stderr
     assert snapshot(fork) == before
     sh("git checkout -q -- vllm", fork)
@@ -189,8 +193,16 @@ def test_a_full_disk_is_exit_1_with_the_path_and_leaves_nothing_locked(fork: Pat
 
 
 def test_an_adopt_killed_after_its_refs_moved_is_finished_by_the_next_command(served: Path) -> None:
-    proc = run_series("adopt-upstream", "61050", "--replaces", "offload-evict-fix", "--offline",
-                      cwd=served, expect=None, env={"SERIES_FAULT": "after-refs"})
+    proc = run_series(
+        "adopt-upstream",
+        "61050",
+        "--replaces",
+        "offload-evict-fix",
+        "--offline",
+        cwd=served,
+        expect=None,
+        env={"SERIES_FAULT": "after-refs"},
+    )
     assert proc.returncode == 99
     log = run_series("log", cwd=served).stdout
     assert "pending" not in log and "rebase --continue" not in log, log
@@ -207,9 +219,14 @@ def test_adopt_holds_the_lock_for_the_whole_operation(served: Path, tmp_path: Pa
     pause = tmp_path / "pause"
     pause.write_text("")
     env = dict(os.environ, SERIES_PAUSE="adopt-fetched", SERIES_PAUSE_FILE=str(pause))
-    adopt = subprocess.Popen([sys.executable, "-m", "series", "adopt-upstream", "61050", "--replaces",
-                              "offload-evict-fix", "--offline"], cwd=served, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    adopt = subprocess.Popen(
+        [sys.executable, "-m", "series", "adopt-upstream", "61050", "--replaces", "offload-evict-fix", "--offline"],
+        cwd=served,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         reached = tmp_path / "pause.reached"
         for _ in range(3000):  # a safety net for a hung child, not a timing assertion
@@ -218,8 +235,7 @@ def test_adopt_holds_the_lock_for_the_whole_operation(served: Path, tmp_path: Pa
             subprocess.run(["sleep", "0.02"])
         assert reached.exists(), adopt.communicate()
         proc = run_series("rebase", "--onto", "v0.31.1", *SKIP, cwd=served, expect=1)
-        assert "another series command is running" in proc.stderr and "adopt-upstream" in proc.stderr, \
-            proc.stderr
+        assert "another series command is running" in proc.stderr and "adopt-upstream" in proc.stderr, proc.stderr
     finally:
         pause.unlink()
         out, err = adopt.communicate()
@@ -228,14 +244,18 @@ def test_adopt_holds_the_lock_for_the_whole_operation(served: Path, tmp_path: Pa
 
 
 @pytest.mark.parametrize("hook", ["prepared", "partial"])
-def test_killing_the_process_group_inside_update_ref_leaves_refs_all_old_or_all_new(
-        fork: Path, hook: str) -> None:
+def test_killing_the_process_group_inside_update_ref_leaves_refs_all_old_or_all_new(fork: Path, hook: str) -> None:
     """CI cancellation kills git too: a reference-transaction hook kills the whole group
     while git holds its ref locks ("prepared"), or after it renamed one of them ("partial")."""
     before = snapshot(fork)
     kill_inside_update_ref(fork, hook)
-    proc = subprocess.run([sys.executable, "-m", "series", "rebase", "--onto", "v0.31.0", *SKIP],
-                          cwd=fork, capture_output=True, text=True, start_new_session=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", "rebase", "--onto", "v0.31.0", *SKIP],
+        cwd=fork,
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.returncode == -9, (proc.returncode, proc.stderr)
     (fork / ".git/hooks/reference-transaction").unlink()
     assert list((fork / ".git/refs").rglob("*.lock")), "git's lock files are left behind"
@@ -261,13 +281,17 @@ def test_killing_the_process_group_inside_update_ref_leaves_refs_all_old_or_all_
 
 def kill_inside_update_ref(repo: Path, mode: str) -> None:
     hook = repo / ".git/hooks/reference-transaction"
-    partial = ("  first=$(find \"$(git rev-parse --absolute-git-dir)/refs/heads\" -name '*.lock' | sort | head -1)\n"
-               "  mv \"$first\" \"${first%.lock}\"\n") if mode == "partial" else ""
-    hook.write_text("#!/bin/sh\n"
-                    "if [ \"$1\" = prepared ] && grep -q refs/heads/topic/; then\n"
-                    f"{partial}"
-                    "  kill -9 0\n"
-                    "fi\n")
+    partial = (
+        (
+            "  first=$(find \"$(git rev-parse --absolute-git-dir)/refs/heads\" -name '*.lock' | sort | head -1)\n"
+            "  mv \"$first\" \"${first%.lock}\"\n"
+        )
+        if mode == "partial"
+        else ""
+    )
+    hook.write_text(
+        f"#!/bin/sh\nif [ \"$1\" = prepared ] && grep -q refs/heads/topic/; then\n{partial}  kill -9 0\nfi\n"
+    )
     hook.chmod(0o755)
 
 

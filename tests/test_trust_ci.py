@@ -1,5 +1,6 @@
 """Hostile input to `series ci` (issue 22): a rebase report that is not one, and `ci init`
 onto what is not a plain file inside the fork. Each is one line, exit 1, nothing written."""
+
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ from tests.test_trust_cli import one_line_error
 
 
 # -- ci report --rebase / ci owners --report ------------------------------------------------
+
 
 def test_a_real_rebase_report_is_read(fork: Path, tmp_path: Path) -> None:
     proc = run_series("rebase", "--onto", "v0.31.0", "--dry-run", "--json", cwd=fork, expect=3)
@@ -28,30 +30,49 @@ def test_a_real_rebase_report_is_read(fork: Path, tmp_path: Path) -> None:
 TOPIC = {"name": "offload-evict-fix", "outcome": "conflict"}
 
 
-@pytest.mark.parametrize("content, said", [
-    (json.dumps({"schema": 1, "status": "done", "topics": 5}), "'topics' is not a list"),
-    (json.dumps([{"schema": 1}]), "'the document' is not an object"),
-    (json.dumps({"status": "done", "topics": []}), "'schema' is None, not 1"),
-    (json.dumps({"schema": 2, "status": "done", "topics": []}), "'schema' is 2, not 1"),
-    (json.dumps({"schema": 1, "topics": []}), "'status' is not a string"),
-    (json.dumps({"schema": 1, "status": "done", "topics": [5]}), "'topics[0]' is not an object"),
-    (json.dumps({"schema": 1, "status": "done", "topics": [{"name": 5, "outcome": "clean"}]}),
-     "topics[0]: 'name' is not a string"),
-    (json.dumps({"schema": 1, "status": "conflict", "topics": [dict(TOPIC, conflict=[])]}),
-     "topics[0]: 'conflict' is not an object"),
-    (json.dumps({"schema": 1, "status": "conflict",
-                 "topics": [dict(TOPIC, conflict={"commit": "ab", "subject": "s", "files": "x"})]}),
-     "topics[0]: 'files' is not a list of strings"),
-    (json.dumps({"schema": 1, "status": "clean", "topics": []}),
-     "'status' is 'clean', not one of dry-run, done, conflict, aborted, blocked"),
-    (json.dumps({"schema": 1, "status": "done", "topics": [dict(TOPIC, outcome="fine")]}),
-     "topics[0]: 'outcome' is 'fine', not one of"),
-    ("{not json", "not JSON"),
-    (b"\xff\xfe{}", "not UTF-8 at byte 0"),
-])
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        (json.dumps({"schema": 1, "status": "done", "topics": 5}), "'topics' is not a list"),
+        (json.dumps([{"schema": 1}]), "'the document' is not an object"),
+        (json.dumps({"status": "done", "topics": []}), "'schema' is None, not 1"),
+        (json.dumps({"schema": 2, "status": "done", "topics": []}), "'schema' is 2, not 1"),
+        (json.dumps({"schema": 1, "topics": []}), "'status' is not a string"),
+        (json.dumps({"schema": 1, "status": "done", "topics": [5]}), "'topics[0]' is not an object"),
+        (
+            json.dumps({"schema": 1, "status": "done", "topics": [{"name": 5, "outcome": "clean"}]}),
+            "topics[0]: 'name' is not a string",
+        ),
+        (
+            json.dumps({"schema": 1, "status": "conflict", "topics": [dict(TOPIC, conflict=[])]}),
+            "topics[0]: 'conflict' is not an object",
+        ),
+        (
+            json.dumps(
+                {
+                    "schema": 1,
+                    "status": "conflict",
+                    "topics": [dict(TOPIC, conflict={"commit": "ab", "subject": "s", "files": "x"})],
+                }
+            ),
+            "topics[0]: 'files' is not a list of strings",
+        ),
+        (
+            json.dumps({"schema": 1, "status": "clean", "topics": []}),
+            "'status' is 'clean', not one of dry-run, done, conflict, aborted, blocked",
+        ),
+        (
+            json.dumps({"schema": 1, "status": "done", "topics": [dict(TOPIC, outcome="fine")]}),
+            "topics[0]: 'outcome' is 'fine', not one of",
+        ),
+        ("{not json", "not JSON"),
+        (b"\xff\xfe{}", "not UTF-8 at byte 0"),
+    ],
+)
 @pytest.mark.parametrize("verb", [("ci", "report", "--rebase"), ("ci", "owners", "--report")])
-def test_a_rebase_report_that_is_not_one_is_named(fork: Path, tmp_path: Path, content: str | bytes,
-                                                 said: str, verb: tuple[str, ...]) -> None:
+def test_a_rebase_report_that_is_not_one_is_named(
+    fork: Path, tmp_path: Path, content: str | bytes, said: str, verb: tuple[str, ...]
+) -> None:
     report = tmp_path / "rebase.json"
     report.write_bytes(content if isinstance(content, bytes) else content.encode())
     proc = run_series(*verb, str(report), cwd=fork, expect=None)
@@ -97,15 +118,19 @@ def test_a_target_that_is_a_directory_or_under_a_file_is_refused(fork: Path, for
     assert (fork / ".github").read_text() == "not a directory\n"
 
 
-@pytest.mark.parametrize("link, dest, ci", [
-    (".github", ".github", "github"),
-    (".github/workflows", ".github/workflows", "github"),
-    (".buildkite", ".buildkite", "buildkite"),
-    (WORKFLOW, WORKFLOW, "github"),
-])
+@pytest.mark.parametrize(
+    "link, dest, ci",
+    [
+        (".github", ".github", "github"),
+        (".github/workflows", ".github/workflows", "github"),
+        (".buildkite", ".buildkite", "buildkite"),
+        (WORKFLOW, WORKFLOW, "github"),
+    ],
+)
 @pytest.mark.parametrize("flags", [(), ("--force",), ("--force", "--dry-run")])
-def test_a_symlink_out_of_the_repository_is_never_followed(fork: Path, tmp_path: Path, link: str,
-                                                            dest: str, ci: str, flags: tuple[str, ...]) -> None:
+def test_a_symlink_out_of_the_repository_is_never_followed(
+    fork: Path, tmp_path: Path, link: str, dest: str, ci: str, flags: tuple[str, ...]
+) -> None:
     outside = tmp_path / "outside"
     (outside / "workflows").mkdir(parents=True)
     (outside / "series-nightly.yml").write_text("theirs\n")

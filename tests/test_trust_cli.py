@@ -1,6 +1,7 @@
 """One test per finding of the hostile-input run (issue 11), through the real CLI: no
 command runs from an injected option, no forged trailer, no exit 4 for input the user
 or a server controls, partial and shallow clones handled; each refusal names the input."""
+
 from __future__ import annotations
 
 import json
@@ -48,11 +49,13 @@ def serve_pull(server: HTTPServer, fork: Path, **change: object) -> None:
 
 
 def adopt(fork: Path, server: HTTPServer, expect: int | None = 1) -> object:
-    return run_series("adopt-upstream", "61050", "--replaces", "offload-evict-fix", cwd=fork,
-                      env=env_for(server), expect=expect)
+    return run_series(
+        "adopt-upstream", "61050", "--replaces", "offload-evict-fix", cwd=fork, env=env_for(server), expect=expect
+    )
 
 
 # -- option injection into git fetch -------------------------------------------------------
+
 
 def test_a_base_sha_that_is_an_option_runs_nothing(served: Path, httpserver: HTTPServer, tmp_path: Path) -> None:
     serve_pull(httpserver, served, base={"sha": INJECT})
@@ -100,27 +103,34 @@ def test_import_does_not_copy_a_hostile_series_yaml(fork: Path, tmp_path: Path) 
 
 # -- trailer forgery and what a server sends -------------------------------------------------
 
+
 def test_an_html_url_with_a_newline_forges_no_trailer(served: Path, httpserver: HTTPServer) -> None:
-    serve_pull(httpserver, served,
-               html_url="https://github.com/vllm-project/vllm/pull/61050\nSigned-off-by: Mallory <m@x.org>")
+    serve_pull(
+        httpserver, served, html_url="https://github.com/vllm-project/vllm/pull/61050\nSigned-off-by: Mallory <m@x.org>"
+    )
     one_line_error(adopt(served, httpserver), "html_url", "refusing")
     log = sh("git log --all --format=%B", served)
     assert "Mallory" not in log and "Upstream-PR" not in log
 
 
-@pytest.mark.parametrize("change, named", [
-    ({"head": {"sha": "main"}}, "head.sha"),
-    ({"base": 7}, "'base' that is not an object"),
-    ({"updated_at": "last tuesday"}, "updated_at"),
-])
-def test_pull_request_fields_of_the_wrong_kind_are_exit_1(served: Path, httpserver: HTTPServer,
-                                                          change: dict[str, object], named: str) -> None:
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ({"head": {"sha": "main"}}, "head.sha"),
+        ({"base": 7}, "'base' that is not an object"),
+        ({"updated_at": "last tuesday"}, "updated_at"),
+    ],
+)
+def test_pull_request_fields_of_the_wrong_kind_are_exit_1(
+    served: Path, httpserver: HTTPServer, change: dict[str, object], named: str
+) -> None:
     serve_pull(httpserver, served, **change)
     one_line_error(adopt(served, httpserver), named, PULL)
 
 
 def test_a_title_with_escapes_and_a_lone_surrogate_is_adopted_as_plain_text(
-        served: Path, httpserver: HTTPServer) -> None:
+    served: Path, httpserver: HTTPServer
+) -> None:
     serve_pull(httpserver, served, title="\x1b]0;owned\x07Fix \ud800 eviction\x1b[2J")
     proc = adopt(served, httpserver, expect=0)
     assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout, proc.stdout  # type: ignore[attr-defined]
@@ -130,25 +140,31 @@ def test_a_title_with_escapes_and_a_lone_surrogate_is_adopted_as_plain_text(
 
 def test_a_server_message_echoing_the_token_is_shown_scrubbed(served: Path, httpserver: HTTPServer) -> None:
     httpserver.expect_request(PULL).respond_with_json(
-        {"message": f"invalid header Authorization: Bearer {TOKEN}\x1b[31m"}, status=422)
+        {"message": f"invalid header Authorization: Bearer {TOKEN}\x1b[31m"}, status=422
+    )
     err = one_line_error(adopt(served, httpserver), "GitHub API error 422")
     assert TOKEN not in err and "\x1b" not in err, err
 
 
 # -- series.yaml, journal and patch files that do not decode --------------------------------
 
-@pytest.mark.parametrize("data, said", [
-    (b"upstream:\n  remote: upstream\n  base: v0.30.0\xff\n", "series.yaml:3: not UTF-8"),
-    ("upstream: {remote: upstream, base: v0.30.0}\n".encode("utf-16"), "series.yaml: is UTF-16"),
-    (b"upstream:\n  remote: up\0stream\n", "series.yaml:2: holds a NUL byte"),
-    (b"upstream:\n  remote: upstream\n  base: v0.30.0\ntopics:\n  - name: a\n    branch: has space\n",
-     "branch: 'has space' is not a valid branch name: it contains a space"),
-    (b"upstream:\n  remote: upstream\n  base: v0.30.0\nintegration: a..b\n", "contains '..'"),
-    (b"upstream:\n  remote: upstream\n  base: v0.30.0\n  api_url: http://api.example.com\n", "not an https"),
-    (b"upstream:\n  remote: upstream\n  base: v0.30.0\x1b[2J\n", "malformed YAML"),
-])
-def test_series_yaml_that_does_not_decode_or_breaks_git_rules_is_exit_1(
-        fork: Path, data: bytes, said: str) -> None:
+
+@pytest.mark.parametrize(
+    "data, said",
+    [
+        (b"upstream:\n  remote: upstream\n  base: v0.30.0\xff\n", "series.yaml:3: not UTF-8"),
+        ("upstream: {remote: upstream, base: v0.30.0}\n".encode("utf-16"), "series.yaml: is UTF-16"),
+        (b"upstream:\n  remote: up\0stream\n", "series.yaml:2: holds a NUL byte"),
+        (
+            b"upstream:\n  remote: upstream\n  base: v0.30.0\ntopics:\n  - name: a\n    branch: has space\n",
+            "branch: 'has space' is not a valid branch name: it contains a space",
+        ),
+        (b"upstream:\n  remote: upstream\n  base: v0.30.0\nintegration: a..b\n", "contains '..'"),
+        (b"upstream:\n  remote: upstream\n  base: v0.30.0\n  api_url: http://api.example.com\n", "not an https"),
+        (b"upstream:\n  remote: upstream\n  base: v0.30.0\x1b[2J\n", "malformed YAML"),
+    ],
+)
+def test_series_yaml_that_does_not_decode_or_breaks_git_rules_is_exit_1(fork: Path, data: bytes, said: str) -> None:
     (fork / "series.yaml").write_bytes(data)
     err = one_line_error(run_series("status", cwd=fork, expect=None), said)
     assert "\x1b" not in err
@@ -159,21 +175,32 @@ def test_a_corrupt_journal_entry_is_named(fork: Path) -> None:
     journal.mkdir(parents=True, exist_ok=True)
     (journal / "00001-20260201T120000Z.json").write_bytes(b'{"id": "00001", "moves": [1, \xff')
     for verb in ("log", "undo"):
-        one_line_error(run_series(verb, cwd=fork, expect=None), "00001-20260201T120000Z.json",
-                       "unreadable journal entry")
+        one_line_error(
+            run_series(verb, cwd=fork, expect=None), "00001-20260201T120000Z.json", "unreadable journal entry"
+        )
 
 
-@pytest.mark.parametrize("entry, said", [
-    ({"moves": "not a list"}, "unreadable journal entry"),
-    ({"moves": [{"ref": "refs/heads/a b", "old": None, "new": "a" * 40}]}, "not a ref name"),
-    ({"moves": [{"ref": "refs/heads/x", "old": "--upload-pack=x", "new": None}]}, "not a commit id"),
-    ({"summary": 7}, "'summary' is not a string"),
-])
+@pytest.mark.parametrize(
+    "entry, said",
+    [
+        ({"moves": "not a list"}, "unreadable journal entry"),
+        ({"moves": [{"ref": "refs/heads/a b", "old": None, "new": "a" * 40}]}, "not a ref name"),
+        ({"moves": [{"ref": "refs/heads/x", "old": "--upload-pack=x", "new": None}]}, "not a commit id"),
+        ({"summary": 7}, "'summary' is not a string"),
+    ],
+)
 def test_a_journal_entry_of_the_wrong_shape_is_named(fork: Path, entry: dict[str, object], said: str) -> None:
     journal = fork / ".git" / "series" / "journal"
     journal.mkdir(parents=True, exist_ok=True)
-    good = {"id": "00001-20260201T120000Z", "command": "import", "summary": "s", "moves": [],
-            "state": "done", "time": "", "extra": {}}
+    good = {
+        "id": "00001-20260201T120000Z",
+        "command": "import",
+        "summary": "s",
+        "moves": [],
+        "state": "done",
+        "time": "",
+        "extra": {},
+    }
     (journal / "00001-20260201T120000Z.json").write_text(json.dumps({**good, **entry}))
     for verb in ("log", "undo"):
         one_line_error(run_series(verb, cwd=fork, expect=None), "00001-20260201T120000Z.json", said)
@@ -183,18 +210,21 @@ def test_series_diff_of_a_non_utf8_blob_is_exit_1(fork: Path) -> None:
     blob = sh("printf 'upstream:\\n  base: v\\377\\n' | git hash-object -w --stdin", fork).strip()
     tree = sh(f"printf '100644 blob {blob}\\tseries.yaml\\n' | git mktree", fork).strip()
     commit = sh(f"git commit-tree -m bad {tree}", fork).strip()
-    one_line_error(run_series("diff", f"{commit}:series.yaml", "series.yaml", cwd=fork, expect=None),
-                   "not UTF-8")
+    one_line_error(run_series("diff", f"{commit}:series.yaml", "series.yaml", cwd=fork, expect=None), "not UTF-8")
 
 
-@pytest.mark.parametrize("header, value, said", [
-    ("Date", "Mon, 19 Jan 2026 12:00:00 +9999", "'Date:' header"),
-    ("Date", "Mon, 19 Jan 99999 12:00:00 +0000", "'Date:' header"),
-    ("From", "=?UTF-8?q?Mallory=0A=3Cm=40x=2Eorg=3E?= <fork@example.com>", "author name"),
-    ("From", "=?x-unknown?q?Mal?= <fork@example.com>", "encoded word"),
-])
-def test_patch_headers_git_cannot_store_are_exit_1(fork: Path, tmp_path: Path,
-                                                   header: str, value: str, said: str) -> None:
+@pytest.mark.parametrize(
+    "header, value, said",
+    [
+        ("Date", "Mon, 19 Jan 2026 12:00:00 +9999", "'Date:' header"),
+        ("Date", "Mon, 19 Jan 99999 12:00:00 +0000", "'Date:' header"),
+        ("From", "=?UTF-8?q?Mallory=0A=3Cm=40x=2Eorg=3E?= <fork@example.com>", "author name"),
+        ("From", "=?x-unknown?q?Mal?= <fork@example.com>", "encoded word"),
+    ],
+)
+def test_patch_headers_git_cannot_store_are_exit_1(
+    fork: Path, tmp_path: Path, header: str, value: str, said: str
+) -> None:
     export = tmp_path / "export"
     run_series("export", str(export), cwd=fork)
     patch = sorted((export / "sched-note").glob("*.patch"))[0]
@@ -202,13 +232,13 @@ def test_patch_headers_git_cannot_store_are_exit_1(fork: Path, tmp_path: Path,
     lines = [f"{header}: {value}" if line.startswith(f"{header}: ") else line for line in lines]
     patch.write_text("\n".join(lines))
     before = sh("git for-each-ref", fork)
-    one_line_error(run_series("import", str(export), "--force", cwd=fork, expect=None),
-                   "sched-note/0001", said)
+    one_line_error(run_series("import", str(export), "--force", cwd=fork, expect=None), "sched-note/0001", said)
     assert sh("git for-each-ref", fork) == before
     sh("git fsck --strict --no-dangling 2>&1", fork)
 
 
 # -- partial and shallow clones ----------------------------------------------------------------
+
 
 def blobless(fork: Path, tmp_path: Path, name: str = "part", keep: str = "blob:none") -> Path:
     """A partial clone of `fork` (`keep`: git clone's --filter) with its topic branches; the
@@ -250,5 +280,6 @@ def test_a_shallow_clone_says_how_deep_it_must_be(fork: Path, tmp_path: Path) ->
         sh(f"git branch -q topic/{branch} upstream/topic/{branch}", shallow)
     sh("git fetch -q --depth 1 upstream tag v0.30.0", shallow)
     shutil.copy(fork / "series.yaml", shallow / "series.yaml")
-    one_line_error(run_series("status", cwd=shallow, expect=None), "shallow clone",
-                   "depth of more than 1", "--shallow-since=")
+    one_line_error(
+        run_series("status", cwd=shallow, expect=None), "shallow clone", "depth of more than 1", "--shallow-since="
+    )

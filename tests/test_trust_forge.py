@@ -1,6 +1,7 @@
 """The GitHub client at the trust boundary (issue 11): the token stays on the configured
 host, server text is scrubbed and escaped, wrong answers are one-line errors, transient
 failures are retried, and repeated questions cost 304s. A fake API on local servers."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ def forge_for(server: HTTPServer, **client: object) -> GitHubForge:
 
 
 def pull(server: HTTPServer, **values: str) -> object:
-    return github_fixture("pull-61050", API=server.url_for("").rstrip("/"),
-                          HEAD_SHA="a" * 40, BASE_SHA="b" * 40, **values)
+    return github_fixture(
+        "pull-61050", API=server.url_for("").rstrip("/"), HEAD_SHA="a" * 40, BASE_SHA="b" * 40, **values
+    )
 
 
 @pytest.fixture
@@ -46,7 +48,8 @@ def other_host() -> HTTPServer:
 
 @pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
 def test_a_redirect_to_another_host_is_refused_and_gets_no_token(
-        httpserver: HTTPServer, other_host: HTTPServer, code: int) -> None:
+    httpserver: HTTPServer, other_host: HTTPServer, code: int
+) -> None:
     seen: list[str | None] = []
 
     def steal(request: Request) -> Response:
@@ -55,7 +58,8 @@ def test_a_redirect_to_another_host_is_refused_and_gets_no_token(
 
     other_host.expect_request(f"{REPO}/pulls/61050").respond_with_handler(steal)
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_data(
-        "", status=code, headers={"Location": other_host.url_for(f"{REPO}/pulls/61050")})
+        "", status=code, headers={"Location": other_host.url_for(f"{REPO}/pulls/61050")}
+    )
     with pytest.raises(ForgeError) as info:
         forge_for(httpserver).pull(PRNumber(61050))
     message = str(info.value)
@@ -66,7 +70,8 @@ def test_a_redirect_to_another_host_is_refused_and_gets_no_token(
 
 def test_a_redirect_on_the_same_host_is_followed_with_the_token(httpserver: HTTPServer) -> None:
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_data(
-        "", status=301, headers={"Location": f"{REPO}/pulls/61050/moved"})
+        "", status=301, headers={"Location": f"{REPO}/pulls/61050/moved"}
+    )
     httpserver.expect_request(f"{REPO}/pulls/61050/moved").respond_with_json(pull(httpserver))
     assert forge_for(httpserver).pull(PRNumber(61050)).number == 61050
     assert [r.headers.get("Authorization") for r, _ in httpserver.log] == [f"Bearer {TOKEN}"] * 2
@@ -80,26 +85,28 @@ def test_server_message_echoing_the_token_is_scrubbed_and_escaped(httpserver: HT
     message = str(info.value)
     assert "GitHub API error 422" in message and TOKEN not in message and "\x1b" not in message, message
     assert "\n" not in message and "\\x1b[31m" in message, message
-    assert scrub("token ghp_abcdefghijklmnopqrstu and github_pat_ABCDEFGHIJKLMNOPQRST", None) == \
-        "[token] and [token]"
+    assert scrub("token ghp_abcdefghijklmnopqrstu and github_pat_ABCDEFGHIJKLMNOPQRST", None) == "[token] and [token]"
 
 
-@pytest.mark.parametrize("change, named", [
-    ({"html_url": "https://github.com/vllm-project/vllm/pull/61050\nSigned-off-by: Mallory <m@x.org>"},
-     "html_url"),
-    ({"html_url": "https://evil.example/vllm-project/vllm/pull/61050"}, "html_url"),
-    ({"html_url": "http://github.com/vllm-project/vllm/pull/61050"}, "html_url"),
-    ({"base": {"sha": "--upload-pack=touch PWNED"}}, "base.sha"),
-    ({"head": {"sha": "not-an-object"}}, "head.sha"),
-    ({"head": "a" * 40}, "'head' that is not an object"),
-    ({"updated_at": "yesterday"}, "updated_at"),
-    ({"title": ["a", "list"]}, "'title' that is not a string"),
-    ({"number": "61050"}, "no number"),
-    ({"number": 61051, "html_url": "https://github.com/vllm-project/vllm/pull/61051"}, "#61051, not #61050"),
-    ({"state": "\x1b]0;owned\x07"}, "state"),
-])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ({"html_url": "https://github.com/vllm-project/vllm/pull/61050\nSigned-off-by: Mallory <m@x.org>"}, "html_url"),
+        ({"html_url": "https://evil.example/vllm-project/vllm/pull/61050"}, "html_url"),
+        ({"html_url": "http://github.com/vllm-project/vllm/pull/61050"}, "html_url"),
+        ({"base": {"sha": "--upload-pack=touch PWNED"}}, "base.sha"),
+        ({"head": {"sha": "not-an-object"}}, "head.sha"),
+        ({"head": "a" * 40}, "'head' that is not an object"),
+        ({"updated_at": "yesterday"}, "updated_at"),
+        ({"title": ["a", "list"]}, "'title' that is not a string"),
+        ({"number": "61050"}, "no number"),
+        ({"number": 61051, "html_url": "https://github.com/vllm-project/vllm/pull/61051"}, "#61051, not #61050"),
+        ({"state": "\x1b]0;owned\x07"}, "state"),
+    ],
+)
 def test_a_wrong_pull_request_answer_is_one_line_naming_the_field(
-        httpserver: HTTPServer, change: dict[str, object], named: str) -> None:
+    httpserver: HTTPServer, change: dict[str, object], named: str
+) -> None:
     data = dict(pull(httpserver))  # type: ignore[call-overload]
     data.update(change)
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_json(data)
@@ -113,7 +120,8 @@ def test_a_wrong_pull_request_answer_is_one_line_naming_the_field(
 def test_a_lone_surrogate_title_and_escape_codes_become_plain_text(httpserver: HTTPServer) -> None:
     data = dict(pull(httpserver))  # type: ignore[call-overload]
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_data(
-        json.dumps({**data, "title": "fix \ud800 \x1b[2Jcleared"}), content_type="application/json")
+        json.dumps({**data, "title": "fix \ud800 \x1b[2Jcleared"}), content_type="application/json"
+    )
     pr = forge_for(httpserver).pull(PRNumber(61050))
     assert pr.title == "fix ?  [2Jcleared", pr.title
     pr.title.encode("utf-8")  # writable into series.yaml
@@ -125,10 +133,14 @@ def test_non_json_and_non_utf8_answers_name_the_url(httpserver: HTTPServer) -> N
         forge_for(httpserver).pull(PRNumber(61050))
 
 
-def test_5xx_and_dropped_connections_are_retried_with_bounded_jittered_backoff(
-        httpserver: HTTPServer) -> None:
-    answers = iter([Response("", status=502), Response("", status=503),
-                    Response(json.dumps(pull(httpserver)), content_type="application/json")])
+def test_5xx_and_dropped_connections_are_retried_with_bounded_jittered_backoff(httpserver: HTTPServer) -> None:
+    answers = iter(
+        [
+            Response("", status=502),
+            Response("", status=503),
+            Response(json.dumps(pull(httpserver)), content_type="application/json"),
+        ]
+    )
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_handler(lambda r: next(answers))
     forge = forge_for(httpserver, retries=3, backoff=0.5)
     assert forge.pull(PRNumber(61050)).number == 61050
@@ -152,8 +164,12 @@ def test_unreachable_after_retries_is_marked_for_the_offline_fallback() -> None:
 
 
 def test_a_short_retry_after_is_waited_out_and_said(httpserver: HTTPServer) -> None:
-    answers = iter([Response('{"message": "slow down"}', status=403, headers={"Retry-After": "7"}),
-                    Response(json.dumps(pull(httpserver)), content_type="application/json")])
+    answers = iter(
+        [
+            Response('{"message": "slow down"}', status=403, headers={"Retry-After": "7"}),
+            Response(json.dumps(pull(httpserver)), content_type="application/json"),
+        ]
+    )
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_handler(lambda r: next(answers))
     forge = forge_for(httpserver)
     assert forge.pull(PRNumber(61050)).number == 61050
@@ -167,8 +183,9 @@ def test_etag_cache_turns_a_repeated_run_into_a_304(httpserver: HTTPServer, tmp_
     def answer(request: Request) -> Response:
         if request.headers.get("If-None-Match") == '"v1"':
             return Response(status=304, headers={"ETag": '"v1"', "X-RateLimit-Remaining": "4999"})
-        return Response(json.dumps(body), content_type="application/json",
-                        headers={"ETag": '"v1"', "X-RateLimit-Remaining": "4998"})
+        return Response(
+            json.dumps(body), content_type="application/json", headers={"ETag": '"v1"', "X-RateLimit-Remaining": "4998"}
+        )
 
     httpserver.expect_request(f"{REPO}/pulls/61050").respond_with_handler(answer)
     cache = tmp_path / "http-cache"

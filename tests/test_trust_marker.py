@@ -2,6 +2,7 @@
 404, 5xx, a redirect, verbose mode, gh as the token's source, the bug log. The marker
 must appear in no output, no file written anywhere under the test's root (repository,
 HOME, caches, logs), no child process's command line, and no request to a second host."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def setup(tmp_path: Path, served: Path) -> tuple[Path, Path, Path]:
     wrappers = {
         "git": f'#!/bin/sh\nprintf "%s\\n" "git $*" >> {calls}\nexec {real_git} "$@"\n',
         "gh": f'#!/bin/sh\nprintf "%s\\n" "gh $*" >> {calls}\n'
-              f'[ "$1 $2" = "auth token" ] && echo {MARKER} && exit 0\nexit 1\n',
+        f'[ "$1 $2" = "auth token" ] && echo {MARKER} && exit 0\nexit 1\n',
     }
     for name, text in wrappers.items():
         (bin_dir / name).write_text(text)
@@ -49,18 +50,20 @@ def scan(root: Path, *texts: str) -> None:
             assert MARKER.encode() not in path.read_bytes(), f"the token was written to {path}"
 
 
-def test_the_token_appears_nowhere(setup: tuple[Path, Path, Path], httpserver: HTTPServer,
-                                   tmp_path: Path) -> None:
+def test_the_token_appears_nowhere(setup: tuple[Path, Path, Path], httpserver: HTTPServer, tmp_path: Path) -> None:
     fork, bin_dir, calls = setup
     head = sh("git ls-remote upstream refs/pull/61050/head", fork).split()[0]
     base = sh("git rev-parse v0.30.0", fork).strip()
-    good = json.dumps(github_fixture("pull-61050", API=httpserver.url_for("").rstrip("/"),
-                                     HEAD_SHA=head, BASE_SHA=base))
+    good = json.dumps(
+        github_fixture("pull-61050", API=httpserver.url_for("").rstrip("/"), HEAD_SHA=head, BASE_SHA=base)
+    )
     other = HTTPServer(host="127.0.0.1", port=0)
     other.expect_request(PULL).respond_with_data(good, content_type="application/json")
     other.start()
-    echo = {"message": f"Bad credentials for Authorization: Bearer {MARKER}",
-            "documentation_url": f"https://docs.github.com/?t={MARKER}"}
+    echo = {
+        "message": f"Bad credentials for Authorization: Bearer {MARKER}",
+        "documentation_url": f"https://docs.github.com/?t={MARKER}",
+    }
     answers = {
         "success": lambda: Response(good, content_type="application/json", headers={"ETag": '"e1"'}),
         "401": lambda: Response(json.dumps(echo), status=401, content_type="application/json"),
@@ -80,17 +83,36 @@ def test_the_token_appears_nowhere(setup: tuple[Path, Path, Path], httpserver: H
     try:
         for name, expect in (("success", 0), ("401", 1), ("403", 1), ("404", 1), ("5xx", 1), ("redirect", 1)):
             current["name"] = name
-            sources = ({**base_env, "GH_TOKEN": MARKER}, base_env) if name in ("success", "403") \
+            sources = (
+                ({**base_env, "GH_TOKEN": MARKER}, base_env)
+                if name in ("success", "403")
                 else ({**base_env, "GH_TOKEN": MARKER},)
+            )
             for env in sources:  # the token from the environment, and from gh
-                proc = run_series("-v", "adopt-upstream", "61050", "--replaces", "offload-evict-fix",
-                                  "--dry-run", cwd=fork, env=env, expect=expect)
+                proc = run_series(
+                    "-v",
+                    "adopt-upstream",
+                    "61050",
+                    "--replaces",
+                    "offload-evict-fix",
+                    "--dry-run",
+                    cwd=fork,
+                    env=env,
+                    expect=expect,
+                )
                 outputs += [proc.stdout, proc.stderr]
                 if name != "success":
                     assert "series: error:" in proc.stderr and "GET " in proc.stderr, proc.stderr
         current["name"] = "success"  # a real adoption: journal, series.yaml, ETag cache, 304s
-        proc = run_series("-v", "adopt-upstream", "61050", "--replaces", "offload-evict-fix", cwd=fork,
-                          env={**base_env, "GH_TOKEN": MARKER})
+        proc = run_series(
+            "-v",
+            "adopt-upstream",
+            "61050",
+            "--replaces",
+            "offload-evict-fix",
+            cwd=fork,
+            env={**base_env, "GH_TOKEN": MARKER},
+        )
         outputs += [proc.stdout, proc.stderr, (fork / "series.yaml").read_text()]
         assert not other.log, "the redirect target got no request at all"
     finally:
@@ -103,9 +125,13 @@ def test_the_token_appears_nowhere(setup: tuple[Path, Path, Path], httpserver: H
     scan(tmp_path, *outputs, log)
 
 
-def test_the_bug_log_holds_no_token(setup: tuple[Path, Path, Path], httpserver: HTTPServer,
-                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_bug_log_holds_no_token(
+    setup: tuple[Path, Path, Path],
+    httpserver: HTTPServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """A real bug (here: one planted in the forge) while the token is held."""
     fork, _, _ = setup
     from series.cli import main

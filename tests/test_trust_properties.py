@@ -4,6 +4,7 @@ way out is SeriesError (exit 1, one line); anything else would be exit 4, a trac
 
 Bounded (a few hundred examples, derandomized) so the suite stays fast and repeatable.
 """
+
 from __future__ import annotations
 
 import io
@@ -27,26 +28,40 @@ from series.model import PRNumber
 from series.patches import format as patch_format
 from series.patches.importer import make_commit
 
-FAST = settings(max_examples=120, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FAST = settings(
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 # generating nested structures costs more than checking them: fewer, still varied
 STRUCTURED = settings(FAST, max_examples=40)
 
-GOOD_YAML = (b"upstream:\n  remote: upstream\n  base: v0.30.0\n  github: vllm-project/vllm\n"
-             b"integration: fork/main\ntopics:\n  - name: a\n    branch: topic/a\n    upstream_pr: 7\n"
-             b"  - name: b\n    branch: topic/b\n    depends_on: [a]\n    status: superseded\n"
-             b"    superseded_by: a\n")
+GOOD_YAML = (
+    b"upstream:\n  remote: upstream\n  base: v0.30.0\n  github: vllm-project/vllm\n"
+    b"integration: fork/main\ntopics:\n  - name: a\n    branch: topic/a\n    upstream_pr: 7\n"
+    b"  - name: b\n    branch: topic/b\n    depends_on: [a]\n    status: superseded\n"
+    b"    superseded_by: a\n"
+)
 KEYS = list(config.TOP_KEYS + config.UPSTREAM_KEYS + config.TOPIC_KEYS) + ["", "x"]
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2**70, max_value=2**70),
-                    st.floats(allow_nan=True), st.text(max_size=30),
-                    st.sampled_from(["upstream", "v0.30.0", "-x", "a b", "..", "topic/a", "@{", "a.lock"]))
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=30),
+    st.sampled_from(["upstream", "v0.30.0", "-x", "a b", "..", "topic/a", "@{", "a.lock"]),
+)
 structures = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(max_size=8)),
-                                            inner, max_size=5)),
-    max_leaves=25)
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(max_size=8)), inner, max_size=5),
+    ),
+    max_leaves=25,
+)
 
 
 def load_bytes(data: bytes) -> None:
@@ -77,8 +92,25 @@ def test_series_yaml_random_structures(doc: Any) -> None:
 
 
 @STRUCTURED
-@given(st.sampled_from(["remote", "base", "github", "api_url", "integration", "branch", "name",
-                        "upstream_pr", "upstream_head", "depends_on", "merged_in", "status"]), scalars)
+@given(
+    st.sampled_from(
+        [
+            "remote",
+            "base",
+            "github",
+            "api_url",
+            "integration",
+            "branch",
+            "name",
+            "upstream_pr",
+            "upstream_head",
+            "depends_on",
+            "merged_in",
+            "status",
+        ]
+    ),
+    scalars,
+)
 def test_series_yaml_one_field_replaced(key: str, value: Any) -> None:
     yaml = YAML(typ="safe", pure=True)
     doc = yaml.load(GOOD_YAML)
@@ -91,11 +123,13 @@ def test_series_yaml_one_field_replaced(key: str, value: Any) -> None:
 
 # -- patch files --------------------------------------------------------------------------------
 
-PATCH = ("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
-         "From: Ada Upstream <ada@example.com>\nDate: Mon, 19 Jan 2026 12:00:00 +0100\n"
-         "Subject: [PATCH 1/1] add a file\n\nbody\n---\n a.txt | 1 +\n\n"
-         "diff --git a/a.txt b/a.txt\nnew file mode 100644\nindex 0000000000000000000000000000000000000000.."
-         "78981922613b2afb6025042ff6bd878ac1994e85\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+a\n")
+PATCH = (
+    "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+    "From: Ada Upstream <ada@example.com>\nDate: Mon, 19 Jan 2026 12:00:00 +0100\n"
+    "Subject: [PATCH 1/1] add a file\n\nbody\n---\n a.txt | 1 +\n\n"
+    "diff --git a/a.txt b/a.txt\nnew file mode 100644\nindex 0000000000000000000000000000000000000000.."
+    "78981922613b2afb6025042ff6bd878ac1994e85\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+a\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +160,8 @@ def test_the_sample_patch_imports(repo: pygit2.Repository) -> None:
     sig = pygit2.Signature("T", "t@example.com", 1700000000, 0)
     commit = make_commit(repo, parent, patch_format.parse(PATCH, "t"), sig, "t")
     assert commit.author.offset == 60 and commit.tree["a.txt"].id == pygit2.Oid(
-        hex="78981922613b2afb6025042ff6bd878ac1994e85")
+        hex="78981922613b2afb6025042ff6bd878ac1994e85"
+    )
 
 
 @FAST
@@ -143,14 +178,19 @@ def test_patch_with_random_bytes_spliced_in(repo: pygit2.Repository, noise: byte
 
 
 @FAST
-@given(st.sampled_from(["From", "Date", "Subject"]),
-       st.text(alphabet=string.printable + "<>=?\x00\u00e9\ud800", max_size=60))
+@given(
+    st.sampled_from(["From", "Date", "Subject"]),
+    st.text(alphabet=string.printable + "<>=?\x00\u00e9\ud800", max_size=60),
+)
 def test_patch_header_replaced(repo: pygit2.Repository, header: str, value: str) -> None:
     lines = [f"{header}: {value}" if line.startswith(f"{header}: ") else line for line in PATCH.split("\n")]
-    import_patch(repo, "\n".join(lines).encode("utf-8", "surrogateescape" if "\ud800" not in value else "surrogatepass"))
+    import_patch(
+        repo, "\n".join(lines).encode("utf-8", "surrogateescape" if "\ud800" not in value else "surrogatepass")
+    )
 
 
 # -- GitHub answers --------------------------------------------------------------------------
+
 
 class Canned(ApiClient):
     """An ApiClient that answers every GET with the same body."""
@@ -180,16 +220,53 @@ def ask(body: bytes) -> None:
 
 
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20),
-              st.sampled_from(["a" * 40, "--upload-pack=x", "2026-01-01T00:00:00Z", "open", "closed",
-                               "https://github.com/vllm-project/vllm/pull/61050"])),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False),
+        st.text(max_size=20),
+        st.sampled_from(
+            [
+                "a" * 40,
+                "--upload-pack=x",
+                "2026-01-01T00:00:00Z",
+                "open",
+                "closed",
+                "https://github.com/vllm-project/vllm/pull/61050",
+            ]
+        ),
+    ),
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
-        st.dictionaries(st.sampled_from(["number", "title", "state", "head", "base", "sha", "user", "login",
-                                         "html_url", "merged", "merged_at", "merge_commit_sha", "updated_at",
-                                         "closed_at", "filename", "patch", "previous_filename"]),
-                        inner, max_size=8)),
-    max_leaves=30)
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "number",
+                    "title",
+                    "state",
+                    "head",
+                    "base",
+                    "sha",
+                    "user",
+                    "login",
+                    "html_url",
+                    "merged",
+                    "merged_at",
+                    "merge_commit_sha",
+                    "updated_at",
+                    "closed_at",
+                    "filename",
+                    "patch",
+                    "previous_filename",
+                ]
+            ),
+            inner,
+            max_size=8,
+        ),
+    ),
+    max_leaves=30,
+)
 
 
 @FAST
@@ -205,12 +282,37 @@ def test_github_random_json(value: Any) -> None:
 
 
 @STRUCTURED
-@given(st.dictionaries(st.sampled_from(["title", "state", "head", "base", "user", "html_url", "merged",
-                                        "merge_commit_sha", "updated_at", "closed_at"]), json_values, max_size=4))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "title",
+                "state",
+                "head",
+                "base",
+                "user",
+                "html_url",
+                "merged",
+                "merge_commit_sha",
+                "updated_at",
+                "closed_at",
+            ]
+        ),
+        json_values,
+        max_size=4,
+    )
+)
 def test_github_pull_with_random_fields(change: dict[str, Any]) -> None:
-    pull = {"number": 61050, "title": "t", "state": "open", "html_url":
-            "https://github.com/vllm-project/vllm/pull/61050", "head": {"sha": "a" * 40},
-            "base": {"sha": "b" * 40}, "user": {"login": "ada"}, "updated_at": "2026-01-02T00:00:00Z"}
+    pull = {
+        "number": 61050,
+        "title": "t",
+        "state": "open",
+        "html_url": "https://github.com/vllm-project/vllm/pull/61050",
+        "head": {"sha": "a" * 40},
+        "base": {"sha": "b" * 40},
+        "user": {"login": "ada"},
+        "updated_at": "2026-01-02T00:00:00Z",
+    }
     pull.update(change)
     ask(json.dumps(pull).encode())
     ask(json.dumps([pull]).encode())
@@ -218,32 +320,81 @@ def test_github_pull_with_random_fields(change: dict[str, Any]) -> None:
 
 # --- `series propose --evidence FILE`: whatever passes the check renders ---------------------
 
-leaves = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=6),
-                   st.sampled_from(["passed", "failed", "base", "t::a"]))
-anything = st.recursive(leaves, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)), max_leaves=12)
+leaves = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.text(max_size=6), st.sampled_from(["passed", "failed", "base", "t::a"])
+)
+anything = st.recursive(
+    leaves,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+    max_leaves=12,
+)
 names = st.sampled_from(["base", "series", "passed", "failed", "t::a", ""])
-evidence_values = st.fixed_dictionaries({}, optional={
-    "summary": st.one_of(anything, st.dictionaries(names, st.one_of(anything, st.dictionaries(
-        names, anything, max_size=3)), max_size=3)),
-    "tests": anything, "build": anything, "machine": anything,
-    "needed": st.one_of(anything, st.dictionaries(names, anything, max_size=2)),
-    "worse": st.one_of(anything, st.dictionaries(names, anything, max_size=2)),
-    "with_series": st.one_of(anything, st.lists(st.one_of(anything, st.fixed_dictionaries({}, optional={
-        "label": anything, "step": anything, "status": anything,
-        "commands": st.one_of(anything, st.lists(st.one_of(anything, st.fixed_dictionaries(
-            {}, optional={"tests": st.one_of(anything, st.dictionaries(names, anything))})), max_size=2))})),
-        max_size=2)),
-    "without": st.one_of(anything, st.fixed_dictionaries({}, optional={
-        "evidence": st.one_of(anything, st.lists(st.one_of(anything, st.dictionaries(
-            st.sampled_from(["test", "step"]), anything)), max_size=2))})),
-})
+evidence_values = st.fixed_dictionaries(
+    {},
+    optional={
+        "summary": st.one_of(
+            anything,
+            st.dictionaries(names, st.one_of(anything, st.dictionaries(names, anything, max_size=3)), max_size=3),
+        ),
+        "tests": anything,
+        "build": anything,
+        "machine": anything,
+        "needed": st.one_of(anything, st.dictionaries(names, anything, max_size=2)),
+        "worse": st.one_of(anything, st.dictionaries(names, anything, max_size=2)),
+        "with_series": st.one_of(
+            anything,
+            st.lists(
+                st.one_of(
+                    anything,
+                    st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "label": anything,
+                            "step": anything,
+                            "status": anything,
+                            "commands": st.one_of(
+                                anything,
+                                st.lists(
+                                    st.one_of(
+                                        anything,
+                                        st.fixed_dictionaries(
+                                            {},
+                                            optional={"tests": st.one_of(anything, st.dictionaries(names, anything))},
+                                        ),
+                                    ),
+                                    max_size=2,
+                                ),
+                            ),
+                        },
+                    ),
+                ),
+                max_size=2,
+            ),
+        ),
+        "without": st.one_of(
+            anything,
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "evidence": st.one_of(
+                        anything,
+                        st.lists(
+                            st.one_of(anything, st.dictionaries(st.sampled_from(["test", "step"]), anything)),
+                            max_size=2,
+                        ),
+                    )
+                },
+            ),
+        ),
+    },
+)
 
 
 @FAST
 @given(st.one_of(evidence_values, anything))
 def test_evidence_that_passes_the_check_renders(data: Any) -> None:
     from series.propose import prbody
+
     try:
         checked = prbody.check_evidence(data)
     except ValueError as exc:
@@ -265,15 +416,35 @@ def read_rebase_report(body: bytes) -> None:
             assert "\n" not in str(exc) and str(path) in str(exc), str(exc)
 
 
-rebase_rows = st.dictionaries(st.sampled_from(["name", "outcome", "conflict", "commit", "subject", "files"]),
-                              json_values, max_size=5)
+rebase_rows = st.dictionaries(
+    st.sampled_from(["name", "outcome", "conflict", "commit", "subject", "files"]), json_values, max_size=5
+)
 
 
 @STRUCTURED
-@given(st.one_of(json_values, st.fixed_dictionaries(
-    {"schema": st.sampled_from([1, 1, "1", None]), "status": json_values,
-     "topics": st.one_of(json_values, st.lists(st.one_of(rebase_rows, st.fixed_dictionaries(
-         {"name": st.text(max_size=5), "outcome": st.text(max_size=5), "conflict": rebase_rows})), max_size=3))})))
+@given(
+    st.one_of(
+        json_values,
+        st.fixed_dictionaries(
+            {
+                "schema": st.sampled_from([1, 1, "1", None]),
+                "status": json_values,
+                "topics": st.one_of(
+                    json_values,
+                    st.lists(
+                        st.one_of(
+                            rebase_rows,
+                            st.fixed_dictionaries(
+                                {"name": st.text(max_size=5), "outcome": st.text(max_size=5), "conflict": rebase_rows}
+                            ),
+                        ),
+                        max_size=3,
+                    ),
+                ),
+            }
+        ),
+    )
+)
 def test_rebase_report_random_json(value: Any) -> None:
     read_rebase_report(json.dumps(value).encode())
 

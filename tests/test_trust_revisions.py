@@ -2,6 +2,7 @@
 checkout history, a branch's upstream) are refused wherever a user gives series one, with
 one rule (series.validate.stable_revision, applied where every revision is resolved):
 series records what it was given and reads it again later (issue 33)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,12 +25,15 @@ def moving(fork: Path) -> None:
         sh(f"git rev-parse --verify -q '{spec}^{{commit}}'", fork)
 
 
-@pytest.mark.parametrize("args", [
-    ("rebase", "--onto", "@{-1}", *SKIP),
-    ("rebase", "--onto", "HEAD@{1}", *SKIP),
-    ("rebase", "--onto", "topic/sched-note@{upstream}", *SKIP),
-    ("rebase", "--onto", "HEAD@{2000-01-01}", *SKIP),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("rebase", "--onto", "@{-1}", *SKIP),
+        ("rebase", "--onto", "HEAD@{1}", *SKIP),
+        ("rebase", "--onto", "topic/sched-note@{upstream}", *SKIP),
+        ("rebase", "--onto", "HEAD@{2000-01-01}", *SKIP),
+    ],
+)
 def test_a_revision_that_moves_by_itself_is_refused(fork: Path, args: tuple[str, ...]) -> None:
     moving(fork)
     before = snapshot(fork)

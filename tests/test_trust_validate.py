@@ -1,5 +1,6 @@
 """series.validate against git itself (CONTRIBUTING.md rule 1): branch names against
 `git check-ref-format --branch`, dates and identities against `git fsck --strict`."""
+
 from __future__ import annotations
 
 import subprocess
@@ -28,8 +29,9 @@ def ours_accepts_branch(name: str) -> bool:
         return False
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(st.text(alphabet=ALPHABET, min_size=1, max_size=12))
 @example("a b")
 @example("-x")
@@ -49,7 +51,9 @@ def test_branch_names_follow_git_check_ref_format(name: str) -> None:
 
 
 def test_policy_refusals_name_the_value_and_the_rule() -> None:
-    with pytest.raises(SeriesError, match=r"topics\[0\]\.branch: 'a b' is not a valid branch name: it contains a space"):
+    with pytest.raises(
+        SeriesError, match=r"topics\[0\]\.branch: 'a b' is not a valid branch name: it contains a space"
+    ):
         validate.branch_name("a b", "topics[0].branch")
     with pytest.raises(SeriesError, match="starts with '-'"):
         validate.remote_name("--upload-pack=touch x", "upstream.remote")
@@ -65,11 +69,20 @@ def test_policy_refusals_name_the_value_and_the_rule() -> None:
     assert validate.one_line("a\nb") == "a\\nb"
 
 
-@pytest.mark.parametrize("url, ok", [
-    ("https://ghe.example.com/api/v3", True), ("http://127.0.0.1:8080", True), ("http://localhost:1", True),
-    ("http://[::1]:8/", True), ("http://api.example.com", False), ("ftp://x", False),
-    ("https://", False), ("https://a b", False), ("https://x\n", False),
-])
+@pytest.mark.parametrize(
+    "url, ok",
+    [
+        ("https://ghe.example.com/api/v3", True),
+        ("http://127.0.0.1:8080", True),
+        ("http://localhost:1", True),
+        ("http://[::1]:8/", True),
+        ("http://api.example.com", False),
+        ("ftp://x", False),
+        ("https://", False),
+        ("https://a b", False),
+        ("https://x\n", False),
+    ],
+)
 def test_api_urls(url: str, ok: bool) -> None:
     try:
         validate.api_url(url, "upstream.api_url")
@@ -81,13 +94,19 @@ def test_api_urls(url: str, ok: bool) -> None:
 
 # Years past 9999 pass fsck (it only checks for time_t overflow) but no git date parser
 # reads them back (a Date: header, --date): refused as a policy, and said so.
-@pytest.mark.parametrize("time, offset, ok, fsck_ok", [
-    (0, 0, True, True), (253402300799, 5999, True, True), (1700000000, -5999, True, True),
-    (253402300800, 0, False, True), (-1, 0, False, False), (1700000000, 6000, False, False),
-    (1700000000, 6039, False, False),
-])
-def test_dates_are_what_fsck_strict_accepts(tmp_path: Path, time: int, offset: int, ok: bool,
-                                            fsck_ok: bool) -> None:
+@pytest.mark.parametrize(
+    "time, offset, ok, fsck_ok",
+    [
+        (0, 0, True, True),
+        (253402300799, 5999, True, True),
+        (1700000000, -5999, True, True),
+        (253402300800, 0, False, True),
+        (-1, 0, False, False),
+        (1700000000, 6000, False, False),
+        (1700000000, 6039, False, False),
+    ],
+)
+def test_dates_are_what_fsck_strict_accepts(tmp_path: Path, time: int, offset: int, ok: bool, fsck_ok: bool) -> None:
     try:
         validate.timestamp(time, offset, "Date")
         ours = True
@@ -102,18 +121,30 @@ def test_dates_are_what_fsck_strict_accepts(tmp_path: Path, time: int, offset: i
     repo = tmp_path / "r"
     git(tmp_path, "init", "-q", str(repo))
     tree = git(repo, "mktree", input="").stdout.strip()
-    raw = (f"tree {tree}\nauthor A <a@x> {time} {zone}\ncommitter A <a@x> {time} {zone}\n\nm\n")
-    oid = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--literally", "--stdin"], cwd=repo,
-                         input=raw, capture_output=True, text=True).stdout.strip()
+    raw = f"tree {tree}\nauthor A <a@x> {time} {zone}\ncommitter A <a@x> {time} {zone}\n\nm\n"
+    oid = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--literally", "--stdin"],
+        cwd=repo,
+        input=raw,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     git(repo, "update-ref", "refs/heads/main", oid)
     fsck = subprocess.run(["git", "fsck", "--strict", "--no-dangling"], cwd=repo, capture_output=True, text=True)
     assert (fsck.returncode == 0) == ok, (time, zone, fsck.stderr)
 
 
-@pytest.mark.parametrize("name, email, ok", [
-    ("Ada", "a@x", True), ("A <b>", "a@x", False), ("A\nB", "a@x", False), ("A", "a>@x", False),
-    ("A\0", "a@x", False), ("Zoë", "z@x", True),
-])
+@pytest.mark.parametrize(
+    "name, email, ok",
+    [
+        ("Ada", "a@x", True),
+        ("A <b>", "a@x", False),
+        ("A\nB", "a@x", False),
+        ("A", "a>@x", False),
+        ("A\0", "a@x", False),
+        ("Zoë", "z@x", True),
+    ],
+)
 def test_identities(name: str, email: str, ok: bool) -> None:
     try:
         validate.identity(name, email, "From")

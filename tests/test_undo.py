@@ -1,4 +1,5 @@
 """`series undo` and `series log` after real rebases."""
+
 from __future__ import annotations
 
 import json

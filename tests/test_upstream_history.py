@@ -5,6 +5,7 @@ that touched the file); --bisect finds the first breaking commit on the first-pa
 at either edge; --as-far-as-possible stops right before it, and moves nothing when even
 the first commit blocks; a merged topic names the PR that landed it.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,12 @@ AUTHORS = {60010: "Sam Sched", 60011: "Dot Docs", 60012: "Lu Rewrite", 60013: "I
 def _pr(path: Path, number: int, subject: str, files: dict[str, str], day: int) -> str:
     write(path, files)
     who = AUTHORS[number]
-    env = {"GIT_AUTHOR_NAME": who, "GIT_AUTHOR_EMAIL": "x@example.com",
-           "GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.com"}
+    env = {
+        "GIT_AUTHOR_NAME": who,
+        "GIT_AUTHOR_EMAIL": "x@example.com",
+        "GIT_COMMITTER_NAME": "GitHub",
+        "GIT_COMMITTER_EMAIL": "noreply@github.com",
+    }
     commit_all(path, f"{subject} (#{number})", f"2026-01-{day:02d}T10:00:00Z", env=env)
     return git(path, "rev-parse", "HEAD").strip()
 
@@ -38,18 +43,38 @@ def history_upstream(path: Path, rewrite_at: int) -> dict[int, str]:
     git(path, "reset", "-q", "--hard", "v0.30.0")
     lru = LRU_V030
     others = [
-        (60010, "[Core] scheduler tweak", lambda: {SCHED: (path / SCHED).read_text().replace(
-            "# scheduler line 38\n", "# scheduler line 38 (tweaked)\n")}),
-        (60011, "[Doc] LRU module docstring", lambda: {LRU: (path / LRU).read_text().replace(
-            '"""LRU eviction policy', '"""The LRU eviction policy')}),
+        (
+            60010,
+            "[Core] scheduler tweak",
+            lambda: {
+                SCHED: (path / SCHED).read_text().replace("# scheduler line 38\n", "# scheduler line 38 (tweaked)\n")
+            },
+        ),
+        (
+            60011,
+            "[Doc] LRU module docstring",
+            lambda: {LRU: (path / LRU).read_text().replace('"""LRU eviction policy', '"""The LRU eviction policy')},
+        ),
         (60013, "[Misc] ipc VERSION 2", lambda: {"vllm/multimodal/ipc.py": "VERSION = 2\n"}),
-        (60014, "[KV offload] name the evicted slot", lambda: {LRU: (path / LRU).read_text().replace(
-            "key, _ = self.blocks", "key, _slot = self.blocks")}),
+        (
+            60014,
+            "[KV offload] name the evicted slot",
+            lambda: {LRU: (path / LRU).read_text().replace("key, _ = self.blocks", "key, _slot = self.blocks")},
+        ),
     ]
-    rewrite = (60012, "[KV offload] rewrite LRU touch", lambda: {LRU: (path / LRU).read_text().replace(
-        LRU_V030.split("    def touch", 1)[1].split("    def evict", 1)[0],
-        LRU_V031.split("    def touch", 1)[1].split("    def evict", 1)[0])})
-    order = others[:rewrite_at - 1] + [rewrite] + others[rewrite_at - 1:]
+    rewrite = (
+        60012,
+        "[KV offload] rewrite LRU touch",
+        lambda: {
+            LRU: (path / LRU)
+            .read_text()
+            .replace(
+                LRU_V030.split("    def touch", 1)[1].split("    def evict", 1)[0],
+                LRU_V031.split("    def touch", 1)[1].split("    def evict", 1)[0],
+            )
+        },
+    )
+    order = others[: rewrite_at - 1] + [rewrite] + others[rewrite_at - 1 :]
     shas = {}
     for day, (number, subject, files) in enumerate(order, start=2):
         shas[number] = _pr(path, number, subject, files(), day)
@@ -83,8 +108,12 @@ def test_attribution_names_the_pr_that_rewrote_the_lines_not_the_others(tmp_path
     culprits = rows(report)["offload-evict-fix"]["upstream"][LRU]["culprits"]
     assert [(c["pr"], c["overlaps"]) for c in culprits] == [(60012, True), (60014, False), (60011, False)], culprits
     first = culprits[0]
-    assert (first["sha"], first["author"], first["date"], first["symbol"]) == \
-        (shas[60012], "Lu Rewrite", "2026-01-04", "touch"), first
+    assert (first["sha"], first["author"], first["date"], first["symbol"]) == (
+        shas[60012],
+        "Lu Rewrite",
+        "2026-01-04",
+        "touch",
+    ), first
     assert first["subject"] == "[KV offload] rewrite LRU touch (#60012)"
     text = run_series("rebase", "--onto", "v0.31.0", "--dry-run", cwd=fork, expect=3).stdout
     assert f"upstream #60012 rewrote touch() in lru.py ({shas[60012][:12]}, Lu Rewrite, 2026-01-04)" in text, text
@@ -113,8 +142,7 @@ def test_merged_topic_names_the_pr_that_landed_it(tmp_path: Path) -> None:
 def test_bisect_finds_the_first_breaking_commit_at_the_edges_too(tmp_path: Path, rewrite_at: int) -> None:
     fork, shas = fork_over(tmp_path, rewrite_at)
     first = rows(rebase(fork, "--dry-run", "--bisect", expect=3))["offload-evict-fix"]["first_breaking"]
-    assert (first["sha"], first["pr"], first["position"], first["total"]) == \
-        (shas[60012], 60012, rewrite_at, 5), first
+    assert (first["sha"], first["pr"], first["position"], first["total"]) == (shas[60012], 60012, rewrite_at, 5), first
     assert first["files"] == [LRU] and first["replays"] <= 4, first
     assert "first_breaking" not in rows(rebase(fork, "--dry-run", "--bisect", expect=3))["sched-note"]
 
@@ -150,16 +178,18 @@ def test_as_far_as_possible_moves_nothing_when_the_first_commit_blocks(tmp_path:
     assert f"upstream #60012 {shas[60012][:12]}" in proc.stdout, proc.stdout
     assert sh("git for-each-ref --format='%(refname) %(objectname)'", fork) == before_refs
     assert (fork / "series.yaml").read_bytes() == before_yaml
-    data = json.loads(run_series("rebase", "--onto", "v0.31.0", "--as-far-as-possible", "--json",
-                                 cwd=fork, expect=3).stdout)
+    data = json.loads(
+        run_series("rebase", "--onto", "v0.31.0", "--as-far-as-possible", "--json", cwd=fork, expect=3).stdout
+    )
     assert data["status"] == "blocked" and data["as_far_as_possible"]["position"] == 0, data
 
 
 def test_as_far_as_possible_goes_all_the_way_when_everything_applies(tmp_path: Path) -> None:
     fork, _ = fork_over(tmp_path, 3)
     text = (fork / "series.yaml").read_text()
-    (fork / "series.yaml").write_text(text.replace("  - name: offload-evict-fix\n",
-                                                   "  - name: offload-evict-fix\n    status: dropped\n"))
+    (fork / "series.yaml").write_text(
+        text.replace("  - name: offload-evict-fix\n", "  - name: offload-evict-fix\n    status: dropped\n")
+    )
     report = rebase(fork, "--as-far-as-possible", "--dry-run")
     assert report["as_far_as_possible"]["position"] == 5 and report["onto"]["name"] == "v0.31.0", report
 
@@ -183,11 +213,12 @@ def test_touches_between_groups_upstream_changes_by_pr(tmp_path: Path) -> None:
     fork, shas = fork_over(tmp_path, 3)
     data = json.loads(run_series("touches", "--between", "v0.30.0..v0.31.0", "--json", cwd=fork).stdout)
     pulls = {u["pr"]: [f["path"] for f in u["files"]] for u in data["upstream_pulls"]}
-    assert pulls == {60010: [SCHED], 60011: [LRU], 60012: [LRU], 60013: ["vllm/multimodal/ipc.py"],
-                     60014: [LRU]}, pulls
+    assert pulls == {60010: [SCHED], 60011: [LRU], 60012: [LRU], 60013: ["vllm/multimodal/ipc.py"], 60014: [LRU]}, pulls
     text = run_series("touches", "--between", "v0.30.0..v0.31.0", cwd=fork).stdout
-    assert "  #60012   2026-01-04 Lu Rewrite       [KV offload] rewrite LRU touch\n" \
-           f"      {LRU} (offload-evict-fix)" in text, text
+    assert (
+        "  #60012   2026-01-04 Lu Rewrite       [KV offload] rewrite LRU touch\n"
+        f"      {LRU} (offload-evict-fix)" in text
+    ), text
 
 
 def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None:
@@ -200,13 +231,16 @@ def test_path_history_and_the_first_parent_line_are_gits(tmp_path: Path) -> None
 
     up = tmp_path / "upstream"
     history_upstream(up, 3)
-    sh(f"""
+    sh(
+        f"""
     git checkout -q -b side v0.30.0
     printf 'side\\n' >> {SCHED} && git commit -qam '[Core] side branch edit'
     printf 'ipc side\\n' > vllm/multimodal/ipc.py && git commit -qam '[Misc] side ipc'
     git checkout -q main && git merge -q --no-ff -X theirs side -m 'Merge side (#60020)'
     printf 'after\\n' >> {LRU} && git commit -qam '[KV offload] after the merge (#60021)'
-    """, up)
+    """,
+        up,
+    )
     repo = pygit2.Repository(str(up))
     old, new = repo.revparse_single("v0.30.0").peel(pygit2.Commit), repo.revparse_single("main").peel(pygit2.Commit)
     paths = [LRU, SCHED, "vllm/multimodal/ipc.py", "README.md"]
@@ -246,8 +280,16 @@ def _crafted_upstream_commit(fork: Path, tmp_path: Path, header: bytes, subject:
     tree = sh(f"git add {LRU} && git write-tree", fork).strip()
     sh("git checkout -q -f --detach v0.30.0", fork)
     tip = sh("git rev-parse v0.31.0", fork).strip()
-    raw = (f"tree {tree}\nparent {tip}\nauthor Bo Gus <bo@example.com> 1767400000 +0000\n"
-           f"committer Bo Gus <bo@example.com> 1767400000 +0000\n").encode() + header + b"\n" + subject + b"\n"
+    raw = (
+        (
+            f"tree {tree}\nparent {tip}\nauthor Bo Gus <bo@example.com> 1767400000 +0000\n"
+            f"committer Bo Gus <bo@example.com> 1767400000 +0000\n"
+        ).encode()
+        + header
+        + b"\n"
+        + subject
+        + b"\n"
+    )
     (tmp_path / "crafted").write_bytes(raw)
     sha = sh(f"git hash-object -t commit -w --literally {tmp_path / 'crafted'}", fork).strip()
     sh(f"git tag v0.31.1 {sha}", fork)
@@ -257,15 +299,18 @@ def _crafted_upstream_commit(fork: Path, tmp_path: Path, header: bytes, subject:
 def _every_reader(fork: Path, sha: str) -> list[dict]:
     """The crafted commit as rebase, --bisect, touches --between and --as-far-as-possible
     describe it (every one of them exit 0 or 3, never 4)."""
-    rebased = json.loads(run_series("rebase", "--onto", "v0.31.1", "--dry-run", "--bisect", "--json",
-                                    cwd=fork, expect=3).stdout)
+    rebased = json.loads(
+        run_series("rebase", "--onto", "v0.31.1", "--dry-run", "--bisect", "--json", cwd=fork, expect=3).stdout
+    )
     culprits = rows(rebased)["offload-evict-fix"]["upstream"][LRU]["culprits"]
     between = json.loads(run_series("touches", "--between", "v0.31.0..v0.31.1", "--json", cwd=fork).stdout)
     text = (fork / "series.yaml").read_text()
-    (fork / "series.yaml").write_text(text.replace("  - name: offload-evict-fix\n",
-                                                   "  - name: offload-evict-fix\n    status: dropped\n"))
-    reach = json.loads(run_series("rebase", "--onto", "v0.31.1", "--as-far-as-possible", "--dry-run", "--json",
-                                  cwd=fork).stdout)["as_far_as_possible"]
+    (fork / "series.yaml").write_text(
+        text.replace("  - name: offload-evict-fix\n", "  - name: offload-evict-fix\n    status: dropped\n")
+    )
+    reach = json.loads(
+        run_series("rebase", "--onto", "v0.31.1", "--as-far-as-possible", "--dry-run", "--json", cwd=fork).stdout
+    )["as_far_as_possible"]
     (fork / "series.yaml").write_text(text)
     found = [c for c in culprits if c["sha"] == sha] + [c for c in between["upstream_pulls"] if c["sha"] == sha]
     assert len(found) == 2 and reach["target"]["sha"] == sha, (culprits, between, reach)
@@ -281,8 +326,7 @@ def test_a_subject_ending_in_thousands_of_digits_names_no_pr(tmp_path: Path) -> 
 
 def test_an_upstream_commit_in_an_unknown_encoding_reads_as_its_bytes(tmp_path: Path) -> None:
     fork, _ = fork_over(tmp_path, 3)
-    sha = _crafted_upstream_commit(fork, tmp_path, b"encoding bogus-charset\n",
-                                   "[Misc] caf\u00e9 (#60020)".encode())
+    sha = _crafted_upstream_commit(fork, tmp_path, b"encoding bogus-charset\n", "[Misc] caf\u00e9 (#60020)".encode())
     for seen in _every_reader(fork, sha):
         assert (seen["pr"], seen["subject"], seen["author"]) == (60020, "[Misc] caf\u00e9 (#60020)", "Bo Gus"), seen
 
@@ -292,7 +336,10 @@ def _a_topic_that_clashes_with_api_hello(fork: Path) -> None:
     yaml = (fork / "series.yaml").read_text()
     (fork / "series.yaml").unlink()
     sh("git checkout -q -B topic/api-bye v0.30.0", fork)
-    write(fork, {"vllm/entrypoints/openai/api_server.py": "def serve():\n    return 'ok'\n\n\ndef bye():\n    return 'bye'\n"})
+    write(
+        fork,
+        {"vllm/entrypoints/openai/api_server.py": "def serve():\n    return 'ok'\n\n\ndef bye():\n    return 'bye'\n"},
+    )
     commit_all(fork, "[Fork] bye endpoint", "2026-01-20T12:00:00Z")
     sh("git checkout -q --detach v0.30.0", fork)
     (fork / "series.yaml").write_text(yaml + "  - name: api-bye\n    branch: topic/api-bye\n")
@@ -305,9 +352,11 @@ def test_as_far_as_possible_moves_nothing_when_the_topics_do_not_combine_there(t
     proc = run_series("rebase", "--onto", "v0.31.0", "--as-far-as-possible", cwd=fork, expect=1)
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert "as far as possible: nothing moved: every topic applies at" in proc.stderr, proc.stderr
-    assert "(3 of 5 on v0.31.0's first-parent line), but the topics do not combine there (topic api-hello " \
-           "vs topic api-bye, file vllm/entrypoints/openai/api_server.py), so the integration branch " \
-           "series/integration could not be rebuilt" in proc.stderr, proc.stderr
+    assert (
+        "(3 of 5 on v0.31.0's first-parent line), but the topics do not combine there (topic api-hello "
+        "vs topic api-bye, file vllm/entrypoints/openai/api_server.py), so the integration branch "
+        "series/integration could not be rebuilt" in proc.stderr
+    ), proc.stderr
     assert sh("git for-each-ref", fork) == refs and (fork / "series.yaml").read_bytes() == text
     assert not (fork / ".git/series/rebase").exists()
 

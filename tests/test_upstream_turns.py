@@ -1,5 +1,6 @@
 """series.upstream.turns: whose turn it is, the 48-hour and 14-day lines, the ping, the
 gates, the head; computed from a Conversation with `now` fixed, so every line is exact."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,10 +21,27 @@ def ago(**delta: float) -> str:
 
 
 def conv(**changes: object) -> Conversation:
-    pull = PullRequest(PRNumber(61050), "Fix eviction order", ME, PullState.OPEN, head_sha=Sha(HEAD),
-                       url="https://github.com/vllm-project/vllm/pull/61050", updated_at=ago(days=1))
-    base = Conversation(pull, False, ("ready",), (REVIEWER,), (), (), (), (Said(ME, ago(days=5)),), (),
-                        (CheckRun("DCO", "completed", "success"), CheckRun("pre-commit", "completed", "success")))
+    pull = PullRequest(
+        PRNumber(61050),
+        "Fix eviction order",
+        ME,
+        PullState.OPEN,
+        head_sha=Sha(HEAD),
+        url="https://github.com/vllm-project/vllm/pull/61050",
+        updated_at=ago(days=1),
+    )
+    base = Conversation(
+        pull,
+        False,
+        ("ready",),
+        (REVIEWER,),
+        (),
+        (),
+        (),
+        (Said(ME, ago(days=5)),),
+        (),
+        (CheckRun("DCO", "completed", "success"), CheckRun("pre-commit", "completed", "success")),
+    )
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
@@ -92,17 +110,26 @@ def test_the_14_day_line_and_one_ping_that_names_nobody() -> None:
 
 
 def test_the_gates() -> None:
-    c = conv(labels=("needs-rebase",), checks=(CheckRun("DCO", "completed", "failure"),
-                                               CheckRun("pre-commit", "in_progress", None),
-                                               CheckRun("docs", "completed", "failure")))
+    c = conv(
+        labels=("needs-rebase",),
+        checks=(
+            CheckRun("DCO", "completed", "failure"),
+            CheckRun("pre-commit", "in_progress", None),
+            CheckRun("docs", "completed", "failure"),
+        ),
+    )
     gates = {g.name: g for g in row("t", c, NOW).gates}
     assert gates["dco"].state == GateState.FAILING
     assert gates["ready"].state == GateState.MISSING and "ready" in gates["ready"].detail
     assert (gates["ci"].state, gates["ci"].detail) == (GateState.FAILING, "failing: docs")
     assert gates["needs-rebase"].state == GateState.FAILING
     assert gates["stale"].detail.startswith("stale in 89 days")
-    stale = {g.name: g for g in row("t", conv(labels=("stale",), pull=dataclasses.replace(
-        conv().pull, updated_at=ago(days=10))), NOW).gates}
+    stale = {
+        g.name: g
+        for g in row(
+            "t", conv(labels=("stale",), pull=dataclasses.replace(conv().pull, updated_at=ago(days=10))), NOW
+        ).gates
+    }
     assert stale["stale"].detail.startswith("labelled stale: the stale bot closes it in 20 days")
     missing = {g.name: g for g in row("t", conv(checks=()), NOW).gates}
     assert missing["dco"].state == missing["ci"].state == GateState.MISSING
@@ -111,16 +138,25 @@ def test_the_gates() -> None:
 def test_commit_statuses_combine_with_check_runs() -> None:
     """Buildkite's commit statuses and the check runs make one ci gate: failing if any
     fails, pending if any runs, ok when all passed; a status named DCO is the dco gate's."""
+
     def ci(*statuses: CommitStatus) -> tuple[GateState, str]:
         gate = {g.name: g for g in row("t", conv(statuses=statuses), NOW).gates}["ci"]
         return gate.state, gate.detail
 
     assert ci(CommitStatus("buildkite/ci/pr", "success")) == (GateState.OK, "2 passed")
     assert ci(CommitStatus("buildkite/ci/pr", "pending")) == (GateState.PENDING, "running: buildkite/ci/pr")
-    assert ci(CommitStatus("buildkite/ci/pr", "pending"), CommitStatus("buildkite/ci/pr/amd", "error")) == \
-        (GateState.FAILING, "failing: buildkite/ci/pr/amd")
-    only = {g.name: g for g in row("t", conv(checks=(), statuses=(CommitStatus("buildkite/ci/pr", "success"),
-                                                                  CommitStatus("DCO", "failure"))), NOW).gates}
+    assert ci(CommitStatus("buildkite/ci/pr", "pending"), CommitStatus("buildkite/ci/pr/amd", "error")) == (
+        GateState.FAILING,
+        "failing: buildkite/ci/pr/amd",
+    )
+    only = {
+        g.name: g
+        for g in row(
+            "t",
+            conv(checks=(), statuses=(CommitStatus("buildkite/ci/pr", "success"), CommitStatus("DCO", "failure"))),
+            NOW,
+        ).gates
+    }
     assert (only["ci"].state, only["dco"].state) == (GateState.OK, GateState.FAILING)
 
 
@@ -135,8 +171,12 @@ def test_merged_and_the_head() -> None:
 
 
 def test_the_conversation_reads_back_as_stored() -> None:
-    c = conv(reviews=(Review(Said(REVIEWER, ago(days=3)), "CHANGES_REQUESTED"),),
-             review_comments=(ReviewComment(1, None, Said(REVIEWER, ago(hours=2)), outdated=True),),
-             comments=(Said(ME, ago(days=1), False, PING_TEXT),), viewer=ME)
+    c = conv(
+        reviews=(Review(Said(REVIEWER, ago(days=3)), "CHANGES_REQUESTED"),),
+        review_comments=(ReviewComment(1, None, Said(REVIEWER, ago(hours=2)), outdated=True),),
+        comments=(Said(ME, ago(days=1), False, PING_TEXT),),
+        viewer=ME,
+    )
     assert Conversation.from_json(c.to_json()) == dataclasses.replace(
-        c, pull=dataclasses.replace(c.pull, base_sha=None))
+        c, pull=dataclasses.replace(c.pull, base_sha=None)
+    )

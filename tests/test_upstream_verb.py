@@ -1,6 +1,7 @@
 """`series upstream` against a local server shaped like GitHub's API: the row online, the
 fetch stored and read back offline with its age, merged-in-release, a moved head, and
 hostile answers refused in one line."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -30,33 +31,68 @@ def env_for(server: HTTPServer, **extra: str) -> dict[str, str]:
 def carry(fork: Path, head: str) -> None:
     """offload-evict-fix records PR #61050, adopted at `head`."""
     path = fork / "series.yaml"
-    path.write_text(path.read_text().replace(
-        "    scope: [vllm/v1/kv_offload/]\n",
-        f"    scope: [vllm/v1/kv_offload/]\n    upstream_pr: 61050\n    upstream_head: {head}\n"))
+    path.write_text(
+        path.read_text().replace(
+            "    scope: [vllm/v1/kv_offload/]\n",
+            f"    scope: [vllm/v1/kv_offload/]\n    upstream_pr: 61050\n    upstream_head: {head}\n",
+        )
+    )
 
 
-def serve(server: HTTPServer, head: str, *, pull: dict[str, Any] | None = None,
-          comments: list[Any] | None = None, checks: Any = None, status: Any = None) -> None:
-    data = pull or github_fixture("pull-61050", API=server.url_for("").rstrip("/"), HEAD_SHA=head,
-                                  RECENT=ago(days=3))
+def serve(
+    server: HTTPServer,
+    head: str,
+    *,
+    pull: dict[str, Any] | None = None,
+    comments: list[Any] | None = None,
+    checks: Any = None,
+    status: Any = None,
+) -> None:
+    data = pull or github_fixture("pull-61050", API=server.url_for("").rstrip("/"), HEAD_SHA=head, RECENT=ago(days=3))
     assert isinstance(data, dict)
     data["requested_reviewers"] = [{"login": "maint-one", "type": "User"}]
     server.expect_request(f"{REPO}/pulls/61050").respond_with_json(data)
     server.expect_request(f"{REPO}/pulls/61050/reviews").respond_with_json([])
-    server.expect_request(f"{REPO}/pulls/61050/comments").respond_with_json(comments if comments is not None else [
-        {"id": 7, "in_reply_to_id": None, "position": 3, "user": {"login": "maint-one", "type": "User"},
-         "created_at": ago(days=3), "body": "why this order?"}])
+    server.expect_request(f"{REPO}/pulls/61050/comments").respond_with_json(
+        comments
+        if comments is not None
+        else [
+            {
+                "id": 7,
+                "in_reply_to_id": None,
+                "position": 3,
+                "user": {"login": "maint-one", "type": "User"},
+                "created_at": ago(days=3),
+                "body": "why this order?",
+            }
+        ]
+    )
     server.expect_request(f"{REPO}/issues/61050/comments").respond_with_json([])
-    server.expect_request(f"{REPO}/pulls/61050/commits").respond_with_json([
-        {"sha": head, "author": {"login": "ada-upstream", "type": "User"},
-         "commit": {"committer": {"date": ago(days=5)}}}])
+    server.expect_request(f"{REPO}/pulls/61050/commits").respond_with_json(
+        [
+            {
+                "sha": head,
+                "author": {"login": "ada-upstream", "type": "User"},
+                "commit": {"committer": {"date": ago(days=5)}},
+            }
+        ]
+    )
     server.expect_request(f"{REPO}/issues/61050/timeline").respond_with_json([])
-    server.expect_request(f"{REPO}/commits/{head}/check-runs").respond_with_json(checks if checks is not None else {
-        "total_count": 2, "check_runs": [{"name": "DCO", "status": "completed", "conclusion": "success"},
-                                         {"name": "pre-commit", "status": "completed", "conclusion": "success"}]})
+    server.expect_request(f"{REPO}/commits/{head}/check-runs").respond_with_json(
+        checks
+        if checks is not None
+        else {
+            "total_count": 2,
+            "check_runs": [
+                {"name": "DCO", "status": "completed", "conclusion": "success"},
+                {"name": "pre-commit", "status": "completed", "conclusion": "success"},
+            ],
+        }
+    )
     # Buildkite reports as commit statuses; none here (GitHub's combined state is then "pending")
     server.expect_request(f"{REPO}/commits/{head}/status").respond_with_json(
-        status if status is not None else {"state": "pending", "total_count": 0, "statuses": []})
+        status if status is not None else {"state": "pending", "total_count": 0, "statuses": []}
+    )
     server.expect_request("/user").respond_with_json({"login": "ada-upstream"})
 
 
@@ -113,8 +149,7 @@ def test_merged_in_the_first_release_that_contains_it(served: Path, httpserver: 
     carry(served, head)
     repo = pygit2.Repository(str(served))
     merge = str(repo.revparse_single("v0.30.0").id)  # contained in v0.30.0 and every later release
-    pull = github_fixture("pull-61050-merged", API=httpserver.url_for("").rstrip("/"), HEAD_SHA=head,
-                          MERGE_SHA=merge)
+    pull = github_fixture("pull-61050-merged", API=httpserver.url_for("").rstrip("/"), HEAD_SHA=head, MERGE_SHA=merge)
     assert isinstance(pull, dict)
     serve(httpserver, head, pull=pull)
     data = json.loads(run_series("upstream", "--json", cwd=served, env=env_for(httpserver)).stdout)
@@ -138,9 +173,21 @@ def test_hostile_answers_are_refused_in_one_line(served: Path, httpserver: HTTPS
     assert "a commit status without a context or a known state" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     httpserver.clear()
-    serve(httpserver, head, comments=[{"id": i, "in_reply_to_id": None, "position": 1, "created_at": ago(days=1),
-                                       "user": {"login": "flood", "type": "User"}, "body": "x" * 200}
-                                      for i in range(1, 400)])
+    serve(
+        httpserver,
+        head,
+        comments=[
+            {
+                "id": i,
+                "in_reply_to_id": None,
+                "position": 1,
+                "created_at": ago(days=1),
+                "user": {"login": "flood", "type": "User"},
+                "body": "x" * 200,
+            }
+            for i in range(1, 400)
+        ],
+    )
     proc = run_series("upstream", cwd=served, env=env_for(httpserver, SERIES_HTTP_MAX_BYTES="20000"), expect=1)
     assert "sent more than 20000 bytes" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (served / ".git" / "series" / "upstream" / "fetched.json").exists()
@@ -151,17 +198,28 @@ def test_follow_ups_of_the_pr_fill_the_row(served: Path, httpserver: HTTPServer)
     in text and JSON, online and offline alike (git alone reads it)."""
     head = pr_head(served)
     carry(served, head)
-    fix = commit_files(served, "refs/remotes/upstream/main", {"vllm/fix.py": "FIXED = True\n"},
-                       "[Bugfix] Fix for #61050: pinned blocks (#61060)", "2026-02-13T00:00:00Z")
+    fix = commit_files(
+        served,
+        "refs/remotes/upstream/main",
+        {"vllm/fix.py": "FIXED = True\n"},
+        "[Bugfix] Fix for #61050: pinned blocks (#61060)",
+        "2026-02-13T00:00:00Z",
+    )
     git(served, "update-ref", "refs/remotes/upstream/main", fix)
     serve(httpserver, head)
     text = run_series("upstream", cwd=served, env=env_for(httpserver)).stdout
-    assert f"  fix of #61050: {fix[:12]} '[Bugfix] Fix for #61050: pinned blocks (#61060)': not carried" \
-        in text.splitlines(), text
+    assert (
+        f"  fix of #61050: {fix[:12]} '[Bugfix] Fix for #61050: pinned blocks (#61060)': not carried"
+        in text.splitlines()
+    ), text
     data = json.loads(run_series("upstream", "--offline", "--json", cwd=served).stdout)
     (follow,) = data["rows"][0]["follow_ups"]
-    assert (follow["kind"], follow["commit"]["sha"], follow["commit"]["pr"], follow["carried"]) == \
-        ("fix", fix, 61060, None), follow
+    assert (follow["kind"], follow["commit"]["sha"], follow["commit"]["pr"], follow["carried"]) == (
+        "fix",
+        fix,
+        61060,
+        None,
+    ), follow
 
 
 def test_buildkite_commit_statuses_join_the_ci_gate(served: Path, httpserver: HTTPServer) -> None:
@@ -169,9 +227,18 @@ def test_buildkite_commit_statuses_join_the_ci_gate(served: Path, httpserver: HT
     any failing one fails it (the check runs here all passed)."""
     head = pr_head(served)
     carry(served, head)
-    serve(httpserver, head, status={"state": "failure", "total_count": 2, "statuses": [
-        {"context": "buildkite/ci/pr", "state": "failure"},
-        {"context": "buildkite/ci/pr/basic-correctness", "state": "pending"}]})
+    serve(
+        httpserver,
+        head,
+        status={
+            "state": "failure",
+            "total_count": 2,
+            "statuses": [
+                {"context": "buildkite/ci/pr", "state": "failure"},
+                {"context": "buildkite/ci/pr/basic-correctness", "state": "pending"},
+            ],
+        },
+    )
     data = json.loads(run_series("upstream", "--json", cwd=served, env=env_for(httpserver)).stdout)
     gates = {g["name"]: g for g in data["rows"][0]["gates"]}
     assert (gates["ci"]["state"], gates["ci"]["detail"]) == ("failing", "failing: buildkite/ci/pr"), gates

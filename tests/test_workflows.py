@@ -6,6 +6,7 @@ writes it), .github/workflows/*.yml (the reusable nightly and the release), and 
 the other blocks must at least parse. The linters come with the test extras (zizmor; actionlint
 from a wheel that carries its binary); a test skips only when its tool is not installed.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,7 +23,7 @@ from series.verbs import ci
 from tests.conftest import run_series
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = (ROOT / "README.md", ROOT / "ci" / "README.md")   # the two that say how to install series
+DOCS = (ROOT / "README.md", ROOT / "ci" / "README.md")  # the two that say how to install series
 SNIPPET_DOCS = (*DOCS, *sorted((ROOT / "docs").glob("*.md")))
 
 
@@ -76,8 +77,7 @@ def test_workflows_are_clean_under_zizmor(tmp_path: Path) -> None:
     if zizmor is None:
         pytest.skip("zizmor is not installed (pip install -e '.[test]')")
     files = workflows(tmp_path)
-    proc = subprocess.run([zizmor, "--offline", "--no-progress", *map(str, files)],
-                          capture_output=True, text=True)
+    proc = subprocess.run([zizmor, "--offline", "--no-progress", *map(str, files)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -88,9 +88,11 @@ def test_zizmor_would_catch_what_the_issue_found(tmp_path: Path) -> None:
         pytest.skip("zizmor is not installed (pip install -e '.[test]')")
     bad = tmp_path / ".github" / "workflows" / "bad.yml"
     bad.parent.mkdir(parents=True)
-    bad.write_text("on: push\npermissions:\n  issues: write\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
-                   "    steps:\n      - uses: actions/checkout@v4\n"
-                   "      - run: pip install \"${{ vars.SPEC }}\"\n")
+    bad.write_text(
+        "on: push\npermissions:\n  issues: write\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
+        "    steps:\n      - uses: actions/checkout@v4\n"
+        "      - run: pip install \"${{ vars.SPEC }}\"\n"
+    )
     proc = subprocess.run([zizmor, "--offline", "--no-progress", str(bad)], capture_output=True, text=True)
     assert proc.returncode != 0
     for audit in ("artipacked", "template-injection", "unpinned-uses"):
@@ -136,16 +138,22 @@ def test_every_template_and_the_readmes_install_series_by_the_one_spec() -> None
     from series import __version__
 
     spec = distribution.pip_spec()
-    assert spec == (f"vllm-series=={__version__}" if distribution.ON_INDEX
-                    else f"git+https://github.com/vllm-series/vllm-series@v{__version__}")
+    assert spec == (
+        f"vllm-series=={__version__}"
+        if distribution.ON_INDEX
+        else f"git+https://github.com/vllm-series/vllm-series@v{__version__}"
+    )
     urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
     assert urls["Source"] == distribution.REPOSITORY
-    for template in (ROOT / "ci" / "github" / "nightly.yml", ROOT / "ci" / "buildkite" / "nightly.yml",
-                     ROOT / ".github" / "workflows" / "series-nightly.yml"):
+    for template in (
+        ROOT / "ci" / "github" / "nightly.yml",
+        ROOT / "ci" / "buildkite" / "nightly.yml",
+        ROOT / ".github" / "workflows" / "series-nightly.yml",
+    ):
         assert SPEC_IN_TEMPLATE.findall(template.read_text()) == [spec], template
     for doc in DOCS:
         assert f"pipx install {spec}" in doc.read_text(), doc
-        assert "pipx install vllm-series" in doc.read_text(), doc   # the way once it is published
+        assert "pipx install vllm-series" in doc.read_text(), doc  # the way once it is published
 
 
 def test_a_refused_ci_init_names_a_diff_command_that_shows_the_difference(tmp_path: Path) -> None:
@@ -158,6 +166,7 @@ def test_a_refused_ci_init_names_a_diff_command_that_shows_the_difference(tmp_pa
     hint = re.search(r"see the difference: (diff .*)\)$", proc.stderr.strip())
     assert hint, proc.stderr
     series = f"{sys.executable} -m series"
-    shown = subprocess.run(["bash", "-c", hint[1].replace("$(series ", f"$({series} ")], cwd=tmp_path,
-                           capture_output=True, text=True)
+    shown = subprocess.run(
+        ["bash", "-c", hint[1].replace("$(series ", f"$({series} ")], cwd=tmp_path, capture_output=True, text=True
+    )
     assert shown.returncode == 1 and "> # ours" not in shown.stdout and "< # ours" in shown.stdout, shown

@@ -6,6 +6,7 @@ no ref lock file is left, every old head is reachable, and series.yaml parses.
 The uninterrupted run happens on a copy of the same repository first; the sealed test
 environment fixes every date, so both runs build the very same commits.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ from tests.test_rebase import refs_of
 
 POINTS = ["after-journal", "after-refs", "after-config", "after-first-file", "after-files"]
 
-Setup = Callable[[Path, Path], list[str]]   # (repository, scratch dir) -> the command's arguments
+Setup = Callable[[Path, Path], list[str]]  # (repository, scratch dir) -> the command's arguments
 
 
 def _init(repo: Path, scratch: Path) -> list[str]:
@@ -94,8 +95,9 @@ def state(repo: Path) -> tuple[dict[str, str], str | None]:
     return refs_of(repo), None if not (text or resolutions) else text + "\n".join(resolutions)
 
 
-def check_after_kill(repo: Path, before: tuple[dict[str, str], str | None],
-                     after: tuple[dict[str, str], str | None]) -> None:
+def check_after_kill(
+    repo: Path, before: tuple[dict[str, str], str | None], after: tuple[dict[str, str], str | None]
+) -> None:
     rows = json.loads(run_series("log", "--json", cwd=repo).stdout)["operations"]  # the next command
     assert all(r["state"] == "done" for r in rows), rows
     assert not list((repo / ".git/refs").rglob("*.lock")), "a ref lock file is left"
@@ -109,8 +111,14 @@ def check_after_kill(repo: Path, before: tuple[dict[str, str], str | None],
 
 def killed(repo: Path, args: list[str], point: str) -> None:
     env = {"SERIES_FAULT": point, "SERIES_FAULT_GROUP": "1"}
-    proc = subprocess.run([sys.executable, "-m", "series", *args], cwd=repo, capture_output=True,
-                          text=True, env={**__import__("os").environ, **env}, start_new_session=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "series", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **env},
+        start_new_session=True,
+    )
     assert proc.returncode in (-9, 0), (proc.returncode, proc.stderr)  # 0: the point is not on its path
 
 
@@ -140,8 +148,9 @@ def test_adopt_killed_at_every_step(served: Path, tmp_path: Path, point: str) ->
 
 @pytest.mark.parametrize("point", POINTS)
 @pytest.mark.parametrize("ending", ["--continue", "--abort"])
-def test_a_halted_rebase_killed_while_it_ends(fork: Path, upstream: Path, tmp_path: Path, ending: str,
-                                              point: str) -> None:
+def test_a_halted_rebase_killed_while_it_ends(
+    fork: Path, upstream: Path, tmp_path: Path, ending: str, point: str
+) -> None:
     """--continue and --abort are write commands too. The reference is a second fork built
     the same way (a copy would carry the conflict worktree's links to the first one). As
     with git, a rebase killed before it ended stays in progress, refs all old or all new

@@ -18,6 +18,7 @@
    the check's own time in-process, and the whole dry run of this tree against one with
    the check stubbed out (medians of 3).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,50 +52,50 @@ def topics_for(tree: UpstreamTree, old: str) -> dict[str, str]:
     if old == "v0.30.0":
         return {
             "removed-fn": "from vllm._custom_ops import allspark_repack_weight\n\n\n"
-                          "def f(w):\n    return allspark_repack_weight(w)\n",
+            "def f(w):\n    return allspark_repack_weight(w)\n",
             "removed-kw": "from vllm.distributed.parallel_state import graph_capture\n\n\n"
-                          "def g(device):\n    return graph_capture(device, graph_capture_context=None)\n",
+            "def g(device):\n    return graph_capture(device, graph_capture_context=None)\n",
             "override": "from vllm.distributed.eplb.eplb_communicator import EplbCommunicator\n\n\n"
-                        "class Mine(EplbCommunicator):\n"
-                        f"    def set_stream({_params(tree, 'vllm.distributed.eplb.eplb_communicator', 'EplbCommunicator', 'set_stream')}):\n"
-                        "        return None\n",
+            "class Mine(EplbCommunicator):\n"
+            f"    def set_stream({_params(tree, 'vllm.distributed.eplb.eplb_communicator', 'EplbCommunicator', 'set_stream')}):\n"
+            "        return None\n",
             "env": "import vllm.envs as envs\n\n\ndef h():\n    return envs.VLLM_PLE_CPU_OFFLOAD\n",
             "config-field": "from vllm.config import VllmConfig\n\n\ndef c(vllm_config: VllmConfig):\n"
-                            "    return vllm_config.cache_config.enable_mamba_fine_grained_prefix_cache\n",
+            "    return vllm_config.cache_config.enable_mamba_fine_grained_prefix_cache\n",
             "moved-name": "from vllm.model_executor.layers.quantization.utils.humming_utils import "
-                          "apply_humming_linear\n\n\ndef m(x):\n    return apply_humming_linear(x)\n",
+            "apply_humming_linear\n\n\ndef m(x):\n    return apply_humming_linear(x)\n",
             "self-attr": "from vllm.v1.core.sched.scheduler import Scheduler\n\n\nclass Mine(Scheduler):\n"
-                         "    def skipped(self):\n        return len(self.skipped_waiting)\n",
+            "    def skipped(self):\n        return len(self.skipped_waiting)\n",
             "self-config": "from vllm.v1.worker.gpu_worker import Worker\n\n\nclass Mine(Worker):\n"
-                           "    def fine(self):\n"
-                           "        return self.vllm_config.cache_config.enable_mamba_fine_grained_prefix_cache\n",
+            "    def fine(self):\n"
+            "        return self.vllm_config.cache_config.enable_mamba_fine_grained_prefix_cache\n",
             "custom-op": "import torch\n\n\ndef a(x, w):\n    return torch.ops._C.allspark_w8a16_gemm(x, w)\n",
             "entry-point": "[project]\nname = \"fork-plugin\"\n\n[project.entry-points.\"vllm.general_plugins\"]\n"
-                           "fork = \"vllm._custom_ops:allspark_repack_weight\"\n",
+            "fork = \"vllm._custom_ops:allspark_repack_weight\"\n",
         }
     return {
         "removed-fn": "from vllm.distributed.kv_transfer.kv_connector.utils import "
-                      "kv_postprocess_layout_on_receive\n\n\ndef f(x):\n"
-                      "    return kv_postprocess_layout_on_receive(x)\n",
+        "kv_postprocess_layout_on_receive\n\n\ndef f(x):\n"
+        "    return kv_postprocess_layout_on_receive(x)\n",
         "removed-kw": "from vllm import _custom_ops as ops\n\n\n"
-                      "def g(x):\n    return ops.causal_conv1d_fwd_cpu(x, is_vnni=True)\n",
+        "def g(x):\n    return ops.causal_conv1d_fwd_cpu(x, is_vnni=True)\n",
         "override": "from vllm.engine.protocol import EngineClient\n\n\nclass Mine(EngineClient):\n"
-                    f"    async def start_profile({_params(tree, 'vllm.engine.protocol', 'EngineClient', 'start_profile')}):\n"
-                    "        return None\n",
+        f"    async def start_profile({_params(tree, 'vllm.engine.protocol', 'EngineClient', 'start_profile')}):\n"
+        "        return None\n",
         "env": "from vllm import envs\n\n\ndef h():\n    return envs.VLLM_ENGINE_ITERATION_TIMEOUT_S\n",
         "config-field": "from vllm.config import VllmConfig\n\n\ndef c(vllm_config: VllmConfig):\n"
-                        "    return vllm_config.kv_transfer_config.kv_buffer_size\n",
+        "    return vllm_config.kv_transfer_config.kv_buffer_size\n",
         "model-registry": "_FORK_MODELS = {\n    \"ArceeForCausalLM\": (\"arcee\", \"ArceeForCausalLM\"),\n}\n",
         "moved-name": "from vllm.entrypoints.chat_utils import AsyncMultiModalItemTracker\n\n\n"
-                      "def t(*a):\n    return AsyncMultiModalItemTracker(*a)\n",
+        "def t(*a):\n    return AsyncMultiModalItemTracker(*a)\n",
         "self-attr": "from vllm.v1.attention.backend import AttentionMetadataBuilder\n\n\n"
-                     "class Mine(AttentionMetadataBuilder):\n    def block(self):\n        return self.kernel_block_size\n",
+        "class Mine(AttentionMetadataBuilder):\n    def block(self):\n        return self.kernel_block_size\n",
         # gpu_worker.Worker sets attributes by name in v0.32.0 (setattr(self, config_name, ...)):
         # its self.vllm_config is unknown there, so a platform's WorkerBase subclass
         "self-config": "from vllm.v1.worker.worker_base import WorkerBase\n\n\nclass Mine(WorkerBase):\n"
-                       "    def size(self):\n        return self.vllm_config.kv_transfer_config.kv_buffer_size\n",
+        "    def size(self):\n        return self.vllm_config.kv_transfer_config.kv_buffer_size\n",
         "entry-point": "[project]\nname = \"fork-plugin\"\n\n[project.scripts]\n"
-                       "fork = \"vllm.distributed.kv_transfer.kv_connector.utils:kv_postprocess_layout_on_receive\"\n",
+        "fork = \"vllm.distributed.kv_transfer.kv_connector.utils:kv_postprocess_layout_on_receive\"\n",
     }
 
 
@@ -107,16 +108,17 @@ def caught(upstream: Path) -> bool:
         spans, heads = [], {}
         for name, text in topics_for(UpstreamTree(repo, base.id), old).items():
             folder = "vllm/model_executor/models" if name == "model-registry" else "vllm"
-            path = "plugins/fork/pyproject.toml" if name == "entry-point" else f"{folder}/fork_{name.replace('-', '_')}.py"
+            path = (
+                "plugins/fork/pyproject.toml" if name == "entry-point" else f"{folder}/fork_{name.replace('-', '_')}.py"
+            )
             blob = repo.create_blob(text.encode())
-            for parent in (base, onto):   # the topic, and the same topic "rebased" (adds a file: clean)
+            for parent in (base, onto):  # the topic, and the same topic "rebased" (adds a file: clean)
                 builder = pygit2.IndexEntry(path, blob, pygit2.enums.FileMode.BLOB)
                 index = pygit2.Index()
                 index.read_tree(parent.tree)
                 index.add(builder)
                 tree = index.write_tree(repo)
-                heads[(name, parent.id)] = str(repo.create_commit(None, SIG, SIG, f"[Fork] {name}", tree,
-                                                                  [parent.id]))
+                heads[(name, parent.id)] = str(repo.create_commit(None, SIG, SIG, f"[Fork] {name}", tree, [parent.id]))
             spans.append(breaks.TopicSpan(name, str(base.id), heads[(name, base.id)], heads[(name, onto.id)]))
 
         def read(commit: str, path: str) -> bytes | None:
@@ -124,6 +126,7 @@ def caught(upstream: Path) -> bool:
                 return repo[repo[commit].peel(pygit2.Commit).tree[path].id].peel(pygit2.Blob).data
             except KeyError:
                 return None
+
         t = time.perf_counter()
         found = breaks.check(repo, str(base.id), str(onto.id), spans, read)
         took = time.perf_counter() - t
@@ -147,6 +150,7 @@ def unchanged_files(upstream: Path) -> bool:
     from series.history.attribution import PathHistory
     from series.evidence.imports import flatten
     from series.semantic.uses import UseKind, parse, uses
+
     repo = pygit2.Repository(str(upstream))
     ok = True
     for old, new in (("v0.30.0", "v0.31.0"), ("v0.31.0", "v0.32.0")):
@@ -162,8 +166,10 @@ def unchanged_files(upstream: Path) -> bool:
                 hit = checker.judge(use, path)
                 if hit is not None:
                     found.append(hit)
-        print(f"{old} -> {new}: {len(same)} files upstream left unchanged, {judged} uses judged: "
-              f"{len(found)} breaks (must be 0)")
+        print(
+            f"{old} -> {new}: {len(same)} files upstream left unchanged, {judged} uses judged: "
+            f"{len(found)} breaks (must be 0)"
+        )
         for hit in found[:10]:
             print(f"  FALSE POSITIVE {hit.sentence()}")
         ok &= not found
@@ -177,8 +183,18 @@ def dry_run(fork: Path, stub: bool, cache: Path) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds, stdout) of one whole-process dry run; `cache`: the check's
     disk cache (series.semantic.hunk_uses)."""
     code = (STUB if stub else "") + "from series.cli import main; main()"
-    args = [sys.executable, "-c", code, "rebase", "--onto", "v0.31.0", "--dry-run", "--json",
-            "--skip-topic", "offload-evict-fix"]
+    args = [
+        sys.executable,
+        "-c",
+        code,
+        "rebase",
+        "--onto",
+        "v0.31.0",
+        "--dry-run",
+        "--json",
+        "--skip-topic",
+        "offload-evict-fix",
+    ]
     env = {**os.environ, "SERIES_BREAKS_CACHE": str(cache)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
@@ -193,6 +209,7 @@ def fork_cost(fork: Path, repeat: int) -> bool:
     the first run on a machine), and with the cache the run before left (warm: every later
     run over the same topics and base)."""
     import json
+
     scratch = Path(tempfile.mkdtemp())
     work = scratch / "fork"
     shutil.copytree(fork, work, symlinks=True)
@@ -213,13 +230,20 @@ def fork_cost(fork: Path, repeat: int) -> bool:
     noisy = {t["name"]: t["breaks"] for t in data["topics"] if t.get("breaks")}
     clean = sum(t["outcome"] == "clean" for t in data["topics"])
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
-    print(f"fork dry run onto v0.31.0, whole process ({clean} clean topics checked; median of {repeat}; "
-          f"load {os.getloadavg()[0]:.1f}):")
+    print(
+        f"fork dry run onto v0.31.0, whole process ({clean} clean topics checked; median of {repeat}; "
+        f"load {os.getloadavg()[0]:.1f}):"
+    )
     for key in ("stubbed", "cold", "warm"):
         wall, cpu = med[key]
-        added = "" if key == "stubbed" else (f"   check adds {wall - med['stubbed'][0]:+.3f} s wall, "
-                                             f"{cpu - med['stubbed'][1]:+.3f} s CPU")
-        print(f"  {'check ' + key if key != 'stubbed' else 'check stubbed':<14} wall {wall:.3f} s  CPU {cpu:.3f} s{added}")
+        added = (
+            ""
+            if key == "stubbed"
+            else (f"   check adds {wall - med['stubbed'][0]:+.3f} s wall, {cpu - med['stubbed'][1]:+.3f} s CPU")
+        )
+        print(
+            f"  {'check ' + key if key != 'stubbed' else 'check stubbed':<14} wall {wall:.3f} s  CPU {cpu:.3f} s{added}"
+        )
     print(f"  breaks on ordinary topics: {sum(len(v) for v in noisy.values())}")
     for name, found in noisy.items():
         print(f"  FALSE POSITIVE {name}: {found}")

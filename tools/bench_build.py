@@ -19,6 +19,7 @@ after (no earlier writeback paid for, its own writeback included), page cache wa
 the sides interleaved; best and median of --rounds, and the ratio. --profile runs the command
 once more under cProfile and prints where the time beyond the overlay goes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,8 +69,14 @@ def fake_wheel(fork: Path, out_dir: Path, version: str, megabytes: int) -> Path:
 
     walk(tree["vllm"].peel(pygit2.Tree), "vllm/")
     chunk = megabytes * 1_000_000 // 6
-    for name in ("_C", "_moe_C", "_flashmla_C", "cumem_allocator", "vllm_flash_attn/_vllm_fa2_C",
-                 "vllm_flash_attn/_vllm_fa3_C"):
+    for name in (
+        "_C",
+        "_moe_C",
+        "_flashmla_C",
+        "cumem_allocator",
+        "vllm_flash_attn/_vllm_fa2_C",
+        "vllm_flash_attn/_vllm_fa3_C",
+    ):
         files[f"vllm/{name}.abi3.so"] = os.urandom(chunk)
     print(f"writing a fake wheel ({len(files)} members, about {megabytes} MB) to {path}")
     return build_wheel(out_dir, files, version=version)
@@ -97,8 +104,12 @@ def timed(argv: list[str], **kwargs: object) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fork", type=Path, default=Path("/tmp/bench/fork"))
-    ap.add_argument("--scratch", type=Path, default=None, help="where the fork copy and a fake wheel go "
-                    "(default: beside --fork, kept between runs)")
+    ap.add_argument(
+        "--scratch",
+        type=Path,
+        default=None,
+        help="where the fork copy and a fake wheel go (default: beside --fork, kept between runs)",
+    )
     ap.add_argument("--wheel", type=Path, default=None)
     ap.add_argument("--version", default="0.30.0")
     ap.add_argument("--fake-mb", type=int, default=315)
@@ -122,8 +133,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=scratch) as tmp:
         work = Path(tmp)
         # the first build moves the integration branch (and warms the bytecode cache)
-        subprocess.run(command + ["--out", str(work / "first")], cwd=fork, env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            command + ["--out", str(work / "first")], cwd=fork, env=env, check=True, stdout=subprocess.DEVNULL
+        )
         shutil.rmtree(work / "first")
         with open(wheel, "rb") as f:  # warm the page cache so both sides read from memory
             while f.read(16 << 20):
@@ -140,13 +152,32 @@ def main() -> None:
             cp_t, build_t = pick(cp_times), pick(build_times)
             print(f"-- {label} of {args.rounds}, interleaved; load average {os.getloadavg()[0]:.2f}")
             print(f"cp + sync                         {cp_t:7.3f} s")
-            print(f"series build --wheel + sync       {build_t:7.3f} s   ratio {build_t / cp_t:.2f}x cp   "
-                  "(the whole command; target <= 1.6x)")
+            print(
+                f"series build --wheel + sync       {build_t:7.3f} s   ratio {build_t / cp_t:.2f}x cp   "
+                "(the whole command; target <= 1.6x)"
+            )
         if args.profile:
             stats = work / "build.prof"
-            subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "series", "build",
-                            "--wheel", str(wheel), "--out", str(work / "profiled")], cwd=fork, env=env,
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "cProfile",
+                    "-o",
+                    str(stats),
+                    "-m",
+                    "series",
+                    "build",
+                    "--wheel",
+                    str(wheel),
+                    "--out",
+                    str(work / "profiled"),
+                ],
+                cwd=fork,
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             import pstats
 
             pstats.Stats(str(stats)).sort_stats("cumulative").print_stats(40)

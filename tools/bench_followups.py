@@ -18,6 +18,7 @@ reverted PR; `series status` (the whole process) prints the warnings and `--json
 them. Prints the commits walked and the walk's time, find()'s time, the whole `series
 status` and, for scale, a walk of trunk's whole history.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,12 +51,26 @@ def build(releases: Path, work: Path, n: int) -> tuple[Path, list[tuple[str, int
         subprocess.run(["rm", "-rf", str(history)], check=True)
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, str(SHARED / "vllm_history.py"), str(releases), str(history),
-                          "--follow-ups", str(n), "--now", "2026-05-01T00:00:00Z"],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(SHARED / "vllm_history.py"),
+            str(releases),
+            str(history),
+            "--follow-ups",
+            str(n),
+            "--now",
+            "2026-05-01T00:00:00Z",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     print(f"history built in {time.perf_counter() - t0:.1f} s: {out.strip().splitlines()[-1]}")
-    planted = [(kind, int(pr), int(by)) for kind, pr, by in
-               re.findall(r"(fix|revert) of #(\d+) as #(\d+)", out.strip().splitlines()[-1])]
+    planted = [
+        (kind, int(pr), int(by))
+        for kind, pr, by in re.findall(r"(fix|revert) of #(\d+) as #(\d+)", out.strip().splitlines()[-1])
+    ]
     return history, planted
 
 
@@ -72,8 +87,9 @@ def make_fork(history: Path, work: Path, planted: list[tuple[str, int, int]]) ->
         fork_point = git(fork, "merge-base", "upstream/main", head).strip()
         git(fork, "checkout", "-q", "-B", f"topic/pr-{pr}", base)
         git(fork, "cherry-pick", f"{fork_point}..{head}")
-        topics.append(f"  - name: pr-{pr}\n    branch: topic/pr-{pr}\n    upstream_pr: {pr}\n"
-                      f"    upstream_head: {head}\n")
+        topics.append(
+            f"  - name: pr-{pr}\n    branch: topic/pr-{pr}\n    upstream_pr: {pr}\n    upstream_head: {head}\n"
+        )
     git(fork, "checkout", "-q", "--detach", base)
     (fork / "series.yaml").write_text("".join(topics))
     return fork
@@ -81,8 +97,12 @@ def make_fork(history: Path, work: Path, planted: list[tuple[str, int, int]]) ->
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--releases", type=Path, default=Path("/tmp/bench/upstream4"),
-                    help="a one-commit-per-release repo (../shared/bench/vllm_upstream.py)")
+    ap.add_argument(
+        "--releases",
+        type=Path,
+        default=Path("/tmp/bench/upstream4"),
+        help="a one-commit-per-release repo (../shared/bench/vllm_upstream.py)",
+    )
     ap.add_argument("--work", type=Path, default=Path("/tmp/series-followups"))
     ap.add_argument("--follow-ups", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=5)
@@ -98,8 +118,9 @@ def main() -> int:
     times, walks, owns = [], [], []
     result = None
     for _ in range(a.repeat):
-        ws = Workspace(config.read((fork / "series.yaml").read_text(), fork / "series.yaml"),
-                       pygit2.Repository(str(fork)))
+        ws = Workspace(
+            config.read((fork / "series.yaml").read_text(), fork / "series.yaml"), pygit2.Repository(str(fork))
+        )
         t0 = time.perf_counter()
         for topic in ws.series.topics:  # status has them already, for its rows
             ws.own(topic)
@@ -122,8 +143,16 @@ def main() -> int:
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "series", "status"], cwd=fork, env=ENV, capture_output=True, text=True)
     whole = time.perf_counter() - t0
-    data = json.loads(subprocess.run([sys.executable, "-m", "series", "status", "--json"], cwd=fork, env=ENV,
-                                     capture_output=True, text=True, check=True).stdout)
+    data = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "series", "status", "--json"],
+            cwd=fork,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     reverts = [by for kind, _pr, by in planted if kind == "revert"]
     for by in reverts:
         if f"reverted upstream by #{by}" not in proc.stdout:
@@ -144,13 +173,17 @@ def main() -> int:
     full = time.perf_counter() - t0
 
     print(f"planted: {', '.join(f'{k} of #{p} as #{b}' for k, p, b in planted)}")
-    print(f"find(): {result.walked} trunk commits walked ({result.trunk}, base..main), walk "
-          f"{statistics.median(walks) * 1000:.1f} ms, find {statistics.median(times) * 1000:.0f} ms "
-          f"(median of {a.repeat}: classify, ancestry, patch-ids of the carriers); the topics' own "
-          f"work first (status computes it for its rows anyway) {statistics.median(owns) * 1000:.0f} ms")
+    print(
+        f"find(): {result.walked} trunk commits walked ({result.trunk}, base..main), walk "
+        f"{statistics.median(walks) * 1000:.1f} ms, find {statistics.median(times) * 1000:.0f} ms "
+        f"(median of {a.repeat}: classify, ancestry, patch-ids of the carriers); the topics' own "
+        f"work first (status computes it for its rows anyway) {statistics.median(owns) * 1000:.0f} ms"
+    )
     print(f"series status, whole process: {whole:.2f} s (exit {proc.returncode})")
-    print(f"whole trunk: {total} commits read in {full * 1000:.1f} ms ({full / total * 1e6:.1f} us/commit), "
-          f"{matched} matched")
+    print(
+        f"whole trunk: {total} commits read in {full * 1000:.1f} ms ({full / total * 1e6:.1f} us/commit), "
+        f"{matched} matched"
+    )
     for line in failures:
         print(f"FAIL {line}")
     return 1 if failures else 0

@@ -26,6 +26,7 @@ Commit-graphs: both repositories get `git commit-graph write --reachable --chang
 (printed), since a plain fetch leaves the PR heads out of it; one preflight run without
 any commit-graph is printed for reference.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -111,20 +112,30 @@ def multiply(fork: Path, dest: Path, factor: int) -> int:
     repo = pygit2.Repository(str(dest))
     prefix = "refs/remotes/upstream/pr/"
     # every PR's own commits and their parents, in one rev-list: a copy spans the whole PR
-    listing = subprocess.run(["git", "rev-list", "--parents", f"--glob={prefix}*", "--not", "upstream/main"],
-                             cwd=dest, capture_output=True, text=True, check=True).stdout
+    listing = subprocess.run(
+        ["git", "rev-list", "--parents", f"--glob={prefix}*", "--not", "upstream/main"],
+        cwd=dest,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     parent_of = {line.split()[0]: line.split()[1:] for line in listing.splitlines()}
     lines = []
     for ref in [r for r in repo.references if r.startswith(prefix)]:
-        number = int(ref[len(prefix):])
+        number = int(ref[len(prefix) :])
         head = repo.references[ref].peel(pygit2.Commit)
         start = str(head.id)
         while start in parent_of and parent_of[start]:
             start = parent_of[start][0]  # first parents back to where the PR leaves main
         for k in range(1, factor):
-            copy = repo.create_commit(None, head.author, head.committer,
-                                      f"{head.message.rstrip()}\n\n(synthetic copy {k} of #{number})\n",
-                                      head.tree_id, [pygit2.Oid(hex=start)])
+            copy = repo.create_commit(
+                None,
+                head.author,
+                head.committer,
+                f"{head.message.rstrip()}\n\n(synthetic copy {k} of #{number})\n",
+                head.tree_id,
+                [pygit2.Oid(hex=start)],
+            )
             lines.append(f"create {prefix}{number + k * 1_000_000} {copy}\n")
     subprocess.run(["git", "update-ref", "--stdin"], cwd=dest, input="".join(lines), text=True, check=True)
     subprocess.run(["git", "pack-refs", "--all"], cwd=dest, check=True)
@@ -143,15 +154,21 @@ def check_attribution(fork: Path) -> list[str]:
     sha, subject = expected[0].split(" ", 1) if len(expected) == 1 else ("?", "?")
     print(f"attribution onto v0.31.0 ({elapsed:.2f} s whole process, with --bisect):")
     print(f"  git log v0.30.0..v0.31.0 -- lru.py: {len(expected)} commit(s): {sha[:12]} {subject}")
-    print(f"  series culprit:        #{culprit['pr']} {culprit['sha'][:12]} {culprit['subject']} "
-          f"(rewrote {culprit['symbol']}())")
-    print(f"  series first breaking: #{first['pr']} {first['sha'][:12]}, {first['position']} of "
-          f"{first['total']} first-parent commits, {first['replays']} replays")
+    print(
+        f"  series culprit:        #{culprit['pr']} {culprit['sha'][:12]} {culprit['subject']} "
+        f"(rewrote {culprit['symbol']}())"
+    )
+    print(
+        f"  series first breaking: #{first['pr']} {first['sha'][:12]}, {first['position']} of "
+        f"{first['total']} first-parent commits, {first['replays']} replays"
+    )
     if len(expected) != 1 or culprit["sha"] != sha or first["sha"] != sha:
         failures.append("attribution onto v0.31.0 does not name the PR that rewrote lru.py")
     merged = next(t for t in report["topics"] if t["name"] == "backport-upstream")
-    print("  merged backport-upstream: landed by " +
-          ", ".join(f"#{e['pr']} {e['sha'][:12]}" for e in merged.get("evidence", [])))
+    print(
+        "  merged backport-upstream: landed by "
+        + ", ".join(f"#{e['pr']} {e['sha'][:12]}" for e in merged.get("evidence", []))
+    )
     report = json.loads(run(series("rebase", "--onto", "upstream/main", "--dry-run", "--json"), fork, (3,)))
     row = next(t for t in report["topics"] if t["name"] == "offload-evict-fix")
     found = row["upstream"][LRU]["culprits"]
@@ -205,14 +222,19 @@ def main() -> None:
     bare = timed(series("preflight", "offload-evict-fix", "--offline", "--json"), big)
 
     load = os.getloadavg()[0]
-    print(f"\noffline preflight, whole process, median of {a.repeat} (load average {load:.1f} "
-          f"on {os.cpu_count()} cores):")
+    print(
+        f"\noffline preflight, whole process, median of {a.repeat} (load average {load:.1f} on {os.cpu_count()} cores):"
+    )
     print(f"  {'':<22} {'series':>8} {'(cpu)':>7} {'anchor: git log --all -- PATH loop':>36}")
     print(f"  {'real PR heads':<22} {real:>7.2f}s {real_cpu:>6.2f}s {anchor:>35.2f}s   {summary}")
-    print(f"  {f'x{a.multiplier} PR heads ({count})':<22} {big_real:>7.2f}s {big_cpu:>6.2f}s "
-          f"{big_anchor:>35.2f}s   {big_summary}")
-    print(f"  x{a.multiplier} / real: series {big_real / real:.2f}x (cpu {big_cpu / real_cpu:.2f}x), "
-          f"anchor {big_anchor / anchor:.2f}x")
+    print(
+        f"  {f'x{a.multiplier} PR heads ({count})':<22} {big_real:>7.2f}s {big_cpu:>6.2f}s "
+        f"{big_anchor:>35.2f}s   {big_summary}"
+    )
+    print(
+        f"  x{a.multiplier} / real: series {big_real / real:.2f}x (cpu {big_cpu / real_cpu:.2f}x), "
+        f"anchor {big_anchor / anchor:.2f}x"
+    )
     print(f"  x{a.multiplier} without any commit-graph (one run): {bare:.2f}s")
     # On a shared machine (load above its cores) wall time measures the neighbours; the
     # claim is then checked on CPU time, and the wall time is still printed above.

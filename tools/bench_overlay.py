@@ -11,6 +11,7 @@ timed with `sync` included (and a `sync` before, so no earlier writeback is paid
 page cache warmed first, the sides interleaved; median and best of --rounds. The naive way
 (zipfile, recompress every member) is timed once for scale.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,10 @@ def series_diff(fork: Path) -> dict[str, OverlayChange]:
     from series.git.repo import changed_paths
 
     if not (fork / ".git").exists():
-        return {p: OverlayChange(p, b"# edited\n") for p in (
-            "vllm/v1/kv_offload/cpu/policies/lru.py", "vllm/envs.py", "vllm/new_module.py")}
+        return {
+            p: OverlayChange(p, b"# edited\n")
+            for p in ("vllm/v1/kv_offload/cpu/policies/lru.py", "vllm/envs.py", "vllm/new_module.py")
+        }
     repo = pygit2.Repository(str(fork))
     base = repo.revparse_single("v0.30.0").peel(pygit2.Commit)
     names = (fork / ".git/series-fixture.txt").read_text().split()
@@ -97,8 +100,7 @@ def main() -> None:
             cp_times.append(timed(lambda: subprocess.run(["cp", str(wheel), str(target)], check=True)))
             os.unlink(target)
             out = work / f"ov-{i}"
-            ov_times.append(timed(lambda: overlay(wheel, out, changes, sha, (2026, 1, 1, 0, 0, 0),
-                                                  hash_output=False)))
+            ov_times.append(timed(lambda: overlay(wheel, out, changes, sha, (2026, 1, 1, 0, 0, 0), hash_output=False)))
             shutil.rmtree(out)
             out = work / f"ovh-{i}"
             ov_hash_times.append(timed(lambda: overlay(wheel, out, changes, sha, (2026, 1, 1, 0, 0, 0)).sha256()))
@@ -107,10 +109,14 @@ def main() -> None:
             cp_t, ov_t, ovh_t = (pick(t) for t in (cp_times, ov_times, ov_hash_times))
             print(f"-- {label} of {args.rounds}, interleaved; load average {os.getloadavg()[0]:.2f}")
             print(f"cp + sync                 {cp_t:7.3f} s")
-            print(f"overlay + sync            {ov_t:7.3f} s   ratio {ov_t / cp_t:.2f}x cp   "
-                  "(the wheel alone; target <= 1.5x)")
-            print(f"overlay + sha256 + sync   {ovh_t:7.3f} s   ratio {ovh_t / cp_t:.2f}x cp   "
-                  "(what 'series build' does: + the manifest's sha256, hashed beside the copy)")
+            print(
+                f"overlay + sync            {ov_t:7.3f} s   ratio {ov_t / cp_t:.2f}x cp   "
+                "(the wheel alone; target <= 1.5x)"
+            )
+            print(
+                f"overlay + sha256 + sync   {ovh_t:7.3f} s   ratio {ovh_t / cp_t:.2f}x cp   "
+                "(what 'series build' does: + the manifest's sha256, hashed beside the copy)"
+            )
         if not args.no_naive:
             nv_t = timed(lambda: naive(wheel, work / "naive.whl", changes))
             print(f"naive recompress + sync   {nv_t:7.3f} s   ratio {nv_t / cp_t:.2f}x cp   (zipfile, once)")

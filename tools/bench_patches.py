@@ -10,6 +10,7 @@ import anchor: `for b in <topics>; do git checkout -q -B $b BASE && git am -q DI
 Each measurement is a whole process (what a user waits for), interleaved, median of --repeat.
 Working copies are `git clone --shared` of the fork, so the bench fork is only read.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,18 +31,20 @@ BASE = "v0.30.0"
 
 def sh(cwd: Path, script: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="Bench", GIT_AUTHOR_EMAIL="bench@example.com",
-               GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.com")
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, capture_output=True,
-                          text=True, env=env)
+    env.update(
+        GIT_AUTHOR_NAME="Bench",
+        GIT_AUTHOR_EMAIL="bench@example.com",
+        GIT_COMMITTER_NAME="Bench",
+        GIT_COMMITTER_EMAIL="bench@example.com",
+    )
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"failed in {cwd}:\n{script}\n{proc.stderr}")
     return proc.stdout
 
 
 def clone(fork: Path, target: Path, with_topics: bool, checkout: bool) -> None:
-    sh(target.parent, f"git clone -q --shared {'--no-checkout' if not checkout else ''} "
-                      f"{fork} {target.name}")
+    sh(target.parent, f"git clone -q --shared {'--no-checkout' if not checkout else ''} {fork} {target.name}")
     if with_topics:
         sh(target, "git fetch -q origin 'refs/heads/topic/*:refs/heads/topic/*'")
     if checkout:
@@ -80,12 +83,14 @@ def main() -> None:
         am_dst = tmp / "am-dst"
         clone(args.fork, am_dst, with_topics=False, checkout=True)
 
-        anchor_export = " ".join(
-            f"git format-patch -q --full-index -o {tmp}/fp/{n} {BASE}..topic/{n};" for n in names)
+        anchor_export = " ".join(f"git format-patch -q --full-index -o {tmp}/fp/{n} {BASE}..topic/{n};" for n in names)
         anchor_import = " ".join(
-            f"git checkout -q -B topic/{n} {BASE} && git am -q {tmp}/patches/{n}/*.patch;" for n in names)
-        clear = ("git checkout -q --detach " + BASE + " && git for-each-ref --format='%(refname)' "
-                 "refs/heads/topic refs/series | xargs -r -n1 git update-ref -d && rm -rf .git/series")
+            f"git checkout -q -B topic/{n} {BASE} && git am -q {tmp}/patches/{n}/*.patch;" for n in names
+        )
+        clear = (
+            "git checkout -q --detach " + BASE + " && git for-each-ref --format='%(refname)' "
+            "refs/heads/topic refs/series | xargs -r -n1 git update-ref -d && rm -rf .git/series"
+        )
         times: dict[str, list[float]] = {k: [] for k in ("export", "format-patch", "import", "git am")}
         for _ in range(args.repeat):
             shutil.rmtree(tmp / "fresh-export", ignore_errors=True)
@@ -103,10 +108,14 @@ def main() -> None:
             assert a == b, f"{n}: imported tree differs"
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"{len(names)} topics, {patches} patches over real vLLM {BASE}; median of {args.repeat}")
-        print(f"  series export  {med['export'] * 1000:8.0f} ms   git format-patch loop "
-              f"{med['format-patch'] * 1000:8.0f} ms   ratio {med['export'] / med['format-patch']:.2f}")
-        print(f"  series import  {med['import'] * 1000:8.0f} ms   checkout + git am loop "
-              f"{med['git am'] * 1000:8.0f} ms   ratio {med['import'] / med['git am']:.2f}")
+        print(
+            f"  series export  {med['export'] * 1000:8.0f} ms   git format-patch loop "
+            f"{med['format-patch'] * 1000:8.0f} ms   ratio {med['export'] / med['format-patch']:.2f}"
+        )
+        print(
+            f"  series import  {med['import'] * 1000:8.0f} ms   checkout + git am loop "
+            f"{med['git am'] * 1000:8.0f} ms   ratio {med['import'] / med['git am']:.2f}"
+        )
 
 
 if __name__ == "__main__":

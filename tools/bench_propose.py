@@ -18,6 +18,7 @@ Checks (exit 1 when one fails):
 Times are wall seconds of the whole process (median of --repeat), with CPU seconds beside
 them (the machine is shared).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,19 +67,43 @@ def setup(history: Path, fork: Path, work: Path) -> tuple[Path, int]:
     run(["cp", "-a", str(fork), str(repo)], work)
     git = ["git", "-C", str(repo)]
     run(git + ["remote", "set-url", "upstream", str(history)], work)
-    run(git + ["fetch", "-q", "--no-tags", "upstream", "+refs/heads/*:refs/remotes/upstream/*",
-               "+refs/pull/*/head:refs/remotes/upstream/pr/*"], work)
+    run(
+        git
+        + [
+            "fetch",
+            "-q",
+            "--no-tags",
+            "upstream",
+            "+refs/heads/*:refs/remotes/upstream/*",
+            "+refs/pull/*/head:refs/remotes/upstream/pr/*",
+        ],
+        work,
+    )
     run([sys.executable, "-m", "series", "init", "--base", "v0.30.0", "--topics", "topic/*"], repo)
-    merged = set(run(["bash", "-c", "git log --format=%s upstream/main | grep -o '(#[0-9]*)$' | tr -d '(#)'"],
-                     repo).stdout.split())
+    merged = set(
+        run(
+            ["bash", "-c", "git log --format=%s upstream/main | grep -o '(#[0-9]*)$' | tr -d '(#)'"], repo
+        ).stdout.split()
+    )
     heads = run(git + ["for-each-ref", "--format=%(refname:lstrip=4)", "refs/remotes/upstream/pr"], work).stdout.split()
     for number in sorted(set(heads) - merged):
         files = run(git + ["diff", "--name-only", f"upstream/main...upstream/pr/{number}"], work).stdout.split()
-        same = files and run(git + ["rev-parse", f"v0.30.0:{files[0]}", f"upstream/main:{files[0]}"],
-                             work, ok=(0, 128)).stdout.split()
+        same = (
+            files
+            and run(
+                git + ["rev-parse", f"v0.30.0:{files[0]}", f"upstream/main:{files[0]}"], work, ok=(0, 128)
+            ).stdout.split()
+        )
         if same and len(same) == 2 and same[0] == same[1]:
-            run(["bash", "-c", f"git checkout -q -B topic/dup v0.30.0 && echo '# ours' >> {files[0]} && "
-                               "git commit -qam '[Bugfix] ours' && git checkout -q --detach v0.30.0"], repo)
+            run(
+                [
+                    "bash",
+                    "-c",
+                    f"git checkout -q -B topic/dup v0.30.0 && echo '# ours' >> {files[0]} && "
+                    "git commit -qam '[Bugfix] ours' && git checkout -q --detach v0.30.0",
+                ],
+                repo,
+            )
             run([sys.executable, "-m", "series", "add", "topic/dup"], repo)
             marker.write_text(number)
             return repo, int(number)
@@ -99,17 +124,23 @@ def main() -> int:
     steps = json.loads(out)["steps"]
     ok = steps == ["replay", "grade", "reviewers", "description", "duplicates"]
     failed |= not ok
-    print(f"clean      propose t01 --dry-run: {wall:.2f} s wall, {cpu:.2f} s CPU; steps {steps} "
-          f"{'ok' if ok else 'FAILED'}")
+    print(
+        f"clean      propose t01 --dry-run: {wall:.2f} s wall, {cpu:.2f} s CPU; steps {steps} "
+        f"{'ok' if ok else 'FAILED'}"
+    )
     wall, cpu, out = timed(propose + ["dup", "--dry-run", "--offline", "--json"], repo, args.repeat, (1,))
     found = [c["number"] for c in json.loads(out)["duplicates"]["candidates"]]
     ok = found == [number]
     failed |= not ok
-    print(f"duplicate  propose dup --dry-run: {wall:.2f} s wall, {cpu:.2f} s CPU; stopped by {found} "
-          f"(expected [{number}]) {'ok' if ok else 'FAILED'}")
-    loop = ("for h in $(comm -13 <(git log --format=%s upstream/main | grep -o '(#[0-9]*)$' | tr -d '(#)' | sort) "
-            "<(git for-each-ref --format='%(refname:lstrip=4)' refs/remotes/upstream/pr | sort)); do "
-            "git diff --name-only $(git merge-base upstream/main upstream/pr/$h) upstream/pr/$h; done | wc -l")
+    print(
+        f"duplicate  propose dup --dry-run: {wall:.2f} s wall, {cpu:.2f} s CPU; stopped by {found} "
+        f"(expected [{number}]) {'ok' if ok else 'FAILED'}"
+    )
+    loop = (
+        "for h in $(comm -13 <(git log --format=%s upstream/main | grep -o '(#[0-9]*)$' | tr -d '(#)' | sort) "
+        "<(git for-each-ref --format='%(refname:lstrip=4)' refs/remotes/upstream/pr | sort)); do "
+        "git diff --name-only $(git merge-base upstream/main upstream/pr/$h) upstream/pr/$h; done | wc -l"
+    )
     wall, cpu, _ = timed(["bash", "-c", loop], repo, args.repeat, (0,))
     print(f"anchor     a git diff per unmerged PR head (60 of 2,148): {wall:.2f} s wall, {cpu:.2f} s CPU")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

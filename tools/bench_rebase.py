@@ -33,6 +33,7 @@ commits between base and onto, and one 10x larger on both counts (~84,000 files,
 upstream commits), each with 20 topics of 3 commits; the replay (and the whole dry-run
 process) must cost about the same on both.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,10 @@ from bench_fixture import require  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 # ../shared/bench beside the checkout (a linked worktree elsewhere falls back to /work/shared)
-SHARED = next((p for p in (ROOT.parent / "shared" / "bench", Path("/work/shared/bench")) if p.is_dir()),
-              ROOT.parent / "shared" / "bench")
+SHARED = next(
+    (p for p in (ROOT.parent / "shared" / "bench", Path("/work/shared/bench")) if p.is_dir()),
+    ROOT.parent / "shared" / "bench",
+)
 ANCHOR = SHARED / "anchor_rebase.py"
 PY = sys.executable
 ENV = dict(os.environ)
@@ -161,11 +164,13 @@ def bench_fork(src: Path, repeat: int) -> dict[str, float]:
             cpu["git loop"].append(CPU[-1])
             results["naive"].append(timed([PY, str(ANCHOR), str(fresh(src, work)), "pygit2"], work))
             cpu["naive"].append(CPU[-1])
-            results["series dry"].append(timed(series("rebase", "--onto", "v0.31.0", "--dry-run"),
-                                               fresh(src, work), ok=(3,)))
+            results["series dry"].append(
+                timed(series("rebase", "--onto", "v0.31.0", "--dry-run"), fresh(src, work), ok=(3,))
+            )
             cpu["series dry"].append(CPU[-1])
-            results["series real"].append(timed(series("rebase", "--onto", "v0.31.0", "--skip-topic",
-                                                       "offload-evict-fix"), fresh(src, work)))
+            results["series real"].append(
+                timed(series("rebase", "--onto", "v0.31.0", "--skip-topic", "offload-evict-fix"), fresh(src, work))
+            )
             cpu["series real"].append(CPU[-1])
             results["series halt"].append(timed(series("rebase", "--onto", "v0.31.0"), fresh(src, work), ok=(3,)))
             cpu["series halt"].append(CPU[-1])
@@ -190,22 +195,27 @@ def bench_fork(src: Path, repeat: int) -> dict[str, float]:
 
 # -- realistic history --------------------------------------------------------------------------
 
+
 def build_history_fork(history: Path, work: Path) -> tuple[Path, list[str]]:
     """The shared fork over the realistic history, plus topics editing files upstream
     renamed (v0.30.0 -> v0.31.0) and deleted (v0.30.0 -> main)."""
     fork = work / "history-fork"
-    subprocess.run([PY, str(SHARED / "fork_fixture.py"), str(history), str(fork)], check=True,
-                   capture_output=True)
+    subprocess.run([PY, str(SHARED / "fork_fixture.py"), str(history), str(fork)], check=True, capture_output=True)
     branches = (fork / ".git/series-fixture.txt").read_text().split()
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(fork), *args], check=True, capture_output=True,
-                              text=True).stdout
+        return subprocess.run(["git", "-C", str(fork), *args], check=True, capture_output=True, text=True).stdout
 
-    renamed = [line.split("\t")[1] for line in git("diff", "-M", "--name-status", "v0.30.0", "v0.31.0").splitlines()
-               if line.startswith("R") and line.split("\t")[1].endswith(".py")]
-    deleted = [line.split("\t")[1] for line in git("diff", "--name-status", "v0.30.0", "upstream/main").splitlines()
-               if line.startswith("D") and line.split("\t")[1].endswith(".py")]
+    renamed = [
+        line.split("\t")[1]
+        for line in git("diff", "-M", "--name-status", "v0.30.0", "v0.31.0").splitlines()
+        if line.startswith("R") and line.split("\t")[1].endswith(".py")
+    ]
+    deleted = [
+        line.split("\t")[1]
+        for line in git("diff", "--name-status", "v0.30.0", "upstream/main").splitlines()
+        if line.startswith("D") and line.split("\t")[1].endswith(".py")
+    ]
     for name, path in (("edit-renamed", renamed[0]), ("edit-deleted", deleted[0])):
         git("checkout", "-q", "-B", f"topic/{name}", "v0.30.0")
         target = fork / path
@@ -220,8 +230,9 @@ def git_loop(fork: Path, branches: list[str], onto: str) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     for b in branches:
-        r = subprocess.run(["git", "-C", str(fork), "rebase", "--onto", onto, "v0.30.0", b],
-                           capture_output=True, env=ENV)
+        r = subprocess.run(
+            ["git", "-C", str(fork), "rebase", "--onto", onto, "v0.30.0", b], capture_output=True, env=ENV
+        )
         if r.returncode:
             subprocess.run(["git", "-C", str(fork), "rebase", "--abort"], capture_output=True)
     elapsed = time.perf_counter() - t0
@@ -239,29 +250,48 @@ def bench_history(history: Path, repeat: int) -> dict[str, float]:
         for onto in ("v0.31.0", "upstream/main"):
             # the real run leaves out every topic that conflicts there (else it is a halt,
             # which lays out a worktree: the price of a conflict, measured above)
-            dry = subprocess.run(series("rebase", "--onto", onto, "--dry-run", "--json"), cwd=fresh_copy(src, work),
-                                 env=ENV, capture_output=True, text=True)
-            skip = [arg for t in json.loads(dry.stdout)["topics"] if t["outcome"] == "conflict"
-                    for arg in ("--skip-topic", t["name"])]
+            dry = subprocess.run(
+                series("rebase", "--onto", onto, "--dry-run", "--json"),
+                cwd=fresh_copy(src, work),
+                env=ENV,
+                capture_output=True,
+                text=True,
+            )
+            skip = [
+                arg
+                for t in json.loads(dry.stdout)["topics"]
+                if t["outcome"] == "conflict"
+                for arg in ("--skip-topic", t["name"])
+            ]
             out.setdefault(f"conflicts {onto}", []).append(len(skip) / 2)
             for _ in range(repeat):
                 out.setdefault(f"git {onto}", []).append(git_loop(fresh_copy(src, work), branches, onto))
                 out.setdefault(f"cpu git {onto}", []).append(CPU[-1])
                 out.setdefault(f"dry {onto}", []).append(
-                    timed(series("rebase", "--onto", onto, "--dry-run"), fresh_copy(src, work), ok=(3,)))
+                    timed(series("rebase", "--onto", onto, "--dry-run"), fresh_copy(src, work), ok=(3,))
+                )
                 out.setdefault(f"cpu dry {onto}", []).append(CPU[-1])
                 out.setdefault(f"real {onto}", []).append(
-                    timed(series("rebase", "--onto", onto, *skip), fresh_copy(src, work)))
+                    timed(series("rebase", "--onto", onto, *skip), fresh_copy(src, work))
+                )
                 out.setdefault(f"cpu real {onto}", []).append(CPU[-1])
         result = {k: median(v) for k, v in out.items()}
         fork = fresh_copy(src, work)
         for onto in ("v0.31.0", "upstream/main"):
-            _, _, _, fast = replay_alone(fork, "v0.30.0", onto, [b for b in branches if "deleted" not in b
-                                                                  and "evict" not in b])
+            _, _, _, fast = replay_alone(
+                fork, "v0.30.0", onto, [b for b in branches if "deleted" not in b and "evict" not in b]
+            )
             result[f"fast {onto}"] = fast
-        result["commits"] = float(len(subprocess.run(
-            ["git", "-C", str(src), "rev-list", "v0.30.0..upstream/main"], capture_output=True, text=True,
-            check=True).stdout.split()))
+        result["commits"] = float(
+            len(
+                subprocess.run(
+                    ["git", "-C", str(src), "rev-list", "v0.30.0..upstream/main"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout.split()
+            )
+        )
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -278,8 +308,8 @@ def fresh_copy(src: Path, work: Path) -> Path:
 
 # -- synthetic scaling --------------------------------------------------------------------------
 
-def build_synthetic(path: Path, widths: tuple[int, ...], files: int, upstream_commits: int,
-                    seed: int = 7) -> list[str]:
+
+def build_synthetic(path: Path, widths: tuple[int, ...], files: int, upstream_commits: int, seed: int = 7) -> list[str]:
     """A repo whose src/ has nested directories of the given widths, `files` files in each
     leaf, tags v1.0.0 and v1.1.0 (`upstream_commits` apart), and 20 topic branches of 3
     commits over v1.0.0."""
@@ -325,6 +355,7 @@ def build_synthetic(path: Path, widths: tuple[int, ...], files: int, upstream_co
                 sub = repo[t[names[0]].id].peel(pygit2.Tree) if t is not None and names[0] in t else None
                 tb.insert(names[0], go(sub, names[1:]), tree_mode)
             return tb.write()
+
         return go(tree, parts)
 
     def insert_at(line_no: int, text: str):  # type: ignore[no-untyped-def]
@@ -332,6 +363,7 @@ def build_synthetic(path: Path, widths: tuple[int, ...], files: int, upstream_co
             lines = old.split(b"\n")
             lines.insert(line_no, text.encode())
             return b"\n".join(lines)
+
         return mutate
 
     topic_paths: list[str] = []
@@ -372,9 +404,11 @@ def bench_synthetic(repeat: int) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     shapes: dict[str, str] = {}
     try:
-        for label, widths, files, distance in (("1x", (20, 20), 21, 10),
-                                               ("10x wide", (63, 63), 21, 100),
-                                               ("10x deep", (20, 20, 10), 21, 100)):
+        for label, widths, files, distance in (
+            ("1x", (20, 20), 21, 10),
+            ("10x wide", (63, 63), 21, 100),
+            ("10x deep", (20, 20, 10), 21, 100),
+        ):
             path = work / label.replace(" ", "-")
             t0 = time.perf_counter()
             branches = build_synthetic(path, widths, files, distance)
@@ -388,8 +422,13 @@ def bench_synthetic(repeat: int) -> dict[str, dict[str, float]]:
             count = files
             for w in widths:
                 count *= w
-            out[label] = {"files": count, "distance": distance, "build": built,
-                          "replay_per_commit": median(replay), "process": median(process)}
+            out[label] = {
+                "files": count,
+                "distance": distance,
+                "build": built,
+                "replay_per_commit": median(replay),
+                "process": median(process),
+            }
             shapes[label] = "x".join(map(str, widths))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -410,58 +449,84 @@ def main() -> None:
     r = bench_fork(a.fork, a.repeat)
     git_loop = r["git loop"]
     print(f"vLLM v0.30.0 -> v0.31.0, 23 topics, {int(r['commits'])} commits (median of {a.repeat}, fresh copy each)")
-    print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; CPU = user + sys of the "
-          "process and its children)")
+    print(
+        f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; CPU = user + sys of the "
+        "process and its children)"
+    )
     for key in ("git loop", "naive", "series dry", "series real", "series halt"):
-        print(f"  {key:<12} {r[key] * 1000:8.1f} ms   git loop / x = {git_loop / r[key]:6.1f}   "
-              f"CPU {r['cpu ' + key] * 1000:7.1f} ms, ratio {r['cpu git loop'] / r['cpu ' + key]:6.1f}")
+        print(
+            f"  {key:<12} {r[key] * 1000:8.1f} ms   git loop / x = {git_loop / r[key]:6.1f}   "
+            f"CPU {r['cpu ' + key] * 1000:7.1f} ms, ratio {r['cpu git loop'] / r['cpu ' + key]:6.1f}"
+        )
     per = r["replay"] / r["commits"] * 1000
-    print(f"  {'replay':<12} {r['replay'] * 1000:8.1f} ms   git loop / x = {git_loop / r['replay']:6.1f}"
-          f"   ({per:.3f} ms per commit; writing the pack after: {r['persist'] * 1000:.1f} ms)")
+    print(
+        f"  {'replay':<12} {r['replay'] * 1000:8.1f} ms   git loop / x = {git_loop / r['replay']:6.1f}"
+        f"   ({per:.3f} ms per commit; writing the pack after: {r['persist'] * 1000:.1f} ms)"
+    )
     imports = r["cpu imports"] - r["cpu interpreter"]
-    print(f"  start-up CPU: interpreter {r['cpu interpreter'] * 1000:.0f} ms + what `series rebase` imports "
-          f"{imports * 1000:.0f} ms = {r['cpu imports'] * 1000:.0f} ms: {r['cpu imports'] / r['cpu series dry']:.0%} "
-          f"of the dry run, {r['cpu imports'] / r['cpu series real']:.0%} of the real run")
-    print(f"  merges answered in memory (provably merge-ort's answer): {r['fast']:.0%}; the rest by "
-          "git merge-tree (correctness: tools/differential.py)")
-    print(f"  targets: whole process <= 1/20 of the git loop ({git_loop / 20 * 1000:.0f} ms), "
-          f"replay <= 1/100 ({git_loop / 100 * 1000:.0f} ms)")
+    print(
+        f"  start-up CPU: interpreter {r['cpu interpreter'] * 1000:.0f} ms + what `series rebase` imports "
+        f"{imports * 1000:.0f} ms = {r['cpu imports'] * 1000:.0f} ms: {r['cpu imports'] / r['cpu series dry']:.0%} "
+        f"of the dry run, {r['cpu imports'] / r['cpu series real']:.0%} of the real run"
+    )
+    print(
+        f"  merges answered in memory (provably merge-ort's answer): {r['fast']:.0%}; the rest by "
+        "git merge-tree (correctness: tools/differential.py)"
+    )
+    print(
+        f"  targets: whole process <= 1/20 of the git loop ({git_loop / 20 * 1000:.0f} ms), "
+        f"replay <= 1/100 ({git_loop / 100 * 1000:.0f} ms)"
+    )
     if not a.no_history:
         if not a.history.exists():
-            sys.exit(f"{a.history}: build it with 'python ../shared/bench/vllm_history.py UPSTREAM4 {a.history}' "
-                     "(UPSTREAM4 from vllm_upstream.py with 0.30.0..0.33.0), or pass --no-history")
+            sys.exit(
+                f"{a.history}: build it with 'python ../shared/bench/vllm_history.py UPSTREAM4 {a.history}' "
+                "(UPSTREAM4 from vllm_upstream.py with 0.30.0..0.33.0), or pass --no-history"
+            )
         h = bench_history(a.history, a.repeat)
-        print(f"realistic history: 25 topics (23 + edits to a file upstream renamed and one it deleted), "
-              f"{int(h['commits'])} upstream commits v0.30.0..upstream/main")
+        print(
+            f"realistic history: 25 topics (23 + edits to a file upstream renamed and one it deleted), "
+            f"{int(h['commits'])} upstream commits v0.30.0..upstream/main"
+        )
         for onto in ("v0.31.0", "upstream/main"):
             g = h[f"git {onto}"]
             c = h[f"cpu git {onto}"]
-            print(f"  onto {onto:<14} git loop {g * 1000:8.0f} ms   series dry {h[f'dry {onto}'] * 1000:6.0f} ms "
-                  f"(1/{g / h[f'dry {onto}']:.1f}; CPU 1/{c / h[f'cpu dry {onto}']:.1f})   series real "
-                  f"{h[f'real {onto}'] * 1000:6.0f} ms (1/{g / h[f'real {onto}']:.1f}; CPU "
-                  f"1/{c / h[f'cpu real {onto}']:.1f})   in memory {h[f'fast {onto}']:.0%}, "
-                  f"{int(h[f'conflicts {onto}'])} topics conflict (left out of the real run)")
-        print(f"  growth v0.31.0 -> upstream/main: series dry {h['dry upstream/main'] / h['dry v0.31.0']:.2f}x, "
-              f"real {h['real upstream/main'] / h['real v0.31.0']:.2f}x; CPU: dry "
-              f"{h['cpu dry upstream/main'] / h['cpu dry v0.31.0']:.2f}x, real "
-              f"{h['cpu real upstream/main'] / h['cpu real v0.31.0']:.2f}x (flat: within 1.5x); "
-              f"git loop {h['git upstream/main'] / h['git v0.31.0']:.2f}x")
+            print(
+                f"  onto {onto:<14} git loop {g * 1000:8.0f} ms   series dry {h[f'dry {onto}'] * 1000:6.0f} ms "
+                f"(1/{g / h[f'dry {onto}']:.1f}; CPU 1/{c / h[f'cpu dry {onto}']:.1f})   series real "
+                f"{h[f'real {onto}'] * 1000:6.0f} ms (1/{g / h[f'real {onto}']:.1f}; CPU "
+                f"1/{c / h[f'cpu real {onto}']:.1f})   in memory {h[f'fast {onto}']:.0%}, "
+                f"{int(h[f'conflicts {onto}'])} topics conflict (left out of the real run)"
+            )
+        print(
+            f"  growth v0.31.0 -> upstream/main: series dry {h['dry upstream/main'] / h['dry v0.31.0']:.2f}x, "
+            f"real {h['real upstream/main'] / h['real v0.31.0']:.2f}x; CPU: dry "
+            f"{h['cpu dry upstream/main'] / h['cpu dry v0.31.0']:.2f}x, real "
+            f"{h['cpu real upstream/main'] / h['cpu real v0.31.0']:.2f}x (flat: within 1.5x); "
+            f"git loop {h['git upstream/main'] / h['git v0.31.0']:.2f}x"
+        )
     if a.no_synthetic:
         return
     s = bench_synthetic(a.repeat)
     print("synthetic scaling (20 topics x 3 commits; 12 of their files also edited upstream):")
     for label, v in s.items():
-        print(f"  {label:<8} {int(v['files']):>6} files (dirs {v['shape']}, 21 files each), "
-              f"{int(v['distance']):>3} upstream commits: "
-              f"replay {v['replay_per_commit'] * 1000:.3f} ms/commit, dry-run process {v['process'] * 1000:.0f} ms"
-              f"  (built in {v['build']:.1f} s)")
+        print(
+            f"  {label:<8} {int(v['files']):>6} files (dirs {v['shape']}, 21 files each), "
+            f"{int(v['distance']):>3} upstream commits: "
+            f"replay {v['replay_per_commit'] * 1000:.3f} ms/commit, dry-run process {v['process'] * 1000:.0f} ms"
+            f"  (built in {v['build']:.1f} s)"
+        )
     small = s["1x"]
     for label in ("10x wide", "10x deep"):
         large = s[label]
-        print(f"  {label} / 1x: replay {large['replay_per_commit'] / small['replay_per_commit']:.2f}, "
-              f"process {large['process'] / small['process']:.2f}  (flat = about 1)")
-    print("  (a replayed commit rewrites the tree objects on its paths: its cost follows their width"
-          " and depth, not the file count)")
+        print(
+            f"  {label} / 1x: replay {large['replay_per_commit'] / small['replay_per_commit']:.2f}, "
+            f"process {large['process'] / small['process']:.2f}  (flat = about 1)"
+        )
+    print(
+        "  (a replayed commit rewrites the tree objects on its paths: its cost follows their width"
+        " and depth, not the file count)"
+    )
 
 
 if __name__ == "__main__":

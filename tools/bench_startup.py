@@ -20,6 +20,7 @@ on a shared machine the others wait for a core):
 The bytecode cache is warmed once and PYTHONDONTWRITEBYTECODE is dropped from the child
 environment, as an installed package runs; with it set every run compiles from source.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,9 +52,11 @@ series.cli.Context.workspace = stop
 series.cli.main(ARGV)
 """
 # open_workspace's imports from its first git call on (series.git.repo brings pygit2)
-_REPOSITORY_MODULES = ("import series.workspace\n"
-                       "    import series.git.repo, series.git.partial, series.ops.changeset, series.ops.journal, "
-                       "series.ops.fs")
+_REPOSITORY_MODULES = (
+    "import series.workspace\n"
+    "    import series.git.repo, series.git.partial, series.ops.changeset, series.ops.journal, "
+    "series.ops.fs"
+)
 
 
 def environment() -> dict[str, str]:
@@ -81,8 +84,9 @@ def wall(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
     return times
 
 
-def until_workspace(argv: list[str], runs: int, env: dict[str, str], cwd: Path,
-                    with_repository: bool = False) -> tuple[list[float], list[float]]:
+def until_workspace(
+    argv: list[str], runs: int, env: dict[str, str], cwd: Path, with_repository: bool = False
+) -> tuple[list[float], list[float]]:
     """(whole process until the workspace, the same after the interpreter's own start)"""
     times, inside = [], []
     CPU.clear()
@@ -104,8 +108,10 @@ def until_workspace(argv: list[str], runs: int, env: dict[str, str], cwd: Path,
 
 def show(label: str, times: list[float], target: float | None = None) -> None:
     goal = f"   target <= {target:.0f} ms" if target is not None else ""
-    print(f"{label:<34} best {min(times):6.1f} ms   median {statistics.median(times):6.1f} ms   "
-          f"CPU best {min(CPU):6.1f} ms{goal}")
+    print(
+        f"{label:<34} best {min(times):6.1f} ms   median {statistics.median(times):6.1f} ms   "
+        f"CPU best {min(CPU):6.1f} ms{goal}"
+    )
 
 
 def main() -> None:
@@ -115,18 +121,22 @@ def main() -> None:
     env = environment()
     python = sys.executable
     series = [python, "-m", "series"]
-    wall(series + ["--help"], 2, env)   # warm the bytecode cache
+    wall(series + ["--help"], 2, env)  # warm the bytecode cache
     wall([python, "-c", "import series.verbs.rebase"], 1, env)
-    print(f"python {sys.version.split()[0]}, {ROOT}, load average {os.getloadavg()[0]:.2f}, "
-          f"{args.runs} runs each, PYTHONDONTWRITEBYTECODE unset")
+    print(
+        f"python {sys.version.split()[0]}, {ROOT}, load average {os.getloadavg()[0]:.2f}, "
+        f"{args.runs} runs each, PYTHONDONTWRITEBYTECODE unset"
+    )
     show("python -c pass", wall([python, "-c", "pass"], args.runs, env))
     show("python -c 'import series.cli'", wall([python, "-c", "import series.cli"], args.runs, env))
     show("series --help", wall(series + ["--help"], args.runs, env), 60)
     argv = ["rebase", "--onto", "v0.31.0", "--dry-run"]
     whole, inside = until_workspace(argv, args.runs, env, Path.cwd())
     show("rebase --dry-run until first git", whole, 100)
-    print(f"{'  of which after interpreter start':<34} best {min(inside):6.1f} ms   median "
-          f"{statistics.median(inside):6.1f} ms")
+    print(
+        f"{'  of which after interpreter start':<34} best {min(inside):6.1f} ms   median "
+        f"{statistics.median(inside):6.1f} ms"
+    )
     whole, inside = until_workspace(argv, args.runs, env, Path.cwd(), with_repository=True)
     show("  ... with the repository's modules", whole)
     print(f"load average after: {os.getloadavg()[0]:.2f}")

@@ -16,6 +16,7 @@ The claim under test: cost grows with the topics' diffs, not with the tree, so
 series(10x)/series(real) should stay near 1 while a full-tree walk (`git ls-tree -r`,
 printed for reference) grows about 10x.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,10 @@ BLOB = pygit2.enums.FileMode.BLOB
 BASE = "v0.30.0"
 COPIES = 9
 # what every one of the timed commands imports before doing any work
-IMPORTS = ("import series.cli, series.verbs.touches, series.verbs.status, "
-           "series.seriesfile.config, series.workspace, pygit2, ruamel.yaml")
+IMPORTS = (
+    "import series.cli, series.verbs.touches, series.verbs.status, "
+    "series.seriesfile.config, series.workspace, pygit2, ruamel.yaml"
+)
 
 
 def run(cwd: Path, *args: str) -> str:
@@ -60,8 +63,10 @@ def series(cwd: Path, *args: str) -> str:
 
 # --- the synthetic 10x fork ------------------------------------------------------------------
 
-def distinct_copy(repo: pygit2.Repository, tree: pygit2.Tree, n: int, memo: dict[pygit2.Oid, pygit2.Oid],
-                  marker: pygit2.Oid) -> pygit2.Oid:
+
+def distinct_copy(
+    repo: pygit2.Repository, tree: pygit2.Tree, n: int, memo: dict[pygit2.Oid, pygit2.Oid], marker: pygit2.Oid
+) -> pygit2.Oid:
     """`tree` with a marker blob in every directory: same files, all-new tree objects."""
     if tree.id in memo:
         return memo[tree.id]
@@ -77,8 +82,9 @@ def distinct_copy(repo: pygit2.Repository, tree: pygit2.Tree, n: int, memo: dict
     return memo[tree.id]
 
 
-def tree_with(repo: pygit2.Repository, tree_id: pygit2.Oid | None,
-              changes: dict[str, tuple[pygit2.Oid | None, int | None]]) -> pygit2.Oid:
+def tree_with(
+    repo: pygit2.Repository, tree_id: pygit2.Oid | None, changes: dict[str, tuple[pygit2.Oid | None, int | None]]
+) -> pygit2.Oid:
     """tree_id with blobs set (or removed, oid None) at the given paths."""
     builder = repo.TreeBuilder(tree_id) if tree_id is not None else repo.TreeBuilder()
     below: dict[str, dict[str, tuple[pygit2.Oid | None, int | None]]] = defaultdict(dict)
@@ -113,8 +119,7 @@ def build_big(real: Path, big: Path, branches: list[str]) -> None:
     for n in range(1, COPIES + 1):
         marker = repo.create_blob(f"synthetic copy {n} of {BASE}\n".encode())
         root.insert(f"copy{n}", distinct_copy(repo, base_tree, n, {}, marker), TREE)
-    big_base = repo.create_commit(None, base.author, base.committer, f"{BASE} x10 (synthetic)",
-                                  root.write(), [])
+    big_base = repo.create_commit(None, base.author, base.committer, f"{BASE} x10 (synthetic)", root.write(), [])
     repo.references.create(f"refs/tags/{BASE}", big_base)
     repo.references.create("refs/remotes/upstream/main", big_base)
     repo.remotes.create("upstream", str(real))
@@ -122,11 +127,9 @@ def build_big(real: Path, big: Path, branches: list[str]) -> None:
         head = src.references[f"refs/heads/{branch}"].peel(pygit2.Commit)
         parent_id, tree_id = big_base, repo[big_base].peel(pygit2.Commit).tree.id
         for commit in commits_between(src, base.id, head.id):
-            changes = {c.path: (c.new_id, c.new_mode)
-                       for c in changed_paths(src, commit.parents[0].tree, commit.tree)}
+            changes = {c.path: (c.new_id, c.new_mode) for c in changed_paths(src, commit.parents[0].tree, commit.tree)}
             tree_id = tree_with(repo, tree_id, changes)
-            parent_id = repo.create_commit(None, commit.author, commit.committer, commit.message,
-                                           tree_id, [parent_id])
+            parent_id = repo.create_commit(None, commit.author, commit.committer, commit.message, tree_id, [parent_id])
         repo.references.create(f"refs/heads/{branch}", parent_id)
     # pack the new objects, as a real clone's are (-l: leave the alternates' objects alone)
     subprocess.run(["git", "-C", str(big), "repack", "-adlq"], check=True)
@@ -135,6 +138,7 @@ def build_big(real: Path, big: Path, branches: list[str]) -> None:
 
 
 # --- timing ----------------------------------------------------------------------------------
+
 
 def commands(repo: Path, branches: list[str]) -> dict[str, list[str]]:
     loop = " ".join(f"'{b}'" for b in branches)
@@ -145,7 +149,11 @@ def commands(repo: Path, branches: list[str]) -> dict[str, list[str]]:
         "series status": py + ["status"],
         "series --version (startup floor)": py + ["--version"],
         "imports floor (python -c import ...)": [sys.executable, "-c", IMPORTS],
-        "anchor: git diff --numstat loop": ["bash", "-c", f"for b in {loop}; do git diff --numstat {BASE} \"$b\"; done"],
+        "anchor: git diff --numstat loop": [
+            "bash",
+            "-c",
+            f"for b in {loop}; do git diff --numstat {BASE} \"$b\"; done",
+        ],
         "git diff --name-only loop": ["bash", "-c", f"for b in {loop}; do git diff --name-only {BASE} \"$b\"; done"],
         "reference: git ls-tree -r (whole tree)": ["git", "ls-tree", "-r", BASE],
     }
@@ -182,13 +190,19 @@ def main() -> None:
         t1 = time.perf_counter()
         build_big(real, big, branches)
         t2 = time.perf_counter()
-        files = {name: len(run(path, "git", "ls-tree", "-r", "--name-only", BASE).splitlines())
-                 for name, path in (("real", real), ("10x", big))}
-        trees = {name: len(run(path, "git", "ls-tree", "-r", "-d", "--name-only", BASE).splitlines())
-                 for name, path in (("real", real), ("10x", big))}
+        files = {
+            name: len(run(path, "git", "ls-tree", "-r", "--name-only", BASE).splitlines())
+            for name, path in (("real", real), ("10x", big))
+        }
+        trees = {
+            name: len(run(path, "git", "ls-tree", "-r", "-d", "--name-only", BASE).splitlines())
+            for name, path in (("real", real), ("10x", big))
+        }
         print(f"setup: copy + series init {t1 - t0:.1f} s, synthetic 10x fork {t2 - t1:.1f} s")
-        print(f"trees at {BASE}: real {files['real']:,} files / {trees['real']:,} dirs, "
-              f"10x {files['10x']:,} files / {trees['10x']:,} dirs; {len(branches)} topics")
+        print(
+            f"trees at {BASE}: real {files['real']:,} files / {trees['real']:,} dirs, "
+            f"10x {files['10x']:,} files / {trees['10x']:,} dirs; {len(branches)} topics"
+        )
         # same topics, same answers: the synthetic fork must not change what touches says
         for argv in (["touches", "vllm/v1/kv_offload"], ["touches"]):
             a, b = series(real, *argv), series(big, *argv)
@@ -203,14 +217,20 @@ def main() -> None:
         med = {key: statistics.median(v) for key, v in samples.items()}
         anchor = "anchor: git diff --numstat loop"
         width = max(len(label) for label in cmds["real"])
-        print(f"\nmedian of {args.repeat} runs, whole processes, seconds "
-              f"(python {sys.version.split()[0]}, pygit2 {pygit2.__version__}, {os.cpu_count()} cpus)")
-        print(f"  {'command':<{width}}  {'real':>7}  {'10x':>7}  {'10x/real':>8}  "
-              f"{'/anchor real':>12}  {'/anchor 10x':>11}")
+        print(
+            f"\nmedian of {args.repeat} runs, whole processes, seconds "
+            f"(python {sys.version.split()[0]}, pygit2 {pygit2.__version__}, {os.cpu_count()} cpus)"
+        )
+        print(
+            f"  {'command':<{width}}  {'real':>7}  {'10x':>7}  {'10x/real':>8}  "
+            f"{'/anchor real':>12}  {'/anchor 10x':>11}"
+        )
         for label in cmds["real"]:
             r, x = med[("real", label)], med[("10x", label)]
-            print(f"  {label:<{width}}  {r:7.3f}  {x:7.3f}  {x / r:8.2f}  "
-                  f"{r / med[('real', anchor)]:12.2f}  {x / med[('10x', anchor)]:11.2f}")
+            print(
+                f"  {label:<{width}}  {r:7.3f}  {x:7.3f}  {x / r:8.2f}  "
+                f"{r / med[('real', anchor)]:12.2f}  {x / med[('10x', anchor)]:11.2f}"
+            )
         floor = "imports floor (python -c import ...)"
         floor_r, floor_x = med[("real", floor)], med[("10x", floor)]
         print("\nwork beyond startup and imports (command - imports floor):")

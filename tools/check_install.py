@@ -18,6 +18,7 @@
 Needs git, python3 with venv, pipx (`pip install pipx` is enough: it runs as `python -m
 pipx`), and actionlint / zizmor on PATH or beside this interpreter for stage 3's lint.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(cmd: list[str] | str, cwd: Path, env: dict[str, str] | None = None) -> str:
     shell = isinstance(cmd, str)
-    proc = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, shell=shell,
-                          executable="/bin/bash" if shell else None, capture_output=True, text=True)
+    proc = subprocess.run(
+        cmd,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        shell=shell,
+        executable="/bin/bash" if shell else None,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"FAILED ({proc.returncode}): {cmd}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc.stdout
@@ -64,8 +72,12 @@ def main() -> int:
         run(["git", "clone", "-q", str(ROOT), str(clone)], scratch)
         run("python3 -m venv .venv && . .venv/bin/activate && pip install -q -e . && series demo", clone, clean)
         t = stage("README set-up 1: pip install -e . && series demo (fresh clone, fresh venv)", t)
-        run("python3 -m venv .venv2 && . .venv2/bin/activate && pip install -q -e '.[test]' && "
-            "command -v actionlint && command -v zizmor && python -c 'import build, twine'", clone, clean)
+        run(
+            "python3 -m venv .venv2 && . .venv2/bin/activate && pip install -q -e '.[test]' && "
+            "command -v actionlint && command -v zizmor && python -c 'import build, twine'",
+            clone,
+            clean,
+        )
         t = stage("README set-up 2: pip install -e '.[test]' (pytest itself: .ci/run)", t)
 
         dist = scratch / "dist"
@@ -87,8 +99,12 @@ def main() -> int:
         t = stage(f"README install line: pipx install {spec}", t)
 
         home, bin_dir = scratch / "pipx-home", scratch / "pipx-bin"
-        env = {**clean, "PIPX_HOME": str(home), "PIPX_BIN_DIR": str(bin_dir),
-               "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+        env = {
+            **clean,
+            "PIPX_HOME": str(home),
+            "PIPX_BIN_DIR": str(bin_dir),
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        }
         wheel = next(dist.glob("*.whl"))
         run([*pipx, "install", str(wheel)], scratch, env)
         t = stage(f"pipx install {wheel.name}", t)
@@ -106,7 +122,9 @@ def main() -> int:
             if exe:
                 run([exe, *args, str(workflow)], fork)
                 linted.append(name)
-        stage(f"series ci init github|buildkite from the pipx install; clean under {', '.join(linted) or 'no linter'}", t)
+        stage(
+            f"series ci init github|buildkite from the pipx install; clean under {', '.join(linted) or 'no linter'}", t
+        )
         return 0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

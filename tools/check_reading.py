@@ -12,6 +12,7 @@ both as their disk caches encode them. The old side is REV's `series` package (d
 the merge-base with main), extracted to a temporary directory. Prints each side's CPU time
 and every file whose answers differ (the first few in full); exits 1 on any difference.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _files(upstream: Path, tag: str, under: str) -> list[tuple[str, bytes]]:
     import pygit2
+
     repo = pygit2.Repository(str(upstream))
     out: list[tuple[str, bytes]] = []
 
@@ -39,12 +41,14 @@ def _files(upstream: Path, tag: str, under: str) -> list[tuple[str, bytes]]:
                 walk(repo[entry.id].peel(pygit2.Tree), f"{path}/")
             elif path.endswith(".py") and path.startswith(under):
                 out.append((path, repo[entry.id].peel(pygit2.Blob).data))
+
     walk(repo.revparse_single(tag).peel(pygit2.Commit).tree, "")
     return out
 
 
 def _answers(path: str, source: bytes) -> object:
     from series.semantic import file_reading, upstream_api
+
     reading = file_reading._encode(file_reading._compute(path, source, frozenset()))
     api = upstream_api._encode(upstream_api.ModuleApi.of(source, upstream_api.module_name(path)[1]))
     return {"reading": reading, "api": api}
@@ -66,9 +70,26 @@ def worker(upstream: Path, tag: str, under: str, full: set[str]) -> None:
 
 def side(code: Path, args: argparse.Namespace, full: set[str] = frozenset()) -> dict[str, object]:  # type: ignore[assignment]
     env = dict(os.environ, PYTHONPATH=str(code))
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", "--upstream", str(args.upstream),
-                           "--tag", args.tag, "--under", args.under, "--full", json.dumps(sorted(full))],
-                          env=env, cwd=str(code), capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            "--upstream",
+            str(args.upstream),
+            "--tag",
+            args.tag,
+            "--under",
+            args.under,
+            "--full",
+            json.dumps(sorted(full)),
+        ],
+        env=env,
+        cwd=str(code),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result: dict[str, object] = json.loads(proc.stdout)
     return result
 
@@ -85,8 +106,12 @@ def main() -> None:
     if args.worker:
         worker(args.upstream, args.tag, args.under, set(json.loads(args.full)))
         return
-    old_rev = args.old or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True,
-                                         text=True, check=True).stdout.strip()
+    old_rev = (
+        args.old
+        or subprocess.run(
+            ["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
     with tempfile.TemporaryDirectory(prefix="check-reading-") as tmp:
         archive = subprocess.run(["git", "archive", old_rev, "series"], cwd=ROOT, capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
@@ -95,8 +120,10 @@ def main() -> None:
         old_d, new_d = old["digests"], new["digests"]
         assert isinstance(old_d, dict) and isinstance(new_d, dict)
         differ = sorted(p for p in old_d.keys() | new_d.keys() if old_d.get(p) != new_d.get(p))
-        print(f"{args.tag} {args.under or '(all)'}: {len(new_d)} files; old {old_rev[:12]} {old['cpu']:.2f} s CPU, "
-              f"new {new['cpu']:.2f} s CPU; {len(differ)} differ")
+        print(
+            f"{args.tag} {args.under or '(all)'}: {len(new_d)} files; old {old_rev[:12]} {old['cpu']:.2f} s CPU, "
+            f"new {new['cpu']:.2f} s CPU; {len(differ)} differ"
+        )
         if differ:
             shown = set(differ[:3])
             a, b = side(Path(tmp), args, shown)["answers"], side(ROOT, args, shown)["answers"]

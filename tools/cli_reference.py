@@ -10,6 +10,7 @@ with `get_command`, as `series VERB --help` does. Subcommands (`series ci init`)
 their group. The width is fixed, so the text does not depend on the terminal.
 tests/test_cli_reference.py fails when a `--help` changed and this was not run again.
 """
+
 from __future__ import annotations
 
 import sys
@@ -34,13 +35,20 @@ def sections(group: click.Group) -> list[tuple[str, str]]:
     """(`series VERB ...`, its help) for the group, each verb, and each verb's subcommands."""
     # the commands' own context_settings (help_option_names: -h too), as make_context applies
     # them: a Context made without them renders, and caches on the command, a --help alone
-    root = click.Context(group, info_name="series", terminal_width=WIDTH, max_content_width=WIDTH,
-                         **group.context_settings)
+    root = click.Context(
+        group, info_name="series", terminal_width=WIDTH, max_content_width=WIDTH, **group.context_settings
+    )
     out = [("series", root.get_help())]
 
     def walk(command: click.Command, path: list[str], parent: click.Context) -> None:
-        ctx = click.Context(command, info_name=path[-1], parent=parent, terminal_width=WIDTH,
-                            max_content_width=WIDTH, **command.context_settings)
+        ctx = click.Context(
+            command,
+            info_name=path[-1],
+            parent=parent,
+            terminal_width=WIDTH,
+            max_content_width=WIDTH,
+            **command.context_settings,
+        )
         out.append((" ".join(path), ctx.get_help()))
         if isinstance(command, click.Group):
             for name in command.list_commands(ctx):

@@ -29,6 +29,7 @@ Prints `differential: N topics, S silent, B boundary, H history differences` (th
 0 / 0 / 0) and, with --json, every difference with its class and details.
 The upstream repository with the releases: ../shared/bench/vllm_upstream.py builds it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,9 +50,12 @@ import pygit2
 
 ROOT = Path(__file__).resolve().parent.parent
 IDENTITY = {
-    "GIT_AUTHOR_NAME": "Fork Dev", "GIT_AUTHOR_EMAIL": "dev@fork.example",
-    "GIT_COMMITTER_NAME": "Fork Maintainer", "GIT_COMMITTER_EMAIL": "fork@example.com",
-    "GIT_COMMITTER_DATE": "1767225600 +0000", "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "Fork Dev",
+    "GIT_AUTHOR_EMAIL": "dev@fork.example",
+    "GIT_COMMITTER_NAME": "Fork Maintainer",
+    "GIT_COMMITTER_EMAIL": "fork@example.com",
+    "GIT_COMMITTER_DATE": "1767225600 +0000",
+    "GIT_CONFIG_NOSYSTEM": "1",
 }
 
 Change = dict[str, "tuple[int, bytes] | None"]  # path -> (mode, content) or None: delete
@@ -66,21 +70,22 @@ class Spec:
 
 # -- what upstream changed between the two releases ---------------------------------------
 
+
 @dataclass
 class UpstreamChange:
-    files: dict[str, tuple[int, pygit2.Oid]]            # every blob of A
+    files: dict[str, tuple[int, pygit2.Oid]]  # every blob of A
     modified: list[str]
     renamed: list[tuple[str, str]]
     deleted: list[str]
     added: list[str]
-    moved_dirs: list[tuple[str, str]]                    # directories gone in B, most files moved
+    moved_dirs: list[tuple[str, str]]  # directories gone in B, most files moved
 
 
-def _git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True,
-         input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True, input: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     full = dict(os.environ, **IDENTITY, **(env or {}))
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env=full,
-                          check=check, input=input)
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env=full, check=check, input=input)
 
 
 def _blobs(tree: pygit2.Tree, prefix: str = "") -> dict[str, tuple[int, pygit2.Oid]]:
@@ -128,6 +133,7 @@ def upstream_change(repo: pygit2.Repository, path: Path, a: str, b: str) -> Upst
 
 # -- topics ---------------------------------------------------------------------------
 
+
 class Builder:
     """Makes topic specs from an UpstreamChange, deterministically from a seed."""
 
@@ -138,8 +144,9 @@ class Builder:
         touched = set(up.modified) | set(up.deleted) | {o for o, _ in up.renamed}
         self.text = lambda p: p in up.files and up.files[p][0] == 0o100644 and self._is_text(p)
         self.untouched = [p for p in up.files if p not in touched and p.endswith(".py")]
-        self.modified_py = [p for p in up.modified if p.endswith((".py", ".md", ".txt", ".yaml", ".sh"))
-                            and self.text(p)]
+        self.modified_py = [
+            p for p in up.modified if p.endswith((".py", ".md", ".txt", ".yaml", ".sh")) and self.text(p)
+        ]
         self.binaries = [p for p in up.files if not self._is_text(p)]
 
     def _is_text(self, path: str) -> bool:
@@ -199,13 +206,23 @@ class Builder:
         if not self.modified_py:
             return None
         path = str(self.pick(self.modified_py))
-        return [("edit a file upstream changed", {path: (0o100644, self.edit_lines(self.data(path) or b"", rng.randint(1, 4)))})]
+        return [
+            (
+                "edit a file upstream changed",
+                {path: (0o100644, self.edit_lines(self.data(path) or b"", rng.randint(1, 4)))},
+            )
+        ]
 
     def k_repetitive(self, up: UpstreamChange, rng: random.Random) -> list[tuple[str, Change]] | None:
         if not self.modified_py:
             return None
         path = str(self.pick(self.modified_py))
-        return [("edit repeated lines", {path: (0o100644, self.edit_lines(self.data(path) or b"", rng.randint(1, 3), True))})]
+        return [
+            (
+                "edit repeated lines",
+                {path: (0o100644, self.edit_lines(self.data(path) or b"", rng.randint(1, 3), True))},
+            )
+        ]
 
     def k_backport_hunk(self, up: UpstreamChange, rng: random.Random) -> list[tuple[str, Change]] | None:
         for _ in range(5):
@@ -224,7 +241,9 @@ class Builder:
         if not self.modified_py:
             return None
         path = str(self.pick(self.modified_py))
-        commits: list[tuple[str, Change]] = [("backport a whole later file", {path: (0o100644, self.data(path, self.b_tree) or b"")})]
+        commits: list[tuple[str, Change]] = [
+            ("backport a whole later file", {path: (0o100644, self.data(path, self.b_tree) or b"")})
+        ]
         if self.untouched and rng.random() < 0.5:
             other = str(self.pick(self.untouched))
             commits.append(("and a fork change", {other: (0o100644, self.edit_lines(self.data(other) or b"", 1))}))
@@ -235,7 +254,9 @@ class Builder:
         if not pairs:
             return None
         old, _ = self.pick(pairs)  # type: ignore[misc]
-        return [("edit a file upstream moved", {old: (0o100644, self.edit_lines(self.data(old) or b"", rng.randint(1, 3)))})]
+        return [
+            ("edit a file upstream moved", {old: (0o100644, self.edit_lines(self.data(old) or b"", rng.randint(1, 3)))})
+        ]
 
     def k_edit_deleted(self, up: UpstreamChange, rng: random.Random) -> list[tuple[str, Change]] | None:
         paths = [p for p in up.deleted if self.text(p)]
@@ -283,8 +304,15 @@ class Builder:
         return [("add a file in a directory upstream moved", {f"{old_dir}/{name}": (0o100644, b"# fork\nVALUE = 1\n")})]
 
     def k_add_new(self, up: UpstreamChange, rng: random.Random) -> list[tuple[str, Change]] | None:
-        folder = os.path.dirname(str(self.pick(self.untouched))) if rng.random() < 0.5 else f"vllm/fork_{rng.randrange(100)}"
-        return [("add a new file", {f"{folder}/fork_new_{rng.randrange(1000)}.py": (0o100644, b"def fork():\n    return 1\n")})]
+        folder = (
+            os.path.dirname(str(self.pick(self.untouched))) if rng.random() < 0.5 else f"vllm/fork_{rng.randrange(100)}"
+        )
+        return [
+            (
+                "add a new file",
+                {f"{folder}/fork_new_{rng.randrange(1000)}.py": (0o100644, b"def fork():\n    return 1\n")},
+            )
+        ]
 
     def k_delete(self, up: UpstreamChange, rng: random.Random) -> list[tuple[str, Change]] | None:
         pool = self.modified_py if rng.random() < 0.5 else self.untouched
@@ -368,16 +396,39 @@ class Builder:
         path = str(self.pick(self.modified_py))
         first = self.edit_lines(self.data(path) or b"", 2)
         second = self.edit_lines(first, 2)
-        commits: list[tuple[str, Change]] = [("first change", {path: (0o100644, first)}),
-                                             ("second change to the same file", {path: (0o100644, second)})]
+        commits: list[tuple[str, Change]] = [
+            ("first change", {path: (0o100644, first)}),
+            ("second change to the same file", {path: (0o100644, second)}),
+        ]
         extra = self.make(str(self.pick(["untouched", "edit-renamed", "add-new", "rename-modified"])))
         return commits + (extra or [])
 
 
-KINDS = ["edit-modified", "repetitive", "backport-hunk", "backport-file", "edit-renamed", "edit-deleted",
-         "delete-renamed", "rename-renamed", "rename-deleted", "rename-modified", "add-in-moved-dir",
-         "add-new", "delete", "mode", "symlink", "binary", "crlf", "whitespace", "add-add", "file-dir",
-         "empty", "untouched", "multi"]
+KINDS = [
+    "edit-modified",
+    "repetitive",
+    "backport-hunk",
+    "backport-file",
+    "edit-renamed",
+    "edit-deleted",
+    "delete-renamed",
+    "rename-renamed",
+    "rename-deleted",
+    "rename-modified",
+    "add-in-moved-dir",
+    "add-new",
+    "delete",
+    "mode",
+    "symlink",
+    "binary",
+    "crlf",
+    "whitespace",
+    "add-add",
+    "file-dir",
+    "empty",
+    "untouched",
+    "multi",
+]
 # where git and a naive replay part ways most often: weighted up
 WEIGHTS = {"edit-modified": 4, "repetitive": 3, "backport-hunk": 3, "edit-renamed": 2, "multi": 2}
 
@@ -417,8 +468,9 @@ def write_topics(repo: pygit2.Repository, base: str, specs: list[Spec]) -> None:
             when = 1767000000 + n * 60 + i
             author = pygit2.Signature("Fork Dev", "dev@fork.example", when, 60)
             committer = pygit2.Signature("Fork Dev", "dev@fork.example", when, 60)
-            oid = repo.create_commit(None, author, committer, f"[fork] {spec.kind}: {message}\n\nTopic {spec.name}.\n",
-                                     tree, [head.id])
+            oid = repo.create_commit(
+                None, author, committer, f"[fork] {spec.kind}: {message}\n\nTopic {spec.name}.\n", tree, [head.id]
+            )
             head = repo[oid].peel(pygit2.Commit)
         repo.references.create(f"refs/heads/topic/{spec.name}", head.id, force=True)
         repo.references.create(f"refs/heads/gitcopy/{spec.name}", head.id, force=True)
@@ -431,11 +483,12 @@ def _prefixes(path: str) -> list[str]:
 
 # -- the two rebases --------------------------------------------------------------------
 
+
 @dataclass
 class Result:
-    outcome: str                          # clean / conflict / empty
+    outcome: str  # clean / conflict / empty
     head: str | None = None
-    stopped: str | None = None            # the commit it stopped at
+    stopped: str | None = None  # the commit it stopped at
     paths: tuple[str, ...] = ()
 
 
@@ -443,7 +496,9 @@ def git_rebase(fork: Path, worktree: Path, name: str, a: str, b: str) -> Result:
     proc = _git(worktree, "rebase", "--onto", b, a, f"gitcopy/{name}", check=False)
     if proc.returncode != 0:
         stopped = _git(worktree, "rev-parse", "-q", "--verify", "REBASE_HEAD", check=False).stdout.decode().strip()
-        unmerged = _git(worktree, "diff", "--name-only", "--diff-filter=U", "-z").stdout.decode("utf-8", "surrogateescape")
+        unmerged = _git(worktree, "diff", "--name-only", "--diff-filter=U", "-z").stdout.decode(
+            "utf-8", "surrogateescape"
+        )
         _git(worktree, "rebase", "--abort", check=False)
         if not stopped:
             raise SystemExit(f"git rebase of {name} failed without stopping:\n{proc.stderr.decode()}")
@@ -518,7 +573,10 @@ def compare(repo: pygit2.Repository, name: str, ours: Result, theirs: Result, b:
         if theirs.outcome != "conflict":
             return "boundary", f"series conflicts in {list(ours.paths)}, git is {theirs.outcome}"
         if (ours.stopped, _paths(ours.paths)) != (theirs.stopped, _paths(theirs.paths)):
-            return "boundary", f"series stops at {ours.stopped} {list(ours.paths)}, git at {theirs.stopped} {list(theirs.paths)}"
+            return (
+                "boundary",
+                f"series stops at {ours.stopped} {list(ours.paths)}, git at {theirs.stopped} {list(theirs.paths)}",
+            )
         return None
     if ours.outcome == "empty" or theirs.outcome == "empty":
         if ours.outcome == theirs.outcome:
@@ -543,8 +601,10 @@ def compare(repo: pygit2.Repository, name: str, ours: Result, theirs: Result, b:
 
 # -- one release pair ---------------------------------------------------------------------
 
-def run_pair(upstream: Path, a: str, b: str, count: int, seed: int, work: Path,
-             log: bool = True) -> tuple[list[dict[str, str]], int, float, float]:
+
+def run_pair(
+    upstream: Path, a: str, b: str, count: int, seed: int, work: Path, log: bool = True
+) -> tuple[list[dict[str, str]], int, float, float]:
     fork = work / f"fork-{a}"
     if fork.exists():
         shutil.rmtree(fork)
@@ -570,8 +630,9 @@ def run_pair(upstream: Path, a: str, b: str, count: int, seed: int, work: Path,
     for spec in specs:
         found = compare(repo, spec.name, ours[spec.name], theirs[spec.name], b)
         if found is not None:
-            differences.append({"pair": f"{a}..{b}", "topic": spec.name, "kind": spec.kind,
-                                "class": found[0], "detail": found[1]})
+            differences.append(
+                {"pair": f"{a}..{b}", "topic": spec.name, "kind": spec.kind, "class": found[0], "detail": found[1]}
+            )
             if log:
                 print(f"  {found[0]:<8} {spec.name}: {found[1]}", file=sys.stderr)
     return differences, len(specs), series_seconds, git_seconds
@@ -579,8 +640,10 @@ def run_pair(upstream: Path, a: str, b: str, count: int, seed: int, work: Path,
 
 def summary_line(total: int, differences: list[dict[str, str]]) -> str:
     counts = {k: sum(1 for d in differences if d["class"] == k) for k in ("silent", "boundary", "history")}
-    return (f"differential: {total} topics, {counts['silent']} silent, {counts['boundary']} boundary, "
-            f"{counts['history']} history differences")
+    return (
+        f"differential: {total} topics, {counts['silent']} silent, {counts['boundary']} boundary, "
+        f"{counts['history']} history differences"
+    )
 
 
 def main() -> None:
@@ -593,8 +656,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if not (args.upstream / ".git").exists() and not (args.upstream / "HEAD").exists():
-        sys.exit(f"{args.upstream}: no upstream repository; build it with "
-                 "'python ../shared/bench/vllm_upstream.py /tmp/bench/upstream4 0.30.0 0.31.0 0.32.0'")
+        sys.exit(
+            f"{args.upstream}: no upstream repository; build it with "
+            "'python ../shared/bench/vllm_upstream.py /tmp/bench/upstream4 0.30.0 0.31.0 0.32.0'"
+        )
     work = args.work or Path(tempfile.mkdtemp(prefix="series-differential-"))
     work.mkdir(parents=True, exist_ok=True)
     differences: list[dict[str, str]] = []
@@ -604,8 +669,10 @@ def main() -> None:
         found, n, s_sec, g_sec = run_pair(args.upstream, a, b, args.topics, args.seed, work)
         differences += found
         total += n
-        print(f"{a}..{b}: {n} topics, series rebase {s_sec:.1f} s (dry run + real run), "
-              f"git rebase loop {g_sec:.1f} s", file=sys.stderr)
+        print(
+            f"{a}..{b}: {n} topics, series rebase {s_sec:.1f} s (dry run + real run), git rebase loop {g_sec:.1f} s",
+            file=sys.stderr,
+        )
     if args.json:
         args.json.write_text(json.dumps({"topics": total, "differences": differences}, indent=2) + "\n")
     if not args.work:

@@ -14,6 +14,7 @@ that hangs past --timeout counts as killed by timeout. Mutants known to behave e
 as the original are listed, with the reason, in tools/mutate_equivalent.txt and left out
 of the kill rate. Not part of the suite: see docs/testing.md for the figures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,35 +39,88 @@ EQUIVALENT = ROOT / "tools" / "mutate_equivalent.txt"
 # The tests of the verbs that reach a module: the suite drives the CLI, so most modules are
 # never imported by a test. Keys are path prefixes; the first tests named kill fastest.
 TESTS_FOR: dict[str, list[str]] = {
-    "series/ops/changeset.py": ["test_mutants_door.py", "test_transaction.py", "test_write_faults.py", "test_undo.py",
-                              "test_rebase_faults.py"],
-    "series/ops/journal.py": ["test_mutants_door.py", "test_transaction.py", "test_undo.py", "test_predict.py",
-                          "test_write_faults.py", "test_rebase_faults.py"],
+    "series/ops/changeset.py": [
+        "test_mutants_door.py",
+        "test_transaction.py",
+        "test_write_faults.py",
+        "test_undo.py",
+        "test_rebase_faults.py",
+    ],
+    "series/ops/journal.py": [
+        "test_mutants_door.py",
+        "test_transaction.py",
+        "test_undo.py",
+        "test_predict.py",
+        "test_write_faults.py",
+        "test_rebase_faults.py",
+    ],
     "series/ops/fs.py": ["test_fs.py", "test_transaction.py", "test_write_faults.py", "test_line_ends.py"],
-    "series/ops/halted.py": ["test_mutants_engine.py", "test_halted_guards.py", "test_rebase_faults.py", "test_rebase.py",
-                         "test_adopt_conflict.py"],
-    "series/engine/": ["test_mutants_engine.py", "test_rebase.py", "test_rebase_api.py", "test_git_exact.py",
-                       "test_rebase_odb.py", "test_merge_ahead.py", "test_resolutions.py", "test_rebase_faults.py"],
+    "series/ops/halted.py": [
+        "test_mutants_engine.py",
+        "test_halted_guards.py",
+        "test_rebase_faults.py",
+        "test_rebase.py",
+        "test_adopt_conflict.py",
+    ],
+    "series/engine/": [
+        "test_mutants_engine.py",
+        "test_rebase.py",
+        "test_rebase_api.py",
+        "test_git_exact.py",
+        "test_rebase_odb.py",
+        "test_merge_ahead.py",
+        "test_resolutions.py",
+        "test_rebase_faults.py",
+    ],
     "series/history/touches.py": ["test_touches.py", "test_releases.py"],
-    "series/semantic/breaks.py": ["test_mutants_breaks.py", "test_mutants_uses.py", "test_breaks.py", "test_breaks_kinds.py", "test_check.py"],
-    "series/semantic/uses.py": ["test_mutants_uses.py", "test_mutants_breaks.py", "test_breaks.py", "test_breaks_kinds.py", "test_hunk_uses.py", "test_check.py"],
+    "series/semantic/breaks.py": [
+        "test_mutants_breaks.py",
+        "test_mutants_uses.py",
+        "test_breaks.py",
+        "test_breaks_kinds.py",
+        "test_check.py",
+    ],
+    "series/semantic/uses.py": [
+        "test_mutants_uses.py",
+        "test_mutants_breaks.py",
+        "test_breaks.py",
+        "test_breaks_kinds.py",
+        "test_hunk_uses.py",
+        "test_check.py",
+    ],
     "series/measure/predictions.py": ["test_predict.py", "test_measure.py"],
     "series/measure/measurement.py": ["test_measure.py", "test_measure_emit.py", "test_predict.py"],
-    "series/forge/": ["test_trust_forge.py", "test_forge_github.py", "test_adopt_github.py", "test_propose.py",
-                      "test_forge_retire.py", "test_comment.py"],
+    "series/forge/": [
+        "test_trust_forge.py",
+        "test_forge_github.py",
+        "test_adopt_github.py",
+        "test_propose.py",
+        "test_forge_retire.py",
+        "test_comment.py",
+    ],
 }
 
-_FLIP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
-         ast.GtE: ast.Gt, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+_FLIP = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
 
 
 @dataclass(frozen=True)
 class Mutant:
-    path: str          # relative to the worktree
+    path: str  # relative to the worktree
     line: int
     operator: str
-    description: str   # "old -> new", one line
-    start: tuple[int, int]   # (line, column) of the text replaced, 1-based line, 0-based column
+    description: str  # "old -> new", one line
+    start: tuple[int, int]  # (line, column) of the text replaced, 1-based line, 0-based column
     end: tuple[int, int]
     new: str
 
@@ -78,8 +132,9 @@ class Mutant:
 
         def at(pos: tuple[int, int]) -> int:  # ast columns count UTF-8 bytes
             line = lines[pos[0] - 1]
-            return offsets[pos[0] - 1] + len(line.encode()[:pos[1]].decode())
-        return source[:at(self.start)] + self.new + source[at(self.end):]
+            return offsets[pos[0] - 1] + len(line.encode()[: pos[1]].decode())
+
+        return source[: at(self.start)] + self.new + source[at(self.end) :]
 
     def key(self) -> str:
         return f"{self.path}:{self.line}:{self.start[1] + 1}: {self.description}"  # the column: one line, two mutants
@@ -97,8 +152,16 @@ class _Finder(ast.NodeVisitor):
         self.path, self.source, self.found = path, source, []  # type: ignore[var-annotated]
         self.lines = source.splitlines()
 
-    def add(self, node: ast.AST, operator: str, new: str, *, start: tuple[int, int] | None = None,
-            end: tuple[int, int] | None = None, old: str | None = None) -> None:
+    def add(
+        self,
+        node: ast.AST,
+        operator: str,
+        new: str,
+        *,
+        start: tuple[int, int] | None = None,
+        end: tuple[int, int] | None = None,
+        old: str | None = None,
+    ) -> None:
         start = start or (node.lineno, node.col_offset)  # type: ignore[attr-defined]
         end = end or (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
         old = old if old is not None else ast.get_source_segment(self.source, node) or ""
@@ -121,13 +184,20 @@ class _Finder(ast.NodeVisitor):
 
     def _body(self, body: list[ast.stmt]) -> None:
         for n, stmt in enumerate(body):
-            if n == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
-                    and isinstance(stmt.value.value, str):
+            if (
+                n == 0
+                and isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            ):
                 continue  # a docstring
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) or \
-                    isinstance(stmt, (ast.AugAssign, ast.Delete, ast.Continue, ast.Break)) or \
-                    isinstance(stmt, ast.Assign) and all(isinstance(t, (ast.Attribute, ast.Subscript))
-                                                         for t in stmt.targets):
+            if (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Call)
+                or isinstance(stmt, (ast.AugAssign, ast.Delete, ast.Continue, ast.Break))
+                or isinstance(stmt, ast.Assign)
+                and all(isinstance(t, (ast.Attribute, ast.Subscript)) for t in stmt.targets)
+            ):
                 self.add(stmt, "drop statement", "pass")
             self.visit(stmt)
 
@@ -152,8 +222,13 @@ class _Finder(ast.NodeVisitor):
         stub = len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
         if body and not stub and body[0].lineno > node.lineno and node.name != "__init__":
             first = body[0]
-            self.add(first, "return None early", "return None\n" + " " * first.col_offset + "",
-                     end=(first.lineno, first.col_offset), old=f"def {node.name}")
+            self.add(
+                first,
+                "return None early",
+                "return None\n" + " " * first.col_offset + "",
+                end=(first.lineno, first.col_offset),
+                old=f"def {node.name}",
+            )
         self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
@@ -167,8 +242,13 @@ class _Finder(ast.NodeVisitor):
             if isinstance(first, ast.If) and self.lines[first.lineno - 1].lstrip().startswith("elif"):
                 self.add(first.test, "drop elif", "False")
             else:
-                self.add(first, "drop else", "pass", end=(node.orelse[-1].end_lineno, node.orelse[-1].end_col_offset),
-                         old="else: ...")
+                self.add(
+                    first,
+                    "drop else",
+                    "pass",
+                    end=(node.orelse[-1].end_lineno, node.orelse[-1].end_col_offset),
+                    old="else: ...",
+                )
         self.generic_visit(node)
 
     def visit_While(self, node: ast.While) -> None:
@@ -183,12 +263,16 @@ class _Finder(ast.NodeVisitor):
         for n, op in enumerate(node.ops):
             flipped = _FLIP.get(type(op))
             if flipped is not None:
-                changed = ast.Compare(node.left, [flipped() if i == n else o for i, o in enumerate(node.ops)],
-                                      node.comparators)
+                changed = ast.Compare(
+                    node.left, [flipped() if i == n else o for i, o in enumerate(node.ops)], node.comparators
+                )
                 self.add(node, "flip comparison", f"({ast.unparse(changed)})")
             right = node.comparators[n]
-            if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) \
-                    and len(right.elts) >= 2:
+            if (
+                isinstance(op, (ast.In, ast.NotIn))
+                and isinstance(right, (ast.Tuple, ast.List, ast.Set))
+                and len(right.elts) >= 2
+            ):
                 for gone in right.elts:
                     kept = [e for e in right.elts if e is not gone]
                     narrowed = type(right)(kept, ast.Load()) if not isinstance(right, ast.Set) else ast.Set(kept)
@@ -244,9 +328,12 @@ def tests_for(rel: str) -> list[str]:
     importing = []
     for test in sorted((ROOT / "tests").glob("test_*.py")):
         for node in ast.walk(ast.parse(test.read_text())):
-            if isinstance(node, ast.Import) and any(a.name == module for a in node.names) or \
-                    isinstance(node, ast.ImportFrom) and (node.module == module or node.module == parent and
-                                                          any(a.name == name for a in node.names)):
+            if (
+                isinstance(node, ast.Import)
+                and any(a.name == module for a in node.names)
+                or isinstance(node, ast.ImportFrom)
+                and (node.module == module or node.module == parent and any(a.name == name for a in node.names))
+            ):
                 importing.append(test.name)
                 break
     return [f"tests/{t}" for t in dict.fromkeys(mapped + importing) if (ROOT / "tests" / t).exists()]
@@ -268,10 +355,14 @@ class Scratch:
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="series-mutate-"))
-        shutil.copytree(ROOT, self.dir / "tree", symlinks=True,
-                        ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", ".mypy_cache", ".pytest_cache"))
+        shutil.copytree(
+            ROOT,
+            self.dir / "tree",
+            symlinks=True,
+            ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__", ".mypy_cache", ".pytest_cache"),
+        )
         self.tree = self.dir / "tree"
-        self._stamp = time.time() - 10 ** 6
+        self._stamp = time.time() - 10**6
 
     def write(self, rel: str, text: str) -> None:
         # a new mtime each time: a cached .pyc of an earlier version is never taken for this one
@@ -283,9 +374,14 @@ class Scratch:
     def run(self, tests: list[str], timeout: float) -> tuple[str, float]:
         env = dict(os.environ, PYTHONPATH=str(self.tree))
         start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:xdist", "-p",
-                                 "no:cacheprovider", *tests], cwd=self.tree, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:xdist", "-p", "no:cacheprovider", *tests],
+            cwd=self.tree,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -320,14 +416,18 @@ def main(argv: list[str] | None = None) -> int:
         for module in args.modules:
             rel = str(module.resolve().relative_to(ROOT))
             mutants = find_mutants(ROOT / rel)
-            chosen = mutants if args.sample is None or args.sample >= len(mutants) else \
-                [mutants[i] for i in sorted(random.Random(f"{args.seed}:{rel}").sample(range(len(mutants)),
-                                                                                        args.sample))]
+            chosen = (
+                mutants
+                if args.sample is None or args.sample >= len(mutants)
+                else [
+                    mutants[i]
+                    for i in sorted(random.Random(f"{args.seed}:{rel}").sample(range(len(mutants)), args.sample))
+                ]
+            )
             tests = args.tests or tests_for(rel)
             if scratches:  # a test file written after the copy was made is not in it
                 tests = [t for t in tests if (scratches[0].tree / t).exists()]
-            entry: dict[str, object] = {"module": rel, "mutants": len(mutants), "tested": len(chosen),
-                                        "tests": tests}
+            entry: dict[str, object] = {"module": rel, "mutants": len(mutants), "tested": len(chosen), "tests": tests}
             report.append(entry)
             if args.list:
                 entry["sampled"] = [m.key() for m in chosen]
@@ -364,10 +464,16 @@ def main(argv: list[str] | None = None) -> int:
             dead = sum(1 for r in results if r["status"] in ("killed", "timeout"))
             live = [r for r in results if r["status"] == "survived"]
             counted = dead + len(live)
-            entry.update(clean_seconds=round(seconds, 1), timeout=timeout, killed=dead,
-                         timeouts=sum(1 for r in results if r["status"] == "timeout"), survived=len(live),
-                         equivalent=len(results) - counted,
-                         kill_rate=round(dead / counted, 3) if counted else None, results=results)
+            entry.update(
+                clean_seconds=round(seconds, 1),
+                timeout=timeout,
+                killed=dead,
+                timeouts=sum(1 for r in results if r["status"] == "timeout"),
+                survived=len(live),
+                equivalent=len(results) - counted,
+                kill_rate=round(dead / counted, 3) if counted else None,
+                results=results,
+            )
     finally:
         for scratch in scratches:
             scratch.remove()
@@ -380,8 +486,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print(report: list[dict[str, object]], listing: bool) -> None:
     for entry in report:
-        print(f"{entry['module']}: {entry['mutants']} mutants, {entry['tested']} tested "
-              f"({', '.join(str(t) for t in entry['tests']) or 'no tests found'})")  # type: ignore[attr-defined]
+        print(
+            f"{entry['module']}: {entry['mutants']} mutants, {entry['tested']} tested "
+            f"({', '.join(str(t) for t in entry['tests']) or 'no tests found'})"
+        )  # type: ignore[attr-defined]
         if listing:
             for key in entry["sampled"]:  # type: ignore[attr-defined]
                 print(f"  {key}")
@@ -390,8 +498,10 @@ def _print(report: list[dict[str, object]], listing: bool) -> None:
             print(f"  {entry['error']}")
             continue
         rate = entry["kill_rate"]
-        print(f"  killed {entry['killed']} (timeouts {entry['timeouts']}), survived {entry['survived']}, "
-              f"equivalent {entry['equivalent']}; kill rate {'-' if rate is None else f'{rate:.0%}'}")
+        print(
+            f"  killed {entry['killed']} (timeouts {entry['timeouts']}), survived {entry['survived']}, "
+            f"equivalent {entry['equivalent']}; kill rate {'-' if rate is None else f'{rate:.0%}'}"
+        )
         for r in entry["results"]:  # type: ignore[attr-defined]
             if r["status"] == "survived":
                 print(f"  SURVIVED {r['path']}:{r['line']}:{r['start'][1] + 1}: [{r['operator']}] {r['description']}")

@@ -9,6 +9,7 @@ under `if TYPE_CHECKING:` (the types a module names are a dependency of its read
                                              # (UP: against the order docs/architecture.md lists)
     python tools/package_graph.py --cycles   # only the strongly connected packages
 """
+
 from __future__ import annotations
 
 import sys

@@ -21,6 +21,7 @@ sample of paths (every boundary path, every run-all trigger, every 10th tree pat
 bitmasks over that list [selected, runs], which tests/test_testmap_parity.py checks
 series against without needing upstream's code.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,8 +94,9 @@ def generator_dir(ci_infra: Path, scratch: Path) -> Path:
         return ci_infra / sub
     target = scratch / "generator"
     target.mkdir()
-    archive = subprocess.run(["git", f"--git-dir={ci_infra}", "archive", "HEAD", sub],
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", f"--git-dir={ci_infra}", "archive", "HEAD", sub], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     return target / sub
 
@@ -122,6 +124,7 @@ def export_tree(repo: pygit2.Repository, tree: pygit2.Tree, target: Path, prefix
                 files[path] = text
                 (target / path).parent.mkdir(parents=True, exist_ok=True)
                 (target / path).write_text(text)
+
     walk(tree, "")
     return files
 
@@ -135,6 +138,7 @@ def tree_paths(repo: pygit2.Repository, tree: pygit2.Tree) -> list[str]:
                 walk(repo[entry.id].peel(pygit2.Tree), f"{base}{entry.name}/")
             else:
                 out.append(f"{base}{entry.name}")
+
     walk(tree, "")
     return out
 
@@ -159,8 +163,9 @@ def series_side(tmap: testmap.TestMap, paths: list[str]) -> tuple[list[list[int]
     return selected, runs
 
 
-def compare(tag: str, repo: pygit2.Repository, generator: Path, python: str, scratch: Path,
-            sample_every: int) -> tuple[int, int, dict]:
+def compare(
+    tag: str, repo: pygit2.Repository, generator: Path, python: str, scratch: Path, sample_every: int
+) -> tuple[int, int, dict]:
     tree = repo.revparse_single(tag).peel(pygit2.Commit).tree
     where = scratch / tag
     where.mkdir()
@@ -171,8 +176,15 @@ def compare(tag: str, repo: pygit2.Repository, generator: Path, python: str, scr
     paths = sorted(set(everything) | set(boundary))
     started = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(generator), "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.run([python, "-c", UPSTREAM_SIDE], cwd=where, env=env, check=True,
-                          input=json.dumps({"paths": paths}), capture_output=True, text=True)
+    proc = subprocess.run(
+        [python, "-c", UPSTREAM_SIDE],
+        cwd=where,
+        env=env,
+        check=True,
+        input=json.dumps({"paths": paths}),
+        capture_output=True,
+        text=True,
+    )
     theirs = json.loads(proc.stdout)
     upstream_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -185,8 +197,10 @@ def compare(tag: str, repo: pygit2.Repository, generator: Path, python: str, scr
     our_steps = [ident(s.label, s.key) for s in tmap.steps]
     problems = 0
     if sorted(their_steps) != sorted(our_steps):
-        print(f"{tag}: step lists differ: only upstream {sorted(set(their_steps) - set(our_steps))[:5]}, "
-              f"only series {sorted(set(our_steps) - set(their_steps))[:5]}")
+        print(
+            f"{tag}: step lists differ: only upstream {sorted(set(their_steps) - set(our_steps))[:5]}, "
+            f"only series {sorted(set(our_steps) - set(their_steps))[:5]}"
+        )
         problems += 1
     index = {step: n for n, step in enumerate(sorted(set(their_steps)))}
     their_opt = {ident(label, key): opt for label, key, opt in theirs["steps"]}
@@ -203,13 +217,17 @@ def compare(tag: str, repo: pygit2.Repository, generator: Path, python: str, scr
         if a != b or ra != rb:
             problems += 1
             if problems <= 20:
-                print(f"{tag}: {path}: only upstream {sorted(set(a) - set(b))[:3]} "
-                      f"only series {sorted(set(b) - set(a))[:3]}; runs differ: {ra != rb}")
+                print(
+                    f"{tag}: {path}: only upstream {sorted(set(a) - set(b))[:3]} "
+                    f"only series {sorted(set(b) - set(a))[:3]}; runs differ: {ra != rb}"
+                )
         if path in boundary or tmap.runs_all(path) or n % sample_every == 0:
             sample[path] = [bits(index, a), bits(index, ra)]
-    print(f"{tag}: {len(paths)} paths ({len(everything)} in the tree, {len(boundary)} boundary) x "
-          f"{len(tmap.steps)} steps: {problems} disagreements; upstream {upstream_s:.1f} s, "
-          f"series {series_s:.1f} s")
+    print(
+        f"{tag}: {len(paths)} paths ({len(everything)} in the tree, {len(boundary)} boundary) x "
+        f"{len(tmap.steps)} steps: {problems} disagreements; upstream {upstream_s:.1f} s, "
+        f"series {series_s:.1f} s"
+    )
     return len(paths), problems, {"files": files, "steps": [list(s) for s in sorted(index)], "cases": sample}
 
 
@@ -221,10 +239,13 @@ def bits(index: dict, steps: list) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--upstream", type=Path, default=Path("/tmp/bench/upstream4"))
-    ap.add_argument("--ci-infra", type=Path, default=Path("/work/.mirror/vllm-project+ci-infra/repo"),
-                    help="vllm-project/ci-infra: a checkout or a git directory")
-    ap.add_argument("--python", default=sys.executable,
-                    help="an interpreter with pydantic>=2, PyYAML and requests")
+    ap.add_argument(
+        "--ci-infra",
+        type=Path,
+        default=Path("/work/.mirror/vllm-project+ci-infra/repo"),
+        help="vllm-project/ci-infra: a checkout or a git directory",
+    )
+    ap.add_argument("--python", default=sys.executable, help="an interpreter with pydantic>=2, PyYAML and requests")
     ap.add_argument("--make-venv", action="store_true", help="make a throwaway venv with them")
     ap.add_argument("--tags", nargs="+", default=list(TAGS))
     ap.add_argument("--sample-every", type=int, default=10)

@@ -21,6 +21,7 @@ test-pipeline.yaml trimmed to what selection reads (commands cut to their first)
 commit time, the era's ci-infra commit, and upstream's answers for every boundary path,
 every run-all trigger and every 10th tree path, checked by tests/test_testmap_parity.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -94,8 +95,9 @@ done
 
 def show(ci_infra: Path, commit: str, candidates: tuple[str, ...]) -> str:
     for path in candidates:
-        proc = subprocess.run(["git", f"--git-dir={ci_infra}", "show", f"{commit}:{path}"],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["git", f"--git-dir={ci_infra}", "show", f"{commit}:{path}"], capture_output=True, text=True
+        )
         if proc.returncode == 0:
             return proc.stdout
     raise SystemExit(f"none of {candidates} at ci-infra {commit}")
@@ -106,8 +108,13 @@ def bootstrap_run_all(bootstrap: str, paths: list[str]) -> list[bool]:
     arrays = "\n".join(m.group(0) for m in re.finditer(r"^(?:ignore_)?patterns=\([^)]*\)", bootstrap, re.M))
     if "ignore_patterns=" not in arrays:
         arrays += "\nignore_patterns=()"
-    proc = subprocess.run(["bash", "-c", BASH_RUN_ALL.format(arrays=arrays)], input="\n".join(paths) + "\n",
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        ["bash", "-c", BASH_RUN_ALL.format(arrays=arrays)],
+        input="\n".join(paths) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [line == "1" for line in proc.stdout.split()]
 
 
@@ -144,8 +151,12 @@ def main() -> int:
     ap.add_argument("--ci-infra", type=Path, default=Path("/work/.mirror/vllm-project+ci-infra/repo"))
     ap.add_argument("--python", default=sys.executable, help="an interpreter with jinja2 and PyYAML")
     ap.add_argument("--tag", default="v0.6.2")
-    ap.add_argument("--era", metavar="COMMIT", help="check the tag's file under this era of ERAS instead "
-                    "of its own (the mirror lacks later tags; the later templates read the same file)")
+    ap.add_argument(
+        "--era",
+        metavar="COMMIT",
+        help="check the tag's file under this era of ERAS instead "
+        "of its own (the mirror lacks later tags; the later templates read the same file)",
+    )
     ap.add_argument("--sample-every", type=int, default=10)
     ap.add_argument("--write-fixture", action="store_true")
     args = ap.parse_args()
@@ -162,27 +173,40 @@ def main() -> int:
     boundary = boundary_paths(tmap)
     paths = sorted(set(tree_paths(repo, commit.tree)) | set(boundary))
     run_all = bootstrap_run_all(show(args.ci_infra, era.commit, BOOTSTRAPS), paths)
-    proc = subprocess.run([args.python, "-c", UPSTREAM_SIDE], check=True, capture_output=True, text=True,
-                          input=json.dumps({"template": show(args.ci_infra, era.commit, TEMPLATES),
-                                            "pipeline": text, "paths": paths, "run_all": run_all}))
+    proc = subprocess.run(
+        [args.python, "-c", UPSTREAM_SIDE],
+        check=True,
+        capture_output=True,
+        text=True,
+        input=json.dumps(
+            {
+                "template": show(args.ci_infra, era.commit, TEMPLATES),
+                "pipeline": text,
+                "paths": paths,
+                "run_all": run_all,
+            }
+        ),
+    )
     theirs = json.loads(proc.stdout)
     problems = 0
     cases = {}
     for n, path in enumerate(paths):
-        ours = sorted(s.step.label for s in tmap.select({path: ("t",)}, include_always=True)
-                      if not s.step.optional)
+        ours = sorted(s.step.label for s in tmap.select({path: ("t",)}, include_always=True) if not s.step.optional)
         if tmap.runs_all(path) != run_all[n] or ours != sorted(theirs[n]):
             problems += 1
             if problems <= 20:
-                print(f"{path}: run-all {run_all[n]} (series {tmap.runs_all(path)}); only upstream "
-                      f"{sorted(set(theirs[n]) - set(ours))[:3]}, only series {sorted(set(ours) - set(theirs[n]))[:3]}")
+                print(
+                    f"{path}: run-all {run_all[n]} (series {tmap.runs_all(path)}); only upstream "
+                    f"{sorted(set(theirs[n]) - set(ours))[:3]}, only series {sorted(set(ours) - set(theirs[n]))[:3]}"
+                )
         if path in boundary or run_all[n] or n % args.sample_every == 0:
             cases[path] = [run_all[n], sorted(theirs[n])]
-    print(f"{args.tag} (ci-infra {era.commit}): {len(paths)} paths ({len(boundary)} boundary) x "
-          f"{len(tmap.steps)} steps: {problems} disagreements")
+    print(
+        f"{args.tag} (ci-infra {era.commit}): {len(paths)} paths ({len(boundary)} boundary) x "
+        f"{len(tmap.steps)} steps: {problems} disagreements"
+    )
     if args.write_fixture:
-        data = {"tag": args.tag, "commit_time": when, "era": era.commit,
-                "pipeline": trimmed(text), "cases": cases}
+        data = {"tag": args.tag, "commit_time": when, "era": era.commit, "pipeline": trimmed(text), "cases": cases}
         FIXTURE.write_bytes(gzip.compress(json.dumps(data, sort_keys=True).encode(), mtime=0))
         print(f"wrote {FIXTURE.relative_to(ROOT)} ({FIXTURE.stat().st_size} bytes, {len(cases)} cases)")
     return 1 if problems else 0

@@ -14,6 +14,7 @@ no conflict left after the series' remembered resolutions, or the topic is merge
 Bisection assumes a topic that stops applying at commit k does not apply after k either,
 which is how upstream history behaves for a topic nobody touched in between.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ class Probe:
     """What replaying the series onto one upstream commit gave."""
 
     at: str
-    conflicts: dict[str, tuple[str, ...]]   # topic -> conflicting files (blocked: ())
+    conflicts: dict[str, tuple[str, ...]]  # topic -> conflicting files (blocked: ())
 
     @property
     def clean(self) -> bool:
@@ -77,7 +78,7 @@ class Prober:
     hooks: Hooks
     replays: int = 0
     odb: MemOdb = field(init=False)
-    good: dict[str, int] = field(default_factory=dict)     # topic -> latest index it applied at
+    good: dict[str, int] = field(default_factory=dict)  # topic -> latest index it applied at
     bad: dict[str, tuple[int, tuple[str, ...]]] = field(default_factory=dict)  # earliest failure
 
     def __post_init__(self) -> None:
@@ -92,8 +93,11 @@ class Prober:
         if only is not None:
             wanted = self._closure(only)
             runs = [r for r in runs if r.name in wanted]
-        doubt = {r.name for r in runs if self.good.get(r.name, -1) < index
-                 and self.bad.get(r.name, (len(self.line), ()))[0] > index}
+        doubt = {
+            r.name
+            for r in runs
+            if self.good.get(r.name, -1) < index and self.bad.get(r.name, (len(self.line), ()))[0] > index
+        }
         needed = self._closure(doubt)
 
         heads: dict[str, pygit2.Oid] = {}
@@ -117,19 +121,24 @@ class Prober:
                 self.good[run.name] = max(index, self.good.get(run.name, -1))
         return Probe(str(point.id), conflicts)
 
-    def _replay(self, run: TopicRun, point: pygit2.Commit, onto: pygit2.Oid,
-                heads: dict[str, pygit2.Oid]) -> tuple[str, ...] | None:
+    def _replay(
+        self, run: TopicRun, point: pygit2.Commit, onto: pygit2.Oid, heads: dict[str, pygit2.Oid]
+    ) -> tuple[str, ...] | None:
         """Replay one topic; its conflicting files, or None when it applies."""
         repo = self.ws.repo
         commits = tuple(repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits)
         topic = self.ws.series.topic(run.name)
-        if topic.upstream_pr is not None and merged.first_verdict(merged.MergedContext(
-                repo, topic, self.old_base, point, str(point.id), commits)) is not None:
+        if (
+            topic.upstream_pr is not None
+            and merged.first_verdict(merged.MergedContext(repo, topic, self.old_base, point, str(point.id), commits))
+            is not None
+        ):
             heads[run.name] = onto  # merged there: retired, not replayed
             return None
         self.replays += 1
-        result = replay_commits(repo, commits, onto, committer=self.committer, topic=run.name,
-                                odb=self.odb, resolver=self.hooks.resolver)
+        result = replay_commits(
+            repo, commits, onto, committer=self.committer, topic=run.name, odb=self.odb, resolver=self.hooks.resolver
+        )
         heads[run.name] = result.head
         if result.conflict is not None:
             return tuple(c.path for c in result.conflict.conflicts)
@@ -168,25 +177,37 @@ class Breaking:
 
     topic: str
     commit: UpstreamCommit
-    position: int              # 1-based, on the first-parent path old base..REF
+    position: int  # 1-based, on the first-parent path old base..REF
     total: int
-    files: tuple[str, ...]     # what conflicts there
+    files: tuple[str, ...]  # what conflicts there
     replays: int
 
     def to_json(self) -> dict[str, Json]:
-        return {"topic": self.topic, **self.commit.to_json(), "position": self.position, "total": self.total,
-                "files": list(self.files), "replays": self.replays}
+        return {
+            "topic": self.topic,
+            **self.commit.to_json(),
+            "position": self.position,
+            "total": self.total,
+            "files": list(self.files),
+            "replays": self.replays,
+        }
 
     @classmethod
     def from_json(cls, data: Json) -> "Breaking":
         d = persisted.read_object(data, "first_breaking")
-        return cls(persisted.read_str(d, "topic"), UpstreamCommit.from_json(d, "first_breaking"),
-                   persisted.read_int(d, "position"), persisted.read_int(d, "total"),
-                   tuple(persisted.read_strs(d, "files")), persisted.read_int(d, "replays"))
+        return cls(
+            persisted.read_str(d, "topic"),
+            UpstreamCommit.from_json(d, "first_breaking"),
+            persisted.read_int(d, "position"),
+            persisted.read_int(d, "total"),
+            tuple(persisted.read_strs(d, "files")),
+            persisted.read_int(d, "replays"),
+        )
 
 
-def first_breaking(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
-                   names: Sequence[str], hooks: Hooks) -> list[Breaking]:
+def first_breaking(
+    ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit], names: Sequence[str], hooks: Hooks
+) -> list[Breaking]:
     """For each topic in `names` (each conflicts at line[-1]), where it starts to."""
     out = []
     for name in names:
@@ -209,10 +230,10 @@ def first_breaking(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygi
 class Reach:
     """How far along upstream's main line the whole series still applies."""
 
-    target: UpstreamCommit | None      # the newest commit where every topic applies (None: not even the first)
-    position: int                      # its 1-based position on old base..REF (0: none)
+    target: UpstreamCommit | None  # the newest commit where every topic applies (None: not even the first)
+    position: int  # its 1-based position on old base..REF (0: none)
     total: int
-    blocker: UpstreamCommit | None     # the next commit, where something stops applying
+    blocker: UpstreamCommit | None  # the next commit, where something stops applying
     blocked: dict[str, tuple[str, ...]]  # topic -> conflicting files at the blocker
     replays: int
 
@@ -221,23 +242,30 @@ class Reach:
         return self.position == self.total
 
     def to_json(self) -> dict[str, Json]:
-        return {"target": None if self.target is None else self.target.to_json(), "position": self.position,
-                "total": self.total, "blocker": None if self.blocker is None else self.blocker.to_json(),
-                "blocked": {k: list(v) for k, v in self.blocked.items()}, "replays": self.replays}
+        return {
+            "target": None if self.target is None else self.target.to_json(),
+            "position": self.position,
+            "total": self.total,
+            "blocker": None if self.blocker is None else self.blocker.to_json(),
+            "blocked": {k: list(v) for k, v in self.blocked.items()},
+            "replays": self.replays,
+        }
 
     @classmethod
     def from_json(cls, data: Json) -> "Reach":
         d = persisted.read_object(data, "as_far_as_possible")
         blocked = persisted.read_object(d.get("blocked"), "blocked")
-        return cls(None if d.get("target") is None else UpstreamCommit.from_json(d["target"], "target"),
-                   persisted.read_int(d, "position"), persisted.read_int(d, "total"),
-                   None if d.get("blocker") is None else UpstreamCommit.from_json(d["blocker"], "blocker"),
-                   {name: tuple(persisted.read_strs(blocked, name)) for name in blocked},
-                   persisted.read_int(d, "replays"))
+        return cls(
+            None if d.get("target") is None else UpstreamCommit.from_json(d["target"], "target"),
+            persisted.read_int(d, "position"),
+            persisted.read_int(d, "total"),
+            None if d.get("blocker") is None else UpstreamCommit.from_json(d["blocker"], "blocker"),
+            {name: tuple(persisted.read_strs(blocked, name)) for name in blocked},
+            persisted.read_int(d, "replays"),
+        )
 
 
-def as_far_as_possible(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit],
-                       hooks: Hooks) -> Reach:
+def as_far_as_possible(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[pygit2.Commit], hooks: Hooks) -> Reach:
     if not line:
         return Reach(None, 0, 0, None, {}, 0)
     prober = Prober(ws, runs, line, hooks)
@@ -251,5 +279,4 @@ def as_far_as_possible(ws: SeriesRepo, runs: Sequence[TopicRun], line: Sequence[
 
     at = _bisect(len(line), fails)
     target = UpstreamCommit.of(line[at - 1]) if at > 0 else None
-    return Reach(target, at, len(line), UpstreamCommit.of(line[at]), dict(probes[at].conflicts),
-                 prober.replays)
+    return Reach(target, at, len(line), UpstreamCommit.of(line[at]), dict(probes[at].conflicts), prober.replays)

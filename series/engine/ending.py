@@ -25,6 +25,7 @@ clean (or emptied) topic's branch moves to its new head, the integration branch 
 rebuilt, and series.yaml gets upstream.base, the topics found merged and those dropped
 during a halt. The verb gives it its words.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -49,14 +50,14 @@ Rewrite = Callable[[pygit2.Commit], str]
 class Identity:
     """An ending's words, all chosen by the verb."""
 
-    kind: str       # halted.Halt.kind: the verb that resumes a halted state hands the same in
-    verb: str       # the transaction's command, as the journal and `series log` show it
-    resume: str     # the command that goes on with it ("series rebase")
-    go_on: str      # how to go on after resolving ("series rebase" and its flag): hints quote it
-    stop: str       # how to put everything back
-    noun: str       # "a rebase": in "..., not a rebase"
-    what: str       # "a series rebase is in progress": the halt guard's sentence
-    nothing: str    # when nothing is halted; {action} is "continue" or "abort"
+    kind: str  # halted.Halt.kind: the verb that resumes a halted state hands the same in
+    verb: str  # the transaction's command, as the journal and `series log` show it
+    resume: str  # the command that goes on with it ("series rebase")
+    go_on: str  # how to go on after resolving ("series rebase" and its flag): hints quote it
+    stop: str  # how to put everything back
+    noun: str  # "a rebase": in "..., not a rebase"
+    what: str  # "a series rebase is in progress": the halt guard's sentence
+    nothing: str  # when nothing is halted; {action} is "continue" or "abort"
 
     def halt(self, payload: JsonObject | None = None, what: str | None = None) -> halted.Halt:
         return halted.Halt(self.kind, what or self.what, self.resume, dict(payload or {}), self.go_on, self.stop)
@@ -71,15 +72,21 @@ class Ending(Protocol):
 
     def rewrite(self, state: rebase_state.RebaseState) -> Rewrite | None: ...
 
-    def topic_replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun,
-                       odb: MemOdb) -> None: ...
+    def topic_replayed(
+        self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun, odb: MemOdb
+    ) -> None: ...
 
     def replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> None: ...
 
     def integration(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> IntegrationResult | None: ...
 
-    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: rebase_state.RebaseState,
-             integration: IntegrationResult | None) -> None: ...
+    def fill(
+        self,
+        tx: TransactionPort,
+        ws: SeriesRepo,
+        state: rebase_state.RebaseState,
+        integration: IntegrationResult | None,
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -92,8 +99,9 @@ class TopicsEnding:
     def rewrite(self, state: rebase_state.RebaseState) -> Rewrite | None:
         return None
 
-    def topic_replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun,
-                       odb: MemOdb) -> None:
+    def topic_replayed(
+        self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun, odb: MemOdb
+    ) -> None:
         return None
 
     def replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> None:
@@ -102,8 +110,13 @@ class TopicsEnding:
     def integration(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> IntegrationResult:
         return integrate(ws.repo, pygit2.Oid(hex=state.onto_sha), integration_parts(state), odb=odb)
 
-    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: rebase_state.RebaseState,
-             integration: IntegrationResult | None) -> None:
+    def fill(
+        self,
+        tx: TransactionPort,
+        ws: SeriesRepo,
+        state: rebase_state.RebaseState,
+        integration: IntegrationResult | None,
+    ) -> None:
         _moved_meanwhile(ws, state, self.identity.verb)
         dropped = [run.name for run in state.topics if run.outcome == rebase_state.TopicOutcome.DROPPED]
         tx.summary = f"onto {state.onto_name}" + (f"; drop {', '.join(dropped)}" if dropped else "")
@@ -133,9 +146,13 @@ _MOVED = (rebase_state.TopicOutcome.CLEAN, rebase_state.TopicOutcome.EMPTY)
 
 
 def integration_parts(state: rebase_state.RebaseState) -> list[IntegrationPart]:
-    return [IntegrationPart(t.name, pygit2.Oid(hex=t.new_start or state.onto_sha),
-                            pygit2.Oid(hex=t.new_head or state.onto_sha))
-            for t in state.topics if t.outcome == rebase_state.TopicOutcome.CLEAN and t.commits]
+    return [
+        IntegrationPart(
+            t.name, pygit2.Oid(hex=t.new_start or state.onto_sha), pygit2.Oid(hex=t.new_head or state.onto_sha)
+        )
+        for t in state.topics
+        if t.outcome == rebase_state.TopicOutcome.CLEAN and t.commits
+    ]
 
 
 def _moved_meanwhile(ws: SeriesRepo, state: rebase_state.RebaseState, verb: str) -> None:
@@ -147,6 +164,8 @@ def _moved_meanwhile(ws: SeriesRepo, state: rebase_state.RebaseState, verb: str)
         now = refs.current(ws.repo, f"refs/heads/{run.branch}")
         if now != run.old_head:
             what = "moved" if run.outcome in _MOVED else "was found merged upstream, but moved"
-            raise SeriesError(f"{run.branch} {what} while the {verb} was halted "
-                              f"({run.old_head[:12]} -> {(now or 'deleted')[:12]}); nothing was changed",
-                              f"'{state.halt.stop}', then start again")
+            raise SeriesError(
+                f"{run.branch} {what} while the {verb} was halted "
+                f"({run.old_head[:12]} -> {(now or 'deleted')[:12]}); nothing was changed",
+                f"'{state.halt.stop}', then start again",
+            )

@@ -24,6 +24,7 @@ Public API:
         same base and heads give the same ids anywhere)
     series.engine.rebase.build_integration(ws) -> IntegrationResult (current branches)
 """
+
 from __future__ import annotations
 
 import enum
@@ -41,32 +42,34 @@ from series.git.command import git
 
 
 class Clash(enum.Enum):
-    PAIR = "pair"              # git's merge of the two branches alone conflicts in the file
-    CHAIN = "chain"            # merges with each earlier topic alone, not onto them all
+    PAIR = "pair"  # git's merge of the two branches alone conflicts in the file
+    CHAIN = "chain"  # merges with each earlier topic alone, not onto them all
     DEPENDENCY = "dependency"  # left out with a topic it depends on
 
 
 @dataclass(frozen=True)
 class InterTopicConflict:
-    topic: str      # the later topic, the one that did not merge
-    other: str      # PAIR: the earlier topic; CHAIN: the earlier topics that changed the
-                    # file, comma-separated ("upstream" if none); DEPENDENCY: the dependency
-    path: str       # "" for DEPENDENCY
+    topic: str  # the later topic, the one that did not merge
+    other: str  # PAIR: the earlier topic; CHAIN: the earlier topics that changed the
+    # file, comma-separated ("upstream" if none); DEPENDENCY: the dependency
+    path: str  # "" for DEPENDENCY
     clash: Clash = Clash.PAIR
 
     def __str__(self) -> str:
         if self.clash is Clash.DEPENDENCY:
             return f"topic {self.topic} left out with topic {self.other}, which it depends on"
         if self.clash is Clash.CHAIN and self.other != "upstream":
-            return (f"topic {self.topic} does not merge onto {self.other}, file {self.path}, "
-                    "though git merges it with each alone")
+            return (
+                f"topic {self.topic} does not merge onto {self.other}, file {self.path}, "
+                "though git merges it with each alone"
+            )
         return f"topic {self.other} vs topic {self.topic}, file {self.path}"
 
 
 @dataclass(frozen=True)
 class IntegrationPart:
     name: str
-    start: pygit2.Oid    # the commit the topic's own commits sit on
+    start: pygit2.Oid  # the commit the topic's own commits sit on
     head: pygit2.Oid
     depends_on: tuple[str, ...] = ()
 
@@ -78,19 +81,32 @@ def pair_conflicts(repo: pygit2.Repository, ours: pygit2.Oid, theirs: pygit2.Oid
     memory and not written yet)."""
     if ours not in repo or theirs not in repo:
         return None
-    proc = git(Path(repo.path), "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z",
-               str(ours), str(theirs), check=False)
+    proc = git(
+        Path(repo.path),
+        "merge-tree",
+        "--write-tree",
+        "--name-only",
+        "--no-messages",
+        "-z",
+        str(ours),
+        str(theirs),
+        check=False,
+    )
     if proc.returncode not in (0, 1):
         return None
     return frozenset(name for name in proc.stdout.split("\0")[1:] if name)
 
 
-def _clashes(repo: pygit2.Repository, part: IntegrationPart, path: str, earlier: list[IntegrationPart]
-             ) -> list[InterTopicConflict]:
+def _clashes(
+    repo: pygit2.Repository, part: IntegrationPart, path: str, earlier: list[IntegrationPart]
+) -> list[InterTopicConflict]:
     """Why `part` did not merge at `path`: the earlier topics git's merge says it conflicts
     with there (one it cannot ask stays named, as before), else the chain of them."""
-    named = [InterTopicConflict(part.name, other.name, path) for other in earlier
-             if (found := pair_conflicts(repo, other.head, part.head)) is None or path in found]
+    named = [
+        InterTopicConflict(part.name, other.name, path)
+        for other in earlier
+        if (found := pair_conflicts(repo, other.head, part.head)) is None or path in found
+    ]
     if named:
         return named
     others = ", ".join(other.name for other in earlier) or "upstream"
@@ -100,8 +116,8 @@ def _clashes(repo: pygit2.Repository, part: IntegrationPart, path: str, earlier:
 @dataclass(frozen=True)
 class IntegrationResult:
     base: pygit2.Oid
-    head: pygit2.Oid                          # the chain's tip (base when no topic)
-    topics: tuple[str, ...]                   # topics merged into it, in order
+    head: pygit2.Oid  # the chain's tip (base when no topic)
+    topics: tuple[str, ...]  # topics merged into it, in order
     conflicts: tuple[InterTopicConflict, ...]  # topics left out, and why
 
     @property
@@ -109,8 +125,14 @@ class IntegrationResult:
         return not self.conflicts
 
 
-def integrate(repo: pygit2.Repository, base: pygit2.Oid, parts: Sequence[IntegrationPart], *,
-              odb: MemOdb | None = None, committer: pygit2.Signature | None = None) -> IntegrationResult:
+def integrate(
+    repo: pygit2.Repository,
+    base: pygit2.Oid,
+    parts: Sequence[IntegrationPart],
+    *,
+    odb: MemOdb | None = None,
+    committer: pygit2.Signature | None = None,
+) -> IntegrationResult:
     store = odb if odb is not None else MemOdb(repo)
     fixed = signature_line(committer) if committer is not None else None
     head, tree = base, store.commit_tree(base)
@@ -138,8 +160,9 @@ def integrate(repo: pygit2.Repository, base: pygit2.Oid, parts: Sequence[Integra
         # By default the merge is signed as the topic head's committer: the same inputs
         # give the same commit ids on any machine (a rebuilt, unchanged series moves nothing).
         line = fixed if fixed is not None else store.header(part.head, b"committer")
-        head = store.commit(new_tree if new_tree is not None else store.tree({}),
-                            [head, part.head], line, line, message)
+        head = store.commit(
+            new_tree if new_tree is not None else store.tree({}), [head, part.head], line, line, message
+        )
         tree = store.commit_tree(head)
         included.append(part.name)
     if odb is None:
@@ -157,18 +180,29 @@ def combine_hint(ws: SeriesRepo, conflicts: Sequence[InterTopicConflict]) -> str
     topic, name = ws.series.topic(first.topic), ws.config_path.name
     if first.clash is Clash.PAIR:
         other = ws.series.topic(first.other)
-        then = "" if other.name in topic.depends_on else \
-            f", then add 'depends_on: [{other.name}]' to topic {topic.name} in {name}"
-        return (f"see it: git merge-tree --write-tree --name-only {other.branch} {topic.branch}; "
-                f"resolve it by building {topic.name} on {other.name}: "
-                f"git rebase {other.branch} {topic.branch}{then}")
+        then = (
+            ""
+            if other.name in topic.depends_on
+            else f", then add 'depends_on: [{other.name}]' to topic {topic.name} in {name}"
+        )
+        return (
+            f"see it: git merge-tree --write-tree --name-only {other.branch} {topic.branch}; "
+            f"resolve it by building {topic.name} on {other.name}: "
+            f"git rebase {other.branch} {topic.branch}{then}"
+        )
     under = None if topic.depends_on else ws.built_on(topic)
     if under is not None:
         # without depends_on its changes are taken from the base: under's commits twice
-        return (f"{topic.branch} holds the commits of topic {under.name} but has no depends_on, so "
-                f"they would be applied twice: add 'depends_on: [{under.name}]' to topic {topic.name} in {name}")
+        return (
+            f"{topic.branch} holds the commits of topic {under.name} but has no depends_on, so "
+            f"they would be applied twice: add 'depends_on: [{under.name}]' to topic {topic.name} in {name}"
+        )
     if first.clash is Clash.CHAIN and first.other != "upstream":
-        return (f"git merges {topic.name} with each of {first.other} alone: rebuild {topic.branch} "
-                f"on them, or move {topic.name} before them in {name}")
-    return (f"{topic.branch} and {ws.series.upstream.base} disagree on {first.path} though no "
-            f"earlier topic changed it: rebuild {topic.branch} on {ws.series.upstream.base}")
+        return (
+            f"git merges {topic.name} with each of {first.other} alone: rebuild {topic.branch} "
+            f"on them, or move {topic.name} before them in {name}"
+        )
+    return (
+        f"{topic.branch} and {ws.series.upstream.base} disagree on {first.path} though no "
+        f"earlier topic changed it: rebuild {topic.branch} on {ws.series.upstream.base}"
+    )

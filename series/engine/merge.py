@@ -28,6 +28,7 @@ reference, so there are exactly two ways to an answer:
 The result tree of a conflicted merge holds git's conflicted files (markers and all); the
 conflicted paths come with their index stages and git's conflict kinds.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -60,15 +61,15 @@ class PathStages:
 
     path: str
     stages: dict[int, Entry]
-    kind: str                      # git's conflict type, e.g. "contents", "rename/delete"
-    message: str = ""              # git's own sentence about it
+    kind: str  # git's conflict type, e.g. "contents", "rename/delete"
+    message: str = ""  # git's own sentence about it
 
 
 @dataclass(frozen=True)
 class TreeMerge:
-    tree: pygit2.Oid               # the merged tree (git's conflicted files where unclean)
+    tree: pygit2.Oid  # the merged tree (git's conflicted files where unclean)
     conflicts: tuple[PathStages, ...] = ()
-    fast: bool = False             # answered without git (provably the same answer)
+    fast: bool = False  # answered without git (provably the same answer)
     labels: tuple[str, str, str] | tuple[()] = ()  # git's marker labels: base, ours, theirs
 
     @property
@@ -78,13 +79,15 @@ class TreeMerge:
 
 # -- the fast path --------------------------------------------------------------------
 
+
 def _parents(path: str) -> list[str]:
     parts = path.split("/")[:-1]
     return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def fast_updates(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid,
-                 theirs: pygit2.Oid) -> dict[str, Entry | None] | None:
+def fast_updates(
+    store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid
+) -> dict[str, Entry | None] | None:
     """The commit's entries to write over `ours`, when that is provably merge-ort's whole
     answer (see the module docstring); None when git must decide."""
     updates: dict[str, Entry | None] = {}
@@ -113,6 +116,7 @@ def _kind(store: MemOdb, tree: pygit2.Oid, path: str) -> int | None:
 
 # -- git's answer ---------------------------------------------------------------------
 
+
 def git_version() -> tuple[int, ...]:
     out = git(Path.cwd(), "version").stdout
     found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
@@ -128,9 +132,12 @@ def require_git() -> None:
         _checked.append(git_version())
     version = _checked[0]
     if version[:2] < GIT_NEEDED:
-        raise SeriesError(f"git {'.'.join(map(str, version))} is too old: series replays with "
-                          f"'git merge-tree --write-tree --stdin' (git {GIT_NEEDED[0]}.{GIT_NEEDED[1]} "
-                          "or newer)", "install a newer git")
+        raise SeriesError(
+            f"git {'.'.join(map(str, version))} is too old: series replays with "
+            f"'git merge-tree --write-tree --stdin' (git {GIT_NEEDED[0]}.{GIT_NEEDED[1]} "
+            "or newer)",
+            "install a newer git",
+        )
 
 
 Triple = tuple[pygit2.Oid, pygit2.Oid, pygit2.Oid]  # base, ours, theirs
@@ -145,13 +152,22 @@ class Merger:
         require_git()
         self.store = store
         scratch = store.scratch_dir()
-        env = clean_env({"GIT_OBJECT_DIRECTORY": str(scratch),
-                         "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(
-                             [str(store.objects_dir()), str(store.inputs_dir())])})
+        env = clean_env(
+            {
+                "GIT_OBJECT_DIRECTORY": str(scratch),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(
+                    [str(store.objects_dir()), str(store.inputs_dir())]
+                ),
+            }
+        )
         self._proc = subprocess.Popen(
             ["git", "merge-tree", "--write-tree", "--stdin", "-z", "--messages"],
-            cwd=store.repo.path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE)
+            cwd=store.repo.path,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         # Reaped before the scratch directory it reads is removed (atexit runs handlers
         # last-registered first; the directory's was registered above): no git left
         # running over removed objects, and its CPU counts as this process's child's.
@@ -264,11 +280,12 @@ class Merger:
             kind = self._field().decode("utf-8", "replace")
             text = self._field().decode("utf-8", "replace").rstrip("\n")
             if kind.startswith("CONFLICT"):
-                short = kind[len("CONFLICT"):].strip().strip("()")
+                short = kind[len("CONFLICT") :].strip().strip("()")
                 for path in paths:
                     kinds.setdefault(path, (short, text))
-        conflicts = tuple(PathStages(path, stages, *kinds.get(path, ("contents", "")))
-                          for path, stages in sorted(staged.items()))
+        conflicts = tuple(
+            PathStages(path, stages, *kinds.get(path, ("contents", ""))) for path, stages in sorted(staged.items())
+        )
         if not conflicts and status == b"0":
             # unclean with nothing staged (e.g. a file in the way): report git's paths
             conflicts = tuple(PathStages(path, {}, kind, text) for path, (kind, text) in sorted(kinds.items()))
@@ -390,8 +407,7 @@ def merge_trees(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit
 def _looks_for_renames(store: MemOdb, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> bool:
     """Does the commit change a path our side no longer has? Then merge-ort looks for
     where our side moved it, against every file our side added: a slow merge."""
-    return any(old is not None and store.lookup(ours, path) is None
-               for path, old, _ in store.changed(base, theirs))
+    return any(old is not None and store.lookup(ours, path) is None for path, old, _ in store.changed(base, theirs))
 
 
 Chain = tuple[pygit2.Oid, Sequence[tuple[pygit2.Oid, pygit2.Oid]]]  # ours, then (base, theirs) per commit

@@ -12,6 +12,7 @@ it to `RULES` below, or pass `merged_rules=` to series.engine.rebase.start().
 The upstream-PR rule's evidence is git's alone (pr_verdict: the squash commit, then the
 PR's files compared); series.forge.retire adds the GitHub API's merge commit on top of it.
 """
+
 from __future__ import annotations
 
 import enum
@@ -29,17 +30,17 @@ from series.model import Topic
 class MergedContext:
     repo: pygit2.Repository
     topic: Topic
-    old_base: pygit2.Commit      # upstream.base before the rebase
-    new_base: pygit2.Commit      # the REF being rebased onto
-    new_base_name: str           # its resolved name (v0.31.0)
+    old_base: pygit2.Commit  # upstream.base before the rebase
+    new_base: pygit2.Commit  # the REF being rebased onto
+    new_base_name: str  # its resolved name (v0.31.0)
     commits: tuple[pygit2.Commit, ...]  # the topic's own commits, oldest first
 
 
 @dataclass(frozen=True)
 class MergedVerdict:
-    reason: str                   # one line for the report: what proved it
-    modified: bool = False        # merged upstream in a modified form
-    detail: str = ""              # e.g. the difference, for the report
+    reason: str  # one line for the report: what proved it
+    modified: bool = False  # merged upstream in a modified form
+    detail: str = ""  # e.g. the difference, for the report
 
 
 MergedRule = Callable[[MergedContext], "MergedVerdict | None"]
@@ -70,6 +71,7 @@ def first_verdict(ctx: MergedContext, rules: list[MergedRule] | None = None) -> 
 # -- the PR topic's evidence in git (moved here from series.forge.retire, issue 35: the engine
 #    needs it, and the forge's API evidence sits above the engine and adds to it there) ------
 
+
 class RetireKind(str, enum.Enum):
     MERGED = "merged"
     MODIFIED = "merged upstream in modified form"
@@ -78,17 +80,18 @@ class RetireKind(str, enum.Enum):
 @dataclass(frozen=True)
 class RetireVerdict:
     kind: RetireKind
-    reason: str                     # one line: what proved it
+    reason: str  # one line: what proved it
     merge_commit: str | None = None
-    diff: str = ""                  # MODIFIED: adopted head -> upstream, for the PR's files
+    diff: str = ""  # MODIFIED: adopted head -> upstream, for the PR's files
 
     @property
     def modified(self) -> bool:
         return self.kind == RetireKind.MODIFIED
 
 
-def _subject_commit(repo: pygit2.Repository, number: int, old_base: pygit2.Oid,
-                    new_base: pygit2.Oid) -> pygit2.Commit | None:
+def _subject_commit(
+    repo: pygit2.Repository, number: int, old_base: pygit2.Oid, new_base: pygit2.Oid
+) -> pygit2.Commit | None:
     walker = repo.walk(new_base, pygit2.enums.SortMode.TOPOLOGICAL)
     walker.hide(old_base)
     for commit in walker:
@@ -113,8 +116,7 @@ def _text(repo: pygit2.Repository, oid: pygit2.Oid | None) -> bytes:
     return repo[oid].peel(pygit2.Blob).data if oid is not None else b""
 
 
-def difference(repo: pygit2.Repository, adopted: pygit2.Tree, upstream: pygit2.Tree,
-               paths: list[str]) -> str:
+def difference(repo: pygit2.Repository, adopted: pygit2.Tree, upstream: pygit2.Tree, paths: list[str]) -> str:
     """A unified diff adopted -> upstream over `paths` (empty when they agree)."""
     out = []
     for path in paths:
@@ -122,14 +124,20 @@ def difference(repo: pygit2.Repository, adopted: pygit2.Tree, upstream: pygit2.T
         if a == b:
             continue
         patch = pygit2.Patch.create_from(
-            _text(repo, a), _text(repo, b),
-            old_as_path=f"adopted/{path}", new_as_path=f"upstream/{path}")
+            _text(repo, a), _text(repo, b), old_as_path=f"adopted/{path}", new_as_path=f"upstream/{path}"
+        )
         out.append(patch.text or "")
     return "".join(out)
 
 
-def pr_verdict(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
-               new_base: pygit2.Commit, *, replay_empty: bool = False) -> RetireVerdict | None:
+def pr_verdict(
+    repo: pygit2.Repository,
+    topic: Topic,
+    old_base: pygit2.Commit,
+    new_base: pygit2.Commit,
+    *,
+    replay_empty: bool = False,
+) -> RetireVerdict | None:
     """The git evidence for one PR topic being rebased from old_base to new_base: upstream's
     squash commit "(#N)" in old_base..new_base (or, with `replay_empty`, every commit of the
     PR already in the new base), then the PR's files compared (compare_files). None: no
@@ -147,8 +155,14 @@ def pr_verdict(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
     return compare_files(repo, topic, old_base, new_base, merge, reason)
 
 
-def compare_files(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit, new_base: pygit2.Commit,
-                  merge: pygit2.Commit, reason: str) -> RetireVerdict:
+def compare_files(
+    repo: pygit2.Repository,
+    topic: Topic,
+    old_base: pygit2.Commit,
+    new_base: pygit2.Commit,
+    merge: pygit2.Commit,
+    reason: str,
+) -> RetireVerdict:
     """Upstream merged the PR as `merge` (`reason`: what proved it): merged, or merged in
     modified form with the difference, by the PR's files."""
     ref = repo.references.get(f"refs/heads/{topic.branch}")

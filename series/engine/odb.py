@@ -16,6 +16,7 @@ alternate of the repository for git and for libgit2 alike. `persist()` takes the
 objects into the same single pack, so a dry run still leaves the repository untouched and
 the scratch directory is removed when the process ends.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -63,11 +64,11 @@ _TREE_ROW = b"40000 "
 
 
 def _row_name(row: bytes) -> bytes:
-    return row[row.index(b" ") + 1:-21]
+    return row[row.index(b" ") + 1 : -21]
 
 
 def _row_entry(row: bytes) -> Entry:
-    return int(row[:row.index(b" ")], 8), pygit2.Oid(raw=row[-20:])
+    return int(row[: row.index(b" ")], 8), pygit2.Oid(raw=row[-20:])
 
 
 def _row_key(row: bytes) -> bytes:
@@ -80,7 +81,7 @@ def _zlib_stored(data: bytes) -> bytes:
     """A zlib stream of stored blocks: valid for git, and free of deflate's setup cost."""
     out = [b"\x78\x01"]
     for start in range(0, max(len(data), 1), 65535):
-        chunk = data[start:start + 65535]
+        chunk = data[start : start + 65535]
         final = 1 if start + 65535 >= len(data) else 0
         out += [struct.pack("<BHH", final, len(chunk), len(chunk) ^ 0xFFFF), chunk]
     out.append(struct.pack(">I", zlib.adler32(data)))
@@ -108,8 +109,9 @@ class MemOdb:
         except KeyError:
             object_format = "sha1"
         if object_format != "sha1":
-            raise SeriesError(f"this repository uses {object_format} object ids; series supports SHA-1 "
-                              "repositories only (vLLM's)")
+            raise SeriesError(
+                f"this repository uses {object_format} object ids; series supports SHA-1 repositories only (vLLM's)"
+            )
         self.repo = repo
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
         self._raw: dict[pygit2.Oid, bytes] = {}
@@ -175,12 +177,18 @@ class MemOdb:
             kind, data = batch[oid] = self.objects[oid]
             if kind == _COMMIT:  # its tree, and its parents (the merge base of the pair)
                 header = data.split(b"\n\n", 1)[0].split(b"\n")
-                todo += [pygit2.Oid(hex=line.split(b" ")[1].decode()) for line in header
-                         if line.startswith((b"tree ", b"parent "))]
+                todo += [
+                    pygit2.Oid(hex=line.split(b" ")[1].decode())
+                    for line in header
+                    if line.startswith((b"tree ", b"parent "))
+                ]
                 todo = [o for o in todo if o in self.objects]
             elif kind == _TREE:
-                todo += [pygit2.Oid(raw=row[-20:]) for row in self._rowmap(oid).values()
-                         if row.startswith(_TREE_ROW) and pygit2.Oid(raw=row[-20:]) in self.objects]
+                todo += [
+                    pygit2.Oid(raw=row[-20:])
+                    for row in self._rowmap(oid).values()
+                    if row.startswith(_TREE_ROW) and pygit2.Oid(raw=row[-20:]) in self.objects
+                ]
         if batch:
             pack_dir = self.inputs_dir() / "pack"
             if not self._pack_dir_made:  # made once: a mkdir is a system call per merge
@@ -254,8 +262,9 @@ class MemOdb:
         """name -> (mode, id) of a tree, ours or the repository's."""
         return {n.decode("utf-8", "surrogateescape"): _row_entry(r) for n, r in self._rowmap(tree_id).items()}
 
-    def changed(self, old: pygit2.Oid | None, new: pygit2.Oid | None,
-                prefix: str = "") -> Iterator[tuple[str, Entry | None, Entry | None]]:
+    def changed(
+        self, old: pygit2.Oid | None, new: pygit2.Oid | None, prefix: str = ""
+    ) -> Iterator[tuple[str, Entry | None, Entry | None]]:
         """(path, old entry, new entry) for each blob that differs; equal subtrees are skipped
         by id, so the cost follows the change, not the tree."""
         a = self._rowset(old) if old is not None else frozenset()
@@ -269,8 +278,11 @@ class MemOdb:
             x_tree = x is not None and x[0] == TREE
             y_tree = y is not None and y[0] == TREE
             if x_tree or y_tree:
-                yield from self.changed(x[1] if x_tree else None, y[1] if y_tree else None,  # type: ignore[index]
-                                        path + "/")
+                yield from self.changed(
+                    x[1] if x_tree else None,  # type: ignore[index]
+                    y[1] if y_tree else None,  # type: ignore[index]
+                    path + "/",
+                )
             x_blob = x if x is not None and not x_tree else None
             y_blob = y if y is not None and not y_tree else None
             if x_blob is not None or y_blob is not None:
@@ -296,7 +308,7 @@ class MemOdb:
         data = self.objects[commit_id][1] if commit_id in self.objects else self.raw(commit_id)[1]
         for line in data.split(b"\n\n", 1)[0].split(b"\n"):
             if line.startswith(name + b" "):
-                return line[len(name) + 1:]
+                return line[len(name) + 1 :]
         raise KeyError(name)
 
     def commit_tree(self, commit_id: pygit2.Oid) -> pygit2.Oid:
@@ -366,8 +378,15 @@ class MemOdb:
         self._edits[key] = result
         return result
 
-    def commit(self, tree: pygit2.Oid, parents: list[pygit2.Oid], author: bytes, committer: bytes,
-               message: bytes, extra_headers: bytes = b"") -> pygit2.Oid:
+    def commit(
+        self,
+        tree: pygit2.Oid,
+        parents: list[pygit2.Oid],
+        author: bytes,
+        committer: bytes,
+        message: bytes,
+        extra_headers: bytes = b"",
+    ) -> pygit2.Oid:
         """A commit from raw header lines (author kept byte for byte) and raw message."""
         lines = [b"tree " + tree.raw.hex().encode()]
         lines += [b"parent " + p.raw.hex().encode() for p in parents]
@@ -456,5 +475,6 @@ def _write_pack(pack_dir: Path, objects: list[tuple[pygit2.Oid, int, bytes]]) ->
     idx += hashlib.sha1(idx).digest()
     name = f"pack-{pack_sum.hex()}"
     for suffix, content in ((".pack", body), (".idx", idx)):
-        write_atomically(pack_dir / f"{name}{suffix}", bytes(content), mode=0o444,
-                         tmp=pack_dir / f"tmp_series_{os.getpid()}{suffix}")
+        write_atomically(
+            pack_dir / f"{name}{suffix}", bytes(content), mode=0o444, tmp=pack_dir / f"tmp_series_{os.getpid()}{suffix}"
+        )

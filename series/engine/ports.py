@@ -9,6 +9,7 @@ the engine nor the workspace imports the other).
                      and the journal a resumed step reads: the operation it began (find), its
                      repair (finish), the checkouts it leaves (settle_checkouts)
 """
+
 from __future__ import annotations
 
 from pathlib import Path

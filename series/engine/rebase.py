@@ -27,6 +27,7 @@ the rebase commits, so a hand edit made during a halt survives. A topic with dep
 dependency's new head (and waits when that one conflicts). Merged-upstream rules live in
 series.engine.merged; conflict resolvers/recorders in series.engine.resolve.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -43,15 +44,19 @@ from series.engine import rebase_state
 from series.engine import setaside, worktree
 from series.engine.ending import Ending
 from series.engine.merge import prefetch, require_git
-from series.engine.integration import (IntegrationPart, combine_hint, IntegrationResult, InterTopicConflict,
-                                       integrate)
+from series.engine.integration import IntegrationPart, combine_hint, IntegrationResult, InterTopicConflict, integrate
 from series.engine.odb import MemOdb
 from series.engine.replay import ReplayStop, _raw_commit, replay_commits, signature_line
 from series.engine.resolve import NO_HOOKS, Hooks, ResolvedFile
 from series.errors import ConflictError, SeriesError
 from series.git import checkouts
-from series.git.repo import (Abbreviations, committer as git_committer, encode_message, message as commit_message,
-                             resolve_release)
+from series.git.repo import (
+    Abbreviations,
+    committer as git_committer,
+    encode_message,
+    message as commit_message,
+    resolve_release,
+)
 from series.topics import OwnWorks
 from series.engine.ports import TransactionPort, SeriesRepo
 
@@ -63,7 +68,7 @@ class RebaseOutcome:
     """What a rebase step ended with; series.verbs.rebase turns it into the report."""
 
     state: rebase_state.RebaseState
-    finished: bool                      # refs moved (or, dry run: would move)
+    finished: bool  # refs moved (or, dry run: would move)
     dry_run: bool = False
     op_id: str | None = None
     integration: IntegrationResult | None = None
@@ -77,6 +82,7 @@ class RebaseOutcome:
 
 
 # -- plan ---------------------------------------------------------------------------------
+
 
 def _stamp() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -99,14 +105,20 @@ def plan(ws: SeriesRepo, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[reb
             raise AssertionError(topic.branch)
         head, start, commits = own.head, own.start.id, own.commits
         active_deps = [d for d in topic.depends_on if d in by_name]
-        run = rebase_state.TopicRun(name=topic.name, branch=topic.branch, old_head=str(head.id), start=str(start),
-                          commits=tuple(str(c.id) for c in commits),
-                          depends_on=active_deps[-1] if active_deps else None)
+        run = rebase_state.TopicRun(
+            name=topic.name,
+            branch=topic.branch,
+            old_head=str(head.id),
+            start=str(start),
+            commits=tuple(str(c.id) for c in commits),
+            depends_on=active_deps[-1] if active_deps else None,
+        )
         if topic.name in skip:
             run = replace(run, outcome=rebase_state.TopicOutcome.SKIPPED, reason="left out, as asked")
         elif run.depends_on and by_name[run.depends_on].outcome == rebase_state.TopicOutcome.SKIPPED:
-            run = replace(run, outcome=rebase_state.TopicOutcome.SKIPPED,
-                          reason=f"depends on {run.depends_on}, which is skipped")
+            run = replace(
+                run, outcome=rebase_state.TopicOutcome.SKIPPED, reason=f"depends on {run.depends_on}, which is skipped"
+            )
         runs.append(run)
         by_name[topic.name] = run
     return runs
@@ -114,8 +126,16 @@ def plan(ws: SeriesRepo, onto: pygit2.Commit, skip: tuple[str, ...]) -> list[reb
 
 # -- replay --------------------------------------------------------------------------------
 
-def _advance(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-             rules: list[merged_rules.MergedRule] | None, progress: Progress | None) -> rebase_state.RebaseState:
+
+def _advance(
+    ws: SeriesRepo,
+    state: rebase_state.RebaseState,
+    odb: MemOdb,
+    hooks: Hooks,
+    ending: Ending,
+    rules: list[merged_rules.MergedRule] | None,
+    progress: Progress | None,
+) -> rebase_state.RebaseState:
     """Replay every topic that can go on; conflicts and blocked topics wait. The state
     after it, with each topic's new record."""
     repo = ws.repo
@@ -128,8 +148,9 @@ def _advance(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks
     count = 0
     with_git = _prefetch(repo, state, odb)
     # a conflict's labels name its commit as git does: one git call for every waiting commit
-    abbreviate = Abbreviations(repo, (pygit2.Oid(hex=c) for r in state.topics if r.outcome in waiting
-                                      for c in r.commits[r.done:]))
+    abbreviate = Abbreviations(
+        repo, (pygit2.Oid(hex=c) for r in state.topics if r.outcome in waiting for c in r.commits[r.done :])
+    )
     for name in _replay_order(state, with_git):
         run = state.topic(name)  # the state as the earlier topics left it (a dependency's new head)
         if run.outcome == rebase_state.TopicOutcome.BLOCKED:
@@ -143,8 +164,9 @@ def _advance(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks
         if run.depends_on:
             dep = state.topic(run.depends_on)
             if dep.outcome in (rebase_state.TopicOutcome.CONFLICT, *waiting):
-                state = state.with_topic(replace(run, outcome=rebase_state.TopicOutcome.BLOCKED,
-                                                 reason=f"waits for {dep.name} (conflict)"))
+                state = state.with_topic(
+                    replace(run, outcome=rebase_state.TopicOutcome.BLOCKED, reason=f"waits for {dep.name} (conflict)")
+                )
                 continue
             onto = dep.new_head or state.onto_sha
         commits = [repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits]
@@ -152,38 +174,69 @@ def _advance(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks
             run = replace(run, new_start=onto)
         if run.done == 0 and ending.detects_merged:
             topic = ws.series.topic(run.name)
-            verdict = merged_rules.first_verdict(merged_rules.MergedContext(
-                repo, topic, old_base, onto_commit, state.onto_name, tuple(commits)), rules)
+            verdict = merged_rules.first_verdict(
+                merged_rules.MergedContext(repo, topic, old_base, onto_commit, state.onto_name, tuple(commits)), rules
+            )
             if verdict is not None:
-                state = state.with_topic(replace(
-                    run, outcome=rebase_state.TopicOutcome.MERGED, reason=verdict.reason, modified=verdict.modified,
-                    detail=verdict.detail, new_head=onto))
+                state = state.with_topic(
+                    replace(
+                        run,
+                        outcome=rebase_state.TopicOutcome.MERGED,
+                        reason=verdict.reason,
+                        modified=verdict.modified,
+                        detail=verdict.detail,
+                        new_head=onto,
+                    )
+                )
                 continue
         head = run.new_head if run.done > 0 and run.new_head else onto
-        result = replay_commits(repo, commits[run.done:], pygit2.Oid(hex=head), committer=committer,
-                                resolver=hooks.resolver, topic=run.name, odb=odb,
-                                rewrite_message=rewrite, abbreviate=abbreviate)
+        result = replay_commits(
+            repo,
+            commits[run.done :],
+            pygit2.Oid(hex=head),
+            committer=committer,
+            resolver=hooks.resolver,
+            topic=run.name,
+            odb=odb,
+            rewrite_message=rewrite,
+            abbreviate=abbreviate,
+        )
         run = replace(
-            run, mapping={**run.mapping, **{str(k): str(v) for k, v in result.mapping.items()}},
+            run,
+            mapping={**run.mapping, **{str(k): str(v) for k, v in result.mapping.items()}},
             dropped=run.dropped + tuple(str(c) for c in result.dropped),
             changed=run.changed + tuple(str(c) for c in result.changed),
             resolved=run.resolved + tuple((str(c), p) for c, p in result.resolved),
-            done=run.done + result.done, new_head=str(result.head))
+            done=run.done + result.done,
+            new_head=str(result.head),
+        )
         if result.conflict is not None:
             stop = result.conflict
             subject = commit_message(repo[stop.commit].peel(pygit2.Commit)).split("\n", 1)[0]
-            run = replace(run, outcome=rebase_state.TopicOutcome.CONFLICT, new_head=str(stop.head),
-                          conflict=rebase_state.HaltedCommit(str(stop.commit), subject,
-                                                   tuple(c.path for c in stop.conflicts),
-                                                   {c.path: c.kind for c in stop.conflicts}))
+            run = replace(
+                run,
+                outcome=rebase_state.TopicOutcome.CONFLICT,
+                new_head=str(stop.head),
+                conflict=rebase_state.HaltedCommit(
+                    str(stop.commit),
+                    subject,
+                    tuple(c.path for c in stop.conflicts),
+                    {c.path: c.kind for c in stop.conflicts},
+                ),
+            )
         elif run.commits and not run.mapping and _emptied_by_a_resolution(run):
             # a human resolved a commit away (say, to upstream's side), now or in a resolution
             # recorded then and replayed: that proves nothing about what upstream contains,
             # so the topic is not declared merged
-            run = replace(run, outcome=rebase_state.TopicOutcome.EMPTY,
-                          reason="every commit came out empty, one by the conflict resolution")
+            run = replace(
+                run,
+                outcome=rebase_state.TopicOutcome.EMPTY,
+                reason="every commit came out empty, one by the conflict resolution",
+            )
         elif run.commits and not run.mapping:
-            run = replace(run, outcome=rebase_state.TopicOutcome.MERGED, reason=f"every commit is already in {state.onto_name}")
+            run = replace(
+                run, outcome=rebase_state.TopicOutcome.MERGED, reason=f"every commit is already in {state.onto_name}"
+            )
         else:
             run = replace(run, outcome=rebase_state.TopicOutcome.CLEAN)
         state = state.with_topic(run)
@@ -207,8 +260,7 @@ def _replay_order(state: rebase_state.RebaseState, with_git: list[str]) -> list[
         if run.depends_on in later:
             later.add(run.name)
     rank = {name: i for i, name in enumerate(with_git)}
-    deferred = sorted((r.name for r in state.topics if r.name in later),
-                      key=lambda name: rank.get(name, len(rank)))
+    deferred = sorted((r.name for r in state.topics if r.name in later), key=lambda name: rank.get(name, len(rank)))
     return [r.name for r in state.topics if r.name not in later] + deferred
 
 
@@ -235,22 +287,32 @@ def _prefetch(repo: pygit2.Repository, state: rebase_state.RebaseState, odb: Mem
     return prefetch(odb, chains)
 
 
-def _stop_for(ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun, odb: MemOdb,
-              hooks: Hooks) -> ReplayStop:
+def _stop_for(
+    ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun, odb: MemOdb, hooks: Hooks
+) -> ReplayStop:
     """Recompute the halted commit of `run` (cheap, one commit) to lay it out; with the same
     resolver, so paths resolved from memory stay resolved."""
     repo = ws.repo
     commit = repo[pygit2.Oid(hex=run.commits[run.done])].peel(pygit2.Commit)
-    result = replay_commits(repo, [commit], pygit2.Oid(hex=run.new_head or state.onto_sha),
-                            committer=git_committer(repo), topic=run.name, odb=odb,
-                            resolver=hooks.resolver)
+    result = replay_commits(
+        repo,
+        [commit],
+        pygit2.Oid(hex=run.new_head or state.onto_sha),
+        committer=git_committer(repo),
+        topic=run.name,
+        odb=odb,
+        resolver=hooks.resolver,
+    )
     if result.conflict is None:
-        raise SeriesError(f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces",
-                          f"run '{state.halt.stop}' and start again")
+        raise SeriesError(
+            f"{run.name}: the conflict in {str(commit.id)[:12]} no longer reproduces",
+            f"run '{state.halt.stop}' and start again",
+        )
     return result.conflict
 
 
 # -- halt, commit ----------------------------------------------------------------------------
+
 
 def _halt(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: Hooks) -> RebaseOutcome:
     repo = ws.repo
@@ -275,8 +337,14 @@ def _materialize(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, h
     return RebaseOutcome(state, finished=False, worktree=path, notes=notes, persisted=True)
 
 
-def _commit(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, dry_run: bool, ending: Ending,
-            tx: TransactionPort | None) -> RebaseOutcome:
+def _commit(
+    ws: SeriesRepo,
+    state: rebase_state.RebaseState,
+    odb: MemOdb,
+    dry_run: bool,
+    ending: Ending,
+    tx: TransactionPort | None,
+) -> RebaseOutcome:
     """Every topic is replayed: the ending fills the transaction's one operation, which commits."""
     repo = ws.repo
     integration = ending.integration(ws, state, odb)
@@ -305,8 +373,13 @@ def _commit(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, dry_ru
     return _after_commit(ws, state, op, integration, tx)
 
 
-def _after_commit(ws: SeriesRepo, state: rebase_state.RebaseState, op: journal.Operation,
-                  integration: IntegrationResult | None, tx: TransactionPort) -> RebaseOutcome:
+def _after_commit(
+    ws: SeriesRepo,
+    state: rebase_state.RebaseState,
+    op: journal.Operation,
+    integration: IntegrationResult | None,
+    tx: TransactionPort,
+) -> RebaseOutcome:
     repo = ws.repo
     # transaction.commit() settled the checkouts already; again here for a process killed in between
     notes = tx.notes + [n for n in tx.settle_checkouts(op) if n not in tx.notes]
@@ -316,8 +389,15 @@ def _after_commit(ws: SeriesRepo, state: rebase_state.RebaseState, op: journal.O
     return RebaseOutcome(state, finished=True, op_id=op.id, integration=integration, notes=notes, persisted=True)
 
 
-def _finish_or_halt(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, dry_run: bool,
-                    hooks: Hooks, ending: Ending, tx: TransactionPort | None) -> RebaseOutcome:
+def _finish_or_halt(
+    ws: SeriesRepo,
+    state: rebase_state.RebaseState,
+    odb: MemOdb,
+    dry_run: bool,
+    hooks: Hooks,
+    ending: Ending,
+    tx: TransactionPort | None,
+) -> RebaseOutcome:
     if any(t.outcome == rebase_state.TopicOutcome.CONFLICT for t in state.topics):
         if dry_run:
             return RebaseOutcome(state, finished=False, dry_run=True)
@@ -341,6 +421,7 @@ def _current(ws: SeriesRepo) -> SeriesRepo:
 
 # -- the entry points ----------------------------------------------------------------------------
 
+
 def ready(ws: SeriesRepo, ending: Ending, action: str) -> None:
     """Refuse, in the engine's words, a step that cannot run: `start` while an operation is
     halted, `continue` / `abort` without one of this ending's. The verb asks before it opens
@@ -351,16 +432,26 @@ def ready(ws: SeriesRepo, ending: Ending, action: str) -> None:
         if existing is not None and existing.halt.kind != ending.identity.kind:
             raise SeriesError(halted.halted_message(existing.halt, ending.identity.resume))
         if existing is not None:
-            raise SeriesError(f"{ending.identity.noun} onto {existing.onto_name} is in progress (started "
-                              f"{existing.started})", f"'{existing.halt.go_on}' or '{existing.halt.stop}' first")
+            raise SeriesError(
+                f"{ending.identity.noun} onto {existing.onto_name} is in progress (started {existing.started})",
+                f"'{existing.halt.go_on}' or '{existing.halt.stop}' first",
+            )
     else:
         _require(ws, action, ending)
 
 
-def start(ws: SeriesRepo, onto_spec: str, ending: Ending, *, skip: tuple[str, ...] = (),
-          dry_run: bool = False, hooks: Hooks = NO_HOOKS,
-          merged: list[merged_rules.MergedRule] | None = None, progress: Progress | None = None,
-          tx: TransactionPort | None = None) -> RebaseOutcome:
+def start(
+    ws: SeriesRepo,
+    onto_spec: str,
+    ending: Ending,
+    *,
+    skip: tuple[str, ...] = (),
+    dry_run: bool = False,
+    hooks: Hooks = NO_HOOKS,
+    merged: list[merged_rules.MergedRule] | None = None,
+    progress: Progress | None = None,
+    tx: TransactionPort | None = None,
+) -> RebaseOutcome:
     """Plan every active topic onto `onto_spec`, replay them all, then end or halt; inside
     `tx` (a dry run needs none: it takes no lock and writes nothing)."""
     ready(ws, ending, "start")
@@ -369,9 +460,17 @@ def start(ws: SeriesRepo, onto_spec: str, ending: Ending, *, skip: tuple[str, ..
     return _start(_current(ws), onto_spec, skip, False, hooks, ending, merged, progress, _transaction(tx))
 
 
-def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool, hooks: Hooks,
-           ending: Ending, merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
-           tx: TransactionPort | None) -> RebaseOutcome:
+def _start(
+    ws: SeriesRepo,
+    onto_spec: str,
+    skip: tuple[str, ...],
+    dry_run: bool,
+    hooks: Hooks,
+    ending: Ending,
+    merged: list[merged_rules.MergedRule] | None,
+    progress: Progress | None,
+    tx: TransactionPort | None,
+) -> RebaseOutcome:
     repo = ws.repo
     if not dry_run:
         halted.clear(repo)  # temporary refs of a run killed before it saved its state
@@ -382,22 +481,33 @@ def _start(ws: SeriesRepo, onto_spec: str, skip: tuple[str, ...], dry_run: bool,
         names = {r.branch for r in runs if r.outcome == rebase_state.TopicOutcome.PENDING}
         for checkout in checkouts.checkouts(repo, names):
             if checkouts.dirty(checkout):
-                raise SeriesError(f"{checkout.branch} is checked out in {checkout.path} with local changes "
-                                  "(nothing was changed)", "commit or stash them first")
+                raise SeriesError(
+                    f"{checkout.branch} is checked out in {checkout.path} with local changes (nothing was changed)",
+                    "commit or stash them first",
+                )
     state = rebase_state.RebaseState(
-        id=f"{ending.identity.kind}-{_stamp()}", onto_spec=onto_spec, onto_name=onto_name, onto_sha=str(onto.id),
-        old_base_name=ws.series.upstream.base, old_base_sha=str(old_base.id),
-        config_path=str(ws.config_path), config_before=ws.text or ws.config_path.read_text(),
-        topics=tuple(runs), halt=ending.identity.halt(), skip=tuple(skip),
-        started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        id=f"{ending.identity.kind}-{_stamp()}",
+        onto_spec=onto_spec,
+        onto_name=onto_name,
+        onto_sha=str(onto.id),
+        old_base_name=ws.series.upstream.base,
+        old_base_sha=str(old_base.id),
+        config_path=str(ws.config_path),
+        config_before=ws.text or ws.config_path.read_text(),
+        topics=tuple(runs),
+        halt=ending.identity.halt(),
+        skip=tuple(skip),
+        started=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
     odb = MemOdb(repo)
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
     ending.replayed(ws, state, odb)
     return _finish_or_halt(ws, state, odb, dry_run, hooks, ending, tx)
 
 
-def begin(ws: SeriesRepo, state: rebase_state.RebaseState, ending: Ending, *, tx: TransactionPort,
-          hooks: Hooks = NO_HOOKS) -> RebaseOutcome:
+def begin(
+    ws: SeriesRepo, state: rebase_state.RebaseState, ending: Ending, *, tx: TransactionPort, hooks: Hooks = NO_HOOKS
+) -> RebaseOutcome:
     """Replay a state the verb built (its `halt` names `ending`), then halt on a conflict
     or end as `ending` says; inside `tx`."""
     existing = rebase_state.load(ws.repo)
@@ -420,20 +530,28 @@ def _require(ws: SeriesRepo, action: str, ending: Ending) -> rebase_state.Rebase
     return state
 
 
-def _take_resolution(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-                     path: Path, tx: TransactionPort) -> rebase_state.RebaseState:
+def _take_resolution(
+    ws: SeriesRepo,
+    state: rebase_state.RebaseState,
+    odb: MemOdb,
+    hooks: Hooks,
+    ending: Ending,
+    path: Path,
+    tx: TransactionPort,
+) -> rebase_state.RebaseState:
     """Commit what the user resolved in the worktree; the topic goes on from there (the
     state saved with it, and with what the recorder wrote through the transaction, until the transaction
     commits it)."""
     repo = ws.repo
     run = state.topic(state.current or "")
     stop = _stop_for(ws, state, run, odb, hooks)
-    resolution = worktree.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts],
-                                    state.halt)
+    resolution = worktree.read_resolution(repo, path, run.new_head or "", [c.path for c in stop.conflicts], state.halt)
     refused = hooks.check(run.name, _resolved_files(odb, stop, resolution.tree))
     if refused:
-        raise SeriesError(f"{run.name}: the resolution is refused (nothing moved): {'; '.join(refused)}",
-                          f"fix it in {path}, 'git add' it, then '{state.halt.go_on}'")
+        raise SeriesError(
+            f"{run.name}: the resolution is refused (nothing moved): {'; '.join(refused)}",
+            f"fix it in {path}, 'git add' it, then '{state.halt.go_on}'",
+        )
     for conflict in stop.conflicts:
         hooks.recorder(run.name, conflict.path, conflict, resolution.files.get(conflict.path, b""))
     commit = repo[stop.commit].peel(pygit2.Commit)
@@ -446,15 +564,25 @@ def _take_resolution(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOd
         raw = _raw_commit(odb, commit)
         rewrite = ending.rewrite(state)
         message = encode_message(rewrite(commit), raw.encoding) if rewrite else raw.message
-        new = odb.commit(resolution.tree, [stop.head], raw.author, signature_line(git_committer(repo)),
-                         message, raw.extra)
+        new = odb.commit(
+            resolution.tree, [stop.head], raw.author, signature_line(git_committer(repo)), message, raw.extra
+        )
     if new is None:
         run = replace(run, dropped=run.dropped + (str(commit.id),))
     else:
-        run = replace(run, mapping={**run.mapping, str(commit.id): str(new)},
-                      changed=run.changed + (str(commit.id),), new_head=str(new))
-    run = replace(run, by_hand=run.by_hand + tuple((str(commit.id), c.path) for c in stop.conflicts),
-                  done=run.done + 1, outcome=rebase_state.TopicOutcome.PENDING, conflict=None)
+        run = replace(
+            run,
+            mapping={**run.mapping, str(commit.id): str(new)},
+            changed=run.changed + (str(commit.id),),
+            new_head=str(new),
+        )
+    run = replace(
+        run,
+        by_hand=run.by_hand + tuple((str(commit.id), c.path) for c in stop.conflicts),
+        done=run.done + 1,
+        outcome=rebase_state.TopicOutcome.PENDING,
+        conflict=None,
+    )
     state = replace(state.with_topic(run), current=None, materialized=False, recorded=tuple(tx.files))
     odb.persist()
     rebase_state.protect(repo, state)
@@ -480,15 +608,27 @@ def _blob(odb: MemOdb, oid: pygit2.Oid) -> bytes:
     return odb.objects[oid][1] if oid in odb else odb.raw(oid)[1]
 
 
-def continue_rebase(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, hooks: Hooks = NO_HOOKS,
-                    merged: list[merged_rules.MergedRule] | None = None,
-                    progress: Progress | None = None) -> RebaseOutcome:
+def continue_rebase(
+    ws: SeriesRepo,
+    ending: Ending,
+    *,
+    tx: TransactionPort,
+    hooks: Hooks = NO_HOOKS,
+    merged: list[merged_rules.MergedRule] | None = None,
+    progress: Progress | None = None,
+) -> RebaseOutcome:
     """Take the worktree's resolution and go on, inside `tx` (opened to resume this ending's kind)."""
     return _continue(_current(ws), hooks, ending, merged, progress, tx)
 
 
-def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_rules.MergedRule] | None,
-              progress: Progress | None, tx: TransactionPort) -> RebaseOutcome:
+def _continue(
+    ws: SeriesRepo,
+    hooks: Hooks,
+    ending: Ending,
+    merged: list[merged_rules.MergedRule] | None,
+    progress: Progress | None,
+    tx: TransactionPort,
+) -> RebaseOutcome:
     repo = ws.repo
     state = _require(ws, "continue", ending)
     _restage(state, tx)
@@ -513,9 +653,16 @@ def _continue(ws: SeriesRepo, hooks: Hooks, ending: Ending, merged: list[merged_
     return _go_on(ws, state, odb, hooks, ending, merged, progress, tx)
 
 
-def _go_on(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: Hooks, ending: Ending,
-           merged: list[merged_rules.MergedRule] | None, progress: Progress | None,
-           tx: TransactionPort) -> RebaseOutcome:
+def _go_on(
+    ws: SeriesRepo,
+    state: rebase_state.RebaseState,
+    odb: MemOdb,
+    hooks: Hooks,
+    ending: Ending,
+    merged: list[merged_rules.MergedRule] | None,
+    progress: Progress | None,
+    tx: TransactionPort,
+) -> RebaseOutcome:
     """No topic is laid out in the worktree any more: replay what can go on, then halt
     on the next conflict or end."""
     state = _advance(ws, state, odb, hooks, ending, merged, progress)
@@ -528,10 +675,18 @@ def _go_on(ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb, hooks: 
     return _commit(ws, state, odb, False, ending, tx)
 
 
-def set_aside(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, drop: tuple[str, ...] = (),
-              skip: tuple[str, ...] = (), reason: str | None = None, hooks: Hooks = NO_HOOKS,
-              merged: list[merged_rules.MergedRule] | None = None,
-              progress: Progress | None = None) -> RebaseOutcome:
+def set_aside(
+    ws: SeriesRepo,
+    ending: Ending,
+    *,
+    tx: TransactionPort,
+    drop: tuple[str, ...] = (),
+    skip: tuple[str, ...] = (),
+    reason: str | None = None,
+    hooks: Hooks = NO_HOOKS,
+    merged: list[merged_rules.MergedRule] | None = None,
+    progress: Progress | None = None,
+) -> RebaseOutcome:
     """Leave topics out of a halted operation, inside `tx`: each of `skip` stays where it
     was (and so do the topics that depend on it: they sit on it), each of `drop` is retired
     when the operation ends (the ending marks it dropped, `reason` recorded, its branch
@@ -541,8 +696,10 @@ def set_aside(ws: SeriesRepo, ending: Ending, *, tx: TransactionPort, drop: tupl
     repo = ws.repo
     state = _require(ws, "drop" if drop else "skip", ending)
     if state.phase == rebase_state.Phase.COMMITTING:
-        raise SeriesError(f"every topic of {ending.identity.noun} is replayed already: nothing to leave out",
-                          f"'{state.halt.go_on}' or '{state.halt.stop}'")
+        raise SeriesError(
+            f"every topic of {ending.identity.noun} is replayed already: nothing to leave out",
+            f"'{state.halt.go_on}' or '{state.halt.stop}'",
+        )
     _restage(state, tx)
     state = setaside.leave_out(ws.series, state, drop=drop, skip=skip, reason=reason)
     odb = MemOdb(repo)
@@ -585,6 +742,7 @@ def in_progress(ws: SeriesRepo) -> rebase_state.RebaseState | None:
 
 # -- for `series build` ------------------------------------------------------------------------
 
+
 def build_integration(ws: SeriesRepo) -> IntegrationResult:
     """The integration chain of the current branches over upstream.base, persisted.
 
@@ -595,14 +753,29 @@ def build_integration(ws: SeriesRepo) -> IntegrationResult:
     # stacked topic's own diff starts where its own commits do: from its dependency's
     # head *now* it would undo whatever the dependency gained since the stack was made.
     owns = [ws.require_own(topic) for topic in ws.series.active()]
-    parts = [IntegrationPart(own.topic.name, own.start.id, own.head.id, own.topic.depends_on)
-             for own in owns if own.commits]
+    parts = [
+        IntegrationPart(own.topic.name, own.start.id, own.head.id, own.topic.depends_on) for own in owns if own.commits
+    ]
     result = integrate(ws.repo, base.id, parts)
     if not result.ok:
-        raise ConflictError("the topics do not combine: " + "; ".join(str(c) for c in result.conflicts),
-                            combine_hint(ws, result.conflicts) or None)
+        raise ConflictError(
+            "the topics do not combine: " + "; ".join(str(c) for c in result.conflicts),
+            combine_hint(ws, result.conflicts) or None,
+        )
     return result
 
 
-__all__ = ["ready", "start", "begin", "continue_rebase", "set_aside", "abort_rebase", "build_integration", "integrate",
-           "InterTopicConflict", "IntegrationResult", "RebaseOutcome", "plan"]
+__all__ = [
+    "ready",
+    "start",
+    "begin",
+    "continue_rebase",
+    "set_aside",
+    "abort_rebase",
+    "build_integration",
+    "integrate",
+    "InterTopicConflict",
+    "IntegrationResult",
+    "RebaseOutcome",
+    "plan",
+]

@@ -26,6 +26,7 @@ is None the new objects are written to the repository before returning (one pack
 callers that pass their own MemOdb persist when they decide to (the rebase does it once,
 at the end).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -42,25 +43,25 @@ from series.git.repo import Abbreviations, committer as git_committer, encode_me
 
 @dataclass(frozen=True)
 class ReplayStop:
-    commit: pygit2.Oid                      # the commit that did not apply
-    head: pygit2.Oid                        # what it was being applied onto
-    index: int                              # its position in the input list
+    commit: pygit2.Oid  # the commit that did not apply
+    head: pygit2.Oid  # what it was being applied onto
+    index: int  # its position in the input list
     conflicts: tuple[ReplayConflict, ...]
     resolved: Mapping[str, bytes] = field(default_factory=dict)  # paths the resolver answered
 
 
 @dataclass(frozen=True)
 class ReplayResult:
-    head: pygit2.Oid                                  # new head (onto's id if all dropped)
-    mapping: Mapping[pygit2.Oid, pygit2.Oid]          # old commit -> new commit
-    dropped: tuple[pygit2.Oid, ...]                   # old commits that became empty
-    changed: frozenset[pygit2.Oid] = frozenset()      # old commits whose patch changed
+    head: pygit2.Oid  # new head (onto's id if all dropped)
+    mapping: Mapping[pygit2.Oid, pygit2.Oid]  # old commit -> new commit
+    dropped: tuple[pygit2.Oid, ...]  # old commits that became empty
+    changed: frozenset[pygit2.Oid] = frozenset()  # old commits whose patch changed
     resolved: tuple[tuple[pygit2.Oid, str], ...] = ()  # (old commit, path) resolved by the resolver
     conflict: ReplayStop | None = None
-    done: int = 0                                     # input commits fully handled
+    done: int = 0  # input commits fully handled
     new_commits: tuple[pygit2.Oid, ...] = field(default=())  # new ids, in order
-    in_memory: int = 0                                # merges answered without git (provably equal)
-    by_git: int = 0                                   # merges git merge-tree answered
+    in_memory: int = 0  # merges answered without git (provably equal)
+    by_git: int = 0  # merges git merge-tree answered
 
     @property
     def ok(self) -> bool:
@@ -68,6 +69,7 @@ class ReplayResult:
 
 
 # -- identities ------------------------------------------------------------------------
+
 
 def _offset_text(minutes: int) -> str:
     sign = "-" if minutes < 0 else "+"
@@ -82,7 +84,7 @@ def signature_line(sig: pygit2.Signature) -> bytes:
 @dataclass(frozen=True)
 class _Raw:
     author: bytes
-    extra: bytes        # header lines kept verbatim (encoding); signatures are dropped
+    extra: bytes  # header lines kept verbatim (encoding); signatures are dropped
     message: bytes
     encoding: str
 
@@ -95,10 +97,10 @@ def _raw_commit(store: MemOdb, commit: pygit2.Commit) -> _Raw:
     encoding = "utf-8"
     for line in head.split(b"\n"):
         if line.startswith(b"author "):
-            author = line[len(b"author "):]
+            author = line[len(b"author ") :]
         elif line.startswith(b"encoding "):
             extra.append(line + b"\n")
-            encoding = line[len(b"encoding "):].decode("ascii", "replace")
+            encoding = line[len(b"encoding ") :].decode("ascii", "replace")
     return _Raw(author, b"".join(extra), message, encoding)
 
 
@@ -115,8 +117,9 @@ def _blob(repo: pygit2.Repository, entry: Entry | None) -> bytes | None:
     return repo[entry[1]].data  # type: ignore[attr-defined,no-any-return]
 
 
-def _labels(commit: pygit2.Commit, synthetic: tuple[str, str, str] | tuple[()],
-            abbreviate: Callable[[pygit2.Oid], str]) -> dict[bytes, bytes]:
+def _labels(
+    commit: pygit2.Commit, synthetic: tuple[str, str, str] | tuple[()], abbreviate: Callable[[pygit2.Oid], str]
+) -> dict[bytes, bytes]:
     """git merge-tree labels its markers (and the `path~label` of a file moved aside) with
     the synthetic commits it was given; the conflict memory, the report and the user see
     the labels `git rebase` writes instead: HEAD, and "<abbrev> (<subject>)" with git's
@@ -126,8 +129,11 @@ def _labels(commit: pygit2.Commit, synthetic: tuple[str, str, str] | tuple[()],
     subject = commit_message(commit).split("\n", 1)[0]
     label = f"{abbreviate(commit.id)} ({subject})"
     base, ours, theirs = synthetic
-    return {base.encode(): f"parent of {label}".encode(), ours.encode(): b"HEAD",
-            theirs.encode(): label.encode("utf-8", "surrogateescape")}
+    return {
+        base.encode(): f"parent of {label}".encode(),
+        ours.encode(): b"HEAD",
+        theirs.encode(): label.encode("utf-8", "surrogateescape"),
+    }
 
 
 def _relabel_path(path: str, labels: dict[bytes, bytes]) -> str:
@@ -153,8 +159,9 @@ def _relabel(data: bytes, labels: dict[bytes, bytes]) -> bytes:
     return b"\n".join(out)
 
 
-def _conflict(repo: pygit2.Repository, store: MemOdb, tree: pygit2.Oid, found: PathStages,
-              labels: dict[bytes, bytes]) -> ReplayConflict:
+def _conflict(
+    repo: pygit2.Repository, store: MemOdb, tree: pygit2.Oid, found: PathStages, labels: dict[bytes, bytes]
+) -> ReplayConflict:
     base, ours, theirs = (found.stages.get(stage) for stage in (1, 2, 3))
     kind = _KINDS.get(found.kind, found.kind)
     if kind == CONTENT and base is None:
@@ -163,8 +170,15 @@ def _conflict(repo: pygit2.Repository, store: MemOdb, tree: pygit2.Oid, found: P
     merged = _relabel(merged, labels) if merged is not None else None
     path = _relabel_path(found.path, labels)
     hexed = [(e[0], str(e[1])) if e is not None else None for e in (base, ours, theirs)]
-    return ReplayConflict(path, kind, _blob(repo, base), _blob(repo, ours), _blob(repo, theirs),
-                    merged if merged is not None else b"", *hexed)
+    return ReplayConflict(
+        path,
+        kind,
+        _blob(repo, base),
+        _blob(repo, ours),
+        _blob(repo, theirs),
+        merged if merged is not None else b"",
+        *hexed,
+    )
 
 
 def _hunks(old: bytes, new: bytes) -> list[tuple[str, ...]]:
@@ -182,8 +196,9 @@ def _mode_change(old: Entry | None, new: Entry | None) -> tuple[int, int] | None
     return (old[0], new[0]) if old[0] != new[0] else None
 
 
-def _same_patch(repo: pygit2.Repository, store: MemOdb, base: pygit2.Oid, theirs: pygit2.Oid,
-                ours: pygit2.Oid, result: pygit2.Oid) -> bool:
+def _same_patch(
+    repo: pygit2.Repository, store: MemOdb, base: pygit2.Oid, theirs: pygit2.Oid, ours: pygit2.Oid, result: pygit2.Oid
+) -> bool:
     """Does the replayed commit change what the original did, hunk for hunk?"""
     before = {path: (old, new) for path, old, new in store.changed(base, theirs)}
     after = {path: (old, new) for path, old, new in store.changed(ours, result)}
@@ -197,21 +212,28 @@ def _same_patch(repo: pygit2.Repository, store: MemOdb, base: pygit2.Oid, theirs
             return False
         if _mode_change(old, new) != _mode_change(old2, new2):
             return False
-        if _hunks(_blob(repo, old) or b"", _blob(repo, new) or b"") != \
-                _hunks(_blob(repo, old2) or b"", _blob(repo, new2) or b""):
+        if _hunks(_blob(repo, old) or b"", _blob(repo, new) or b"") != _hunks(
+            _blob(repo, old2) or b"", _blob(repo, new2) or b""
+        ):
             return False
     return True
 
 
 # -- replaying a list of commits -------------------------------------------------------------
 
-def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
-                   onto: pygit2.Commit | pygit2.Oid, *,
-                   committer: pygit2.Signature | None = None,
-                   rewrite_message: Callable[[pygit2.Commit], str] | None = None,
-                   resolver: Resolver | None = None, topic: str = "",
-                   odb: MemOdb | None = None,
-                   abbreviate: Callable[[pygit2.Oid], str] | None = None) -> ReplayResult:
+
+def replay_commits(
+    repo: pygit2.Repository,
+    commits: Sequence[pygit2.Commit],
+    onto: pygit2.Commit | pygit2.Oid,
+    *,
+    committer: pygit2.Signature | None = None,
+    rewrite_message: Callable[[pygit2.Commit], str] | None = None,
+    resolver: Resolver | None = None,
+    topic: str = "",
+    odb: MemOdb | None = None,
+    abbreviate: Callable[[pygit2.Oid], str] | None = None,
+) -> ReplayResult:
     """Replay `commits` (oldest first) onto `onto`; see the module docstring. `abbreviate`:
     git's abbreviation of a commit for conflict labels (a run's shared Abbreviations)."""
     own_odb = odb is None
@@ -229,8 +251,10 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
     for index, commit in enumerate(commits):
         if len(commit.parents) != 1:
             what = "a merge commit" if commit.parents else "a root commit"
-            raise SeriesError(f"{topic or 'replay'}: {str(commit.id)[:12]} is {what}; series replays "
-                              "linear topics only", "linearize it with 'git rebase' first")
+            raise SeriesError(
+                f"{topic or 'replay'}: {str(commit.id)[:12]} is {what}; series replays linear topics only",
+                "linearize it with 'git rebase' first",
+            )
         parent = commit.parents[0]
         if parent.id == head and rewrite_message is None:  # git rebase fast-forwards these too
             mapping[commit.id] = commit.id  # already on the new head: keep it as it is
@@ -269,8 +293,9 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
             if rewrite_message is not None:
                 message = encode_message(rewrite_message(commit), raw.encoding)
             new_head = store.commit(new_tree, [head], raw.author, committer_line, message, raw.extra)
-            if not merged.fast and (merged.conflicts or not _same_patch(
-                    repo, store, base_tree, theirs_tree, head_tree, new_tree)):
+            if not merged.fast and (
+                merged.conflicts or not _same_patch(repo, store, base_tree, theirs_tree, head_tree, new_tree)
+            ):
                 changed.add(commit.id)
             head, head_tree = new_head, new_tree
             mapping[commit.id] = head
@@ -278,6 +303,15 @@ def replay_commits(repo: pygit2.Repository, commits: Sequence[pygit2.Commit],
         done = index + 1
     if own_odb:
         store.persist()
-    return ReplayResult(head=head, mapping=mapping, dropped=tuple(dropped), changed=frozenset(changed),
-                        resolved=tuple(resolved), conflict=stop, done=done, new_commits=tuple(new_commits),
-                        in_memory=in_memory, by_git=by_git)
+    return ReplayResult(
+        head=head,
+        mapping=mapping,
+        dropped=tuple(dropped),
+        changed=frozenset(changed),
+        resolved=tuple(resolved),
+        conflict=stop,
+        done=done,
+        new_commits=tuple(new_commits),
+        in_memory=in_memory,
+        by_git=by_git,
+    )

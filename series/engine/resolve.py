@@ -26,6 +26,7 @@ store (CONTRIBUTING.md rule 4, and no import cycle: the store imports these type
 the no-op ones below are used. The call points are `series.engine.replay.replay_commits`
 (resolver) and `series.engine.rebase.continue_rebase` (check, then recorder).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,8 @@ from typing import Protocol, Sequence
 # The conflict kinds series names itself; the rest are git's own words (merge-ort's short
 # descriptions, "relied upon by external tools" and added to over git's versions), kept
 # as git says them: an open vocabulary, so a string and not an enum.
-CONTENT = "content"    # git's "contents": both sides edited the same lines
-ADD_ADD = "add/add"    # a contents conflict with no merge base
+CONTENT = "content"  # git's "contents": both sides edited the same lines
+ADD_ADD = "add/add"  # a contents conflict with no merge base
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,13 @@ class ReplayConflict:
         return self.kind in (CONTENT, ADD_ADD)
 
     def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "kind": self.kind, "ancestor": self.ancestor_entry,
-                "ours": self.ours_entry, "theirs": self.theirs_entry}
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "ancestor": self.ancestor_entry,
+            "ours": self.ours_entry,
+            "theirs": self.theirs_entry,
+        }
 
 
 @dataclass(frozen=True)

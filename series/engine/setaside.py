@@ -13,6 +13,7 @@ drop  the topic is retired when the operation ends (status dropped, `reason` rec
 A topic already out of the operation (skipped, dropped, found merged) cannot be left out
 again; the topic laid out in the worktree can (the worktree is then given up).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -24,8 +25,9 @@ from series.model import Series
 _OUT = rebase_state.TopicOutcome
 
 
-def leave_out(series: Series, state: rebase_state.RebaseState, *, drop: tuple[str, ...], skip: tuple[str, ...],
-              reason: str | None) -> rebase_state.RebaseState:
+def leave_out(
+    series: Series, state: rebase_state.RebaseState, *, drop: tuple[str, ...], skip: tuple[str, ...], reason: str | None
+) -> rebase_state.RebaseState:
     """`state` with each of `skip` (and its dependents) skipped and each of `drop` dropped
     (module docstring); a one-line error, before anything changes, when one cannot be."""
     for name in (*skip, *drop):
@@ -41,13 +43,18 @@ def leave_out(series: Series, state: rebase_state.RebaseState, *, drop: tuple[st
             why = "left out during the rebase, as asked" if gone == name else f"depends on {name}, which is skipped"
             state = _out(state, run, _OUT.SKIPPED, why)
     for name in drop:
-        staying = [d for d in _dependents(series, state, name)
-                   if d not in drop and state.topic(d).outcome not in (_OUT.DROPPED, _OUT.MERGED)]
+        staying = [
+            d
+            for d in _dependents(series, state, name)
+            if d not in drop and state.topic(d).outcome not in (_OUT.DROPPED, _OUT.MERGED)
+        ]
         if staying:
             one = len(staying) == 1
-            raise SeriesError(f"cannot drop {name}: {', '.join(staying)} {'depends' if one else 'depend'} on it "
-                              f"and {'stays' if one else 'stay'} active",
-                              "drop them with it (name each to drop), or skip it for this rebase")
+            raise SeriesError(
+                f"cannot drop {name}: {', '.join(staying)} {'depends' if one else 'depend'} on it "
+                f"and {'stays' if one else 'stay'} active",
+                "drop them with it (name each to drop), or skip it for this rebase",
+            )
     for name in drop:
         state = _out(state, state.topic(name), _OUT.DROPPED, reason or "")
     return state
@@ -74,8 +81,9 @@ def _dependents(series: Series, state: rebase_state.RebaseState, name: str) -> l
     return [r.name for r in state.topics if r.name in found and r.name != name]
 
 
-def _out(state: rebase_state.RebaseState, run: rebase_state.TopicRun, outcome: rebase_state.TopicOutcome,
-         reason: str) -> rebase_state.RebaseState:
+def _out(
+    state: rebase_state.RebaseState, run: rebase_state.TopicRun, outcome: rebase_state.TopicOutcome, reason: str
+) -> rebase_state.RebaseState:
     """`run` out of the operation: nothing of its replay is kept (no new head to move to,
     nothing laid out for it)."""
     state = state.with_topic(replace(run, outcome=outcome, reason=reason, new_head=None, conflict=None))

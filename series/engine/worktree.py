@@ -10,6 +10,7 @@ clone has recorded before is reused, and the one made now is recorded.
 The user's own checkouts of the branches a command moves (refused when dirty, updated when
 clean) are series.git.checkouts'.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -24,7 +25,6 @@ from series.ops.halted import Halt
 from series.errors import SeriesError
 from series.git.command import git
 from series.git.repo import workdir
-
 
 
 def _main_root(repo: pygit2.Repository) -> Path:
@@ -66,8 +66,9 @@ def materialize(repo: pygit2.Repository, path: Path, stop: ReplayStop, abort: st
     _rerere_enabled(repo)  # switched on (when unset) before git records the preimage
     picked = git(path, "cherry-pick", "--no-commit", str(stop.commit), check=False)
     if picked.returncode == 0:
-        raise SeriesError(f"the conflict in {str(stop.commit)[:12]} did not reproduce in {path}",
-                          f"run '{abort}' and start again")
+        raise SeriesError(
+            f"the conflict in {str(stop.commit)[:12]} did not reproduce in {path}", f"run '{abort}' and start again"
+        )
     for rel, data in stop.resolved.items():
         target = path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -96,12 +97,11 @@ def laid_out(path: Path, stop: ReplayStop) -> bool:
 @dataclass(frozen=True)
 class WorktreeResolution:
     tree: pygit2.Oid
-    files: dict[str, bytes]           # conflicted path -> resolved content
+    files: dict[str, bytes]  # conflicted path -> resolved content
     commit: pygit2.Oid | None = None  # the user committed in the worktree themselves
 
 
-def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[str],
-                    halt: Halt) -> WorktreeResolution:
+def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[str], halt: Halt) -> WorktreeResolution:
     """The resolved tree from the worktree's index; refuse while conflicts remain (the
     hints quote the verb's commands, from `halt`)."""
     if not path.exists():
@@ -112,8 +112,10 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
     if index.conflicts is not None:
         left = sorted({(e.path) for triple in index.conflicts for e in triple if e is not None})
         if left:
-            raise SeriesError(f"unresolved conflicts in {', '.join(left)} (in {path})",
-                              f"edit them, 'git add' each, then '{halt.go_on}'")
+            raise SeriesError(
+                f"unresolved conflicts in {', '.join(left)} (in {path})",
+                f"edit them, 'git add' each, then '{halt.go_on}'",
+            )
     if _rerere_enabled(repo):
         git(path, "rerere", check=False)  # records the postimage for this clone's rerere
     user_commit = None
@@ -122,8 +124,10 @@ def read_resolution(repo: pygit2.Repository, path: Path, head: str, paths: list[
         if moved.parents and str(moved.parents[0].id) == head and len(moved.parents) == 1:
             user_commit = moved.id
         else:
-            raise SeriesError(f"HEAD of {path} moved away from {head[:12]}",
-                              f"reset it there (git -C {path} reset --soft {head[:12]}) and '{halt.go_on}'")
+            raise SeriesError(
+                f"HEAD of {path} moved away from {head[:12]}",
+                f"reset it there (git -C {path} reset --soft {head[:12]}) and '{halt.go_on}'",
+            )
     tree = index.write_tree()
     files = {}
     for rel in paths:

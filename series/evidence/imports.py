@@ -22,6 +22,7 @@ conftest (which imports most of vLLM) would select every file. A test reaches co
 code through the fixtures it names; a changed conftest.py selects the test files under
 its directory instead.
 """
+
 from __future__ import annotations
 
 import ast
@@ -80,7 +81,8 @@ def module_name(path: str) -> str | None:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def parse_imports(source: bytes) -> list[ImportRecord] | None:
@@ -105,8 +107,11 @@ def parse_imports(source: bytes) -> list[ImportRecord] | None:
         elif isinstance(node, ast.ImportFrom):
             out.append((node.module or "", node.level, tuple(a.name for a in node.names)))
         else:
-            stack.extend(child for child in ast.iter_child_nodes(node)
-                         if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)))
+            stack.extend(
+                child
+                for child in ast.iter_child_nodes(node)
+                if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))
+            )
     return out
 
 
@@ -142,8 +147,7 @@ class ImportCache:
             return  # get() parses them one by one
         sources = [repo[key].peel(pygit2.Blob).data for key in missing]
         # fork: the workers need only parse_imports; no thread of ours runs at this point
-        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
-                                              else None)
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             parsed = list(pool.map(parse_imports, sources, chunksize=64))
         for key, records in zip(missing, parsed):
@@ -166,10 +170,10 @@ def default_cache() -> Path:
 
 @dataclass
 class ImportGraph:
-    files: dict[str, pygit2.Oid]            # every file of the tree
-    modules: dict[str, str]                 # dotted name -> path
-    edges: dict[str, set[str]]              # path -> paths it imports
-    unparsed: tuple[str, ...]               # .py files that do not parse (selected whole)
+    files: dict[str, pygit2.Oid]  # every file of the tree
+    modules: dict[str, str]  # dotted name -> path
+    edges: dict[str, set[str]]  # path -> paths it imports
+    unparsed: tuple[str, ...]  # .py files that do not parse (selected whole)
 
     def reverse(self) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
@@ -202,8 +206,7 @@ class ImportGraph:
         return seen
 
 
-def build(repo: pygit2.Repository, files: Mapping[str, pygit2.Oid],
-          cache: ImportCache | None = None) -> ImportGraph:
+def build(repo: pygit2.Repository, files: Mapping[str, pygit2.Oid], cache: ImportCache | None = None) -> ImportGraph:
     cache = cache if cache is not None else ImportCache(None)
     modules: dict[str, str] = {}
     for path in files:
@@ -248,7 +251,7 @@ def _absolute(package: str, module: str, level: int) -> str | None:
     parts = package.split(".") if package else []
     if level - 1 > len(parts):
         return None  # beyond the top-level package: Python raises, nothing is imported
-    parts = parts[:len(parts) - (level - 1)]
+    parts = parts[: len(parts) - (level - 1)]
     return ".".join(parts + ([module] if module else []))
 
 
@@ -291,9 +294,28 @@ def pytest_targets(commands: Iterable[str], working_dir: str) -> tuple[list[str]
     return targets, ignored
 
 
-_VALUE_FLAGS = {"-k", "-m", "-c", "-p", "-o", "--ignore", "--deselect", "--junitxml", "--rootdir",
-                "--shard-id", "--num-shards", "--timeout", "--reruns", "--maxfail", "-n",
-                "--durations", "--confcutdir", "--basetemp", "-W", "--log-level"}
+_VALUE_FLAGS = {
+    "-k",
+    "-m",
+    "-c",
+    "-p",
+    "-o",
+    "--ignore",
+    "--deselect",
+    "--junitxml",
+    "--rootdir",
+    "--shard-id",
+    "--num-shards",
+    "--timeout",
+    "--reruns",
+    "--maxfail",
+    "-n",
+    "--durations",
+    "--confcutdir",
+    "--basetemp",
+    "-W",
+    "--log-level",
+}
 
 
 def _pytest_args(args: list[str], cwd: str, targets: list[str], ignored: list[str]) -> None:
@@ -319,7 +341,7 @@ def _pytest_args(args: list[str], cwd: str, targets: list[str], ignored: list[st
 
 def _join(cwd: str, path: str) -> str:
     if path.startswith("/vllm-workspace"):
-        path = path[len("/vllm-workspace"):].lstrip("/")
+        path = path[len("/vllm-workspace") :].lstrip("/")
         return posixpath.normpath(path) if path else ""
     joined = posixpath.normpath(posixpath.join(cwd, path)) if cwd else posixpath.normpath(path)
     return "" if joined == "." else joined

@@ -5,6 +5,7 @@ anything else at that path (/bin/true, /bin/echo, a script printing other JSON, 
 directory) is refused as not a Python interpreter, one line, exit 1. The answer is read
 with every field checked (series.persisted).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,10 +39,10 @@ print(json.dumps(out))
 @dataclass(frozen=True)
 class Environment:
     python: str
-    version: str              # the installed package's version, e.g. 0.31.0 or 0.31.0+series.g1a2b3c4
-    package_dir: Path         # the installed package, e.g. .../site-packages/vllm
+    version: str  # the installed package's version, e.g. 0.31.0 or 0.31.0+series.g1a2b3c4
+    package_dir: Path  # the installed package, e.g. .../site-packages/vllm
     pytest: str
-    build_key: str            # what the cached results of this build are keyed by
+    build_key: str  # what the cached results of this build are keyed by
 
     @property
     def public_version(self) -> str:
@@ -57,12 +58,16 @@ def probe(python: str, package: str = "vllm", need_pytest: bool = True) -> Envir
     except ValueError as exc:
         raise SeriesError(f"--python {python} is not a Python interpreter: {exc}") from None
     if not found.version or not found.location:
-        raise SeriesError(f"--python {python} has no {package} installed",
-                          f"install the base release there (pip install {package}==VERSION) or name another interpreter")
+        raise SeriesError(
+            f"--python {python} has no {package} installed",
+            f"install the base release there (pip install {package}==VERSION) or name another interpreter",
+        )
     if need_pytest and not found.pytest:
-        raise SeriesError(f"--python {python} has no pytest",
-                          f"`{exe} -m pip install pytest` (upstream's tests/conftest.py also needs "
-                          "pytest-asyncio and friends; see the README)")
+        raise SeriesError(
+            f"--python {python} has no pytest",
+            f"`{exe} -m pip install pytest` (upstream's tests/conftest.py also needs "
+            "pytest-asyncio and friends; see the README)",
+        )
     key = hashlib.sha256(f"{found.executable}\0{found.version}\0{found.record}".encode())
     return Environment(exe, found.version, Path(found.location[0]), found.pytest or "", key.hexdigest()[:20])
 
@@ -77,8 +82,13 @@ def _ask(python: str, exe: str, script: str) -> str:
     """Run a probe script in PY (isolated: -I); its stdout. SeriesError when PY cannot run it."""
     not_python = f"--python {python} is not a Python interpreter"
     try:
-        proc = subprocess.run([exe, "-I", "-c", script.replace("MARKER", repr(_MARKER))], capture_output=True,
-                              text=True, timeout=120, errors="replace")
+        proc = subprocess.run(
+            [exe, "-I", "-c", script.replace("MARKER", repr(_MARKER))],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            errors="replace",
+        )
     except subprocess.TimeoutExpired:
         raise SeriesError(f"{not_python}: it did not answer in 120 seconds") from None
     except OSError as exc:
@@ -114,9 +124,13 @@ def _probed(stdout: str) -> _Answer:
     if data.get("series_probe") != _MARKER:
         raise ValueError(f"it answered {lines[-1][:60]!r}, not the probe's JSON")
     try:
-        return _Answer(persisted.read_opt_str(data, "version"), persisted.read_strs(data, "location"),
-                       persisted.read_opt_str(data, "pytest"), persisted.read_str(data, "executable"),
-                       persisted.read_opt_str(data, "record"))
+        return _Answer(
+            persisted.read_opt_str(data, "version"),
+            persisted.read_strs(data, "location"),
+            persisted.read_opt_str(data, "pytest"),
+            persisted.read_str(data, "executable"),
+            persisted.read_opt_str(data, "record"),
+        )
     except ValueError as exc:
         raise ValueError(f"its answer is not the probe's ({exc})") from None
 
@@ -166,6 +180,8 @@ def machine(python: str) -> persisted.Json:
     except ValueError:
         data = None
     if not isinstance(data, dict) or data.get("series_probe") != _MARKER:
-        raise SeriesError(f"--python {python} is not a Python interpreter: it answered "
-                          f"{(lines or [''])[-1][:60]!r}, not the probe's JSON")
+        raise SeriesError(
+            f"--python {python} is not a Python interpreter: it answered "
+            f"{(lines or [''])[-1][:60]!r}, not the probe's JSON"
+        )
     return data

@@ -17,6 +17,7 @@ Results are cached per test file, keyed by the build, the tree's changes to the 
 and the bytes of everything under tests/ the file loads, so a nightly run reruns only
 what changed.
 """
+
 from __future__ import annotations
 
 import enum
@@ -34,12 +35,12 @@ _RANK = {CaseOutcome.PASSED: 2, CaseOutcome.SKIPPED: 1, CaseOutcome.FAILED: 0, C
 
 
 class CaseVerdict(str, enum.Enum):
-    SAME = "same"            # as on base, and not failing
-    MACHINE = "machine"      # fails (or errors) on base too: this machine, not the tree
+    SAME = "same"  # as on base, and not failing
+    MACHINE = "machine"  # fails (or errors) on base too: this machine, not the tree
     WORSE = "worse"
     BETTER = "better"
-    NEW = "new"              # not on base; passes or skips
-    MISSING = "missing"      # on base, not in this tree (counts as worse)
+    NEW = "new"  # not on base; passes or skips
+    MISSING = "missing"  # on base, not in this tree (counts as worse)
 
 
 def verdict(base: CaseOutcome | None, other: CaseOutcome | None) -> CaseVerdict:
@@ -60,9 +61,9 @@ def verdict(base: CaseOutcome | None, other: CaseOutcome | None) -> CaseVerdict:
 class TreeInfo:
     name: str
     commit: str
-    describe: str             # "v0.31.0 + 3 topics", for the reader
-    package_changes: int      # files of the package this tree changes over the build
-    against: str = "base"     # the tree its outcomes are judged against; "" for a yardstick (base, main)
+    describe: str  # "v0.31.0 + 3 topics", for the reader
+    package_changes: int  # files of the package this tree changes over the build
+    against: str = "base"  # the tree its outcomes are judged against; "" for a yardstick (base, main)
 
     @property
     def counterfactual(self) -> bool:
@@ -73,13 +74,13 @@ class TreeInfo:
 class ResultMatrix:
     trees: list[TreeInfo]
     results: dict[str, dict[str, CaseOutcome]] = field(default_factory=dict)
-    from_cache: dict[str, int] = field(default_factory=dict)   # tree -> test files from cache
-    selected: tuple[str, ...] = ()                              # test files run
-    candidates: int = 0                                         # test files of the covering steps
-    steps: tuple[str, ...] = ()                                 # the covering steps (keys)
-    build: str = ""                                             # "vllm 0.31.0 at ..."
-    interrupted: str | None = None                              # the signal's name
-    incomplete: set[str] = field(default_factory=set)           # trees the signal stopped mid-run
+    from_cache: dict[str, int] = field(default_factory=dict)  # tree -> test files from cache
+    selected: tuple[str, ...] = ()  # test files run
+    candidates: int = 0  # test files of the covering steps
+    steps: tuple[str, ...] = ()  # the covering steps (keys)
+    build: str = ""  # "vllm 0.31.0 at ..."
+    interrupted: str | None = None  # the signal's name
+    incomplete: set[str] = field(default_factory=set)  # trees the signal stopped mid-run
 
     @property
     def base(self) -> dict[str, CaseOutcome]:
@@ -128,8 +129,9 @@ class ResultMatrix:
         """Tests that fail on base and in every tree that ran them: this machine's, not a
         tree's (a test a topic makes pass fails on base for want of the fix, not here)."""
         others = [r for n, r in self.results.items() if n != "base"]
-        return sorted(i for i, o in self.base.items()
-                      if o.bad and not any(r.get(i) is not None and not r[i].bad for r in others))
+        return sorted(
+            i for i, o in self.base.items() if o.bad and not any(r.get(i) is not None and not r[i].bad for r in others)
+        )
 
     def needed(self, tree: str, full: str = "series") -> list[str]:
         """Tests that pass in `full` and fail in `tree`: what the left-out topic is needed for."""
@@ -204,26 +206,33 @@ def render_text(m: ResultMatrix) -> str:
     lines = []
     if m.interrupted:
         stopped = ", ".join(n for n in m.names() if n in m.incomplete) or "none"
-        lines.append(f"INTERRUPTED ({m.interrupted}): partial results; stopped mid-run: {stopped} "
-                     "(a test such a tree did not reach is not counted)")
+        lines.append(
+            f"INTERRUPTED ({m.interrupted}): partial results; stopped mid-run: {stopped} "
+            "(a test such a tree did not reach is not counted)"
+        )
     lines.append(f"build: {m.build}")
     pad = max(len(t.name) for t in m.trees) + 2
     lines.extend(f"  {t.name:<{pad}}{t.describe}" for t in m.trees)
     if m.selected:
-        lines.append(f"{len(m.selected)} test files selected of {m.candidates} in {len(m.steps)} covering "
-                     f"steps (import graph + the topics' own tests)")
+        lines.append(
+            f"{len(m.selected)} test files selected of {m.candidates} in {len(m.steps)} covering "
+            f"steps (import graph + the topics' own tests)"
+        )
     width = max([len(n) for n in names] + [7])
     lines.append(" " * 22 + "".join(f"{n:>{width + 2}}" for n in names))
     for outcome in CaseOutcome:
-        lines.append(f"  {outcome.value:<20}" + "".join(
-            f"{counts(m.results[n])[outcome.value]:>{width + 2}}" for n in names))
+        lines.append(
+            f"  {outcome.value:<20}" + "".join(f"{counts(m.results[n])[outcome.value]:>{width + 2}}" for n in names)
+        )
     cached = [m.from_cache.get(n, 0) for n in names]
     if any(cached):
         lines.append(f"  {'files from cache':<20}" + "".join(f"{c:>{width + 2}}" for c in cached))
     machine = m.machine()
     if machine:
-        lines.append(f"{len(machine)} tests fail on base too (this machine: no GPU, no network, ...), "
-                     "not counted against any tree:")
+        lines.append(
+            f"{len(machine)} tests fail on base too (this machine: no GPU, no network, ...), "
+            "not counted against any tree:"
+        )
         lines.extend(_listing(machine))
     for info in m.trees:
         if not info.against or info.name not in m.results:
@@ -246,8 +255,7 @@ def render_text(m: ResultMatrix) -> str:
             lines.extend(_listing(better))
         if worse:
             lines.append(f"{info.name}: {len(worse)} tests WORSE than on {info.against}:")
-            lines.extend(f"  {i}  ({_o(yardstick.get(i))} -> {_o(m.results[info.name].get(i))})"
-                         for i in worse[:_SHOW])
+            lines.extend(f"  {i}  ({_o(yardstick.get(i))} -> {_o(m.results[info.name].get(i))})" for i in worse[:_SHOW])
             if len(worse) > _SHOW:
                 lines.append(f"  ... and {len(worse) - _SHOW} more")
     only = [n for n in names if n.startswith("only:")]
@@ -258,8 +266,11 @@ def render_text(m: ResultMatrix) -> str:
     worse_all = m.worse()
     if not m.interrupted:
         yardsticks = " or ".join(dict.fromkeys(t.against for t in m.trees if t.against)) or "base"
-        lines.append(f"no test is worse than on {yardsticks}" if not worse_all else
-                     f"WORSE than {yardsticks}: " + ", ".join(f"{t} ({len(ids)})" for t, ids in worse_all.items()))
+        lines.append(
+            f"no test is worse than on {yardsticks}"
+            if not worse_all
+            else f"WORSE than {yardsticks}: " + ", ".join(f"{t} ({len(ids)})" for t, ids in worse_all.items())
+        )
     return "\n".join(lines)
 
 
@@ -270,14 +281,21 @@ def _o(outcome: CaseOutcome | None) -> str:
 def render_markdown(m: ResultMatrix) -> str:
     """A PR comment: the summary table, then the tests that matter, machine failures folded."""
     names = [n for n in m.names() if n in m.results]
-    out = ["### Upstream tests over the release build", "",
-           f"Build: `{m.build}`" + (f"; {len(m.selected)} test files selected of {m.candidates} "
-                                    f"in {len(m.steps)} covering CI steps" if m.selected else ""), ""]
+    out = [
+        "### Upstream tests over the release build",
+        "",
+        f"Build: `{m.build}`"
+        + (
+            f"; {len(m.selected)} test files selected of {m.candidates} in {len(m.steps)} covering CI steps"
+            if m.selected
+            else ""
+        ),
+        "",
+    ]
     out.append("| | " + " | ".join(f"`{n}`" for n in names) + " |")
     out.append("|---|" + "---:|" * len(names))
     for outcome in CaseOutcome:
-        out.append(f"| {outcome.value} | " + " | ".join(str(counts(m.results[n])[outcome.value])
-                                                     for n in names) + " |")
+        out.append(f"| {outcome.value} | " + " | ".join(str(counts(m.results[n])[outcome.value]) for n in names) + " |")
     out.append("")
     for info in m.trees:
         if not info.against or info.name not in m.results:
@@ -285,8 +303,7 @@ def render_markdown(m: ResultMatrix) -> str:
         if info.counterfactual:
             topic = info.name.split(":", 1)[1]
             needed = m.needed(info.name)
-            out.append(f"**Without `{topic}`**, {len(needed)} tests fail that pass with it"
-                       + (":" if needed else "."))
+            out.append(f"**Without `{topic}`**, {len(needed)} tests fail that pass with it" + (":" if needed else "."))
             out.extend(f"- `{i}`" for i in needed)
             out.append("")
             continue
@@ -294,15 +311,17 @@ def render_markdown(m: ResultMatrix) -> str:
         worse = [i for i, x in v.items() if x in (CaseVerdict.WORSE, CaseVerdict.MISSING)]
         better = [i for i, x in v.items() if x is CaseVerdict.BETTER]
         yardstick = m.results.get(info.against, {})
-        out.append(f"**`{info.name}`** ({info.describe}): {len(worse)} worse than {info.against}, "
-                   f"{len(better)} fixed.")
+        out.append(f"**`{info.name}`** ({info.describe}): {len(worse)} worse than {info.against}, {len(better)} fixed.")
         out.extend(f"- worse: `{i}` ({_o(yardstick.get(i))} → {_o(m.results[info.name].get(i))})" for i in worse)
         out.extend(f"- fixed: `{i}`" for i in better)
         out.append("")
     machine = m.machine()
     if machine:
-        out += [f"<details><summary>{len(machine)} tests fail on the base release too "
-                    "(this machine: CPU only, offline)</summary>", ""]
+        out += [
+            f"<details><summary>{len(machine)} tests fail on the base release too "
+            "(this machine: CPU only, offline)</summary>",
+            "",
+        ]
         out.extend(f"- `{i}` ({m.base[i].value})" for i in machine)
         out += ["", "</details>"]
     if m.interrupted:
@@ -316,14 +335,24 @@ def to_json(m: ResultMatrix) -> dict[str, Any]:
         "build": m.build,
         "interrupted": m.interrupted,
         "incomplete": [n for n in m.names() if n in m.incomplete],
-        "trees": [{"name": t.name, "commit": t.commit, "describe": t.describe,
-                   "package_changes": t.package_changes, "against": t.against or None} for t in m.trees],
+        "trees": [
+            {
+                "name": t.name,
+                "commit": t.commit,
+                "describe": t.describe,
+                "package_changes": t.package_changes,
+                "against": t.against or None,
+            }
+            for t in m.trees
+        ],
         "selection": {"steps": list(m.steps), "candidate_files": m.candidates, "files": list(m.selected)},
         "summary": {n: {**counts(m.results[n]), "files_from_cache": m.from_cache.get(n, 0)} for n in names},
-        "tests": {i: {n: (m.results[n][i].value if i in m.results[n] else None) for n in names}
-                  for i in m.ids()},
-        "verdicts": {n: {i: v.value for i, v in m.verdicts(n).items() if v is not CaseVerdict.SAME}
-                     for n in names if m.against(n)},
+        "tests": {i: {n: (m.results[n][i].value if i in m.results[n] else None) for n in names} for i in m.ids()},
+        "verdicts": {
+            n: {i: v.value for i, v in m.verdicts(n).items() if v is not CaseVerdict.SAME}
+            for n in names
+            if m.against(n)
+        },
         "machine": m.machine(),
         "needed": {n.split(":", 1)[1]: m.needed(n) for n in names if n.startswith("without:")},
         "worse": m.worse(),

@@ -18,6 +18,7 @@ otherwise, shadows the installed one; the compiled extensions stay the release's
 conflicts, `pr:TOPIC@REV` names the PR branch as it is (the local pr/TOPIC `series
 propose` made, or the fetched PR head refs/remotes/<remote>/pr/N): the error says which.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,9 +42,9 @@ TRUNK_FORMS = ("main", "pr")  # trees on upstream's trunk, not on the base
 
 @dataclass(frozen=True)
 class ResolvedTree:
-    spec: str                 # canonical: topic:T is only:T
+    spec: str  # canonical: topic:T is only:T
     commit: pygit2.Commit
-    describe: str             # "v0.31.0 + 3 topics", for the reader
+    describe: str  # "v0.31.0 + 3 topics", for the reader
     trunk: str | None = None  # "upstream/main" when the tree stands on the trunk, not the base
 
     @property
@@ -87,8 +88,11 @@ def resolve(ws: Workspace, spec: str) -> ResolvedTree:
         keep = _with_dependencies(ws, topic)
         drop = tuple(t.name for t in ws.series.active() if t.name not in keep)
         commit = integration_tree.build(integration_tree.without(ws, drop)).commit
-        describe = f"{ws.series.upstream.base} + {topic}" + (
-            f" (and {', '.join(sorted(keep - {topic}))} it depends on)" if len(keep) > 1 else "") + kept
+        describe = (
+            f"{ws.series.upstream.base} + {topic}"
+            + (f" (and {', '.join(sorted(keep - {topic}))} it depends on)" if len(keep) > 1 else "")
+            + kept
+        )
     return ResolvedTree(spec, commit, describe)
 
 
@@ -103,9 +107,11 @@ def trunk(ws: Workspace) -> tuple[pygit2.Commit, str]:
     found = releases.trunk_commit(ws.repo, remote)
     if found is not None:
         return found
-    raise SeriesError(f"no {remote}/main (nor {remote}/master) in this repository: the trees main and "
-                      "pr:TOPIC stand on upstream's trunk",
-                      f"run 'git fetch {remote}' so the tree is upstream's trunk as it is now")
+    raise SeriesError(
+        f"no {remote}/main (nor {remote}/master) in this repository: the trees main and "
+        "pr:TOPIC stand on upstream's trunk",
+        f"run 'git fetch {remote}' so the tree is upstream's trunk as it is now",
+    )
 
 
 def trunk_tree(ws: Workspace, spec: str) -> ResolvedTree:
@@ -114,14 +120,14 @@ def trunk_tree(ws: Workspace, spec: str) -> ResolvedTree:
     if spec == "main":
         return ResolvedTree(spec, main, f"{main_name} {str(main.id)[:12]} (upstream's trunk alone)", main_name)
     name, at, rev = spec.partition(":")[2].partition("@")
-    topic = ws.series.topic(name)   # an unknown topic: the one error every verb gives
+    topic = ws.series.topic(name)  # an unknown topic: the one error every verb gives
     if at:
         if not rev:
-            raise SeriesError(f"tree '{spec}': no revision after '@' (pr:TOPIC@REV: the PR branch, e.g. "
-                              f"pr:{name}@pr/{name})")
+            raise SeriesError(
+                f"tree '{spec}': no revision after '@' (pr:TOPIC@REV: the PR branch, e.g. pr:{name}@pr/{name})"
+            )
         commit = resolve_commit(ws.repo, rev, f"revision of tree '{spec}'")
-        return ResolvedTree(spec, commit, f"{rev} {str(commit.id)[:12]} as it is (the PR branch of {name})",
-                            main_name)
+        return ResolvedTree(spec, commit, f"{rev} {str(commit.id)[:12]} as it is (the PR branch of {name})", main_name)
     ws, kept = _kept_branch_active(ws, name)
     own = ws.require_own(ws.series.topic(name))
     if not own.commits:
@@ -131,13 +137,19 @@ def trunk_tree(ws: Workspace, spec: str) -> ResolvedTree:
     result = replay_commits(ws.repo, own.commits, main, committer=own.head.committer, topic=name)
     if result.conflict is not None:
         paths = ", ".join(c.path for c in result.conflict.conflicts)
-        raise ConflictError(f"tree '{spec}': topic {name} does not apply to {main_name} "
-                            f"({str(main.id)[:12]}): commit {str(result.conflict.commit)[:12]} conflicts in {paths}",
-                            _pr_branch_hint(ws, topic.name, topic.upstream_pr))
+        raise ConflictError(
+            f"tree '{spec}': topic {name} does not apply to {main_name} "
+            f"({str(main.id)[:12]}): commit {str(result.conflict.commit)[:12]} conflicts in {paths}",
+            _pr_branch_hint(ws, topic.name, topic.upstream_pr),
+        )
     commit = ws.repo[result.head].peel(pygit2.Commit)
     extra = f"; without {', '.join(topic.depends_on)} it depends on (not in the PR)" if topic.depends_on else ""
-    return ResolvedTree(spec, commit, f"{main_name} {str(main.id)[:12]} + {name} replayed: "
-                        f"{str(commit.id)[:12]}{extra}{kept}", main_name)
+    return ResolvedTree(
+        spec,
+        commit,
+        f"{main_name} {str(main.id)[:12]} + {name} replayed: {str(commit.id)[:12]}{extra}{kept}",
+        main_name,
+    )
 
 
 def _pr_branch_hint(ws: Workspace, name: str, number: int | None) -> str:
@@ -149,9 +161,15 @@ def _pr_branch_hint(ws: Workspace, name: str, number: int | None) -> str:
         return f"resolve it on the PR branch; its fetched head is there: name the tree pr:{name}@{fetched}"
     if f"refs/heads/pr/{name}" in ws.repo.references:
         return f"resolve it on the PR branch pr/{name}, then name the tree pr:{name}@pr/{name}"
-    return (f"resolve it on the PR branch (rebase the topic onto the trunk), then name that branch as "
-            f"pr:{name}@BRANCH" + (f" (or fetch PR #{number}: 'git fetch {remote} "
-                                   f"refs/pull/{number}/head:{fetched}')" if number is not None else ""))
+    return (
+        f"resolve it on the PR branch (rebase the topic onto the trunk), then name that branch as "
+        f"pr:{name}@BRANCH"
+        + (
+            f" (or fetch PR #{number}: 'git fetch {remote} refs/pull/{number}/head:{fetched}')"
+            if number is not None
+            else ""
+        )
+    )
 
 
 def laid_over(trunk: str | None, package: str, version: str) -> str:
@@ -172,11 +190,9 @@ def _kept_branch_active(ws: Workspace, name: str) -> tuple[Workspace, str]:
     """A superseded or dropped topic whose branch is kept, made active for this one tree,
     with what to tell the reader; any other topic as it is (require_topics judges it)."""
     topic = ws.series.topic(name)
-    if topic.status not in (Status.SUPERSEDED, Status.DROPPED) or \
-            branch_commit(ws.repo, topic.branch) is None:
+    if topic.status not in (Status.SUPERSEDED, Status.DROPPED) or branch_commit(ws.repo, topic.branch) is None:
         return ws, ""
-    topics = tuple(dataclasses.replace(t, status=Status.ACTIVE) if t.name == name else t
-                   for t in ws.series.topics)
+    topics = tuple(dataclasses.replace(t, status=Status.ACTIVE) if t.name == name else t for t in ws.series.topics)
     note = f" ({topic.status.value}: its kept branch {topic.branch})"
     return Workspace(dataclasses.replace(ws.series, topics=topics), ws.repo), note
 
@@ -205,8 +221,10 @@ def base_release(ws: Workspace) -> str:
     for found in releases.version_tags(ws.repo, ws.series.upstream.remote):
         if ws.repo.references[f"refs/tags/{found.tag}"].peel(pygit2.Commit).id == base:
             return str(found.version)
-    raise SeriesError(f"upstream.base {ws.series.upstream.base} is not a release (no vX.Y.Z tag points "
-                      "at it): --python needs the release the installed build is")
+    raise SeriesError(
+        f"upstream.base {ws.series.upstream.base} is not a release (no vX.Y.Z tag points "
+        "at it): --python needs the release the installed build is"
+    )
 
 
 def installed_commit(ws: Workspace, env: Environment) -> pygit2.Commit:
@@ -217,16 +235,19 @@ def installed_commit(ws: Workspace, env: Environment) -> pygit2.Commit:
         raise SeriesError(
             f"--python {env.python} has {env.package_dir.name} {env.version} installed, but the series "
             f"is based on {ws.series.upstream.base}",
-            f"install {env.package_dir.name}=={release} there, or name an environment that has it")
+            f"install {env.package_dir.name}=={release} there, or name an environment that has it",
+        )
     m = re.search(r"series\.g([0-9a-f]{7,40})", env.version.partition("+")[2])
     if m is None:
         return ws.base_commit()
     try:
         return ws.repo.revparse_single(m.group(1)).peel(pygit2.Commit)
     except (KeyError, ValueError):
-        raise SeriesError(f"{env.package_dir.name} {env.version} is a patched wheel of commit {m.group(1)}, "
-                          "which this repository does not have",
-                          "install the release wheel, or fetch that integration branch") from None
+        raise SeriesError(
+            f"{env.package_dir.name} {env.version} is a patched wheel of commit {m.group(1)}, "
+            "which this repository does not have",
+            "install the release wheel, or fetch that integration branch",
+        ) from None
 
 
 def changes(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> dict[str, pygit2.Oid | None]:
@@ -236,10 +257,13 @@ def changes(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> dict
     return {c.path: c.new_id for c in changed_paths(repo, old, new)}
 
 
-def package_changes(repo: pygit2.Repository, built: pygit2.Commit, tree: pygit2.Commit,
-                    package: str) -> dict[str, bytes | None]:
+def package_changes(
+    repo: pygit2.Repository, built: pygit2.Commit, tree: pygit2.Commit, package: str
+) -> dict[str, bytes | None]:
     """The tree's changes to the installed package over the build, relative to the package
     directory (what testrun.shadow lays in): new bytes, None when deleted."""
-    return {path[len(package) + 1:]: (repo[oid].peel(pygit2.Blob).data if oid is not None else None)
-            for path, oid in changes(repo, built.tree, tree.tree).items()
-            if path.startswith(package + "/")}
+    return {
+        path[len(package) + 1 :]: (repo[oid].peel(pygit2.Blob).data if oid is not None else None)
+        for path, oid in changes(repo, built.tree, tree.tree).items()
+        if path.startswith(package + "/")
+    }

@@ -13,6 +13,7 @@ and a device goes to the queue series.yaml maps it to (`ci.queues`), else to ups
 StepSelection is narrowed the same way for both forms: `devices` keeps the steps of those
 devices, `exclude_optional` drops optional ones, `max_steps` keeps the first N.
 """
+
 from __future__ import annotations
 
 import enum
@@ -31,16 +32,35 @@ DOCKER_PLUGIN = "docker#v5.2.0"
 DEFAULT_IMAGE = "public.ecr.aws/q9t5s3a7/vllm-ci-postmerge-repo:$BUILDKITE_COMMIT"
 # Upstream's queues for the devices test_areas use (constants.py AgentQueue).
 UPSTREAM_QUEUES = {
-    "cpu": "cpu_queue_premerge_us_east_1", "cpu-small": "small_cpu_queue_premerge",
-    "cpu-medium": "medium_cpu_queue_premerge", "a100": "a100_queue", "h100": "mithril-h100-pool",
-    "h200": "H200", "h200_18gb": "h200_18gb", "h200_35gb": "h200_35gb", "b200": "B200",
-    "b200-k8s": "b200-k8s", "gh200": "gh200_queue", "dgx-spark": "dgx-spark",
-    "intel_cpu": "intel-cpu", "intel_hpu": "intel-hpu", "intel_gpu": "intel-gpu",
-    "arm_cpu": "arm-cpu", "ascend_npu": "ascend", "amd_cpu": "amd-cpu", "zen5": "amd-zen5-cpu",
+    "cpu": "cpu_queue_premerge_us_east_1",
+    "cpu-small": "small_cpu_queue_premerge",
+    "cpu-medium": "medium_cpu_queue_premerge",
+    "a100": "a100_queue",
+    "h100": "mithril-h100-pool",
+    "h200": "H200",
+    "h200_18gb": "h200_18gb",
+    "h200_35gb": "h200_35gb",
+    "b200": "B200",
+    "b200-k8s": "b200-k8s",
+    "gh200": "gh200_queue",
+    "dgx-spark": "dgx-spark",
+    "intel_cpu": "intel-cpu",
+    "intel_hpu": "intel-hpu",
+    "intel_gpu": "intel-gpu",
+    "arm_cpu": "arm-cpu",
+    "ascend_npu": "ascend",
+    "amd_cpu": "amd-cpu",
+    "zen5": "amd-zen5-cpu",
     **{d: f"amd_{d}" for d in testmap.AMD_GPU_DEVICES},
 }
-_ENVIRONMENT = ["VLLM_USAGE_SOURCE=ci-test", "NCCL_CUMEM_HOST_ENABLE=0", "HF_HOME=/fsx/hf_cache",
-                "HF_TOKEN", "CODECOV_TOKEN", "BUILDKITE_ANALYTICS_TOKEN"]
+_ENVIRONMENT = [
+    "VLLM_USAGE_SOURCE=ci-test",
+    "NCCL_CUMEM_HOST_ENABLE=0",
+    "HF_HOME=/fsx/hf_cache",
+    "HF_TOKEN",
+    "CODECOV_TOKEN",
+    "BUILDKITE_ANALYTICS_TOKEN",
+]
 _VOLUMES = ["/dev/shm:/dev/shm", "/fsx/hf_cache:/fsx/hf_cache"]
 _CPU = ("cpu", "cpu-small", "cpu-medium")
 _LOST_AGENT_RETRY = {"automatic": [{"exit_status": -1, "limit": 1}]}
@@ -49,17 +69,19 @@ SHARD_TEXT = re.compile(r"\s+--(?:shard-id|num-shards)(?:=|\s+)\S+")
 
 class BreaksPolicy(str, enum.Enum):
     """`ci.breaks`: what the nightly does with a semantic break of a clean rebase."""
-    WARN = "warn"       # rebase, list the breaks in report.md
-    FAIL = "fail"       # `series rebase --strict`: exit 3, nothing moved, the issue lists them
+
+    WARN = "warn"  # rebase, list the breaks in report.md
+    FAIL = "fail"  # `series rebase --strict`: exit 3, nothing moved, the issue lists them
 
 
 @dataclass(frozen=True)
 class CiSettings:
     """series.yaml `ci:`: how this fork runs upstream's steps."""
-    queues: dict[str, str] = field(default_factory=dict)   # upstream device -> queue / runner label
+
+    queues: dict[str, str] = field(default_factory=dict)  # upstream device -> queue / runner label
     image: str = DEFAULT_IMAGE
     key_prefix: str = "series-"
-    owners: dict[str, str] = field(default_factory=dict)   # topic -> @handle (topics' owner:)
+    owners: dict[str, str] = field(default_factory=dict)  # topic -> @handle (topics' owner:)
     breaks: BreaksPolicy = BreaksPolicy.WARN
 
 
@@ -72,19 +94,34 @@ def queue(step: BuildkiteStep, settings: CiSettings) -> str:
     return "gpu_4_queue" if step.num_devices in (2, 4) else "gpu_1_queue"
 
 
-def narrow(selected: Iterable[StepSelection], devices: tuple[str, ...] = (), exclude_optional: bool = False,
-           max_steps: int | None = None) -> list[StepSelection]:
-    out = [s for s in selected
-           if (not devices or (s.step.device or "") in devices)
-           and not (exclude_optional and s.step.optional)]
+def narrow(
+    selected: Iterable[StepSelection],
+    devices: tuple[str, ...] = (),
+    exclude_optional: bool = False,
+    max_steps: int | None = None,
+) -> list[StepSelection]:
+    out = [
+        s
+        for s in selected
+        if (not devices or (s.step.device or "") in devices) and not (exclude_optional and s.step.optional)
+    ]
     return out[:max_steps] if max_steps is not None else out
 
 
 def step_key(step: BuildkiteStep, prefix: str) -> str:
     """Upstream's key (the step's, or made from its label as their generator does), prefixed."""
-    key = step.key or (step.label.replace(" ", "-").lower().replace("(", "").replace(")", "")
-                       .replace("%", "").replace(",", "-").replace("+", "-").replace(":", "-")
-                       .replace(".", "-").replace("/", "-"))
+    key = step.key or (
+        step.label.replace(" ", "-")
+        .lower()
+        .replace("(", "")
+        .replace(")", "")
+        .replace("%", "")
+        .replace(",", "-")
+        .replace("+", "-")
+        .replace(":", "-")
+        .replace(".", "-")
+        .replace("/", "-")
+    )
     return f"{prefix}{key}"
 
 
@@ -123,10 +160,14 @@ def buildkite_steps(selected: Iterable[StepSelection], settings: CiSettings) -> 
     for sel in selected:
         s = sel.step
         key = step_key(s, settings.key_prefix)
-        command: dict[str, Any] = {"label": s.label, "key": key, "agents": {"queue": queue(s, settings)},
-                                   "commands": _commands(s, settings.image)}
+        command: dict[str, Any] = {
+            "label": s.label,
+            "key": key,
+            "agents": {"queue": queue(s, settings)},
+            "commands": _commands(s, settings.image),
+        }
         if s.optional:
-            block = f"{settings.key_prefix}block-{key[len(settings.key_prefix):]}"
+            block = f"{settings.key_prefix}block-{key[len(settings.key_prefix) :]}"
             out.append({"block": f"Run {s.label}", "key": block, "depends_on": []})
             command["depends_on"] = [block]
         if s.soft_fail:
@@ -159,12 +200,20 @@ def github_matrix(selected: Iterable[StepSelection], settings: CiSettings) -> st
     """One job per step; a Buildkite-sharded step runs whole (GitHub has no BUILDKITE_PARALLEL_JOB).
 
     `runner` is the device's runner label from series.yaml `ci.queues` (else the device)."""
-    include = [{"key": s.step.ident, "label": s.step.label, "device": s.step.device or "",
-                "runner": settings.queues.get(s.step.device or "", s.step.device or "ubuntu-latest"),
-                "file": s.step.file, "working_directory": s.step.repo_dir or ".",
-                "run": "\n".join(SHARD_TEXT.sub("", testmap.unescape(c)).strip() for c in s.step.commands),
-                "topics": ",".join(s.topics), "optional": s.step.optional}
-               for s in selected]
+    include = [
+        {
+            "key": s.step.ident,
+            "label": s.step.label,
+            "device": s.step.device or "",
+            "runner": settings.queues.get(s.step.device or "", s.step.device or "ubuntu-latest"),
+            "file": s.step.file,
+            "working_directory": s.step.repo_dir or ".",
+            "run": "\n".join(SHARD_TEXT.sub("", testmap.unescape(c)).strip() for c in s.step.commands),
+            "topics": ",".join(s.topics),
+            "optional": s.step.optional,
+        }
+        for s in selected
+    ]
     return json.dumps({"include": include})
 
 
@@ -183,8 +232,9 @@ def settings_from(raw: Any, where: str = "series.yaml") -> CiSettings:
     if unknown:
         raise SeriesError(f"{where}: ci.{unknown[0]}: unknown key (allowed: {', '.join(CI_KEYS)})")
     queues = raw.get("queues") or {}
-    if not isinstance(queues, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
-                                                for k, v in queues.items()):
+    if not isinstance(queues, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in queues.items()
+    ):
         raise SeriesError(f"{where}: ci.queues: expected DEVICE: QUEUE pairs, e.g. h100: gpu-h100")
     image = raw.get("image", DEFAULT_IMAGE)
     prefix = raw.get("key_prefix", "series-")
@@ -194,8 +244,10 @@ def settings_from(raw: Any, where: str = "series.yaml") -> CiSettings:
         raise SeriesError(f"{where}: ci.key_prefix: letters, digits, '-' and '_' only")
     policy = raw.get("breaks", BreaksPolicy.WARN.value)
     if policy not in [p.value for p in BreaksPolicy]:
-        raise SeriesError(f"{where}: ci.breaks: {policy!r} is not fail or warn (fail: a semantic break "
-                          "stops the nightly like a conflict; warn, the default: it is listed in the report)")
+        raise SeriesError(
+            f"{where}: ci.breaks: {policy!r} is not fail or warn (fail: a semantic break "
+            "stops the nightly like a conflict; warn, the default: it is listed in the report)"
+        )
     return CiSettings(queues=dict(queues), image=image, key_prefix=prefix, breaks=BreaksPolicy(policy))
 
 

@@ -11,6 +11,7 @@ every test over the heap torch and vLLM leave), so on N cores N trees take about
 of one. A signal reaches the main thread only; it stops every tree through one JobControl,
 and the trees' progress lines are written from the main thread too.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,6 +30,7 @@ from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 
 from series.evidence.interpreter import Environment
 from series.evidence.testrun import CaseOutcome
+
 
 @dataclass
 class Progress:
@@ -72,8 +74,15 @@ def junit_outcomes(path: Path) -> dict[str, CaseOutcome]:
     out: dict[str, CaseOutcome] = {}
     for case in root.iter("testcase"):
         tags = {child.tag for child in case}
-        outcome = (CaseOutcome.FAILED if "failure" in tags else CaseOutcome.ERROR if "error" in tags
-                   else CaseOutcome.SKIPPED if "skipped" in tags else CaseOutcome.PASSED)
+        outcome = (
+            CaseOutcome.FAILED
+            if "failure" in tags
+            else CaseOutcome.ERROR
+            if "error" in tags
+            else CaseOutcome.SKIPPED
+            if "skipped" in tags
+            else CaseOutcome.PASSED
+        )
         out[test_id(case.get("file"), case.get("classname", ""), case.get("name", ""))] = outcome
     return out
 
@@ -85,14 +94,22 @@ def test_id(file: str | None, classname: str, name: str) -> str:
     if file is None:
         return f"{classname}::{name}"
     module = file[:-3].replace("/", ".") if file.endswith(".py") else file
-    rest = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
+    rest = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
     return "::".join([file, *(p for p in rest.split(".") if p), name])
 
 
-def run_pytest(env: Environment, layout: Path, args: list[str], *, pythonpath: list[Path],
-               workdir: Path, extra_env: Mapping[str, str] | None = None, report: Path,
-               progress: Callable[[Progress], None] = lambda _: None,
-               cancel: "JobControl | None" = None) -> PytestResult:
+def run_pytest(
+    env: Environment,
+    layout: Path,
+    args: list[str],
+    *,
+    pythonpath: list[Path],
+    workdir: Path,
+    extra_env: Mapping[str, str] | None = None,
+    report: Path,
+    progress: Callable[[Progress], None] = lambda _: None,
+    cancel: "JobControl | None" = None,
+) -> PytestResult:
     """One pytest process over `args` (paths relative to `workdir`); ids relative to `layout`.
     A signal (in the main thread) or `cancel` (in any) stops it: Interrupted, with what
     it had reported."""
@@ -104,26 +121,43 @@ def run_pytest(env: Environment, layout: Path, args: list[str], *, pythonpath: l
     # never prunes the user's own pytest-of-USER directories. Short: sockets go there too.
     temp = report.parent / "t"
     temp.mkdir(exist_ok=True)
-    inherited = [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep)
-                 if p and not (Path(p) / env.package_dir.name).is_dir()]  # a source tree would shadow
-    child_env.update({
-        "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(report.parent.parent / "plugin"),
-                                       *inherited]),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "SERIES_PROGRESS": str(stream),
-        "TMPDIR": str(temp),
-    })
+    inherited = [
+        p
+        for p in child_env.get("PYTHONPATH", "").split(os.pathsep)
+        if p and not (Path(p) / env.package_dir.name).is_dir()
+    ]  # a source tree would shadow
+    child_env.update(
+        {
+            "PYTHONPATH": os.pathsep.join([*map(str, pythonpath), str(report.parent.parent / "plugin"), *inherited]),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "SERIES_PROGRESS": str(stream),
+            "TMPDIR": str(temp),
+        }
+    )
     # No network here or in most CI runners: a Hugging Face lookup should fail fast, offline.
     child_env.setdefault("HF_HUB_OFFLINE", "1")
     child_env.setdefault("TRANSFORMERS_OFFLINE", "1")
     child_env.update(extra_env or {})
-    argv = [env.python, "-m", "pytest", *args, "-p", "series_progress", "-p", "no:cacheprovider",
-            "--continue-on-collection-errors", "-o", "junit_family=xunit1",
-            f"--rootdir={layout}", f"--junitxml={report}"]
+    argv = [
+        env.python,
+        "-m",
+        "pytest",
+        *args,
+        "-p",
+        "series_progress",
+        "-p",
+        "no:cacheprovider",
+        "--continue-on-collection-errors",
+        "-o",
+        "junit_family=xunit1",
+        f"--rootdir={layout}",
+        f"--junitxml={report}",
+    ]
     seen = Progress()
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, cwd=workdir, env=child_env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, cwd=workdir, env=child_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         previous = _trap_signals()
         try:
             position = 0
@@ -260,8 +294,9 @@ class JobControl:
 T = TypeVar("T")
 
 
-def side_by_side(jobs: Sequence[Callable[[JobControl], T]], width: int,
-                 say: Callable[[str], None] = lambda _: None) -> tuple[list[T | BaseException | None], int | None]:
+def side_by_side(
+    jobs: Sequence[Callable[[JobControl], T]], width: int, say: Callable[[str], None] = lambda _: None
+) -> tuple[list[T | BaseException | None], int | None]:
     """Run `jobs`, at most `width` at once (each in a thread; its pytest is a process), and
     return each one's value or exception in order (None: never started), and the signal
     that stopped them (None when none came).

@@ -5,6 +5,7 @@ StepSelection reads the base's `.buildkite/test_areas` (or, on an older base, it
 `.buildkite/test-pipeline.yaml`; series.evidence.testmap) and each topic's own diff
 (series.wheel.integration_tree.topic_paths).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,10 +21,10 @@ class Plan:
     base: str
     touched: dict[str, tuple[str, ...]]
     selected: tuple[StepSelection, ...]
-    always: int                          # steps upstream runs on every change (not listed)
+    always: int  # steps upstream runs on every change (not listed)
     problems: tuple[str, ...]
-    source: str = testmap.TEST_AREAS     # the CI map read
-    rule: str = ""                       # whose selection rule, of which era
+    source: str = testmap.TEST_AREAS  # the CI map read
+    rule: str = ""  # whose selection rule, of which era
 
 
 def select(ws: Workspace, topics: tuple[str, ...] = (), include_always: bool = False) -> Plan:
@@ -32,5 +33,4 @@ def select(ws: Workspace, topics: tuple[str, ...] = (), include_always: bool = F
     base = ws.base_commit()
     tmap = testmap.load_commit(ws.repo, base)
     selected = tuple(tmap.select(touched, include_always))
-    return Plan(ws.series.upstream.base, touched, selected, tmap.always_count, tmap.problems,
-                tmap.source, tmap.rule)
+    return Plan(ws.series.upstream.base, touched, selected, tmap.always_count, tmap.problems, tmap.source, tmap.rule)

@@ -28,6 +28,7 @@ A base with no test_areas but a `.buildkite/test-pipeline.yaml` (vLLM before tes
 read with the rule of that era instead (series.evidence.testmap_legacy: substring matching,
 the bootstrap's run-all patterns); there a step with no dependencies runs on every change.
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,7 +46,7 @@ from series.errors import SeriesError
 from series.git.repo import named_entries
 
 TEST_AREAS = ".buildkite/test_areas"
-WORKSPACE = "/vllm-workspace"          # where upstream's CI image has the checkout
+WORKSPACE = "/vllm-workspace"  # where upstream's CI image has the checkout
 DEFAULT_WORKING_DIR = "/vllm-workspace/tests"
 CI_CONFIG = ".buildkite/ci_config.yaml"
 # Upstream's AMD GPU devices (amd.py AMD_DEVICE_CONFIGS) and the wrapper that natively run
@@ -74,32 +75,31 @@ def dependencies_match(dependencies: Iterable[str], path: str) -> bool:
     deps = list(dependencies)
     includes = [d for d in deps if not d.startswith("!")]
     excludes = [d[1:] for d in deps if d.startswith("!")]
-    return (any(matches(d, path) for d in includes)
-            and not any(matches(d, path) for d in excludes))
+    return any(matches(d, path) for d in includes) and not any(matches(d, path) for d in excludes)
 
 
 @dataclass(frozen=True)
 class BuildkiteStep:
-    file: str                            # .buildkite/test_areas/<area>.yaml
+    file: str  # .buildkite/test_areas/<area>.yaml
     group: str | None
     label: str
     key: str | None
     device: str | None
     commands: tuple[str, ...]
-    dependencies: tuple[str, ...]        # as written, "!" negations included
+    dependencies: tuple[str, ...]  # as written, "!" negations included
     working_dir: str = DEFAULT_WORKING_DIR
     optional: bool = False
     parallelism: int | None = None
     num_devices: int | None = None
     timeout_in_minutes: int | None = None
     env: tuple[tuple[str, str], ...] = ()
-    own_file: bool = False               # the file has a top-level depends_on: its path counts
+    own_file: bool = False  # the file has a top-level depends_on: its path counts
     dind: bool = True
     soft_fail: bool = False
     no_plugin: bool = False
     num_nodes: int | None = None
     mount_buildkite_agent: bool = False
-    substring_rule: bool = False         # test-pipeline.yaml's era: a dependency anywhere in the path
+    substring_rule: bool = False  # test-pipeline.yaml's era: a dependency anywhere in the path
 
     @property
     def ident(self) -> str:
@@ -126,18 +126,18 @@ class BuildkiteStep:
         if wd == WORKSPACE or wd == "":
             return ""
         if wd.startswith(WORKSPACE + "/"):
-            return wd[len(WORKSPACE) + 1:]
+            return wd[len(WORKSPACE) + 1 :]
         return wd.lstrip("/")
 
     @functools.cached_property
     def _rules(self) -> tuple[frozenset[str], frozenset[str]]:
         """(includes, exclusions), normalized once: covers() runs for every path x step."""
         deps = self.all_dependencies
+
         def norm(ds: Iterable[str]) -> frozenset[str]:
             return frozenset(n for n in (d.rstrip("/") for d in ds) if n)
 
-        return (norm(d for d in deps if not d.startswith("!")),
-                norm(d[1:] for d in deps if d.startswith("!")))
+        return (norm(d for d in deps if not d.startswith("!")), norm(d[1:] for d in deps if d.startswith("!")))
 
     def covers(self, path: str) -> bool:
         if self.substring_rule:
@@ -148,15 +148,14 @@ class BuildkiteStep:
         prefixes = _prefixes(path)
         if not includes.isdisjoint(prefixes) and excludes.isdisjoint(prefixes):
             return True
-        return (self.device in AMD_GPU_DEVICES and not self.dind
-                and dependencies_match(AMD_NATIVE_RUNTIME, path))
+        return self.device in AMD_GPU_DEVICES and not self.dind and dependencies_match(AMD_NATIVE_RUNTIME, path)
 
 
 @dataclass(frozen=True)
 class StepSelection:
     step: BuildkiteStep
-    paths: tuple[str, ...]               # the touched paths that select it
-    topics: tuple[str, ...] = ()         # the topics that touch those paths
+    paths: tuple[str, ...]  # the touched paths that select it
+    topics: tuple[str, ...] = ()  # the topics that touch those paths
 
 
 @dataclass(frozen=True)
@@ -164,15 +163,14 @@ class TestMap:
     steps: tuple[BuildkiteStep, ...]
     files: tuple[str, ...]
     problems: tuple[str, ...] = field(default=())  # files skipped, with why
-    run_all: tuple[str, ...] = ()                  # ci_config.yaml run_all_patterns
+    run_all: tuple[str, ...] = ()  # ci_config.yaml run_all_patterns
     run_all_exclude: tuple[str, ...] = ()
-    source: str = TEST_AREAS                       # what was read: the test_areas or test-pipeline.yaml
+    source: str = TEST_AREAS  # what was read: the test_areas or test-pipeline.yaml
     rule: str = "vllm-project/ci-infra pipeline_generator"  # whose rule selects, for messages
 
     def runs_all(self, path: str) -> bool:
         """Upstream's run-all trigger (global_config._should_run_all) for one changed path."""
-        return (any(re.match(p, path) for p in self.run_all)
-                and not any(re.match(p, path) for p in self.run_all_exclude))
+        return any(re.match(p, path) for p in self.run_all) and not any(re.match(p, path) for p in self.run_all_exclude)
 
     def select(self, touched: dict[str, tuple[str, ...]], include_always: bool = False) -> list[StepSelection]:
         """Steps covering any touched path ({path: topics touching it}), in file order.
@@ -210,8 +208,7 @@ def load_commit(repo: pygit2.Repository, commit: pygit2.Commit) -> TestMap:
     return load(repo, commit.tree, when=commit.commit_time)
 
 
-def load(repo: pygit2.Repository, tree: pygit2.Tree, directory: str = TEST_AREAS,
-         when: int | None = None) -> TestMap:
+def load(repo: pygit2.Repository, tree: pygit2.Tree, directory: str = TEST_AREAS, when: int | None = None) -> TestMap:
     """Every step of every test_areas file in `tree`; failing those, of its test-pipeline.yaml,
     by the rule in force at `when` (unix time; None: that layout's last rule)."""
     try:
@@ -222,7 +219,8 @@ def load(repo: pygit2.Repository, tree: pygit2.Tree, directory: str = TEST_AREAS
             return _load_legacy(legacy, when)
         raise SeriesError(
             f"no {directory}/ nor {testmap_legacy.TEST_PIPELINE} in the base tree: this upstream has "
-            "no vLLM-style CI map to select tests from") from None
+            "no vLLM-style CI map to select tests from"
+        ) from None
     steps: list[BuildkiteStep] = []
     files: list[str] = []
     problems: list[str] = []
@@ -250,13 +248,24 @@ def _load_legacy(text: str, when: int | None) -> TestMap:
     except (YAMLError, ValueError) as exc:
         problem = f"{path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         return TestMap((), (), (problem,), source=path, rule=rule)
-    steps = tuple(BuildkiteStep(file=path, group=None, key=None, substring_rule=True, **fields)
-                  for fields in testmap_legacy.steps_of(raw, era))
-    return TestMap(steps, (path,), (), testmap_legacy.run_all_regexes(era.run_all),
-                   testmap_legacy.run_all_regexes(era.run_all_ignore), source=path, rule=rule)
+    steps = tuple(
+        BuildkiteStep(file=path, group=None, key=None, substring_rule=True, **fields)
+        for fields in testmap_legacy.steps_of(raw, era)
+    )
+    return TestMap(
+        steps,
+        (path,),
+        (),
+        testmap_legacy.run_all_regexes(era.run_all),
+        testmap_legacy.run_all_regexes(era.run_all_ignore),
+        source=path,
+        rule=rule,
+    )
 
 
-def _run_all(repo: pygit2.Repository, tree: pygit2.Tree, problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _run_all(
+    repo: pygit2.Repository, tree: pygit2.Tree, problems: list[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     try:
         entry = tree[CI_CONFIG]
     except KeyError:
@@ -300,16 +309,23 @@ def _steps(node: dict[str, Any], path: str, group: str | None, own_file: bool = 
         deps = raw.get("source_file_dependencies") or []
         env = raw.get("env") or {}
         yield BuildkiteStep(
-            file=path, group=group, label=str(label), key=raw.get("key"),
-            device=raw.get("device"), commands=tuple(str(c) for c in commands),
+            file=path,
+            group=group,
+            label=str(label),
+            key=raw.get("key"),
+            device=raw.get("device"),
+            commands=tuple(str(c) for c in commands),
             dependencies=tuple(str(d) for d in deps),
             working_dir=str(raw.get("working_dir") or DEFAULT_WORKING_DIR),
             optional=bool(raw.get("optional", False)),
-            parallelism=_int(raw.get("parallelism")), num_devices=_int(raw.get("num_devices")),
+            parallelism=_int(raw.get("parallelism")),
+            num_devices=_int(raw.get("num_devices")),
             timeout_in_minutes=_int(raw.get("timeout_in_minutes")),
             env=tuple((str(k), str(v)) for k, v in env.items()) if isinstance(env, dict) else (),
-            own_file=own_file, dind=raw.get("dind", True) is not False,
-            soft_fail=raw.get("soft_fail") is True, no_plugin=raw.get("no_plugin") is True,
+            own_file=own_file,
+            dind=raw.get("dind", True) is not False,
+            soft_fail=raw.get("soft_fail") is True,
+            no_plugin=raw.get("no_plugin") is True,
             num_nodes=_int(raw.get("num_nodes")),
             mount_buildkite_agent=raw.get("mount_buildkite_agent") is True,
         )

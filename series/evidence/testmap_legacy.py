@@ -25,6 +25,7 @@ The era is the one in force when the base commit was made (its committer time): 
 when upstream's CI ran that file. Fastcheck (a separate pipeline of `fast_check: true`
 steps, with no path rule) and the AMD mirror group (`mirror_hardwares`) are not modelled.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -42,37 +43,70 @@ DEFAULT_WORKING_DIR = "/vllm-workspace/tests"
 @dataclass(frozen=True)
 class Era:
     """One state of ci-infra's bootstrap script and template, from the commit `since`."""
-    since: int                           # that commit's committer time (unix seconds)
-    commit: str                          # vllm-project/ci-infra
-    run_all: tuple[str, ...]             # bash glob prefixes of the bootstrap's patterns=(...)
+
+    since: int  # that commit's committer time (unix seconds)
+    commit: str  # vllm-project/ci-infra
+    run_all: tuple[str, ...]  # bash glob prefixes of the bootstrap's patterns=(...)
     run_all_ignore: tuple[str, ...] = ()
     a100_blocked: bool = True
     nightly_blocked: bool = False
 
 
 _P2024 = (".buildkite/test-pipeline", "Dockerfile", "CMakeLists.txt", "requirements*", "setup.py", "csrc/")
-_P2025 = (".buildkite/test-pipeline", "docker/Dockerfile", "CMakeLists.txt", "requirements/common.txt",
-          "requirements/cuda.txt", "requirements/build.txt", "requirements/test.txt", "setup.py", "csrc/")
+_P2025 = (
+    ".buildkite/test-pipeline",
+    "docker/Dockerfile",
+    "CMakeLists.txt",
+    "requirements/common.txt",
+    "requirements/cuda.txt",
+    "requirements/build.txt",
+    "requirements/test.txt",
+    "setup.py",
+    "csrc/",
+)
 ERAS = (
     # eecf0b3: blocking by dependencies turned on, and run_all unblocks every step
     Era(1722832970, "eecf0b3", (".buildkite/", "Dockerfile", "CMakeLists.txt", "requirements*", "setup.py")),
-    Era(1723479411, "2d5a36a", (".buildkite/", "Dockerfile", "CMakeLists.txt", "requirements*", "setup.py",
-                                "csrc/")),
+    Era(1723479411, "2d5a36a", (".buildkite/", "Dockerfile", "CMakeLists.txt", "requirements*", "setup.py", "csrc/")),
     Era(1724092811, "6922c84", _P2024),
     Era(1729572245, "27496fb", _P2024, nightly_blocked=True),
     Era(1732078228, "544f0be", _P2024, a100_blocked=False, nightly_blocked=True),
-    Era(1739474708, "98a7d2c", _P2024, ("Dockerfile.rocm", "Dockerfile.rocm_base"),
-        a100_blocked=False, nightly_blocked=True),
-    Era(1740010901, "8476545", _P2024, ("Dockerfile.rocm", "Dockerfile.rocm_base", "requirements-rocm",
-                                        "requirements-hpu", "requirements-openvino", "requirements-neuron",
-                                        "requirements-tpu", "requirements-xpu", "requirements-cpu"),
-        a100_blocked=False, nightly_blocked=True),
+    Era(
+        1739474708,
+        "98a7d2c",
+        _P2024,
+        ("Dockerfile.rocm", "Dockerfile.rocm_base"),
+        a100_blocked=False,
+        nightly_blocked=True,
+    ),
+    Era(
+        1740010901,
+        "8476545",
+        _P2024,
+        (
+            "Dockerfile.rocm",
+            "Dockerfile.rocm_base",
+            "requirements-rocm",
+            "requirements-hpu",
+            "requirements-openvino",
+            "requirements-neuron",
+            "requirements-tpu",
+            "requirements-xpu",
+            "requirements-cpu",
+        ),
+        a100_blocked=False,
+        nightly_blocked=True,
+    ),
     Era(1743454064, "3fb2dd0", _P2025, ("docker/Dockerfile.",), a100_blocked=False, nightly_blocked=True),
-    Era(1753825626, "0d4d33a", _P2025 + ("cmake/",), ("docker/Dockerfile.",),
-        a100_blocked=False, nightly_blocked=True),
-    Era(1759174453, "3008b04", _P2025[1:] + ("cmake/",),
+    Era(1753825626, "0d4d33a", _P2025 + ("cmake/",), ("docker/Dockerfile.",), a100_blocked=False, nightly_blocked=True),
+    Era(
+        1759174453,
+        "3008b04",
+        _P2025[1:] + ("cmake/",),
         ("docker/Dockerfile.", "csrc/cpu", "csrc/rocm", "cmake/hipify.py", "cmake/cpu_extension.cmake"),
-        a100_blocked=False, nightly_blocked=True),
+        a100_blocked=False,
+        nightly_blocked=True,
+    ),
 )
 
 
@@ -126,15 +160,23 @@ def steps_of(raw_steps: list[dict[str, Any]], era: Era) -> Iterable[dict[str, An
         if isinstance(deps, str):
             deps = list(deps)  # the template's loop over a string walks its characters
         device = "a100" if raw.get("gpu") == "a100" else ("cpu" if raw.get("no_gpu") else None)
-        blocked = bool(raw.get("optional")) or (era.a100_blocked and raw.get("gpu") == "a100") \
+        blocked = (
+            bool(raw.get("optional"))
+            or (era.a100_blocked and raw.get("gpu") == "a100")
             or (era.nightly_blocked and bool(raw.get("nightly")))
+        )
         num_nodes = raw.get("num_nodes")
         yield {
-            "label": str(raw["label"]), "device": device, "commands": tuple(str(c) for c in commands),
+            "label": str(raw["label"]),
+            "device": device,
+            "commands": tuple(str(c) for c in commands),
             "dependencies": tuple(str(d) for d in deps),
-            "working_dir": str(raw.get("working_dir") or DEFAULT_WORKING_DIR), "optional": blocked,
-            "parallelism": _int(raw.get("parallelism")), "num_devices": _int(raw.get("num_gpus")),
-            "soft_fail": raw.get("soft_fail") is True, "num_nodes": _int(num_nodes),
+            "working_dir": str(raw.get("working_dir") or DEFAULT_WORKING_DIR),
+            "optional": blocked,
+            "parallelism": _int(raw.get("parallelism")),
+            "num_devices": _int(raw.get("num_gpus")),
+            "soft_fail": raw.get("soft_fail") is True,
+            "num_nodes": _int(num_nodes),
         }
 
 

@@ -11,6 +11,7 @@ off and no installed `__pycache__` is linked into a directory that holds a chang
 
 Running pytest in that layout is series.evidence.pytestrun.
 """
+
 from __future__ import annotations
 
 import enum
@@ -26,8 +27,8 @@ from typing import Mapping
 class CaseOutcome(str, enum.Enum):
     PASSED = "passed"
     FAILED = "failed"
-    ERROR = "error"       # setup/teardown or collection: kept apart from failures
-    SKIPPED = "skipped"   # xfail included, as JUnit reports it
+    ERROR = "error"  # setup/teardown or collection: kept apart from failures
+    SKIPPED = "skipped"  # xfail included, as JUnit reports it
 
     @property
     def bad(self) -> bool:
@@ -163,7 +164,7 @@ def remove_stale(temp: Path) -> list[Path]:
     lock is held (a directory without one yet is a run starting: its pid is alive)."""
     removed = []
     for path in temp.glob(f"{SCRATCH_PREFIX}*"):
-        pid = path.name[len(SCRATCH_PREFIX):].partition("-")[0]
+        pid = path.name[len(SCRATCH_PREFIX) :].partition("-")[0]
         if not pid.isdigit() or path.is_symlink() or not path.is_dir() or _alive(int(pid)):
             continue
         try:

@@ -1,4 +1,5 @@
 """Upstream pull requests: the forge (GitHub REST or git refs alone), PR refs, retirement."""
+
 from __future__ import annotations
 
 import urllib.parse

@@ -5,6 +5,7 @@ recent PRs, and the files one PR changes. `GitHubForge` (github.py) asks the RES
 `OfflineForge` answers from PR heads already fetched into refs/remotes/<remote>/pr/N,
 so adopt and preflight work with no API at all (a mirror, no token, no network).
 """
+
 from __future__ import annotations
 
 import abc
@@ -45,15 +46,15 @@ class PullState(str, enum.Enum):
 class PullRequest:
     number: PRNumber
     title: str
-    author: str                    # GitHub login; offline: the head commit's author name
+    author: str  # GitHub login; offline: the head commit's author name
     state: PullState
     head_sha: Sha | None = None
-    base_sha: Sha | None = None    # where the PR branched off upstream, when the forge knows
+    base_sha: Sha | None = None  # where the PR branched off upstream, when the forge knows
     merge_commit: Sha | None = None
     url: str | None = None
     updated_at: str | None = None  # ISO 8601, UTC
     closed_at: str | None = None
-    body: str | None = None        # the description, from the API (what vLLM's duplicate bot reads)
+    body: str | None = None  # the description, from the API (what vLLM's duplicate bot reads)
 
     @property
     def merged(self) -> bool:
@@ -134,7 +135,7 @@ class PostedComment:
     """A comment the forge says it made on a PR's conversation."""
 
     id: int
-    url: str                       # https://HOST/OWNER/REPO/pull/N#issuecomment-ID
+    url: str  # https://HOST/OWNER/REPO/pull/N#issuecomment-ID
 
 
 @dataclass(frozen=True)
@@ -206,9 +207,10 @@ class Forge(abc.ABC):
     def pull_conversation(self, number: PRNumber) -> "Conversation":
         """The PR's reviews, comments, labels, requested reviewers, commits and the check
         runs of its head (series upstream). Only an API knows them: git refs refuse."""
-        raise ForgeError(f"the review state of PR #{number} needs the GitHub API ({self.source} has none)",
-                         "set upstream.github in series.yaml, or run 'series upstream --offline' to read "
-                         "the last fetch")
+        raise ForgeError(
+            f"the review state of PR #{number} needs the GitHub API ({self.source} has none)",
+            "set upstream.github in series.yaml, or run 'series upstream --offline' to read the last fetch",
+        )
 
     # Not pull_conversation's reviews: that is seven more requests, drops PENDING reviews this
     # counts, and refuses fields (logins, times) propose --update never needed; two readers.
@@ -219,9 +221,10 @@ class Forge(abc.ABC):
 
     def comment(self, number: PRNumber, body: str) -> PostedComment:
         """Post `body` on PR `number`'s conversation, once. Only an API can: git refs refuse."""
-        raise ForgeError(f"commenting on PR #{number} needs the GitHub API ({self.source} cannot post)",
-                         "set upstream.github in series.yaml and drop --offline (or SERIES_OFFLINE); "
-                         "--dry-run shows the comment")
+        raise ForgeError(
+            f"commenting on PR #{number} needs the GitHub API ({self.source} cannot post)",
+            "set upstream.github in series.yaml and drop --offline (or SERIES_OFFLINE); --dry-run shows the comment",
+        )
 
 
 def pr_ref(remote: str, number: int) -> str:
@@ -241,8 +244,7 @@ def mainline_commit(repo: pygit2.Repository, remote: str) -> pygit2.Commit | Non
     return None
 
 
-def pr_fork_point(repo: pygit2.Repository, remote: str, head: pygit2.Oid,
-                  base_sha: str | None = None) -> pygit2.Commit:
+def pr_fork_point(repo: pygit2.Repository, remote: str, head: pygit2.Oid, base_sha: str | None = None) -> pygit2.Commit:
     """Where a PR leaves upstream's main line: GitHub's base sha if we have it, else the
     merge-base with <remote>/main."""
     if base_sha:
@@ -257,8 +259,7 @@ def pr_fork_point(repo: pygit2.Repository, remote: str, head: pygit2.Oid,
             pass  # not fetched here: fall back to our view of main
     main = mainline_commit(repo, remote)
     if main is None:
-        raise SeriesError(
-            f"cannot tell the PR's own commits: no {remote}/main here", f"run 'git fetch {remote}' first")
+        raise SeriesError(f"cannot tell the PR's own commits: no {remote}/main here", f"run 'git fetch {remote}' first")
     mb = repo.merge_base(main.id, head)
     if mb is None:
         raise SeriesError(f"the PR head {str(head)[:12]} shares no history with {remote}/main")
@@ -302,8 +303,8 @@ class OfflineForge(Forge):
         prefix = f"refs/remotes/{self.remote}/pr/"
         found = []
         for name in self.repo.references:
-            if name.startswith(prefix) and name[len(prefix):].isdigit():
-                found.append(PRNumber(int(name[len(prefix):])))
+            if name.startswith(prefix) and name[len(prefix) :].isdigit():
+                found.append(PRNumber(int(name[len(prefix) :])))
         return sorted(found, reverse=True)
 
     def pull(self, number: PRNumber) -> PullRequest:
@@ -311,10 +312,15 @@ class OfflineForge(Forge):
         if head is None:
             raise ForgeError(
                 f"PR #{number} is not fetched here ({pr_ref(self.remote, number)})",
-                f"fetch it with 'git fetch {self.remote} +refs/pull/{number}/head:{pr_ref(self.remote, number)}'")
+                f"fetch it with 'git fetch {self.remote} +refs/pull/{number}/head:{pr_ref(self.remote, number)}'",
+            )
         when = datetime.datetime.fromtimestamp(head.commit_time, datetime.timezone.utc)
         return PullRequest(
-            number=number, title=subject(head), author=person(head, head.author)[0], state=PullState.UNKNOWN, head_sha=Sha(str(head.id)),
+            number=number,
+            title=subject(head),
+            author=person(head, head.author)[0],
+            state=PullState.UNKNOWN,
+            head_sha=Sha(str(head.id)),
             updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z"),
         )
 

@@ -5,14 +5,25 @@ Values only (frozen, typed), checked where they enter (forge/github_conversation
 same value is stored for offline use (series.upstream.store) and read back here, every
 field checked (`from_json`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from series.forge.base import PullRequest, PullState
 from series.model import PRNumber, Sha
-from series.persisted import (Json, JsonObject, read_bool, read_int, read_list, read_object, read_opt_int,
-                              read_opt_str, read_str, read_strs)
+from series.persisted import (
+    Json,
+    JsonObject,
+    read_bool,
+    read_int,
+    read_list,
+    read_object,
+    read_opt_int,
+    read_opt_str,
+    read_str,
+    read_strs,
+)
 
 # GitHub's review states (REST: "APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING")
 REVIEW_STATES = ("APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING")
@@ -25,7 +36,7 @@ class Said:
     author: str
     at: str
     bot: bool = False
-    text: str = ""             # the first line of a conversation comment (a ping is recognized by it)
+    text: str = ""  # the first line of a conversation comment (a ping is recognized by it)
 
     def to_json(self) -> dict[str, Json]:
         return {"author": self.author, "at": self.at, "bot": self.bot, "text": self.text}
@@ -38,7 +49,7 @@ class Said:
 @dataclass(frozen=True)
 class Review:
     said: Said
-    state: str                 # one of REVIEW_STATES
+    state: str  # one of REVIEW_STATES
 
     def to_json(self) -> dict[str, Json]:
         return {**self.said.to_json(), "state": self.state}
@@ -72,8 +83,8 @@ class ReviewComment:
 @dataclass(frozen=True)
 class CheckRun:
     name: str
-    status: str                # queued, in_progress, completed (and GitHub's newer waiting/pending)
-    conclusion: str | None     # success, failure, neutral, cancelled, skipped, timed_out, action_required, stale
+    status: str  # queued, in_progress, completed (and GitHub's newer waiting/pending)
+    conclusion: str | None  # success, failure, neutral, cancelled, skipped, timed_out, action_required, stale
 
     def to_json(self) -> dict[str, Json]:
         return {"name": self.name, "status": self.status, "conclusion": self.conclusion}
@@ -93,7 +104,7 @@ class CommitStatus:
     rather than a check run (vLLM's Buildkite: "buildkite/ci/pr", "buildkite/ci/pr/<step>")."""
 
     context: str
-    state: str                 # one of STATUS_STATES
+    state: str  # one of STATUS_STATES
 
     def to_json(self) -> dict[str, Json]:
         return {"context": self.context, "state": self.state}
@@ -113,27 +124,40 @@ class Conversation:
     pull: PullRequest
     draft: bool
     labels: tuple[str, ...]
-    requested: tuple[str, ...]             # logins whose review is requested now
+    requested: tuple[str, ...]  # logins whose review is requested now
     reviews: tuple[Review, ...]
     review_comments: tuple[ReviewComment, ...]
-    comments: tuple[Said, ...]             # the conversation (issue comments)
-    pushes: tuple[Said, ...]               # the PR's commits: author login, committer date
-    requests: tuple[Said, ...]             # review_requested events: the requested login, when
-    checks: tuple[CheckRun, ...]           # check runs of the head commit
-    viewer: str | None = None              # the login of the token, when there is one
+    comments: tuple[Said, ...]  # the conversation (issue comments)
+    pushes: tuple[Said, ...]  # the PR's commits: author login, committer date
+    requests: tuple[Said, ...]  # review_requested events: the requested login, when
+    checks: tuple[CheckRun, ...]  # check runs of the head commit
+    viewer: str | None = None  # the login of the token, when there is one
     statuses: tuple[CommitStatus, ...] = ()  # the head commit's combined status, by context
 
     def to_json(self) -> dict[str, Json]:
         p = self.pull
-        return {"number": int(p.number), "title": p.title, "author": p.author, "state": p.state.value,
-                "head_sha": p.head_sha, "merge_commit": p.merge_commit, "url": p.url,
-                "updated_at": p.updated_at, "closed_at": p.closed_at, "draft": self.draft,
-                "labels": list(self.labels), "requested": list(self.requested),
-                "reviews": [r.to_json() for r in self.reviews],
-                "review_comments": [c.to_json() for c in self.review_comments],
-                "comments": [c.to_json() for c in self.comments], "pushes": [c.to_json() for c in self.pushes],
-                "requests": [c.to_json() for c in self.requests], "checks": [c.to_json() for c in self.checks],
-                "viewer": self.viewer, "statuses": [s.to_json() for s in self.statuses]}
+        return {
+            "number": int(p.number),
+            "title": p.title,
+            "author": p.author,
+            "state": p.state.value,
+            "head_sha": p.head_sha,
+            "merge_commit": p.merge_commit,
+            "url": p.url,
+            "updated_at": p.updated_at,
+            "closed_at": p.closed_at,
+            "draft": self.draft,
+            "labels": list(self.labels),
+            "requested": list(self.requested),
+            "reviews": [r.to_json() for r in self.reviews],
+            "review_comments": [c.to_json() for c in self.review_comments],
+            "comments": [c.to_json() for c in self.comments],
+            "pushes": [c.to_json() for c in self.pushes],
+            "requests": [c.to_json() for c in self.requests],
+            "checks": [c.to_json() for c in self.checks],
+            "viewer": self.viewer,
+            "statuses": [s.to_json() for s in self.statuses],
+        }
 
     @classmethod
     def from_json(cls, d: JsonObject) -> "Conversation":
@@ -141,17 +165,29 @@ class Conversation:
             return [read_object(item, key) for item in read_list(d, key)]
 
         head, merge = read_opt_str(d, "head_sha"), read_opt_str(d, "merge_commit")
-        pull = PullRequest(number=PRNumber(read_int(d, "number")), title=read_str(d, "title"),
-                           author=read_str(d, "author"), state=PullState(read_str(d, "state")),
-                           head_sha=Sha(head) if head else None, merge_commit=Sha(merge) if merge else None,
-                           url=read_opt_str(d, "url"), updated_at=read_opt_str(d, "updated_at"),
-                           closed_at=read_opt_str(d, "closed_at"))
-        return cls(pull, read_bool(d, "draft"), tuple(read_strs(d, "labels")), tuple(read_strs(d, "requested")),
-                   tuple(Review.from_json(o) for o in objects("reviews")),
-                   tuple(ReviewComment.from_json(o) for o in objects("review_comments")),
-                   tuple(Said.from_json(o) for o in objects("comments")),
-                   tuple(Said.from_json(o) for o in objects("pushes")),
-                   tuple(Said.from_json(o) for o in objects("requests")),
-                   tuple(CheckRun.from_json(o) for o in objects("checks")), read_opt_str(d, "viewer"),
-                   # a fetch stored before statuses were read has none
-                   tuple(CommitStatus.from_json(o) for o in objects("statuses")) if "statuses" in d else ())
+        pull = PullRequest(
+            number=PRNumber(read_int(d, "number")),
+            title=read_str(d, "title"),
+            author=read_str(d, "author"),
+            state=PullState(read_str(d, "state")),
+            head_sha=Sha(head) if head else None,
+            merge_commit=Sha(merge) if merge else None,
+            url=read_opt_str(d, "url"),
+            updated_at=read_opt_str(d, "updated_at"),
+            closed_at=read_opt_str(d, "closed_at"),
+        )
+        return cls(
+            pull,
+            read_bool(d, "draft"),
+            tuple(read_strs(d, "labels")),
+            tuple(read_strs(d, "requested")),
+            tuple(Review.from_json(o) for o in objects("reviews")),
+            tuple(ReviewComment.from_json(o) for o in objects("review_comments")),
+            tuple(Said.from_json(o) for o in objects("comments")),
+            tuple(Said.from_json(o) for o in objects("pushes")),
+            tuple(Said.from_json(o) for o in objects("requests")),
+            tuple(CheckRun.from_json(o) for o in objects("checks")),
+            read_opt_str(d, "viewer"),
+            # a fetch stored before statuses were read has none
+            tuple(CommitStatus.from_json(o) for o in objects("statuses")) if "statuses" in d else (),
+        )

@@ -14,6 +14,7 @@ dates as ISO 8601. A wrong answer is a one-line ForgeError (exit 1) naming the U
 Each answer is cached for the run (one Forge per command), so preflight's many questions
 about the same PR cost one request each, and on disk by ETag across runs (http.py).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -28,8 +29,17 @@ from typing import Any, Callable
 
 from series import __version__, validate
 from series.errors import SeriesError
-from series.forge.base import (Forge, ForgeError, ForgeUnreachable, PostedComment, PullFile, PullRequest, PullState,
-                               ReviewActivity, hunks_of_patch)
+from series.forge.base import (
+    Forge,
+    ForgeError,
+    ForgeUnreachable,
+    PostedComment,
+    PullFile,
+    PullRequest,
+    PullState,
+    ReviewActivity,
+    hunks_of_patch,
+)
 from series.forge.conversation import Conversation
 from series.forge.http import ApiClient, HttpFailed, HttpRefused, HttpUnreachable
 from series.model import PRNumber, Sha
@@ -106,8 +116,14 @@ class GitHubForge(Forge):
     source = "github"
     api = True
 
-    def __init__(self, repo_slug: str, api_url: str | None = None, token: str | None = None,
-                 timeout: float = 20.0, client: ApiClient | None = None):
+    def __init__(
+        self,
+        repo_slug: str,
+        api_url: str | None = None,
+        token: str | None = None,
+        timeout: float = 20.0,
+        client: ApiClient | None = None,
+    ):
         self.slug = repo_slug
         self.base = api_base(api_url)
         self._host = urllib.parse.urlsplit(self.base).netloc
@@ -133,15 +149,18 @@ class GitHubForge(Forge):
             "User-Agent": f"series/{__version__}",
         }
         if urllib.parse.urlsplit(url).netloc != self._host:
-            raise ForgeError(f"the GitHub API sent a link to another host ({validate.one_line(url)[:200]}) "
-                             f"for {what}; refusing (the token goes only to {self.base})")
+            raise ForgeError(
+                f"the GitHub API sent a link to another host ({validate.one_line(url)[:200]}) "
+                f"for {what}; refusing (the token goes only to {self.base})"
+            )
         try:
             answer = self.http.get(url, what, headers)
         except HttpRefused as exc:
             raise ForgeError(str(exc)) from None
         except HttpUnreachable as exc:
-            raise ForgeUnreachable(f"{exc}; check the network or upstream.api_url, or pass --offline "
-                                   "to work from git alone") from None
+            raise ForgeUnreachable(
+                f"{exc}; check the network or upstream.api_url, or pass --offline to work from git alone"
+            ) from None
         except HttpFailed as exc:
             raise self._http_error(exc, what) from None
         if answer.rate_remaining is not None:
@@ -149,8 +168,9 @@ class GitHubForge(Forge):
         try:
             data = json.loads(answer.body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
-            raise ForgeError(f"the GitHub API at {self.base} sent something that is not JSON for {what} "
-                             f"({validate.one_line(url)})") from None
+            raise ForgeError(
+                f"the GitHub API at {self.base} sent something that is not JSON for {what} ({validate.one_line(url)})"
+            ) from None
         next_url = None
         m = _LINK_NEXT.search(answer.link or "")
         if m:
@@ -173,29 +193,34 @@ class GitHubForge(Forge):
             auth = "" if self._token else "; set GITHUB_TOKEN or GH_TOKEN for a higher limit"
             return ForgeError(
                 f"GitHub API rate limit exhausted ({code}) while reading {what}; it resets "
-                f"{_when(headers.get('X-RateLimit-Reset') if headers else None)}{auth}, or pass --offline")
+                f"{_when(headers.get('X-RateLimit-Reset') if headers else None)}{auth}, or pass --offline"
+            )
         if code in (403, 429) and retry_after:
             return ForgeError(
                 f"GitHub API secondary rate limit ({code}) while reading {what}; "
-                f"retry after {validate.one_line(retry_after)[:40]} s, or pass --offline")
+                f"retry after {validate.one_line(retry_after)[:40]} s, or pass --offline"
+            )
         if code == 429:
             return ForgeError(f"GitHub API rate limit (429) while reading {what}; retry later, or pass --offline")
         if code == 401:
             source = "the token" if self._token else "anonymous access"
             return ForgeError(
                 f"GitHub API refused {source} (401 Bad credentials) for {what}; "
-                "renew GH_TOKEN / GITHUB_TOKEN or run 'gh auth login'")
+                "renew GH_TOKEN / GITHUB_TOKEN or run 'gh auth login'"
+            )
         if code == 404:
             return ForgeError(
                 f"GitHub API: {what} not found (404); check the number and upstream.github "
-                f"({self.slug}); a private repository also needs a token")
+                f"({self.slug}); a private repository also needs a token"
+            )
         if code == 403:
             detail = f": {message}" if message else ""
             return ForgeError(f"GitHub API refused {what} (403){detail}")
         return ForgeError(f"GitHub API error {code} for {what}{': ' + message if message else ''}")
 
-    def _cached(self, url: str, what: str, paginate: bool = False,
-                stop: Callable[[list[Any]], bool] | None = None) -> Any:
+    def _cached(
+        self, url: str, what: str, paginate: bool = False, stop: Callable[[list[Any]], bool] | None = None
+    ) -> Any:
         if url in self._cache:
             return self._cache[url]
         if not paginate:
@@ -206,16 +231,19 @@ class GitHubForge(Forge):
             for _ in range(MAX_PAGES):
                 items, following = self._get(page, what)
                 if not isinstance(items, list):
-                    raise ForgeError(f"the GitHub API sent an unexpected answer for {what} "
-                                     f"(not a list; {validate.one_line(url)})")
+                    raise ForgeError(
+                        f"the GitHub API sent an unexpected answer for {what} (not a list; {validate.one_line(url)})"
+                    )
                 data.extend(items)
                 if following is None or (stop is not None and stop(items)):
                     break
                 page = following
             else:
-                raise ForgeError(f"the GitHub API had more than {MAX_PAGES} pages of {what} "
-                                 f"({len(data)} items so far); stopped rather than go on with part of "
-                                 f"them ({validate.one_line(url)[:200]})")
+                raise ForgeError(
+                    f"the GitHub API had more than {MAX_PAGES} pages of {what} "
+                    f"({len(data)} items so far); stopped rather than go on with part of "
+                    f"them ({validate.one_line(url)[:200]})"
+                )
         self._cache[url] = data
         return data
 
@@ -230,8 +258,9 @@ class GitHubForge(Forge):
         url = self._url(f"pulls/{int(number)}")
         pr = self.pull_from_json(self._cached(url, f"pull request #{number}"), url)
         if pr.number != number:
-            raise ForgeError(f"the GitHub API answered {url} with pull request #{pr.number}, "
-                             f"not #{number}; refusing it")
+            raise ForgeError(
+                f"the GitHub API answered {url} with pull request #{pr.number}, not #{number}; refusing it"
+            )
         return pr
 
     def list_pulls(self, since: datetime.datetime) -> list[PullRequest]:
@@ -263,12 +292,15 @@ class GitHubForge(Forge):
         files = []
         for item in items:
             if not isinstance(item, dict) or not isinstance(item.get("filename"), str) or not item["filename"]:
-                raise ForgeError(f"the GitHub API sent a file list without file names for PR #{number} "
-                                 f"({validate.one_line(url)})")
+                raise ForgeError(
+                    f"the GitHub API sent a file list without file names for PR #{number} ({validate.one_line(url)})"
+                )
             patch, previous = item.get("patch"), item.get("previous_filename")
             if not isinstance(patch, (str, type(None))) or not isinstance(previous, (str, type(None))):
-                raise ForgeError(f"the GitHub API sent a file entry with a wrong 'patch' or "
-                                 f"'previous_filename' for PR #{number} ({validate.one_line(url)})")
+                raise ForgeError(
+                    f"the GitHub API sent a file entry with a wrong 'patch' or "
+                    f"'previous_filename' for PR #{number} ({validate.one_line(url)})"
+                )
             files.append(PullFile(path=item["filename"], hunks=hunks_of_patch(patch), previous_path=previous))
         return files
 
@@ -298,8 +330,10 @@ class GitHubForge(Forge):
         data = self._cached(f"{self.base}/user", "the authenticated user")
         login = data.get("login") if isinstance(data, dict) else None
         if not isinstance(login, str) or not re.fullmatch(r"[A-Za-z0-9-]{1,39}", login):
-            raise ForgeError("the GitHub API did not say whose token this is (GET /user)",
-                             "pass --owner LOGIN (the owner of your fork)")
+            raise ForgeError(
+                "the GitHub API did not say whose token this is (GET /user)",
+                "pass --owner LOGIN (the owner of your fork)",
+            )
         return login
 
     def _post(self, url: str, what: str, payload: dict[str, Any], sent: str, check: str) -> Any:
@@ -308,33 +342,45 @@ class GitHubForge(Forge):
         where the user looks before running again. The answer, parsed JSON."""
         if not self._token:
             raise ForgeError(f"{what} needs a GitHub token", "set GH_TOKEN or GITHUB_TOKEN, or run 'gh auth login'")
-        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
-                   "User-Agent": f"series/{__version__}", "Content-Type": "application/json"}
+        headers = {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": f"series/{__version__}",
+            "Content-Type": "application/json",
+        }
         try:
             answer = self.http.post(url, what, headers, json.dumps(payload).encode("utf-8"))
         except HttpRefused as exc:
             raise ForgeError(f"{exc}; nothing was {sent} as far as series knows") from None
         except HttpUnreachable as exc:
-            raise ForgeUnreachable(f"{exc} for {what}; nothing was {sent} as far as series knows: "
-                                   f"check {check} before retrying") from None
+            raise ForgeUnreachable(
+                f"{exc} for {what}; nothing was {sent} as far as series knows: check {check} before retrying"
+            ) from None
         except HttpFailed as exc:
             if exc.code == 422:  # GitHub's "Validation Failed": the reasons are in errors[]
-                raise ForgeError(f"GitHub refused {what} (422): "
-                                 f"{self.http.scrub(_validation_errors(exc.body))}") from None
+                raise ForgeError(
+                    f"GitHub refused {what} (422): {self.http.scrub(_validation_errors(exc.body))}"
+                ) from None
             error = self._http_error(exc, what)
             raise (_MaybeDone(str(error)) if exc.code >= 500 else error) from None
         try:
             return json.loads(answer.body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
-            raise ForgeError(f"the GitHub API sent something that is not JSON for {what} ({url}); it was "
-                             f"probably {sent}: check {check}") from None
+            raise ForgeError(
+                f"the GitHub API sent something that is not JSON for {what} ({url}); it was "
+                f"probably {sent}: check {check}"
+            ) from None
 
     def create_pull(self, *, head: str, base: str, title: str, body: str, draft: bool = True) -> PullRequest:
         """Open a PR (POST /repos/OWNER/REPO/pulls); sent once, never retried."""
         url = self._url("pulls")
-        data = self._post(url, f"a new pull request from {head}",
-                          {"title": title, "head": head, "base": base, "body": body, "draft": draft},
-                          "opened", "the fork's PR list")
+        data = self._post(
+            url,
+            f"a new pull request from {head}",
+            {"title": title, "head": head, "base": base, "body": body, "draft": draft},
+            "opened",
+            "the fork's PR list",
+        )
         return self.pull_from_json(data, url)
 
     def pull_description(self, number: PRNumber) -> str | None:
@@ -343,8 +389,10 @@ class GitHubForge(Forge):
         self.pull(number)  # checked as a PR first: number, URL, shas
         body = self._cached(url, f"pull request #{number}").get("body")
         if not isinstance(body, (str, type(None))):
-            raise ForgeError(f"the GitHub API sent pull request #{number} with a 'body' that is not a string "
-                             f"({validate.one_line(url)})")
+            raise ForgeError(
+                f"the GitHub API sent pull request #{number} with a 'body' that is not a string "
+                f"({validate.one_line(url)})"
+            )
         return body
 
     def pull_conversation(self, number: PRNumber) -> Conversation:
@@ -365,8 +413,10 @@ class GitHubForge(Forge):
             for item in items:
                 ident = item.get("id") if isinstance(item, dict) else None
                 if isinstance(ident, bool) or not isinstance(ident, int):
-                    raise ForgeError(f"the GitHub API sent one of the {what} of PR #{number} without an id "
-                                     f"({validate.one_line(url)}); refusing the answer")
+                    raise ForgeError(
+                        f"the GitHub API sent one of the {what} of PR #{number} without an id "
+                        f"({validate.one_line(url)}); refusing the answer"
+                    )
             counts.append(len(items))
         return ReviewActivity(reviews=counts[0], comments=counts[1])
 
@@ -379,10 +429,13 @@ class GitHubForge(Forge):
         try:
             data = self._post(url, f"a comment on pull request #{number}", {"body": body}, "posted", where)
         except _MaybeDone as exc:  # a server error may come after the comment was made
-            raise ForgeError(f"{exc}; it may have been posted anyway: look at {where} before running "
-                             "again (series never sends it twice)") from None
-        return comment_from_json(data, url, self.slug, int(number),
-                                 web_hosts(urllib.parse.urlsplit(self.base).hostname or ""))
+            raise ForgeError(
+                f"{exc}; it may have been posted anyway: look at {where} before running "
+                "again (series never sends it twice)"
+            ) from None
+        return comment_from_json(
+            data, url, self.slug, int(number), web_hosts(urllib.parse.urlsplit(self.base).hostname or "")
+        )
 
 
 class _MaybeDone(ForgeError):
@@ -391,9 +444,12 @@ class _MaybeDone(ForgeError):
 
 def comment_from_json(data: Any, url: str, slug: str, number: int, hosts: tuple[str, ...]) -> PostedComment:
     """The comment GitHub says it made, checked: its URL becomes a record in series.yaml."""
+
     def bad(what: str) -> ForgeError:
-        return ForgeError(f"the GitHub API answered the comment on PR #{number} with {what} "
-                          f"({validate.one_line(url)}); it was probably posted: check the PR's conversation")
+        return ForgeError(
+            f"the GitHub API answered the comment on PR #{number} with {what} "
+            f"({validate.one_line(url)}); it was probably posted: check the PR's conversation"
+        )
 
     if not isinstance(data, dict):
         raise bad("something that is not an object")
@@ -417,10 +473,14 @@ def _validation_errors(body: bytes) -> str:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):  # the body is only a hint
         return "Validation Failed"
-    reasons = [str(e.get("message") or e.get("code") or "") for e in data.get("errors") or []
-               if isinstance(e, dict)] if isinstance(data, dict) and isinstance(data.get("errors"), list) else []
-    text = "; ".join(r for r in reasons if r) or (str(data.get("message", "Validation Failed"))
-                                                  if isinstance(data, dict) else "Validation Failed")
+    reasons = (
+        [str(e.get("message") or e.get("code") or "") for e in data.get("errors") or [] if isinstance(e, dict)]
+        if isinstance(data, dict) and isinstance(data.get("errors"), list)
+        else []
+    )
+    text = "; ".join(r for r in reasons if r) or (
+        str(data.get("message", "Validation Failed")) if isinstance(data, dict) else "Validation Failed"
+    )
     return " ".join(text.split())[:300]
 
 
@@ -432,8 +492,10 @@ def _parse_time(text: Any, url: str, field: str = "updated_at") -> datetime.date
             raise ValueError(text)
         moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ForgeError(f"the GitHub API sent {field} {validate.one_line(str(text))[:60]!r}, not an "
-                         f"ISO 8601 time ({validate.one_line(url)})") from None
+        raise ForgeError(
+            f"the GitHub API sent {field} {validate.one_line(str(text))[:60]!r}, not an "
+            f"ISO 8601 time ({validate.one_line(url)})"
+        ) from None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.timezone.utc)
 
 
@@ -446,12 +508,19 @@ def _text(value: Any) -> str:
 
 def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> PullRequest:
     """One pull request from the API, every field checked; ForgeError names what is wrong."""
-    def bad(what: str) -> ForgeError:
-        return ForgeError(f"the GitHub API sent a pull request with {what} ({validate.one_line(url)}); "
-                          "check upstream.api_url points at a GitHub REST API")
 
-    if not isinstance(data, dict) or isinstance(data.get("number"), bool) \
-            or not isinstance(data.get("number"), int) or data["number"] <= 0:
+    def bad(what: str) -> ForgeError:
+        return ForgeError(
+            f"the GitHub API sent a pull request with {what} ({validate.one_line(url)}); "
+            "check upstream.api_url points at a GitHub REST API"
+        )
+
+    if (
+        not isinstance(data, dict)
+        or isinstance(data.get("number"), bool)
+        or not isinstance(data.get("number"), int)
+        or data["number"] <= 0
+    ):
         raise bad("no number")
     number = data["number"]
     for key in ("title", "body", "state", "html_url", "merge_commit_sha", "updated_at", "closed_at", "merged_at"):
@@ -482,10 +551,15 @@ def pull_from_json(data: Any, url: str, slug: str, hosts: tuple[str, ...]) -> Pu
     for key in ("updated_at", "closed_at"):
         _parse_time(data.get(key), url, key)
     return PullRequest(
-        number=PRNumber(number), title=_text(data.get("title")),
-        author=_text(user.get("login")) or "?", state=state,
-        head_sha=Sha(head_sha) if head_sha else None, base_sha=Sha(base_sha) if base_sha else None,
+        number=PRNumber(number),
+        title=_text(data.get("title")),
+        author=_text(user.get("login")) or "?",
+        state=state,
+        head_sha=Sha(head_sha) if head_sha else None,
+        base_sha=Sha(base_sha) if base_sha else None,
         merge_commit=Sha(merge_commit) if merge_commit else None,
-        url=html_url, updated_at=data.get("updated_at"), closed_at=data.get("closed_at"),
+        url=html_url,
+        updated_at=data.get("updated_at"),
+        closed_at=data.get("closed_at"),
         body=data.get("body"),
     )

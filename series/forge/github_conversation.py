@@ -12,6 +12,7 @@ reviewThreads does). A thread here is a first comment and its replies (in_reply_
 `series upstream` counts one as waiting when its last comment is not ours and its line is
 still in the diff (an outdated thread is taken as settled). Its --help says so.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -20,8 +21,16 @@ from typing import Any, Callable, Iterator, Protocol
 
 from series import validate
 from series.forge.base import ForgeError, PullRequest
-from series.forge.conversation import (REVIEW_STATES, STATUS_STATES, CheckRun, CommitStatus, Conversation, Review,
-                                       ReviewComment, Said)
+from series.forge.conversation import (
+    REVIEW_STATES,
+    STATUS_STATES,
+    CheckRun,
+    CommitStatus,
+    Conversation,
+    Review,
+    ReviewComment,
+    Said,
+)
 from series.model import PRNumber
 
 
@@ -38,8 +47,9 @@ class GitHubReads(Protocol):
 
     def _get(self, url: str, what: str) -> tuple[Any, str | None]: ...
 
-    def _cached(self, url: str, what: str, paginate: bool = False,
-                stop: Callable[[list[Any]], bool] | None = None) -> Any: ...
+    def _cached(
+        self, url: str, what: str, paginate: bool = False, stop: Callable[[list[Any]], bool] | None = None
+    ) -> Any: ...
 
 
 ParseTime = Callable[[Any, str, str], datetime.datetime]
@@ -55,8 +65,9 @@ def fetch(forge: GitHubReads, number: PRNumber, _parse_time: ParseTime, max_page
     data = forge._cached(url, f"pull request #{number}")
 
     def bad(what: str, where: str) -> ForgeError:
-        return ForgeError(f"the GitHub API sent {what} for PR #{number} ({validate.one_line(where)[:200]}); "
-                          "refusing the answer")
+        return ForgeError(
+            f"the GitHub API sent {what} for PR #{number} ({validate.one_line(where)[:200]}); refusing the answer"
+        )
 
     def listed(path: str, what: str) -> list[dict[str, Any]]:
         where = forge._url(path, per_page=100)
@@ -110,11 +121,15 @@ def fetch(forge: GitHubReads, number: PRNumber, _parse_time: ParseTime, max_page
     where = forge._url(f"pulls/{int(number)}/comments", per_page=100)
     for item in listed(f"pulls/{int(number)}/comments", "review comments"):
         ident, reply = item.get("id"), item.get("in_reply_to_id")
-        if isinstance(ident, bool) or not isinstance(ident, int) or \
-                (reply is not None and (isinstance(reply, bool) or not isinstance(reply, int))):
+        if (
+            isinstance(ident, bool)
+            or not isinstance(ident, int)
+            or (reply is not None and (isinstance(reply, bool) or not isinstance(reply, int)))
+        ):
             raise bad("a review comment without an id", where)
-        review_comments.append(ReviewComment(ident, reply, said(item, where, "created_at"),
-                                             outdated=item.get("position", 0) is None))
+        review_comments.append(
+            ReviewComment(ident, reply, said(item, where, "created_at"), outdated=item.get("position", 0) is None)
+        )
 
     comments = []
     where = forge._url(f"issues/{int(number)}/comments", per_page=100)
@@ -140,14 +155,26 @@ def fetch(forge: GitHubReads, number: PRNumber, _parse_time: ParseTime, max_page
     where = forge._url(f"issues/{int(number)}/timeline", per_page=100)
     for item in listed(f"issues/{int(number)}/timeline", "timeline events"):
         if item.get("event") == "review_requested" and item.get("requested_reviewer") is not None:
-            requests.append(Said(login(item.get("requested_reviewer"), where)[0],
-                                 when(item.get("created_at"), where, "created_at")))
+            requests.append(
+                Said(login(item.get("requested_reviewer"), where)[0], when(item.get("created_at"), where, "created_at"))
+            )
 
     checks = _check_runs(forge, number, pull.head_sha, bad, max_pages) if pull.head_sha else []
     statuses = _statuses(forge, number, pull.head_sha, bad, max_pages) if pull.head_sha else []
-    return Conversation(pull, bool(data.get("draft")), tuple(labels), tuple(requested), tuple(reviews),
-                        tuple(review_comments), tuple(comments), tuple(pushes), tuple(requests), tuple(checks),
-                        _viewer(forge), tuple(statuses))
+    return Conversation(
+        pull,
+        bool(data.get("draft")),
+        tuple(labels),
+        tuple(requested),
+        tuple(reviews),
+        tuple(review_comments),
+        tuple(comments),
+        tuple(pushes),
+        tuple(requests),
+        tuple(checks),
+        _viewer(forge),
+        tuple(statuses),
+    )
 
 
 def _list(value: Any, bad: Any, key: str, url: str) -> list[Any]:
@@ -158,8 +185,9 @@ def _list(value: Any, bad: Any, key: str, url: str) -> list[Any]:
     return value
 
 
-def _enveloped(forge: GitHubReads, path: str, key: str, what: str, noun: str, bad: Any,
-               max_pages: int) -> Iterator[tuple[Any, str]]:
+def _enveloped(
+    forge: GitHubReads, path: str, key: str, what: str, noun: str, bad: Any, max_pages: int
+) -> Iterator[tuple[Any, str]]:
     """Each item of a list GitHub wraps in an object per page ({total_count, <key>: [...]}),
     with the page it came from; at most MAX_ITEMS in all and max_pages pages."""
     page: str | None = forge._url(path, per_page=100)
@@ -181,13 +209,19 @@ def _enveloped(forge: GitHubReads, path: str, key: str, what: str, noun: str, ba
 def _check_runs(forge: GitHubReads, number: PRNumber, head: str, bad: Any, max_pages: int) -> list[CheckRun]:
     """The check runs of the head commit: an object per page ({total_count, check_runs})."""
     runs: list[CheckRun] = []
-    for item, page in _enveloped(forge, f"commits/{head}/check-runs", "check_runs",
-                                 f"the check runs of PR #{number}'s head", "check runs", bad, max_pages):
+    for item, page in _enveloped(
+        forge,
+        f"commits/{head}/check-runs",
+        "check_runs",
+        f"the check runs of PR #{number}'s head",
+        "check runs",
+        bad,
+        max_pages,
+    ):
         name = item.get("name") if isinstance(item, dict) else None
         status = item.get("status") if isinstance(item, dict) else None
         conclusion = item.get("conclusion") if isinstance(item, dict) else None
-        if not isinstance(name, str) or not isinstance(status, str) \
-                or not isinstance(conclusion, (str, type(None))):
+        if not isinstance(name, str) or not isinstance(status, str) or not isinstance(conclusion, (str, type(None))):
             raise bad("a check run without a name, status or conclusion", page)
         runs.append(CheckRun(validate.one_line(name)[:100], status, conclusion))
     return runs
@@ -198,8 +232,15 @@ def _statuses(forge: GitHubReads, number: PRNumber, head: str, bad: Any, max_pag
     each): an object per page ({state, total_count, statuses}). The combined `state` alone
     is not read: GitHub says "pending" for a commit nobody reported on."""
     found: list[CommitStatus] = []
-    for item, page in _enveloped(forge, f"commits/{head}/status", "statuses",
-                                 f"the commit status of PR #{number}'s head", "commit statuses", bad, max_pages):
+    for item, page in _enveloped(
+        forge,
+        f"commits/{head}/status",
+        "statuses",
+        f"the commit status of PR #{number}'s head",
+        "commit statuses",
+        bad,
+        max_pages,
+    ):
         context = item.get("context") if isinstance(item, dict) else None
         state = item.get("state") if isinstance(item, dict) else None
         if not isinstance(context, str) or state not in STATUS_STATES:

@@ -14,6 +14,7 @@ questions pays with 304s, which GitHub does not count against the rate limit.
 Whatever the server says is untrusted: its error `message` is shown only after
 `scrub()` has removed the token and anything shaped like a credential.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,13 +42,14 @@ log = logging.getLogger("series.forge")
 REDIRECTS = (301, 302, 303, 307, 308)
 TRANSIENT = (500, 502, 503, 504)
 MAX_REDIRECTS = 5
-SHORT_WAIT = 30.0   # seconds: a Retry-After up to this is waited out, longer is an error
+SHORT_WAIT = 30.0  # seconds: a Retry-After up to this is waited out, longer is an error
 # one answer larger than this is refused, not read into memory: GitHub's pages of 100
 # items stay far below it (SERIES_HTTP_MAX_BYTES lowers it in tests)
 MAX_BODY = 64 * 1024 * 1024
 _CREDENTIAL = re.compile(
     r"(?:gh[pousr]_[A-Za-z0-9_]{16,}|github_pat_[A-Za-z0-9_]{16,}|"
-    r"(?i:(?:bearer|token|basic)\s+)[A-Za-z0-9_.=:+/-]{8,})")
+    r"(?i:(?:bearer|token|basic)\s+)[A-Za-z0-9_.=:+/-]{8,})"
+)
 
 
 def scrub(text: str, token: str | None) -> str:
@@ -59,7 +61,7 @@ def scrub(text: str, token: str | None) -> str:
 
 @dataclass(frozen=True)
 class Answer:
-    status: int            # 200, or 304 answered from the cache
+    status: int  # 200, or 304 answered from the cache
     body: bytes
     link: str | None
     rate_remaining: int | None
@@ -104,10 +106,18 @@ def cache_dir() -> Path:
 class ApiClient:
     """GETs to one API base URL; `get()` returns an Answer or raises one of the above."""
 
-    def __init__(self, base: str, token: str | None, *, timeout: float = 20.0,
-                 retries: int | None = None, backoff: float | None = None,
-                 sleep: Callable[[float], None] = time.sleep,
-                 say: Callable[[str], None] | None = None, cache: Path | None = None):
+    def __init__(
+        self,
+        base: str,
+        token: str | None,
+        *,
+        timeout: float = 20.0,
+        retries: int | None = None,
+        backoff: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        say: Callable[[str], None] | None = None,
+        cache: Path | None = None,
+    ):
         self.base = base
         self.origin = _origin(base)
         self._token = token
@@ -118,8 +128,9 @@ class ApiClient:
         self.backoff = backoff if backoff is not None else float(os.environ.get("SERIES_HTTP_BACKOFF", "0.5"))
         self.sleep = sleep
         self.say = say or log.warning
-        self.cache = cache if cache is not None else (None if os.environ.get("SERIES_HTTP_CACHE") == "off"
-                                                      else cache_dir())
+        self.cache = (
+            cache if cache is not None else (None if os.environ.get("SERIES_HTTP_CACHE") == "off" else cache_dir())
+        )
         self.requests = 0
         self._opener = urllib.request.build_opener(_NoRedirects)
 
@@ -144,8 +155,11 @@ class ApiClient:
             entry = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None  # our own cache, damaged: a miss, rewritten on the next 200
-        if not isinstance(entry, dict) or entry.get("url") != url or not all(
-                isinstance(entry.get(k), str) for k in ("etag", "body")):
+        if (
+            not isinstance(entry, dict)
+            or entry.get("url") != url
+            or not all(isinstance(entry.get(k), str) for k in ("etag", "body"))
+        ):
             return None
         return entry
 
@@ -154,8 +168,11 @@ class ApiClient:
         if path is None or not etag:
             return
         try:
-            text = self.scrub(body.decode("utf-8")) if self._token and self._token.encode() in body \
+            text = (
+                self.scrub(body.decode("utf-8"))
+                if self._token and self._token.encode() in body
                 else body.decode("utf-8")
+            )
         except UnicodeDecodeError:
             return
         entry = {"url": url, "etag": etag, "link": link or "", "body": text}
@@ -168,8 +185,9 @@ class ApiClient:
     # -- one GET --------------------------------------------------------------------------
     def get(self, url: str, what: str, headers: dict[str, str]) -> Answer:
         if _origin(url) != self.origin:
-            raise HttpRefused(f"refusing to send a request for {what} to {one_line(url)}: "
-                              f"not the configured API host {self.base}")
+            raise HttpRefused(
+                f"refusing to send a request for {what} to {one_line(url)}: not the configured API host {self.base}"
+            )
         cached = self._cached(url)
         extra = {"If-None-Match": cached["etag"]} if cached else {}
         for hop in range(MAX_REDIRECTS + 1):
@@ -185,15 +203,13 @@ class ApiClient:
                     ) from None
                 log.debug("redirect %s -> %s", moved.code, target)
                 url = target
-        raise HttpRefused(f"the GitHub API at {self.base} redirected {what} more than "
-                          f"{MAX_REDIRECTS} times; refusing")
+        raise HttpRefused(f"the GitHub API at {self.base} redirected {what} more than {MAX_REDIRECTS} times; refusing")
 
     def post(self, url: str, what: str, headers: dict[str, str], payload: bytes) -> Answer:
         """One POST, sent once: never retried (a lost answer could mean it was done) and
         never redirected (a 30x is refused, the token stays here)."""
         if _origin(url) != self.origin:
-            raise HttpRefused(f"refusing to send {what} to {one_line(url)}: not the configured "
-                              f"API host {self.base}")
+            raise HttpRefused(f"refusing to send {what} to {one_line(url)}: not the configured API host {self.base}")
         send = dict(headers)
         if self._token:
             send["Authorization"] = f"Bearer {self._token}"
@@ -205,15 +221,16 @@ class ApiClient:
                 return Answer(response.status, response.read(), response.headers.get("Link"), None)
         except urllib.error.HTTPError as exc:
             if exc.code in REDIRECTS:
-                raise HttpRefused(f"the GitHub API at {self.base} redirected {what} ({exc.code}); "
-                                  "refusing: only GET requests follow redirects, and only on this host") from None
+                raise HttpRefused(
+                    f"the GitHub API at {self.base} redirected {what} ({exc.code}); "
+                    "refusing: only GET requests follow redirects, and only on this host"
+                ) from None
             raise HttpFailed(f"HTTP {exc.code}", exc.code, exc.headers, _read(exc)) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise HttpUnreachable(f"cannot reach the GitHub API at {self.base} ({self.scrub(str(reason))})") from None
 
-    def _attempts(self, url: str, what: str, headers: dict[str, str],
-                  cached: dict[str, str] | None) -> Answer:
+    def _attempts(self, url: str, what: str, headers: dict[str, str], cached: dict[str, str] | None) -> Answer:
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             wait = self._pause(attempt)
@@ -225,10 +242,16 @@ class ApiClient:
                     raise _Redirect(exc.code, location) from None
                 body = _read(exc)
                 retry_after = _seconds(exc.headers.get("Retry-After") if exc.headers else None)
-                if retry_after is not None and retry_after <= SHORT_WAIT and not last and \
-                        exc.code in (403, 429, *TRANSIENT):
-                    self.say(f"the GitHub API asked to wait {retry_after:g} s (Retry-After, "
-                             f"{exc.code}) while reading {what}; waiting")
+                if (
+                    retry_after is not None
+                    and retry_after <= SHORT_WAIT
+                    and not last
+                    and exc.code in (403, 429, *TRANSIENT)
+                ):
+                    self.say(
+                        f"the GitHub API asked to wait {retry_after:g} s (Retry-After, "
+                        f"{exc.code}) while reading {what}; waiting"
+                    )
                     self.sleep(retry_after)
                     continue
                 if exc.code in TRANSIENT and not last:
@@ -244,12 +267,13 @@ class ApiClient:
                     continue
                 raise HttpUnreachable(
                     f"cannot reach the GitHub API at {self.base} ({self.scrub(str(reason))}"
-                    f"{', after ' + str(self.retries + 1) + ' tries' if self.retries else ''})") from None
+                    f"{', after ' + str(self.retries + 1) + ' tries' if self.retries else ''})"
+                ) from None
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _pause(self, attempt: int) -> float:
         """Full jitter (AWS's 'exponential backoff and jitter'), capped at 8 s a wait."""
-        return random.uniform(0, min(8.0, self.backoff * (2 ** attempt)))
+        return random.uniform(0, min(8.0, self.backoff * (2**attempt)))
 
     def _once(self, url: str, headers: dict[str, str], cached: dict[str, str] | None) -> Answer:
         send = dict(headers)
@@ -263,20 +287,26 @@ class ApiClient:
         except urllib.error.HTTPError as exc:
             if exc.code == 304 and cached is not None:
                 remaining = exc.headers.get("X-RateLimit-Remaining") if exc.headers else None
-                return Answer(304, cached["body"].encode("utf-8"), cached.get("link") or None,
-                              int(remaining) if remaining and remaining.isdigit() else None, True)
+                return Answer(
+                    304,
+                    cached["body"].encode("utf-8"),
+                    cached.get("link") or None,
+                    int(remaining) if remaining and remaining.isdigit() else None,
+                    True,
+                )
             raise
         with response:
             limit = int(os.environ.get("SERIES_HTTP_MAX_BYTES") or MAX_BODY)
             body = response.read(limit + 1)
             if len(body) > limit:
-                raise HttpRefused(f"the GitHub API at {self.base} sent more than {limit} bytes for "
-                                  f"{one_line(url)[:200]}; refusing an answer that large")
+                raise HttpRefused(
+                    f"the GitHub API at {self.base} sent more than {limit} bytes for "
+                    f"{one_line(url)[:200]}; refusing an answer that large"
+                )
             link = response.headers.get("Link")
             remaining = response.headers.get("X-RateLimit-Remaining")
             self._store(url, response.headers.get("ETag"), body, link)
-        return Answer(response.status, body, link,
-                      int(remaining) if remaining and remaining.isdigit() else None)
+        return Answer(response.status, body, link, int(remaining) if remaining and remaining.isdigit() else None)
 
 
 class _Redirect(Exception):

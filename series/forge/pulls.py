@@ -4,6 +4,7 @@ GitHub, and any mirror that serves them, publishes every PR head as refs/pull/N/
 We keep them as remote-tracking refs, refs/remotes/<remote>/pr/N, where OfflineForge
 finds them: `git fetch` semantics, so these refs are not part of series' undo journal.
 """
+
 from __future__ import annotations
 
 import pygit2
@@ -21,14 +22,23 @@ def fetch_pull(repo: pygit2.Repository, remote: str, number: int) -> Sha:
     remote = validate.existing_remote(repo.remotes.names(), remote, "upstream.remote")
     number = validate.pr_number(number, "pull request number")
     local = pr_ref(remote, number)
-    proc = git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
-               f"+refs/pull/{number}/head:{local}", check=False)
+    proc = git(
+        workdir(repo),
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--end-of-options",
+        remote,
+        f"+refs/pull/{number}/head:{local}",
+        check=False,
+    )
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         if "couldn't find remote ref" in proc.stderr:
             raise SeriesError(
                 f"{remote} has no pull request #{number} (refs/pull/{number}/head not served); "
-                "check the number, or that the remote is GitHub or a mirror with PR refs")
+                "check the number, or that the remote is GitHub or a mirror with PR refs"
+            )
         raise SeriesError(f"git fetch {remote} refs/pull/{number}/head failed: {validate.one_line(detail)}")
     ref = repo.references.get(local)
     if ref is None:  # pygit2 caches packed refs; a fresh lookup sees the fetch
@@ -40,9 +50,16 @@ def fetch_pull(repo: pygit2.Repository, remote: str, number: int) -> Sha:
 def fetch_all_pulls(repo: pygit2.Repository, remote: str) -> None:
     """Every PR head into refs/remotes/<remote>/pr/*, plus <remote>'s branches (main)."""
     remote = validate.existing_remote(repo.remotes.names(), remote, "upstream.remote")
-    git(workdir(repo), "fetch", "--quiet", "--no-tags", "--end-of-options", remote,
+    git(
+        workdir(repo),
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--end-of-options",
+        remote,
         f"+refs/heads/*:refs/remotes/{remote}/*",
-        f"+refs/pull/*/head:refs/remotes/{remote}/pr/*")
+        f"+refs/pull/*/head:refs/remotes/{remote}/pr/*",
+    )
 
 
 def fetch_commit(repo: pygit2.Repository, remote: str, sha: str) -> bool:

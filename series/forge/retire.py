@@ -13,6 +13,7 @@ whether anything of the adopted version is lost when the topic retires.
 Everything but the API's evidence is the engine's (series.engine.merged.pr_verdict), which
 the rebase asks without a network; it moved there so the engine imports no forge (issue 35).
 """
+
 from __future__ import annotations
 
 import pygit2
@@ -21,12 +22,18 @@ from series.engine.merged import RetireKind, RetireVerdict, compare_files, conta
 from series.forge.base import Forge, ForgeUnreachable
 from series.model import Topic
 
-__all__ = ["RetireKind", "RetireVerdict", "check"]   # the verdict's types, where the forge's callers look
+__all__ = ["RetireKind", "RetireVerdict", "check"]  # the verdict's types, where the forge's callers look
 
 
-def check(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
-          new_base: pygit2.Commit, forge: Forge | None = None, *,
-          replay_empty: bool = False) -> RetireVerdict | None:
+def check(
+    repo: pygit2.Repository,
+    topic: Topic,
+    old_base: pygit2.Commit,
+    new_base: pygit2.Commit,
+    forge: Forge | None = None,
+    *,
+    replay_empty: bool = False,
+) -> RetireVerdict | None:
     """The verdict for one PR topic being rebased from old_base to new_base, or None.
 
     `topic` must carry upstream_pr; its branch is the adopted head (on old_base).
@@ -43,9 +50,14 @@ def check(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit,
                 candidate = repo[pr.merge_commit].peel(pygit2.Commit)
             except (KeyError, ValueError):
                 candidate = None
-            if candidate is not None and contains(repo, new_base.id, candidate.id) \
-                    and not contains(repo, old_base.id, candidate.id):
-                reason = (f"GitHub: PR #{int(topic.upstream_pr)} merged as {str(candidate.id)[:12]}, "
-                          f"contained in the new base")
+            if (
+                candidate is not None
+                and contains(repo, new_base.id, candidate.id)
+                and not contains(repo, old_base.id, candidate.id)
+            ):
+                reason = (
+                    f"GitHub: PR #{int(topic.upstream_pr)} merged as {str(candidate.id)[:12]}, "
+                    f"contained in the new base"
+                )
                 return compare_files(repo, topic, old_base, new_base, candidate, reason)
     return pr_verdict(repo, topic, old_base, new_base, replay_empty=replay_empty)

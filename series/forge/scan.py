@@ -15,6 +15,7 @@ A PR merged by fast-forward or rebase (main contains its commits themselves) has
 commits of its own left to find, so it is not a candidate: its change is upstream
 history, which `series touches --between` and the rebase's attribution show.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -42,10 +43,10 @@ class _Touch:
 
 @dataclass(frozen=True)
 class Scan:
-    pulls: list[PullRequest]                 # the PRs touching the paths, newest head first
-    files: dict[int, list[PullFile]]         # PR -> the paths it changes among those asked, with hunks
-    heads: int                               # PR heads looked at
-    graph: bool                              # the clone has a commit-graph file
+    pulls: list[PullRequest]  # the PRs touching the paths, newest head first
+    files: dict[int, list[PullFile]]  # PR -> the paths it changes among those asked, with hunks
+    heads: int  # PR heads looked at
+    graph: bool  # the clone has a commit-graph file
 
 
 def _has_graph(repo: pygit2.Repository) -> bool:
@@ -54,8 +55,15 @@ def _has_graph(repo: pygit2.Repository) -> bool:
 
 
 def _walk(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, paths: list[str]) -> dict[int, _Touch]:
-    args = ["log", "--no-color", "--no-renames", "--source", "--name-only",
-            f"--format={_RECORD}%H{_FIELD}%P{_FIELD}%S", f"--glob=refs/remotes/{remote}/pr/*"]
+    args = [
+        "log",
+        "--no-color",
+        "--no-renames",
+        "--source",
+        "--name-only",
+        f"--format={_RECORD}%H{_FIELD}%P{_FIELD}%S",
+        f"--glob=refs/remotes/{remote}/pr/*",
+    ]
     if main is not None:
         args += ["--not", str(main.id)]
     out = git(workdir(repo), *args, "--", *paths).stdout
@@ -64,7 +72,7 @@ def _walk(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, path
     for record in out.split(_RECORD)[1:]:
         head, _, names = record.partition("\n")
         _sha, parents, ref = head.split(_FIELD)
-        number = ref[len(prefix):] if ref.startswith(prefix) else ""
+        number = ref[len(prefix) :] if ref.startswith(prefix) else ""
         if not number.isdigit() or not parents:
             continue
         touch = found.setdefault(int(number), _Touch(ref))
@@ -74,8 +82,9 @@ def _walk(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, path
     return found
 
 
-def _states(repo: pygit2.Repository, main: pygit2.Commit | None,
-            heads: dict[int, pygit2.Commit]) -> dict[int, pygit2.Commit | bool]:
+def _states(
+    repo: pygit2.Repository, main: pygit2.Commit | None, heads: dict[int, pygit2.Commit]
+) -> dict[int, pygit2.Commit | bool]:
     """PR -> main's squash commit of it, or True when main contains its head; one walk of
     main, newest first, back to the oldest head (a PR merges after its last push)."""
     if main is None or not heads:
@@ -100,6 +109,7 @@ def _hunks(repo: pygit2.Repository, start: str, head: pygit2.Commit, path: str) 
             return repo[tree[path].id].peel(pygit2.Blob).data
         except KeyError:
             return b""
+
     old, new = data(repo[pygit2.Oid(hex=start)].peel(pygit2.Commit).tree), data(head.tree)
     if b"\0" in old[:8000] or b"\0" in new[:8000]:
         return ()
@@ -107,8 +117,7 @@ def _hunks(repo: pygit2.Repository, start: str, head: pygit2.Commit, path: str) 
     return tuple((h.old_start, h.old_lines) for h in patch.hunks)
 
 
-def scan(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, paths: list[str],
-         heads: int) -> Scan:
+def scan(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, paths: list[str], heads: int) -> Scan:
     """The PR heads under refs/remotes/<remote>/pr/ whose own commits change `paths`."""
     touched = _walk(repo, remote, main, paths) if paths else {}
     commits = {}
@@ -122,13 +131,20 @@ def scan(repo: pygit2.Repository, remote: str, main: pygit2.Commit | None, paths
         when = datetime.datetime.fromtimestamp(head.commit_time, datetime.timezone.utc)
         merged = states.get(number)
         squash = merged if isinstance(merged, pygit2.Commit) else None
-        pulls.append(PullRequest(
-            number=PRNumber(number), title=subject_of(head), author=person(head, head.author)[0],
-            state=PullState.MERGED if merged else PullState.UNKNOWN, head_sha=Sha(str(head.id)),
-            merge_commit=Sha(str(squash.id)) if squash is not None else None,
-            updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z")))
+        pulls.append(
+            PullRequest(
+                number=PRNumber(number),
+                title=subject_of(head),
+                author=person(head, head.author)[0],
+                state=PullState.MERGED if merged else PullState.UNKNOWN,
+                head_sha=Sha(str(head.id)),
+                merge_commit=Sha(str(squash.id)) if squash is not None else None,
+                updated_at=when.isoformat(timespec="seconds").replace("+00:00", "Z"),
+            )
+        )
         # the paths' change in this PR: from before its oldest commit that changes each one
         # (its earlier commits leave them alone) to its head
-        files[number] = [PullFile(path, _hunks(repo, start, head, path))
-                         for path, start in sorted(touched[number].paths.items())]
+        files[number] = [
+            PullFile(path, _hunks(repo, start, head, path)) for path, start in sorted(touched[number].paths.items())
+        ]
     return Scan(pulls, files, heads, _has_graph(repo))

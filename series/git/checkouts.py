@@ -6,6 +6,7 @@ started from (the main one's HEAD lives in the common dir, each linked one's und
 clean ones after the move (`git read-tree -u -m OLD NEW`, which refuses rather than
 overwrite anything).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -85,8 +86,8 @@ def checkouts(repo: pygit2.Repository, branches: set[str]) -> list[Checkout]:
             text = head_file.read_text().strip()
         except OSError:
             continue
-        if text.startswith("ref: refs/heads/") and text[len("ref: refs/heads/"):] in branches:
-            found.append(Checkout(top, text[len("ref: refs/heads/"):]))
+        if text.startswith("ref: refs/heads/") and text[len("ref: refs/heads/") :] in branches:
+            found.append(Checkout(top, text[len("ref: refs/heads/") :]))
     return found
 
 

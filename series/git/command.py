@@ -6,6 +6,7 @@ that honour their reflog settings and reference-transaction hooks). Everything e
 pygit2. Inherited GIT_* variables that point git at another repository are dropped, so a
 hook or an outer `git rebase -x` cannot redirect us.
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,10 +21,20 @@ log = logging.getLogger("series.git")
 
 # Identity and date variables are the user's to set; location variables are not ours.
 _KEEP = {
-    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
-    "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
-    "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_ASKPASS", "GIT_SSH", "GIT_SSH_COMMAND",
-    "GIT_TERMINAL_PROMPT", "GIT_TRACE", "GIT_EDITOR",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+    "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_ASKPASS",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_TERMINAL_PROMPT",
+    "GIT_TRACE",
+    "GIT_EDITOR",
 }
 
 
@@ -52,8 +63,9 @@ def _subcommand(args: tuple[str, ...]) -> str | None:
     return None
 
 
-def git(cwd: Path, *args: str, input: str | None = None, check: bool = True,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def git(
+    cwd: Path, *args: str, input: str | None = None, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run git in `cwd`; a failure becomes a SeriesError with git's own last line.
 
     Values from outside (series.yaml, an API answer) go after `--end-of-options` (or
@@ -64,7 +76,11 @@ def git(cwd: Path, *args: str, input: str | None = None, check: bool = True,
     log.debug("$ git %s", shlex.join(args))
     try:
         proc = subprocess.run(
-            ["git", *args], cwd=cwd, input=input, capture_output=True, text=True,
+            ["git", *args],
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            text=True,
             env=clean_env(env),
         )
     except FileNotFoundError:
@@ -85,13 +101,22 @@ def git_many(cwd: Path, commands: list[tuple[str, ...]], width: int = 4) -> list
             raise AssertionError(f"git {_subcommand(args)} is not run side by side: {shlex.join(args)}")
     done: list[subprocess.CompletedProcess[str]] = []
     for start in range(0, len(commands), width):
-        batch = commands[start:start + width]
+        batch = commands[start : start + width]
         for args in batch:
             log.debug("$ git %s &", shlex.join(args))
         try:
-            procs = [subprocess.Popen(["git", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      stdin=subprocess.DEVNULL, text=True, env=clean_env())
-                     for args in batch]
+            procs = [
+                subprocess.Popen(
+                    ["git", *args],
+                    cwd=cwd,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                    env=clean_env(),
+                )
+                for args in batch
+            ]
         except FileNotFoundError:
             raise SeriesError("git is not installed or not on PATH") from None
         for args, proc in zip(batch, procs):

@@ -12,6 +12,7 @@ lacks trees too (tree:0), the command is refused with how to get a full clone.
 A shallow clone cannot tell a topic's own commits from upstream's when the history
 between them is cut off; the refusal says how deep the clone must be.
 """
+
 from __future__ import annotations
 
 import re
@@ -50,9 +51,11 @@ def is_partial(repo: pygit2.Repository) -> bool:
 
 
 def full_clone_hint(remote: str) -> str:
-    return (f"make it a full clone with 'git config --unset remote.{remote}.partialclonefilter && "
-            f"git config --unset remote.{remote}.promisor && git fetch --refetch {remote}' "
-            "(or clone again without --filter)")
+    return (
+        f"make it a full clone with 'git config --unset remote.{remote}.partialclonefilter && "
+        f"git config --unset remote.{remote}.promisor && git fetch --refetch {remote}' "
+        "(or clone again without --filter)"
+    )
 
 
 def _blob_at(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
@@ -63,7 +66,9 @@ def _blob_at(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
     return entry.id if entry.type_str == "blob" else None
 
 
-def _changes(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> Iterable[tuple[str, pygit2.Oid | None, pygit2.Oid | None]]:
+def _changes(
+    repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree
+) -> Iterable[tuple[str, pygit2.Oid | None, pygit2.Oid | None]]:
     """(path, old blob, new blob) for each changed file: tree entries only, no contents."""
     for delta in old.diff_to_tree(new).deltas:
         old_id = delta.old_file.id if delta.old_file.id != pygit2.Oid(hex="0" * 40) else None
@@ -71,8 +76,9 @@ def _changes(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree) -> Ite
         yield delta.new_file.path or delta.old_file.path, old_id, new_id
 
 
-def needed_blobs(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[pygit2.Commit],
-                 onto: pygit2.Commit | None = None) -> set[pygit2.Oid]:
+def needed_blobs(
+    repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[pygit2.Commit], onto: pygit2.Commit | None = None
+) -> set[pygit2.Oid]:
     """Blobs of every file a topic commit changes: both sides of each commit, and the file
     at the base, at the head and at `onto` (a rebase merges against it). If upstream
     removed such a file by `onto`, the files it added too (rename candidates)."""
@@ -118,17 +124,34 @@ def fetch_objects(repo: pygit2.Repository, oids: list[pygit2.Oid]) -> None:
         return
     remote = remote_name(remotes[0], "the partial clone's promisor remote")
     root = Path(repo.workdir or repo.path)
-    proc = git(root, "-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
-               "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin",
-               "--end-of-options", remote, input="".join(f"{oid}\n" for oid in oids), check=False)
+    proc = git(
+        root,
+        "-c",
+        "fetch.negotiationAlgorithm=noop",
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--recurse-submodules=no",
+        "--filter=blob:none",
+        "--stdin",
+        "--end-of-options",
+        remote,
+        input="".join(f"{oid}\n" for oid in oids),
+        check=False,
+    )
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise SeriesError(f"this is a partial clone and fetching the {len(oids)} file version(s) "
-                          f"series needs from {remote} failed ({last})", full_clone_hint(remote))
+        raise SeriesError(
+            f"this is a partial clone and fetching the {len(oids)} file version(s) "
+            f"series needs from {remote} failed ({last})",
+            full_clone_hint(remote),
+        )
 
 
-def ensure_blobs(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[pygit2.Commit],
-                 onto: pygit2.Commit | None = None) -> int:
+def ensure_blobs(
+    repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[pygit2.Commit], onto: pygit2.Commit | None = None
+) -> int:
     """In a partial clone, fetch the blobs the topics need; return how many were fetched."""
     if not is_partial(repo):
         return 0
@@ -149,13 +172,17 @@ def ensure_objects(repo: pygit2.Repository, oids: Iterable[pygit2.Oid]) -> int:
     still = missing(fresh, want)
     if still:
         remote = promisor_remotes(repo)[0]
-        raise SeriesError(f"this is a partial clone and {len(still)} file version(s) series needs "
-                          f"(e.g. {str(still[0])[:12]}) are not served by {remote}", full_clone_hint(remote))
+        raise SeriesError(
+            f"this is a partial clone and {len(still)} file version(s) series needs "
+            f"(e.g. {str(still[0])[:12]}) are not served by {remote}",
+            full_clone_hint(remote),
+        )
     return len(want)
 
 
-def check_shallow(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[pygit2.Commit],
-                  base_name: str, remote: str) -> None:
+def check_shallow(
+    repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[pygit2.Commit], base_name: str, remote: str
+) -> None:
     """In a shallow clone, refuse when a topic's history back to the base is cut off,
     saying how deep it must be."""
     if not repo.is_shallow:
@@ -171,15 +198,17 @@ def check_shallow(repo: pygit2.Repository, base: pygit2.Commit, heads: Iterable[
         raise SeriesError(
             f"this is a shallow clone: the history of {str(head.id)[:12]} holds {depth} commit(s) and "
             f"never reaches {base_name}; series needs a depth of more than {depth}, back to {base_name}",
-            f"run 'git fetch --shallow-since={since} {remote}' (or 'git fetch --unshallow {remote}')")
+            f"run 'git fetch --shallow-since={since} {remote}' (or 'git fetch --unshallow {remote}')",
+        )
 
 
 def explain(exc: BaseException, start: Path) -> str | None:
     """A missing-object crash in a partial or shallow clone, as a message; else None."""
     text = str(exc)
-    looks_missing = (isinstance(exc, KeyError) and re.fullmatch(r"'?[0-9a-f]{40}'?", text)) or \
-        (isinstance(exc, pygit2.GitError) and re.search(r"object not found|unable to read (tree|blob)",
-                                                        text, re.IGNORECASE) is not None)
+    looks_missing = (isinstance(exc, KeyError) and re.fullmatch(r"'?[0-9a-f]{40}'?", text)) or (
+        isinstance(exc, pygit2.GitError)
+        and re.search(r"object not found|unable to read (tree|blob)", text, re.IGNORECASE) is not None
+    )
     if not looks_missing:
         return None
     try:
@@ -188,9 +217,13 @@ def explain(exc: BaseException, start: Path) -> str | None:
         return None
     if is_partial(repo):
         remote = promisor_remotes(repo)[0]
-        return (f"this is a partial clone and series needed an object it does not have "
-                f"({text.strip(chr(39))[:12]}); libgit2 cannot fetch on demand: {full_clone_hint(remote)}")
+        return (
+            f"this is a partial clone and series needed an object it does not have "
+            f"({text.strip(chr(39))[:12]}); libgit2 cannot fetch on demand: {full_clone_hint(remote)}"
+        )
     if repo.is_shallow:
-        return (f"this is a shallow clone and series needed a commit it does not have "
-                f"({text.strip(chr(39))[:12]}); deepen it with 'git fetch --unshallow'")
+        return (
+            f"this is a shallow clone and series needed a commit it does not have "
+            f"({text.strip(chr(39))[:12]}); deepen it with 'git fetch --unshallow'"
+        )
     return None

@@ -5,6 +5,7 @@ What an operation records around that transaction (the journal, backups, series.
 recovery after a kill) is the transaction's: series.ops.journal and series.ops.changeset. This
 module knows nothing of series.yaml, the transaction or the engine.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ ZERO = "0" * 40
 
 @dataclass(frozen=True)
 class RefMove:
-    ref: str          # full name, refs/heads/topic/x
-    old: str | None   # None: the ref must not exist yet
-    new: str | None   # None: delete the ref
+    ref: str  # full name, refs/heads/topic/x
+    old: str | None  # None: the ref must not exist yet
+    new: str | None  # None: delete the ref
 
 
 def current(repo: pygit2.Repository, ref: str) -> str | None:
@@ -34,16 +35,23 @@ def current(repo: pygit2.Repository, ref: str) -> str | None:
     return str(found.resolve().target)
 
 
-def update(repo: pygit2.Repository, moves: list[RefMove], message: str,
-           lenient: int = 0, verify: list[tuple[str, str]] | None = None) -> None:
+def update(
+    repo: pygit2.Repository,
+    moves: list[RefMove],
+    message: str,
+    lenient: int = 0,
+    verify: list[tuple[str, str]] | None = None,
+) -> None:
     """All moves in one git transaction; the first `lenient` ones are written whatever
     their current value (backup refs, which a retried operation may find already there)."""
     lines = ["start"]
     for m in moves:  # the --stdin protocol is space-separated: a bad name would garble it
         problem = validate.ref_component_problem(m.ref)
         if problem is not None:
-            raise SeriesError(f"refusing to move '{validate.one_line(m.ref)}': the name {problem} "
-                              "(git check-ref-format rules); nothing was moved")
+            raise SeriesError(
+                f"refusing to move '{validate.one_line(m.ref)}': the name {problem} "
+                "(git check-ref-format rules); nothing was moved"
+            )
     for ref, value in verify or []:
         lines.append(f"verify {ref} {value}")
     for i, m in enumerate(moves):

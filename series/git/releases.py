@@ -29,6 +29,7 @@ tag is upstream's: the ones on upstream's line, and the ones no branch reaches (
 remote at all), nothing tells the tags apart and every version tag counts. The fork's own
 are listed by `series release --all`, and are still reached by their exact name.
 """
+
 from __future__ import annotations
 
 import re
@@ -77,8 +78,8 @@ def tag_version(tag: str) -> Version | None:
 def _all_version_tags(repo: pygit2.Repository) -> list[Release]:
     found = []
     for ref in repo.references:
-        if ref.startswith("refs/tags/") and (version := tag_version(ref[len("refs/tags/"):])):
-            found.append(Release(version, ref[len("refs/tags/"):]))
+        if ref.startswith("refs/tags/") and (version := tag_version(ref[len("refs/tags/") :])):
+            found.append(Release(version, ref[len("refs/tags/") :]))
     return sorted(found, reverse=True)
 
 
@@ -99,7 +100,7 @@ def trunk_commit(repo: pygit2.Repository, remote: str = UPSTREAM) -> tuple[pygit
     name = trunk_ref(repo, remote)
     if name is None:
         return None
-    return repo.references[name].resolve().peel(pygit2.Commit), name[len("refs/remotes/"):]
+    return repo.references[name].resolve().peel(pygit2.Commit), name[len("refs/remotes/") :]
 
 
 def upstream_line(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[pygit2.Oid]:
@@ -125,8 +126,13 @@ _FORK_TAGS: dict[tuple[str, str], tuple[tuple[tuple[str, str], ...], frozenset[s
 
 
 def _refs_now(repo: pygit2.Repository) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((r.name, str(r.target)) for r in repo.references.iterator()
-                        if r.name.startswith(("refs/heads/", "refs/remotes/", "refs/tags/"))))
+    return tuple(
+        sorted(
+            (r.name, str(r.target))
+            for r in repo.references.iterator()
+            if r.name.startswith(("refs/heads/", "refs/remotes/", "refs/tags/"))
+        )
+    )
 
 
 def fork_tags(repo: pygit2.Repository, remote: str = UPSTREAM) -> frozenset[str]:
@@ -141,11 +147,19 @@ def fork_tags(repo: pygit2.Repository, remote: str = UPSTREAM) -> frozenset[str]
     known = {r.tag for r in _all_version_tags(repo)}
     if line and known:
         root = Path(repo.workdir or repo.path)
-        off = [t for t in git(root, "tag", "--list", *(f"--no-merged={t}" for t in line)).stdout.split()
-               if t in known]
+        off = [t for t in git(root, "tag", "--list", *(f"--no-merged={t}" for t in line)).stdout.split() if t in known]
         if off:
-            beyond = set(git(root, "rev-list", "--branches", f"--exclude=refs/remotes/{remote}/pr/*",
-                             "--remotes", "--not", *map(str, line)).stdout.split())
+            beyond = set(
+                git(
+                    root,
+                    "rev-list",
+                    "--branches",
+                    f"--exclude=refs/remotes/{remote}/pr/*",
+                    "--remotes",
+                    "--not",
+                    *map(str, line),
+                ).stdout.split()
+            )
             found = frozenset(t for t in off if _commit_of(repo, t) in beyond)
     _FORK_TAGS[key] = (refs, found)
     return found
@@ -170,8 +184,13 @@ def own_tags(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[str]:
     upstream = {r.tag for r in version_tags(repo, remote)}
     own = fork_tags(repo, remote)
     versions = [r.tag for r in _all_version_tags(repo) if r.tag in own]
-    rest = sorted(ref[len("refs/tags/"):] for ref in repo.references if ref.startswith("refs/tags/")
-                  and ref[len("refs/tags/"):] not in upstream and ref[len("refs/tags/"):] not in own)
+    rest = sorted(
+        ref[len("refs/tags/") :]
+        for ref in repo.references
+        if ref.startswith("refs/tags/")
+        and ref[len("refs/tags/") :] not in upstream
+        and ref[len("refs/tags/") :] not in own
+    )
     return versions + rest
 
 
@@ -205,11 +224,12 @@ def shorthand(spec: str) -> tuple[int, ...] | None:
 
 def _starts_with(version: Version, prefix: tuple[int, ...]) -> bool:
     numbers = version.release + (0,) * (len(prefix) - len(version.release))  # 0.6 == 0.6.0
-    return numbers[:len(prefix)] == prefix
+    return numbers[: len(prefix)] == prefix
 
 
-def newest(repo: pygit2.Repository, prefix: tuple[int, ...], pre_releases: bool = False,
-           remote: str = UPSTREAM) -> Release | None:
+def newest(
+    repo: pygit2.Repository, prefix: tuple[int, ...], pre_releases: bool = False, remote: str = UPSTREAM
+) -> Release | None:
     """The newest release of upstream's whose numbers start with `prefix` (any release for
     ()); with `pre_releases`, the newest version tag so, rc or dev tags too."""
     found = version_tags(repo, remote) if pre_releases else releases(repo, remote)
@@ -231,12 +251,14 @@ def nearest(repo: pygit2.Repository, spec: str, count: int = 3, remote: str = UP
             have = (r.version.release + (0, 0))[:3]
             i = next((i for i in range(3) if have[i] != want[i]), 3)
             return (3 - i, abs(have[i] - want[i]) if i < 3 else 0)
+
         known.sort(key=distance)  # stable: among equals, newest first still
     return [r.tag for r in known[:count]]
 
 
-def closest_common(repo: pygit2.Repository, workdir: Path, commits: Sequence[pygit2.Oid],
-                   remote: str = UPSTREAM) -> list[Release]:
+def closest_common(
+    repo: pygit2.Repository, workdir: Path, commits: Sequence[pygit2.Oid], remote: str = UPSTREAM
+) -> list[Release]:
     """The releases every one of `commits` contains that no other such release follows:
     one when the commits fork from one release's line, several when they sit on two
     (v0.31.0 and a v0.30.1 merged into it), none when no release is in all of them.

@@ -3,6 +3,7 @@
 `changed_paths` compares two trees by walking only the subtrees whose ids differ, so
 its cost follows the size of the change, not of the vLLM tree (about 8,500 files).
 """
+
 from __future__ import annotations
 
 import codecs
@@ -32,6 +33,7 @@ pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, 1 << 20)
 
 
 # -- a commit's text, decoded as git shows it ------------------------------------------------
+
 
 def _codec(commit: pygit2.Commit) -> str:
     """The codec of a commit's `encoding` header (UTF-8 without one). One Python does not
@@ -108,9 +110,13 @@ def repo_path(repo: pygit2.Repository, path: str, cwd: Path) -> str:
         rel = None if joined == ".." or joined.startswith("../") else joined
     if rel is None:
         where = tree or Path(repo.workdir or gitdir).resolve()
-        hint = ("" if tree is not None or not os.path.isabs(path) else
-                ": a bare repository takes paths from its root" if not repo.workdir else
-                ": in the git directory paths are from the root (or run from the work tree)")
+        hint = (
+            ""
+            if tree is not None or not os.path.isabs(path)
+            else ": a bare repository takes paths from its root"
+            if not repo.workdir
+            else ": in the git directory paths are from the root (or run from the work tree)"
+        )
         raise SeriesError(f"path {path} is outside the repository at {where}{hint}")
     return rel + "/" if path.endswith("/") and rel != "." else rel
 
@@ -134,8 +140,7 @@ def signature_from_ident(ident: str) -> pygit2.Signature:
     if m is None:
         raise SeriesError(f"cannot read committer identity {ident!r}")
     offset = int(m.group(5)) * 60 + int(m.group(6))
-    return pygit2.Signature(m.group(1), m.group(2), int(m.group(3)),
-                            -offset if m.group(4) == "-" else offset)
+    return pygit2.Signature(m.group(1), m.group(2), int(m.group(3)), -offset if m.group(4) == "-" else offset)
 
 
 def committer(repo: pygit2.Repository) -> pygit2.Signature:
@@ -145,9 +150,10 @@ def committer(repo: pygit2.Repository) -> pygit2.Signature:
     proc = git(workdir(repo), "var", "GIT_COMMITTER_IDENT", check=False)
     if proc.returncode != 0:
         detail = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise SeriesError(f"no committer identity ({detail})",
-                          "set user.name and user.email (git config --global user.name 'You'), "
-                          "or GIT_COMMITTER_NAME/EMAIL")
+        raise SeriesError(
+            f"no committer identity ({detail})",
+            "set user.name and user.email (git config --global user.name 'You'), or GIT_COMMITTER_NAME/EMAIL",
+        )
     return signature_from_ident(proc.stdout)
 
 
@@ -167,9 +173,10 @@ class Abbreviations:
 
     def __call__(self, oid: pygit2.Oid) -> str:
         if oid not in self._known:
-            batch = [oid, *(c for c in self._wanted if c != oid and c not in self._known)][:self._BATCH]
-            proc = git(workdir(self.repo), "rev-list", "--no-walk=unsorted", "--format=%H%x09%h",
-                       *map(str, batch), check=False)
+            batch = [oid, *(c for c in self._wanted if c != oid and c not in self._known)][: self._BATCH]
+            proc = git(
+                workdir(self.repo), "rev-list", "--no-walk=unsorted", "--format=%H%x09%h", *map(str, batch), check=False
+            )
             found = dict(line.split("\t") for line in proc.stdout.splitlines() if "\t" in line)
             if proc.returncode == 0 and all(str(c) in found for c in batch):
                 self._known.update((c, found[str(c)]) for c in batch)
@@ -189,8 +196,10 @@ def resolve_commit(repo: pygit2.Repository, ref: str, what: str = "ref") -> pygi
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
         near = releases.nearest(repo, ref)
-        raise SeriesError(f"unknown {what} '{ref}': not a branch, tag or commit here",
-                          f"nearest tags: {', '.join(near)}" if near else None) from None
+        raise SeriesError(
+            f"unknown {what} '{ref}': not a branch, tag or commit here",
+            f"nearest tags: {', '.join(near)}" if near else None,
+        ) from None
 
 
 def branch_commit(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
@@ -200,8 +209,7 @@ def branch_commit(repo: pygit2.Repository, branch: str) -> pygit2.Commit | None:
     return repo[ref.target].peel(pygit2.Commit)
 
 
-def resolve_release(repo: pygit2.Repository, spec: str,
-                    remote: str = releases.UPSTREAM) -> tuple[str, pygit2.Commit]:
+def resolve_release(repo: pygit2.Repository, spec: str, remote: str = releases.UPSTREAM) -> tuple[str, pygit2.Commit]:
     """A release name (`latest`, `v0.31`: series.git.releases says which tag, among the
     upstream `remote`'s tags, never the fork's own) or any ref.
 
@@ -246,8 +254,9 @@ def named_entries(tree: pygit2.Tree | None) -> dict[str, pygit2.Object]:
     return {cast(str, e.name): e for e in tree} if tree is not None else {}
 
 
-def changed_paths(repo: pygit2.Repository, old: pygit2.Tree | None,
-                  new: pygit2.Tree | None, prefix: str = "") -> Iterator[PathChange]:
+def changed_paths(
+    repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree | None, prefix: str = ""
+) -> Iterator[PathChange]:
     """Blob paths that differ between two trees, descending only into changed subtrees."""
     old_entries, new_entries = named_entries(old), named_entries(new)
     for name in sorted(old_entries.keys() | new_entries.keys()):
@@ -259,8 +268,11 @@ def changed_paths(repo: pygit2.Repository, old: pygit2.Tree | None,
         b_tree = b is not None and b.filemode == TREE_MODE
         if a_tree or b_tree:
             yield from changed_paths(
-                repo, repo[a.id].peel(pygit2.Tree) if a is not None and a_tree else None,
-                repo[b.id].peel(pygit2.Tree) if b is not None and b_tree else None, f"{path}/")
+                repo,
+                repo[a.id].peel(pygit2.Tree) if a is not None and a_tree else None,
+                repo[b.id].peel(pygit2.Tree) if b is not None and b_tree else None,
+                f"{path}/",
+            )
         if (a is not None and not a_tree) or (b is not None and not b_tree):
             yield PathChange(
                 path,
@@ -294,8 +306,13 @@ def line_counts(repo: pygit2.Repository, change: PathChange) -> tuple[int, int]:
 
 
 def file_stat(repo: pygit2.Repository, change: PathChange) -> FileStat:
-    status = "A" if change.old_id is None else "D" if change.new_id is None else (
-        "T" if change.old_id == change.new_id else "M")
+    status = (
+        "A"
+        if change.old_id is None
+        else "D"
+        if change.new_id is None
+        else ("T" if change.old_id == change.new_id else "M")
+    )
     added, deleted = line_counts(repo, change)
     return FileStat(change.path, added, deleted, status)
 
@@ -335,8 +352,9 @@ def upstream_tips(repo: pygit2.Repository, remote: str) -> list[pygit2.Oid]:
     return tips
 
 
-def edit_tree(repo: pygit2.Repository, tree: pygit2.Tree | None,
-              changes: dict[str, tuple[pygit2.Oid, int] | None], where: str) -> pygit2.Oid:
+def edit_tree(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, changes: dict[str, tuple[pygit2.Oid, int] | None], where: str
+) -> pygit2.Oid:
     """`tree` with blobs set (None deletes), rebuilding only the touched subtrees.
 
     For building a few commits (import, the demo); the rebase engine has its own
@@ -366,7 +384,9 @@ def edit_tree(repo: pygit2.Repository, tree: pygit2.Tree | None,
         existing = present.get(name)
         if existing is not None and existing.filemode != TREE_MODE and here.get(name, ...) is not None:
             raise SeriesError(f"{where}: '{name}' is a file, not a directory")
-        subtree = repo[existing.id].peel(pygit2.Tree) if existing is not None and existing.filemode == TREE_MODE else None
+        subtree = (
+            repo[existing.id].peel(pygit2.Tree) if existing is not None and existing.filemode == TREE_MODE else None
+        )
         oid = edit_tree(repo, subtree, sub, where)
         if len(repo[oid].peel(pygit2.Tree)) == 0:
             if name in present:

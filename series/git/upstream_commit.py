@@ -5,6 +5,7 @@ its PR. Read here, below everything that asks (moved out of series.history.attri
 issue 35): the rebase's merged-upstream rule and its bisection (series.engine), the forge's
 offline scan, attribution and `series touches --between` all read "(#N)" the one way.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -39,14 +40,15 @@ class UpstreamCommit:
     subject: str
     pr: int | None
     author: str
-    date: str          # the author date, YYYY-MM-DD (UTC)
+    date: str  # the author date, YYYY-MM-DD (UTC)
 
     @classmethod
     def of(cls, commit: pygit2.Commit) -> "UpstreamCommit":
         subject = subject_of(commit)
         when = datetime.datetime.fromtimestamp(commit.author.time, datetime.timezone.utc)
-        return cls(str(commit.id), subject, pr_number(subject), person(commit, commit.author)[0],
-                   when.date().isoformat())
+        return cls(
+            str(commit.id), subject, pr_number(subject), person(commit, commit.author)[0], when.date().isoformat()
+        )
 
     def to_json(self) -> dict[str, Json]:
         return {"sha": self.sha, "subject": self.subject, "pr": self.pr, "author": self.author, "date": self.date}
@@ -54,8 +56,13 @@ class UpstreamCommit:
     @classmethod
     def from_json(cls, data: Json | persisted.JsonObject, what: str = "commit") -> "UpstreamCommit":
         d = persisted.read_object(data, what)
-        return cls(persisted.read_str(d, "sha"), persisted.read_str(d, "subject"), persisted.read_opt_int(d, "pr"),
-                   persisted.read_str(d, "author"), persisted.read_str(d, "date"))
+        return cls(
+            persisted.read_str(d, "sha"),
+            persisted.read_str(d, "subject"),
+            persisted.read_opt_int(d, "pr"),
+            persisted.read_str(d, "author"),
+            persisted.read_str(d, "date"),
+        )
 
     @property
     def label(self) -> str:

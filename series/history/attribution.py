@@ -16,6 +16,7 @@ that touches the file (a zero-context diff per commit, lines shifted past each h
 "changed the lines we edit" means the lines as they were at that commit, not at the old
 base: an upstream commit that only moved our lines down is not a culprit.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,9 +41,9 @@ class Culprit:
 
     commit: UpstreamCommit
     path: str
-    overlaps: bool          # it changed the lines our version edits (or deleted the file)
-    symbol: str | None      # the def/class those lines sit in, when the file is Python
-    deleted: bool = False   # it deleted (or moved) the file
+    overlaps: bool  # it changed the lines our version edits (or deleted the file)
+    symbol: str | None  # the def/class those lines sit in, when the file is Python
+    deleted: bool = False  # it deleted (or moved) the file
 
     def sentence(self) -> str:
         """'upstream #61234 rewrote touch() in lru.py (a1b2c3d4e5f6, Ada, 2026-01-13): [KV] ...'"""
@@ -53,18 +54,28 @@ class Culprit:
         return f"upstream {c.label} {verb} {where}{name} ({c.sha[:12]}, {c.author}, {c.date}): {c.subject}"
 
     def to_json(self) -> dict[str, Json]:
-        return {**self.commit.to_json(), "path": self.path, "overlaps": self.overlaps, "symbol": self.symbol,
-                "deleted": self.deleted}
+        return {
+            **self.commit.to_json(),
+            "path": self.path,
+            "overlaps": self.overlaps,
+            "symbol": self.symbol,
+            "deleted": self.deleted,
+        }
 
     @classmethod
     def from_json(cls, data: Json) -> "Culprit":
         d = persisted.read_object(data, "culprit")
-        return cls(UpstreamCommit.from_json(d, "culprit"), persisted.read_str(d, "path"),
-                   persisted.read_bool(d, "overlaps"), persisted.read_opt_str(d, "symbol"),
-                   persisted.read_bool(d, "deleted"))
+        return cls(
+            UpstreamCommit.from_json(d, "culprit"),
+            persisted.read_str(d, "path"),
+            persisted.read_bool(d, "overlaps"),
+            persisted.read_opt_str(d, "symbol"),
+            persisted.read_bool(d, "deleted"),
+        )
 
 
 # -- walking upstream ---------------------------------------------------------------------
+
 
 def upstream_commits(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid) -> list[pygit2.Commit]:
     """old..new, oldest first (parents before children)."""
@@ -80,8 +91,13 @@ def _entry(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
         return None
 
 
-def path_commits(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, paths: Iterable[str],
-                 commits: Sequence[pygit2.Commit] | None = None) -> dict[str, list[pygit2.Commit]]:
+def path_commits(
+    repo: pygit2.Repository,
+    old: pygit2.Oid,
+    new: pygit2.Oid,
+    paths: Iterable[str],
+    commits: Sequence[pygit2.Commit] | None = None,
+) -> dict[str, list[pygit2.Commit]]:
     """Per path, the commits of old..new (oldest first) that `git log old..new -- PATH` lists.
 
     git's default history simplification, per path: a commit that reads the path as one
@@ -139,8 +155,9 @@ class PathHistory:
         self._found: dict[str, list[pygit2.Commit]] = {}
 
     @classmethod
-    def over(cls, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid,
-             kept: "PathHistory | None" = None) -> "PathHistory":
+    def over(
+        cls, repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, kept: "PathHistory | None" = None
+    ) -> "PathHistory":
         """`kept` when it is this range's, else a new one."""
         if kept is not None and (kept.old, kept.new) == (old, new):
             return kept
@@ -191,6 +208,7 @@ def _linear_path_commits(span: Sequence[pygit2.Commit], wanted: list[str]) -> di
 
 
 # -- attribution ----------------------------------------------------------------------------
+
 
 def _text(repo: pygit2.Repository, oid: pygit2.Oid | None) -> bytes:
     return repo[oid].peel(pygit2.Blob).data if oid is not None else b""
@@ -256,9 +274,15 @@ def region(repo: pygit2.Repository, base: pygit2.Tree, ours: pygit2.Tree, path: 
     return [old for old, _ in _hunks(_text(repo, before), _text(repo, _entry(ours, path)))]
 
 
-def attribute(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, ours: pygit2.Tree,
-              path: str, history: Sequence[pygit2.Commit] | None = None,
-              commits: Sequence[pygit2.Commit] | None = None) -> list[Culprit]:
+def attribute(
+    repo: pygit2.Repository,
+    old: pygit2.Oid,
+    new: pygit2.Oid,
+    ours: pygit2.Tree,
+    path: str,
+    history: Sequence[pygit2.Commit] | None = None,
+    commits: Sequence[pygit2.Commit] | None = None,
+) -> list[Culprit]:
     """The upstream commits old..new that changed `path`, most likely culprit first: those
     that changed the lines our version (`ours`) edits, oldest first (the first one is where
     the topic stopped applying), then the ones that changed the file elsewhere, newest first.
@@ -295,8 +319,15 @@ def attribute(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, ours: p
 
 # -- merged, with evidence ------------------------------------------------------------------
 
-def containing(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, ours: pygit2.Tree,
-               paths: Sequence[str], history: Sequence[pygit2.Commit] | None = None) -> list[UpstreamCommit]:
+
+def containing(
+    repo: pygit2.Repository,
+    old: pygit2.Oid,
+    new: pygit2.Oid,
+    ours: pygit2.Tree,
+    paths: Sequence[str],
+    history: Sequence[pygit2.Commit] | None = None,
+) -> list[UpstreamCommit]:
     """The upstream commits old..new after which a path reads as our version does, in
     order: the commits that landed what the topic carries. Empty when none matches exactly.
     `history`: upstream_commits(old, new) when the caller has it already."""
@@ -323,11 +354,12 @@ def pr_commit(repo: pygit2.Repository, old: pygit2.Oid, new: pygit2.Oid, number:
 
 # -- how far behind -------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Behind:
-    commits: int        # commits in base..tip
-    days: int           # tip's commit date minus base's, in whole days
-    tip: str            # the sha of tip
+    commits: int  # commits in base..tip
+    days: int  # tip's commit date minus base's, in whole days
+    tip: str  # the sha of tip
     tip_name: str
 
     def sentence(self) -> str:
@@ -341,12 +373,21 @@ class Behind:
     @classmethod
     def from_json(cls, data: Json) -> "Behind":
         d = persisted.read_object(data, "behind")
-        return cls(persisted.read_int(d, "commits"), persisted.read_int(d, "days"), persisted.read_str(d, "tip"),
-                   persisted.read_str(d, "tip_name"))
+        return cls(
+            persisted.read_int(d, "commits"),
+            persisted.read_int(d, "days"),
+            persisted.read_str(d, "tip"),
+            persisted.read_str(d, "tip_name"),
+        )
 
 
-def behind(repo: pygit2.Repository, base: pygit2.Commit, tip: pygit2.Commit, tip_name: str,
-           commits: Sequence[pygit2.Commit] | None = None) -> Behind:
+def behind(
+    repo: pygit2.Repository,
+    base: pygit2.Commit,
+    tip: pygit2.Commit,
+    tip_name: str,
+    commits: Sequence[pygit2.Commit] | None = None,
+) -> Behind:
     """`commits`: base..tip when the caller walked it already (counted, not walked again)."""
     if commits is None:
         walker = repo.walk(tip.id, pygit2.enums.SortMode.NONE)
@@ -358,8 +399,12 @@ def behind(repo: pygit2.Repository, base: pygit2.Commit, tip: pygit2.Commit, tip
     return Behind(count, days, str(tip.id), tip_name)
 
 
-def behind_main(repo: pygit2.Repository, remote: str, base: pygit2.Commit,
-                walked: tuple[pygit2.Oid, pygit2.Oid, Sequence[pygit2.Commit]] | None = None) -> Behind | None:
+def behind_main(
+    repo: pygit2.Repository,
+    remote: str,
+    base: pygit2.Commit,
+    walked: tuple[pygit2.Oid, pygit2.Oid, Sequence[pygit2.Commit]] | None = None,
+) -> Behind | None:
     """How far `base` trails <remote>/main (or master); None when neither is fetched.
     `walked`: (old, new, upstream_commits(old, new)) the caller has, used when it is base..main."""
     found = trunk_commit(repo, remote)

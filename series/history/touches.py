@@ -6,6 +6,7 @@ follows the size of the topics' changes, never the size of the vLLM tree. The fo
 looks up only the paths our topics touch in upstream's two trees: it never diffs
 upstream's whole release against the next one.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,8 +42,7 @@ class PathSpec:
 
     def matches(self, path: str) -> bool:
         if self.regex is None:
-            return (not self.pattern or path == self.pattern
-                    or path.startswith(self.pattern + "/"))
+            return not self.pattern or path == self.pattern or path.startswith(self.pattern + "/")
         if self.regex.fullmatch(path):
             return True
         index = path.find("/")
@@ -91,7 +91,7 @@ def _glob_to_regex(glob: str) -> str:
                 out.append(re.escape(c))
                 i += 1
                 continue
-            body = glob[i + 1:end]
+            body = glob[i + 1 : end]
             if body.startswith("!"):
                 body = "^" + body[1:]
             out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
@@ -128,8 +128,7 @@ def topic_diffs(ws: Workspace, topics: Iterable[Topic]) -> list[TopicDiff]:
     return [ws.require_own(topic) for topic in topics]
 
 
-def touching(diffs: Sequence[TopicDiff],
-             specs: Sequence[PathSpec]) -> list[tuple[TopicDiff, list[TouchedFile]]]:
+def touching(diffs: Sequence[TopicDiff], specs: Sequence[PathSpec]) -> list[tuple[TopicDiff, list[TouchedFile]]]:
     """The topics whose changes match a spec, with line counts for the matching files only."""
     found = []
     for diff in diffs:
@@ -139,8 +138,9 @@ def touching(diffs: Sequence[TopicDiff],
     return found
 
 
-def blobs_read(diffs: Sequence[TopicDiff], specs: Sequence[PathSpec] = (),
-               trees: Sequence[pygit2.Tree] = ()) -> set[pygit2.Oid]:
+def blobs_read(
+    diffs: Sequence[TopicDiff], specs: Sequence[PathSpec] = (), trees: Sequence[pygit2.Tree] = ()
+) -> set[pygit2.Oid]:
     """The blobs the line counts read: both sides of each diff's files that match `specs`
     (every file without specs), and those files in `trees` (upstream's two ends of a
     forecast). Which files a topic changes needs trees only; how many lines, the blobs."""
@@ -184,8 +184,7 @@ def matrix(diffs: Sequence[TopicDiff], depth: int) -> TouchMatrix:
         for change in diff.changes:
             row = cells[directory_of(change.path, depth)]
             row[diff.topic.name] = row.get(diff.topic.name, 0) + 1
-    return TouchMatrix(depth, tuple(d.topic.name for d in diffs),
-                  {k: cells[k] for k in sorted(cells)})
+    return TouchMatrix(depth, tuple(d.topic.name for d in diffs), {k: cells[k] for k in sorted(cells)})
 
 
 @dataclass(frozen=True)
@@ -200,8 +199,7 @@ def collisions(diffs: Sequence[TopicDiff]) -> list[Collision]:
     for diff in diffs:
         for change in diff.changes:
             by_path[change.path].append((diff.topic.name, diff.stat(change)))
-    return [Collision(path, tuple(users))
-            for path, users in sorted(by_path.items()) if len(users) > 1]
+    return [Collision(path, tuple(users)) for path, users in sorted(by_path.items()) if len(users) > 1]
 
 
 @dataclass(frozen=True)
@@ -224,8 +222,13 @@ def _entry(tree: pygit2.Tree, path: str) -> tuple[pygit2.Oid | None, int | None]
     return obj.id, obj.filemode
 
 
-def forecast(repo: pygit2.Repository, diffs: Sequence[TopicDiff], old: pygit2.Commit,
-             new: pygit2.Commit, specs: Sequence[PathSpec] = ()) -> list[tuple[TopicDiff, list[Hotspot]]]:
+def forecast(
+    repo: pygit2.Repository,
+    diffs: Sequence[TopicDiff],
+    old: pygit2.Commit,
+    new: pygit2.Commit,
+    specs: Sequence[PathSpec] = (),
+) -> list[tuple[TopicDiff, list[Hotspot]]]:
     """Per topic, the files it changes that upstream changed between old and new."""
     found = []
     upstream_cache: dict[str, TouchedFile | None] = {}
@@ -241,7 +244,8 @@ def forecast(repo: pygit2.Repository, diffs: Sequence[TopicDiff], old: pygit2.Co
                     upstream_cache[change.path] = None
                 else:
                     upstream_cache[change.path] = file_stat(
-                        repo, PathChange(change.path, old_id, new_id, old_mode, new_mode))
+                        repo, PathChange(change.path, old_id, new_id, old_mode, new_mode)
+                    )
             upstream = upstream_cache[change.path]
             if upstream is not None:
                 same = change.new_id == _entry(new.tree, change.path)[0]
@@ -253,6 +257,7 @@ def forecast(repo: pygit2.Repository, diffs: Sequence[TopicDiff], old: pygit2.Co
 
 # -- over a workspace: the topics a run looks at, their blobs, the matrix (touches, ci report) -------
 
+
 @dataclass(frozen=True)
 class Scope:
     """What a run looked at: which topics, over which base."""
@@ -261,8 +266,8 @@ class Scope:
     base_sha: str
     include_all: bool
     checked: tuple[str, ...]
-    missing: tuple[Topic, ...]     # selected topics whose branch is gone (skipped)
-    inactive: int                  # topics --all would add
+    missing: tuple[Topic, ...]  # selected topics whose branch is gone (skipped)
+    inactive: int  # topics --all would add
 
 
 def scope_of(ws: Workspace, include_all: bool) -> tuple[Scope, list[TopicDiff]]:
@@ -270,12 +275,14 @@ def scope_of(ws: Workspace, include_all: bool) -> tuple[Scope, list[TopicDiff]]:
     base = ws.base_commit()
     diffs = topic_diffs(ws, present)
     inactive = 0 if include_all else len(ws.series.topics) - len(ws.series.active())
-    return Scope(ws.series.upstream.base, str(base.id), include_all,
-                 tuple(t.name for t in present), tuple(missing), inactive), diffs
+    return Scope(
+        ws.series.upstream.base, str(base.id), include_all, tuple(t.name for t in present), tuple(missing), inactive
+    ), diffs
 
 
-def fetch_blobs(ws: Workspace, diffs: Sequence[TopicDiff], specs: Sequence[PathSpec] = (),
-                trees: Sequence[pygit2.Tree] = ()) -> None:
+def fetch_blobs(
+    ws: Workspace, diffs: Sequence[TopicDiff], specs: Sequence[PathSpec] = (), trees: Sequence[pygit2.Tree] = ()
+) -> None:
     """A blobless clone has every tree but not every blob: opening the workspace fetched
     the active topics' (series.git.partial); --all's other topics and --between's upstream
     ends are fetched here, in one batch, or the run fails saying why (exit 2), never a
@@ -304,8 +311,7 @@ def matrix_of(ws: Workspace, depth: int, include_all: bool) -> MatrixResult:
         raise SeriesError(f"--depth {depth}: expected 1 or more directory levels")
     scope, diffs = scope_of(ws, include_all)
     fetch_blobs(ws, diffs)
-    return MatrixResult(scope, matrix(diffs, depth), collisions(diffs),
-                        {d.topic.name: len(d.changes) for d in diffs})
+    return MatrixResult(scope, matrix(diffs, depth), collisions(diffs), {d.topic.name: len(d.changes) for d in diffs})
 
 
 def matrix_json(result: MatrixResult) -> dict[str, Any]:
@@ -314,7 +320,8 @@ def matrix_json(result: MatrixResult) -> dict[str, Any]:
         "depth": result.matrix.depth,
         "topics": [{"name": n, "files": result.files[n]} for n in result.matrix.topics],
         "directories": [{"path": d, "topics": row} for d, row in result.matrix.cells.items()],
-        "collisions": [{"path": c.path, "topics": [{"name": n, **file_json(f)} for n, f in c.files]}
-                       for c in result.collisions],
+        "collisions": [
+            {"path": c.path, "topics": [{"name": n, **file_json(f)} for n, f in c.files]} for c in result.collisions
+        ],
         "skipped_missing_branch": [t.name for t in result.scope.missing],
     }

@@ -7,6 +7,7 @@ made. These files come from another machine: every field is checked where it is 
 each file's predictions_sha256 must be the frozen hash of the predictions file, so a run
 made against other claims cannot be passed off as this one.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,16 +22,25 @@ from series.persisted import Json, read_int, read_list, read_object, read_opt_st
 TREE_FILE = "tree.json"
 METRICS_FILE = "metrics.json"
 ENVIRONMENT_FILE = "environment.json"
-TREE_LIMIT = 32 << 20   # every run's metrics: a 1 MB limit each would be too tight for --repeat
+TREE_LIMIT = 32 << 20  # every run's metrics: a 1 MB limit each would be too tight for --repeat
 
 
 def files(m: Measurement, tree: MeasuredTree) -> dict[str, Json]:
     """{file name: document} of one tree's artifact."""
     return {
-        TREE_FILE: {"schema": measurement.SCHEMA, "tree": tree.name, "spec": tree.spec, "commit": tree.commit,
-                    "predictions_sha256": m.predictions_sha256, "command": list(m.command),
-                    "repeat": m.repeat, "runs": [dict(r) for r in m.runs.get(tree.name, [])],
-                    "describe": tree.describe, "python": m.python, "order": [n for n, _ in m.planned()]},
+        TREE_FILE: {
+            "schema": measurement.SCHEMA,
+            "tree": tree.name,
+            "spec": tree.spec,
+            "commit": tree.commit,
+            "predictions_sha256": m.predictions_sha256,
+            "command": list(m.command),
+            "repeat": m.repeat,
+            "runs": [dict(r) for r in m.runs.get(tree.name, [])],
+            "describe": tree.describe,
+            "python": m.python,
+            "order": [n for n, _ in m.planned()],
+        },
         METRICS_FILE: dict(m.metrics.get(tree.name, {})),
         ENVIRONMENT_FILE: measurement.machine_json(m.environment[tree.name]) if tree.name in m.environment else None,
     }
@@ -39,7 +49,7 @@ def files(m: Measurement, tree: MeasuredTree) -> dict[str, Json]:
 @dataclass(frozen=True)
 class CollectedTree:
     tree: MeasuredTree
-    where: str                      # the tree.json it came from, for errors
+    where: str  # the tree.json it came from, for errors
     predictions_sha256: str
     command: tuple[str, ...]
     repeat: int
@@ -47,7 +57,7 @@ class CollectedTree:
     metrics: Values
     environment: MachineInfo
     python: str | None
-    order: tuple[str, ...]          # the run's trees in order, when the job knew them
+    order: tuple[str, ...]  # the run's trees in order, when the job knew them
 
 
 def parse(data: bytes, where: str, limit: int = measurement.METRICS_LIMIT) -> Json:
@@ -64,15 +74,17 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def read_collected(tree_doc: Json, metrics_doc: Json, environment_doc: Json, where: str,
-                   directory: str) -> CollectedTree:
+def read_collected(
+    tree_doc: Json, metrics_doc: Json, environment_doc: Json, where: str, directory: str
+) -> CollectedTree:
     """One tree's artifact; `directory` names the metrics and environment files in errors."""
     try:
         d = read_object(tree_doc, TREE_FILE)
         if d.get("schema") != measurement.SCHEMA:
             raise ValueError(f"schema is {d.get('schema')!r}, not {measurement.SCHEMA}")
-        tree = measurement.tree_from_json({"name": d.get("tree"), "spec": d.get("spec"), "commit": d.get("commit"),
-                                  "describe": d.get("describe")})
+        tree = measurement.tree_from_json(
+            {"name": d.get("tree"), "spec": d.get("spec"), "commit": d.get("commit"), "describe": d.get("describe")}
+        )
         repeat = read_int(d, "repeat")
         if repeat < 1:
             raise ValueError(f"'repeat' is {repeat}")
@@ -88,8 +100,10 @@ def read_collected(tree_doc: Json, metrics_doc: Json, environment_doc: Json, whe
     metrics = measurement.metrics_from_json(metrics_doc, f"{directory}/{METRICS_FILE}")
     environment = measurement.machine_from_json(environment_doc, f"{directory}/{ENVIRONMENT_FILE}")
     if runs and measurement.combine(runs, tree.name) != metrics:
-        raise SeriesError(f"{directory}/{METRICS_FILE}: tree {tree.name}'s metrics are not what its runs in "
-                          f"{TREE_FILE} give (the median of numbers): the artifact was changed after the run")
+        raise SeriesError(
+            f"{directory}/{METRICS_FILE}: tree {tree.name}'s metrics are not what its runs in "
+            f"{TREE_FILE} give (the median of numbers): the artifact was changed after the run"
+        )
     return CollectedTree(tree, where, sha, command, repeat, runs, metrics, environment, python, order)
 
 
@@ -99,32 +113,41 @@ def assemble(found: list[CollectedTree], frozen: predictions.FrozenPredictions) 
         raise SeriesError(f"no {TREE_FILE} found: the directory holds no artifact of series measure --artifact")
     for c in found:
         if c.predictions_sha256 != frozen.file.sha256:
-            raise SeriesError(f"{c.where}: tree {c.tree.name} was measured against predictions sha256:"
-                              f"{c.predictions_sha256}, but {frozen.file.name} is frozen as sha256:"
-                              f"{frozen.file.sha256}: collect it with the predictions file it ran with")
+            raise SeriesError(
+                f"{c.where}: tree {c.tree.name} was measured against predictions sha256:"
+                f"{c.predictions_sha256}, but {frozen.file.name} is frozen as sha256:"
+                f"{frozen.file.sha256}: collect it with the predictions file it ran with"
+            )
     seen: dict[str, str] = {}
     for c in found:
         if c.tree.name in seen:
-            raise SeriesError(f"tree {c.tree.name} is in two artifacts ({seen[c.tree.name]} and {c.where}): "
-                              "keep one")
+            raise SeriesError(f"tree {c.tree.name} is in two artifacts ({seen[c.tree.name]} and {c.where}): keep one")
         seen[c.tree.name] = c.where
     first = found[0]
     for c in found[1:]:
         if (c.command, c.repeat) != (first.command, first.repeat):
-            raise SeriesError(f"{c.where} ran {' '.join(c.command)!r} {c.repeat} times, {first.where} ran "
-                              f"{' '.join(first.command)!r} {first.repeat} times: not one measurement")
+            raise SeriesError(
+                f"{c.where} ran {' '.join(c.command)!r} {c.repeat} times, {first.where} ran "
+                f"{' '.join(first.command)!r} {first.repeat} times: not one measurement"
+            )
     names = set(seen)
     orders = {c.order for c in found}
     order = next(iter(orders)) if len(orders) == 1 and set(first.order) == names else tuple(sorted(names))
     ranked = sorted(found, key=lambda c: order.index(c.tree.name))
-    measurement.check_trees(frozen.file, [c.tree.name for c in ranked],
-                   "collect the artifact of tree {tree} too (its job may have failed)")
+    measurement.check_trees(
+        frozen.file, [c.tree.name for c in ranked], "collect the artifact of tree {tree} too (its job may have failed)"
+    )
     metrics = {c.tree.name: c.metrics for c in ranked}
     pythons = {c.python for c in found}
     return Measurement(
-        trees=tuple(c.tree for c in ranked), metrics=metrics,
+        trees=tuple(c.tree for c in ranked),
+        metrics=metrics,
         runs={c.tree.name: list(c.runs) for c in ranked},
         environment={c.tree.name: c.environment for c in ranked},
-        predictions_file=frozen.file.name, predictions_sha256=frozen.file.sha256,
-        predictions=measurement.judged(frozen, metrics), command=first.command, repeat=first.repeat,
-        python=pythons.pop() if len(pythons) == 1 else None)
+        predictions_file=frozen.file.name,
+        predictions_sha256=frozen.file.sha256,
+        predictions=measurement.judged(frozen, metrics),
+        command=first.command,
+        repeat=first.repeat,
+        python=pythons.pop() if len(pythons) == 1 else None,
+    )

@@ -12,6 +12,7 @@ series.propose.mentions' `inline`, `code` and `fenced`: it notifies nobody and h
 nothing. GitHub refuses a comment over 65536 characters: the long parts (tables, lists,
 the commands) are cut to fit, each with a note saying how much is left out.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,18 +23,20 @@ from typing import Any, Sequence
 from series.propose import mentions, prbody
 from series.measure.measurement_report import ENVIRONMENT_KEYS, MeasurementReport, Value
 
-MAX_CHARS = 65536           # GitHub's limit on an issue comment's body
-MAX_TREES = 12              # columns of the metrics table: more do not read on a PR page
-SHORT, LONG = 200, 1000     # characters kept of a name or a claim, of a why or a command
+MAX_CHARS = 65536  # GitHub's limit on an issue comment's body
+MAX_TREES = 12  # columns of the metrics table: more do not read on a PR page
+SHORT, LONG = 200, 1000  # characters kept of a name or a claim, of a why or a command
 _UNMEASURED = re.compile(
     r"\b(?:un-?measured|not\s+(?:yet\s+)?(?:been\s+)?(?:measured|benchmarked|tested)|un-?benchmarked|un-?tested|"
-    r"no\s+benchmarks?|haven'?t\s+(?:measured|benchmarked|tested)|did\s+not\s+(?:measure|benchmark|test))\b", re.I)
+    r"no\s+benchmarks?|haven'?t\s+(?:measured|benchmarked|tested)|did\s+not\s+(?:measure|benchmark|test))\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
 class CommentBody:
     text: str
-    cut: tuple[str, ...] = ()      # what was left out to fit GitHub's limit, in words
+    cut: tuple[str, ...] = ()  # what was left out to fit GitHub's limit, in words
 
 
 def invitation(description: str | None) -> str | None:
@@ -53,7 +56,7 @@ def utf16_length(text: str) -> int:
 
 
 def _cap(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _value(value: Value | None, cell: bool = True) -> str:
@@ -74,31 +77,50 @@ class _Part:
     rows: list[str] = field(default_factory=list)
     what: str = ""
     tail: list[str] = field(default_factory=list)
-    shown: int = -1                # rows shown; -1: all
+    shown: int = -1  # rows shown; -1: all
 
     def lines(self) -> list[str]:
         if self.shown < 0 or self.shown >= len(self.rows):
             return [*self.head, *self.rows, *self.tail]
         left = len(self.rows) - self.shown
-        note = (f"_… and {left} more {self.what} not shown: GitHub takes at most {MAX_CHARS} characters in a "
-                "comment (the full report is the file it was made from)._")
-        return [*self.head, *self.rows[:self.shown], *self.tail, "", note]
+        note = (
+            f"_… and {left} more {self.what} not shown: GitHub takes at most {MAX_CHARS} characters in a "
+            "comment (the full report is the file it was made from)._"
+        )
+        return [*self.head, *self.rows[: self.shown], *self.tail, "", note]
 
     def rows_size(self) -> int:
-        shown = self.rows if self.shown < 0 else self.rows[:self.shown]
+        shown = self.rows if self.shown < 0 else self.rows[: self.shown]
         return sum(len(r) + 1 for r in shown)
 
 
-def render(number: int, report: MeasurementReport, evidence: dict[str, Any] | None = None,
-           invited: str | None = None, limit: int = MAX_CHARS, frozen_at: str | None = None) -> CommentBody:
+def render(
+    number: int,
+    report: MeasurementReport,
+    evidence: dict[str, Any] | None = None,
+    invited: str | None = None,
+    limit: int = MAX_CHARS,
+    frozen_at: str | None = None,
+) -> CommentBody:
     """`frozen_at`: when the predictions were frozen, when the caller found the freeze on record."""
     parts = [_what(number, report, invited, frozen_at), *_environment(report)]
     if evidence is not None:
-        parts.append(_Part(["", "#### Upstream tests", ""], prbody.results(evidence).splitlines(),
-                           "lines of test results"))
-    parts += [_metrics(report), _predictions(report), _reproduce(report),
-              _Part(["", "---", "_Posted with `series comment`. The predictions were written and frozen before the "
-                     "run; a failed one stays in place, struck, with the reason it failed._"])]
+        parts.append(
+            _Part(["", "#### Upstream tests", ""], prbody.results(evidence).splitlines(), "lines of test results")
+        )
+    parts += [
+        _metrics(report),
+        _predictions(report),
+        _reproduce(report),
+        _Part(
+            [
+                "",
+                "---",
+                "_Posted with `series comment`. The predictions were written and frozen before the "
+                "run; a failed one stays in place, struck, with the reason it failed._",
+            ]
+        ),
+    ]
     text = _join(parts)
     while utf16_length(text) > limit:
         part = max(parts, key=lambda p: p.rows_size())
@@ -118,20 +140,32 @@ def _join(parts: Sequence[_Part]) -> str:
 def _what(number: int, report: MeasurementReport, invited: str | None, frozen_at: str | None) -> _Part:
     head = [f"### A measurement of #{number}", ""]
     if invited:
-        head += ["The description says:", "", f"> {mentions.inline(_cap(invited, LONG))}", "",
-                 "Here are numbers for it, from a run on the workload our fork serves."]
+        head += [
+            "The description says:",
+            "",
+            f"> {mentions.inline(_cap(invited, LONG))}",
+            "",
+            "Here are numbers for it, from a run on the workload our fork serves.",
+        ]
     else:
         head += ["Numbers from a run of this PR on the workload our fork serves."]
     runs = f", {report.repeat} times each (medians)" if report.repeat > 1 else ""
     held = sum(1 for p in report.predictions if p.held)
-    head += ["", f"{mentions.code(_cap(shlex.join(report.command), LONG))} ran once per tree{runs}. "
-                 f"{len(report.predictions)} predictions were written first, in "
-                 f"{mentions.code(_cap(report.predictions_file, SHORT))}, and frozen before the run "
-                 f"(sha256 {mentions.code(report.predictions_sha256[:16])}…"
-                 + (f", {mentions.inline(_cap(frozen_at, 40))}" if frozen_at else "")
-                 + f"): {held} held, {len(report.predictions) - held} did not.", ""]
-    rows = [f"- {mentions.code(_cap(t.name, SHORT))}: {mentions.code(_cap(t.spec, SHORT))}"
-            + (f" at {mentions.code(t.commit[:12])}" if t.commit else "") for t in report.trees]
+    head += [
+        "",
+        f"{mentions.code(_cap(shlex.join(report.command), LONG))} ran once per tree{runs}. "
+        f"{len(report.predictions)} predictions were written first, in "
+        f"{mentions.code(_cap(report.predictions_file, SHORT))}, and frozen before the run "
+        f"(sha256 {mentions.code(report.predictions_sha256[:16])}…"
+        + (f", {mentions.inline(_cap(frozen_at, 40))}" if frozen_at else "")
+        + f"): {held} held, {len(report.predictions) - held} did not.",
+        "",
+    ]
+    rows = [
+        f"- {mentions.code(_cap(t.name, SHORT))}: {mentions.code(_cap(t.spec, SHORT))}"
+        + (f" at {mentions.code(t.commit[:12])}" if t.commit else "")
+        for t in report.trees
+    ]
     return _Part(head + ["Trees:", ""], rows, "trees")
 
 
@@ -151,10 +185,19 @@ def _environment(report: MeasurementReport) -> list[_Part]:
     if all(env == envs[0][1] for _, env in envs):
         same = " (the same for every tree)" if len(envs) > 1 else ""
         return [_Part(["", f"Environment{same}: {words(envs[0][1])}."])]
-    head = ["", "Environment:", "", "| tree | " + " | ".join(ENVIRONMENT_KEYS) + " |",
-            "|---|" + "---|" * len(ENVIRONMENT_KEYS)]
-    rows = [f"| {mentions.code(_cap(name, SHORT), cell=True)} | "
-            + " | ".join(_value(env.get(k)) for k in ENVIRONMENT_KEYS) + " |" for name, env in envs]
+    head = [
+        "",
+        "Environment:",
+        "",
+        "| tree | " + " | ".join(ENVIRONMENT_KEYS) + " |",
+        "|---|" + "---|" * len(ENVIRONMENT_KEYS),
+    ]
+    rows = [
+        f"| {mentions.code(_cap(name, SHORT), cell=True)} | "
+        + " | ".join(_value(env.get(k)) for k in ENVIRONMENT_KEYS)
+        + " |"
+        for name, env in envs
+    ]
     return [_Part(head, rows, "trees' environments")]
 
 
@@ -166,10 +209,16 @@ def _metrics(report: MeasurementReport) -> _Part:
     head = ["", "#### Metrics", ""]
     if not names:
         return _Part(head + ["No tree reported a metric."])
-    head += ["| metric | " + " | ".join(mentions.code(_cap(t, SHORT), cell=True) for t in trees) + " |",
-             "|---|" + "---:|" * len(trees)]
-    rows = [f"| {mentions.code(_cap(m, SHORT), cell=True)} | "
-            + " | ".join(_value(report.metrics.get(t, {}).get(m)) for t in trees) + " |" for m in names]
+    head += [
+        "| metric | " + " | ".join(mentions.code(_cap(t, SHORT), cell=True) for t in trees) + " |",
+        "|---|" + "---:|" * len(trees),
+    ]
+    rows = [
+        f"| {mentions.code(_cap(m, SHORT), cell=True)} | "
+        + " | ".join(_value(report.metrics.get(t, {}).get(m)) for t in trees)
+        + " |"
+        for m in names
+    ]
     tail = []
     if len(report.trees) > len(trees):
         tail = ["", f"_{len(report.trees) - len(trees)} more trees are in the report, not in this table._"]
@@ -190,11 +239,14 @@ def _predictions(report: MeasurementReport) -> _Part:
         if p.held:
             rows.append(f"- **held** {mentions.code(_cap(p.id, SHORT))}: {claim} ({where}; {seen}).{why}")
         else:
-            reason = mentions.inline(_cap(p.explanation, LONG)).rstrip(".") + "." if p.explanation \
-                else "_not explained yet_"
+            reason = (
+                mentions.inline(_cap(p.explanation, LONG)).rstrip(".") + "." if p.explanation else "_not explained yet_"
+            )
             verdict = "failed" if p.held is False else "not measured"
-            rows.append(f"- **{verdict}** {mentions.code(_cap(p.id, SHORT))}: ~~{claim}~~ ({where}; {seen}).{why} "
-                        f"Why it failed: {reason}")
+            rows.append(
+                f"- **{verdict}** {mentions.code(_cap(p.id, SHORT))}: ~~{claim}~~ ({where}; {seen}).{why} "
+                f"Why it failed: {reason}"
+            )
     if not rows:
         rows = ["- (the predictions file held none)"]
     return _Part(head, rows, "predictions")

@@ -19,6 +19,7 @@ script reads back with `eval "workload=(...)"`: the quoting is the shell's own, 
 argument comes back byte for byte. Actions are pinned by commit, the same pins as the
 nightly template (tests/test_measure_emit.py keeps them equal).
 """
+
 from __future__ import annotations
 
 import base64
@@ -39,10 +40,10 @@ from series.git.repo import workdir
 CHECKOUT = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1"
 SETUP_PYTHON = "actions/setup-python@5fda3b95a4ea91299a34e894583c3862153e4b97 # v7.0.0"
 UPLOAD_ARTIFACT = "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v7.0.0"
-NIGHTLY_WORKFLOW = "series-nightly.yml"      # ci/github/nightly.yml as `series ci init` writes it
-NIGHTLY_WHEEL = "series-nightly-wheel"       # its artifact with the patched wheel
+NIGHTLY_WORKFLOW = "series-nightly.yml"  # ci/github/nightly.yml as `series ci init` writes it
+NIGHTLY_WHEEL = "series-nightly-wheel"  # its artifact with the patched wheel
 UPSTREAM_URL = "https://github.com/vllm-project/vllm.git"
-PREDICTIONS_LIMIT = 64 << 10    # the bytes ride in the job's env: a workflow file is no place for more
+PREDICTIONS_LIMIT = 64 << 10  # the bytes ride in the job's env: a workflow file is no place for more
 
 
 class Seat(str, enum.Enum):
@@ -52,44 +53,59 @@ class Seat(str, enum.Enum):
     BUILDKITE = "buildkite"
 
 
-DEFAULT_PATHS = {Seat.GITHUB: ".github/workflows/series-measure.yml",
-                 Seat.BUILDKITE: ".buildkite/series-measure.yml"}
+DEFAULT_PATHS = {Seat.GITHUB: ".github/workflows/series-measure.yml", Seat.BUILDKITE: ".buildkite/series-measure.yml"}
 
 
 @dataclass(frozen=True)
 class MeasureJobs:
     """What the jobs measure: the same as the local `series measure` line would."""
 
-    predictions: str                  # the file's path from `cwd`, as the job writes it
-    predictions_bytes: bytes          # the frozen bytes
-    sha256: str                       # their frozen hash
-    trees: tuple[tuple[str, str], ...]   # (NAME, SPEC), one job each
-    command: tuple[str, ...]          # CMD
+    predictions: str  # the file's path from `cwd`, as the job writes it
+    predictions_bytes: bytes  # the frozen bytes
+    sha256: str  # their frozen hash
+    trees: tuple[tuple[str, str], ...]  # (NAME, SPEC), one job each
+    command: tuple[str, ...]  # CMD
     repeat: int
-    overlay: bool                     # --python was given: the runner's interpreter, wheel installed
-    cwd: str                          # where the local run started, from the fork's top ('.')
-    fork: str                         # the fork's top here: in CMD's paths it becomes the checkout's
-    base: str                         # series.yaml's upstream base (fetched when the clone lacks it)
-    remote: str                       # series.yaml's upstream remote
-    release: str | None               # the base's vLLM version: the wheel to install (None: none)
-    pip_spec: str                     # series.distribution.pip_spec()
+    overlay: bool  # --python was given: the runner's interpreter, wheel installed
+    cwd: str  # where the local run started, from the fork's top ('.')
+    fork: str  # the fork's top here: in CMD's paths it becomes the checkout's
+    base: str  # series.yaml's upstream base (fetched when the clone lacks it)
+    remote: str  # series.yaml's upstream remote
+    release: str | None  # the base's vLLM version: the wheel to install (None: none)
+    pip_spec: str  # series.distribution.pip_spec()
 
     def __post_init__(self) -> None:
         if hashlib.sha256(self.predictions_bytes).hexdigest() != self.sha256:
-            raise SeriesError(f"{self.predictions} changed while the jobs were written (not its frozen "
-                              f"sha256:{self.sha256}): run the command again")
+            raise SeriesError(
+                f"{self.predictions} changed while the jobs were written (not its frozen "
+                f"sha256:{self.sha256}): run the command again"
+            )
         if len(self.predictions_bytes) > PREDICTIONS_LIMIT:
-            raise SeriesError(f"{self.predictions}: {len(self.predictions_bytes)} bytes; --emit carries the "
-                              f"predictions inside the job, at most {PREDICTIONS_LIMIT}")
+            raise SeriesError(
+                f"{self.predictions}: {len(self.predictions_bytes)} bytes; --emit carries the "
+                f"predictions inside the job, at most {PREDICTIONS_LIMIT}"
+            )
         if not self.trees:
             raise SeriesError("--emit: name a tree (--tree NAME=SPEC)")
         if not self.command:
             raise SeriesError("--emit: no workload to run", "give the workload after '--' (-- CMD ...)")
 
 
-def plan(repo: pygit2.Repository, path: Path, frozen: FrozenPredictions, here: Path,
-         trees: tuple[tuple[str, str], ...], command: tuple[str, ...], *, repeat: int, overlay: bool,
-         base: str, remote: str, release: str | None, pip_spec: str) -> MeasureJobs:
+def plan(
+    repo: pygit2.Repository,
+    path: Path,
+    frozen: FrozenPredictions,
+    here: Path,
+    trees: tuple[tuple[str, str], ...],
+    command: tuple[str, ...],
+    *,
+    repeat: int,
+    overlay: bool,
+    base: str,
+    remote: str,
+    release: str | None,
+    pip_spec: str,
+) -> MeasureJobs:
     """The jobs of this measurement, whose predictions `frozen` holds (require_frozen: a
     file never frozen is refused here as a local run refuses it); their frozen bytes go
     into the job. Paths are from the fork's top, where a checkout starts: the job runs
@@ -102,11 +118,21 @@ def plan(repo: pygit2.Repository, path: Path, frozen: FrozenPredictions, here: P
     where = path.resolve()
     if not where.is_relative_to(top) or where.is_relative_to(top / ".git"):
         where = top / ".series-measure" / where.name
-    return MeasureJobs(predictions=Path(os.path.relpath(where, start)).as_posix(),
-                       predictions_bytes=path.read_bytes(), sha256=frozen.file.sha256, trees=trees,
-                       command=command, repeat=repeat, overlay=overlay,
-                       cwd=start.relative_to(top).as_posix() or ".", fork=str(top), base=base, remote=remote,
-                       release=release, pip_spec=pip_spec)
+    return MeasureJobs(
+        predictions=Path(os.path.relpath(where, start)).as_posix(),
+        predictions_bytes=path.read_bytes(),
+        sha256=frozen.file.sha256,
+        trees=trees,
+        command=command,
+        repeat=repeat,
+        overlay=overlay,
+        cwd=start.relative_to(top).as_posix() or ".",
+        fork=str(top),
+        base=base,
+        remote=remote,
+        release=release,
+        pip_spec=pip_spec,
+    )
 
 
 def unshipped(repo: pygit2.Repository, command: tuple[str, ...]) -> list[str]:
@@ -121,7 +147,7 @@ def unshipped(repo: pygit2.Repository, command: tuple[str, ...]) -> list[str]:
     for arg in command:
         for word in arg.replace("=", " ").split():
             if word.startswith(top) and Path(word).is_file():
-                rel = word[len(top):]
+                rel = word[len(top) :]
                 if tree is None or rel not in tree:
                     out.append(rel)
     return out
@@ -133,8 +159,10 @@ def write(seat: Seat, text: str, out: Path | None, root: Path) -> Path:
 
     target = out if out is not None else root / DEFAULT_PATHS[seat]
     if target.is_dir():
-        raise SeriesError(f"--out {target} is a directory: name the file to write "
-                          f"(e.g. {target / DEFAULT_PATHS[seat].rsplit('/', 1)[-1]})")
+        raise SeriesError(
+            f"--out {target} is a directory: name the file to write "
+            f"(e.g. {target / DEFAULT_PATHS[seat].rsplit('/', 1)[-1]})"
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -156,15 +184,19 @@ def collect_steps(seat: Seat, path: str, jobs: MeasureJobs, predictions_arg: str
     """What the user does next, in order: the last line is the collect that makes the report."""
     collect = f"series measure --collect DIR --predictions {shlex.quote(predictions_arg)}"
     if seat == Seat.GITHUB:
-        return [f"commit and push {path} (workflow_dispatch runs only a workflow on the default branch); "
-                "set the variable SERIES_MEASURE_RUNNER to your GPU runner's label",
-                f"gh workflow run {path.rsplit('/', 1)[-1]}",
-                "gh run download RUN_ID --pattern 'series-measure-*' --dir DIR   (RUN_ID: gh run list)",
-                collect]
-    return [f"buildkite-agent pipeline upload {path}   (SERIES_MEASURE_QUEUE: your GPU queue, default gpu; "
-            "SERIES_NIGHTLY_BUILD: the nightly build whose wheel to use)",
-            "buildkite-agent artifact download 'out/**' DIR --build BUILD_ID",
-            collect]
+        return [
+            f"commit and push {path} (workflow_dispatch runs only a workflow on the default branch); "
+            "set the variable SERIES_MEASURE_RUNNER to your GPU runner's label",
+            f"gh workflow run {path.rsplit('/', 1)[-1]}",
+            "gh run download RUN_ID --pattern 'series-measure-*' --dir DIR   (RUN_ID: gh run list)",
+            collect,
+        ]
+    return [
+        f"buildkite-agent pipeline upload {path}   (SERIES_MEASURE_QUEUE: your GPU queue, default gpu; "
+        "SERIES_NIGHTLY_BUILD: the nightly build whose wheel to use)",
+        "buildkite-agent artifact download 'out/**' DIR --build BUILD_ID",
+        collect,
+    ]
 
 
 # -- the scripts: fixed text; every value comes from the environment ---------------------------------
@@ -250,15 +282,25 @@ python -m pip freeze > out/pip-freeze.txt 2>/dev/null || true
 
 
 def _tree_env(jobs: MeasureJobs, name: str, spec: str) -> dict[str, str]:
-    return {"MEASURE_ONLY": name, "MEASURE_COMMAND": shlex.join(jobs.command),
-            "MEASURE_REPEAT": str(jobs.repeat), "MEASURE_OVERLAY": "true" if jobs.overlay else "false"}
+    return {
+        "MEASURE_ONLY": name,
+        "MEASURE_COMMAND": shlex.join(jobs.command),
+        "MEASURE_REPEAT": str(jobs.repeat),
+        "MEASURE_OVERLAY": "true" if jobs.overlay else "false",
+    }
 
 
 def _shared_env(jobs: MeasureJobs) -> dict[str, str]:
-    env = {"SERIES_REMOTE": jobs.remote, "SERIES_BASE": jobs.base, "MEASURE_CWD": jobs.cwd,
-           "MEASURE_PREDICTIONS": jobs.predictions, "MEASURE_PREDICTIONS_SHA256": jobs.sha256,
-           "MEASURE_PREDICTIONS_BASE64": base64.b64encode(jobs.predictions_bytes).decode(),
-           "MEASURE_FORK": jobs.fork, "MEASURE_TREES": shlex.join(f"{n}={s}" for n, s in jobs.trees)}
+    env = {
+        "SERIES_REMOTE": jobs.remote,
+        "SERIES_BASE": jobs.base,
+        "MEASURE_CWD": jobs.cwd,
+        "MEASURE_PREDICTIONS": jobs.predictions,
+        "MEASURE_PREDICTIONS_SHA256": jobs.sha256,
+        "MEASURE_PREDICTIONS_BASE64": base64.b64encode(jobs.predictions_bytes).decode(),
+        "MEASURE_FORK": jobs.fork,
+        "MEASURE_TREES": shlex.join(f"{n}={s}" for n, s in jobs.trees),
+    }
     if jobs.release is not None:
         env["SERIES_VLLM"] = jobs.release
     return env
@@ -292,14 +334,19 @@ def _render_github(jobs: MeasureJobs) -> str:
     def env_block(env: dict[str, str], indent: int) -> str:
         return "".join(f"{' ' * indent}{k}: {_github(v)}\n" for k, v in env.items())
 
-    wheel = (f"""
+    wheel = (
+        f"""
       - name: The patched wheel (the nightly's, else built)
         env:
           GH_TOKEN: ${{{{ github.token }}}}
           NIGHTLY_WORKFLOW: {NIGHTLY_WORKFLOW}
           NIGHTLY_WHEEL: {NIGHTLY_WHEEL}
-        run: {_block(_GITHUB_NIGHTLY + _WHEEL, 10)}""" if jobs.release is not None else "")
-    out = [f"""\
+        run: {_block(_GITHUB_NIGHTLY + _WHEEL, 10)}"""
+        if jobs.release is not None
+        else ""
+    )
+    out = [
+        f"""\
 # Written by `series measure --emit github`: the measurement of {len(jobs.trees)} tree(s) on another
 # seat, one job per tree (run it from the Actions tab or `gh workflow run`). Nothing here
 # was run where it was written. Each job uploads its tree's tree.json, metrics.json and
@@ -314,7 +361,8 @@ on:
 permissions: {{}}
 
 jobs:
-"""]
+"""
+    ]
     for n, (name, spec) in enumerate(jobs.trees, 1):
         out.append(f"""\
   measure-{n}:
@@ -368,10 +416,13 @@ def _render_buildkite(jobs: MeasureJobs) -> str:
     def commands(script: str) -> str:
         return _block(script.replace("$", "$$"), 8)
 
-    install = ('python3 -m venv .series-venv && .series-venv/bin/pip install -q "$$SERIES_PIP_SPEC"\n'
-               '      - export PATH="$$PWD/.series-venv/bin:$$PATH"\n'
-               '      - export SERIES_UPSTREAM_URL="$${SERIES_UPSTREAM_URL:-' + UPSTREAM_URL + '}"')
-    out = [f"""\
+    install = (
+        'python3 -m venv .series-venv && .series-venv/bin/pip install -q "$$SERIES_PIP_SPEC"\n'
+        '      - export PATH="$$PWD/.series-venv/bin:$$PATH"\n'
+        '      - export SERIES_UPSTREAM_URL="$${SERIES_UPSTREAM_URL:-' + UPSTREAM_URL + '}"'
+    )
+    out = [
+        f"""\
 # Written by `series measure --emit buildkite`: the measurement of {len(jobs.trees)} tree(s) on
 # another seat, one step per tree. Upload this file from a pipeline step:
 #   buildkite-agent pipeline upload FILE
@@ -384,9 +435,10 @@ env:
   SERIES_PIP_SPEC: {_yaml_str(jobs.pip_spec)}   # series.distribution.pip_spec(): this version of series
 
 steps:
-"""]
+"""
+    ]
     for n, (name, spec) in enumerate(jobs.trees, 1):
-        wheel = (f"      - {commands(_BUILDKITE_NIGHTLY + _WHEEL)}" if jobs.release is not None else "")
+        wheel = f"      - {commands(_BUILDKITE_NIGHTLY + _WHEEL)}" if jobs.release is not None else ""
         out.append(f"""\
   - label: {_buildkite(":stopwatch: " + _label(name, spec))}
     key: series-measure-{n}

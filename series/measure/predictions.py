@@ -19,6 +19,7 @@ earlier hash stays in `FrozenRecord.previous`. Freezes and explanations are reco
 (`journal.RECORD`): `series undo` passes over them, since undoing a claim would be a way to
 rewrite it.
 """
+
 from __future__ import annotations
 
 import enum
@@ -36,8 +37,8 @@ from series.errors import SeriesError
 from series.persisted import Json, read_object, read_opt_str, read_str, read_strs
 
 Scalar = Union[bool, int, float, str]
-Metrics = Mapping[str, Mapping[str, Scalar]]   # tree -> metric -> value
-COMMAND = "predict"                            # the journal entries' command
+Metrics = Mapping[str, Mapping[str, Scalar]]  # tree -> metric -> value
+COMMAND = "predict"  # the journal entries' command
 
 
 class ClaimKind(str, enum.Enum):
@@ -47,7 +48,7 @@ class ClaimKind(str, enum.Enum):
     AT_LEAST = "at_least"
     AT_MOST = "at_most"
     BETWEEN = "between"
-    SAME_AS = "same_as"      # the same metric on another tree
+    SAME_AS = "same_as"  # the same metric on another tree
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Prediction:
     tree: str
     metric: str
     kind: ClaimKind
-    expected: Scalar | tuple[float, float]   # BETWEEN: (low, high); SAME_AS: the other tree
+    expected: Scalar | tuple[float, float]  # BETWEEN: (low, high); SAME_AS: the other tree
     why: str
     line: int
 
@@ -73,8 +74,8 @@ class Prediction:
 
 @dataclass(frozen=True)
 class PredictionsFile:
-    name: str            # as errors and records name it (repo-relative where it can be)
-    sha256: str          # of the file's bytes
+    name: str  # as errors and records name it (repo-relative where it can be)
+    sha256: str  # of the file's bytes
     predictions: tuple[Prediction, ...]
 
     def get(self, pred_id: str) -> Prediction | None:
@@ -83,9 +84,9 @@ class PredictionsFile:
 
 @dataclass(frozen=True)
 class PredictionVerdict:
-    held: bool | None          # None: a metric it needs was not measured
+    held: bool | None  # None: a metric it needs was not measured
     observed: Scalar | None
-    compared_to: Scalar | None = None   # SAME_AS: the other tree's value
+    compared_to: Scalar | None = None  # SAME_AS: the other tree's value
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class Explanation:
     time: str
     id: str
     why: str
-    sha256: str          # the frozen file it explains a claim of
+    sha256: str  # the frozen file it explains a claim of
 
 
 @dataclass(frozen=True)
@@ -150,14 +151,18 @@ def parse(data: bytes, name: str) -> PredictionsFile:
         raise SeriesError(f"{name}:1: expected a mapping with one key, 'predictions' (a list of claims)")
     seq = doc["predictions"]
     if not isinstance(seq, list) or not seq:
-        raise SeriesError(f"{name}:{config.line_of(doc, 'predictions')}: predictions: expected a non-empty list of claims")
+        raise SeriesError(
+            f"{name}:{config.line_of(doc, 'predictions')}: predictions: expected a non-empty list of claims"
+        )
     found: list[Prediction] = []
     for index, raw in enumerate(seq):
         pred = _prediction(name, seq, index, raw)
         twin = next((p for p in found if p.id == pred.id), None)
         if twin is not None:
-            raise SeriesError(f"{name}:{pred.line}: predictions[{index}].id: {pred.id!r} is already the id "
-                              f"of the prediction on line {twin.line} (ids are unique)")
+            raise SeriesError(
+                f"{name}:{pred.line}: predictions[{index}].id: {pred.id!r} is already the id "
+                f"of the prediction on line {twin.line} (ids are unique)"
+            )
         found.append(pred)
     return PredictionsFile(name, sha256(data), tuple(found))
 
@@ -180,21 +185,29 @@ def _prediction(name: str, seq: list[Any], index: int, raw: Any) -> Prediction:
             raise fail(key if key in raw else None, f"{key}: required, a non-empty string")
     if not config.NAME_RE.match(raw["id"]):
         raise fail("id", f"{raw['id']!r} is not an id (lowercase letters, digits, '.', '_', '-')")
-    kinds = [ClaimKind(k) for k in raw if k in CLAIMS]   # in the file's order: the second is named
+    kinds = [ClaimKind(k) for k in raw if k in CLAIMS]  # in the file's order: the second is named
     if len(kinds) != 1:
         said = ", ".join(k.value for k in kinds) or "none"
-        raise fail(kinds[1].value if kinds[1:] else None,
-                   f"exactly one claim of {', '.join(k.value for k in ClaimKind)} (found: {said})")
+        raise fail(
+            kinds[1].value if kinds[1:] else None,
+            f"exactly one claim of {', '.join(k.value for k in ClaimKind)} (found: {said})",
+        )
     kind = kinds[0]
-    return Prediction(id=str(raw["id"]), tree=str(raw["tree"]), metric=str(raw["metric"]), kind=kind,
-                      expected=_expected(kind, raw[kind.value], raw["tree"], lambda what: fail(kind.value, what)),
-                      why=str(raw["why"]), line=config.line_of(seq, index))
+    return Prediction(
+        id=str(raw["id"]),
+        tree=str(raw["tree"]),
+        metric=str(raw["metric"]),
+        kind=kind,
+        expected=_expected(kind, raw[kind.value], raw["tree"], lambda what: fail(kind.value, what)),
+        why=str(raw["why"]),
+        line=config.line_of(seq, index),
+    )
 
 
 def _number(value: Any) -> int | float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return int(value) if isinstance(value, int) else float(value)   # ruamel's subclasses, plain
+    return int(value) if isinstance(value, int) else float(value)  # ruamel's subclasses, plain
 
 
 def _expected(kind: ClaimKind, value: Any, tree: str, fail: Any) -> Scalar | tuple[float, float]:
@@ -214,11 +227,12 @@ def _expected(kind: ClaimKind, value: Any, tree: str, fail: Any) -> Scalar | tup
             raise fail(f"{value!r} is this prediction's own tree (name another one)")
         return str(value)
     if kind == ClaimKind.BETWEEN:
-        low, high = (_number(value[0]), _number(value[1])) \
-            if isinstance(value, list) and len(value) == 2 else (None, None)
+        low, high = (
+            (_number(value[0]), _number(value[1])) if isinstance(value, list) and len(value) == 2 else (None, None)
+        )
         if low is None or high is None:
             raise fail("expected two numbers, [low, high]")
-        if not low <= high:   # NaN too
+        if not low <= high:  # NaN too
             raise fail(f"[{low}, {high}]: the low bound comes first")
         return (low, high)
     number = _number(value)
@@ -228,6 +242,7 @@ def _expected(kind: ClaimKind, value: Any, tree: str, fail: Any) -> Scalar | tup
 
 
 # -- judging a claim -------------------------------------------------------------------------
+
 
 def judge(prediction: Prediction, metrics: Metrics) -> PredictionVerdict:
     """Whether the claim held on `metrics` (tree -> metric -> value). Numbers compare as
@@ -242,7 +257,7 @@ def judge(prediction: Prediction, metrics: Metrics) -> PredictionVerdict:
         if other is None:
             return PredictionVerdict(None, observed)
         return PredictionVerdict(_equal(observed, other), observed, other)
-    if isinstance(expected, tuple):   # BETWEEN
+    if isinstance(expected, tuple):  # BETWEEN
         number = _number(observed)
         return PredictionVerdict(number is not None and expected[0] <= number <= expected[1], observed)
     if kind == ClaimKind.EQUALS:
@@ -257,24 +272,37 @@ def _equal(a: Scalar, b: Scalar) -> bool:
     x, y = _number(a), _number(b)
     if x is not None and y is not None:
         return x == y
-    return type(a) is type(b) and a == b   # a bool equals a bool, a string a string
+    return type(a) is type(b) and a == b  # a bool equals a bool, a string a string
 
 
 # -- the journal's record --------------------------------------------------------------------
 
-def record_freeze(extra: dict[str, Json], file: PredictionsFile, worktree: str | None,
-                  previous: str | None) -> None:
+
+def record_freeze(extra: dict[str, Json], file: PredictionsFile, worktree: str | None, previous: str | None) -> None:
     """What a freeze puts in its journal entry (through the transaction's op.extra)."""
     extra[journal.RECORD] = True
-    extra[COMMAND] = {"action": "freeze", "path": file.name, "worktree": worktree, "sha256": file.sha256,
-                      "ids": [p.id for p in file.predictions], "previous": previous}
+    extra[COMMAND] = {
+        "action": "freeze",
+        "path": file.name,
+        "worktree": worktree,
+        "sha256": file.sha256,
+        "ids": [p.id for p in file.predictions],
+        "previous": previous,
+    }
 
 
-def record_explanation(extra: dict[str, Json], frozen: FrozenPredictions, worktree: str | None,
-                       pred_id: str, why: str) -> None:
+def record_explanation(
+    extra: dict[str, Json], frozen: FrozenPredictions, worktree: str | None, pred_id: str, why: str
+) -> None:
     extra[journal.RECORD] = True
-    extra[COMMAND] = {"action": "explain", "path": frozen.file.name, "worktree": worktree,
-                      "sha256": frozen.record.sha256, "id": pred_id, "why": why}
+    extra[COMMAND] = {
+        "action": "explain",
+        "path": frozen.file.name,
+        "worktree": worktree,
+        "sha256": frozen.record.sha256,
+        "id": pred_id,
+        "why": why,
+    }
 
 
 def frozen(repo: pygit2.Repository, name: str, worktree: str | None = None) -> FrozenRecord | None:
@@ -292,16 +320,20 @@ def frozen(repo: pygit2.Repository, name: str, worktree: str | None = None) -> F
             if read_str(d, "action") == "freeze":
                 freezes.append((Freeze(op.id, op.time, read_str(d, "sha256")), tuple(read_strs(d, "ids"))))
             else:
-                explained.append(Explanation(op.id, op.time, read_str(d, "id"), read_str(d, "why"),
-                                             read_str(d, "sha256")))
+                explained.append(
+                    Explanation(op.id, op.time, read_str(d, "id"), read_str(d, "why"), read_str(d, "sha256"))
+                )
         except ValueError as exc:
-            raise SeriesError(f"journal entry {op.id}: unreadable prediction record ({exc}); "
-                              f"move it out of {journal.journal_dir(repo)} to go on") from None
+            raise SeriesError(
+                f"journal entry {op.id}: unreadable prediction record ({exc}); "
+                f"move it out of {journal.journal_dir(repo)} to go on"
+            ) from None
     if not freezes:
         return None
     newest, ids = freezes[-1]
-    return FrozenRecord(name, newest.sha256, newest.time, newest.operation, ids,
-                        tuple(f for f, _ in freezes[:-1]), tuple(explained))
+    return FrozenRecord(
+        name, newest.sha256, newest.time, newest.operation, ids, tuple(f for f, _ in freezes[:-1]), tuple(explained)
+    )
 
 
 def journaled_name(repo: pygit2.Repository, path: Path) -> tuple[str, str | None]:
@@ -316,8 +348,10 @@ def require_frozen(repo: pygit2.Repository, path: Path) -> FrozenPredictions:
     file = load(path, name)
     record = frozen(repo, name, worktree)
     if record is None:
-        raise SeriesError(f"{name} (sha256:{file.sha256}) was never frozen",
-                          f"run 'series predict {name}' before measuring, so the claims are on record first")
+        raise SeriesError(
+            f"{name} (sha256:{file.sha256}) was never frozen",
+            f"run 'series predict {name}' before measuring, so the claims are on record first",
+        )
     if record.sha256 != file.sha256:
         raise changed(file, record, f"'series predict {name} --refreeze' (recorded: reports show both hashes)")
     return FrozenPredictions(file, record)
@@ -325,5 +359,7 @@ def require_frozen(repo: pygit2.Repository, path: Path) -> FrozenPredictions:
 
 def changed(file: PredictionsFile, record: FrozenRecord, remedy: str) -> SeriesError:
     """The refusal of a file whose bytes differ from its newest freeze, naming both hashes."""
-    return SeriesError(f"{file.name} changed since it was frozen ({record.time}, {record.operation}): frozen "
-                       f"sha256:{record.sha256}, now sha256:{file.sha256}; put the frozen text back, or {remedy}")
+    return SeriesError(
+        f"{file.name} changed since it was frozen ({record.time}, {record.operation}): frozen "
+        f"sha256:{record.sha256}, now sha256:{file.sha256}; put the frozen text back, or {remedy}"
+    )

@@ -6,6 +6,7 @@ The markdown of the same report is `series comment`'s alone (series.measure.comm
 `series comment PR --measurement REPORT.json --dry-run` prints it): one renderer, whose
 escaping neither hides text nor notifies anyone.
 """
+
 from __future__ import annotations
 
 from series.measure.measurement import MachineInfo, Measurement, PredictionResult, show
@@ -49,8 +50,10 @@ def render_text(m: Measurement) -> str:
     lines.append(f"  {'metric':<{first}}" + "".join(f"  {n:>{widths[n]}}" for n in names))
     for k in metrics:
         lines.append(f"  {k:<{first}}" + "".join(f"  {cells[n, k]:>{widths[n]}}" for n in names))
-    lines.append(f"predictions ({m.predictions_file}, frozen sha256:{m.predictions_sha256}): "
-                 f"{m.held()} of {len(m.predictions)} held")
+    lines.append(
+        f"predictions ({m.predictions_file}, frozen sha256:{m.predictions_sha256}): "
+        f"{m.held()} of {len(m.predictions)} held"
+    )
     for p in m.predictions:
         claim = p.claim if p.held else f"~~{p.claim}~~"
         lines.append(f"  {_verdict(p):<7} {p.id}: {claim} ({_observed(p)})")

@@ -15,6 +15,7 @@ series.workspace before anything else), so refs are all old or all new again. A 
 that fails (a busy or immutable series.yaml: root's permissions do not help there) puts
 every ref back at once: refs and series.yaml never disagree.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -31,8 +32,19 @@ from series.errors import SeriesError
 from series.ops.fs import replace_staged, stage, write_atomically
 from series.git import checkouts, refs
 from series.git.refs import RefMove
-from series.ops.journal import (FileChange, Operation, OpState, backups, config_file, last_operation, new_op_id,
-                            relative_config, resolve_path, set_aside, write_entry)
+from series.ops.journal import (
+    FileChange,
+    Operation,
+    OpState,
+    backups,
+    config_file,
+    last_operation,
+    new_op_id,
+    relative_config,
+    resolve_path,
+    set_aside,
+    write_entry,
+)
 from series.persisted import Json
 
 
@@ -50,11 +62,15 @@ def _roll_back(repo: pygit2.Repository, op: Operation, path: Path, exc: OSError)
         if undo:
             refs.update(repo, undo, f"series {op.command}: {op.summary} (rolled back)")
     except (SeriesError, OSError) as again:
-        return SeriesError(f"{why}, and the refs could not be put back ({validate.one_line(str(again))[:120]}); "
-                           "the next series command finishes the operation")
+        return SeriesError(
+            f"{why}, and the refs could not be put back ({validate.one_line(str(again))[:120]}); "
+            "the next series command finishes the operation"
+        )
     set_aside(repo, op)
-    return SeriesError(f"{why}: every ref was put back, nothing was changed; make the file replaceable "
-                       "(nothing holding it, not immutable: lsattr, chattr -i) and run the command again")
+    return SeriesError(
+        f"{why}: every ref was put back, nothing was changed; make the file replaceable "
+        "(nothing holding it, not immutable: lsattr, chattr -i) and run the command again"
+    )
 
 
 def _write_config(path: Path, text: str | None) -> None:
@@ -90,8 +106,9 @@ def _apply(repo: pygit2.Repository, path: Path, change: FileChange, staged: Path
         path.unlink(missing_ok=True)
         top = checkouts.worktree_root(repo, change.worktree)
         here = path.parent
-        while top is not None and here != top and here.is_relative_to(top) and here.is_dir() \
-                and not any(here.iterdir()):
+        while (
+            top is not None and here != top and here.is_relative_to(top) and here.is_dir() and not any(here.iterdir())
+        ):
             here.rmdir()
             here = here.parent
         return
@@ -149,16 +166,21 @@ class Changeset:
         if old != after:
             self.files.append(FileChange(rel, worktree, old, after))  # type: ignore[arg-type]
 
-    def write_config(self, path: Path, before: str | None, after: str | None,
-                     edits: list[seriesedit.Edit]) -> None:
+    def write_config(self, path: Path, before: str | None, after: str | None, edits: list[seriesedit.Edit]) -> None:
         self.config_path, self.config_before, self.config_after = path, before, after
         self.edits = list(edits)
 
     def commit(self, fault: str | None = None) -> Operation:
         op = Operation(
-            id=self.reserve_id(), command=self.command, summary=self.summary,
-            moves=self.moves, time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            extra=self.extra, verify=self.verify, undoes=self.undoes, files=list(self.files),
+            id=self.reserve_id(),
+            command=self.command,
+            summary=self.summary,
+            moves=self.moves,
+            time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            extra=self.extra,
+            verify=self.verify,
+            undoes=self.undoes,
+            files=list(self.files),
         )
         if self.config_path is not None:
             op.config_path, op.worktree = relative_config(self.repo, self.config_path)
@@ -183,8 +205,13 @@ class Changeset:
         kept = backups(op)
         _inject(fault, "after-backup")
         if self.moves:
-            refs.update(self.repo, kept + self.moves, f"series {self.command}: {self.summary}",
-                        lenient=len(kept), verify=self.verify)
+            refs.update(
+                self.repo,
+                kept + self.moves,
+                f"series {self.command}: {self.summary}",
+                lenient=len(kept),
+                verify=self.verify,
+            )
         _inject(fault, "after-refs")
         if path is not None:
             try:
@@ -249,7 +276,8 @@ def recover(repo: pygit2.Repository) -> Recovery:
                 f"operation {op.id} ({op.command}: {op.summary}) was interrupted, and {m.ref} has moved "
                 f"since (to {(now[m.ref] or 'deleted')[:12]}; it was going from {(m.old or 'nothing')[:12]} "
                 f"to {(m.new or 'nothing')[:12]}): put it back at one of those with 'git update-ref', "
-                "then run the command again")
+                "then run the command again"
+            )
         path = config_file(repo, op)
         if path is not None:
             _staged(path, op).unlink(missing_ok=True)  # its text, if the kill came before the rename
@@ -258,17 +286,16 @@ def recover(repo: pygit2.Repository) -> Recovery:
         if op.moves:
             committed = any(now[m.ref] == m.new for m in op.moves)
         else:  # series.yaml is renamed before the files change, so either tells
-            committed = (path is not None and op.config_after != op.config_before
-                         and fs.read_text(path) == op.config_after) \
-                or any(_applied(where, change) for where, change in _files(repo, op))
+            committed = (
+                path is not None and op.config_after != op.config_before and fs.read_text(path) == op.config_after
+            ) or any(_applied(where, change) for where, change in _files(repo, op))
         if committed:
             finished = finish(repo, op)
             notes.append(f"finished {op.id} ({op.command}: {op.summary}), which was interrupted")
             notes += settle_checkouts(repo, op)
         else:
             set_aside(repo, op)  # nothing happened, so nothing to list or undo
-            notes.append(f"rolled back {op.id} ({op.command}: {op.summary}): it was interrupted "
-                         "before anything moved")
+            notes.append(f"rolled back {op.id} ({op.command}: {op.summary}): it was interrupted before anything moved")
     return Recovery(notes, finished)
 
 
@@ -284,23 +311,26 @@ def finish(repo: pygit2.Repository, op: Operation) -> Operation:
         if now == m.new:
             continue
         if now != m.old:
-            raise SeriesError(f"cannot finish {op.id}: {m.ref} is at {now or 'nothing'}, "
-                              f"expected {m.old or 'nothing'} or {m.new or 'nothing'}")
+            raise SeriesError(
+                f"cannot finish {op.id}: {m.ref} is at {now or 'nothing'}, "
+                f"expected {m.old or 'nothing'} or {m.new or 'nothing'}"
+            )
         todo.append(m)
     kept = backups(op)
     if todo or kept:
-        refs.update(repo, kept + todo, f"series {op.command}: {op.summary} (finished)",
-                    lenient=len(kept))
+        refs.update(repo, kept + todo, f"series {op.command}: {op.summary} (finished)", lenient=len(kept))
     path = config_file(repo, op)
     if path is not None and op.config_after != op.config_before:
         text = fs.read_text(path)
         if text != op.config_after:
             try:
-                new = op.config_after if text == op.config_before else \
-                    seriesedit.apply(text, path, op.config_edits())
+                new = op.config_after if text == op.config_before else seriesedit.apply(text, path, op.config_edits())
             except SeriesError as exc:
-                raise SeriesError(f"operation {op.id} ({op.command}) was interrupted after its refs moved; "
-                                  f"its series.yaml edit cannot be finished: {exc.message}", exc.hint) from None
+                raise SeriesError(
+                    f"operation {op.id} ({op.command}) was interrupted after its refs moved; "
+                    f"its series.yaml edit cannot be finished: {exc.message}",
+                    exc.hint,
+                ) from None
             _write_config(path, new)
     for where, change in _files(repo, op):
         if _read(where) != change.after:

@@ -12,6 +12,7 @@
                                   run another command while this one holds the lock
 Nothing happens unless the variables are set.
 """
+
 from __future__ import annotations
 
 import errno

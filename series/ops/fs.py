@@ -8,6 +8,7 @@ temporary file beside the target is created with O_CREAT|O_EXCL, so a file or sy
 planted at its name is never written through: a stale one is removed (unlink does not
 follow a link) and the name created afresh, once.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,6 +44,7 @@ def read_text(path: Path) -> str | None:
 
 # -- the one atomic write -------------------------------------------------------------------------
 
+
 def _create(tmp: Path) -> int:
     """A new file at `tmp`, never one already there (O_EXCL does not follow a symlink).
     0o666 before the umask: the mode a plain open() gives, as the writes had before."""
@@ -55,8 +57,9 @@ def _create(tmp: Path) -> int:
 
 
 @contextlib.contextmanager
-def replacing(path: Path, tmp: Path | None = None, *, mode: int | None = None,
-              buffering: int = -1) -> Iterator[BinaryIO]:
+def replacing(
+    path: Path, tmp: Path | None = None, *, mode: int | None = None, buffering: int = -1
+) -> Iterator[BinaryIO]:
     """Stream the new content of `path` into a file beside it; on a clean exit it is
     renamed over `path` (with `mode`, if given), on an exception removed and `path` left."""
     tmp = tmp or path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -100,13 +103,13 @@ def replace_staged(tmp: Path, path: Path) -> None:
         raise
 
 
-def write_atomically(path: Path, data: str | bytes, *, mode: int | None = None,
-                     tmp: Path | None = None) -> None:
+def write_atomically(path: Path, data: str | bytes, *, mode: int | None = None, tmp: Path | None = None) -> None:
     """Readers see the old content or the new, never a part (a full disk leaves the old)."""
     replace_staged(stage(path, data, tmp, mode=mode), path)
 
 
 # -- the lock -------------------------------------------------------------------------------------
+
 
 class Lock:
     """One series operation at a time per repository: a kernel lock (fcntl.flock) on
@@ -115,7 +118,7 @@ class Lock:
     removed (removing a flock'd file lets two processes lock two different files).
     Re-entrant within a process: an operation that calls another's code keeps the lock."""
 
-    _held: dict[str, list[int]] = {}   # path -> [fd, depth]
+    _held: dict[str, list[int]] = {}  # path -> [fd, depth]
 
     def __init__(self, repo: pygit2.Repository, command: str = "series"):
         self.path = state_dir(repo) / "lock"
@@ -129,8 +132,9 @@ class Lock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise SeriesError(f"{self.path}: cannot open the lock file ({exc.strerror}); "
-                              "check the permissions of .git/series") from None
+            raise SeriesError(
+                f"{self.path}: cannot open the lock file ({exc.strerror}); check the permissions of .git/series"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -143,8 +147,9 @@ class Lock:
         stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         try:  # the kernel lock is what counts: a full disk only loses the holder line
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"series {self.command}, pid {os.getpid()} on {socket.gethostname()}, "
-                          f"since {stamp}\n".encode(), 0)
+            os.pwrite(
+                fd, f"series {self.command}, pid {os.getpid()} on {socket.gethostname()}, since {stamp}\n".encode(), 0
+            )
         except OSError:
             pass
         Lock._held[key] = [fd, 1]

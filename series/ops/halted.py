@@ -20,6 +20,7 @@ phase), which it validates when it reads the record back; this module holds what
 path needs of it: the file, the temporary refs that keep a halted operation's commits, and
 the guard, which reads only `halt`.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,23 +38,29 @@ from series.git import checkouts, refs
 from series.persisted import Json, JsonObject, read_object, read_str
 
 TEMP_PREFIX = "refs/series/rebase"
-VERSION = 2   # 2: `halt` (the ending's identity and payload) replaced `kind` and `adoption`
+VERSION = 2  # 2: `halt` (the ending's identity and payload) replaced `kind` and `adoption`
 
 
 @dataclass(frozen=True)
 class Halt:
     """Which ending a halted operation has, in data (module docstring)."""
 
-    kind: str                       # the ending's identity: the resuming verb hands it in again
-    what: str                       # "a series rebase is in progress"
-    resume: str                     # "series rebase": the command that goes on with it
-    payload: JsonObject = field(default_factory=dict)   # the ending's own data
-    go_on: str = ""                 # "series rebase --continue": the verb's words, as it handed them in
-    stop: str = ""                  # "series rebase --abort"
+    kind: str  # the ending's identity: the resuming verb hands it in again
+    what: str  # "a series rebase is in progress"
+    resume: str  # "series rebase": the command that goes on with it
+    payload: JsonObject = field(default_factory=dict)  # the ending's own data
+    go_on: str = ""  # "series rebase --continue": the verb's words, as it handed them in
+    stop: str = ""  # "series rebase --abort"
 
     def to_json(self) -> dict[str, Json]:
-        return {"kind": self.kind, "what": self.what, "resume": self.resume, "payload": dict(self.payload),
-                "go_on": self.go_on, "stop": self.stop}
+        return {
+            "kind": self.kind,
+            "what": self.what,
+            "resume": self.resume,
+            "payload": dict(self.payload),
+            "go_on": self.go_on,
+            "stop": self.stop,
+        }
 
     @classmethod
     def from_json(cls, data: Json) -> "Halt":
@@ -62,11 +69,13 @@ class Halt:
         # a record written before the verb handed its hints in: the two commands it meant
         go_on = read_str(d, "go_on") if "go_on" in d else f"{resume} --continue"
         stop = read_str(d, "stop") if "stop" in d else f"{resume} --abort"
-        return cls(read_str(d, "kind"), read_str(d, "what"), resume, read_object(d.get("payload", {}), "payload"),
-                   go_on, stop)
+        return cls(
+            read_str(d, "kind"), read_str(d, "what"), resume, read_object(d.get("payload", {}), "payload"), go_on, stop
+        )
 
 
 # -- the halted operation in words, from its record alone ----------------------------------------
+
 
 def halted_message(halt: Halt, verb: str) -> str:
     """The one-line refusal for `verb` while an operation is halted."""
@@ -86,8 +95,10 @@ def state_file(repo: pygit2.Repository) -> Path:
 
 
 def unreadable(repo: pygit2.Repository, exc: Exception) -> SeriesError:
-    return SeriesError(f"{state_file(repo)}: unreadable state of a halted operation ({exc})",
-                       "remove it and 'git worktree prune' to start over")
+    return SeriesError(
+        f"{state_file(repo)}: unreadable state of a halted operation ({exc})",
+        "remove it and 'git worktree prune' to start over",
+    )
 
 
 def read_record(repo: pygit2.Repository) -> Json | None:
@@ -98,16 +109,19 @@ def read_record(repo: pygit2.Repository) -> Json | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SeriesError(f"{path}: cannot read the halted operation's state ({exc}); "
-                          "fix the file's permissions, or remove it and 'git worktree prune' to start over") from None
+        raise SeriesError(
+            f"{path}: cannot read the halted operation's state ({exc}); "
+            "fix the file's permissions, or remove it and 'git worktree prune' to start over"
+        ) from None
     try:
         data: Json = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise unreadable(repo, exc) from None
     version = data.get("version") if isinstance(data, dict) else None
     if isinstance(version, int) and version != VERSION:
-        raise SeriesError(f"{path}: written by another series version (state version {version}); "
-                          "finish it with that version")
+        raise SeriesError(
+            f"{path}: written by another series version (state version {version}); finish it with that version"
+        )
     return data
 
 
@@ -132,10 +146,16 @@ def keep_only(repo: pygit2.Repository, wanted: Mapping[str, str]) -> None:
     """refs/series/rebase/ holds exactly `wanted` (name -> commit) afterwards: one git
     transaction (series.git.refs, the one writer of refs), each old value checked; none
     when nothing changes (the common case: no halted operation, no temporary ref)."""
-    moves = [refs.RefMove(name, refs.current(repo, name), None) for name in repo.references
-             if name.startswith(TEMP_PREFIX + "/") and name not in wanted]
-    moves += [refs.RefMove(name, old, target) for name, target in wanted.items()
-              if (old := refs.current(repo, name)) != target]
+    moves = [
+        refs.RefMove(name, refs.current(repo, name), None)
+        for name in repo.references
+        if name.startswith(TEMP_PREFIX + "/") and name not in wanted
+    ]
+    moves += [
+        refs.RefMove(name, old, target)
+        for name, target in wanted.items()
+        if (old := refs.current(repo, name)) != target
+    ]
     if moves:
         # a lock file there is a killed git's (no one but series writes these refs, and the
         # caller holds the series lock): git would refuse the transaction while it stays

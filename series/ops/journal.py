@@ -7,6 +7,7 @@ one that moved nothing in the end is set aside in journal/rolled-back/. Each old
 also kept under refs/series/backup/<op>/<ref> (`backups`), so an undone or overwritten
 branch can always be found again.
 """
+
 from __future__ import annotations
 
 import base64
@@ -24,8 +25,17 @@ from series.errors import SeriesError
 from series.ops.fs import state_dir, write_atomically
 from series.git import checkouts
 from series.git.refs import RefMove
-from series.persisted import (Json, JsonObject, read_enum, read_list, read_object, read_opt_str, read_pairs, read_str,
-                              read_str_map)
+from series.persisted import (
+    Json,
+    JsonObject,
+    read_enum,
+    read_list,
+    read_object,
+    read_opt_str,
+    read_pairs,
+    read_str,
+    read_str_map,
+)
 
 BACKUP_PREFIX = "refs/series/backup"
 # An entry whose extra holds RECORD: true is a record, not a change (a frozen prediction, an
@@ -39,7 +49,7 @@ class OpState(str, enum.Enum):
 
     PENDING = "pending"
     DONE = "done"
-    ROLLED_BACK = "rolled-back"     # killed before its commit point: moved to journal/rolled-back/
+    ROLLED_BACK = "rolled-back"  # killed before its commit point: moved to journal/rolled-back/
 
 
 @dataclass(frozen=True)
@@ -55,13 +65,18 @@ class FileChange:
     after: bytes | None
 
     def to_json(self) -> dict[str, Json]:
-        return {"path": self.path, "worktree": self.worktree,
-                "before": _content(self.before), "after": _content(self.after)}
+        return {
+            "path": self.path,
+            "worktree": self.worktree,
+            "before": _content(self.before),
+            "after": _content(self.after),
+        }
 
     @classmethod
     def from_json(cls, d: JsonObject) -> "FileChange":
-        return cls(read_str(d, "path"), read_opt_str(d, "worktree"), _read_content(d, "before"),
-                   _read_content(d, "after"))
+        return cls(
+            read_str(d, "path"), read_opt_str(d, "worktree"), _read_content(d, "before"), _read_content(d, "after")
+        )
 
     def reversed(self) -> "FileChange":
         return FileChange(self.path, self.worktree, self.after, self.before)
@@ -113,17 +128,25 @@ class Operation:
     extra: dict[str, Json] = field(default_factory=dict)
     edits: list[seriesedit.Edit] = field(default_factory=list)
     worktree: str | None = None
-    verify: list[tuple[str, str]] = field(default_factory=list)   # (ref, value) that must hold
-    files: list[FileChange] = field(default_factory=list)        # written after the refs moved
+    verify: list[tuple[str, str]] = field(default_factory=list)  # (ref, value) that must hold
+    files: list[FileChange] = field(default_factory=list)  # written after the refs moved
 
     def to_json(self) -> str:
         data: dict[str, Json] = {
-            "id": self.id, "command": self.command, "summary": self.summary,
+            "id": self.id,
+            "command": self.command,
+            "summary": self.summary,
             "moves": [{"ref": m.ref, "old": m.old, "new": m.new} for m in self.moves],
-            "config_path": self.config_path, "config_before": self.config_before,
-            "config_after": self.config_after, "state": self.state.value, "undoes": self.undoes,
-            "time": self.time, "extra": dict(self.extra), "edits": [e.to_json() for e in self.edits],
-            "worktree": self.worktree, "verify": [[ref, value] for ref, value in self.verify],
+            "config_path": self.config_path,
+            "config_before": self.config_before,
+            "config_after": self.config_after,
+            "state": self.state.value,
+            "undoes": self.undoes,
+            "time": self.time,
+            "extra": dict(self.extra),
+            "edits": [e.to_json() for e in self.edits],
+            "worktree": self.worktree,
+            "verify": [[ref, value] for ref, value in self.verify],
             "files": [f.to_json() for f in self.files],
         }
         return json.dumps(data, indent=1, sort_keys=True)
@@ -138,14 +161,22 @@ class Operation:
         if not isinstance(extra, dict):
             raise ValueError("'extra' is not an object")
         return cls(
-            id=read_str(d, "id"), command=read_str(d, "command"), summary=read_str(d, "summary"),
-            moves=[_move(read_object(m, "moves[]")) for m in moves], config_path=read_opt_str(d, "config_path"),
-            config_before=read_opt_str(d, "config_before"), config_after=read_opt_str(d, "config_after"),
-            state=read_enum(OpState, d, "state"), undoes=read_opt_str(d, "undoes"),
-            time=read_str(d, "time") if "time" in d else "", extra=dict(extra),
+            id=read_str(d, "id"),
+            command=read_str(d, "command"),
+            summary=read_str(d, "summary"),
+            moves=[_move(read_object(m, "moves[]")) for m in moves],
+            config_path=read_opt_str(d, "config_path"),
+            config_before=read_opt_str(d, "config_before"),
+            config_after=read_opt_str(d, "config_after"),
+            state=read_enum(OpState, d, "state"),
+            undoes=read_opt_str(d, "undoes"),
+            time=read_str(d, "time") if "time" in d else "",
+            extra=dict(extra),
             edits=[seriesedit.Edit.from_json(read_object(e, "edits[]")) for e in edits],
-            worktree=read_opt_str(d, "worktree"), verify=read_pairs({"verify": verify}, "verify"),
-            files=[FileChange.from_json(read_object(f, "files[]")) for f in read_list(d, "files", [])])
+            worktree=read_opt_str(d, "worktree"),
+            verify=read_pairs({"verify": verify}, "verify"),
+            files=[FileChange.from_json(read_object(f, "files[]")) for f in read_list(d, "files", [])],
+        )
 
     def config_edits(self) -> list[seriesedit.Edit]:
         if self.edits:
@@ -165,8 +196,9 @@ class Operation:
         `resolutions --prune` removed in extra["removed"] (path -> text)."""
         removed = read_str_map({"removed": self.extra.get("removed", {})}, "removed")
         worktree = self.extra_text("worktree")
-        return list(self.files) + [FileChange(rel, worktree, text.encode("utf-8"), None)
-                                   for rel, text in removed.items()]
+        return list(self.files) + [
+            FileChange(rel, worktree, text.encode("utf-8"), None) for rel, text in removed.items()
+        ]
 
     def is_record(self) -> bool:
         return self.extra.get(RECORD) is True
@@ -223,8 +255,9 @@ def resolve_path(repo: pygit2.Repository, journaled: str, worktree: str | None) 
 
 
 def backups(op: Operation) -> list[RefMove]:
-    return [RefMove(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/'):]}", None, m.old)
-            for m in op.moves if m.old is not None]
+    return [
+        RefMove(f"{BACKUP_PREFIX}/{op.id}/{m.ref[len('refs/') :]}", None, m.old) for m in op.moves if m.old is not None
+    ]
 
 
 def write_entry(repo: pygit2.Repository, op: Operation) -> None:
@@ -249,15 +282,20 @@ def read_entry(path: Path) -> Operation:
         _check_entry(op)
         return op
     except (OSError, ValueError, TypeError, KeyError, AttributeError, SeriesError) as exc:
-        raise SeriesError(f"{path}: unreadable journal entry ({type(exc).__name__}: "
-                          f"{validate.one_line(str(exc))[:120]}); move it out of {path.parent} to go on") from None
+        raise SeriesError(
+            f"{path}: unreadable journal entry ({type(exc).__name__}: "
+            f"{validate.one_line(str(exc))[:120]}); move it out of {path.parent} to go on"
+        ) from None
 
 
 def _check_entry(op: Operation) -> None:
     """Right JSON, wrong types (edited by hand, another version): a ValueError here."""
     for move in op.moves:
-        if not isinstance(move.ref, str) or not move.ref.startswith("refs/") \
-                or validate.ref_component_problem(move.ref):
+        if (
+            not isinstance(move.ref, str)
+            or not move.ref.startswith("refs/")
+            or validate.ref_component_problem(move.ref)
+        ):
             raise ValueError(f"move of {str(move.ref)[:60]!r}: not a ref name")
         for value in (move.old, move.new):
             if value is not None:

@@ -11,6 +11,7 @@ A file is rewritten only when its text changed, and files a previous export wrot
 this one did not (a retired topic, a squashed commit) are removed, so the directory can
 live in a repository of its own and `git diff` there shows exactly what changed.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ class TopicPatches:
 class ExportResult:
     directory: Path
     topics: list[TopicPatches] = field(default_factory=list)
-    written: list[str] = field(default_factory=list)    # relative paths created or changed
+    written: list[str] = field(default_factory=list)  # relative paths created or changed
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     notes: list[str] = field(default_factory=list)
@@ -54,14 +55,21 @@ def topic_patches(ws: Workspace, topic: Topic) -> TopicPatches:
     for number, commit in enumerate(commits, 1):
         where = f"topic {topic.name}, commit {str(commit.id)[:12]}"
         if len(commit.parents) != 1:
-            raise SeriesError(f"{where} is a merge; patch files carry a linear series only "
-                              "(linearize the topic branch first)")
+            raise SeriesError(
+                f"{where} is a merge; patch files carry a linear series only (linearize the topic branch first)"
+            )
         diff, stats = patch_format.tree_diff(ws.repo, commit.parents[0].tree, commit.tree, where)
         author = commit.author
         patch = patch_format.Patch(
-            author_name=patch_format.decode(author.raw_name), author_email=patch_format.decode(author.raw_email),
-            author_time=author.time, author_offset=author.offset,
-            message=patch_format.decode(commit.raw_message), diff=diff, number=number, total=total)
+            author_name=patch_format.decode(author.raw_name),
+            author_email=patch_format.decode(author.raw_email),
+            author_time=author.time,
+            author_offset=author.offset,
+            message=patch_format.decode(commit.raw_message),
+            diff=diff,
+            number=number,
+            total=total,
+        )
         files.append((patch_format.file_name(number, patch.subject), patch_format.render(patch, stats)))
     return TopicPatches(topic.name, tuple(files), on_base)
 
@@ -73,8 +81,7 @@ def default_directory(ws: Workspace) -> Path:
 def read_order(directory: Path) -> list[str]:
     path = directory / ORDER
     if not path.is_file():
-        raise SeriesError(f"{directory}: not a series export (no '{ORDER}' file); "
-                          "make one with 'series export DIR'")
+        raise SeriesError(f"{directory}: not a series export (no '{ORDER}' file); make one with 'series export DIR'")
     names = []
     try:
         text = path.read_bytes().decode("utf-8")
@@ -122,8 +129,9 @@ def _copy_resolutions(ws: Workspace, directory: Path, result: ExportResult) -> N
     rel = resolutions_subdir(ws.series.resolutions)
     source = ws.series.root / ws.series.resolutions
     if rel is None:
-        result.notes.append(f"resolutions directory {ws.series.resolutions} is outside the series "
-                            "root; not copied into the export")
+        result.notes.append(
+            f"resolutions directory {ws.series.resolutions} is outside the series root; not copied into the export"
+        )
         return
     target = directory / rel
     wanted = set()
@@ -151,27 +159,31 @@ def export(ws: Workspace, directory: Path, dry_run: bool = False) -> ExportResul
         if (directory / ORDER).is_file():
             previous = read_order(directory)
         elif any(directory.iterdir()):
-            raise SeriesError(f"{directory} is not empty and holds no previous export (no '{ORDER}' "
-                              "file); pick a new or empty directory")
+            raise SeriesError(
+                f"{directory} is not empty and holds no previous export (no '{ORDER}' "
+                "file); pick a new or empty directory"
+            )
     reserved = {ORDER, FILENAME}
     rel = resolutions_subdir(ws.series.resolutions)
     if rel is not None:
         reserved.add(rel.parts[0])
     for topic in ws.series.active():
         if topic.name in reserved:
-            raise SeriesError(f"topic '{topic.name}' cannot be exported: its directory would clash "
-                              f"with the export's own '{topic.name}' (rename the topic)")
+            raise SeriesError(
+                f"topic '{topic.name}' cannot be exported: its directory would clash "
+                f"with the export's own '{topic.name}' (rename the topic)"
+            )
         patches = topic_patches(ws, topic)
         if patches.files and not patches.on_base:
             on = meant_start(topic, ws.series.upstream.base)
-            result.notes.append(f"{topic.name}: branch does not sit on {on}; "
-                                "its own commits are exported, import puts them there")
+            result.notes.append(
+                f"{topic.name}: branch does not sit on {on}; its own commits are exported, import puts them there"
+            )
         result.topics.append(patches)
     if dry_run:
         return result
     names = [t.topic for t in result.topics]
-    _write_if_changed(directory / ORDER, ORDER_HEADER + "".join(f"{n}\n" for n in names),
-                      result, ORDER)
+    _write_if_changed(directory / ORDER, ORDER_HEADER + "".join(f"{n}\n" for n in names), result, ORDER)
     _write_if_changed(directory / FILENAME, ws.config_path.read_text(), result, FILENAME)
     _copy_resolutions(ws, directory, result)
     for patches in result.topics:

@@ -10,6 +10,7 @@ contents and messages round-trip byte for byte. A message git would not write ba
 same way (no final newline, a multi-line first paragraph) is kept verbatim and flagged
 with an `X-Series-Message: verbatim` header.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -43,10 +44,10 @@ def decode(data: bytes) -> str:
 class Patch:
     author_name: str
     author_email: str
-    author_time: int      # seconds since the epoch
-    author_offset: int    # minutes east of UTC, as git keeps it
-    message: str          # the commit message, exactly
-    diff: str             # "diff --git ..." sections, possibly empty
+    author_time: int  # seconds since the epoch
+    author_offset: int  # minutes east of UTC, as git keeps it
+    message: str  # the commit message, exactly
+    diff: str  # "diff --git ..." sections, possibly empty
     number: int = 1
     total: int = 1
 
@@ -57,10 +58,18 @@ class Patch:
 
 # ---------------------------------------------------------------- paths, as git quotes them
 
-_QUOTE_ESCAPES = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\t": "\\t",
-                  "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r"}
-_UNQUOTE_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13,
-                    '"': 34, "\\": 92}
+_QUOTE_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+}
+_UNQUOTE_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
 
 def quote_path(path: str) -> str:
@@ -90,12 +99,12 @@ def unquote_path(text: str) -> str:
             out += encode(ch)
             i += 1
             continue
-        nxt = body[i + 1:i + 2]
+        nxt = body[i + 1 : i + 2]
         if nxt in _UNQUOTE_ESCAPES:
             out.append(_UNQUOTE_ESCAPES[nxt])
             i += 2
-        elif re.match(r"[0-7]{3}", body[i + 1:i + 4]):
-            out.append(int(body[i + 1:i + 4], 8))
+        elif re.match(r"[0-7]{3}", body[i + 1 : i + 4]):
+            out.append(int(body[i + 1 : i + 4], 8))
             i += 4
         else:
             raise SeriesError(f"malformed quoted path {text}")
@@ -103,6 +112,7 @@ def unquote_path(text: str) -> str:
 
 
 # ---------------------------------------------------------------- diffs
+
 
 def _hunk_text(hunks: Sequence[pygit2.DiffHunk]) -> list[str]:
     out = []
@@ -127,7 +137,7 @@ def unified_hunks(old: bytes, new: bytes) -> str:
 
 @dataclass(frozen=True)
 class FileDiffStat:
-    name: str       # "path" or "old => new"
+    name: str  # "path" or "old => new"
     added: int
     deleted: int
     note: str | None  # "create mode 100644 x", ...
@@ -164,11 +174,13 @@ def _check_side(repo: pygit2.Repository, side: _FileSide, where: str) -> None:
     if mode and _is_binary(repo, side.id):
         raise SeriesError(
             f"{where}: {side.path} is binary; patch files cannot carry binary content "
-            "(keep it out of the topic, or carry it another way)")
+            "(keep it out of the topic, or carry it another way)"
+        )
 
 
-def tree_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
-              where: str) -> tuple[str, list[FileDiffStat]]:
+def tree_diff(
+    repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, where: str
+) -> tuple[str, list[FileDiffStat]]:
     """The `diff --git` sections from `old` to `new`, renames detected, full index lines.
 
     Binary changes and submodules are refused: a patch file cannot carry them, and an
@@ -210,8 +222,9 @@ def tree_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
     return "".join(out), stats
 
 
-def _renaming_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
-                   where: str) -> tuple[str, list[FileDiffStat]]:
+def _renaming_diff(
+    repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, where: str
+) -> tuple[str, list[FileDiffStat]]:
     diff = old.diff_to_tree(new, context_lines=3, interhunk_lines=0)
     diff.find_similar()
     out: list[str] = []
@@ -234,15 +247,15 @@ def _renaming_diff(repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree,
                 out.append(text)
                 stats.append(stat)
             continue
-        text, stat = _section(delta.old_file, delta.new_file, patch.hunks,
-                              delta.status_char(), delta.similarity)
+        text, stat = _section(delta.old_file, delta.new_file, patch.hunks, delta.status_char(), delta.similarity)
         out.append(text)
         stats.append(stat)
     return "".join(out), stats
 
 
-def _section(old: _FileSide | None, new: _FileSide | None, hunks: Sequence[pygit2.DiffHunk],
-             status: str, similarity: int) -> tuple[str, FileDiffStat]:
+def _section(
+    old: _FileSide | None, new: _FileSide | None, hunks: Sequence[pygit2.DiffHunk], status: str, similarity: int
+) -> tuple[str, FileDiffStat]:
     first, last = (old if old is not None else new), (new if new is not None else old)
     assert first is not None and last is not None, "a diff section has at least one side"
     old_path, new_path = first.path, last.path
@@ -263,8 +276,11 @@ def _section(old: _FileSide | None, new: _FileSide | None, hunks: Sequence[pygit
         lines += [f"old mode {old_mode:o}\n", f"new mode {new_mode:o}\n"]
         note = f"mode change {old_mode:o} => {new_mode:o} {new_path}"
     if status == "R":
-        lines += [f"similarity index {similarity}%\n", f"rename from {quote_path(old_path)}\n",
-                  f"rename to {quote_path(new_path)}\n"]
+        lines += [
+            f"similarity index {similarity}%\n",
+            f"rename from {quote_path(old_path)}\n",
+            f"rename to {quote_path(new_path)}\n",
+        ]
         note = f"rename {old_path} => {new_path} ({similarity}%)"
     if old_id != new_id:
         mode = f" {new_mode:o}" if status not in "AD" and old_mode == new_mode else ""
@@ -295,7 +311,7 @@ def diffstat(stats: list[FileDiffStat]) -> str:
             plus = 1
         if s.deleted and not minus:
             minus = 1
-        bar = ("+" * plus + "-" * minus)
+        bar = "+" * plus + "-" * minus
         out.append(f" {s.name:<{width}} | {s.added + s.deleted:>{digits}} {bar}".rstrip() + "\n")
     added, deleted = sum(s.added for s in stats), sum(s.deleted for s in stats)
     summary = f" {len(stats)} file{'s' if len(stats) != 1 else ''} changed"
@@ -309,6 +325,7 @@ def diffstat(stats: list[FileDiffStat]) -> str:
 
 
 # ---------------------------------------------------------------- whole files
+
 
 def slug(subject: str) -> str:
     """A file-name-safe form of the subject, the way format-patch makes one."""
@@ -330,8 +347,10 @@ def format_date(time: int, offset: int) -> str:
     hours, minutes = divmod(abs(offset), 60)
     days = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
     months = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-    return (f"{days[when.weekday()]}, {when.day} {months[when.month - 1]} {when.year} "
-            f"{when:%H:%M:%S} {sign}{hours:02d}{minutes:02d}")
+    return (
+        f"{days[when.weekday()]}, {when.day} {months[when.month - 1]} {when.year} "
+        f"{when:%H:%M:%S} {sign}{hours:02d}{minutes:02d}"
+    )
 
 
 def _split_message(message: str) -> tuple[str, str, list[str]]:
@@ -340,8 +359,12 @@ def _split_message(message: str) -> tuple[str, str, list[str]]:
     if message.endswith("\n") and "\n" in message:
         if rest == "":
             return first, "", []
-        if rest.startswith("\n") and rest[1:].strip("\n") and not rest[1:].startswith("\n") \
-                and not rest.endswith("\n\n"):
+        if (
+            rest.startswith("\n")
+            and rest[1:].strip("\n")
+            and not rest[1:].startswith("\n")
+            and not rest.endswith("\n\n")
+        ):
             return first, rest[1:], []
     flags = [VERBATIM] + ([] if message.endswith("\n") else [NO_NEWLINE])
     body = message if message.endswith("\n") else message + "\n"
@@ -368,8 +391,9 @@ def _decode_words(value: str, source: str = "patch", header: str = "header") -> 
     try:
         return str(email.header.make_header(email.header.decode_header(value)))
     except (email.errors.HeaderParseError, UnicodeError, LookupError, ValueError) as exc:
-        raise SeriesError(f"{source}: unreadable encoded word in '{header}:' "
-                          f"({printable(value)[:80]!r}: {exc})") from None
+        raise SeriesError(
+            f"{source}: unreadable encoded word in '{header}:' ({printable(value)[:80]!r}: {exc})"
+        ) from None
 
 
 def _date(text: str, source: str) -> tuple[int, int]:
@@ -383,8 +407,10 @@ def _date(text: str, source: str) -> tuple[int, int]:
     except (OverflowError, ValueError, OSError):
         time = -1  # a year no clock holds: refused below with the header shown
     if time < 0 or time > validate.MAX_TIME or abs(zone) // 60 > validate.MAX_OFFSET:
-        raise SeriesError(f"{source}: 'Date:' header {printable(text)!r} is outside what a git "
-                          "commit can hold (years 1970-9999, zones up to +/-9959)")
+        raise SeriesError(
+            f"{source}: 'Date:' header {printable(text)!r} is outside what a git "
+            "commit can hold (years 1970-9999, zones up to +/-9959)"
+        )
     return time, zone // 60
 
 
@@ -439,16 +465,15 @@ def parse(text: str, source: str) -> Patch:
     subject = _decode_words(headers["subject"], source, "Subject")
     m = re.match(r"^\[PATCH(?: (\d+)/(\d+))?[^\]]*\] ?", subject)
     if m:
-        subject = subject[m.end():]
+        subject = subject[m.end() :]
         if m.group(1):
             number, total = int(m.group(1)), int(m.group(2))
-    rest = lines[i + 1:]
+    rest = lines[i + 1 :]
     cut = _separator(rest)
     if cut is None:
         raise SeriesError(f"{source}: no '---' line between the message and the diff")
     body_lines = rest[:cut]
-    diff_start = next((j for j in range(cut + 1, len(rest)) if rest[j].startswith("diff --git ")),
-                      len(rest))
+    diff_start = next((j for j in range(cut + 1, len(rest)) if rest[j].startswith("diff --git ")), len(rest))
     diff = "\n".join(rest[diff_start:])
     diff = _strip_signature(diff)
     flags = [f.strip() for f in headers.get("x-series-message", "").split(",") if f.strip()]
@@ -458,8 +483,16 @@ def parse(text: str, source: str) -> Patch:
     else:
         body = body.rstrip("\n")
         message = subject + "\n" + ("\n" + body + "\n" if body else "")
-    return Patch(author_name=name, author_email=address, author_time=time, author_offset=offset,
-                 message=message, diff=diff, number=number, total=total)
+    return Patch(
+        author_name=name,
+        author_email=address,
+        author_time=time,
+        author_offset=offset,
+        message=message,
+        diff=diff,
+        number=number,
+        total=total,
+    )
 
 
 def _separator(rest: list[str]) -> int | None:
@@ -486,4 +519,4 @@ _SIGNATURE = re.compile(r"(^|\n)-- \n[0-9][^\n]*\n*$")
 def _strip_signature(diff: str) -> str:
     """git format-patch ends with '-- \\n<git version>'; it is no part of the diff."""
     m = _SIGNATURE.search(diff)
-    return diff[:m.start() + len(m.group(1))] if m else diff
+    return diff[: m.start() + len(m.group(1))] if m else diff

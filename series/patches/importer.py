@@ -8,6 +8,7 @@ patch was made from, the result must be the blob it names, or the import stops.
 Every path a patch names is checked before anything is written: a path that climbs out
 of the repository (`..`), is absolute, or reaches into `.git` is refused.
 """
+
 from __future__ import annotations
 
 import re
@@ -46,14 +47,14 @@ def check_path(path: str, where: str) -> str:
 
 @dataclass(frozen=True)
 class FileDiff:
-    old_path: str | None      # None: created
-    new_path: str | None      # None: deleted
+    old_path: str | None  # None: created
+    new_path: str | None  # None: deleted
     old_mode: int | None
     new_mode: int | None
-    old_id: str | None        # from a full index line, else None
+    old_id: str | None  # from a full index line, else None
     new_id: str | None
     hunks: tuple[Hunk, ...]
-    copy: bool = False         # "copy from/to": the old path stays
+    copy: bool = False  # "copy from/to": the old path stays
 
 
 _INFO = {
@@ -73,7 +74,7 @@ def _strip_prefix(path: str, prefix: str) -> str:
         return path
     if not path.startswith(prefix):
         raise SeriesError(f"unexpected path '{path}' (expected it to start with '{prefix}')")
-    return path[len(prefix):]
+    return path[len(prefix) :]
 
 
 def file_changes(diff: str, where: str) -> list[FileDiff]:
@@ -118,16 +119,23 @@ def file_changes(diff: str, where: str) -> list[FileDiff]:
         for mode in (old_mode, new_mode):
             if mode is not None and mode not in _MODES:
                 raise SeriesError(f"{where}: {pf.path}: unsupported file mode {mode:o} (submodules are refused)")
-        changes.append(FileDiff(
-            old_path=None if created or old_path == "/dev/null" else check_path(old_path, where),
-            new_path=None if deleted or new_path == "/dev/null" else check_path(new_path, where),
-            old_mode=old_mode, new_mode=new_mode, old_id=old_id, new_id=new_id, hunks=tuple(pf),
-            copy=any(line.startswith("copy from ") for line in info),
-        ))
+        changes.append(
+            FileDiff(
+                old_path=None if created or old_path == "/dev/null" else check_path(old_path, where),
+                new_path=None if deleted or new_path == "/dev/null" else check_path(new_path, where),
+                old_mode=old_mode,
+                new_mode=new_mode,
+                old_id=old_id,
+                new_id=new_id,
+                hunks=tuple(pf),
+                copy=any(line.startswith("copy from ") for line in info),
+            )
+        )
     return changes
 
 
 # ---------------------------------------------------------------- hunks on bytes
+
 
 def split_lines(data: bytes) -> list[bytes]:
     """Lines with their '\\n' kept; only '\\n' ends a line, as in git."""
@@ -143,7 +151,7 @@ def _sides(hunk: Hunk) -> tuple[list[bytes], list[bytes]]:
         value = encode(line.value)
         if kind == "\\":
             # "\ No newline at end of file" belongs to the line before it
-            for side in ([before, after] if last is None else [last]):
+            for side in [before, after] if last is None else [last]:
                 if side and side[-1].endswith(b"\n"):
                     side[-1] = side[-1][:-1]
             continue
@@ -165,7 +173,7 @@ def apply_hunks(data: bytes, hunks: Iterable[Hunk], where: str) -> bytes:
     lines = split_lines(data)
     out: list[bytes] = []
     cursor = 0  # lines before this index are done
-    shift = 0   # offset found for the previous hunk, carried to the next
+    shift = 0  # offset found for the previous hunk, carried to the next
     for hunk in hunks:
         before, after = _sides(hunk)
         start = hunk.source_start - 1 if hunk.source_length else hunk.source_start
@@ -173,7 +181,8 @@ def apply_hunks(data: bytes, hunks: Iterable[Hunk], where: str) -> bytes:
         if at is None:
             raise SeriesError(
                 f"{where}: hunk @@ -{hunk.source_start},{hunk.source_length} @@ does not apply "
-                "(the file differs from the one the patch was made against)")
+                "(the file differs from the one the patch was made against)"
+            )
         shift = at - start
         out += lines[cursor:at]
         out += after
@@ -186,8 +195,8 @@ def _find(lines: list[bytes], want: list[bytes], guess: int, floor: int) -> int 
     n = len(want)
     limit = len(lines) - n
     for delta in range(0, max(limit, 0) + abs(guess) + 2):
-        for at in ((guess,) if delta == 0 else (guess - delta, guess + delta)):
-            if floor <= at <= limit and lines[at:at + n] == want:
+        for at in (guess,) if delta == 0 else (guess - delta, guess + delta):
+            if floor <= at <= limit and lines[at : at + n] == want:
                 return at
         if guess - delta < floor and guess + delta > limit:
             break
@@ -195,6 +204,7 @@ def _find(lines: list[bytes], want: list[bytes], guess: int, floor: int) -> int 
 
 
 # ---------------------------------------------------------------- trees and commits
+
 
 def _lookup(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> tuple[pygit2.Oid, int] | None:
     try:
@@ -234,8 +244,10 @@ def apply_patch(repo: pygit2.Repository, tree: pygit2.Tree, patch: Patch, where:
         data = apply_hunks(old_data, change.hunks, here) if change.hunks else old_data
         oid = repo.create_blob(data)
         if exact and change.new_id is not None and change.new_id != ZERO_ID and str(oid) != change.new_id:
-            raise SeriesError(f"{here}: the result does not match the patch's index line "
-                              f"({str(oid)[:12]} != {change.new_id[:12]}): corrupt patch?")
+            raise SeriesError(
+                f"{here}: the result does not match the patch's index line "
+                f"({str(oid)[:12]} != {change.new_id[:12]}): corrupt patch?"
+            )
         mode = change.new_mode or old_mode or BLOB
         if change.old_path is not None and change.old_path != change.new_path and not change.copy:
             edits[change.old_path] = None
@@ -245,12 +257,12 @@ def apply_patch(repo: pygit2.Repository, tree: pygit2.Tree, patch: Patch, where:
     return edit_tree(repo, tree, edits, where)
 
 
-def make_commit(repo: pygit2.Repository, parent: pygit2.Commit, patch: Patch,
-                committer: pygit2.Signature, where: str) -> pygit2.Commit:
+def make_commit(
+    repo: pygit2.Repository, parent: pygit2.Commit, patch: Patch, committer: pygit2.Signature, where: str
+) -> pygit2.Commit:
     tree = apply_patch(repo, parent.tree, patch, where)
     try:
-        author = pygit2.Signature(patch.author_name, patch.author_email, patch.author_time,
-                                  patch.author_offset)
+        author = pygit2.Signature(patch.author_name, patch.author_email, patch.author_time, patch.author_offset)
     except UnicodeEncodeError:
         raise SeriesError(f"{where}: the author in 'From:' is not UTF-8 text") from None
     except (ValueError, pygit2.GitError) as exc:  # InvalidError: an empty name or email

@@ -21,17 +21,18 @@ pattern can take exponential time ('************************x' against a long na
 for minutes), and CODEOWNERS comes from upstream's tree: a pull request can write it.
 The `codeowners` package on PyPI translates to re the same way, and keeps '[ ]' ranges.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar, Union
 
-_STAR = object()       # '*' inside a component
-_ONE = object()        # '?'
+_STAR = object()  # '*' inside a component
+_ONE = object()  # '?'
 Token = Union[str, object]
 Glob = tuple[Token, ...]
 _DSTAR: Glob = (object(),)  # a whole-component '**': zero or more components (compared by identity)
-_ANY: Glob = (_STAR,)   # one component, whatever it is
+_ANY: Glob = (_STAR,)  # one component, whatever it is
 P = TypeVar("P")
 S = TypeVar("S")
 
@@ -55,7 +56,7 @@ def _words(line: str) -> list[str]:
     while i < len(line):
         c = line[i]
         if c == "\\" and i + 1 < len(line):
-            word += line[i:i + 2]  # kept escaped: the pattern compiler reads the escape
+            word += line[i : i + 2]  # kept escaped: the pattern compiler reads the escape
             i += 2
             continue
         if c.isspace():
@@ -105,16 +106,17 @@ def compile_pattern(pattern: str) -> tuple[Glob, ...]:
         if not (glob is _DSTAR and segments and segments[-1] is _DSTAR):
             segments.append(glob)
     if segments and segments[-1] is _DSTAR:
-        segments[-1:] = [_ANY, _DSTAR]          # 'docs/**', '**': what is inside
+        segments[-1:] = [_ANY, _DSTAR]  # 'docs/**', '**': what is inside
     elif directory:
-        segments += [_ANY, _DSTAR]              # 'apps/': below a directory of that name
+        segments += [_ANY, _DSTAR]  # 'apps/': below a directory of that name
     elif not (parts and parts[-1] == "*" and len(parts) > 1):
-        segments.append(_DSTAR)                 # the file, or the directory and below it
+        segments.append(_DSTAR)  # the file, or the directory and below it
     return tuple(segments)
 
 
-def _wildcard(pattern: Sequence[P], subject: Sequence[S], star: Callable[[P], bool],
-              one: Callable[[P, S], bool]) -> bool:
+def _wildcard(
+    pattern: Sequence[P], subject: Sequence[S], star: Callable[[P], bool], one: Callable[[P, S], bool]
+) -> bool:
     """The greedy wildcard walk: on a mismatch, back to the last star only, which then takes
     one more item. At most len(pattern) * len(subject) steps, never exponential."""
     p = s = 0

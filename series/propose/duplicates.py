@@ -5,6 +5,7 @@ Ranked by shared files, then overlapping hunks, then recency, then number. PR fi
 from the forge, or, for PRs whose head is fetched into git refs at the same commit, from
 one path-limited walk over those heads (series.forge.scan).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -32,8 +33,12 @@ class Candidate:
     merge_commit: str | None = None  # upstream's squash of it, when merged
 
 
-def rank(topic_files: list[PullFile], pulls: list[PullRequest],
-         files_of: Callable[[PullRequest], list[PullFile]], own_pr: int | None = None) -> list[Candidate]:
+def rank(
+    topic_files: list[PullFile],
+    pulls: list[PullRequest],
+    files_of: Callable[[PullRequest], list[PullFile]],
+    own_pr: int | None = None,
+) -> list[Candidate]:
     """PRs sharing a file with the topic: most shared files first, then most overlapping hunks."""
     mine = {f.path: f for f in topic_files}
     found = []
@@ -46,11 +51,21 @@ def rank(topic_files: list[PullFile], pulls: list[PullRequest],
                     shared.append(path)
                     hunks += ranges_overlap(mine[path].hunks, theirs.hunks)
         if shared:
-            found.append(Candidate(int(pr.number), pr.title, pr.author, pr.state, pr.url,
-                                   sorted(shared), hunks, own=own_pr == pr.number,
-                                   updated_at=pr.updated_at, merge_commit=pr.merge_commit))
-    found.sort(key=lambda c: (-len(c.shared_files), -c.overlapping_hunks, -updated_moment(c.updated_at),
-                              -c.number))
+            found.append(
+                Candidate(
+                    int(pr.number),
+                    pr.title,
+                    pr.author,
+                    pr.state,
+                    pr.url,
+                    sorted(shared),
+                    hunks,
+                    own=own_pr == pr.number,
+                    updated_at=pr.updated_at,
+                    merge_commit=pr.merge_commit,
+                )
+            )
+    found.sort(key=lambda c: (-len(c.shared_files), -c.overlapping_hunks, -updated_moment(c.updated_at), -c.number))
     return found
 
 
@@ -61,8 +76,9 @@ def updated_moment(stamp: str | None) -> float:
     return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def fetched_files(repo: pygit2.Repository, remote: str, pulls: list[PullRequest],
-                  paths: list[str]) -> dict[int, list[PullFile]]:
+def fetched_files(
+    repo: pygit2.Repository, remote: str, pulls: list[PullRequest], paths: list[str]
+) -> dict[int, list[PullFile]]:
     """For the API's PRs whose head is fetched here at the same commit: the files among
     `paths` each changes, from one walk over the PR heads (series.forge.scan) instead of
     one API request per PR (vLLM has about a thousand open)."""
@@ -78,17 +94,23 @@ def fetched_files(repo: pygit2.Repository, remote: str, pulls: list[PullRequest]
 
 
 # the bot's file overlap of a PR compared from git refs: only the topic's paths are read of it
-FROM_REFS_NOTE = ("the bot's file overlap of a PR compared from git refs counts only the topic's "
-                  "paths among its files: its score there is an upper bound")
+FROM_REFS_NOTE = (
+    "the bot's file overlap of a PR compared from git refs counts only the topic's "
+    "paths among its files: its score there is an upper bound"
+)
 
 
-def bot_scores(mine: duplicates_score.PullText, pulls: Sequence[PullRequest],
-               files: Mapping[int, Sequence[PullFile]], candidates: Sequence[Candidate]
-               ) -> dict[int, duplicates_score.BotScore]:
+def bot_scores(
+    mine: duplicates_score.PullText,
+    pulls: Sequence[PullRequest],
+    files: Mapping[int, Sequence[PullFile]],
+    candidates: Sequence[Candidate],
+) -> dict[int, duplicates_score.BotScore]:
     """vLLM's duplicate-bot score of each candidate against our PR, among every PR read (the
     bot's stages rank over the whole pool): what preflight and propose both show."""
-    pool = [duplicates_score.PullText(int(p.number), p.title, p.body,
-                                      tuple(f.path for f in files.get(int(p.number), ())))
-            for p in pulls]
+    pool = [
+        duplicates_score.PullText(int(p.number), p.title, p.body, tuple(f.path for f in files.get(int(p.number), ())))
+        for p in pulls
+    ]
     every = duplicates_score.score_all(mine, pool)
     return {c.number: every[c.number] for c in candidates if c.number in every}

@@ -21,6 +21,7 @@ so the text similarity here is the bot's own fallback, reproduced exactly and la
 (TEXT_MODEL): the weights, the threshold, the Jaccard and the text are the bot's; the cosine
 of MiniLM vectors can differ from the hashing one. Pure: nothing here reads git or the network.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
-SOURCE = ("vllm-project/vllm@f8d16cfacae808d4849a01805c0bd2d59d793ce2:"
-          ".github/workflows/scripts/detect_duplicate_prs.py")
+SOURCE = "vllm-project/vllm@f8d16cfacae808d4849a01805c0bd2d59d793ce2:.github/workflows/scripts/detect_duplicate_prs.py"
 TEXT_WEIGHT = 0.75
 FILE_WEIGHT = 0.25
 SIMILARITY_THRESHOLD = 0.75
@@ -38,7 +38,7 @@ TOP_K = 5
 FILE_COMPARE_TOP_N = 20
 MAX_CANDIDATES = 500
 BODY_CHARS = 800
-FILES_PAGE = 100            # get_pr_files reads one page of per_page=100, never the next
+FILES_PAGE = 100  # get_pr_files reads one page of per_page=100, never the next
 N_FEATURES = 2048
 TEXT_MODEL = "hashing-2048 (the bot's fallback; in CI it runs all-MiniLM-L6-v2, which may score text differently)"
 COMMENT_MARKER = "<!-- duplicate-pr-checker -->"
@@ -49,6 +49,7 @@ _MASK = 0xFFFFFFFF
 
 def murmurhash3_32(data: bytes, seed: int = 0) -> int:
     """MurmurHash3 x86_32, signed, as sklearn.utils.murmurhash3_32 (the hashing trick's hash)."""
+
     def rotl(x: int, r: int) -> int:
         return ((x << r) | (x >> (32 - r))) & _MASK
 
@@ -56,7 +57,7 @@ def murmurhash3_32(data: bytes, seed: int = 0) -> int:
     h = seed & _MASK
     whole = len(data) // 4 * 4
     for i in range(0, whole, 4):
-        k = rotl(int.from_bytes(data[i:i + 4], "little") * c1 & _MASK, 15) * c2 & _MASK
+        k = rotl(int.from_bytes(data[i : i + 4], "little") * c1 & _MASK, 15) * c2 & _MASK
         h = (rotl(h ^ k, 13) * 5 + 0xE6546B64) & _MASK
     tail = data[whole:]
     if tail:
@@ -103,25 +104,32 @@ def jaccard(a: Sequence[str], b: Sequence[str]) -> float:
 @dataclass(frozen=True)
 class PullText:
     """One PR as the bot sees it: its number, title, body and changed file names."""
+
     number: int
     title: str
     body: str | None
-    files: tuple[str, ...] | None = None   # None: not read (it shares no file: Jaccard 0)
+    files: tuple[str, ...] | None = None  # None: not read (it shares no file: Jaccard 0)
 
 
 @dataclass(frozen=True)
 class BotScore:
     number: int
-    score: float            # TEXT_WEIGHT * text + FILE_WEIGHT * files
-    text: float             # cosine of the two texts (TEXT_MODEL)
-    files: float            # Jaccard of the file names
-    text_rank: int          # 1-based, by text similarity among the PRs read (stage 1)
-    flagged: bool           # in stage 1's top 20, in the top 5 scores, and >= the threshold
+    score: float  # TEXT_WEIGHT * text + FILE_WEIGHT * files
+    text: float  # cosine of the two texts (TEXT_MODEL)
+    files: float  # Jaccard of the file names
+    text_rank: int  # 1-based, by text similarity among the PRs read (stage 1)
+    flagged: bool  # in stage 1's top 20, in the top 5 scores, and >= the threshold
 
     def to_json(self) -> dict[str, object]:
-        return {"number": self.number, "score": round(self.score, 4), "text": round(self.text, 4),
-                "files": round(self.files, 4), "text_rank": self.text_rank, "flagged": self.flagged,
-                "threshold": SIMILARITY_THRESHOLD}
+        return {
+            "number": self.number,
+            "score": round(self.score, 4),
+            "text": round(self.text, 4),
+            "files": round(self.files, 4),
+            "text_rank": self.text_rank,
+            "flagged": self.flagged,
+            "threshold": SIMILARITY_THRESHOLD,
+        }
 
 
 def score_all(mine: PullText, pool: Sequence[PullText]) -> dict[int, BotScore]:
@@ -140,30 +148,41 @@ def score_all(mine: PullText, pool: Sequence[PullText]) -> dict[int, BotScore]:
     return {n: BotScore(n, score, text, files, rank, n in listed) for score, text, files, rank, n in scored}
 
 
-
 # -- what preflight and propose both say of a score ------------------------------------------
+
 
 def line(score: BotScore) -> str:
     """A candidate's score, one line: flagged, over the threshold but not listed, or below."""
     numbers = f"{score.score:.0%} (text {score.text:.0%}, files {score.files:.0%})"
     if score.flagged:
-        return (f"duplicate bot: {numbers} >= {SIMILARITY_THRESHOLD:.0%}: it would flag this PR as "
-                f"a likely duplicate of #{score.number} (\"Potentially Related PRs\")")
+        return (
+            f"duplicate bot: {numbers} >= {SIMILARITY_THRESHOLD:.0%}: it would flag this PR as "
+            f"a likely duplicate of #{score.number} (\"Potentially Related PRs\")"
+        )
     if score.score >= SIMILARITY_THRESHOLD:
-        return (f"duplicate bot: {numbers}: over {SIMILARITY_THRESHOLD:.0%} but not listed (text rank "
-                f"{score.text_rank}; it lists the top {TOP_K} of its top {FILE_COMPARE_TOP_N} by text)")
+        return (
+            f"duplicate bot: {numbers}: over {SIMILARITY_THRESHOLD:.0%} but not listed (text rank "
+            f"{score.text_rank}; it lists the top {TOP_K} of its top {FILE_COMPARE_TOP_N} by text)"
+        )
     return f"duplicate bot: {numbers}, below its {SIMILARITY_THRESHOLD:.0%} threshold: not flagged"
 
 
 def note(title: str) -> str:
     """How the scores were made: the PR scored, the bot's weights, threshold and source."""
-    return (f"duplicate bot: scored as {title!r} with the description propose would post; "
-            f"score = {TEXT_WEIGHT} text + {FILE_WEIGHT} files (Jaccard), flagged at "
-            f">= {SIMILARITY_THRESHOLD:.0%} among its top {FILE_COMPARE_TOP_N} by text and "
-            f"top {TOP_K} by score ({SOURCE}); text: {TEXT_MODEL}")
+    return (
+        f"duplicate bot: scored as {title!r} with the description propose would post; "
+        f"score = {TEXT_WEIGHT} text + {FILE_WEIGHT} files (Jaccard), flagged at "
+        f">= {SIMILARITY_THRESHOLD:.0%} among its top {FILE_COMPARE_TOP_N} by text and "
+        f"top {TOP_K} by score ({SOURCE}); text: {TEXT_MODEL}"
+    )
 
 
 def summary_json(title: str, scores: dict[int, BotScore]) -> dict[str, object]:
-    return {"title": title, "text_model": TEXT_MODEL, "source": SOURCE, "threshold": SIMILARITY_THRESHOLD,
-            "weights": {"text": TEXT_WEIGHT, "files": FILE_WEIGHT},
-            "flagged": [n for n, s in scores.items() if s.flagged]}
+    return {
+        "title": title,
+        "text_model": TEXT_MODEL,
+        "source": SOURCE,
+        "threshold": SIMILARITY_THRESHOLD,
+        "weights": {"text": TEXT_WEIGHT, "files": FILE_WEIGHT},
+        "flagged": [n for n, s in scores.items() if s.flagged],
+    }

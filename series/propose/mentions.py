@@ -21,6 +21,7 @@ characters they hold, whatever those are: every Markdown and HTML character esca
 no comment, tag, link definition, emphasis or fence can start in them; a code span or a
 fence longer than any run of backticks inside, so nothing closes it early; one line.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,7 +34,7 @@ _MENTION = re.compile(rf"(@|&#0*64;|&#[xX]0*40;|&commat;)({_NAME})")
 # delimiter and gone: only a letter or digit there surely makes an address
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 ZWJ = "\u200d"  # after the '@': GitHub's mention filter needs a letter or digit there
-_FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})(.*)$")          # at the line's start: never inside a list item
+_FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})(.*)$")  # at the line's start: never inside a list item
 _FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _HTML_START = re.compile(r"^ {0,3}<")
 _RUN = re.compile(r"`+")
@@ -67,8 +68,8 @@ def neutralise(text: str, allowed: Iterable[str]) -> str:
     keep = {a.lower() for a in allowed if a.startswith("@")}
     out = []
     fence: str | None = None
-    html = False       # a line started HTML: its blocks can hold a fence line, or end past a blank line
-    doubt = False      # this paragraph's code spans are not trusted any more
+    html = False  # a line started HTML: its blocks can hold a fence line, or end past a blank line
+    doubt = False  # this paragraph's code spans are not trusted any more
     for line in text.split("\n"):
         if fence is not None:
             m = _FENCE_CLOSE.match(line)
@@ -113,7 +114,7 @@ def _line(line: str, keep: set[str], trust: bool) -> tuple[str, bool]:
         if close is None or not trust or _SWALLOWED.search(line, run.end(), close.start()):
             trust = False  # a run with no closer here may close on a later line; a link or tag may hold it
             break
-        parts += [_text(line[at:i], keep), line[i:close.end()]]
+        parts += [_text(line[at:i], keep), line[i : close.end()]]
         at = i = close.end()
     parts.append(_text(line[at:], keep))
     return "".join(parts), trust
@@ -126,10 +127,11 @@ def _text(raw: str, keep: set[str]) -> str:
         at, name = m.group(1), m.group(2)
         if m.start() > 0 and _ALNUM.match(text[m.start() - 1]):
             return m.group(0)  # an address (a@b.com): '@' after a letter or digit is no mention
-        following = text[m.end():m.end() + 1]
+        following = text[m.end() : m.end() + 1]
         if at == "@" and f"@{name}".lower() in keep and following not in ("\\", "&"):
             return m.group(0)  # kept, unless an escape or a reference could lengthen the name
         return f"@{ZWJ}{name}"
+
     return _MENTION.sub(mention, text)
 
 

@@ -9,6 +9,7 @@ from `series test --run --json` evidence when there is some; the details from th
 bodies. Sections it cannot fill keep the template's text. A "Release notes:" line to edit
 goes above the template's footer (GitHub strips what follows its "BEFORE SUBMITTING" line).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,9 +26,14 @@ from series.validate import one_line
 from series.propose.grade import Commit, kind, title_tags
 from series.evidence.testmap import TEST_AREAS, StepSelection, unescape
 
-TEMPLATE_PATHS = (".github/pull_request_template.md", ".github/PULL_REQUEST_TEMPLATE.md",
-                  "pull_request_template.md", "PULL_REQUEST_TEMPLATE.md",
-                  "docs/pull_request_template.md", "docs/PULL_REQUEST_TEMPLATE.md")
+TEMPLATE_PATHS = (
+    ".github/pull_request_template.md",
+    ".github/PULL_REQUEST_TEMPLATE.md",
+    "pull_request_template.md",
+    "PULL_REQUEST_TEMPLATE.md",
+    "docs/pull_request_template.md",
+    "docs/PULL_REQUEST_TEMPLATE.md",
+)
 # vLLM's template before it was reworded: used when upstream's tree has none.
 FALLBACK = "## Purpose\n\n## Test Plan\n\n## Test Result\n"
 _TRAILER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*: .+$|^\(cherry picked from commit [0-9a-f]+\)$")
@@ -37,10 +43,10 @@ _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 
 @dataclass(frozen=True)
 class Description:
-    template: str | None       # the template's path in upstream's tree; None: the fallback
+    template: str | None  # the template's path in upstream's tree; None: the fallback
     body: str
-    filled: tuple[str, ...]    # the headings filled in
-    results: bool              # evidence from `series test --run` went in
+    filled: tuple[str, ...]  # the headings filled in
+    results: bool  # evidence from `series test --run` went in
 
 
 def read_template(repo: pygit2.Repository, tree: pygit2.Tree) -> tuple[str | None, str]:
@@ -97,14 +103,20 @@ def test_plan(selected: Sequence[StepSelection] | None, paths: Sequence[str]) ->
         source = source if not source.startswith(TEST_AREAS + "/") else TEST_AREAS
         text = f"Upstream CI steps that cover the changed paths (`{source}`):\n\n" + "\n".join(
             f"- {s.step.label} (`{s.step.ident}`, {s.step.device or 'GPU'}): "
-            + "; ".join(f"`{unescape(c)}`" for c in s.step.commands) for s in shown)
+            + "; ".join(f"`{unescape(c)}`" for c in s.step.commands)
+            for s in shown
+        )
         if len(ranked) > len(shown):
-            text += (f"\n- ... and {len(ranked) - len(shown)} more steps whose dependencies are broader "
-                     "(`series test` lists them all)")
+            text += (
+                f"\n- ... and {len(ranked) - len(shown)} more steps whose dependencies are broader "
+                "(`series test` lists them all)"
+            )
         out.append(text)
     if selected is None:
-        out.append("Upstream CI steps covering the changed paths: not selected (no CI map could be read); "
-                   "describe how you checked the change.")
+        out.append(
+            "Upstream CI steps covering the changed paths: not selected (no CI map could be read); "
+            "describe how you checked the change."
+        )
     elif not out:
         out.append("No upstream CI step covers the changed paths; describe how you checked the change.")
     return "\n\n".join(out)
@@ -133,12 +145,12 @@ def read_evidence(path: Path, option: str = "--evidence") -> dict[str, Any]:
     try:
         return check_evidence(json.loads(text))
     except (json.JSONDecodeError, RecursionError) as exc:
-        detail = f" ({exc.msg}, line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else \
-            " (nested too deeply)"
+        detail = f" ({exc.msg}, line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else " (nested too deeply)"
         raise SeriesError(f"{option} {path}: not JSON{detail}; {how}") from None
     except ValueError as exc:
-        raise SeriesError(f"{option} {path}: not the output of 'series test --run --json': "
-                          f"{one_line(str(exc))[:300]}; {how}") from None
+        raise SeriesError(
+            f"{option} {path}: not the output of 'series test --run --json': {one_line(str(exc))[:300]}; {how}"
+        ) from None
 
 
 def check_evidence(data: object) -> dict[str, Any]:
@@ -164,8 +176,9 @@ def check_evidence(data: object) -> dict[str, Any]:
         for key in ("label", "step", "status"):
             _str(_object(step, where), key, f"{where}.{key}", optional=True)
         for j, command in enumerate(_list(step.get("commands", []), f"{where}.commands")):
-            tests = _object(_object(command, f"{where}.commands[{j}]").get("tests") or {},
-                            f"{where}.commands[{j}].tests")
+            tests = _object(
+                _object(command, f"{where}.commands[{j}]").get("tests") or {}, f"{where}.commands[{j}].tests"
+            )
             for test in tests:
                 _str(tests, test, f"{where}.commands[{j}].tests.{test}")
     without = data.get("without")
@@ -221,26 +234,40 @@ def _matrix_results(evidence: dict[str, Any]) -> str:
     summary: dict[str, dict[str, int]] = evidence["summary"]
     names = list(summary)
     outcomes = [k for k in next(iter(summary.values()), {}) if k != "files_from_cache"]
-    out = [f"`series test --run` over {mentions.code(evidence.get('build') or 'the release build')}:", "",
-           "| | " + " | ".join(mentions.code(n, cell=True) for n in names) + " |", "|---|" + "---:|" * len(names)]
-    out += [f"| {mentions.inline(o)} | " + " | ".join(str(summary[n].get(o, 0)) for n in names) + " |"
-            for o in outcomes]
+    out = [
+        f"`series test --run` over {mentions.code(evidence.get('build') or 'the release build')}:",
+        "",
+        "| | " + " | ".join(mentions.code(n, cell=True) for n in names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    out += [
+        f"| {mentions.inline(o)} | " + " | ".join(str(summary[n].get(o, 0)) for n in names) + " |" for o in outcomes
+    ]
     for topic, tests in (evidence.get("needed") or {}).items():
-        out += ["", f"Without {mentions.code(topic)}, {len(tests)} tests fail that pass with it"
-                + (":" if tests else ".")]
+        out += [
+            "",
+            f"Without {mentions.code(topic)}, {len(tests)} tests fail that pass with it" + (":" if tests else "."),
+        ]
         out += [f"- {mentions.code(t)}" for t in tests]
     # a tree on upstream's trunk (pr:TOPIC) is judged against main, not the release
     trees = evidence.get("trees")
-    against = {t.get("name"): t.get("against") for t in (trees if isinstance(trees, list) else [])
-               if isinstance(t, dict)}
+    against = {
+        t.get("name"): t.get("against") for t in (trees if isinstance(trees, list) else []) if isinstance(t, dict)
+    }
     for tree, tests in (evidence.get("worse") or {}).items():
-        yardstick = (f"upstream's {mentions.code(str(against[tree]))}" if against.get(tree) not in (None, "base")
-                     else "the base release")
+        yardstick = (
+            f"upstream's {mentions.code(str(against[tree]))}"
+            if against.get(tree) not in (None, "base")
+            else "the base release"
+        )
         out += ["", f"Worse than {yardstick} in {mentions.code(tree)}: " + ", ".join(mentions.code(t) for t in tests)]
     machine = evidence.get("machine") or []
     if machine:
-        out += ["", f"{len(machine)} tests fail on the base release too (this machine: CPU only, offline); "
-                    "not counted against the change."]
+        out += [
+            "",
+            f"{len(machine)} tests fail on the base release too (this machine: CPU only, offline); "
+            "not counted against the change.",
+        ]
     return "\n".join(out)
 
 
@@ -252,9 +279,11 @@ def _step_results(evidence: dict[str, Any]) -> str:
         for command in step.get("commands", []):
             tests.update(command.get("tests") or {})
         count = {k: sum(1 for v in tests.values() if v == k) for k in ("passed", "failed", "skipped")}
-        rows.append(f"| {mentions.inline(step.get('label') or step.get('step') or '?')} | "
-                    f"{mentions.inline(step.get('status') or '?')} | "
-                    f"{count['passed']} | {count['failed']} | {count['skipped']} |")
+        rows.append(
+            f"| {mentions.inline(step.get('label') or step.get('step') or '?')} | "
+            f"{mentions.inline(step.get('status') or '?')} | "
+            f"{count['passed']} | {count['failed']} | {count['skipped']} |"
+        )
     out = ["With this change (`series test --run`):", "", *rows]
     without = evidence.get("without")
     if isinstance(without, dict):
@@ -282,9 +311,17 @@ def _heading_kind(heading: str) -> str | None:
     return None
 
 
-def render(template_path: str | None, template: str, title: str, commits: Sequence[Commit],
-           selected: Sequence[StepSelection] | None, paths: Sequence[str], release_note: str,
-           evidence: dict[str, Any] | None = None, mentionable: Sequence[str] = ()) -> Description:
+def render(
+    template_path: str | None,
+    template: str,
+    title: str,
+    commits: Sequence[Commit],
+    selected: Sequence[StepSelection] | None,
+    paths: Sequence[str],
+    release_note: str,
+    evidence: dict[str, Any] | None = None,
+    mentionable: Sequence[str] = (),
+) -> Description:
     """The template filled; what the fills say mentions only `mentionable` and hides nothing
     (series.propose.mentions); the template's own text is upstream's and stays as it is."""
     lines = template.splitlines()
@@ -311,7 +348,7 @@ def render(template_path: str | None, template: str, title: str, commits: Sequen
         j = i + 1
         while j < len(lines) and not lines[j].startswith("## ") and lines[j].strip() != "---":
             j += 1
-        section = "\n".join(lines[i + 1:j])
+        section = "\n".join(lines[i + 1 : j])
         what = _heading_kind(line[3:])
         text = fills.get(what or "", "")
         out.append(line)
@@ -325,7 +362,7 @@ def render(template_path: str | None, template: str, title: str, commits: Sequen
     note = f"Release notes: {mentions.neutralise(release_note, mentionable)}"
     footer = re.search(r"^(---\s*$|\*\*BEFORE SUBMITTING)", body, re.MULTILINE)
     if footer:
-        body = body[:footer.start()].rstrip("\n") + f"\n\n{note}\n\n" + body[footer.start():]
+        body = body[: footer.start()].rstrip("\n") + f"\n\n{note}\n\n" + body[footer.start() :]
     else:
         body = body.rstrip("\n") + f"\n\n{note}\n"
     body = re.sub(r"\n{3,}", "\n\n", body)

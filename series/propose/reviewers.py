@@ -8,6 +8,7 @@ blame of the old side of every hunk the PR changes. A blamed author is mentionab
 with a GitHub login: from a users.noreply.github.com address, or asked of the forge
 (`login_of`); without one the person is named, not @-mentioned.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,7 +31,7 @@ MAX_LOOKUPS = 8  # forge questions for blamed authors' logins, most lines first
 class Owned:
     path: str
     owners: tuple[str, ...]
-    rule: str | None = None     # the pattern that decided, with its line: "/vllm/lora (line 7)"
+    rule: str | None = None  # the pattern that decided, with its line: "/vllm/lora (line 7)"
 
 
 @dataclass(frozen=True)
@@ -40,23 +41,28 @@ class Author:
     lines: int
     files: tuple[str, ...]
     login: str | None = None
-    commit: str = ""            # one commit of theirs among the blamed lines
+    commit: str = ""  # one commit of theirs among the blamed lines
 
 
 @dataclass(frozen=True)
 class Reviewers:
-    codeowners: str | None                   # the file read, or None
+    codeowners: str | None  # the file read, or None
     owned: tuple[Owned, ...]
     authors: tuple[Author, ...]
-    mentionable: tuple[str, ...]             # "@login" / "@org/team", owners first
+    mentionable: tuple[str, ...]  # "@login" / "@org/team", owners first
     unmentionable: tuple[str, ...] = field(default=())  # blamed authors with no known login
 
     def to_json(self) -> dict[str, object]:
-        return {"codeowners": self.codeowners,
-                "owned": [{"path": o.path, "owners": list(o.owners), "rule": o.rule} for o in self.owned],
-                "authors": [{"name": a.name, "email": a.email, "login": a.login, "lines": a.lines,
-                             "files": list(a.files)} for a in self.authors],
-                "mentionable": list(self.mentionable), "not_mentionable": list(self.unmentionable)}
+        return {
+            "codeowners": self.codeowners,
+            "owned": [{"path": o.path, "owners": list(o.owners), "rule": o.rule} for o in self.owned],
+            "authors": [
+                {"name": a.name, "email": a.email, "login": a.login, "lines": a.lines, "files": list(a.files)}
+                for a in self.authors
+            ],
+            "mentionable": list(self.mentionable),
+            "not_mentionable": list(self.unmentionable),
+        }
 
 
 def parse_codeowners(text: str) -> list[OwnerRule]:
@@ -123,9 +129,14 @@ def blame_authors(repo: pygit2.Repository, main: pygit2.Commit, files: Sequence[
     return authors
 
 
-def suggest(repo: pygit2.Repository, main: pygit2.Commit, files: Sequence[PullFile], *,
-            login_of: Callable[[str], str | None] | None = None,
-            me: Sequence[str] = ()) -> Reviewers:
+def suggest(
+    repo: pygit2.Repository,
+    main: pygit2.Commit,
+    files: Sequence[PullFile],
+    *,
+    login_of: Callable[[str], str | None] | None = None,
+    me: Sequence[str] = (),
+) -> Reviewers:
     """CODEOWNERS owners of `files`, and the blamed authors of their changed lines.
 
     `login_of(commit sha)` asks the forge for a commit author's login; `me` holds the

@@ -1,4 +1,5 @@
 """The title `series propose` gives a topic's PR unless told one (preflight scores the same)."""
+
 from __future__ import annotations
 
 import re

@@ -3,6 +3,7 @@ from a rebase report's attribution (series.history.attribution, written by `seri
 rebase`). Both the rebase's conflict text and `series status` (for the rebase halted now,
 from its saved report) show these lines, so they are worded once, here.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,10 @@ def read_first(result: RebaseResult, topic: str) -> list[str]:
         if hits:
             c = hits[0]
             what = f"{c.symbol}()" if c.symbol else path.rsplit("/", 1)[-1]
-            out.append(f"upstream {c.commit.label} rewrote {what} in {path}: read it first "
-                       f"(git show {c.commit.sha[:12]} -- {path})")
+            out.append(
+                f"upstream {c.commit.label} rewrote {what} in {path}: read it first "
+                f"(git show {c.commit.sha[:12]} -- {path})"
+            )
     return out
 
 

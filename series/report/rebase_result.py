@@ -9,6 +9,7 @@ verb words it (series.verbs.rebase.text), prints `to_json()` for --json, saves t
 document under .git/series/reports/<id>.json, and `series status` reads it back with
 `from_json` (series.report.read_first). Nothing edits the JSON in place.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,26 +37,27 @@ class FileCulprits:
     @classmethod
     def from_json(cls, data: Json) -> "FileCulprits":
         d = persisted.read_object(data, "upstream[]")
-        return cls(tuple(Culprit.from_json(c) for c in persisted.read_list(d, "culprits")),
-                   persisted.read_int(d, "more"))
+        return cls(
+            tuple(Culprit.from_json(c) for c in persisted.read_list(d, "culprits")), persisted.read_int(d, "more")
+        )
 
 
 @dataclass(frozen=True)
 class TopicHistory:
     """What upstream's history says about one topic's outcome (series.verbs.rebase.reach)."""
 
-    upstream: Mapping[str, FileCulprits] | None = None     # a conflict: per conflicting file
-    evidence: tuple[UpstreamCommit, ...] | None = None     # merged: the commits that landed it
-    first_breaking: Breaking | None = None                 # --bisect, a conflict
+    upstream: Mapping[str, FileCulprits] | None = None  # a conflict: per conflicting file
+    evidence: tuple[UpstreamCommit, ...] | None = None  # merged: the commits that landed it
+    first_breaking: Breaking | None = None  # --bisect, a conflict
 
 
 @dataclass(frozen=True)
 class TopicFindings:
     """What the verb adds to one topic's line of the report."""
 
-    start: str                                  # the old commit its own commits sat on
+    start: str  # the old commit its own commits sat on
     history: TopicHistory = TopicHistory()
-    breaks: tuple[Break, ...] = ()              # empty when none, or not checked
+    breaks: tuple[Break, ...] = ()  # empty when none, or not checked
 
     def to_json(self) -> dict[str, Json]:
         row: dict[str, Json] = {}
@@ -78,11 +80,14 @@ class TopicFindings:
         files = persisted.read_object(upstream, "upstream") if upstream is not None else None
         history = TopicHistory(
             upstream=None if files is None else {path: FileCulprits.from_json(v) for path, v in files.items()},
-            evidence=None if evidence is None else tuple(
-                UpstreamCommit.from_json(c, "evidence[]") for c in persisted.read_list(d, "evidence")),
-            first_breaking=None if first is None else Breaking.from_json(first))
-        return cls(persisted.read_str(d, "start"), history,
-                   tuple(Break.from_json(b) for b in persisted.read_list(d, "breaks")))
+            evidence=None
+            if evidence is None
+            else tuple(UpstreamCommit.from_json(c, "evidence[]") for c in persisted.read_list(d, "evidence")),
+            first_breaking=None if first is None else Breaking.from_json(first),
+        )
+        return cls(
+            persisted.read_str(d, "start"), history, tuple(Break.from_json(b) for b in persisted.read_list(d, "breaks"))
+        )
 
 
 @dataclass(frozen=True)
@@ -96,8 +101,10 @@ class RefusedResolution:
     reason: str
 
     def sentence(self) -> str:
-        return (f"{self.topic}: the recorded resolution {self.file} of {self.path} was not replayed: "
-                f"{self.reason}; resolve it by hand (--continue records the new one in its place)")
+        return (
+            f"{self.topic}: the recorded resolution {self.file} of {self.path} was not replayed: "
+            f"{self.reason}; resolve it by hand (--continue records the new one in its place)"
+        )
 
     def to_json(self) -> dict[str, Json]:
         return {"topic": self.topic, "path": self.path, "file": self.file, "reason": self.reason}
@@ -105,8 +112,12 @@ class RefusedResolution:
     @classmethod
     def from_json(cls, data: Json | persisted.JsonObject) -> "RefusedResolution":
         d = persisted.read_object(data, "resolutions_refused[]")
-        return cls(persisted.read_str(d, "topic"), persisted.read_str(d, "path"), persisted.read_str(d, "file"),
-                   persisted.read_str(d, "reason"))
+        return cls(
+            persisted.read_str(d, "topic"),
+            persisted.read_str(d, "path"),
+            persisted.read_str(d, "file"),
+            persisted.read_str(d, "reason"),
+        )
 
 
 @dataclass(frozen=True)
@@ -114,13 +125,13 @@ class RebaseResult:
     """One step of `series rebase`, everything it says (module docstring)."""
 
     report: RebaseReport
-    findings: Mapping[str, TopicFindings]      # by topic name, one per topic of the report
-    behind: Behind | None                      # how far the base trails upstream's main
+    findings: Mapping[str, TopicFindings]  # by topic name, one per topic of the report
+    behind: Behind | None  # how far the base trails upstream's main
     strict: bool = False
-    held: bool = False                         # --strict counted breaks as conflicts: nothing moved
+    held: bool = False  # --strict counted breaks as conflicts: nothing moved
     refused: tuple[RefusedResolution, ...] = ()
-    reach: Reach | None = None                 # --as-far-as-possible: how far it got
-    saved: str | None = None                   # the report's text file, once written
+    reach: Reach | None = None  # --as-far-as-possible: how far it got
+    saved: str | None = None  # the report's text file, once written
 
     @property
     def status(self) -> ReportStatus:
@@ -162,9 +173,13 @@ class RebaseResult:
         behind = d.get("behind")
         reach = d.get("as_far_as_possible")
         strict = persisted.read_bool(d, "strict")
-        return cls(report, findings, None if behind is None else Behind.from_json(behind), strict=strict,
-                   held=strict and any(f.breaks for f in findings.values()),
-                   refused=tuple(RefusedResolution.from_json(r)
-                                 for r in persisted.read_list(d, "resolutions_refused", [])),
-                   reach=None if reach is None else Reach.from_json(reach),
-                   saved=persisted.read_opt_str(d, "report"))
+        return cls(
+            report,
+            findings,
+            None if behind is None else Behind.from_json(behind),
+            strict=strict,
+            held=strict and any(f.breaks for f in findings.values()),
+            refused=tuple(RefusedResolution.from_json(r) for r in persisted.read_list(d, "resolutions_refused", [])),
+            reach=None if reach is None else Reach.from_json(reach),
+            saved=persisted.read_opt_str(d, "report"),
+        )

@@ -18,6 +18,7 @@ per (base, files) (series.semantic.blob_cache), so a warm `status` runs no git a
     topic_breaks(repo, old, new, read)   breaks.TopicBreaks, with a BaseChecker when old == new
     of_branches(ws)                {topic: [Break]} of each active topic's branch as it is now
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
@@ -34,14 +35,14 @@ from series.git.repo import workdir
 if TYPE_CHECKING:
     from series.workspace import Workspace
 
-HISTORY_DEPTH = 200   # upstream commits per use's files searched back from the base
+HISTORY_DEPTH = 200  # upstream commits per use's files searched back from the base
 
 
 class BaseChecker(breaks.BreakChecker):
     """A BreakChecker with the base as its new tree and, per use that does not hold there,
     the old base found in upstream's history (module docstring)."""
 
-    fast_path = False   # the near-hunk shortcut assumes an old base whose file upstream left alone
+    fast_path = False  # the near-hunk shortcut assumes an old base whose file upstream left alone
 
     def __init__(self, repo: pygit2.Repository, base: pygit2.Oid):
         super().__init__(repo, base, base, PathHistory(repo, base, base))
@@ -58,8 +59,14 @@ class BaseChecker(breaks.BreakChecker):
             return None
         return self._first([file], lambda c: c.local(use, file, rebased_names, _imported(c, file, use.target)))
 
-    def unbound(self, path: str, before: file_reading.FileReading | None, ours: file_reading.FileReading,
-                after: file_reading.FileReading, names: set[str]) -> list[breaks.Break]:
+    def unbound(
+        self,
+        path: str,
+        before: file_reading.FileReading | None,
+        ours: file_reading.FileReading,
+        after: file_reading.FileReading,
+        names: set[str],
+    ) -> list[breaks.Break]:
         """Bare names the topic's version reads more often than the base's and binds nowhere:
         a helper upstream deleted from the file, or its import (found in the file's history)."""
         was, now = before.loads if before is not None else {}, after.loads
@@ -81,8 +88,13 @@ class BaseChecker(breaks.BreakChecker):
             if now is None:
                 return _module_files(use.target) if self.new.module(use.target.split(".")[0]) else []
             asked = now.asked
-            if now.cls is not None and asked and now.member is None and not asked.startswith("__") \
-                    and owner(self.new, now, asked) is False:
+            if (
+                now.cls is not None
+                and asked
+                and now.member is None
+                and not asked.startswith("__")
+                and owner(self.new, now, asked) is False
+            ):
                 return [now.path]
             return []
         if use.kind == UseKind.KEYWORD:
@@ -93,8 +105,9 @@ class BaseChecker(breaks.BreakChecker):
             return [now.path] if method is None or method.params != use.method.params else []
         return []
 
-    def _first(self, paths: list[str], ask: Callable[[breaks.BreakChecker], breaks.Break | None]) \
-            -> breaks.Break | None:
+    def _first(
+        self, paths: list[str], ask: Callable[[breaks.BreakChecker], breaks.Break | None]
+    ) -> breaks.Break | None:
         for old in self._olds(paths):
             found = ask(self._checker(old))
             if found is not None:
@@ -103,7 +116,9 @@ class BaseChecker(breaks.BreakChecker):
 
     def _checker(self, old: pygit2.Oid) -> breaks.BreakChecker:
         if old not in self._before:
-            self._before[old] = breaks.BreakChecker(self.repo, old, self.new_id, PathHistory(self.repo, old, self.new_id))
+            self._before[old] = breaks.BreakChecker(
+                self.repo, old, self.new_id, PathHistory(self.repo, old, self.new_id)
+            )
         return self._before[old]
 
     def _olds(self, paths: list[str]) -> list[pygit2.Oid]:
@@ -127,8 +142,9 @@ def _shas(raw: object) -> list[str]:
 def _module_files(dotted: str) -> list[str]:
     """The files any module prefix of `dotted` was defined in (a name, or a module, gone)."""
     parts = dotted.split(".")
-    return [f for i in range(1, len(parts) + 1)
-            for f in ("/".join(parts[:i]) + ".py", "/".join(parts[:i]) + "/__init__.py")]
+    return [
+        f for i in range(1, len(parts) + 1) for f in ("/".join(parts[:i]) + ".py", "/".join(parts[:i]) + "/__init__.py")
+    ]
 
 
 def _imported(checker: breaks.BreakChecker, file: str, name: str) -> bool:
@@ -152,8 +168,9 @@ def of_branches(ws: "Workspace") -> dict[str, list[breaks.Break]]:
     return {k: v for k, v in found.items() if v}
 
 
-def topic_breaks(repo: pygit2.Repository, old_base: str, new_base: str, read: breaks.Read,
-                 history: PathHistory | None = None) -> breaks.TopicBreaks:
+def topic_breaks(
+    repo: pygit2.Repository, old_base: str, new_base: str, read: breaks.Read, history: PathHistory | None = None
+) -> breaks.TopicBreaks:
     """breaks.TopicBreaks, with a BaseChecker when the two bases are one (a rebase onto the
     base it is on, status, check): else that check would find nothing by construction."""
     one = BaseChecker(repo, pygit2.Oid(hex=new_base)) if old_base == new_base else None
@@ -167,4 +184,5 @@ def repo_reader(repo: pygit2.Repository) -> breaks.Read:
         except KeyError:
             return None
         return entry.data if isinstance(entry, pygit2.Blob) else None
+
     return read

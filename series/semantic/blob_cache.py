@@ -11,6 +11,7 @@ entry's mtime) down to 80% of the bound. Each entry is written whole by one rena
 removed by one unlink, so a reader, or another process pruning at the same time, sees an
 entry whole or not at all (and computes it again).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,7 @@ _VERSIONS: dict[tuple[str, ...], str] = {}
 MAX_BYTES = 200 * 1024 * 1024
 MAX_FILES = 30_000
 PRUNE_EVERY = 1000
-_WRITES: dict[Path, int] = {}   # per folder: the entries this process wrote
+_WRITES: dict[Path, int] = {}  # per folder: the entries this process wrote
 
 
 def version(*sources: str) -> str:
@@ -45,8 +46,9 @@ def folder() -> Path:
     return user_cache("breaks", "SERIES_BREAKS_CACHE")
 
 
-def cached(key: tuple[str, ...], compute: Callable[[], object], decode: Callable[[object], T],
-           where: Path | None = None) -> T:
+def cached(
+    key: tuple[str, ...], compute: Callable[[], object], decode: Callable[[object], T], where: Path | None = None
+) -> T:
     """decode(the stored answer) for `key`, else compute() stored (JSON-able) and returned
     decoded; `decode` raises ValueError, TypeError or KeyError on a value it cannot read."""
     base = where if where is not None else folder()
@@ -57,7 +59,7 @@ def cached(key: tuple[str, ...], compute: Callable[[], object], decode: Callable
         pass
     else:
         try:
-            os.utime(file)   # recently used: the last to be pruned
+            os.utime(file)  # recently used: the last to be pruned
         except OSError:
             pass
         return answer
@@ -83,7 +85,7 @@ def prune(base: Path, max_bytes: int, max_files: int) -> int:
                 try:
                     st = entry.stat()
                 except OSError:
-                    continue   # pruned by another process meanwhile
+                    continue  # pruned by another process meanwhile
                 entries.append((st.st_mtime_ns, entry.name, st.st_size))
     total = sum(size for _, _, size in entries)
     if total <= max_bytes and len(entries) <= max_files:

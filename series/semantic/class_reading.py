@@ -3,6 +3,7 @@ series.semantic.upstream_api and series.semantic.uses share): the class an annot
 names, which attributes `self.x = p` types, which statements give self attributes no
 `self.x =` names, which bases give none at all.
 """
+
 from __future__ import annotations
 
 import ast
@@ -19,8 +20,9 @@ def adds_nothing(written: str) -> bool:
 def type_name(annotation: ast.expr | None) -> str | None:
     """The class an annotation names, as written: `X`, `m.X`, `X | None`, `Optional[X]`."""
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        sides = [a for a in (annotation.left, annotation.right)
-                 if not (isinstance(a, ast.Constant) and a.value is None)]
+        sides = [
+            a for a in (annotation.left, annotation.right) if not (isinstance(a, ast.Constant) and a.value is None)
+        ]
         return type_name(sides[0]) if len(sides) == 1 else None
     if isinstance(annotation, ast.Subscript) and type_name(annotation.value) in ("Optional", "typing.Optional"):
         return type_name(annotation.slice)
@@ -32,8 +34,9 @@ def type_name(annotation: ast.expr | None) -> str | None:
 
 
 # calls that give an instance attributes no `self.x =` names (torch's modules register some)
-_BY_NAME = frozenset({"setattr", "__setattr__", "register_buffer", "register_parameter", "register_module",
-                      "add_module"})
+_BY_NAME = frozenset(
+    {"setattr", "__setattr__", "register_buffer", "register_parameter", "register_module", "add_module"}
+)
 
 
 def _is_self(node: ast.expr) -> bool:
@@ -45,13 +48,22 @@ def sets_by_name(node: ast.AST) -> bool:
     attribute of self that no `self.x =` names."""
     if isinstance(node, (ast.Assign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute)
-                   and t.value.attr == "__dict__" and _is_self(t.value.value) for t in targets)
+        return any(
+            isinstance(t, ast.Subscript)
+            and isinstance(t.value, ast.Attribute)
+            and t.value.attr == "__dict__"
+            and _is_self(t.value.value)
+            for t in targets
+        )
     if not isinstance(node, ast.Call):
         return False
     f = node.func
-    if isinstance(f, ast.Attribute) and f.attr == "update" and isinstance(f.value, ast.Attribute) \
-            and f.value.attr == "__dict__":
+    if (
+        isinstance(f, ast.Attribute)
+        and f.attr == "update"
+        and isinstance(f.value, ast.Attribute)
+        and f.value.attr == "__dict__"
+    ):
         return _is_self(f.value.value)
     name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
     if name not in _BY_NAME:
@@ -72,7 +84,7 @@ def read_method(method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str
     out: dict[str, str] = {}
     by_name = False
     queue: deque[ast.AST] = deque([method])
-    while queue:   # ast.walk's order (a later `self.x: T` wins), its generators inlined
+    while queue:  # ast.walk's order (a later `self.x: T` wins), its generators inlined
         n = queue.popleft()
         for name in n._fields:
             child = getattr(n, name, None)
@@ -95,7 +107,11 @@ def read_method(method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str
             target, written = n.target, type_name(n.annotation)
         elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Name):
             target, written = n.targets[0], params.get(n.value.id)
-        if written and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                and target.value.id == "self":
+        if (
+            written
+            and isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
             out[target.attr] = written
     return stored, out, by_name

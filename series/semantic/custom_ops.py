@@ -13,6 +13,7 @@ more. The registrations of a csrc tree are kept on disk per tree id
 (series.semantic.blob_cache) and each file's in memory per blob: the cost is one scan of
 csrc (about 5 MB) per new csrc tree, paid only when a topic calls a custom op.
 """
+
 from __future__ import annotations
 
 import re
@@ -82,6 +83,7 @@ class OpRegistry:
                 self._where = {}
             else:
                 tree = self.repo[csrc.id].peel(pygit2.Tree)
-                self._where = blob_cache.cached(("ops", blob_cache.version(__file__), str(csrc.id)),
-                                                lambda: self._compute(tree), _decode)
+                self._where = blob_cache.cached(
+                    ("ops", blob_cache.version(__file__), str(csrc.id)), lambda: self._compute(tree), _decode
+                )
         return self._where.get(name)

@@ -10,6 +10,7 @@ setup.cfg: the lines of [options.entry_points]; setup.py: every string literal s
 an entry point, `name = module:attr` (what `entry_points={...}` lists). A line is where
 the value first appears in the file.
 """
+
 from __future__ import annotations
 
 import ast
@@ -58,8 +59,11 @@ def _setup_py(text: str) -> list[str]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    return [m.group(1) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            and (m := _SPEC.match(n.value))]
+    return [
+        m.group(1)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and (m := _SPEC.match(n.value))
+    ]
 
 
 def targets(path: str, source: bytes) -> dict[str, int]:

@@ -9,6 +9,7 @@ the file's package and, for the uses, the other version's top-level names: so it
 once per (blob, path's package, those names) and kept in the check's disk cache
 (series.semantic.blob_cache), which a nightly over the same topics then only reads.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,22 +26,25 @@ from series.semantic.uses import BUILTINS, Use, imported_top, parse, top_names, 
 
 @dataclass(frozen=True)
 class FileReading:
-    top: frozenset[str]              # defined at top level (uses.top_names)
-    bound: frozenset[str]            # bound anywhere (uses.bound)
-    imported: frozenset[str]         # bound by module-level imports (uses.imported_top)
-    loads: Mapping[str, int]         # how often each bare name is read (uses.loads)
-    first_line: Mapping[str, int]    # the first line a bare name appears on
-    uses: tuple[Use, ...]            # uses.uses(tree, path, also_top)
+    top: frozenset[str]  # defined at top level (uses.top_names)
+    bound: frozenset[str]  # bound anywhere (uses.bound)
+    imported: frozenset[str]  # bound by module-level imports (uses.imported_top)
+    loads: Mapping[str, int]  # how often each bare name is read (uses.loads)
+    first_line: Mapping[str, int]  # the first line a bare name appears on
+    uses: tuple[Use, ...]  # uses.uses(tree, path, also_top)
 
 
-def read(path: str, source: bytes, also_top: frozenset[str] = frozenset(),
-         cache: Path | None = None) -> FileReading | None:
+def read(
+    path: str, source: bytes, also_top: frozenset[str] = frozenset(), cache: Path | None = None
+) -> FileReading | None:
     """The reading of `source` as the file `path`; None when it does not parse. `also_top`:
     the other version's top-level names (uses.uses)."""
     from series.semantic import class_reading, upstream_api, uses as uses_module
+
     # every module the reading's answer comes from: another version of any is another answer
-    code = blob_cache.version(__file__, uses_module.__file__, class_reading.__file__, upstream_api.__file__,
-                              one_pass.__file__)
+    code = blob_cache.version(
+        __file__, uses_module.__file__, class_reading.__file__, upstream_api.__file__, one_pass.__file__
+    )
     names = hashlib.sha256("\n".join(sorted(also_top)).encode()).hexdigest()[:16]
     key = ("reading", code, module_name(path)[1], str(pygit2.hash(source)), names)
     return blob_cache.cached(key, lambda: _encode(_compute(path, source, also_top)), _decode, cache)
@@ -52,9 +56,11 @@ def read_unbound(source: bytes, cache: Path | None = None) -> frozenset[str] | N
     A walk of the file without the uses, for a file upstream changed too (issue 34); None
     when it does not parse."""
     from series.semantic import uses as uses_module
+
     code = blob_cache.version(__file__, uses_module.__file__, one_pass.__file__)
-    return blob_cache.cached(("unbound", code, str(pygit2.hash(source))), lambda: _unbound(source),
-                             _decode_names, cache)
+    return blob_cache.cached(
+        ("unbound", code, str(pygit2.hash(source))), lambda: _unbound(source), _decode_names, cache
+    )
 
 
 def _decode_names(raw: object) -> frozenset[str] | None:
@@ -78,17 +84,28 @@ def _compute(path: str, source: bytes, also_top: frozenset[str]) -> FileReading 
     tree = parse(source)
     if tree is None:
         return None
-    facts = one_pass.walk(tree)   # every node once, for all of the reading (issue 34)
-    return FileReading(frozenset(top_names(tree)), frozenset(facts.bound), frozenset(imported_top(tree)),
-                       facts.loads, facts.first_line, tuple(uses(tree, path, also_top, facts)))
+    facts = one_pass.walk(tree)  # every node once, for all of the reading (issue 34)
+    return FileReading(
+        frozenset(top_names(tree)),
+        frozenset(facts.bound),
+        frozenset(imported_top(tree)),
+        facts.loads,
+        facts.first_line,
+        tuple(uses(tree, path, also_top, facts)),
+    )
 
 
 def _encode(found: FileReading | None) -> object:
     if found is None:
         return None
-    return {"top": sorted(found.top), "bound": sorted(found.bound), "imported": sorted(found.imported),
-            "loads": dict(found.loads), "first_line": dict(found.first_line),
-            "uses": uses_to_json(found.uses)}
+    return {
+        "top": sorted(found.top),
+        "bound": sorted(found.bound),
+        "imported": sorted(found.imported),
+        "loads": dict(found.loads),
+        "first_line": dict(found.first_line),
+        "uses": uses_to_json(found.uses),
+    }
 
 
 def _decode(raw: object) -> FileReading | None:
@@ -97,7 +114,11 @@ def _decode(raw: object) -> FileReading | None:
         return None
     if not isinstance(raw, dict):
         raise ValueError("not an object")
-    return FileReading(frozenset(map(str, raw["top"])), frozenset(map(str, raw["bound"])),
-                       frozenset(map(str, raw["imported"])),
-                       {str(k): int(v) for k, v in raw["loads"].items()},
-                       {str(k): int(v) for k, v in raw["first_line"].items()}, tuple(uses_from_json(raw["uses"])))
+    return FileReading(
+        frozenset(map(str, raw["top"])),
+        frozenset(map(str, raw["bound"])),
+        frozenset(map(str, raw["imported"])),
+        {str(k): int(v) for k, v in raw["loads"].items()},
+        {str(k): int(v) for k, v in raw["first_line"].items()},
+        tuple(uses_from_json(raw["uses"])),
+    )

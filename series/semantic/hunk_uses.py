@@ -22,6 +22,7 @@ What this answers for a pair of blobs never changes, so it is kept on disk per (
 base blob, topic blob) under the user's cache (series.cache), keyed by this code's own
 source too: a cache written by another version of the check is never read.
 """
+
 from __future__ import annotations
 
 import ast
@@ -102,7 +103,7 @@ class _NearCollector(UseCollector):
     """UseCollector visiting only the nodes that span a touched line (module docstring)."""
 
     def __init__(self, package: str, lines: list[int]):
-        super().__init__(package, set())   # no top names: LOCAL uses are not judged here
+        super().__init__(package, set())  # no top names: LOCAL uses are not judged here
         self.lines = lines
 
     def visit(self, node: ast.AST) -> None:
@@ -157,13 +158,14 @@ def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
     for node in import_nodes(tree, mine):
         span = _span(node)
         if span is not None and _crosses(span, lines):
-            return None   # the topic changed an import: what its names mean may differ
+            return None  # the topic changed an import: what its names mean may differ
         collector.add_import(node)
     collector.visit(tree)
     return collector.found
 
 
 # -- the disk cache ---------------------------------------------------------------------------
+
 
 def _encode(found: list[Use] | None) -> object:
     return None if found is None else uses_to_json(found)
@@ -178,6 +180,7 @@ def near_changes(path: str, base: bytes, mine: bytes, cache: Path | None = None)
     """The module docstring's answer, from the disk cache when it has it (`cache`: its
     directory, default the user's: series.semantic.blob_cache)."""
     from series.semantic import class_reading, one_pass, uses
+
     code = blob_cache.version(__file__, uses.__file__, class_reading.__file__, one_pass.__file__)
     key = ("near", code, module_name(path)[1], str(pygit2.hash(base)), str(pygit2.hash(mine)))
     return blob_cache.cached(key, lambda: _encode(_compute(path, base, mine)), _decode, cache)

@@ -11,12 +11,14 @@ attributes: object, ABC, Generic, Protocol), and no class in it reaches attribut
 (`__getattr__`, `setattr`, `__dict__`, torch's `register_buffer`: series.semantic.upstream_api
 marks those `open`). A base from outside the tree (torch.nn.Module, an Enum) makes it None.
 """
+
 from __future__ import annotations
 
 from typing import Literal
 
 from series.semantic.class_reading import adds_nothing
 from series.semantic.upstream_api import Found, UpstreamTree, module_name
+
 
 def owner(tree: UpstreamTree, found: Found, name: str, depth: int = 8) -> Found | Literal[False] | None:
     """The module docstring's answer for the class `found` names."""
@@ -36,5 +38,5 @@ def owner(tree: UpstreamTree, found: Found, name: str, depth: int = 8) -> Found 
         if inherited:
             return inherited
         if inherited is None:
-            answer = None   # a later base may still have it: go on, but never say False
+            answer = None  # a later base may still have it: go on, but never say False
     return answer

@@ -11,6 +11,7 @@ changed are read, and a candidate counts only when the new base still defines th
 there (a def or class, not a re-export). The cost is one tree diff per break (and a byte
 search of the files it changed, before any parse), nothing for a topic without breaks.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -20,19 +21,23 @@ import pygit2
 
 from series.semantic.upstream_api import Found, UpstreamTree, module_name
 
-_KEPT = (pygit2.enums.DeltaStatus.ADDED, pygit2.enums.DeltaStatus.MODIFIED,
-         pygit2.enums.DeltaStatus.RENAMED, pygit2.enums.DeltaStatus.COPIED)
+_KEPT = (
+    pygit2.enums.DeltaStatus.ADDED,
+    pygit2.enums.DeltaStatus.MODIFIED,
+    pygit2.enums.DeltaStatus.RENAMED,
+    pygit2.enums.DeltaStatus.COPIED,
+)
 
 
 def _deltas(commit: pygit2.Commit, renames: bool) -> list[pygit2.DiffDelta]:
     diff = commit.parents[0].tree.diff_to_tree(commit.tree)
     if renames:
-        diff.find_similar()   # a moved file is a rename, as `git log --follow` reads it
+        diff.find_similar()  # a moved file is a rename, as `git log --follow` reads it
     return list(diff.deltas)
 
 
 _TOP_DEF = re.compile(rb"^(?:async[ \t]+def|def|class)[ \t]+([A-Za-z_]\w*)", re.M)
-_DEFINED: dict[pygit2.Oid, dict[str, list[str]]] = {}   # per commit: name -> files it wrote it in
+_DEFINED: dict[pygit2.Oid, dict[str, list[str]]] = {}  # per commit: name -> files it wrote it in
 
 
 def _defined(repo: pygit2.Repository, commit: pygit2.Commit, deltas: list[pygit2.DiffDelta]) -> dict[str, list[str]]:
@@ -50,16 +55,18 @@ def _defined(repo: pygit2.Repository, commit: pygit2.Commit, deltas: list[pygit2
     return _DEFINED[commit.id]
 
 
-def moved_to(repo: pygit2.Repository, commit: pygit2.Commit | None, was: Found,
-             new: UpstreamTree) -> str | None:
+def moved_to(repo: pygit2.Repository, commit: pygit2.Commit | None, was: Found, new: UpstreamTree) -> str | None:
     """The module docstring's answer for `was` (where the old base defined the name)."""
     if commit is None or not commit.parents:
         return None
     deltas = _deltas(commit, renames=was.module)
     if was.module:
         for d in deltas:
-            if d.status == pygit2.enums.DeltaStatus.RENAMED and d.old_file.path == was.path \
-                    and d.new_file.path.endswith(".py"):
+            if (
+                d.status == pygit2.enums.DeltaStatus.RENAMED
+                and d.old_file.path == was.path
+                and d.new_file.path.endswith(".py")
+            ):
                 dotted = module_name(d.new_file.path)[0]
                 return dotted if new.path_of(dotted) is not None else None
         return None

@@ -16,6 +16,7 @@ first, so a function's answer is that of its whole subtree, as a walk of it woul
 The answers are the walks' own, compared on real code in tests/test_one_pass.py and on a
 whole vLLM release by tools/check_reading.py.
 """
+
 from __future__ import annotations
 
 import ast
@@ -27,16 +28,16 @@ from series.semantic.class_reading import sets_by_name
 Scope = ast.FunctionDef | ast.AsyncFunctionDef
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_SETS_BY_NAME = (ast.Assign, ast.AugAssign, ast.Call)   # the only nodes sets_by_name can accept
+_SETS_BY_NAME = (ast.Assign, ast.AugAssign, ast.Call)  # the only nodes sets_by_name can accept
 
 
 @dataclass
 class Facts:
-    imports: list[ast.Import | ast.ImportFrom] = field(default_factory=list)   # ast.walk's order
-    loads: dict[str, int] = field(default_factory=dict)        # bare name -> how often read
-    first_line: dict[str, int] = field(default_factory=dict)   # bare name -> first line it is on
-    bound: dict[str, int] = field(default_factory=dict)        # how often bound under the root
-    bindings: dict[Scope, dict[str, int]] = field(default_factory=dict)   # per function: its subtree's
+    imports: list[ast.Import | ast.ImportFrom] = field(default_factory=list)  # ast.walk's order
+    loads: dict[str, int] = field(default_factory=dict)  # bare name -> how often read
+    first_line: dict[str, int] = field(default_factory=dict)  # bare name -> first line it is on
+    bound: dict[str, int] = field(default_factory=dict)  # how often bound under the root
+    bindings: dict[Scope, dict[str, int]] = field(default_factory=dict)  # per function: its subtree's
     assigns: dict[Scope, list[ast.Assign]] = field(default_factory=dict)  # `name = chain`, by position
     own: dict[ast.ClassDef, set[str] | None] = field(default_factory=dict)  # uses._own_members' answer
 
@@ -57,9 +58,9 @@ def walk(root: ast.AST) -> Facts:
     facts = Facts()
     counts: dict[Scope | None, dict[str, int]] = {None: facts.bound}
     assigns: dict[Scope | None, list[ast.Assign]] = {}
-    scopes: list[tuple[Scope, Scope | None]] = []            # (function, the one holding it), BFS order
+    scopes: list[tuple[Scope, Scope | None]] = []  # (function, the one holding it), BFS order
     members: dict[ast.ClassDef, set[str]] = {}
-    dynamic: set[ast.ClassDef] = set()                       # a class (not its nested ones) sets by name
+    dynamic: set[ast.ClassDef] = set()  # a class (not its nested ones) sets by name
     classes: list[tuple[ast.ClassDef, ast.ClassDef | None]] = []
     loads, first = facts.loads, facts.first_line
     # breadth first, as ast.walk: the order of the imports is the order a later one wins in
@@ -70,32 +71,32 @@ def walk(root: ast.AST) -> Facts:
         inner_scope, inner_cls = scope, cls
         kind = type(node)
         if kind is ast.Name:
-            name = node.id   # type: ignore[attr-defined]
-            line = node.lineno   # type: ignore[attr-defined]
+            name = node.id  # type: ignore[attr-defined]
+            line = node.lineno  # type: ignore[attr-defined]
             if first.get(name, line + 1) > line:
                 first[name] = line
-            ctx = type(node.ctx)   # type: ignore[attr-defined]
+            ctx = type(node.ctx)  # type: ignore[attr-defined]
             if ctx is ast.Load:
                 loads[name] = loads.get(name, 0) + 1
             else:
                 _add(counts[scope], name)
                 if cls is not None and ctx is ast.Store:
                     members[cls].add(name)
-            continue   # a Name's only child is its context
+            continue  # a Name's only child is its context
         if kind is ast.Attribute:
-            if cls is not None and type(node.ctx) is ast.Store:   # type: ignore[attr-defined]
-                members[cls].add(node.attr)   # type: ignore[attr-defined]
+            if cls is not None and type(node.ctx) is ast.Store:  # type: ignore[attr-defined]
+                members[cls].add(node.attr)  # type: ignore[attr-defined]
         elif kind is ast.arg:
-            _add(counts[scope], node.arg)   # type: ignore[attr-defined]
+            _add(counts[scope], node.arg)  # type: ignore[attr-defined]
         elif kind in _DEFS:
-            name = node.name   # type: ignore[attr-defined]
+            name = node.name  # type: ignore[attr-defined]
             # bound where it stands, not in itself (uses' walk of a def skips the def's own name)
             _add(counts[scope], name)
             if cls is not None:
                 members[cls].add(name)
             if kind is ast.ClassDef:
                 assert isinstance(node, ast.ClassDef)
-                members[node] = {name}   # a walk of the class meets the class itself first
+                members[node] = {name}  # a walk of the class meets the class itself first
                 classes.append((node, cls))
                 inner_cls = node
             else:
@@ -109,21 +110,24 @@ def walk(root: ast.AST) -> Facts:
             for alias in node.names:
                 _add(counts[scope], (alias.asname or alias.name).split(".")[0])
         elif kind is ast.ExceptHandler:
-            if node.name:   # type: ignore[attr-defined]
-                _add(counts[scope], node.name)   # type: ignore[attr-defined]
+            if node.name:  # type: ignore[attr-defined]
+                _add(counts[scope], node.name)  # type: ignore[attr-defined]
         elif kind is ast.Global or kind is ast.Nonlocal:
-            for name in node.names:   # type: ignore[attr-defined]
-                _add(counts[scope], name, 2)   # a global counts as many: never "bound once"
+            for name in node.names:  # type: ignore[attr-defined]
+                _add(counts[scope], name, 2)  # a global counts as many: never "bound once"
         elif kind is ast.MatchAs or kind is ast.MatchStar:
-            if node.name:   # type: ignore[attr-defined]
-                _add(counts[scope], node.name)   # type: ignore[attr-defined]
+            if node.name:  # type: ignore[attr-defined]
+                _add(counts[scope], node.name)  # type: ignore[attr-defined]
         elif kind is ast.MatchMapping:
-            if node.rest:   # type: ignore[attr-defined]
-                _add(counts[scope], node.rest)   # type: ignore[attr-defined]
+            if node.rest:  # type: ignore[attr-defined]
+                _add(counts[scope], node.rest)  # type: ignore[attr-defined]
         if kind is ast.Assign and scope is not None:
             assert isinstance(node, ast.Assign)
-            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and isinstance(node.value, (ast.Attribute, ast.Name)):
+            if (
+                len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, (ast.Attribute, ast.Name))
+            ):
                 assigns[scope].append(node)
         if cls is not None and kind in _SETS_BY_NAME and sets_by_name(node):
             dynamic.add(cls)

@@ -14,6 +14,7 @@ distance. Names bound inside `if TYPE_CHECKING:` / `try:` blocks count; a module
 `envs.environment_variables`, the lazy `MODULE_ATTRS` of a package), and one with a
 `__getattr__` and no such keys, or a `from x import *`, offers anything.
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,8 +32,8 @@ BlobReader = Callable[[str], Union[bytes, None]]  # path -> the file at one comm
 @dataclass(frozen=True)
 class Function:
     name: str
-    params: tuple[str, ...]     # every named parameter, in order (self included)
-    flexible: bool              # it takes **kwargs: any keyword goes
+    params: tuple[str, ...]  # every named parameter, in order (self included)
+    flexible: bool  # it takes **kwargs: any keyword goes
     line: int
 
     @classmethod
@@ -46,15 +47,14 @@ class Function:
 class ClassApi:
     name: str
     methods: dict[str, Function]
-    fields: frozenset[str]      # names assigned in the class body (dataclass fields too), self.x too
+    fields: frozenset[str]  # names assigned in the class body (dataclass fields too), self.x too
     line: int
-    bases: tuple[str, ...] = ()                                 # as written
+    bases: tuple[str, ...] = ()  # as written
     field_types: dict[str, str] = field(default_factory=dict)  # field -> its annotation's class, as written
-    open: bool = False          # __getattr__: any attribute may be there
+    open: bool = False  # __getattr__: any attribute may be there
 
     def has(self, name: str) -> bool:
         return name in self.methods or name in self.fields
-
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ class ModuleApi:
     names: frozenset[str]
     functions: dict[str, Function] = field(default_factory=dict)
     classes: dict[str, ClassApi] = field(default_factory=dict)
-    reexports: dict[str, str] = field(default_factory=dict)   # name -> dotted origin
-    open: bool = False          # offers any name (module __getattr__, star import)
+    reexports: dict[str, str] = field(default_factory=dict)  # name -> dotted origin
+    open: bool = False  # offers any name (module __getattr__, star import)
 
     def has(self, name: str) -> bool:
         return self.open or name in self.names
@@ -93,8 +93,9 @@ class ModuleApi:
                 for t in targets:
                     names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
                 if isinstance(node.value, ast.Dict):
-                    keys.update(k.value for k in node.value.keys
-                                if isinstance(k, ast.Constant) and isinstance(k.value, str))
+                    keys.update(
+                        k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                    )
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     names.add(alias.asname or alias.name.split(".")[0])
@@ -107,8 +108,9 @@ class ModuleApi:
                     names.add(alias.asname or alias.name)
                     reexports[alias.asname or alias.name] = f"{origin}.{alias.name}"
         lazy = "__getattr__" in functions
-        return cls(frozenset(names | keys if lazy else names), functions, classes, reexports,
-                   open=star or (lazy and not keys))
+        return cls(
+            frozenset(names | keys if lazy else names), functions, classes, reexports, open=star or (lazy and not keys)
+        )
 
 
 def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -131,7 +133,7 @@ def _class(node: ast.ClassDef) -> ClassApi:
     fields: set[str] = set()
     types: dict[str, str] = {}
     dynamic = False
-    assigned: dict[str, str] = {}   # typed in a method: the class body's own annotation wins
+    assigned: dict[str, str] = {}  # typed in a method: the class body's own annotation wins
     for item in _top_level(node.body):
         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             methods[item.name] = Function.of(item)
@@ -150,8 +152,15 @@ def _class(node: ast.ClassDef) -> ClassApi:
         elif isinstance(item, ast.ClassDef):
             fields.add(item.name)
     bases = tuple(ast.unparse(b) for b in node.bases)
-    return ClassApi(node.name, methods, frozenset(fields), node.lineno, bases, {**assigned, **types},
-                    dynamic or "__getattr__" in methods or "__getattribute__" in methods)
+    return ClassApi(
+        node.name,
+        methods,
+        frozenset(fields),
+        node.lineno,
+        bases,
+        {**assigned, **types},
+        dynamic or "__getattr__" in methods or "__getattribute__" in methods,
+    )
 
 
 def absolute(node: ast.ImportFrom, package: str) -> str:
@@ -159,7 +168,7 @@ def absolute(node: ast.ImportFrom, package: str) -> str:
     if not node.level:
         return node.module or ""
     parts = package.split(".") if package else []
-    parts = parts[:len(parts) - (node.level - 1)] if node.level > 1 else parts
+    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
     return ".".join([*parts, *([node.module] if node.module else [])])
 
 
@@ -179,11 +188,24 @@ def _function(f: Function) -> list[object]:
 def _encode(api: ModuleApi | None) -> object:
     if api is None:
         return None
-    return {"names": sorted(api.names), "functions": [_function(f) for f in api.functions.values()],
-            "classes": [{"name": c.name, "methods": [_function(f) for f in c.methods.values()],
-                         "fields": sorted(c.fields), "line": c.line, "bases": list(c.bases),
-                         "types": c.field_types, "open": c.open} for c in api.classes.values()],
-            "reexports": api.reexports, "open": api.open}
+    return {
+        "names": sorted(api.names),
+        "functions": [_function(f) for f in api.functions.values()],
+        "classes": [
+            {
+                "name": c.name,
+                "methods": [_function(f) for f in c.methods.values()],
+                "fields": sorted(c.fields),
+                "line": c.line,
+                "bases": list(c.bases),
+                "types": c.field_types,
+                "open": c.open,
+            }
+            for c in api.classes.values()
+        ],
+        "reexports": api.reexports,
+        "open": api.open,
+    }
 
 
 def _read_function(raw: list[Any]) -> Function:
@@ -201,28 +223,39 @@ def _decode(raw: object) -> ModuleApi | None:
     classes = {}
     for c in raw["classes"]:
         methods = {f.name: f for f in map(_read_function, c["methods"])}
-        classes[str(c["name"])] = ClassApi(str(c["name"]), methods, frozenset(map(str, c["fields"])), int(c["line"]),
-                                           tuple(map(str, c["bases"])), {str(k): str(v) for k, v in c["types"].items()},
-                                           bool(c["open"]))
-    return ModuleApi(frozenset(map(str, raw["names"])), functions, classes,
-                     {str(k): str(v) for k, v in raw["reexports"].items()}, bool(raw["open"]))
+        classes[str(c["name"])] = ClassApi(
+            str(c["name"]),
+            methods,
+            frozenset(map(str, c["fields"])),
+            int(c["line"]),
+            tuple(map(str, c["bases"])),
+            {str(k): str(v) for k, v in c["types"].items()},
+            bool(c["open"]),
+        )
+    return ModuleApi(
+        frozenset(map(str, raw["names"])),
+        functions,
+        classes,
+        {str(k): str(v) for k, v in raw["reexports"].items()},
+        bool(raw["open"]),
+    )
 
 
-_PARSED: dict[pygit2.Oid, "ModuleApi | None"] = {}   # per blob: one parse however many trees share it
+_PARSED: dict[pygit2.Oid, "ModuleApi | None"] = {}  # per blob: one parse however many trees share it
 
 
 @dataclass(frozen=True)
 class Found:
     """Where a dotted name is defined in one base, and what it is."""
 
-    path: str                               # the module file that defines it
-    name: str                               # its name there
+    path: str  # the module file that defines it
+    name: str  # its name there
     function: Function | None = None
     cls: ClassApi | None = None
-    member: str | None = None               # "Class.member" was asked: the member's name, None: not
-                                            # in the class body
-    module: bool = False                    # the name is a module
-    asked: str | None = None                # "Class.member" was asked: that member, in the body or not
+    member: str | None = None  # "Class.member" was asked: the member's name, None: not
+    # in the class body
+    module: bool = False  # the name is a module
+    asked: str | None = None  # "Class.member" was asked: that member, in the body or not
 
 
 class UpstreamTree:
@@ -264,7 +297,9 @@ class UpstreamTree:
             # on disk too (series.semantic.blob_cache): the next run over the same base parses nothing
             _PARSED[oid] = blob_cache.cached(
                 ("api", blob_cache.version(__file__, class_reading.__file__), package, str(oid)),
-                lambda: _encode(ModuleApi.of(self.repo[oid].peel(pygit2.Blob).data, package)), _decode)
+                lambda: _encode(ModuleApi.of(self.repo[oid].peel(pygit2.Blob).data, package)),
+                _decode,
+            )
         api = _PARSED[oid]
         return (path, api) if api is not None else None
 
@@ -314,13 +349,12 @@ class UpstreamTree:
         __init__ set it); None when that class does not say, or no class binds it."""
         return self._binding(module, api, cls, name, 4)[1]
 
-    def _binding(self, module: str, api: ModuleApi, cls: ClassApi, name: str,
-                 depth: int) -> tuple[bool, str | None]:
+    def _binding(self, module: str, api: ModuleApi, cls: ClassApi, name: str, depth: int) -> tuple[bool, str | None]:
         """(some class of the chain binds `name`, its type there)."""
         if name in cls.field_types:
             return True, self.resolve(module, api, cls.field_types[name])
         if cls.has(name) or cls.open or depth == 0:
-            return True, None   # bound untyped, or anything: a base's type would be a guess
+            return True, None  # bound untyped, or anything: a base's type would be a guess
         for written in cls.bases:
             if adds_nothing(written):
                 continue
@@ -328,7 +362,7 @@ class UpstreamTree:
             where = module_name(base.path)[0] if base is not None else ""
             loaded = self.module(where) if base is not None else None
             if base is None or base.cls is None or loaded is None:
-                return True, None   # a base the tree does not define may bind it
+                return True, None  # a base the tree does not define may bind it
             bound, typed = self._binding(where, loaded[1], base.cls, name, depth - 1)
             if bound:
                 return True, typed

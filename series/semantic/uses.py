@@ -16,6 +16,7 @@ Scopes are not tracked, but for annotated parameters (a local that shadows an im
 reports a use only when the name existed upstream before and is gone now, so the
 approximation can miss a break but not invent one from shadowing.
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,30 +30,38 @@ from series.semantic import one_pass
 from series.semantic.class_reading import type_name
 from series.semantic.upstream_api import Function, absolute, module_name
 
-BUILTINS = frozenset(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__path__",
-                                       "__package__", "__builtins__", "__loader__"}
+BUILTINS = frozenset(dir(builtins)) | {
+    "__file__",
+    "__name__",
+    "__doc__",
+    "__spec__",
+    "__path__",
+    "__package__",
+    "__builtins__",
+    "__loader__",
+}
 
 
-REGISTRY_ENTRY = "registry"   # a QUALNAME's `extra` when it is a model registry's entry
+REGISTRY_ENTRY = "registry"  # a QUALNAME's `extra` when it is a model registry's entry
 _QUALNAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?\Z")
 
 
 class UseKind(str, enum.Enum):
-    NAME = "name"            # a dotted upstream name: imported, or an attribute of a module
-    KEYWORD = "keyword"      # `extra` passed as a keyword to the dotted name
-    OVERRIDE = "override"    # a method `extra` defined on a subclass of the dotted name
-    LOCAL = "local"          # a module-level name of this very file
-    QUALNAME = "qualname"    # a string naming an upstream object, which a registry imports by
-                             # name: "vllm.x.Cls", "vllm.x:Cls", a model registry's ("mod", "Cls")
+    NAME = "name"  # a dotted upstream name: imported, or an attribute of a module
+    KEYWORD = "keyword"  # `extra` passed as a keyword to the dotted name
+    OVERRIDE = "override"  # a method `extra` defined on a subclass of the dotted name
+    LOCAL = "local"  # a module-level name of this very file
+    QUALNAME = "qualname"  # a string naming an upstream object, which a registry imports by
+    # name: "vllm.x.Cls", "vllm.x:Cls", a model registry's ("mod", "Cls")
 
 
 @dataclass(frozen=True)
 class Use:
     kind: UseKind
-    target: str              # dotted name (LOCAL: the bare name)
+    target: str  # dotted name (LOCAL: the bare name)
     extra: str = ""
     line: int = field(default=0, compare=False)
-    method: Function | None = field(default=None, compare=False)   # OVERRIDE: the topic's own def
+    method: Function | None = field(default=None, compare=False)  # OVERRIDE: the topic's own def
 
     @property
     def key(self) -> tuple[UseKind, str, str]:
@@ -89,7 +98,7 @@ class UseCollector(ast.NodeVisitor):
         """`facts`: the file's one walk (series.semantic.one_pass), when the caller made it;
         else a scope is walked when it is first asked about."""
         self.package = package
-        self.top = top               # the file's own module-level names
+        self.top = top  # the file's own module-level names
         self.aliases: dict[str, str] = {}
         self.found: list[Use] = []
         self._roots: frozenset[str] | None = None
@@ -213,7 +222,7 @@ class UseCollector(ast.NodeVisitor):
             if isinstance(target, ast.Name) and binds.get(target.id) == 1:
                 dotted = self.dotted(n.value)
                 if dotted is not None:
-                    out[target.id] = self.aliases[target.id] = dotted   # a later chain may start from it
+                    out[target.id] = self.aliases[target.id] = dotted  # a later chain may start from it
         self.aliases = saved
         return out
 
@@ -230,12 +239,16 @@ class UseCollector(ast.NodeVisitor):
     def visit_Tuple(self, node: ast.Tuple) -> None:
         """vLLM's model registry: `"Arch": ("module", "Class")`, relative to its package."""
         strings = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-        if self.package.endswith("model_executor.models") and len(node.elts) == len(strings) == 2 \
-                and all(x.isidentifier() for x in strings):
+        if (
+            self.package.endswith("model_executor.models")
+            and len(node.elts) == len(strings) == 2
+            and all(x.isidentifier() for x in strings)
+        ):
             module, cls = strings
             if cls[:1].isupper():
-                self.found.append(Use(UseKind.QUALNAME, f"{self.package}.{module}.{cls}", REGISTRY_ENTRY,
-                                      line=node.lineno))
+                self.found.append(
+                    Use(UseKind.QUALNAME, f"{self.package}.{module}.{cls}", REGISTRY_ENTRY, line=node.lineno)
+                )
                 return
         self.generic_visit(node)
 
@@ -250,8 +263,9 @@ class UseCollector(ast.NodeVisitor):
                 continue
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("__"):
-                    self.found.append(Use(UseKind.OVERRIDE, dotted, item.name, line=item.lineno,
-                                          method=Function.of(item)))
+                    self.found.append(
+                        Use(UseKind.OVERRIDE, dotted, item.name, line=item.lineno, method=Function.of(item))
+                    )
         # `self` in the methods reads as the one upstream base, but for what the class
         # itself binds; with another base (or none) it means nothing known
         was, start = self.aliases.pop("self", None), len(self.found)
@@ -266,8 +280,11 @@ class UseCollector(ast.NodeVisitor):
         if single is not None and own is not None:
             mine = frozenset(f"{single}.{name}" for name in own)
             under = tuple(f"{m}." for m in mine)
-            self.found[start:] = [u for u in self.found[start:] if u.kind == UseKind.OVERRIDE or not (
-                u.target in mine or u.target.startswith(under))]
+            self.found[start:] = [
+                u
+                for u in self.found[start:]
+                if u.kind == UseKind.OVERRIDE or not (u.target in mine or u.target.startswith(under))
+            ]
 
 
 def top_names(tree: ast.Module) -> set[str]:
@@ -282,8 +299,9 @@ def top_names(tree: ast.Module) -> set[str]:
     return out
 
 
-def uses(tree: ast.Module, path: str, also_top: set[str] | frozenset[str] = frozenset(),
-         facts: one_pass.Facts | None = None) -> list[Use]:
+def uses(
+    tree: ast.Module, path: str, also_top: set[str] | frozenset[str] = frozenset(), facts: one_pass.Facts | None = None
+) -> list[Use]:
     """`also_top`: module-level names of another version of the file, whose loads count as
     LOCAL uses here too (a helper the merge deleted is no longer defined in this one).
     `facts`: one_pass.walk(tree), when the caller has it."""
@@ -323,9 +341,16 @@ def loads(tree: ast.Module) -> dict[str, int]:
 
 def uses_to_json(found: Sequence[Use]) -> list[object]:
     """The uses as the disk caches keep them (series.semantic.hunk_uses, file_reading)."""
-    return [[u.kind.value, u.target, u.extra, u.line,
-             None if u.method is None else [u.method.name, list(u.method.params), u.method.flexible,
-                                            u.method.line]] for u in found]
+    return [
+        [
+            u.kind.value,
+            u.target,
+            u.extra,
+            u.line,
+            None if u.method is None else [u.method.name, list(u.method.params), u.method.flexible, u.method.line],
+        ]
+        for u in found
+    ]
 
 
 def uses_from_json(raw: object) -> list[Use]:
@@ -334,7 +359,10 @@ def uses_from_json(raw: object) -> list[Use]:
         raise ValueError("not a list")
     out = []
     for kind, target, extra, line, method in raw:
-        fn = None if method is None else Function(str(method[0]), tuple(str(p) for p in method[1]),
-                                                  bool(method[2]), int(method[3]))
+        fn = (
+            None
+            if method is None
+            else Function(str(method[0]), tuple(str(p) for p in method[1]), bool(method[2]), int(method[3]))
+        )
         out.append(Use(UseKind(kind), str(target), str(extra), int(line), fn))
     return out

@@ -12,6 +12,7 @@ caller asks ruamel, whose answer (and error message) stays the reference. Where 
 answers, the data and the position of every key, value and item equal ruamel's:
 tests/test_blockyaml.py checks that on generated and mutated files.
 """
+
 from __future__ import annotations
 
 import re
@@ -128,8 +129,9 @@ def _node(lines: list[tuple[int, int, str]], at: int, indent: int) -> tuple[Any,
     return _mapping(lines, at, indent, lines[at][2], lines[at][0])
 
 
-def _mapping(lines: list[tuple[int, int, str]], at: int, indent: int, first: str,
-             first_line: int) -> tuple[BlockMap, int]:
+def _mapping(
+    lines: list[tuple[int, int, str]], at: int, indent: int, first: str, first_line: int
+) -> tuple[BlockMap, int]:
     """A mapping at column `indent`; its first key is `first` (which may sit after a '- ')."""
     node = BlockMap(first_line)
     content, number = first, first_line
@@ -188,12 +190,12 @@ def _flow(value: str, line: int, column: int) -> FlowSeq:
     node = FlowSeq(line)
     at = 1
     while True:
-        while value[at:at + 1] == " ":
+        while value[at : at + 1] == " ":
             at += 1
-        if value[at:at + 1] == "]" and not node:
+        if value[at : at + 1] == "]" and not node:
             break
         start = at
-        if value[at:at + 1] in ("'", '"'):
+        if value[at : at + 1] in ("'", '"'):
             at = _quoted_end(value, at) + 1
         else:
             while at < len(value) and value[at] not in ",]":
@@ -203,14 +205,14 @@ def _flow(value: str, line: int, column: int) -> FlowSeq:
             raise Unsupported
         node.append(_scalar(item))
         node.lc.items.append((line, column + start))
-        while value[at:at + 1] == " ":
+        while value[at : at + 1] == " ":
             at += 1
-        if value[at:at + 1] == "]":
+        if value[at : at + 1] == "]":
             break
-        if value[at:at + 1] != "," or value[at + 1:at + 2] not in (" ", ""):
+        if value[at : at + 1] != "," or value[at + 1 : at + 2] not in (" ", ""):
             raise Unsupported  # `[a,b]`, a trailing comma, anything unclosed: ruamel's
         at += 1
-    after = value[at + 1:]
+    after = value[at + 1 :]
     if after and not after.startswith(" #"):
         raise Unsupported
     return node
@@ -221,7 +223,7 @@ def _quoted_end(value: str, start: int) -> int:
     quote = value[start]
     end = value.find(quote, start + 1)
     if quote == "'":
-        while end != -1 and value[end + 1:end + 2] == "'":
+        while end != -1 and value[end + 1 : end + 2] == "'":
             end = value.find("'", end + 2)
     if end == -1:
         raise Unsupported
@@ -238,8 +240,8 @@ def _scalar(value: str) -> Any:
     if value[0] in "'\"":
         quote = value[0]
         end = _quoted_end(value, 0)
-        inner, after = value[1:end], value[end + 1:].lstrip(" ")
-        if after and not (after.startswith("#") and value[end + 1:end + 2] == " "):
+        inner, after = value[1:end], value[end + 1 :].lstrip(" ")
+        if after and not (after.startswith("#") and value[end + 1 : end + 2] == " "):
             raise Unsupported
         if quote == '"' and "\\" in inner:
             raise Unsupported  # escapes: ruamel decodes them
@@ -255,7 +257,12 @@ def _scalar(value: str) -> Any:
         return value == "true"
     if _INT.match(value):
         return int(value)
-    if not value[0].isascii() or not value[0].isalpha() or value.lower() in NOT_STRINGS \
-            or ": " in value or value.endswith(":"):
+    if (
+        not value[0].isascii()
+        or not value[0].isalpha()
+        or value.lower() in NOT_STRINGS
+        or ": " in value
+        or value.endswith(":")
+    ):
         raise Unsupported
     return value

@@ -6,6 +6,7 @@ round-trip nodes carry the line and column of every key. The one editor is
 series.seriesfile.edit (line splices from those positions, re-validated before writing), used
 through the transaction in series.workspace.
 """
+
 from __future__ import annotations
 
 import io
@@ -24,13 +25,21 @@ Sequence = Any  # a list that knows them: CommentedSeq or BlockSeq
 FILENAME = "series.yaml"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 GITHUB_SLUG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
-TOP_KEYS = ("upstream", "integration", "topics", "resolutions", "propose",
-            "ci")  # ci: series.evidence.pipeline
+TOP_KEYS = ("upstream", "integration", "topics", "resolutions", "propose", "ci")  # ci: series.evidence.pipeline
 PROPOSE_KEYS = ("max_lines", "max_files", "hot_paths", "fork_remote")
 UPSTREAM_KEYS = ("remote", "base", "github", "api_url")
 TOPIC_KEYS = (
-    "name", "branch", "status", "summary", "scope", "depends_on", "superseded_by",
-    "upstream_pr", "upstream_head", "merged_in", "reason",
+    "name",
+    "branch",
+    "status",
+    "summary",
+    "scope",
+    "depends_on",
+    "superseded_by",
+    "upstream_pr",
+    "upstream_head",
+    "merged_in",
+    "reason",
     "measured",  # the comment that posted a measurement on upstream_pr (series comment)
     "owner",  # who the nightly mentions when the topic conflicts (series.evidence.pipeline)
 )
@@ -60,7 +69,7 @@ def find(start: Path, explicit: Path | None = None) -> Path:
             return candidate
     raise SeriesError(
         f"no {FILENAME} in {here} or its parents",
-        "run 'series init --base REF' in your fork, or pass --config FILE / -C DIR"
+        "run 'series init --base REF' in your fork, or pass --config FILE / -C DIR",
     )
 
 
@@ -147,9 +156,11 @@ def _long_number(text: str, path: Path, exc: ValueError) -> SeriesError:
         return SeriesError(f"{path.name}: malformed YAML: {validate.one_line(str(exc))[:120]}")
     line = text.count("\n", 0, m.start()) + 1
     digits = len(m.group(2).replace("_", ""))
-    return SeriesError(f"{path.name}:{line}: {m.group(1).strip()}: a number of {digits} digits is no value "
-                       "series.yaml takes (a pull request number has at most "
-                       f"{validate.PR_DIGITS} digits)")
+    return SeriesError(
+        f"{path.name}:{line}: {m.group(1).strip()}: a number of {digits} digits is no value "
+        "series.yaml takes (a pull request number has at most "
+        f"{validate.PR_DIGITS} digits)"
+    )
 
 
 def _parse(text: str, path: Path) -> tuple[Series, Any]:
@@ -171,8 +182,11 @@ def load_yaml(text: str, path: Path) -> Any:
             mark = exc.context_mark  # "got <stream end>": point at what was left open
         line = mark.line + 1 if mark is not None else 1
         # show the line itself: ruamel's wording ("<block end>") rarely says what to fix
-        near = f" (line {line}: {lines[line - 1].strip()!r}; check indentation and brackets)" \
-            if 0 < line <= len(lines) and lines[line - 1].strip() else ""
+        near = (
+            f" (line {line}: {lines[line - 1].strip()!r}; check indentation and brackets)"
+            if 0 < line <= len(lines) and lines[line - 1].strip()
+            else ""
+        )
         raise SeriesError(f"{path.name}:{line}: malformed YAML: {exc.problem or exc.context}{near}") from None
     except YAMLError as exc:  # the reader's refusals (control characters) carry no mark
         raise SeriesError(f"{path.name}: malformed YAML: {validate.one_line(str(exc))}") from None
@@ -206,7 +220,8 @@ def _validated(doc: Any, path: Path) -> Series:
     api = _opt_str(check, up, "api_url", "upstream.api_url")
     upstream = Upstream(
         remote=_checked(check, up, "remote", "upstream.remote", validate.remote_name),
-        base=_checked(check, up, "base", "upstream.base", _revision), github=github,
+        base=_checked(check, up, "base", "upstream.base", _revision),
+        github=github,
         api_url=_checked(check, up, "api_url", "upstream.api_url", validate.api_url) if api else None,
     )
     integration = _opt_str(check, doc, "integration", "integration")
@@ -222,10 +237,15 @@ def _validated(doc: Any, path: Path) -> Series:
     for index, raw in enumerate(raw_topics):
         topics.append(_topic(check, raw_topics, index, raw))
     _check_references(check, raw_topics, topics)
-    return Series(path=path, upstream=upstream, topics=tuple(topics),
-                  integration=integration, resolutions=resolutions,
-                  propose=_propose(check, doc),
-                  lines=_key_lines(doc, up, raw_topics))
+    return Series(
+        path=path,
+        upstream=upstream,
+        topics=tuple(topics),
+        integration=integration,
+        resolutions=resolutions,
+        propose=_propose(check, doc),
+        lines=_key_lines(doc, up, raw_topics),
+    )
 
 
 def _key_lines(doc: Mapping, up: Mapping, seq: Sequence) -> dict[str, int]:
@@ -248,24 +268,23 @@ def unknown_key(key: Any, allowed: tuple[str, ...]) -> str:
     return f"unknown key ({hint}allowed: {', '.join(allowed)})"
 
 
-def _checked(check: _ConfigChecker, node: Mapping, key: str, where: str,
-             rule: Callable[[Any, str], Any]) -> Any:
+def _checked(check: _ConfigChecker, node: Mapping, key: str, where: str, rule: Callable[[Any, str], Any]) -> Any:
     """node[key] through one of series.validate's rules; its refusal names file and line."""
     try:
         return rule(node.get(key), where)
     except SeriesError as exc:
         message = str(exc)
         prefix = f"{where}: "
-        raise check.fail(node, key, where, message[len(prefix):] if message.startswith(prefix)
-                         else message) from None
+        raise check.fail(node, key, where, message[len(prefix) :] if message.startswith(prefix) else message) from None
 
 
 def _revision(value: Any, where: str) -> str:
     """A revision (a tag, a sha) that may reach git's command line: never an option."""
     text = str(value)
     if text.startswith("-") or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
-        raise SeriesError(f"{where}: {validate.printable(text)!r} is not a revision "
-                          "(no leading '-', spaces or control characters)")
+        raise SeriesError(
+            f"{where}: {validate.printable(text)!r} is not a revision (no leading '-', spaces or control characters)"
+        )
     return validate.stable_revision(text, where)
 
 
@@ -315,8 +334,12 @@ def _topic(check: _ConfigChecker, seq: Sequence, index: int, raw: Any) -> Topic:
         raise check.fail(raw, "status", f"{where}.status", f"'{status_raw}' is not one of {allowed}") from None
     pr = raw.get("upstream_pr")
     if pr is not None and (isinstance(pr, bool) or not isinstance(pr, int) or not 0 < pr <= validate.MAX_PR):
-        raise check.fail(raw, "upstream_pr", f"{where}.upstream_pr",
-                         f"expected a pull request number (at most {validate.PR_DIGITS} digits)")
+        raise check.fail(
+            raw,
+            "upstream_pr",
+            f"{where}.upstream_pr",
+            f"expected a pull request number (at most {validate.PR_DIGITS} digits)",
+        )
     head = _opt_str(check, raw, "upstream_head", f"{where}.upstream_head")
     if head is not None:
         _checked(check, raw, "upstream_head", f"{where}.upstream_head", validate.commit_id)
@@ -327,7 +350,9 @@ def _topic(check: _ConfigChecker, seq: Sequence, index: int, raw: Any) -> Topic:
     if measured is not None:
         measured = _checked(check, raw, "measured", f"{where}.measured", validate.https_url)
     return Topic(
-        name=name, branch=branch, status=status,
+        name=name,
+        branch=branch,
+        status=status,
         summary=_opt_str(check, raw, "summary", f"{where}.summary"),
         scope=_str_list(check, raw, "scope", f"{where}.scope"),
         depends_on=_str_list(check, raw, "depends_on", f"{where}.depends_on"),
@@ -373,24 +398,41 @@ def _check_references(check: _ConfigChecker, seq: Sequence, topics: list[Topic])
     for index, topic in enumerate(topics):
         if topic.name in seen:
             first = topics[seen[topic.name]].line
-            raise check.fail(seq[index], "name", f"topics[{index}].name",
-                             f"duplicate topic name '{topic.name}' (first at line {first})")
+            raise check.fail(
+                seq[index],
+                "name",
+                f"topics[{index}].name",
+                f"duplicate topic name '{topic.name}' (first at line {first})",
+            )
         seen[topic.name] = index
     for index, topic in enumerate(topics):
         raw = seq[index]
         for dep in topic.depends_on:
             if dep not in seen:
-                raise check.fail(raw, "depends_on", f"topics[{index}] ({topic.name}).depends_on",
-                                 f"'{dep}' is not a topic in this file")
+                raise check.fail(
+                    raw,
+                    "depends_on",
+                    f"topics[{index}] ({topic.name}).depends_on",
+                    f"'{dep}' is not a topic in this file",
+                )
             if seen[dep] >= index:
-                raise check.fail(raw, "depends_on", f"topics[{index}] ({topic.name}).depends_on",
-                                 f"'{dep}' must come earlier in the series")
+                raise check.fail(
+                    raw,
+                    "depends_on",
+                    f"topics[{index}] ({topic.name}).depends_on",
+                    f"'{dep}' must come earlier in the series",
+                )
         if topic.superseded_by is not None and topic.superseded_by not in seen:
-            raise check.fail(raw, "superseded_by", f"topics[{index}] ({topic.name}).superseded_by",
-                             f"'{topic.superseded_by}' is not a topic in this file")
+            raise check.fail(
+                raw,
+                "superseded_by",
+                f"topics[{index}] ({topic.name}).superseded_by",
+                f"'{topic.superseded_by}' is not a topic in this file",
+            )
         if topic.status is Status.SUPERSEDED and topic.superseded_by is None:
-            raise check.fail(raw, "status", f"topics[{index}] ({topic.name}).status",
-                             "superseded needs superseded_by: <topic>")
+            raise check.fail(
+                raw, "status", f"topics[{index}] ({topic.name}).status", "superseded needs superseded_by: <topic>"
+            )
 
 
 def decode_text(data: bytes, name: str) -> str:
@@ -398,14 +440,13 @@ def decode_text(data: bytes, name: str) -> str:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise SeriesError(f"{name}: is UTF-16; save it as UTF-8")
     if b"\0" in data:
-        line = data[:data.index(b"\0")].count(b"\n") + 1
+        line = data[: data.index(b"\0")].count(b"\n") + 1
         raise SeriesError(f"{name}:{line}: holds a NUL byte; save the file as UTF-8 text")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise SeriesError(f"{name}:{line}: not UTF-8 (byte {data[exc.start]:#04x}); "
-                          "save the file as UTF-8") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise SeriesError(f"{name}:{line}: not UTF-8 (byte {data[exc.start]:#04x}); save the file as UTF-8") from None
     return text[1:] if text.startswith("\ufeff") else text
 
 

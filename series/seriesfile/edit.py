@@ -15,6 +15,7 @@ values are quoted whenever YAML would read them as anything but that string (`@{
 before anyone writes it; a layout the splicer does not handle (flow-style topics, a value
 on its own line) is edited through ruamel's round-trip instead, under the same check.
 """
+
 from __future__ import annotations
 
 import copy
@@ -47,11 +48,11 @@ GONE: Any = _Gone()
 
 @dataclass(frozen=True)
 class Edit:
-    path: KeyPath          # ("upstream", "base"), ("topics", NAME, FIELD), ("topics", NAME), ()
-    old: Any               # what the operation saw; None: the key was absent
-    new: Any               # what it writes; None: remove the key
-    after: str | None = None    # a new topic: the topic it follows (None: first)
-    before: str | None = None   # ... and the topic it precedes (None: last)
+    path: KeyPath  # ("upstream", "base"), ("topics", NAME, FIELD), ("topics", NAME), ()
+    old: Any  # what the operation saw; None: the key was absent
+    new: Any  # what it writes; None: remove the key
+    after: str | None = None  # a new topic: the topic it follows (None: first)
+    before: str | None = None  # ... and the topic it precedes (None: last)
 
     @property
     def key(self) -> str:
@@ -61,8 +62,7 @@ class Edit:
         return Edit(self.path, self.new, self.old, self.after, self.before)
 
     def to_json(self) -> dict[str, Json]:
-        return {"path": list(self.path), "old": self.old, "new": self.new,
-                "after": self.after, "before": self.before}
+        return {"path": list(self.path), "old": self.old, "new": self.new, "after": self.after, "before": self.before}
 
     @classmethod
     def from_json(cls, data: JsonObject) -> "Edit":
@@ -91,7 +91,8 @@ class EditConflict(SeriesError):
             return
         super().__init__(
             f"{file}: {edit.key} changed since this operation read it (it was {_show(edit.old)}, "
-            f"it is {_show(now)} now, this operation sets {_show(edit.new)}); nothing was written")
+            f"it is {_show(now)} now, this operation sets {_show(edit.new)}); nothing was written"
+        )
 
 
 def _show(value: Any) -> str:
@@ -103,6 +104,7 @@ def _show(value: Any) -> str:
 
 
 # -- plain data --------------------------------------------------------------------------------
+
 
 def plain(node: Any) -> Any:
     """ruamel's round-trip nodes as dicts, lists and scalars (what edits compare)."""
@@ -205,9 +207,15 @@ def diff(before: Plain, after: Plain) -> list[Edit]:
     for i, topic in enumerate(new_list):
         name = topic["name"]
         if name not in old:
-            edits.append(Edit(("topics", name), None, topic,
-                              after=new_list[i - 1]["name"] if i else None,
-                              before=new_list[i + 1]["name"] if i + 1 < len(new_list) else None))
+            edits.append(
+                Edit(
+                    ("topics", name),
+                    None,
+                    topic,
+                    after=new_list[i - 1]["name"] if i else None,
+                    before=new_list[i + 1]["name"] if i + 1 < len(new_list) else None,
+                )
+            )
             continue
         b = old[name]
         for key in list(b) + [k for k in topic if k not in b]:
@@ -219,7 +227,7 @@ def diff(before: Plain, after: Plain) -> list[Edit]:
 # -- scalars -----------------------------------------------------------------------------------
 
 _PLAIN_OK = re.compile(r"^[A-Za-z0-9_./(~$][^#:\[\]{},'\"\n\t]*$")
-_SURELY_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./+-]*$")   # a name, a ref, a path: never a number
+_SURELY_PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./+-]*$")  # a name, a ref, a path: never a number
 
 
 def scalar(value: Any, flow: bool = False) -> str:
@@ -250,8 +258,12 @@ def _reads_back(text: str) -> bool:
         got = config._yaml().load(io.StringIO(f"k: {text}\n"))
     except Exception:  # noqa: BLE001 - anything ruamel cannot read back must be quoted
         return False
-    return isinstance(got, dict) and type(got.get("k")) is not bool and isinstance(got.get("k"), str) \
+    return (
+        isinstance(got, dict)
+        and type(got.get("k")) is not bool
+        and isinstance(got.get("k"), str)
         and str(got["k"]) == text
+    )
 
 
 def _topic_lines(topic: Plain, dash: int, key_col: int) -> list[str]:
@@ -264,6 +276,7 @@ def _topic_lines(topic: Plain, dash: int, key_col: int) -> list[str]:
 
 
 # -- splices -----------------------------------------------------------------------------------
+
 
 class _Unsupported(Exception):
     """A layout the splicer does not edit; the round-trip editor does it instead."""
@@ -303,7 +316,7 @@ def _value_end(line: str, col: int) -> int:
                 i += 2
                 continue
             if rest[i] == quote:
-                if quote == "'" and rest[i + 1:i + 2] == "'":
+                if quote == "'" and rest[i + 1 : i + 2] == "'":
                     i += 2
                     continue
                 return col + i + 1
@@ -317,10 +330,10 @@ def _value_end(line: str, col: int) -> int:
     if rest[0] in "|>&*!":
         raise _Unsupported("block scalar, anchor or tag")
     comment = re.search(r"\s#", rest)
-    return col + len((rest[:comment.start()] if comment else rest).rstrip())
+    return col + len((rest[: comment.start()] if comment else rest).rstrip())
 
 
-Splice = tuple[int, int, list[str], int]   # replace lines [start, end) by these; seq for order
+Splice = tuple[int, int, list[str], int]  # replace lines [start, end) by these; seq for order
 
 
 def line_end(text: str) -> str:
@@ -343,8 +356,7 @@ class _Splicer:
 
     def add(self, start: int, end: int, new: list[str], fresh: bool = True) -> None:
         if fresh:  # written here with "\n": end them as the file does
-            new = [line[:-1] + self.eol if line.endswith("\n") and not line.endswith("\r\n") else line
-                   for line in new]
+            new = [line[:-1] + self.eol if line.endswith("\n") and not line.endswith("\r\n") else line for line in new]
         self.splices.append((start, end, new, len(self.splices)))
 
     def result(self) -> str:
@@ -352,7 +364,7 @@ class _Splicer:
         for start, end, new, _ in sorted(self.splices, key=lambda s: (s[0], s[3]), reverse=True):
             lines[start:end] = new
         if self.unterminated and lines and lines[-1] == self.lines[-1]:
-            lines[-1] = lines[-1][:-len(self.eol)]  # its last line untouched: still without an end
+            lines[-1] = lines[-1][: -len(self.eol)]  # its last line untouched: still without an end
         return "".join(lines)
 
     def _block_map(self, node: Any) -> Mapping:
@@ -475,6 +487,7 @@ def _roundtrip(doc: Any, expected: Plain) -> str:
             node[:] = items
             return node
         return _fresh(want)
+
     merge(doc, expected)
     out = io.StringIO()
     config._yaml().dump(doc, out)
@@ -498,6 +511,7 @@ def _fresh(value: Any) -> Any:
 
 
 # -- the transaction's entry point ----------------------------------------------------------------------
+
 
 def apply(text: str | None, path: Path, edits: list[Edit]) -> str | None:
     """`edits` compared-and-swapped onto `text` (the file now; None: it does not exist).

@@ -26,6 +26,7 @@ records: no topic carries R, and
 Otherwise the fork does not ship #N, or ships its revert too. Topics superseded by T are
 named with it (they were replaced by what upstream took back).
 """
+
 from __future__ import annotations
 
 import enum
@@ -48,46 +49,54 @@ OwnOf = Callable[[Topic], "OwnWork | None"]
 
 
 class FollowUpKind(str, enum.Enum):
-    REVERT = "revert"        # Revert "... (#N)", This reverts #N, This reverts commit <squash>
-    FIX = "fix"              # Fix for #N, fixes #N, regression from #N, broken by #N
+    REVERT = "revert"  # Revert "... (#N)", This reverts #N, This reverts commit <squash>
+    FIX = "fix"  # Fix for #N, fixes #N, regression from #N, broken by #N
     FOLLOW_UP = "follow-up"  # follow-up to #N
 
 
 class Carried(str, enum.Enum):
-    BASE = "base"            # upstream.base contains it
-    PATCH_ID = "patch-id"    # an active topic has a commit with its patch-id
-    NAMED = "named"          # an active topic's commit message names its sha or its PR
+    BASE = "base"  # upstream.base contains it
+    PATCH_ID = "patch-id"  # an active topic has a commit with its patch-id
+    NAMED = "named"  # an active topic's commit message names its sha or its PR
 
 
 @dataclass(frozen=True)
 class FollowUp:
-    pr: PRNumber                  # the PR it follows up (its own PR is commit.pr)
+    pr: PRNumber  # the PR it follows up (its own PR is commit.pr)
     kind: FollowUpKind
     commit: UpstreamCommit
-    carried: Carried | None       # None: the series does not carry it
+    carried: Carried | None  # None: the series does not carry it
     carried_by: str | None = None  # the topic, for PATCH_ID and NAMED
 
     def sentence(self) -> str:
-        where = {None: "not carried", Carried.BASE: "in the base",
-                 Carried.PATCH_ID: f"carried by {self.carried_by} (same patch-id)",
-                 Carried.NAMED: f"carried by {self.carried_by} (its message names it)"}[self.carried]
+        where = {
+            None: "not carried",
+            Carried.BASE: "in the base",
+            Carried.PATCH_ID: f"carried by {self.carried_by} (same patch-id)",
+            Carried.NAMED: f"carried by {self.carried_by} (its message names it)",
+        }[self.carried]
         return f"{self.kind.value} of #{self.pr}: {self.commit.sha[:12]} '{self.commit.subject}': {where}"
 
     def to_json(self) -> dict[str, Json]:
-        return {"pr": int(self.pr), "kind": self.kind.value, "commit": self.commit.to_json(),
-                "carried": self.carried.value if self.carried is not None else None,
-                "carried_by": self.carried_by}
+        return {
+            "pr": int(self.pr),
+            "kind": self.kind.value,
+            "commit": self.commit.to_json(),
+            "carried": self.carried.value if self.carried is not None else None,
+            "carried_by": self.carried_by,
+        }
 
 
 @dataclass(frozen=True)
 class TrackedPR:
     """A PR a topic records, and what upstream's trunk did with it and after it."""
+
     pr: PRNumber
-    topic: str                       # the topic whose upstream_pr it is
-    status: Status                   # that topic's
-    superseded: tuple[str, ...]      # topics superseded by that topic
-    merge: UpstreamCommit | None     # its squash on trunk, in the range walked
-    merge_in_base: bool              # the base has its squash (a topic retired as merged: yes)
+    topic: str  # the topic whose upstream_pr it is
+    status: Status  # that topic's
+    superseded: tuple[str, ...]  # topics superseded by that topic
+    merge: UpstreamCommit | None  # its squash on trunk, in the range walked
+    merge_in_base: bool  # the base has its squash (a topic retired as merged: yes)
     followups: tuple[FollowUp, ...]  # newest first
 
     def warnings(self) -> list[str]:
@@ -99,30 +108,41 @@ class TrackedPR:
             replaced = f" (it superseded {', '.join(self.superseded)})" if self.superseded else ""
             revert = f"{fu.commit.label} ({fu.commit.sha[:12]})" if fu.commit.pr is not None else fu.commit.label
             if self.status is Status.ACTIVE and fu.carried is Carried.BASE:
-                out.append(f"#{self.pr} reverted by {revert}, which the base has; topic {self.topic} "
-                           f"still replays #{self.pr}{replaced}: drop it, or keep it knowingly")
+                out.append(
+                    f"#{self.pr} reverted by {revert}, which the base has; topic {self.topic} "
+                    f"still replays #{self.pr}{replaced}: drop it, or keep it knowingly"
+                )
             elif self.status is Status.ACTIVE:
-                out.append(f"#{self.pr} reverted upstream by {revert}, not in the base yet; topic "
-                           f"{self.topic} still carries it{replaced}: drop it, or keep it knowingly")
+                out.append(
+                    f"#{self.pr} reverted upstream by {revert}, not in the base yet; topic "
+                    f"{self.topic} still carries it{replaced}: drop it, or keep it knowingly"
+                )
             elif self.merge_in_base and fu.carried is None:
-                out.append(f"#{self.pr} reverted upstream by {revert}; the base has #{self.pr} (topic "
-                           f"{self.topic}, {self.status.value}{replaced}) but not the revert: rebase past "
-                           f"it, or carry it as a topic")
+                out.append(
+                    f"#{self.pr} reverted upstream by {revert}; the base has #{self.pr} (topic "
+                    f"{self.topic}, {self.status.value}{replaced}) but not the revert: rebase past "
+                    f"it, or carry it as a topic"
+                )
         return out
 
     def to_json(self) -> dict[str, Json]:
-        return {"pr": int(self.pr), "topic": self.topic, "status": self.status.value,
-                "superseded": list(self.superseded),
-                "merge": self.merge.to_json() if self.merge is not None else None,
-                "merge_in_base": self.merge_in_base,
-                "followups": [f.to_json() for f in self.followups], "warnings": list(self.warnings())}
+        return {
+            "pr": int(self.pr),
+            "topic": self.topic,
+            "status": self.status.value,
+            "superseded": list(self.superseded),
+            "merge": self.merge.to_json() if self.merge is not None else None,
+            "merge_in_base": self.merge_in_base,
+            "followups": [f.to_json() for f in self.followups],
+            "warnings": list(self.warnings()),
+        }
 
 
 @dataclass(frozen=True)
 class FollowUps:
-    trunk: str | None          # "upstream/main"; None: neither main nor master fetched, nothing read
-    walked: int                # trunk commits read
-    seconds: float             # the walk's time (reading trunk's messages)
+    trunk: str | None  # "upstream/main"; None: neither main nor master fetched, nothing read
+    walked: int  # trunk commits read
+    seconds: float  # the walk's time (reading trunk's messages)
     prs: tuple[TrackedPR, ...]
 
     def uncarried(self) -> list[tuple[TrackedPR, FollowUp]]:
@@ -142,6 +162,7 @@ class FollowUps:
 
 
 # -- reading a message ----------------------------------------------------------------------
+
 
 def _ref(github: str | None) -> str:
     """A PR reference: '#N', or the PR's URL on upstream's repository (any repository's when
@@ -163,11 +184,15 @@ class _Readers:
         flags = re.IGNORECASE
         return cls(
             re.compile(rf"\brevert(?:s|ed|ing)?\s+(?:PR\s+|pull request\s+)?{ref}", flags),
-            re.compile(rf"(?:\b(?:fix(?:es|ed|ing)?|hotfix(?:es)?|fixup)\s+(?:(?:for|to|of|on|after)\s+)?"
-                       rf"(?:PR\s+)?|\bregression\s+(?:from|in|of|introduced\s+(?:by|in))\s+|"
-                       rf"\bbroken\s+(?:by|in)\s+){ref}", flags),
+            re.compile(
+                rf"(?:\b(?:fix(?:es|ed|ing)?|hotfix(?:es)?|fixup)\s+(?:(?:for|to|of|on|after)\s+)?"
+                rf"(?:PR\s+)?|\bregression\s+(?:from|in|of|introduced\s+(?:by|in))\s+|"
+                rf"\bbroken\s+(?:by|in)\s+){ref}",
+                flags,
+            ),
             re.compile(rf"\bfollow[- ]?ups?\s+(?:(?:to|of|for|on)\s+)?(?:PR\s+)?{ref}", flags),
-            re.compile(ref))
+            re.compile(ref),
+        )
 
 
 _REVERT_SUBJECT = re.compile(r'^Revert\s+"(.*)"', re.IGNORECASE)
@@ -199,8 +224,9 @@ def _reverted(first: str) -> str | None:
     return quoted.group(1) if quoted else None
 
 
-def classify(readers: _Readers, text: str, number: int, merge_sha: str | None,
-             merge_subject: str | None = None) -> FollowUpKind | None:
+def classify(
+    readers: _Readers, text: str, number: int, merge_sha: str | None, merge_subject: str | None = None
+) -> FollowUpKind | None:
     """What a commit message is to PR `number` (whose squash is `merge_sha` with subject
     `merge_subject`, when known): a revert, a fix, a follow-up, or nothing. A revert
     outranks a fix, a fix a follow-up."""
@@ -232,6 +258,7 @@ def classify(readers: _Readers, text: str, number: int, merge_sha: str | None,
 
 # -- the walk -------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Tracked:
     pr: PRNumber
@@ -241,9 +268,15 @@ class _Tracked:
 
 def tracked(series: Series) -> list[_Tracked]:
     """Every topic that records an upstream PR, with the topics it superseded."""
-    return [_Tracked(t.upstream_pr, t, tuple(s.name for s in series.topics
-                                              if s.status is Status.SUPERSEDED and s.superseded_by == t.name))
-            for t in series.topics if t.upstream_pr is not None]
+    return [
+        _Tracked(
+            t.upstream_pr,
+            t,
+            tuple(s.name for s in series.topics if s.status is Status.SUPERSEDED and s.superseded_by == t.name),
+        )
+        for t in series.topics
+        if t.upstream_pr is not None
+    ]
 
 
 def _commit(repo: pygit2.Repository, sha: str | None) -> pygit2.Commit | None:
@@ -280,8 +313,9 @@ class _Carriers:
                     if pid is not None:
                         patch_ids.setdefault(pid, topic.name)
                     text = message(commit)
-                    named.append((topic.name, _numbers(self.readers.names, text),
-                                  {m.group(0) for m in _HEX_WORD.finditer(text)}))
+                    named.append(
+                        (topic.name, _numbers(self.readers.names, text), {m.group(0) for m in _HEX_WORD.finditer(text)})
+                    )
             self._read = patch_ids, named
         return self._read
 
@@ -303,7 +337,7 @@ def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, own: OwnO
     prs = tracked(series)
     name = trunk_ref(repo, series.upstream.remote)
     if not prs or name is None:
-        return FollowUps(name[len("refs/remotes/"):] if name else None, 0, 0.0, ())
+        return FollowUps(name[len("refs/remotes/") :] if name else None, 0, 0.0, ())
     tip = repo.references[name].peel(pygit2.Commit)
     start = time.perf_counter()
     # the oldest trunk commit a tracked PR can have merged after: the base's, or where its
@@ -334,7 +368,7 @@ def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, own: OwnO
     readers = _Readers.of(series.upstream.github)
     carriers = _Carriers(repo, series, own, readers)
     found = tuple(_one(repo, t, base, candidates, readers, carriers) for t in prs)
-    return FollowUps(name[len("refs/remotes/"):], walked, seconds, found)
+    return FollowUps(name[len("refs/remotes/") :], walked, seconds, found)
 
 
 def of_workspace(ws: Workspace) -> FollowUps | None:
@@ -349,8 +383,14 @@ def _contains(repo: pygit2.Repository, tip: pygit2.Oid, commit: pygit2.Oid) -> b
     return tip == commit or repo.descendant_of(tip, commit)
 
 
-def _one(repo: pygit2.Repository, t: _Tracked, base: pygit2.Commit, candidates: Iterable[pygit2.Commit],
-         readers: _Readers, carriers: _Carriers) -> TrackedPR:
+def _one(
+    repo: pygit2.Repository,
+    t: _Tracked,
+    base: pygit2.Commit,
+    candidates: Iterable[pygit2.Commit],
+    readers: _Readers,
+    carriers: _Carriers,
+) -> TrackedPR:
     number = int(t.pr)
     merge: pygit2.Commit | None = None
     for commit in candidates:  # its squash: the oldest "(#N)" subject, should there be two
@@ -361,22 +401,29 @@ def _one(repo: pygit2.Repository, t: _Tracked, base: pygit2.Commit, candidates: 
     for commit in candidates:
         if pr_number(subject(commit)) == number:
             continue
-        kind = classify(readers, message(commit), number, merge_sha,
-                        subject(merge) if merge is not None else None)
+        kind = classify(readers, message(commit), number, merge_sha, subject(merge) if merge is not None else None)
         if kind is None:
             continue
-        after = (repo.descendant_of(commit.id, merge.id) if merge is not None
-                 else not _contains(repo, base.id, commit.id))
+        after = (
+            repo.descendant_of(commit.id, merge.id) if merge is not None else not _contains(repo, base.id, commit.id)
+        )
         if after:
             found.append((commit, kind))
     found.sort(key=lambda ck: (-ck[0].commit_time, str(ck[0].id)))
     followups = []
     for commit, kind in found:
         shown = UpstreamCommit.of(commit)
-        carried: tuple[Carried, str | None] | None = (Carried.BASE, None) if _contains(repo, base.id, commit.id) \
-            else carriers.carrier(commit, shown.pr)
-        followups.append(FollowUp(t.pr, kind, shown, carried[0] if carried else None,
-                                  carried[1] if carried else None))
+        carried: tuple[Carried, str | None] | None = (
+            (Carried.BASE, None) if _contains(repo, base.id, commit.id) else carriers.carrier(commit, shown.pr)
+        )
+        followups.append(FollowUp(t.pr, kind, shown, carried[0] if carried else None, carried[1] if carried else None))
     in_base = _contains(repo, base.id, merge.id) if merge is not None else t.topic.status is Status.MERGED
-    return TrackedPR(t.pr, t.topic.name, t.topic.status, t.superseded,
-                     UpstreamCommit.of(merge) if merge is not None else None, in_base, tuple(followups))
+    return TrackedPR(
+        t.pr,
+        t.topic.name,
+        t.topic.status,
+        t.superseded,
+        UpstreamCommit.of(merge) if merge is not None else None,
+        in_base,
+        tuple(followups),
+    )

@@ -6,6 +6,7 @@ nothing of the user's). What is stored is the typed Conversation of each PR (its
 to_json), with the time of the fetch, and it is read back field by field
 (Conversation.from_json): a damaged or foreign file is a one-line error, never a guess.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -36,7 +37,7 @@ class Writes(Protocol):
 
 @dataclass(frozen=True)
 class Fetched:
-    at: str                                       # ISO 8601, UTC: when it was fetched
+    at: str  # ISO 8601, UTC: when it was fetched
     pulls: tuple[Conversation, ...]
 
     def find(self, number: int) -> Conversation | None:
@@ -64,8 +65,9 @@ def load(repo: pygit2.Repository) -> Fetched | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SeriesError(f"cannot read the stored fetch {where} ({exc})",
-                          "run 'series upstream' online to fetch again") from None
+        raise SeriesError(
+            f"cannot read the stored fetch {where} ({exc})", "run 'series upstream' online to fetch again"
+        ) from None
     try:
         data = read_object(json.loads(text), "the stored fetch")
         if read_int(data, "format") != FORMAT:
@@ -74,6 +76,8 @@ def load(repo: pygit2.Repository) -> Fetched | None:
         datetime.datetime.fromisoformat(at.replace("Z", "+00:00"))
         pulls = tuple(Conversation.from_json(read_object(item, "pulls")) for item in read_list(data, "pulls"))
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
-        raise SeriesError(f"the stored fetch {where} cannot be read back ({exc})",
-                          "remove it and run 'series upstream' online to fetch again") from None
+        raise SeriesError(
+            f"the stored fetch {where} cannot be read back ({exc})",
+            "remove it and run 'series upstream' online to fetch again",
+        ) from None
     return Fetched(at, pulls)

@@ -14,6 +14,7 @@ ping is offered. The offered text names nobody (no @: a maintainer is never hurr
 The stale clock is vLLM's stale bot: stale after 90 days without an update, closed 30
 days after the label.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -45,8 +46,8 @@ class PullStatus(str, enum.Enum):
 class Turn(str, enum.Enum):
     OURS = "ours"
     THEIRS = "theirs"
-    NOBODY = "nobody"      # open, and no reviewer asked or reviewing
-    DONE = "done"          # merged or closed
+    NOBODY = "nobody"  # open, and no reviewer asked or reviewing
+    DONE = "done"  # merged or closed
 
 
 class GateState(str, enum.Enum):
@@ -59,7 +60,7 @@ class GateState(str, enum.Enum):
 class HeadState(str, enum.Enum):
     SAME = "same"
     DIFFERS = "differs"
-    UNKNOWN = "unknown"    # no head recorded on our side
+    UNKNOWN = "unknown"  # no head recorded on our side
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class Waiting:
 
 @dataclass(frozen=True)
 class Gate:
-    name: str              # dco, ready, ci, needs-rebase, stale
+    name: str  # dco, ready, ci, needs-rebase, stale
     state: GateState
     detail: str
 
@@ -101,16 +102,16 @@ class UpstreamRow:
     title: str
     url: str | None
     status: PullStatus
-    released_in: str | None            # merged: the first upstream release containing the merge
+    released_in: str | None  # merged: the first upstream release containing the merge
     turn: Turn
     turn_since: str | None
-    turn_hours: int | None             # age of the turn, whole hours
-    overdue: bool                      # our turn for more than 48 hours
+    turn_hours: int | None  # age of the turn, whole hours
+    overdue: bool  # our turn for more than 48 hours
     waiting: tuple[Waiting, ...]
     last_activity: str | None
     quiet_days: int | None
     ping_due: bool
-    pinged: bool                       # we pinged after the last activity: no second ping
+    pinged: bool  # we pinged after the last activity: no second ping
     ping_text: str | None
     gates: tuple[Gate, ...]
     head: Head
@@ -118,13 +119,28 @@ class UpstreamRow:
     follow_ups: tuple[FollowUp, ...] = field(default=())  # upstream commits naming the PR (series.upstream.followups)
 
     def to_json(self) -> dict[str, Json]:
-        return {"topic": self.topic, "pr": self.number, "title": self.title, "url": self.url,
-                "status": self.status.value, "released_in": self.released_in, "turn": self.turn.value,
-                "turn_since": self.turn_since, "turn_hours": self.turn_hours, "overdue": self.overdue,
-                "waiting": [w.to_json() for w in self.waiting], "last_activity": self.last_activity,
-                "quiet_days": self.quiet_days, "ping_due": self.ping_due, "pinged": self.pinged,
-                "ping_text": self.ping_text, "gates": [g.to_json() for g in self.gates],
-                "head": self.head.to_json(), "follow_ups": [f.to_json() for f in self.follow_ups], "notes": list(self.notes)}
+        return {
+            "topic": self.topic,
+            "pr": self.number,
+            "title": self.title,
+            "url": self.url,
+            "status": self.status.value,
+            "released_in": self.released_in,
+            "turn": self.turn.value,
+            "turn_since": self.turn_since,
+            "turn_hours": self.turn_hours,
+            "overdue": self.overdue,
+            "waiting": [w.to_json() for w in self.waiting],
+            "last_activity": self.last_activity,
+            "quiet_days": self.quiet_days,
+            "ping_due": self.ping_due,
+            "pinged": self.pinged,
+            "ping_text": self.ping_text,
+            "gates": [g.to_json() for g in self.gates],
+            "head": self.head.to_json(),
+            "follow_ups": [f.to_json() for f in self.follow_ups],
+            "notes": list(self.notes),
+        }
 
 
 def moment(text: str) -> datetime.datetime:
@@ -154,8 +170,12 @@ def waiting_on_us(conv: Conversation, ours: frozenset[str]) -> list[Waiting]:
     def mine(s: Said) -> bool:
         return s.author.lower() in ours
 
-    our_acts = [*conv.pushes, *(s for s in conv.comments if mine(s)), *(r.said for r in conv.reviews if mine(r.said)),
-                *(c.said for c in conv.review_comments if mine(c.said))]
+    our_acts = [
+        *conv.pushes,
+        *(s for s in conv.comments if mine(s)),
+        *(r.said for r in conv.reviews if mine(r.said)),
+        *(c.said for c in conv.review_comments if mine(c.said)),
+    ]
     our_last = _latest(our_acts)
 
     def after_us(s: Said) -> bool:
@@ -210,28 +230,48 @@ def gates(conv: Conversation, now: datetime.datetime) -> tuple[Gate, ...]:
     labels = {label.lower() for label in conv.labels}
     # CI reports two ways: check runs (GitHub Actions, the DCO app's "DCO") and commit
     # statuses (vLLM's Buildkite, "buildkite/ci/pr..."); a gate reads both
-    dco = ([c for c in conv.checks if c.name.lower() == "dco"],
-           [s for s in conv.statuses if s.context.lower() == "dco"])
-    others = ([c for c in conv.checks if c.name.lower() != "dco"],
-              [s for s in conv.statuses if s.context.lower() != "dco"])
-    out = [_check_gate("dco", *dco, "no DCO check on the head: every commit needs 'Signed-off-by' (git commit -s)"),
-           Gate("ready", GateState.OK, "labelled ready") if "ready" in labels else
-           Gate("ready", GateState.MISSING, "no 'ready' label: vLLM runs its full CI on an outside PR only "
-                                            "with it (a maintainer adds it)"),
-           _check_gate("ci", *others, "no check runs or commit statuses on the head"),
-           Gate("needs-rebase", GateState.FAILING, "labelled needs-rebase: rebase the PR on main")
-           if "needs-rebase" in labels else Gate("needs-rebase", GateState.OK, "no needs-rebase label")]
+    dco = (
+        [c for c in conv.checks if c.name.lower() == "dco"],
+        [s for s in conv.statuses if s.context.lower() == "dco"],
+    )
+    others = (
+        [c for c in conv.checks if c.name.lower() != "dco"],
+        [s for s in conv.statuses if s.context.lower() != "dco"],
+    )
+    out = [
+        _check_gate("dco", *dco, "no DCO check on the head: every commit needs 'Signed-off-by' (git commit -s)"),
+        Gate("ready", GateState.OK, "labelled ready")
+        if "ready" in labels
+        else Gate(
+            "ready",
+            GateState.MISSING,
+            "no 'ready' label: vLLM runs its full CI on an outside PR only with it (a maintainer adds it)",
+        ),
+        _check_gate("ci", *others, "no check runs or commit statuses on the head"),
+        Gate("needs-rebase", GateState.FAILING, "labelled needs-rebase: rebase the PR on main")
+        if "needs-rebase" in labels
+        else Gate("needs-rebase", GateState.OK, "no needs-rebase label"),
+    ]
     if conv.pull.updated_at:
         idle = (now - moment(conv.pull.updated_at)).days
         if "stale" in labels:
             left = max(0, CLOSED_AFTER_STALE_DAYS - idle)
-            out.append(Gate("stale", GateState.FAILING, f"labelled stale: the stale bot closes it in {left} days "
-                                                        "without activity"))
+            out.append(
+                Gate(
+                    "stale",
+                    GateState.FAILING,
+                    f"labelled stale: the stale bot closes it in {left} days without activity",
+                )
+            )
         else:
             left = max(0, STALE_AFTER_DAYS - idle)
-            out.append(Gate("stale", GateState.OK if left > 14 else GateState.PENDING,
-                            f"stale in {left} days without activity (then closed {CLOSED_AFTER_STALE_DAYS} "
-                            "days later)"))
+            out.append(
+                Gate(
+                    "stale",
+                    GateState.OK if left > 14 else GateState.PENDING,
+                    f"stale in {left} days without activity (then closed {CLOSED_AFTER_STALE_DAYS} days later)",
+                )
+            )
     return tuple(out)
 
 
@@ -239,11 +279,13 @@ def _check_gate(name: str, checks: list[CheckRun], statuses: list[CommitStatus],
     """Failing if any check run or status fails, else pending if any runs, else ok."""
     if not checks and not statuses:
         return Gate(name, GateState.MISSING, none)
-    bad = sorted({c.name for c in checks if c.status == "completed"
-                  and c.conclusion not in ("success", "neutral", "skipped")}
-                 | {s.context for s in statuses if s.state in ("failure", "error")})
-    running = sorted({c.name for c in checks if c.status != "completed"}
-                     | {s.context for s in statuses if s.state == "pending"})
+    bad = sorted(
+        {c.name for c in checks if c.status == "completed" and c.conclusion not in ("success", "neutral", "skipped")}
+        | {s.context for s in statuses if s.state in ("failure", "error")}
+    )
+    running = sorted(
+        {c.name for c in checks if c.status != "completed"} | {s.context for s in statuses if s.state == "pending"}
+    )
     if bad:
         return Gate(name, GateState.FAILING, "failing: " + ", ".join(bad))
     if running:
@@ -257,21 +299,40 @@ def head_of(conv: Conversation, ours: str | None) -> Head:
         return Head(HeadState.UNKNOWN, theirs, ours)
     if ours == theirs:
         return Head(HeadState.SAME, theirs, ours)
-    return Head(HeadState.DIFFERS, theirs, ours,
-                f"the PR head is not our topic's: 'series adopt-upstream {int(conv.pull.number)} --refresh' "
-                "shows the range-diff")
+    return Head(
+        HeadState.DIFFERS,
+        theirs,
+        ours,
+        f"the PR head is not our topic's: 'series adopt-upstream {int(conv.pull.number)} --refresh' "
+        "shows the range-diff",
+    )
 
 
-def row(topic: str, conv: Conversation, now: datetime.datetime, *, ours_head: str | None = None,
-        released_in: str | None = None, notes: tuple[str, ...] = (),
-        follow_ups: tuple[FollowUp, ...] = ()) -> UpstreamRow:
+def row(
+    topic: str,
+    conv: Conversation,
+    now: datetime.datetime,
+    *,
+    ours_head: str | None = None,
+    released_in: str | None = None,
+    notes: tuple[str, ...] = (),
+    follow_ups: tuple[FollowUp, ...] = (),
+) -> UpstreamRow:
     ours = ours_of(conv)
     status = status_of(conv)
     waiting = waiting_on_us(conv, ours) if status not in (PullStatus.MERGED, PullStatus.CLOSED) else []
     turn, since = _turn(conv, ours, waiting)
     hours = int((now - moment(since)).total_seconds() // 3600) if since else None
-    acts = [s for s in (*conv.comments, *(r.said for r in conv.reviews), *(c.said for c in conv.review_comments),
-                        *conv.pushes) if not s.bot]
+    acts = [
+        s
+        for s in (
+            *conv.comments,
+            *(r.said for r in conv.reviews),
+            *(c.said for c in conv.review_comments),
+            *conv.pushes,
+        )
+        if not s.bot
+    ]
 
     def is_ping(s: Said) -> bool:
         return s.author.lower() in ours and bool(_PING.search(s.text))
@@ -280,15 +341,27 @@ def row(topic: str, conv: Conversation, now: datetime.datetime, *, ours_head: st
     real = _latest([s for s in acts if not (s in conv.comments and is_ping(s))])
     pinged = any(is_ping(s) and (real is None or moment(s.at) > moment(real.at)) for s in conv.comments)
     quiet = now - moment(real.at) if real is not None else None
-    due = status == PullStatus.OPEN and turn != Turn.OURS and quiet is not None and quiet >= PING_AFTER \
-        and not pinged
+    due = status == PullStatus.OPEN and turn != Turn.OURS and quiet is not None and quiet >= PING_AFTER and not pinged
     open_ = status in (PullStatus.OPEN, PullStatus.DRAFT)
     return UpstreamRow(
-        topic=topic, number=int(conv.pull.number), title=conv.pull.title, url=conv.pull.url, status=status,
-        released_in=released_in, turn=turn, turn_since=since, turn_hours=hours,
+        topic=topic,
+        number=int(conv.pull.number),
+        title=conv.pull.title,
+        url=conv.pull.url,
+        status=status,
+        released_in=released_in,
+        turn=turn,
+        turn_since=since,
+        turn_hours=hours,
         overdue=turn == Turn.OURS and since is not None and now - moment(since) > OVERDUE,
-        waiting=tuple(waiting), last_activity=last.at if last else None,
-        quiet_days=(now - moment(last.at)).days if last else None, ping_due=due, pinged=pinged,
-        ping_text=PING_TEXT if due else None, gates=gates(conv, now) if open_ else (),
+        waiting=tuple(waiting),
+        last_activity=last.at if last else None,
+        quiet_days=(now - moment(last.at)).days if last else None,
+        ping_due=due,
+        pinged=pinged,
+        ping_text=PING_TEXT if due else None,
+        gates=gates(conv, now) if open_ else (),
         head=head_of(conv, ours_head) if open_ else Head(HeadState.UNKNOWN, conv.pull.head_sha, ours_head),
-        notes=notes, follow_ups=follow_ups)
+        notes=notes,
+        follow_ups=follow_ups,
+    )

@@ -7,6 +7,7 @@ resolves, active branches exist and sit on the base (or on the topics they depen
 and each active topic changes only files inside its scope. Every problem is reported,
 not just the first, each with the line of series.yaml to fix.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -28,7 +29,7 @@ from series.workspace import Workspace
 @dataclass(frozen=True)
 class CheckFinding:
     line: int
-    key: str                 # where in series.yaml, e.g. "topics (api-hello).scope"
+    key: str  # where in series.yaml, e.g. "topics (api-hello).scope"
     message: str
     topic: str | None = None
     files: tuple[str, ...] = ()
@@ -74,8 +75,9 @@ class _SeriesChecker:
 
 def run(ws: Workspace) -> CheckReport:
     series, repo = ws.series, ws.repo
-    report = CheckReport(config=str(series.path), base=series.upstream.base,
-                    topics=len(series.topics), active=len(series.active()))
+    report = CheckReport(
+        config=str(series.path), base=series.upstream.base, topics=len(series.topics), active=len(series.active())
+    )
     check = _SeriesChecker(ws, report)
     try:
         base: pygit2.Commit | None = resolve_commit(repo, series.upstream.base, "ref")
@@ -83,13 +85,17 @@ def run(ws: Workspace) -> CheckReport:
         check.problem(None, "upstream.base", exc.text)
         base = None
     if series.upstream.remote not in [r.name for r in repo.remotes]:
-        check.warn(None, "upstream.remote", f"'{series.upstream.remote}' is not a remote of this "
-                   f"repository (git remote add {series.upstream.remote} <vLLM url>)")
+        check.warn(
+            None,
+            "upstream.remote",
+            f"'{series.upstream.remote}' is not a remote of this "
+            f"repository (git remote add {series.upstream.remote} <vLLM url>)",
+        )
     heads = {t.name: branch_commit(repo, t.branch) for t in series.topics}
     by_name = {t.name: t for t in series.topics}
     for topic in series.topics:
         head = heads[topic.name]
-        for target in ([topic.superseded_by] if topic.superseded_by else []):
+        for target in [topic.superseded_by] if topic.superseded_by else []:
             if not by_name[target].active:
                 check.warn(topic, "superseded_by", f"'{target}' is {by_name[target].status.value}, not active")
         if topic.merged_in is not None:
@@ -100,19 +106,34 @@ def run(ws: Workspace) -> CheckReport:
         if not topic.active:
             continue
         if head is None:
-            check.problem(topic, "branch", f"branch '{topic.branch}' does not exist "
-                          "(create it, fix the name, or set status: dropped)")
+            check.problem(
+                topic,
+                "branch",
+                f"branch '{topic.branch}' does not exist (create it, fix the name, or set status: dropped)",
+            )
             continue
         for dep in topic.depends_on:
             if not by_name[dep].active:
-                check.warn(topic, "depends_on", f"'{dep}' is {by_name[dep].status.value}: "
-                           "this topic will be replayed onto what it depends on next, or the base")
+                check.warn(
+                    topic,
+                    "depends_on",
+                    f"'{dep}' is {by_name[dep].status.value}: "
+                    "this topic will be replayed onto what it depends on next, or the base",
+                )
             dep_head = heads[dep]
-            if by_name[dep].active and dep_head is not None and dep_head.id != head.id \
-                    and not repo.descendant_of(head.id, dep_head.id):
-                check.problem(topic, "depends_on", f"branch '{topic.branch}' does not contain "
-                              f"'{by_name[dep].branch}' (re-stack it on that branch: "
-                              f"{restack(ws)}; or drop depends_on)")
+            if (
+                by_name[dep].active
+                and dep_head is not None
+                and dep_head.id != head.id
+                and not repo.descendant_of(head.id, dep_head.id)
+            ):
+                check.problem(
+                    topic,
+                    "depends_on",
+                    f"branch '{topic.branch}' does not contain "
+                    f"'{by_name[dep].branch}' (re-stack it on that branch: "
+                    f"{restack(ws)}; or drop depends_on)",
+                )
         if base is not None:
             _check_range(check, topic, base, head, heads)
             _check_stacked(check, topic)
@@ -120,7 +141,7 @@ def run(ws: Workspace) -> CheckReport:
         from series.semantic import base_breaks  # the semantic check: only when there is a base
 
         for name, found in base_breaks.of_branches(ws).items():
-            for b in found:   # warnings: the code may be right (git cannot tell), the build decides
+            for b in found:  # warnings: the code may be right (git cannot tell), the build decides
                 check.warn(by_name[name], "branch", b.sentence())
     return report
 
@@ -131,24 +152,40 @@ def restack(ws: Workspace) -> str:
     return f"'series rebase --onto {shlex.quote(ws.series.upstream.base)}'"
 
 
-def _check_range(check: _SeriesChecker, topic: Topic, base: pygit2.Commit, head: pygit2.Commit,
-                 heads: dict[str, pygit2.Commit | None]) -> None:
+def _check_range(
+    check: _SeriesChecker,
+    topic: Topic,
+    base: pygit2.Commit,
+    head: pygit2.Commit,
+    heads: dict[str, pygit2.Commit | None],
+) -> None:
     ws = check.ws
     own = ws.own(topic)  # series.topics: upstream's and its dependencies' commits hidden
     assert own is not None, "checked by the caller: the branch exists"
     if not own.commits:
         check.warn(topic, "branch", f"'{topic.branch}' has no commits of its own over {ws.series.upstream.base}")
     elif not own.on_base:
-        fix = f"rebase it onto the base: {restack(ws)}" if not topic.depends_on else \
-            f"re-stack it on that branch: {restack(ws)}"
-        check.problem(topic, "branch", f"'{topic.branch}' sits on {str(own.start.id)[:12]}, not on "
-                      f"{meant_start(topic, ws.series.upstream.base)}: {fix}")
+        fix = (
+            f"rebase it onto the base: {restack(ws)}"
+            if not topic.depends_on
+            else f"re-stack it on that branch: {restack(ws)}"
+        )
+        check.problem(
+            topic,
+            "branch",
+            f"'{topic.branch}' sits on {str(own.start.id)[:12]}, not on "
+            f"{meant_start(topic, ws.series.upstream.base)}: {fix}",
+        )
     carried = _series_files(ws, own.paths)
     if carried:
-        check.warn(topic, "branch", f"'{topic.branch}' commits {', '.join(carried[:3])}"
-                   f"{' and more' if len(carried) > 3 else ''}: the series' own files belong on the fork's "
-                   "default branch, not in a topic (its PR and every rebase would carry them); "
-                   "move that commit out of the topic")
+        check.warn(
+            topic,
+            "branch",
+            f"'{topic.branch}' commits {', '.join(carried[:3])}"
+            f"{' and more' if len(carried) > 3 else ''}: the series' own files belong on the fork's "
+            "default branch, not in a topic (its PR and every rebase would carry them); "
+            "move that commit out of the topic",
+        )
     if not topic.scope:
         return
     check.report.scopes_checked += 1
@@ -156,8 +193,9 @@ def _check_range(check: _SeriesChecker, topic: Topic, base: pygit2.Commit, head:
     outside = tuple(path for path in own.paths if not matches_any(specs, path))
     if outside:
         n = len(outside)
-        check.problem(topic, "scope", f"{n} file{'s' if n != 1 else ''} outside scope "
-                      f"[{', '.join(topic.scope)}]", outside)
+        check.problem(
+            topic, "scope", f"{n} file{'s' if n != 1 else ''} outside scope [{', '.join(topic.scope)}]", outside
+        )
 
 
 def _check_stacked(check: _SeriesChecker, topic: Topic) -> None:
@@ -168,9 +206,13 @@ def _check_stacked(check: _SeriesChecker, topic: Topic) -> None:
         return
     under = check.ws.built_on(topic)
     if under is not None:
-        check.problem(topic, "depends_on", f"branch '{topic.branch}' is built on topic "
-                      f"{under.name} (it holds {under.branch}'s commits) but has no depends_on: "
-                      f"add 'depends_on: [{under.name}]' to topic {topic.name}")
+        check.problem(
+            topic,
+            "depends_on",
+            f"branch '{topic.branch}' is built on topic "
+            f"{under.name} (it holds {under.branch}'s commits) but has no depends_on: "
+            f"add 'depends_on: [{under.name}]' to topic {topic.name}",
+        )
 
 
 def _series_files(ws: Workspace, paths: tuple[str, ...]) -> list[str]:
@@ -204,25 +246,33 @@ def render(report: CheckReport) -> str:
         out.append(f"{name}:{f.line}: warning: {f.key}: {f.message}")
     if not report.problems:
         n = report.scopes_checked
-        scopes = ("no scope: claims to check" if n == 0 else
-                  "1 scope claim holds" if n == 1 else f"{n} scope claims hold")
+        scopes = (
+            "no scope: claims to check" if n == 0 else "1 scope claim holds" if n == 1 else f"{n} scope claims hold"
+        )
         w = len(report.warnings)
         lead = f"{w} warning{'s' if w != 1 else ''}, no problem" if w else "ok"
-        out.append(f"{lead}: {report.topics} topics ({report.active} active) over {report.base}: "
-                   f"branches exist and sit on the base, {scopes}")
+        out.append(
+            f"{lead}: {report.topics} topics ({report.active} active) over {report.base}: "
+            f"branches exist and sit on the base, {scopes}"
+        )
     else:
         topics = {f.topic for f in report.problems if f.topic}
         n = len(report.problems)
-        out.append(f"check failed: {n} problem{'s' if n != 1 else ''}"
-                   + (f" in {len(topics)} of {report.active} active topics" if topics else ""))
+        out.append(
+            f"check failed: {n} problem{'s' if n != 1 else ''}"
+            + (f" in {len(topics)} of {report.active} active topics" if topics else "")
+        )
     return "\n".join(out)
 
 
 @click.command("check")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
-@click.option("--warnings-ok", is_flag=True,
-              help="Exit 0, not 6, when there are warnings and no problem (the pre-commit hook: a "
-                   "known break is not a reason to refuse every commit of series.yaml).")
+@click.option(
+    "--warnings-ok",
+    is_flag=True,
+    help="Exit 0, not 6, when there are warnings and no problem (the pre-commit hook: a "
+    "known break is not a reason to refuse every commit of series.yaml).",
+)
 @pass_ctx
 def command(ctx: Context, as_json: bool, warnings_ok: bool) -> int:
     """Validate series.yaml against the repository, and every scope: claim against the diff.

@@ -13,6 +13,7 @@ When none is, the command refuses before anything is sent, --dry-run too: a comm
 be taken back by series, and a PR number no topic carries is most often a typo for one
 that does; `--no-record` posts it anyway and records nothing.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,13 +40,13 @@ COMMAND = "comment"
 
 class Outcome(str, enum.Enum):
     POSTED = "posted"
-    WOULD_POST = "would-post"        # --dry-run
+    WOULD_POST = "would-post"  # --dry-run
 
 
 @dataclass(frozen=True)
 class CommentOptions:
     dry_run: bool = False
-    record: bool = True              # --no-record: post, record nothing
+    record: bool = True  # --no-record: post, record nothing
 
 
 @dataclass
@@ -53,9 +54,9 @@ class Commented:
     number: int
     outcome: Outcome
     body: comment_body.CommentBody
-    topic: str | None                # where measured: goes (or would)
+    topic: str | None  # where measured: goes (or would)
     posted: PostedComment | None = None
-    replaced: str | None = None      # the topic's earlier measured: URL
+    replaced: str | None = None  # the topic's earlier measured: URL
     operation: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -70,9 +71,11 @@ def carrier(ws: Workspace, number: int) -> Topic | None:
 def _no_carrier(ws: Workspace, number: int) -> SeriesError:
     carried = [f"#{t.upstream_pr} ({t.name})" for t in ws.series.topics if t.upstream_pr is not None]
     known = f"topics carry {', '.join(carried)}" if carried else "no topic records an upstream_pr"
-    return SeriesError(f"no topic in {ws.config_path.name} carries PR #{number} ({known}); check the number: "
-                       f"a posted comment cannot be taken back. Adopt it first ('series adopt-upstream {number}'), "
-                       "or pass --no-record to post anyway and record nothing")
+    return SeriesError(
+        f"no topic in {ws.config_path.name} carries PR #{number} ({known}); check the number: "
+        f"a posted comment cannot be taken back. Adopt it first ('series adopt-upstream {number}'), "
+        "or pass --no-record to post anyway and record nothing"
+    )
 
 
 def on_record(ws: Workspace, report: MeasurementReport) -> tuple[MeasurementReport, str | None, list[str]]:
@@ -83,15 +86,29 @@ def on_record(ws: Workspace, report: MeasurementReport) -> tuple[MeasurementRepo
     record = predictions.frozen(ws.repo, report.predictions_file)
     name, sha = report.predictions_file, report.predictions_sha256
     if record is None:
-        return report, None, [f"{name} was never frozen in this repository's journal: the comment's \"frozen "
-                              "before the run\" rests on the report alone"]
+        return (
+            report,
+            None,
+            [
+                f"{name} was never frozen in this repository's journal: the comment's \"frozen "
+                "before the run\" rests on the report alone"
+            ],
+        )
     freezes = {record.sha256: record.time, **{f.sha256: f.time for f in record.previous}}
     if sha not in freezes:
-        return report, None, [f"this report's {name} (sha256:{sha[:12]}…) is no freeze on record here "
-                              f"(newest: sha256:{record.sha256[:12]}…, {record.time})"]
+        return (
+            report,
+            None,
+            [
+                f"this report's {name} (sha256:{sha[:12]}…) is no freeze on record here "
+                f"(newest: sha256:{record.sha256[:12]}…, {record.time})"
+            ],
+        )
     reasons = {e.id: e.why for e in record.explanations if e.sha256 == sha}  # the newest last, so it wins
-    judged = tuple(dataclasses.replace(p, explanation=reasons[p.id]) if not p.held and not p.explanation
-                   and p.id in reasons else p for p in report.predictions)
+    judged = tuple(
+        dataclasses.replace(p, explanation=reasons[p.id]) if not p.held and not p.explanation and p.id in reasons else p
+        for p in report.predictions
+    )
     return dataclasses.replace(report, predictions=judged), freezes[sha], []
 
 
@@ -99,19 +116,29 @@ def _notes(report: MeasurementReport, topic: Topic | None) -> list[str]:
     notes = []
     for p in report.predictions:
         if not p.held and not p.explanation:
-            notes.append(f"prediction '{p.id}' failed with no reason recorded: 'series predict "
-                         f"{report.predictions_file} --explain {p.id} \"why it failed\"', then run this "
-                         "again (no new measurement needed)")
+            notes.append(
+                f"prediction '{p.id}' failed with no reason recorded: 'series predict "
+                f"{report.predictions_file} --explain {p.id} \"why it failed\"', then run this "
+                "again (no new measurement needed)"
+            )
     if topic is not None:
         named = any(t.spec.split(":", 1)[-1] == topic.name for t in report.trees if ":" in t.spec)
         if not named and not (topic.active and any(t.spec == "series" for t in report.trees)):
-            notes.append(f"no tree of the measurement includes '{topic.name}' (the topic of this PR): "
-                         "is this the report for this PR?")
+            notes.append(
+                f"no tree of the measurement includes '{topic.name}' (the topic of this PR): "
+                "is this the report for this PR?"
+            )
     return notes
 
 
-def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
-        evidence: dict[str, Any] | None, opts: CommentOptions) -> Commented:
+def run(
+    ws: Workspace,
+    forge: Forge,
+    number: int,
+    report: MeasurementReport,
+    evidence: dict[str, Any] | None,
+    opts: CommentOptions,
+) -> Commented:
     topic = carrier(ws, number)
     if topic is None and opts.record:
         raise _no_carrier(ws, number)
@@ -127,12 +154,20 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
                 raise
             notes.append(f"{exc}; rendered without the PR's description")
     else:
-        notes.append("from git refs alone (--offline, SERIES_OFFLINE=1 or no upstream.github): the PR's "
-                     "description is not read, so its own 'unmeasured' line is not quoted")
+        notes.append(
+            "from git refs alone (--offline, SERIES_OFFLINE=1 or no upstream.github): the PR's "
+            "description is not read, so its own 'unmeasured' line is not quoted"
+        )
     body = comment_body.render(number, report, evidence, comment_body.invitation(described), frozen_at=frozen_at)
     notes += [f"cut to fit GitHub's limit: {c}" for c in body.cut]
-    result = Commented(number, Outcome.WOULD_POST, body, topic.name if topic and opts.record else None,
-                       replaced=topic.measured if topic and opts.record else None, notes=notes)
+    result = Commented(
+        number,
+        Outcome.WOULD_POST,
+        body,
+        topic.name if topic and opts.record else None,
+        replaced=topic.measured if topic and opts.record else None,
+        notes=notes,
+    )
     if topic is not None and opts.record:
         # the record is checked before anything is sent: an edit the editor would refuse (a
         # series.yaml changed into something it cannot splice or validate) stops here, not
@@ -153,31 +188,46 @@ def run(ws: Workspace, forge: Forge, number: int, report: MeasurementReport,
                 tx.set_topic(result.topic, measured=result.posted.url)
                 result.operation = tx.commit().id
         except SeriesError as exc:
-            raise SeriesError(f"the comment is posted ({result.posted.url}) but not recorded: {exc.text}",
-                              f"add 'measured: {result.posted.url}' to topic '{result.topic}' by hand") from None
+            raise SeriesError(
+                f"the comment is posted ({result.posted.url}) but not recorded: {exc.text}",
+                f"add 'measured: {result.posted.url}' to topic '{result.topic}' by hand",
+            ) from None
     return result
 
 
 def to_json(c: Commented) -> dict[str, Any]:
-    return {"pr": c.number, "outcome": c.outcome.value, "topic": c.topic,
-            "comment": {"id": c.posted.id, "url": c.posted.url} if c.posted else None,
-            "recorded": c.operation is not None, "replaced": c.replaced, "operation": c.operation,
-            "characters": comment_body.utf16_length(c.body.text), "cut": list(c.body.cut),
-            "body": c.body.text, "notes": c.notes}
+    return {
+        "pr": c.number,
+        "outcome": c.outcome.value,
+        "topic": c.topic,
+        "comment": {"id": c.posted.id, "url": c.posted.url} if c.posted else None,
+        "recorded": c.operation is not None,
+        "replaced": c.replaced,
+        "operation": c.operation,
+        "characters": comment_body.utf16_length(c.body.text),
+        "cut": list(c.body.cut),
+        "body": c.body.text,
+        "notes": c.notes,
+    }
 
 
 def render(c: Commented) -> str:
     if c.posted is None:
         where = f" and record measured: on '{c.topic}'" if c.topic else ", recording nothing (--no-record)"
-        out = [c.body.text.rstrip("\n"), "",
-               f"--dry-run: nothing posted, nothing recorded; would post these "
-               f"{comment_body.utf16_length(c.body.text)} characters on PR #{c.number}{where}"]
+        out = [
+            c.body.text.rstrip("\n"),
+            "",
+            f"--dry-run: nothing posted, nothing recorded; would post these "
+            f"{comment_body.utf16_length(c.body.text)} characters on PR #{c.number}{where}",
+        ]
     else:
         out = [f"posted the measurement on PR #{c.number}: {c.posted.url}"]
         if c.operation is not None:
             was = f" (was {c.replaced})" if c.replaced and c.replaced != c.posted.url else ""
-            out.append(f"recorded measured: on '{c.topic}'{was}; 'series undo' reverts the record, not the "
-                       f"comment (operation {c.operation})")
+            out.append(
+                f"recorded measured: on '{c.topic}'{was}; 'series undo' reverts the record, not the "
+                f"comment (operation {c.operation})"
+            )
         else:
             out.append("recorded nothing (--no-record)")
     out += [f"note: {n}" for n in c.notes]
@@ -185,20 +235,39 @@ def render(c: Commented) -> str:
 
 
 @click.command("comment")
-@click.argument("number", type=click.IntRange(min=1, max=10 ** 9 - 1), metavar="PR")
-@click.option("--measurement", type=click.Path(path_type=Path, dir_okay=False), required=True,
-              metavar="REPORT.json", help="The report of 'series measure --json' (or '--collect DIR --json').")
-@click.option("--evidence", type=click.Path(path_type=Path, dir_okay=False), metavar="EVIDENCE.json",
-              help="JSON of 'series test --run --compare --json': the upstream tests go in as a table.")
-@click.option("--no-record", is_flag=True,
-              help="Post although no topic carries PR, and record nothing in series.yaml.")
-@click.option("--offline", is_flag=True, help="Do not ask the API (also SERIES_OFFLINE=1): with --dry-run, "
-                                              "renders without the PR's description.")
+@click.argument("number", type=click.IntRange(min=1, max=10**9 - 1), metavar="PR")
+@click.option(
+    "--measurement",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    metavar="REPORT.json",
+    help="The report of 'series measure --json' (or '--collect DIR --json').",
+)
+@click.option(
+    "--evidence",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="EVIDENCE.json",
+    help="JSON of 'series test --run --compare --json': the upstream tests go in as a table.",
+)
+@click.option("--no-record", is_flag=True, help="Post although no topic carries PR, and record nothing in series.yaml.")
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Do not ask the API (also SERIES_OFFLINE=1): with --dry-run, renders without the PR's description.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the comment; post nothing, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
-def command(ctx: Context, number: int, measurement: Path, evidence: Path | None, no_record: bool,
-            offline: bool, dry_run: bool, as_json: bool) -> None:
+def command(
+    ctx: Context,
+    number: int,
+    measurement: Path,
+    evidence: Path | None,
+    no_record: bool,
+    offline: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Post a measurement on upstream PR as a comment, and record it on its topic.
 
     \b

@@ -1,4 +1,5 @@
 """`series completion bash|zsh|fish`: the shell completion script, topic names included."""
+
 from __future__ import annotations
 
 import click

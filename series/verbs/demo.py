@@ -3,6 +3,7 @@
 Each step prints the command line a user would type and its real output (the demo runs
 the real CLI as a subprocess in the demo fork), so the demo is also an end-to-end check.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,13 +25,13 @@ from series.errors import SeriesError
 
 @dataclass(frozen=True)
 class DemoStep:
-    say: str                      # what the step shows, in one sentence
-    argv: tuple[str, ...]         # series arguments
+    say: str  # what the step shows, in one sentence
+    argv: tuple[str, ...]  # series arguments
     expect: tuple[int, ...] = (0,)
     before: Callable[[Path], None] | None = field(default=None, compare=False)
-    shell: str | None = None      # a git command the user would type instead
-    save: str | None = None       # write the output to this file in {measure} (shown: its name)
-    github: str | None = None     # run against the demo's loopback GitHub, PR #61050 in this state
+    shell: str | None = None  # a git command the user would type instead
+    save: str | None = None  # write the output to this file in {measure} (shown: its name)
+    github: str | None = None  # run against the demo's loopback GitHub, PR #61050 in this state
 
 
 def _resolve_stats_conflict(fork: Path) -> None:
@@ -45,8 +46,10 @@ def _resolve_stats_conflict(fork: Path) -> None:
     text = demo.MANAGER_V031.replace(
         "            if not self.free:\n                self._evict_one()\n",
         "            if not self.free:\n                self.evictions += 1\n                self._evict_one()\n",
-    ).replace("        self.free = list(range(num_blocks))\n",
-              "        self.free = list(range(num_blocks))\n        self.evictions = 0\n")
+    ).replace(
+        "        self.free = list(range(num_blocks))\n",
+        "        self.free = list(range(num_blocks))\n        self.evictions = 0\n",
+    )
     path.write_text(text)
     subprocess.run(["git", "add", "vllm/v1/kv_offload/cpu/manager.py"], cwd=root, check=True)
     shown = path.relative_to(fork) if path.is_relative_to(fork) else path
@@ -62,59 +65,104 @@ def _land_follow_up(fork: Path) -> None:
 
 
 STEPS: list[DemoStep] = [
-    DemoStep("A fresh clone of upstream: bring in the fork's series from its patch files "
-             "(series.yaml comes along):", ("import", "{topics}")),
+    DemoStep(
+        "A fresh clone of upstream: bring in the fork's series from its patch files (series.yaml comes along):",
+        ("import", "{topics}"),
+    ),
     DemoStep("What the fork carries over upstream v0.30.0:", ("status",)),
-    DemoStep("Does our series touch the offload directory? (exit 1 would mean no topic does)",
-             ("touches", "vllm/v1/kv_offload")),
+    DemoStep(
+        "Does our series touch the offload directory? (exit 1 would mean no topic does)",
+        ("touches", "vllm/v1/kv_offload"),
+    ),
     DemoStep("Where topics sit across upstream's tree, and where they overlap:", ("touches",)),
     DemoStep("Every topic's scope claim, checked against its real diff:", ("check",)),
-    DemoStep("Which upstream files changed since our base that our topics also touch:",
-             ("touches", "--between", "v0.30.0..v0.31.0")),
-    DemoStep("Upstream PR #61050 fixes the same eviction bug: carry it instead of our topic, "
-             "authorship kept:", ("adopt-upstream", "61050", "--replaces", "offload-evict-fix")),
-    DemoStep("Their PR and ours, measured before saying anything on #61050. First the predictions, "
-             "written down and frozen before the run (series log keeps the hash):",
-             ("predict", "{measure}/predictions.yaml")),
-    DemoStep("A tiny CPU workload (an eviction trace over the offload policy) in three trees: the "
-             "release, our superseded topic from its kept branch, their PR; --artifact writes what a "
-             "GPU seat's job would upload (series measure --emit github writes that job):",
-             ("measure", "--predictions", "{measure}/predictions.yaml", "--tree", "base",
-              "--tree", "ours=topic:offload-evict-fix", "--tree", "theirs=topic:pr-61050",
-              "--artifact", "{measure}/artifacts", "--", "python", "{measure}/evict_trace.py")),
-    DemoStep("One prediction failed. It stays, struck; the reason goes in the journal, the claim "
-             "is never rewritten:",
-             ("predict", "{measure}/predictions.yaml", "--explain", "no-chunk0", demo_workload.WHY_NO_CHUNK0_FAILED)),
-    DemoStep("The report from the artifacts (as from a GPU seat's), as JSON for the comment:",
-             ("measure", "--collect", "{measure}/artifacts", "--predictions", "{measure}/predictions.yaml",
-              "--json"), save="report.json"),
-    DemoStep("The numbers go on #61050 as a comment, not a second PR (--dry-run: nothing is posted):",
-             ("comment", "61050", "--measurement", "{measure}/report.json", "--dry-run")),
-    DemoStep("After posting, whose turn is it? One row per upstream PR the series records: its state, "
-             "who owes the next move (a reply is due within 48 h), the gates (here from the demo's "
-             "loopback GitHub; the fetch is stored for --offline):", ("upstream",), github="open"),
-    DemoStep("A new release is out. How far along its history does the whole series still apply? "
-             "(a dry run: nothing moves)", ("rebase", "--onto", "v0.31", "--as-far-as-possible", "--dry-run")),
-    DemoStep("Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
-             "report names the upstream PR behind each):", ("rebase", "--onto", "v0.31"), expect=(3,)),
-    DemoStep("Resolve in the printed worktree, then go on:", ("rebase", "--continue"),
-             before=_resolve_stats_conflict),
+    DemoStep(
+        "Which upstream files changed since our base that our topics also touch:",
+        ("touches", "--between", "v0.30.0..v0.31.0"),
+    ),
+    DemoStep(
+        "Upstream PR #61050 fixes the same eviction bug: carry it instead of our topic, authorship kept:",
+        ("adopt-upstream", "61050", "--replaces", "offload-evict-fix"),
+    ),
+    DemoStep(
+        "Their PR and ours, measured before saying anything on #61050. First the predictions, "
+        "written down and frozen before the run (series log keeps the hash):",
+        ("predict", "{measure}/predictions.yaml"),
+    ),
+    DemoStep(
+        "A tiny CPU workload (an eviction trace over the offload policy) in three trees: the "
+        "release, our superseded topic from its kept branch, their PR; --artifact writes what a "
+        "GPU seat's job would upload (series measure --emit github writes that job):",
+        (
+            "measure",
+            "--predictions",
+            "{measure}/predictions.yaml",
+            "--tree",
+            "base",
+            "--tree",
+            "ours=topic:offload-evict-fix",
+            "--tree",
+            "theirs=topic:pr-61050",
+            "--artifact",
+            "{measure}/artifacts",
+            "--",
+            "python",
+            "{measure}/evict_trace.py",
+        ),
+    ),
+    DemoStep(
+        "One prediction failed. It stays, struck; the reason goes in the journal, the claim is never rewritten:",
+        ("predict", "{measure}/predictions.yaml", "--explain", "no-chunk0", demo_workload.WHY_NO_CHUNK0_FAILED),
+    ),
+    DemoStep(
+        "The report from the artifacts (as from a GPU seat's), as JSON for the comment:",
+        ("measure", "--collect", "{measure}/artifacts", "--predictions", "{measure}/predictions.yaml", "--json"),
+        save="report.json",
+    ),
+    DemoStep(
+        "The numbers go on #61050 as a comment, not a second PR (--dry-run: nothing is posted):",
+        ("comment", "61050", "--measurement", "{measure}/report.json", "--dry-run"),
+    ),
+    DemoStep(
+        "After posting, whose turn is it? One row per upstream PR the series records: its state, "
+        "who owes the next move (a reply is due within 48 h), the gates (here from the demo's "
+        "loopback GitHub; the fetch is stored for --offline):",
+        ("upstream",),
+        github="open",
+    ),
+    DemoStep(
+        "A new release is out. How far along its history does the whole series still apply? (a dry run: nothing moves)",
+        ("rebase", "--onto", "v0.31", "--as-far-as-possible", "--dry-run"),
+    ),
+    DemoStep(
+        "Rebase every topic onto v0.31 (one topic is already upstream, one conflicts; the "
+        "report names the upstream PR behind each):",
+        ("rebase", "--onto", "v0.31"),
+        expect=(3,),
+    ),
+    DemoStep("Resolve in the printed worktree, then go on:", ("rebase", "--continue"), before=_resolve_stats_conflict),
     DemoStep("The series after the rebase:", ("status",)),
     DemoStep("The operations so far (each can be undone with `series undo`):", ("log",)),
-    DemoStep("v0.32 squash-merges #61050: the adopted PR retires by itself:",
-             ("rebase", "--onto", "v0.32")),
+    DemoStep("v0.32 squash-merges #61050: the adopted PR retires by itself:", ("rebase", "--onto", "v0.32")),
     DemoStep("Upstream's side of it: merged, and in which release:", ("upstream",), github="merged"),
     DemoStep("Upstream CI steps that cover what the series touches:", ("test",)),
-    DemoStep("The patched wheel: the release wheel with the series overlaid:",
-             ("build", "--wheel", "{wheel}")),
-    DemoStep("Evidence for a PR comment: upstream's tests over the release build (the v0.32.0 wheel, "
-             "installed in its own environment), with and without the topic whose conflict we resolved:",
-             ("test", "offload-stats", "--run", "--python", "{env}", "--without", "offload-stats")),
-    DemoStep("Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
-             "the guide allows, the description, and the duplicate search last (nothing is sent):",
-             ("propose", "offload-stats", "--dry-run")),
-    DemoStep("An adopted PR keeps living upstream: a fix for #61050 lands after it, and status says "
-             "the series does not carry it yet:", ("status",), before=_land_follow_up),
+    DemoStep("The patched wheel: the release wheel with the series overlaid:", ("build", "--wheel", "{wheel}")),
+    DemoStep(
+        "Evidence for a PR comment: upstream's tests over the release build (the v0.32.0 wheel, "
+        "installed in its own environment), with and without the topic whose conflict we resolved:",
+        ("test", "offload-stats", "--run", "--python", "{env}", "--without", "offload-stats"),
+    ),
+    DemoStep(
+        "Ready to send a topic upstream? The grade against vLLM's first-PR norms, the reviewers "
+        "the guide allows, the description, and the duplicate search last (nothing is sent):",
+        ("propose", "offload-stats", "--dry-run"),
+    ),
+    DemoStep(
+        "An adopted PR keeps living upstream: a fix for #61050 lands after it, and status says "
+        "the series does not carry it yet:",
+        ("status",),
+        before=_land_follow_up,
+    ),
 ]
 
 
@@ -155,8 +203,14 @@ def _evidence_env(directory: Path, wheel: Path, python: str) -> Path | None:
     env = directory / "release-env"
     subprocess.run([python, "-m", "venv", "--without-pip", str(env)], check=True, capture_output=True)
     env_python = env / "bin" / "python"
-    purelib = Path(subprocess.run([str(env_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  capture_output=True, text=True, check=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [str(env_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(purelib)
     linked = env / "pytest-site"
@@ -184,9 +238,15 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", SERIES_OFFLINE="1")
     github = demo_github.FakeGitHub(upstream)
     try:
-        _tour(fork, python, env, github, {"{wheel}": str(wheel), "{topics}": str(topics),
-                                          "{env}": str(env_python), "{measure}": str(measure)},
-              env_python is not None, echo)
+        _tour(
+            fork,
+            python,
+            env,
+            github,
+            {"{wheel}": str(wheel), "{topics}": str(topics), "{env}": str(env_python), "{measure}": str(measure)},
+            env_python is not None,
+            echo,
+        )
     finally:
         github.close()
     echo("")
@@ -194,8 +254,15 @@ def run(directory: Path, echo: Callable[[str], None], python: str = sys.executab
     return fork
 
 
-def _tour(fork: Path, python: str, env: dict[str, str], github: demo_github.FakeGitHub,
-          values: dict[str, str], has_pytest: bool, echo: Callable[[str], None]) -> None:
+def _tour(
+    fork: Path,
+    python: str,
+    env: dict[str, str],
+    github: demo_github.FakeGitHub,
+    values: dict[str, str],
+    has_pytest: bool,
+    echo: Callable[[str], None],
+) -> None:
     measure = Path(values["{measure}"])
     # the loopback GitHub gets its own token: never the user's (GH_TOKEN beats the others)
     online = {key: value for key, value in env.items() if key != "SERIES_OFFLINE"}
@@ -213,9 +280,14 @@ def _tour(fork: Path, python: str, env: dict[str, str], github: demo_github.Fake
         # a saved output is the command's stdout alone (JSON), its stderr shown apart
         if step.github is not None:
             github.state = step.github
-        proc = subprocess.run([python, "-m", "series", *argv], cwd=fork, env=online if step.github else env,
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE if step.save else subprocess.STDOUT, text=True)
+        proc = subprocess.run(
+            [python, "-m", "series", *argv],
+            cwd=fork,
+            env=online if step.github else env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if step.save else subprocess.STDOUT,
+            text=True,
+        )
         output = proc.stdout.rstrip()
         if step.save is not None:
             if proc.returncode in step.expect:
@@ -225,8 +297,9 @@ def _tour(fork: Path, python: str, env: dict[str, str], github: demo_github.Fake
         if output:
             echo(output)
         if proc.returncode not in step.expect:
-            raise SeriesError(f"demo step {number} (series {shlex.join(argv)}) exited "
-                              f"{proc.returncode}, expected {step.expect}")
+            raise SeriesError(
+                f"demo step {number} (series {shlex.join(argv)}) exited {proc.returncode}, expected {step.expect}"
+            )
 
 
 def _fill(arg: str, values: dict[str, str]) -> str:

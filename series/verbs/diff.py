@@ -10,6 +10,7 @@ base change, and for every topic with commits on both sides a `git range-diff` s
 Operations carry commits (the journal keeps every ref's old and new value); an export
 is rebuilt in memory on its base to get commits; a series.yaml alone has none.
 """
+
 from __future__ import annotations
 
 import enum
@@ -71,6 +72,7 @@ class SeriesDiff:
 
 # ---------------------------------------------------------------- reading one side
 
+
 def _parse_yaml(text: str, label: str, where: Path) -> Series:
     return config.read(text, where)
 
@@ -118,8 +120,7 @@ def _find_operation(ops: list[Operation], spec: str) -> int | None:
     return None
 
 
-def _state_of_operation(ws: Workspace, ops: list[Operation], index: int, before: bool,
-                        label: str) -> SeriesState:
+def _state_of_operation(ws: Workspace, ops: list[Operation], index: int, before: bool, label: str) -> SeriesState:
     """Refs and series.yaml as operation `index` left them (or found them, with `before`).
 
     A ref's value then is the new value of its last move up to that point; a ref no
@@ -160,8 +161,9 @@ def _state_of_operation(ws: Workspace, ops: list[Operation], index: int, before:
     return state
 
 
-def _outside_moves(repo: pygit2.Repository, state: SeriesState, refs: dict[str, str | None],
-                   later: dict[str, str | None]) -> None:
+def _outside_moves(
+    repo: pygit2.Repository, state: SeriesState, refs: dict[str, str | None], later: dict[str, str | None]
+) -> None:
     """A commit made on a topic branch by hand (a fixup) moves it outside the journal, so
     the last value the journal gave it can be older than what the operation saw. When the
     value it had afterwards is a descendant of the journal's and another topic's head in
@@ -175,8 +177,11 @@ def _outside_moves(repo: pygit2.Repository, state: SeriesState, refs: dict[str, 
             continue
         try:
             newer = repo.descendant_of(after, recorded)
-            built_on = any(head != after and repo.descendant_of(head, after)
-                           for name, head in state.heads.items() if name != topic.name)
+            built_on = any(
+                head != after and repo.descendant_of(head, after)
+                for name, head in state.heads.items()
+                if name != topic.name
+            )
         except (KeyError, ValueError, pygit2.GitError):
             continue  # a commit no longer in this clone: keep the journal's word
         if newer and built_on:
@@ -205,11 +210,14 @@ def read_side(ws: Workspace, spec: str) -> SeriesState:
             blob = None
         if isinstance(blob, pygit2.Blob):
             return SeriesState(spec, _parse_yaml(config.decode_text(blob.data, spec), spec, ws.config_path))
-    raise SeriesError(f"'{spec}' is not an export directory, a series.yaml file, a revision like "
-                      "HEAD~1:series.yaml, or an operation id from 'series log'")
+    raise SeriesError(
+        f"'{spec}' is not an export directory, a series.yaml file, a revision like "
+        "HEAD~1:series.yaml, or an operation id from 'series log'"
+    )
 
 
 # ---------------------------------------------------------------- comparing
+
 
 def _base_of(ws: Workspace, state: SeriesState) -> pygit2.Commit | None:
     try:
@@ -253,14 +261,21 @@ def _own(works: OwnWorks | None, topic: str) -> OwnWork | None:
 
 def range_diff(ws: Workspace, old: OwnWork, new: OwnWork) -> tuple[tuple[str, ...], dict[str, int]]:
     if old.commits and new.commits:
-        out = git(workdir(ws.repo), "range-diff", "--no-color", "-s", f"{old.start.id}..{old.head.id}",
-                  f"{new.start.id}..{new.head.id}").stdout
+        out = git(
+            workdir(ws.repo),
+            "range-diff",
+            "--no-color",
+            "-s",
+            f"{old.start.id}..{old.head.id}",
+            f"{new.start.id}..{new.head.id}",
+        ).stdout
         lines = tuple(line for line in out.splitlines() if line.strip())
     else:
         # git range-diff refuses an empty range ("need two commit ranges"): with no commits
         # on one side, each commit of the other is dropped or added, in range-diff's words
-        lines = tuple(f"{i}:  {str(c.id)[:7]} < -:  ------- {_subject(c)}" for i, c in enumerate(old.commits, 1)) \
-            + tuple(f"-:  ------- > {i}:  {str(c.id)[:7]} {_subject(c)}" for i, c in enumerate(new.commits, 1))
+        lines = tuple(
+            f"{i}:  {str(c.id)[:7]} < -:  ------- {_subject(c)}" for i, c in enumerate(old.commits, 1)
+        ) + tuple(f"-:  ------- > {i}:  {str(c.id)[:7]} {_subject(c)}" for i, c in enumerate(new.commits, 1))
     counts = {"equal": 0, "changed": 0, "dropped": 0, "added": 0}
     for line in lines:
         m = re.match(r"^\s*[-\d]+:\s+\S+ ([=!<>]) ", line)
@@ -297,8 +312,9 @@ def run(ws: Workspace, old_spec: str, new_spec: str) -> SeriesDiff:
         old_own, new_own = _own(old_works, name), _own(new_works, name)
         if old_own is not None and new_own is not None and (old_own.commits or new_own.commits):
             lines, counts = range_diff(ws, old_own, new_own)
-            result.changes.append(TopicChange(name, ChangeKind.COMMITS, before.status, topic.status,
-                                              range_diff=lines, counts=counts))
+            result.changes.append(
+                TopicChange(name, ChangeKind.COMMITS, before.status, topic.status, range_diff=lines, counts=counts)
+            )
     return result
 
 
@@ -321,8 +337,10 @@ def render(diff: SeriesDiff) -> str:
         elif c.change == ChangeKind.REMOVED:
             out.append(f"  - {c.topic} (removed, was {_word(c.old_status)})")
         else:
-            out.append(f"  ~ {c.topic}: {_word(c.old_status)} -> {_word(c.new_status)}"
-                       + (f" ({c.detail})" if c.detail else ""))
+            out.append(
+                f"  ~ {c.topic}: {_word(c.old_status)} -> {_word(c.new_status)}"
+                + (f" ({c.detail})" if c.detail else "")
+            )
     commits = [c for c in diff.changes if c.change == ChangeKind.COMMITS]
     if commits:
         out.append("  commits (git range-diff):")

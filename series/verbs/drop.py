@@ -1,4 +1,5 @@
 """`series drop TOPIC [--reason TEXT]`: stop carrying a topic, keep its branch."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,10 +20,18 @@ def run(ws: Workspace, name: str, reason: str | None = None, dry_run: bool = Fal
     dependents = [t.name for t in ws.series.active() if name in t.depends_on]
     if dependents:
         raise SeriesError(
-            f"cannot drop '{name}': active topics depend on it ({', '.join(dependents)})",
-            "drop or re-base those first")
-    op = edit_status(ws, "drop", f"drop {name}", name, dry_run=dry_run,
-                     status=Status.DROPPED.value, superseded_by=None, reason=reason)
+            f"cannot drop '{name}': active topics depend on it ({', '.join(dependents)})", "drop or re-base those first"
+        )
+    op = edit_status(
+        ws,
+        "drop",
+        f"drop {name}",
+        name,
+        dry_run=dry_run,
+        status=Status.DROPPED.value,
+        superseded_by=None,
+        reason=reason,
+    )
     return StatusChange(name, topic.status.value, Status.DROPPED.value, reason=reason, operation=op)
 
 

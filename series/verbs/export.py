@@ -1,4 +1,5 @@
 """`series export [DIR]`: the active topics as patch files, an order file and series.yaml."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,8 +24,9 @@ def render(result: ExportResult, dry_run: bool = False) -> str:
         out.append(f"  {topic.topic}: {len(topic.files)} patch{'es' if len(topic.files) != 1 else ''}")
     if not dry_run:
         if result.written or result.removed:
-            out.append(f"{len(result.written)} files written, {len(result.removed)} removed, "
-                       f"{result.unchanged} unchanged")
+            out.append(
+                f"{len(result.written)} files written, {len(result.removed)} removed, {result.unchanged} unchanged"
+            )
         else:
             out.append("nothing changed since the last export")
     out += [f"note: {note}" for note in result.notes]
@@ -35,7 +37,9 @@ def to_json(result: ExportResult) -> dict[str, object]:
     return {
         "directory": str(result.directory),
         "topics": [{"name": t.topic, "patches": [name for name, _ in t.files]} for t in result.topics],
-        "written": result.written, "removed": result.removed, "unchanged": result.unchanged,
+        "written": result.written,
+        "removed": result.removed,
+        "unchanged": result.unchanged,
         "notes": result.notes,
     }
 

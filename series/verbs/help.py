@@ -1,4 +1,5 @@
 """`series help [VERB...]`: the help of series, or of a verb (`series help ci report`)."""
+
 from __future__ import annotations
 
 import click
@@ -15,8 +16,9 @@ def command(ctx: click.Context, verb: tuple[str, ...]) -> None:
     shown, shown_ctx = ctx.parent.command, ctx.parent
     for name in verb:
         if not isinstance(shown, click.Group):
-            raise click.UsageError(f"'{shown_ctx.command_path}' has no verbs of its own: try "
-                                   f"'{shown_ctx.command_path} --help'", ctx)
+            raise click.UsageError(
+                f"'{shown_ctx.command_path}' has no verbs of its own: try '{shown_ctx.command_path} --help'", ctx
+            )
         sub = shown.get_command(shown_ctx, name)
         if sub is None:
             raise click.UsageError(unknown_verb(name, shown.list_commands(shown_ctx)), ctx)

@@ -6,6 +6,7 @@ A branch that exists with other commits is left alone unless --force; one that a
 holds the same commits (same trees, authors, dates, messages) counts as up to date, even
 though its commit ids differ by committer date.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -31,7 +32,7 @@ class TopicImport:
     branch: str
     commits: int
     head: str
-    action: str         # created, updated, unchanged, refused, skipped
+    action: str  # created, updated, unchanged, refused, skipped
     old_head: str | None = None
     note: str | None = None
 
@@ -51,9 +52,9 @@ class ConfigCopy:
     travel with it: written by the import's one operation (so one 'series undo' removes
     them with the branches)."""
 
-    target: Path                # where series.yaml goes
+    target: Path  # where series.yaml goes
     text: str
-    files: dict[Path, bytes]    # the resolutions directory's files, at their place here
+    files: dict[Path, bytes]  # the resolutions directory's files, at their place here
 
 
 def ensure_config(start: Path, directory: Path) -> ConfigCopy | None:
@@ -66,8 +67,9 @@ def ensure_config(start: Path, directory: Path) -> ConfigCopy | None:
         pass
     source = directory / config.FILENAME
     if not source.is_file():
-        raise SeriesError(f"no {config.FILENAME} here and none in {directory}",
-                          "run 'series init' first, or import a complete export")
+        raise SeriesError(
+            f"no {config.FILENAME} here and none in {directory}", "run 'series init' first, or import a complete export"
+        )
     if source.is_symlink():
         raise SeriesError(f"{source}: is a symbolic link; an export's {config.FILENAME} must be a file")
     # the export came from elsewhere (a pull request, a CI artifact): it must load, with
@@ -85,23 +87,33 @@ def ensure_config(start: Path, directory: Path) -> ConfigCopy | None:
     return ConfigCopy(root / config.FILENAME, config.read_text(source), files)
 
 
-def _same_commits(repo: pygit2.Repository, existing: pygit2.Commit, new: list[pygit2.Commit],
-                  parent: pygit2.Oid) -> bool:
+def _same_commits(
+    repo: pygit2.Repository, existing: pygit2.Commit, new: list[pygit2.Commit], parent: pygit2.Oid
+) -> bool:
     """Does `existing` hold the same patches as `new` on the same parent?"""
     here = existing
     for commit in reversed(new):
-        if (here.tree_id != commit.tree_id or here.raw_message != commit.raw_message
-                or (here.author.raw_name, here.author.raw_email, here.author.time, here.author.offset)
-                != (commit.author.raw_name, commit.author.raw_email, commit.author.time,
-                    commit.author.offset)
-                or len(here.parents) != 1):
+        if (
+            here.tree_id != commit.tree_id
+            or here.raw_message != commit.raw_message
+            or (here.author.raw_name, here.author.raw_email, here.author.time, here.author.offset)
+            != (commit.author.raw_name, commit.author.raw_email, commit.author.time, commit.author.offset)
+            or len(here.parents) != 1
+        ):
             return False
         here = here.parents[0]
     return here.id == parent
 
 
-def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = False,
-        signer: pygit2.Signature | None = None, copy: ConfigCopy | None = None) -> ImportResult:
+def run(
+    ws: Workspace,
+    directory: Path,
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    signer: pygit2.Signature | None = None,
+    copy: ConfigCopy | None = None,
+) -> ImportResult:
     """Rebuild every topic of the export, then move the branches (and, with `copy`, write
     the export's series.yaml and resolutions) in one journaled operation."""
     repo = ws.repo
@@ -115,18 +127,24 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
         try:
             topic = ws.series.topic(name)
         except SeriesError:
-            raise SeriesError(f"{directory / 'order'} lists '{name}', which {ws.config_path.name} does not have",
-                              f"add the topic to {ws.config_path.name} first") from None
+            raise SeriesError(
+                f"{directory / 'order'} lists '{name}', which {ws.config_path.name} does not have",
+                f"add the topic to {ws.config_path.name} first",
+            ) from None
         if not topic.active:
-            result.topics.append(TopicImport(name, topic.branch, 0, "", "skipped",
-                                             note=f"status {topic.status.value} in {ws.config_path.name}"))
+            result.topics.append(
+                TopicImport(
+                    name, topic.branch, 0, "", "skipped", note=f"status {topic.status.value} in {ws.config_path.name}"
+                )
+            )
             continue
         parent = base
         for dep in topic.depends_on:
             dep_head = new_heads.get(dep) or branch_commit(repo, ws.series.topic(dep).branch)
             if dep_head is None:
-                raise SeriesError(f"topic {name} depends on {dep}, which is neither in the export "
-                                  "nor an existing branch")
+                raise SeriesError(
+                    f"topic {name} depends on {dep}, which is neither in the export nor an existing branch"
+                )
             parent = dep_head
         start = parent
         commits = []
@@ -148,23 +166,25 @@ def run(ws: Workspace, directory: Path, *, force: bool = False, dry_run: bool = 
             action = "refused"
             refused.append(topic.branch)
         if action == "updated" and (where := checkouts.checked_out_at(repo, topic.branch)):
-            raise SeriesError(f"branch {topic.branch} is checked out in {where}; "
-                              "check out something else there first")
-        result.topics.append(TopicImport(name, topic.branch, len(commits), str(new_heads[name].id),
-                                         action, old_head=old))
+            raise SeriesError(f"branch {topic.branch} is checked out in {where}; check out something else there first")
+        result.topics.append(
+            TopicImport(name, topic.branch, len(commits), str(new_heads[name].id), action, old_head=old)
+        )
     if refused and not dry_run:
         raise SeriesError(
             f"{len(refused)} branch{'es' if len(refused) != 1 else ''} already exist with other "
             f"commits ({', '.join(refused)}); nothing was changed. Re-run with --force to move them "
-            "(their old heads are kept in backup refs; 'series undo' reverts)")
+            "(their old heads are kept in backup refs; 'series undo' reverts)"
+        )
     moves = [t for t in result.topics if t.action in ("created", "updated")]
     result.config_copied = copy.target if copy is not None else None
     if dry_run or not (moves or copy):
         return result
     summary = f"{len(moves)} topics from {directory.name}/"
     if copy is not None:
-        summary += f", with its {config.FILENAME}" + (f" and {len(copy.files)} resolution file(s)"
-                                                       if copy.files else "")
+        summary += f", with its {config.FILENAME}" + (
+            f" and {len(copy.files)} resolution file(s)" if copy.files else ""
+        )
     with ws.transaction("import", summary) as tx:
         if copy is not None:
             tx.write_file(copy.text)  # journaled: 'series undo' removes it again
@@ -188,12 +208,17 @@ def render(result: ImportResult, dry_run: bool = False) -> str:
     width = max([len(t.topic) for t in result.topics] + [5])
     branch_width = max([len(t.branch) for t in result.topics] + [6])
     for t in result.topics:
-        action = t.action if not dry_run or t.action in ("unchanged", "skipped", "refused") else \
-            {"created": "would create", "updated": "would update"}[t.action]
+        action = (
+            t.action
+            if not dry_run or t.action in ("unchanged", "skipped", "refused")
+            else {"created": "would create", "updated": "would update"}[t.action]
+        )
         if t.action == "refused":
             action = "exists with other commits (use --force)"
-        line = f"  {t.topic:<{width}}  {t.commits:>3} commit{'s' if t.commits != 1 else ' '}  " \
-               f"{t.branch:<{branch_width}}  {action}"
+        line = (
+            f"  {t.topic:<{width}}  {t.commits:>3} commit{'s' if t.commits != 1 else ' '}  "
+            f"{t.branch:<{branch_width}}  {action}"
+        )
         if t.note:
             line += f" ({t.note})"
         out.append(line)
@@ -203,15 +228,19 @@ def render(result: ImportResult, dry_run: bool = False) -> str:
 
 
 def to_json(result: ImportResult) -> dict[str, object]:
-    return {"directory": str(result.directory), "base": result.base,
-            "operation": result.operation,
-            "topics": [asdict(t) for t in result.topics]}
+    return {
+        "directory": str(result.directory),
+        "base": result.base,
+        "operation": result.operation,
+        "topics": [asdict(t) for t in result.topics],
+    }
 
 
 @click.command("import")
 @click.argument("directory", required=False, type=click.Path(path_type=Path, file_okay=False))
-@click.option("--force", is_flag=True,
-              help="Move topic branches that exist with other commits (old heads are backed up).")
+@click.option(
+    "--force", is_flag=True, help="Move topic branches that exist with other commits (old heads are backed up)."
+)
 @click.option("--dry-run", is_flag=True, help="Apply every patch in memory and report; move nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx

@@ -9,6 +9,7 @@ The file is built by the one series.yaml editor (a skeleton plus one edit per to
 written through the transaction, journaled: `series undo` removes it again (or, after
 --force, puts the file it replaced back), refusing if it was edited since.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -62,39 +63,46 @@ def _github_from_remote(repo: pygit2.Repository, remote: str) -> str | None:
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
-def _topic_heads(repo: pygit2.Repository, patterns: Sequence[str],
-                 integration: str | None) -> dict[str, pygit2.Commit]:
+def _topic_heads(repo: pygit2.Repository, patterns: Sequence[str], integration: str | None) -> dict[str, pygit2.Commit]:
     heads: dict[str, pygit2.Commit] = {}
     for ref in repo.references:
         if not ref.startswith("refs/heads/"):
             continue
-        branch = ref[len("refs/heads/"):]
+        branch = ref[len("refs/heads/") :]
         if branch != integration and any(fnmatch.fnmatchcase(branch, p) for p in patterns):
             heads[branch] = repo.references[ref].peel(pygit2.Commit)
     return heads
 
 
-def infer_base(repo: pygit2.Repository, heads: dict[str, pygit2.Commit],
-               patterns: Sequence[str], remote: str = releases.UPSTREAM) -> str:
+def infer_base(
+    repo: pygit2.Repository, heads: dict[str, pygit2.Commit], patterns: Sequence[str], remote: str = releases.UPSTREAM
+) -> str:
     """The newest release every topic branch forks from (series.git.releases.closest_common);
     none, or two that neither contains, is an error naming the candidates."""
     matching = ", ".join(patterns)
     if not heads:
-        raise SeriesError(f"no local branch matches {matching}, so there is no base to infer",
-                          "pass --base REF (e.g. --base latest), or --topics GLOB")
+        raise SeriesError(
+            f"no local branch matches {matching}, so there is no base to infer",
+            "pass --base REF (e.g. --base latest), or --topics GLOB",
+        )
     found = releases.closest_common(repo, workdir(repo), [h.id for h in heads.values()], remote)
     if len(found) == 1:
         return found[0].tag
     if found:
-        raise SeriesError(f"the branches matching {matching} fork from more than one release "
-                          f"({releases.names(found)})", "pass --base with the one they sit on")
+        raise SeriesError(
+            f"the branches matching {matching} fork from more than one release ({releases.names(found)})",
+            "pass --base with the one they sit on",
+        )
     newest = releases.names(releases.releases(repo, remote)[:3]) or "no release tags here; git fetch --tags"
-    raise SeriesError(f"no release tag is in every branch matching {matching} (newest here: {newest})",
-                      "pass --base REF, a tag, branch or commit")
+    raise SeriesError(
+        f"no release tag is in every branch matching {matching} (newest here: {newest})",
+        "pass --base REF, a tag, branch or commit",
+    )
 
 
-def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
-                 heads: dict[str, pygit2.Commit], target: Path) -> list[FoundTopic]:
+def _find_topics(
+    repo: pygit2.Repository, base: pygit2.Commit, remote: str, heads: dict[str, pygit2.Commit], target: Path
+) -> list[FoundTopic]:
     # There is no series yet: each branch's own commits come from the one answer
     # (series.topics) asked of a provisional series, first with no dependencies, then with
     # the ones found, which is what `series status` answers once the file is written.
@@ -111,11 +119,16 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
     # a stacked branch contains another topic's own commits (series.topics.built_on); with
     # no order yet, two branches that each answer the other are siblings, neither under
     under = {b: built_on(alone_works, alone[b], [alone[o] for o in sorted(heads) if o != b]) for b in heads}
-    parents = {b: on.name for b, on in under.items()
-               if on is not None and not _answers(under[on.name], b)}
+    parents = {b: on.name for b, on in under.items() if on is not None and not _answers(under[on.name], b)}
     parents = {b: p for b, p in parents.items() if not _cycles(parents, b)}
-    stacked = OwnWorks(repo, replace(provisional, topics=tuple(
-        replace(t, depends_on=(parents[b],)) if b in parents else t for b, t in alone.items())), base)
+    stacked = OwnWorks(
+        repo,
+        replace(
+            provisional,
+            topics=tuple(replace(t, depends_on=(parents[b],)) if b in parents else t for b, t in alone.items()),
+        ),
+        base,
+    )
     found: dict[str, tuple[str, pygit2.Commit, tuple[pygit2.Commit, ...]]] = {}
     for branch, head in heads.items():
         own = own_of(stacked, branch) if branch in parents else spans[branch]
@@ -136,16 +149,20 @@ def _find_topics(repo: pygit2.Repository, base: pygit2.Commit, remote: str,
     ordered = sorted(heads, key=lambda b: (first_time(b), b))
     # dependencies first, whatever the dates say (series.yaml requires it)
     placed: list[str] = []
+
     def place(branch: str) -> None:
         if branch in placed:
             return
         if branch in parents:
             place(parents[branch])
         placed.append(branch)
+
     for branch in ordered:
         place(branch)
-    return [FoundTopic(names[b], b, len(found[b][2]), first_time(b),
-                       names[parents[b]] if b in parents else None) for b in placed]
+    return [
+        FoundTopic(names[b], b, len(found[b][2]), first_time(b), names[parents[b]] if b in parents else None)
+        for b in placed
+    ]
 
 
 def _answers(topic: Topic | None, branch: str) -> bool:
@@ -164,19 +181,28 @@ def _cycles(parents: dict[str, str], branch: str) -> bool:
     return False
 
 
-def run(start: Path, *, base: str | None, remote: str, github: str | None, patterns: Sequence[str],
-        integration: str | None, force: bool, target: Path | None = None) -> InitResult:
+def run(
+    start: Path,
+    *,
+    base: str | None,
+    remote: str,
+    github: str | None,
+    patterns: Sequence[str],
+    integration: str | None,
+    force: bool,
+    target: Path | None = None,
+) -> InitResult:
     repo = open_repo(start)
     if target is None:
         if repo.workdir is None:
-            raise SeriesError(f"{repo.path} is a bare repository",
-                              "pass --config FILE to say where series.yaml goes")
+            raise SeriesError(f"{repo.path} is a bare repository", "pass --config FILE to say where series.yaml goes")
         target = workdir(repo) / config.FILENAME
     _refuse_existing(target, force)
     heads = _topic_heads(repo, patterns, integration)
     inferred = base is None
     base_name, base_commit = resolve_release(
-        repo, infer_base(repo, heads, patterns, remote) if base is None else base, remote)
+        repo, infer_base(repo, heads, patterns, remote) if base is None else base, remote
+    )
     warnings: list[str] = []
     # series.yaml's remote reaches 'git fetch': a name this clone has, never an option
     remote = validate.existing_remote([r.name for r in repo.remotes], remote, "--remote")
@@ -186,8 +212,7 @@ def run(start: Path, *, base: str | None, remote: str, github: str | None, patte
         raise SeriesError(f"--github {github}: expected OWNER/REPO, e.g. vllm-project/vllm")
     topics = _find_topics(repo, base_commit, remote, heads, target)
     if not topics:
-        warnings.append(f"no local branch matches {', '.join(patterns)}: "
-                        "add topics with 'series add BRANCH'")
+        warnings.append(f"no local branch matches {', '.join(patterns)}: add topics with 'series add BRANCH'")
     for t in topics:
         if t.commits == 0:
             warnings.append(f"{t.branch} has no commits of its own over {base_name}")
@@ -196,30 +221,31 @@ def run(start: Path, *, base: str | None, remote: str, github: str | None, patte
         fields: dict[str, Any] = {"name": t.name, "branch": t.branch}
         if t.depends_on:
             fields["depends_on"] = [t.depends_on]
-        edits.append(seriesedit.Edit(("topics", t.name), None, fields,
-                                     after=topics[i - 1].name if i else None))
+        edits.append(seriesedit.Edit(("topics", t.name), None, fields, after=topics[i - 1].name if i else None))
     text = seriesedit.apply(seriesedit.skeleton(remote, base_name, github, integration), target, edits)
     assert text is not None
-    with transaction(repo, "init", f"{target.name}: {len(topics)} topic(s) over {base_name}",
-                   config_path=target) as tx:
+    with transaction(repo, "init", f"{target.name}: {len(topics)} topic(s) over {base_name}", config_path=target) as tx:
         _refuse_existing(target, force)  # again, under the lock
         tx.write_file(text)
         tx.commit()
-    return InitResult(target, base_name, str(base_commit.id), tuple(patterns), tuple(topics),
-                      tuple(warnings), inferred)
+    return InitResult(target, base_name, str(base_commit.id), tuple(patterns), tuple(topics), tuple(warnings), inferred)
 
 
 def _refuse_existing(target: Path, force: bool) -> None:
     if target.exists() and not force:
-        raise SeriesError(f"{target} already exists: edit it, or pass --force to overwrite it "
-                          "(its comments and settings would be lost; 'series undo' would bring it back)")
+        raise SeriesError(
+            f"{target} already exists: edit it, or pass --force to overwrite it "
+            "(its comments and settings would be lost; 'series undo' would bring it back)"
+        )
 
 
 def render(result: InitResult) -> str:
     n = len(result.topics)
     out = [f"base: {result.base} (the newest release every topic branch forks from)"] if result.inferred else []
-    out += [f"wrote {result.path}: {n} topic{'s' if n != 1 else ''} over {result.base} "
-           f"({result.base_sha[:12]}) from branches matching {', '.join(result.patterns)}"]
+    out += [
+        f"wrote {result.path}: {n} topic{'s' if n != 1 else ''} over {result.base} "
+        f"({result.base_sha[:12]}) from branches matching {', '.join(result.patterns)}"
+    ]
     if result.topics:
         nw = max(len(t.name) for t in result.topics)
         bw = max(len(t.branch) for t in result.topics)
@@ -227,8 +253,7 @@ def render(result: InitResult) -> str:
             dep = f"  (on {t.depends_on})" if t.depends_on else ""
             out.append(f"  {t.name:<{nw}}  {t.branch:<{bw}}  {t.commits} commit{'s' if t.commits != 1 else ''}{dep}")
     out.extend(f"warning: {w}" for w in result.warnings)
-    out.append("next: 'series status' to see them, 'series check' to validate, "
-               "add scope: claims by hand")
+    out.append("next: 'series status' to see them, 'series check' to validate, add scope: claims by hand")
     out += where_it_lives(result)
     return "\n".join(out)
 
@@ -249,23 +274,46 @@ def where_it_lives(result: InitResult) -> list[str]:
 
 
 @click.command("init")
-@click.option("--base", metavar="REF",
-              help="Upstream release the topics sit on: a tag (v0.30.0, or v0.30 for its newest "
-                   "release, or latest), branch or commit (default: the newest release tag every "
-                   "topic branch forks from).")
-@click.option("--remote", default="upstream", show_default=True, metavar="NAME",
-              help="Git remote of upstream vLLM.")
-@click.option("--github", metavar="OWNER/REPO",
-              help="Upstream on GitHub, for pull requests (default: read from the remote's URL).")
-@click.option("--topics", "patterns", multiple=True, default=("topic/*",), show_default=True,
-              metavar="GLOB", help="Local branches to list as topics (repeatable).")
-@click.option("--integration", metavar="BRANCH", default="series/integration", show_default=True,
-              help="Branch that will hold base + all active topics (never listed as a topic); "
-                   "build and the nightly push it.")
+@click.option(
+    "--base",
+    metavar="REF",
+    help="Upstream release the topics sit on: a tag (v0.30.0, or v0.30 for its newest "
+    "release, or latest), branch or commit (default: the newest release tag every "
+    "topic branch forks from).",
+)
+@click.option("--remote", default="upstream", show_default=True, metavar="NAME", help="Git remote of upstream vLLM.")
+@click.option(
+    "--github",
+    metavar="OWNER/REPO",
+    help="Upstream on GitHub, for pull requests (default: read from the remote's URL).",
+)
+@click.option(
+    "--topics",
+    "patterns",
+    multiple=True,
+    default=("topic/*",),
+    show_default=True,
+    metavar="GLOB",
+    help="Local branches to list as topics (repeatable).",
+)
+@click.option(
+    "--integration",
+    metavar="BRANCH",
+    default="series/integration",
+    show_default=True,
+    help="Branch that will hold base + all active topics (never listed as a topic); build and the nightly push it.",
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing series.yaml.")
 @pass_ctx
-def command(ctx: Context, base: str | None, remote: str, github: str | None, patterns: tuple[str, ...],
-         integration: str | None, force: bool) -> None:
+def command(
+    ctx: Context,
+    base: str | None,
+    remote: str,
+    github: str | None,
+    patterns: tuple[str, ...],
+    integration: str | None,
+    force: bool,
+) -> None:
     """Write series.yaml for an existing fork clone, listing its topic branches.
 
     \b
@@ -281,7 +329,14 @@ def command(ctx: Context, base: str | None, remote: str, github: str | None, pat
       series init --base v0.30.0 --topics 'topic/*' --topics 'fix/*'
     """
 
-    result = run(ctx.here, base=base, remote=remote, github=github,
-                     patterns=patterns, integration=integration, force=force,
-                     target=ctx.config_file)
+    result = run(
+        ctx.here,
+        base=base,
+        remote=remote,
+        github=github,
+        patterns=patterns,
+        integration=integration,
+        force=force,
+        target=ctx.config_file,
+    )
     emit(render(result))

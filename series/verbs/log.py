@@ -1,4 +1,5 @@
 """`series log`: the operations in the journal, newest first."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,14 +16,21 @@ def run(repo: pygit2.Repository) -> list[dict[str, Any]]:
     undone_by = {op.undoes: op.id for op in ops if op.undoes}
     rows = []
     for op in reversed(ops):
-        rows.append({
-            "id": op.id, "time": op.time, "command": op.command, "summary": op.summary,
-            "state": op.state, "undoes": op.undoes, "undone_by": undone_by.get(op.id),
-            "moves": [{"ref": m.ref, "old": m.old, "new": m.new} for m in op.moves],
-            "config": op.config_path if op.config_before != op.config_after else None,
-            "files": [{"path": f.path, "written": f.after is not None} for f in op.file_changes()],
-            "record": op.is_record(),
-        })
+        rows.append(
+            {
+                "id": op.id,
+                "time": op.time,
+                "command": op.command,
+                "summary": op.summary,
+                "state": op.state,
+                "undoes": op.undoes,
+                "undone_by": undone_by.get(op.id),
+                "moves": [{"ref": m.ref, "old": m.old, "new": m.new} for m in op.moves],
+                "config": op.config_path if op.config_before != op.config_after else None,
+                "files": [{"path": f.path, "written": f.after is not None} for f in op.file_changes()],
+                "record": op.is_record(),
+            }
+        )
     return rows
 
 
@@ -38,8 +46,11 @@ def render(rows: list[dict[str, Any]]) -> str:
             notes.append(f"[{r['state']}: another series command is running it]")
         if r["undone_by"]:
             notes.append(f"[undone by {r['undone_by']}]")
-        refs_moved = f"{len(r['moves'])} ref(s)" + (", series.yaml" if r["config"] else "") \
+        refs_moved = (
+            f"{len(r['moves'])} ref(s)"
+            + (", series.yaml" if r["config"] else "")
             + (f", {len(r['files'])} file(s)" if r["files"] else "")
+        )
         if r["record"] and not r["moves"] and not r["config"]:
             refs_moved = "a record, which undo passes over"
         out.append(f"{r['id']}  {r['command']:<8} {r['summary']}  ({refs_moved}) {' '.join(notes)}".rstrip())

@@ -9,6 +9,7 @@ installed build with the tree's Python changes over it, as `series test --run` d
 the environment. `--artifact DIR` leaves it per tree for another machine to collect;
 `--collect DIR` makes the same report from such measurement_artifacts.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,12 +40,16 @@ def parse_trees(values: tuple[str, ...]) -> list[tuple[str, str]]:
         name, sep, spec = value.partition("=")
         if not sep:
             if value not in ("base", "series", "main"):
-                raise click.UsageError(f"--tree {value}: give it a name, e.g. --tree ours={value} "
-                                       "(NAME=SPEC; only base, series and main may stand alone)")
+                raise click.UsageError(
+                    f"--tree {value}: give it a name, e.g. --tree ours={value} "
+                    "(NAME=SPEC; only base, series and main may stand alone)"
+                )
             name, spec = value, value
         if not NAME_RE.match(name):
-            raise click.UsageError(f"--tree {value}: {name!r} is not a tree name (lowercase letters, "
-                                   "digits, '.', '_', '-'; it names a directory of --artifact)")
+            raise click.UsageError(
+                f"--tree {value}: {name!r} is not a tree name (lowercase letters, "
+                "digits, '.', '_', '-'; it names a directory of --artifact)"
+            )
         if not spec:
             raise click.UsageError(f"--tree {value}: no SPEC after '='")
         if any(name == n for n, _ in out):
@@ -53,21 +58,30 @@ def parse_trees(values: tuple[str, ...]) -> list[tuple[str, str]]:
     return out
 
 
-def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[str, str]], command: tuple[str, ...], *,
-        python: str | None = None, repeat: int = 1, only: tuple[str, ...] = (),
-        say: Say = lambda _: None) -> Measurement:
+def run(
+    ws: Workspace,
+    frozen: predictions.FrozenPredictions,
+    plan: list[tuple[str, str]],
+    command: tuple[str, ...],
+    *,
+    python: str | None = None,
+    repeat: int = 1,
+    only: tuple[str, ...] = (),
+    say: Say = lambda _: None,
+) -> Measurement:
     """Measure the trees of `plan` ((name, spec), in order), or `only` those of them named."""
     from series.evidence import interpreter, named_trees, pytestrun, testrun
     from series.measure import workload
 
     for _, spec in plan:
-        named_trees.check_spec(spec)   # a typo is refused before the claims are checked
+        named_trees.check_spec(spec)  # a typo is refused before the claims are checked
     measurement.check_trees(frozen.file, [n for n, _ in plan])
     trees = [(n, s) for n, s in plan if not only or n in only]
     resolved = {spec: named_trees.resolve(ws, spec) for spec in dict.fromkeys(s for _, s in trees)}
     describe = {spec: tree.describe for spec, tree in resolved.items()}
-    machine = measurement.machine_from_json(interpreter.machine(python or sys.executable),
-                                   f"the environment of {python or sys.executable}")
+    machine = measurement.machine_from_json(
+        interpreter.machine(python or sys.executable), f"the environment of {python or sys.executable}"
+    )
     runs: dict[str, list[Values]] = {n: [] for n, _ in trees}
     with pytestrun.trapped(), testrun.Scratch() as scratch:
         stages = []
@@ -83,29 +97,53 @@ def run(ws: Workspace, frozen: predictions.FrozenPredictions, plan: list[tuple[s
                 if resolved[spec].on_trunk:
                     describe[spec] = f"{resolved[spec].describe}; {over}"
                     for path in named_trees.compiled_drift(ws.repo, built, resolved[spec].commit)[:1]:
-                        say(f"warning: {name}: {path} (and the rest of csrc/ the release built) differs from "
+                        say(
+                            f"warning: {name}: {path} (and the rest of csrc/ the release built) differs from "
                             f"the build's sources: custom ops the tree calls run as {package} {env.version} "
-                            "compiled them")
+                            "compiled them"
+                        )
                 stages.append(workload.build_stage(name, env.python, env.package_dir, changes, scratch))
         else:
             for name, spec in trees:
                 say(f"{name}: {resolved[spec].describe}; a checkout of {str(resolved[spec].commit.id)[:12]}")
                 stages.append(workload.checkout_stage(ws.repo, name, resolved[spec].commit, scratch))
         for round_ in range(1, repeat + 1):
-            for stage in stages:   # the trees take turns: a drifting machine drifts for all of them
+            for stage in stages:  # the trees take turns: a drifting machine drifts for all of them
                 say(f"{stage.tree}: run {round_} of {repeat}" if repeat > 1 else f"{stage.tree}: running")
                 where = scratch.fresh(f"{stage.tree}-run{round_}")
                 runs[stage.tree].append(workload.run(stage, command, where / "metrics.json", where / "log"))
     metrics = {n: measurement.combine(r, n) for n, r in runs.items()}
     measured = tuple(MeasuredTree(n, s, str(resolved[s].commit.id), describe[s]) for n, s in trees)
-    return Measurement(measured, metrics, runs, {n: machine for n, _ in trees}, frozen.file.name,
-                       frozen.file.sha256, measurement.judged(frozen, metrics), command, repeat, python,
-                       tuple(plan) if only else ())
+    return Measurement(
+        measured,
+        metrics,
+        runs,
+        {n: machine for n, _ in trees},
+        frozen.file.name,
+        frozen.file.sha256,
+        measurement.judged(frozen, metrics),
+        command,
+        repeat,
+        python,
+        tuple(plan) if only else (),
+    )
 
 
-def emit_jobs(ctx: Context, ws: Workspace, frozen: predictions.FrozenPredictions, path: Path, given: str,
-              trees: list[tuple[str, str]], command: tuple[str, ...], *, seat: str, out: str | None,
-              overlay: bool, repeat: int, as_json: bool) -> None:
+def emit_jobs(
+    ctx: Context,
+    ws: Workspace,
+    frozen: predictions.FrozenPredictions,
+    path: Path,
+    given: str,
+    trees: list[tuple[str, str]],
+    command: tuple[str, ...],
+    *,
+    seat: str,
+    out: str | None,
+    overlay: bool,
+    repeat: int,
+    as_json: bool,
+) -> None:
     """--emit: the measurement written as jobs (series.measure.jobs); nothing runs
     here. Refused as a local run would be: the predictions frozen, every tree resolved."""
     from series import distribution
@@ -117,17 +155,28 @@ def emit_jobs(ctx: Context, ws: Workspace, frozen: predictions.FrozenPredictions
         named_trees.check_spec(spec)
     measurement.check_trees(frozen.file, [n for n, _ in trees])
     for spec in dict.fromkeys(s for _, s in trees):
-        named_trees.resolve(ws, spec)     # a topic that is not in series.yaml is refused here, not there
+        named_trees.resolve(ws, spec)  # a topic that is not in series.yaml is refused here, not there
     try:
         release: str | None = named_trees.base_release(ws)
     except SeriesError:
         if overlay:
             raise
-        release = None                    # no release wheel to install: CMD runs in checkouts
+        release = None  # no release wheel to install: CMD runs in checkouts
     where = measure_jobs.Seat(seat)
-    jobs = measure_jobs.plan(ws.repo, path, frozen, ctx.here, tuple(trees), command, repeat=repeat, overlay=overlay,
-                   base=ws.series.upstream.base, remote=ws.series.upstream.remote, release=release,
-                   pip_spec=distribution.pip_spec())
+    jobs = measure_jobs.plan(
+        ws.repo,
+        path,
+        frozen,
+        ctx.here,
+        tuple(trees),
+        command,
+        repeat=repeat,
+        overlay=overlay,
+        base=ws.series.upstream.base,
+        remote=ws.series.upstream.remote,
+        release=release,
+        pip_spec=distribution.pip_spec(),
+    )
     text = measure_jobs.render(where, jobs)
     top = workdir(ws.repo)
     if out == "-":
@@ -136,23 +185,41 @@ def emit_jobs(ctx: Context, ws: Workspace, frozen: predictions.FrozenPredictions
     else:
         target = None if out is None else (Path(out) if Path(out).is_absolute() else ctx.here / out)
         written = measure_jobs.write(where, text, target, top)
-        shown = str(written.resolve().relative_to(top.resolve())) if written.resolve().is_relative_to(
-            top.resolve()) else str(written)
+        shown = (
+            str(written.resolve().relative_to(top.resolve()))
+            if written.resolve().is_relative_to(top.resolve())
+            else str(written)
+        )
     steps = measure_jobs.collect_steps(where, shown, jobs, given)
-    notes = [f"{rel}: CMD names it, but it is not committed at HEAD: the job's checkout will not have it "
-             "(commit and push it)" for rel in measure_jobs.unshipped(ws.repo, command)]
+    notes = [
+        f"{rel}: CMD names it, but it is not committed at HEAD: the job's checkout will not have it "
+        "(commit and push it)"
+        for rel in measure_jobs.unshipped(ws.repo, command)
+    ]
     if overlay:
         notes.append("--python: the jobs use the runner's python, with the patched wheel installed in it")
     if as_json:
-        emit_json({"schema": measurement.SCHEMA, "emit": where.value, "path": shown,
-                   "jobs": [{"tree": n, "spec": s} for n, s in trees], "predictions_sha256": jobs.sha256,
-                   "next": steps, "notes": notes})
+        emit_json(
+            {
+                "schema": measurement.SCHEMA,
+                "emit": where.value,
+                "path": shown,
+                "jobs": [{"tree": n, "spec": s} for n, s in trees],
+                "predictions_sha256": jobs.sha256,
+                "next": steps,
+                "notes": notes,
+            }
+        )
         return
-    lines = [f"{'printed' if out == '-' else 'wrote'} {shown}: {len(trees)} job(s), one per tree "
-             f"({', '.join(n for n, _ in trees)}); nothing ran here", *(f"note: {n}" for n in notes),
-             "next:", *(f"  {n}. {step}" for n, step in enumerate(steps, 1))]
+    lines = [
+        f"{'printed' if out == '-' else 'wrote'} {shown}: {len(trees)} job(s), one per tree "
+        f"({', '.join(n for n, _ in trees)}); nothing ran here",
+        *(f"note: {n}" for n in notes),
+        "next:",
+        *(f"  {n}. {step}" for n, step in enumerate(steps, 1)),
+    ]
     if out == "-":
-        click.echo("\n".join(lines), err=True)   # stdout holds the jobs
+        click.echo("\n".join(lines), err=True)  # stdout holds the jobs
     else:
         emit("\n".join(lines))
 
@@ -177,15 +244,24 @@ def write_artifacts(m: Measurement, directory: Path) -> list[Path]:
 
 def collect_artifacts(repo: pygit2.Repository, frozen: predictions.FrozenPredictions, directory: Path) -> Measurement:
     found = []
-    for top, dirs, files in os.walk(directory):   # not into symlinked directories
+    for top, dirs, files in os.walk(directory):  # not into symlinked directories
         dirs.sort()
         if measurement_artifacts.TREE_FILE not in files:
             continue
         here = Path(top)
-        docs = [measurement_artifacts.parse(_read(here / f, limit), str(here / f), limit) for f, limit in (
-            (measurement_artifacts.TREE_FILE, measurement_artifacts.TREE_LIMIT), (measurement_artifacts.METRICS_FILE, measurement.METRICS_LIMIT),
-            (measurement_artifacts.ENVIRONMENT_FILE, measurement.METRICS_LIMIT))]
-        found.append(measurement_artifacts.read_collected(docs[0], docs[1], docs[2], str(here / measurement_artifacts.TREE_FILE), str(here)))
+        docs = [
+            measurement_artifacts.parse(_read(here / f, limit), str(here / f), limit)
+            for f, limit in (
+                (measurement_artifacts.TREE_FILE, measurement_artifacts.TREE_LIMIT),
+                (measurement_artifacts.METRICS_FILE, measurement.METRICS_LIMIT),
+                (measurement_artifacts.ENVIRONMENT_FILE, measurement.METRICS_LIMIT),
+            )
+        ]
+        found.append(
+            measurement_artifacts.read_collected(
+                docs[0], docs[1], docs[2], str(here / measurement_artifacts.TREE_FILE), str(here)
+            )
+        )
     return measurement_artifacts.assemble(found, frozen)
 
 
@@ -208,71 +284,130 @@ def collected_notes(ctx: Context, repo: pygit2.Repository, report: Measurement) 
         try:
             measured = repo[tree.commit].peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError):
-            notes.append(f"tree {tree.name} ({tree.spec}) was measured at {tree.commit[:12]}, which this "
-                         "repository does not have: fetch the branch the job ran on to check what it measured")
+            notes.append(
+                f"tree {tree.name} ({tree.spec}) was measured at {tree.commit[:12]}, which this "
+                "repository does not have: fetch the branch the job ran on to check what it measured"
+            )
             continue
         if ws is None:
             continue
         try:
             here = named_trees.resolve(ws, tree.spec).commit
         except SeriesError as exc:
-            notes.append(f"tree {tree.name} ({tree.spec}) cannot be resolved here ({exc}); the report "
-                         f"holds what was measured at {tree.commit[:12]}")
+            notes.append(
+                f"tree {tree.name} ({tree.spec}) cannot be resolved here ({exc}); the report "
+                f"holds what was measured at {tree.commit[:12]}"
+            )
             continue
         if here.tree_id != measured.tree_id:
-            notes.append(f"tree {tree.name} ({tree.spec}) was measured at {tree.commit[:12]}, but here it is "
-                         f"{str(here.id)[:12]} with other files: the numbers are of what was measured; "
-                         "rerun the jobs to measure the trees as they are now")
+            notes.append(
+                f"tree {tree.name} ({tree.spec}) was measured at {tree.commit[:12]}, but here it is "
+                f"{str(here.id)[:12]} with other files: the numbers are of what was measured; "
+                "rerun the jobs to measure the trees as they are now"
+            )
     return notes
 
 
 def _read(path: Path, limit: int) -> bytes:
     try:
-        if not stat.S_ISREG(path.stat().st_mode):   # a FIFO would block the read
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read
             raise SeriesError(f"{path}: not a regular file")
         with open(path, "rb") as f:
             return f.read(limit + 1)
     except OSError as exc:
-        raise SeriesError(f"{path}: cannot read ({exc.strerror or exc}); an artifact holds "
-                          f"{measurement_artifacts.TREE_FILE}, {measurement_artifacts.METRICS_FILE} and {measurement_artifacts.ENVIRONMENT_FILE}") from None
+        raise SeriesError(
+            f"{path}: cannot read ({exc.strerror or exc}); an artifact holds "
+            f"{measurement_artifacts.TREE_FILE}, {measurement_artifacts.METRICS_FILE} and {measurement_artifacts.ENVIRONMENT_FILE}"
+        ) from None
 
 
 @click.command("measure", context_settings={"allow_interspersed_args": False})
-@click.option("--predictions", "predictions_file", required=True, metavar="FILE",
-              type=click.Path(dir_okay=False, path_type=Path),
-              help="The predictions, frozen first with 'series predict FILE' (refused otherwise).")
-@click.option("--tree", "trees", multiple=True, metavar="NAME=SPEC",
-              help="A tree to measure, e.g. ours=only:our-topic, theirs=topic:predictions-61050 (SPEC: base, "
-                   "series, without:TOPIC, only:TOPIC alias topic:TOPIC; main, pr:TOPIC: the topic replayed "
-                   "onto upstream's main, as the PR holds it, or pr:TOPIC@REV; repeatable).")
-@click.option("--python", "python", metavar="PY",
-              help="Run over the release build installed in PY's environment, with each tree's Python "
-                   "changes laid over it as 'series test --run' does; `python` in CMD is PY. "
-                   "Default: CMD runs in a checkout of each tree.")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
-              help="Run N rounds (the trees take turns); numbers are their median, anything else "
-                   "must agree.")
-@click.option("--artifact", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
-              help="Also write DIR/<tree>/tree.json, metrics.json and environment.json, for --collect.")
-@click.option("--only", "only", multiple=True, metavar="NAME",
-              help="Measure only this one of the --tree trees (repeatable): a CI job per tree, each "
-                   "with --artifact, then --collect joins them into the report of all of them.")
-@click.option("--collect", type=click.Path(file_okay=False, exists=True, path_type=Path), metavar="DIR",
-              help="Run nothing: make the report from the measurement_artifacts under DIR (CI downloads), checking "
-                   "each was measured against the frozen predictions.")
+@click.option(
+    "--predictions",
+    "predictions_file",
+    required=True,
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The predictions, frozen first with 'series predict FILE' (refused otherwise).",
+)
+@click.option(
+    "--tree",
+    "trees",
+    multiple=True,
+    metavar="NAME=SPEC",
+    help="A tree to measure, e.g. ours=only:our-topic, theirs=topic:predictions-61050 (SPEC: base, "
+    "series, without:TOPIC, only:TOPIC alias topic:TOPIC; main, pr:TOPIC: the topic replayed "
+    "onto upstream's main, as the PR holds it, or pr:TOPIC@REV; repeatable).",
+)
+@click.option(
+    "--python",
+    "python",
+    metavar="PY",
+    help="Run over the release build installed in PY's environment, with each tree's Python "
+    "changes laid over it as 'series test --run' does; `python` in CMD is PY. "
+    "Default: CMD runs in a checkout of each tree.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Run N rounds (the trees take turns); numbers are their median, anything else must agree.",
+)
+@click.option(
+    "--artifact",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Also write DIR/<tree>/tree.json, metrics.json and environment.json, for --collect.",
+)
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="NAME",
+    help="Measure only this one of the --tree trees (repeatable): a CI job per tree, each "
+    "with --artifact, then --collect joins them into the report of all of them.",
+)
+@click.option(
+    "--collect",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    metavar="DIR",
+    help="Run nothing: make the report from the measurement_artifacts under DIR (CI downloads), checking "
+    "each was measured against the frozen predictions.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The report for CI and 'series comment --measurement'.")
-@click.option("--emit", "seat", type=click.Choice(["github", "buildkite"]),
-              help="Run nothing here: write this measurement as jobs for the machine with the GPU, a "
-                   "GitHub workflow_dispatch job or a Buildkite step per tree; --collect reads back what "
-                   "they upload.")
-@click.option("--out", "emit_out", metavar="PATH",
-              help="With --emit: the file to write (default: .github/workflows/series-measure.yml or "
-                   ".buildkite/series-measure.yml in the fork); '-' prints it.")
+@click.option(
+    "--emit",
+    "seat",
+    type=click.Choice(["github", "buildkite"]),
+    help="Run nothing here: write this measurement as jobs for the machine with the GPU, a "
+    "GitHub workflow_dispatch job or a Buildkite step per tree; --collect reads back what "
+    "they upload.",
+)
+@click.option(
+    "--out",
+    "emit_out",
+    metavar="PATH",
+    help="With --emit: the file to write (default: .github/workflows/series-measure.yml or "
+    ".buildkite/series-measure.yml in the fork); '-' prints it.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD...")
 @pass_ctx
-def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python: str | None, repeat: int,
-            artifact: Path | None, only: tuple[str, ...], collect: Path | None, as_json: bool,
-            seat: str | None, emit_out: str | None, command: tuple[str, ...]) -> None:
+def command(
+    ctx: Context,
+    predictions_file: Path,
+    trees: tuple[str, ...],
+    python: str | None,
+    repeat: int,
+    artifact: Path | None,
+    only: tuple[str, ...],
+    collect: Path | None,
+    as_json: bool,
+    seat: str | None,
+    emit_out: str | None,
+    command: tuple[str, ...],
+) -> None:
     """Run a workload in named trees; judge frozen predictions against its metrics.
 
     \b
@@ -299,11 +434,15 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
     from series.workspace import repair
 
     if collect is not None and (trees or command or python or repeat != 1 or artifact or only):
-        raise click.UsageError("--collect makes the report from measurement_artifacts: no --tree, --python, --repeat, "
-                               "--artifact, --only or CMD with it")
+        raise click.UsageError(
+            "--collect makes the report from measurement_artifacts: no --tree, --python, --repeat, "
+            "--artifact, --only or CMD with it"
+        )
     if seat is not None and (collect is not None or artifact is not None or only):
-        raise click.UsageError("--emit writes the jobs that make the measurement_artifacts, one per tree: no --collect, "
-                               "--artifact or --only with it")
+        raise click.UsageError(
+            "--emit writes the jobs that make the measurement_artifacts, one per tree: no --collect, "
+            "--artifact or --only with it"
+        )
     if emit_out is not None and seat is None:
         raise click.UsageError("--out is where --emit writes the jobs: pass --emit github|buildkite")
     if seat is not None and as_json and emit_out == "-":
@@ -329,17 +468,36 @@ def command(ctx: Context, predictions_file: Path, trees: tuple[str, ...], python
         ws = ctx.workspace()
         frozen = predictions.require_frozen(ws.repo, path)
         if seat is not None:
-            emit_jobs(ctx, ws, frozen, path, str(predictions_file), named, command, seat=seat, out=emit_out,
-                      overlay=python is not None, repeat=repeat, as_json=as_json)
+            emit_jobs(
+                ctx,
+                ws,
+                frozen,
+                path,
+                str(predictions_file),
+                named,
+                command,
+                seat=seat,
+                out=emit_out,
+                overlay=python is not None,
+                repeat=repeat,
+                as_json=as_json,
+            )
             return
         from series.evidence.pytestrun import Stopped
 
         try:
-            report = run(ws, frozen, named, command, python=python, repeat=repeat, only=only,
-                         say=lambda msg: click.echo(msg, err=True))
+            report = run(
+                ws,
+                frozen,
+                named,
+                command,
+                python=python,
+                repeat=repeat,
+                only=only,
+                say=lambda msg: click.echo(msg, err=True),
+            )
         except Stopped as stop:
-            click.echo(f"series: interrupted ({stop}); the workload was stopped, temporary files removed",
-                       err=True)
+            click.echo(f"series: interrupted ({stop}); the workload was stopped, temporary files removed", err=True)
             click.get_current_context().exit(128 + stop.signum)
         if artifact is not None:
             written = write_artifacts(report, artifact if artifact.is_absolute() else ctx.here / artifact)

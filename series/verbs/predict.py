@@ -7,6 +7,7 @@ measurement can refuse a file that was never frozen or changed since
 --refreeze: a new record, the old hash kept beside it, never a silent edit. An explanation
 is a record too, and never touches the file. `series undo` passes over both.
 """
+
 from __future__ import annotations
 
 import enum
@@ -37,15 +38,21 @@ class PredictReport:
     outcome: PredictOutcome
     file: predictions.PredictionsFile
     record: predictions.FrozenRecord | None
-    operation: str | None = None     # the journal entry this run wrote
+    operation: str | None = None  # the journal entry this run wrote
 
 
 def short(sha: str) -> str:
     return f"sha256:{sha[:12]}…"
 
 
-def run(repo: pygit2.Repository, path: Path, *, refreeze: bool = False, show: bool = False,
-        explain: tuple[str, str] | None = None) -> PredictReport:
+def run(
+    repo: pygit2.Repository,
+    path: Path,
+    *,
+    refreeze: bool = False,
+    show: bool = False,
+    explain: tuple[str, str] | None = None,
+) -> PredictReport:
     name, worktree = predictions.journaled_name(repo, path)
     file = predictions.load(path, name)
     if show:
@@ -57,14 +64,22 @@ def run(repo: pygit2.Repository, path: Path, *, refreeze: bool = False, show: bo
         if record is not None and record.sha256 == file.sha256:
             return PredictReport(PredictOutcome.ALREADY, file, record)
         if record is not None and not refreeze:
-            raise predictions.changed(file, record, "pass --refreeze to record a new freeze (the old one stays on record)")
+            raise predictions.changed(
+                file, record, "pass --refreeze to record a new freeze (the old one stays on record)"
+            )
         predictions.record_freeze(tx.extra, file, worktree, record.sha256 if record else None)
         n = len(file.predictions)
-        tx.summary = (f"{'refroze' if record else 'froze'} {name} {short(file.sha256)} "
-                      f"({n} prediction{'s' if n != 1 else ''})"
-                      + (f", was {short(record.sha256)}" if record else ""))
+        tx.summary = (
+            f"{'refroze' if record else 'froze'} {name} {short(file.sha256)} "
+            f"({n} prediction{'s' if n != 1 else ''})" + (f", was {short(record.sha256)}" if record else "")
+        )
         done = tx.commit()
-    return PredictReport(PredictOutcome.REFROZE if record else PredictOutcome.FROZE, file, predictions.frozen(repo, name, worktree), done.id)
+    return PredictReport(
+        PredictOutcome.REFROZE if record else PredictOutcome.FROZE,
+        file,
+        predictions.frozen(repo, name, worktree),
+        done.id,
+    )
 
 
 def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain: tuple[str, str]) -> PredictReport:
@@ -79,7 +94,9 @@ def _explain(repo: pygit2.Repository, path: Path, worktree: str | None, explain:
         predictions.record_explanation(tx.extra, frozen, worktree, pred_id, why)
         tx.summary = f"explained {pred_id} of {frozen.file.name}: {why[:60]}"
         done = tx.commit()
-    return PredictReport(PredictOutcome.EXPLAINED, frozen.file, predictions.frozen(repo, frozen.file.name, worktree), done.id)
+    return PredictReport(
+        PredictOutcome.EXPLAINED, frozen.file, predictions.frozen(repo, frozen.file.name, worktree), done.id
+    )
 
 
 def render(report: PredictReport) -> str:
@@ -87,7 +104,7 @@ def render(report: PredictReport) -> str:
     head = {
         PredictOutcome.FROZE: f"froze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions)",
         PredictOutcome.REFROZE: f"refroze {file.name} {short(file.sha256)} ({len(file.predictions)} predictions); "
-                         "the earlier freeze stays on record",
+        "the earlier freeze stays on record",
         PredictOutcome.ALREADY: f"{file.name} is frozen already, unchanged: nothing to do",
         PredictOutcome.EXPLAINED: f"recorded the explanation in the journal; {file.name} is unchanged",
         PredictOutcome.SHOWN: f"{file.name} {short(file.sha256)}",
@@ -114,31 +131,58 @@ def render(report: PredictReport) -> str:
 def to_json(report: PredictReport) -> dict[str, Any]:
     record = report.record
     return {
-        "outcome": report.outcome.value, "file": report.file.name, "sha256": report.file.sha256,
+        "outcome": report.outcome.value,
+        "file": report.file.name,
+        "sha256": report.file.sha256,
         "operation": report.operation,
-        "frozen": None if record is None else {
-            "sha256": record.sha256, "time": record.time, "operation": record.operation,
+        "frozen": None
+        if record is None
+        else {
+            "sha256": record.sha256,
+            "time": record.time,
+            "operation": record.operation,
             "previous": [{"sha256": f.sha256, "time": f.time, "operation": f.operation} for f in record.previous],
         },
-        "predictions": [{"id": p.id, "tree": p.tree, "metric": p.metric, "kind": p.kind.value,
-                         "expected": list(p.expected) if isinstance(p.expected, tuple) else p.expected,
-                         "why": p.why, "line": p.line} for p in report.file.predictions],
-        "explanations": [{"id": e.id, "why": e.why, "time": e.time, "operation": e.operation,
-                          "sha256": e.sha256} for e in (record.explanations if record else ())],
+        "predictions": [
+            {
+                "id": p.id,
+                "tree": p.tree,
+                "metric": p.metric,
+                "kind": p.kind.value,
+                "expected": list(p.expected) if isinstance(p.expected, tuple) else p.expected,
+                "why": p.why,
+                "line": p.line,
+            }
+            for p in report.file.predictions
+        ],
+        "explanations": [
+            {"id": e.id, "why": e.why, "time": e.time, "operation": e.operation, "sha256": e.sha256}
+            for e in (record.explanations if record else ())
+        ],
     }
 
 
 @click.command("predict")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--refreeze", is_flag=True,
-              help="Freeze a file edited since its freeze: a new record; the old hash stays on record.")
+@click.option(
+    "--refreeze",
+    is_flag=True,
+    help="Freeze a file edited since its freeze: a new record; the old hash stays on record.",
+)
 @click.option("--show", is_flag=True, help="List the claims, the freeze and explanations; change nothing.")
-@click.option("--explain", nargs=2, type=str, metavar="ID WHY", default=None,
-              help="Record why prediction ID failed (the file is never touched).")
+@click.option(
+    "--explain",
+    nargs=2,
+    type=str,
+    metavar="ID WHY",
+    default=None,
+    help="Record why prediction ID failed (the file is never touched).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
-def command(ctx: Context, file: Path, refreeze: bool, show: bool, explain: tuple[str, str] | None,
-            as_json: bool) -> None:
+def command(
+    ctx: Context, file: Path, refreeze: bool, show: bool, explain: tuple[str, str] | None, as_json: bool
+) -> None:
     """Freeze a predictions file before measuring: its hash and time go into the journal.
 
     A measurement refuses a predictions file that was never frozen or has changed since

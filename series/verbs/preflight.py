@@ -14,6 +14,7 @@ list it as potentially related: from the API only, which has each PR's title and
 PR scored is the one `series propose` would post (its title, its description from upstream's
 template), or --title / --body-file.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -40,7 +41,6 @@ from series.workspace import Workspace
 from series.git.repo import message, subject
 
 
-
 @dataclass(frozen=True)
 class CommitCheck:
     sha: str
@@ -57,10 +57,10 @@ class Preflight:
     paths: list[str]
     commits: list[CommitCheck]
     candidates: list[Candidate]
-    checked: int                        # PRs whose files were compared
+    checked: int  # PRs whose files were compared
     notes: list[str] = field(default_factory=list)
-    unsearched: str | None = None       # why no PR could be read (no answer, never "none")
-    title: str = ""                     # the PR scored as vLLM's duplicate bot would score it
+    unsearched: str | None = None  # why no PR could be read (no answer, never "none")
+    title: str = ""  # the PR scored as vLLM's duplicate bot would score it
     bot_scores: dict[int, duplicates_score.BotScore] = field(default_factory=dict)  # by candidate number; API only
 
     @property
@@ -68,8 +68,14 @@ class Preflight:
         return all(c.signed_off for c in self.commits)
 
 
-def proposed_text(ws: Workspace, name: str, commits: tuple[pr_grade.Commit, ...], paths: list[str],
-                  title: str | None, body: str | None) -> tuple[str, str]:
+def proposed_text(
+    ws: Workspace,
+    name: str,
+    commits: tuple[pr_grade.Commit, ...],
+    paths: list[str],
+    title: str | None,
+    body: str | None,
+) -> tuple[str, str]:
     """The title and description `series propose` would post for the topic (its default title;
     upstream main's PR template filled from the commits and the CI steps covering the paths),
     unless given: what the duplicate bot reads of our PR."""
@@ -88,31 +94,43 @@ def proposed_text(ws: Workspace, name: str, commits: tuple[pr_grade.Commit, ...]
     return title, prbody.render(template_path, template, title, commits, selected, paths, note).body
 
 
-def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
-        now: datetime.datetime | None = None, limit: int | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        title: str | None = None, body: str | None = None) -> Preflight:
+def run(
+    ws: Workspace,
+    name: str,
+    forge: Forge,
+    *,
+    days: int | None = None,
+    now: datetime.datetime | None = None,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    title: str | None = None,
+    body: str | None = None,
+) -> Preflight:
     topic = ws.series.topic(name)
     repo = ws.repo
     own = ws.require_own(topic)  # series.topics: upstream's and its dependencies' commits hidden
     if not own.commits:
         raise SeriesError(f"topic '{name}' has no commits over {ws.series.upstream.base}: nothing to post")
     files = change_files(repo, own.changes)
-    commits = [CommitCheck(str(c.id), subject(c), signed_off(message(c)))
-               for c in own.commits]
+    commits = [CommitCheck(str(c.id), subject(c), signed_off(message(c))) for c in own.commits]
     moment = now or datetime.datetime.now(datetime.timezone.utc)
     since = moment - datetime.timedelta(days=days if days is not None else 30)
     notes = []
     scanned: scan.Scan | None = None
     if isinstance(forge, OfflineForge):
-        scanned = scan.scan(repo, forge.remote, mainline_commit(repo, forge.remote),
-                            [f.path for f in files], len(forge.numbers()))
+        scanned = scan.scan(
+            repo, forge.remote, mainline_commit(repo, forge.remote), [f.path for f in files], len(forge.numbers())
+        )
         pulls = scanned.pulls
-        notes.append(f"offline: {scanned.heads} PR heads from git refs, searched in one path-limited walk; "
-                     "merged when main has its '(#N)' commit or contains the head, else open or closed: unknown")
+        notes.append(
+            f"offline: {scanned.heads} PR heads from git refs, searched in one path-limited walk; "
+            "merged when main has its '(#N)' commit or contains the head, else open or closed: unknown"
+        )
         if not scanned.graph:
-            notes.append("no commit-graph in this clone: 'git commit-graph write --reachable --changed-paths' "
-                         "makes this walk faster")
+            notes.append(
+                "no commit-graph in this clone: 'git commit-graph write --reachable --changed-paths' "
+                "makes this walk faster"
+            )
         if days is not None:
             recent = [p for p in pulls if p.updated_at is None or updated_moment(p.updated_at) >= since.timestamp()]
             if len(recent) < len(pulls):
@@ -123,8 +141,10 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         pulls = forge.list_pulls(since)
         local = fetched_files(repo, ws.series.upstream.remote, pulls, [f.path for f in files])
         if local:
-            notes.append(f"{len(local)} of {len(pulls)} PRs compared from their heads fetched into git refs "
-                         "(same head as GitHub's), not with an API request each")
+            notes.append(
+                f"{len(local)} of {len(pulls)} PRs compared from their heads fetched into git refs "
+                "(same head as GitHub's), not with an API request each"
+            )
     if limit is not None and len(pulls) > limit:
         notes.append(f"checked the {limit} most recently updated of {len(pulls)} PRs (--limit)")
         pulls = pulls[:limit]
@@ -132,8 +152,9 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
     asked = sum(1 for p in pulls if int(p.number) not in local)
     if budget is not None and budget < asked:
         raise SeriesError(
-            f"comparing files of {asked} PRs needs {asked} GitHub API requests but only "
-            f"{budget} remain this hour", "set GITHUB_TOKEN, pass --limit N, or --fetch for git refs")
+            f"comparing files of {asked} PRs needs {asked} GitHub API requests but only {budget} remain this hour",
+            "set GITHUB_TOKEN, pass --limit N, or --fetch for git refs",
+        )
     done = 0
     seen: dict[int, list[PullFile]] = {}
 
@@ -161,17 +182,25 @@ def run(ws: Workspace, name: str, forge: Forge, *, days: int | None = None,
         if local:
             notes.append(FROM_REFS_NOTE)
     else:
-        notes.append("vLLM's duplicate-bot score needs each PR's title and body from the GitHub API: "
-                     "not computed from git refs")
+        notes.append(
+            "vLLM's duplicate-bot score needs each PR's title and body from the GitHub API: not computed from git refs"
+        )
     return Preflight(
-        topic=name, base=ws.series.upstream.base, source=forge.source,
+        topic=name,
+        base=ws.series.upstream.base,
+        source=forge.source,
         since=since.date().isoformat() if scanned is None or days is not None else "",
-        paths=[f.path for f in files], commits=commits, candidates=candidates,
-        checked=scanned.heads if scanned is not None else len(pulls), notes=notes,
-        unsearched=None if scanned is None or scanned.heads else
-        f"no PR heads under refs/remotes/{ws.series.upstream.remote}/pr/ to search: --fetch fetches them "
+        paths=[f.path for f in files],
+        commits=commits,
+        candidates=candidates,
+        checked=scanned.heads if scanned is not None else len(pulls),
+        notes=notes,
+        unsearched=None
+        if scanned is None or scanned.heads
+        else f"no PR heads under refs/remotes/{ws.series.upstream.remote}/pr/ to search: --fetch fetches them "
         "(or run online)",
-        title=scored_title, bot_scores=scores,
+        title=scored_title,
+        bot_scores=scores,
     )
 
 
@@ -195,8 +224,10 @@ def render(result: Preflight) -> str:
     if not unsigned:
         out.append(f"DCO: ok, all {len(result.commits)} commit(s) carry Signed-off-by")
     else:
-        out.append(f"DCO: {len(unsigned)} of {len(result.commits)} commit(s) lack Signed-off-by "
-                   "(vLLM requires it; fix with 'git rebase --signoff <base>'):")
+        out.append(
+            f"DCO: {len(unsigned)} of {len(result.commits)} commit(s) lack Signed-off-by "
+            "(vLLM requires it; fix with 'git rebase --signoff <base>'):"
+        )
         out += [f"  {c.sha[:12]} {c.subject}" for c in unsigned]
     if result.source == "github":
         window = f"open, or closed since {result.since}"
@@ -216,8 +247,10 @@ def render(result: Preflight) -> str:
             hunks = f"{c.overlapping_hunks} overlapping hunk{'s' if c.overlapping_hunks != 1 else ''}"
             when = f"  {c.updated_at[:10]}" if c.updated_at else ""
             squash = f"  (merged as {c.merge_commit[:12]})" if c.merge_commit else ""
-            out.append(f"  #{c.number:<{width}} {c.state.value:<8} {c.author:<16} {files}, {hunks}{when}  "
-                       f"{c.title}{mark}{squash}")
+            out.append(
+                f"  #{c.number:<{width}} {c.state.value:<8} {c.author:<16} {files}, {hunks}{when}  "
+                f"{c.title}{mark}{squash}"
+            )
             out += [f"  {'':<{width + 2}}{p}" for p in c.shared_files]
             score = result.bot_scores.get(c.number)
             if score is not None:
@@ -228,26 +261,40 @@ def render(result: Preflight) -> str:
     return "\n".join(out)
 
 
-_OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone.")
+_OFFLINE_HELP = "Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone."
 
 
 @click.command("preflight")
 @click.argument("topic")
-@click.option("--fetch", is_flag=True,
-              help="First fetch every upstream PR head into refs/remotes/<remote>/pr/* (git).")
-@click.option("--days", type=click.IntRange(min=1),
-              help="Narrow to PRs updated within this many days (offline: head commit date). Without "
-                   "it every PR head counts, whatever its age; from the API every open PR, and PRs "
-                   "closed in the last 30 days.")
+@click.option("--fetch", is_flag=True, help="First fetch every upstream PR head into refs/remotes/<remote>/pr/* (git).")
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    help="Narrow to PRs updated within this many days (offline: head commit date). Without "
+    "it every PR head counts, whatever its age; from the API every open PR, and PRs "
+    "closed in the last 30 days.",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="Compare at most this many PRs (most recently updated).")
 @click.option("--title", help="The PR title vLLM's duplicate bot is to score (default: the one propose would use).")
-@click.option("--body-file", type=click.File("r"),
-              help="The PR description the duplicate bot is to score (default: the one propose would post).")
+@click.option(
+    "--body-file",
+    type=click.File("r"),
+    help="The PR description the duplicate bot is to score (default: the one propose would post).",
+)
 @click.option("--offline", is_flag=True, help=_OFFLINE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
-def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int | None,
-              title: str | None, body_file: TextIO | None, offline: bool, as_json: bool) -> None:
+def command(
+    ctx: Context,
+    topic: str,
+    fetch: bool,
+    days: int | None,
+    limit: int | None,
+    title: str | None,
+    body_file: TextIO | None,
+    offline: bool,
+    as_json: bool,
+) -> None:
     """Before posting TOPIC upstream: duplicate PRs, exact paths, DCO sign-offs.
 
     \b
@@ -276,8 +323,16 @@ def command(ctx: Context, topic: str, fetch: bool, days: int | None, limit: int 
     from series.forge.base import ForgeUnreachable
 
     try:
-        result = run(ws, topic, forge, days=days, limit=limit, progress=progress,
-                     title=title, body=body_file.read() if body_file is not None else None)
+        result = run(
+            ws,
+            topic,
+            forge,
+            days=days,
+            limit=limit,
+            progress=progress,
+            title=title,
+            body=body_file.read() if body_file is not None else None,
+        )
     except ForgeUnreachable as exc:
         click.echo(f"note: {printable(str(exc))}; using PR heads fetched into git refs instead", err=True)
         result = run(ws, topic, open_forge(ws.repo, ws.series.upstream, offline=True), days=days, limit=limit)

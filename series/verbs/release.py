@@ -5,6 +5,7 @@ this instead of sorting tags itself); with no NAME, upstream's release tags newe
 (--all: the fork's own tags after them). The rules are series.git.releases' (which tags are
 upstream's: the ones upstream's main and release branches reach); this verb only asks them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,24 +21,28 @@ from series.git.repo import open_repo, resolve_release
 @dataclass(frozen=True)
 class Resolved:
     spec: str
-    name: str          # what series.yaml would record: the tag or branch, else the commit id
+    name: str  # what series.yaml would record: the tag or branch, else the commit id
     commit: str
     version: str | None  # the tag's PEP 440 version, None for a branch or commit
-    release: bool      # a release (final or post), not a release candidate
+    release: bool  # a release (final or post), not a release candidate
 
 
 def run(repo: pygit2.Repository, spec: str, remote: str = releases.UPSTREAM) -> Resolved:
     name, commit = resolve_release(repo, spec, remote)
     version = releases.tag_version(name) if repo.references.get(f"refs/tags/{name}") else None
-    return Resolved(spec, name, str(commit.id), str(version) if version else None,
-                    version is not None and not version.is_prerelease)
+    return Resolved(
+        spec, name, str(commit.id), str(version) if version else None, version is not None and not version.is_prerelease
+    )
 
 
 @click.command("release")
 @click.argument("name", required=False, metavar="[NAME]")
 @click.option("--all", "show_all", is_flag=True, help="Also list the fork's own tags (not upstream's).")
-@click.option("--remote", metavar="NAME",
-              help="The upstream remote whose tags are releases (default: series.yaml's, else 'upstream').")
+@click.option(
+    "--remote",
+    metavar="NAME",
+    help="The upstream remote whose tags are releases (default: series.yaml's, else 'upstream').",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @pass_ctx
 def command(ctx: Context, name: str | None, show_all: bool, remote: str | None, as_json: bool) -> None:
@@ -61,8 +66,12 @@ def command(ctx: Context, name: str | None, show_all: bool, remote: str | None, 
         found = releases.releases(repo, remote)
         own = releases.own_tags(repo, remote) if show_all else []
         if as_json:
-            emit_json({"releases": [{"tag": r.tag, "version": str(r.version)} for r in found],
-                       **({"fork_tags": own} if show_all else {})})
+            emit_json(
+                {
+                    "releases": [{"tag": r.tag, "version": str(r.version)} for r in found],
+                    **({"fork_tags": own} if show_all else {}),
+                }
+            )
         else:
             lines = [r.tag for r in found] or ["no release tags here (git fetch --tags?)"]
             if show_all:
@@ -71,8 +80,15 @@ def command(ctx: Context, name: str | None, show_all: bool, remote: str | None, 
         return
     resolved = run(repo, name, remote)
     if as_json:
-        emit_json({"spec": resolved.spec, "name": resolved.name, "commit": resolved.commit,
-                   "version": resolved.version, "release": resolved.release})
+        emit_json(
+            {
+                "spec": resolved.spec,
+                "name": resolved.name,
+                "commit": resolved.commit,
+                "version": resolved.version,
+                "release": resolved.release,
+            }
+        )
     else:
         emit(resolved.name)
 

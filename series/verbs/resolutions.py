@@ -1,4 +1,5 @@
 """`series resolutions [--prune]`: the conflict resolutions the series carries."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -63,9 +64,11 @@ def to_json(listing: Listing) -> dict[str, object]:
 
 
 @click.command("resolutions")
-@click.option("--prune", is_flag=True,
-              help="Drop resolutions no active topic can meet any more (its topic is gone, or no "
-                   "longer changes the path).")
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="Drop resolutions no active topic can meet any more (its topic is gone, or no longer changes the path).",
+)
 @click.option("--dry-run", is_flag=True, help="With --prune: show what would be dropped.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx

@@ -1,4 +1,5 @@
 """`series status`: one row per topic: what the fork carries over upstream."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -30,8 +31,10 @@ def halt_sentence(ws: Workspace) -> str | None:
     state = rebase_state.load(ws.repo)
     if state is None:
         return None
-    return (f"{state.halt.what}: resolve in {halted.worktree_path(ws.repo)}, then "
-            f"'{state.halt.go_on}' (or '{state.halt.stop}')")
+    return (
+        f"{state.halt.what}: resolve in {halted.worktree_path(ws.repo)}, then "
+        f"'{state.halt.go_on}' (or '{state.halt.stop}')"
+    )
 
 
 def behind(ws: Workspace) -> Behind | None:
@@ -42,9 +45,13 @@ def to_json(ws: Workspace, rows: list[TopicStatus]) -> dict[str, object]:
     late = behind(ws)
     found = base_breaks.of_branches(ws)
     topics = [{**asdict(r), "breaks": [b.to_json() for b in found.get(r.name, [])]} for r in rows]
-    out: dict[str, object] = {"base": ws.series.upstream.base, "base_sha": str(ws.base_commit().id),
-                              "behind": late.to_json() if late is not None else None,
-                              "halted": halt_sentence(ws), "topics": topics}
+    out: dict[str, object] = {
+        "base": ws.series.upstream.base,
+        "base_sha": str(ws.base_commit().id),
+        "behind": late.to_json() if late is not None else None,
+        "halted": halt_sentence(ws),
+        "topics": topics,
+    }
     after = of_workspace(ws)
     if after is not None:
         out["upstream_followups"] = after.to_json()
@@ -66,8 +73,10 @@ def _followup_notes(after: FollowUps | None, name: str) -> tuple[list[str], list
 def render(ws: Workspace, rows: list[TopicStatus]) -> str:
     late = behind(ws)
     lag = f"; {late.sentence()}" if late is not None else ""
-    out = [f"upstream base {ws.series.upstream.base} ({str(ws.base_commit().id)[:12]}), "
-           f"{len(ws.series.active())} active of {len(rows)} topics{lag}"]
+    out = [
+        f"upstream base {ws.series.upstream.base} ({str(ws.base_commit().id)[:12]}), "
+        f"{len(ws.series.active())} active of {len(rows)} topics{lag}"
+    ]
     width = max([len(r.name) for r in rows] + [5])
     found = base_breaks.of_branches(ws)
     after = of_workspace(ws)
@@ -96,13 +105,17 @@ def render(ws: Workspace, rows: list[TopicStatus]) -> str:
         lines = "" if r.added is None else f"+{r.added}/-{r.deleted}"
         commits = "-" if r.commits is None else str(r.commits)
         files = "-" if r.files is None else str(r.files)
-        out.append(f"  {r.name:<{width}}  {r.status.value:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip())
+        out.append(
+            f"  {r.name:<{width}}  {r.status.value:<10} {commits:>7} {files:>5}  {lines:<12} {'; '.join(notes)}".rstrip()
+        )
         out += [f"  {'':<{width}}    {b.sentence()}" for b in found.get(r.name, [])]
         out += [f"  {'':<{width}}    {line}" for line in below]
     if after is not None and after.trunk is None:
         remote = ws.series.upstream.remote
-        out.append(f"follow-ups of upstream PRs not read: neither {remote}/main nor {remote}/master is "
-                   f"fetched (git fetch {remote})")
+        out.append(
+            f"follow-ups of upstream PRs not read: neither {remote}/main nor {remote}/master is "
+            f"fetched (git fetch {remote})"
+        )
     sentence = halt_sentence(ws)
     if sentence:
         out.append(sentence)

@@ -4,6 +4,7 @@ Only series.yaml changes (comments kept); TOPIC's branch stays exactly where it 
 old work is one `git log` away. The edit goes through the transaction (journaled, so
 `series undo` reverses it).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,27 +18,33 @@ from series.status_change import StatusChange, edit_status, reason_and_undo
 from series.workspace import Workspace
 
 
-def run(ws: Workspace, name: str, by: str, reason: str | None = None,
-        dry_run: bool = False) -> StatusChange:
+def run(ws: Workspace, name: str, by: str, reason: str | None = None, dry_run: bool = False) -> StatusChange:
     topic = ws.series.topic(name)
     other = ws.series.topic(by)
     if other.name == topic.name:
         raise SeriesError(f"a topic cannot supersede itself ('{name}'); name the topic that replaces it")
     if other.status in (Status.SUPERSEDED, Status.DROPPED):
-        raise SeriesError(
-            f"'{by}' is {other.status.value} itself; supersede '{name}' by the topic that is carried now")
+        raise SeriesError(f"'{by}' is {other.status.value} itself; supersede '{name}' by the topic that is carried now")
     if topic.status is Status.SUPERSEDED and topic.superseded_by == by:
         raise SeriesError(f"'{name}' is already superseded by '{by}'")
-    op = edit_status(ws, "supersede", f"{name} superseded by {by}", name, dry_run=dry_run,
-                     status=Status.SUPERSEDED.value, superseded_by=by, reason=reason)
-    return StatusChange(name, topic.status.value, Status.SUPERSEDED.value, by=by, reason=reason,
-                        operation=op)
+    op = edit_status(
+        ws,
+        "supersede",
+        f"{name} superseded by {by}",
+        name,
+        dry_run=dry_run,
+        status=Status.SUPERSEDED.value,
+        superseded_by=by,
+        reason=reason,
+    )
+    return StatusChange(name, topic.status.value, Status.SUPERSEDED.value, by=by, reason=reason, operation=op)
 
 
 def render(change: StatusChange, branch: str) -> str:
     verb = "would mark" if change.operation is None else "marked"
-    text = f"{verb} '{change.topic}' superseded by '{change.by}' (was {change.old_status}); " \
-           f"branch {branch} kept as it is"
+    text = (
+        f"{verb} '{change.topic}' superseded by '{change.by}' (was {change.old_status}); branch {branch} kept as it is"
+    )
     return text + reason_and_undo(change)
 
 

@@ -4,6 +4,7 @@ the forecast of where upstream's next release meets our changes.
 Exit codes follow grep: 0 when a topic touches what was asked, 1 when none does (a
 sentence on stdout says so), so `series touches X || echo "we do not touch X"` works.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -29,6 +30,7 @@ def _topics_word(scope: Scope) -> str:
 
 # --- touches PATH... ---------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class PathsResult:
     scope: Scope
@@ -48,8 +50,9 @@ def run_paths(ws: Workspace, paths: Sequence[str], include_all: bool) -> PathsRe
     found = touches.touching(diffs, specs)
     base_tree = ws.base_commit().tree
     ours = {p for d in diffs for p in d.paths}
-    unknown = tuple(s.text for s in specs if not touches.exists_in(base_tree, s)
-                    and not any(s.matches(p) for p in ours))
+    unknown = tuple(
+        s.text for s in specs if not touches.exists_in(base_tree, s) and not any(s.matches(p) for p in ours)
+    )
     return PathsResult(scope, specs, found, unknown)
 
 
@@ -57,8 +60,15 @@ def paths_json(result: PathsResult) -> dict[str, Any]:
     return {
         "paths": [s.text for s in result.specs],
         "base": result.scope.base,
-        "topics": [{"name": d.topic.name, "branch": d.topic.branch, "status": d.topic.status.value,
-                    "files": [touches.file_json(f) for f in files]} for d, files in result.found],
+        "topics": [
+            {
+                "name": d.topic.name,
+                "branch": d.topic.branch,
+                "status": d.topic.status.value,
+                "files": [touches.file_json(f) for f in files],
+            }
+            for d, files in result.found
+        ],
         "checked": list(result.scope.checked),
         "skipped_missing_branch": [t.name for t in result.scope.missing],
     }
@@ -73,9 +83,11 @@ def _counts(files: Sequence[TouchedFile]) -> str:
 def _file_lines(files: Sequence[TouchedFile], indent: str = "    ") -> list[str]:
     wa = max(len(str(f.added)) for f in files) + 1
     wd = max(len(str(f.deleted)) for f in files) + 1
-    return [f"{indent}{'+' + str(f.added):>{wa}} {'-' + str(f.deleted):>{wd}}  {f.path}"
-            + ("  (new)" if f.status == "A" else "  (deleted)" if f.status == "D" else "")
-            for f in files]
+    return [
+        f"{indent}{'+' + str(f.added):>{wa}} {'-' + str(f.deleted):>{wd}}  {f.path}"
+        + ("  (new)" if f.status == "A" else "  (deleted)" if f.status == "D" else "")
+        for f in files
+    ]
 
 
 def _notes(scope: Scope) -> list[str]:
@@ -89,13 +101,14 @@ def render_paths(result: PathsResult) -> str:
     scope = result.scope
     what = ", ".join(s.text for s in result.specs)
     if not result.touched:
-        out = [f"No {'topic' if scope.include_all else 'active topic'} touches {what} "
-               f"({len(scope.checked)} {_topics_word(scope)} over {scope.base} checked)."]
+        out = [
+            f"No {'topic' if scope.include_all else 'active topic'} touches {what} "
+            f"({len(scope.checked)} {_topics_word(scope)} over {scope.base} checked)."
+        ]
         for text in result.unknown:
             out.append(f"note: {text} does not exist in {scope.base} either: check the spelling.")
         return "\n".join(out + _notes(scope))
-    out = [f"{what}: touched by {len(result.found)} of {len(scope.checked)} "
-           f"{_topics_word(scope)} (base {scope.base})"]
+    out = [f"{what}: touched by {len(result.found)} of {len(scope.checked)} {_topics_word(scope)} (base {scope.base})"]
     width = max(len(d.topic.name) for d, _ in result.found)
     for diff, files in result.found:
         state = "" if diff.topic.active else f"  [{diff.topic.status.value}]"
@@ -106,21 +119,20 @@ def render_paths(result: PathsResult) -> str:
 
 # --- touches (matrix) --------------------------------------------------------------------
 
+
 def render_matrix(result: MatrixResult) -> str:
     scope, m = result.scope, result.matrix
     if not m.topics:
         return "\n".join([f"No {_topics_word(scope)} to show."] + _notes(scope))
     # columns are numbered: 23 topic names side by side would not fit a terminal
-    out = [f"{len(m.topics)} {_topics_word(scope)} over {scope.base}, "
-           f"files changed per directory (depth {m.depth}):"]
+    out = [f"{len(m.topics)} {_topics_word(scope)} over {scope.base}, files changed per directory (depth {m.depth}):"]
     nw = max(len(n) for n in m.topics)
     for i, name in enumerate(m.topics, 1):
         count = result.files[name]
         out.append(f"  {i:>2}  {name:<{nw}}  {count} file{'s' if count != 1 else ''}")
     out.append("")
     dw = max([len(d) for d in m.cells] + [len("directory")])
-    cw = max(len(str(len(m.topics))), max((len(str(v)) for r in m.cells.values() for v in r.values()),
-                                          default=1))
+    cw = max(len(str(len(m.topics))), max((len(str(v)) for r in m.cells.values() for v in r.values()), default=1))
     out.append(f"  {'directory':<{dw}}  " + " ".join(f"{i:>{cw}}" for i in range(1, len(m.topics) + 1)))
     for directory, row in m.cells.items():
         cells = " ".join(f"{row.get(n, '.')!s:>{cw}}" for n in m.topics)
@@ -130,8 +142,7 @@ def render_matrix(result: MatrixResult) -> str:
     if not result.collisions:
         out.append("No file is changed by more than one topic.")
     else:
-        out.append(f"Files changed by more than one topic ({len(result.collisions)}): "
-                   "these topics meet when replayed")
+        out.append(f"Files changed by more than one topic ({len(result.collisions)}): these topics meet when replayed")
         for c in result.collisions:
             users = ", ".join(f"{n} +{f.added} -{f.deleted}" for n, f in c.files)
             out.append(f"  {c.path}: {users}")
@@ -139,6 +150,7 @@ def render_matrix(result: MatrixResult) -> str:
 
 
 # --- touches --between A..B --------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ForecastResult:
@@ -161,11 +173,12 @@ class UpstreamPull:
     """One upstream commit (a PR's squash, "(#N)") in the range that changes our files."""
 
     commit: UpstreamCommit
-    files: tuple[tuple[str, tuple[str, ...]], ...]   # (path, the topics that change it)
+    files: tuple[tuple[str, tuple[str, ...]], ...]  # (path, the topics that change it)
 
 
-def _pulls(repo: pygit2.Repository, old: pygit2.Commit, new: pygit2.Commit,
-           found: list[tuple[TopicDiff, list[Hotspot]]]) -> list[UpstreamPull]:
+def _pulls(
+    repo: pygit2.Repository, old: pygit2.Commit, new: pygit2.Commit, found: list[tuple[TopicDiff, list[Hotspot]]]
+) -> list[UpstreamPull]:
     """The forecast by upstream PR: which of its commits change which of our files; the
     PRs that meet the most of them first (read those before the rebase)."""
     users: dict[str, list[str]] = {}
@@ -176,8 +189,10 @@ def _pulls(repo: pygit2.Repository, old: pygit2.Commit, new: pygit2.Commit,
     for path, commits in attribution.path_commits(repo, old.id, new.id, list(users)).items():
         for commit in commits:
             by_commit.setdefault(commit.id, (commit, []))[1].append(path)
-    pulls = [UpstreamPull(UpstreamCommit.of(c), tuple((p, tuple(users[p])) for p in sorted(paths)))
-             for c, paths in by_commit.values()]
+    pulls = [
+        UpstreamPull(UpstreamCommit.of(c), tuple((p, tuple(users[p])) for p in sorted(paths)))
+        for c, paths in by_commit.values()
+    ]
     pulls.sort(key=lambda u: (-len(u.files), u.commit.date, u.commit.sha))
     return pulls
 
@@ -205,23 +220,35 @@ def run_forecast(ws: Workspace, between: str, paths: Sequence[str], include_all:
     scope, diffs = touches.scope_of(ws, include_all)
     touches.fetch_blobs(ws, diffs, specs, (old.tree, new.tree))
     found = touches.forecast(ws.repo, diffs, old, new, specs)
-    return ForecastResult(scope, old_name, new_name, str(old.id), str(new.id), specs, found,
-                          _pulls(ws.repo, old, new, found))
+    return ForecastResult(
+        scope, old_name, new_name, str(old.id), str(new.id), specs, found, _pulls(ws.repo, old, new, found)
+    )
 
 
 def forecast_json(result: ForecastResult) -> dict[str, Any]:
     return {
-        "between": {"old": result.old, "new": result.new, "old_sha": result.old_sha,
-                    "new_sha": result.new_sha},
+        "between": {"old": result.old, "new": result.new, "old_sha": result.old_sha, "new_sha": result.new_sha},
         "paths": [s.text for s in result.specs],
         "base": result.scope.base,
-        "topics": [{"name": d.topic.name, "branch": d.topic.branch,
-                    "files": [{"path": h.path, "upstream": touches.file_json(h.upstream),
-                               "ours": touches.file_json(h.ours),
-                               "same_as_upstream": h.same_as_upstream}
-                              for h in spots]} for d, spots in result.found],
-        "upstream_pulls": [{**asdict(u.commit), "files": [{"path": p, "topics": list(t)} for p, t in u.files]}
-                           for u in result.pulls],
+        "topics": [
+            {
+                "name": d.topic.name,
+                "branch": d.topic.branch,
+                "files": [
+                    {
+                        "path": h.path,
+                        "upstream": touches.file_json(h.upstream),
+                        "ours": touches.file_json(h.ours),
+                        "same_as_upstream": h.same_as_upstream,
+                    }
+                    for h in spots
+                ],
+            }
+            for d, spots in result.found
+        ],
+        "upstream_pulls": [
+            {**asdict(u.commit), "files": [{"path": p, "topics": list(t)} for p, t in u.files]} for u in result.pulls
+        ],
         "checked": list(result.scope.checked),
         "skipped_missing_branch": [t.name for t in result.scope.missing],
     }
@@ -232,26 +259,38 @@ def render_forecast(result: ForecastResult) -> str:
     span = f"{result.old}..{result.new}"
     limit = f" under {', '.join(s.text for s in result.specs)}" if result.specs else ""
     if not result.touched:
-        return "\n".join([f"Upstream {span} changes no file{limit} that our {len(scope.checked)} "
-                          f"{_topics_word(scope)} change: expect a quiet rebase."] + _notes(scope))
+        return "\n".join(
+            [
+                f"Upstream {span} changes no file{limit} that our {len(scope.checked)} "
+                f"{_topics_word(scope)} change: expect a quiet rebase."
+            ]
+            + _notes(scope)
+        )
     spots = sum(len(s) for _, s in result.found)
-    out = [f"Upstream {span} also changes {spots} file{'s' if spots != 1 else ''}{limit} of "
-           f"{len(result.found)} of our {len(scope.checked)} {_topics_word(scope)}:",
-           "  (upstream's lines changed, then ours)"]
+    out = [
+        f"Upstream {span} also changes {spots} file{'s' if spots != 1 else ''}{limit} of "
+        f"{len(result.found)} of our {len(scope.checked)} {_topics_word(scope)}:",
+        "  (upstream's lines changed, then ours)",
+    ]
     width = max(len(d.topic.name) for d, _ in result.found)
     for diff, hotspots in result.found:
         n = len(hotspots)
         out.append(f"  {diff.topic.name:<{width}}  {n} file{'s' if n != 1 else ''}")
         for h in hotspots:
             u, o = h.upstream, h.ours
-            gone = ("  (upstream deletes or moves it)" if u.status == "D" else
-                    "  (ours is upstream's new version: already merged?)" if h.same_as_upstream else "")
+            gone = (
+                "  (upstream deletes or moves it)"
+                if u.status == "D"
+                else "  (ours is upstream's new version: already merged?)"
+                if h.same_as_upstream
+                else ""
+            )
             out.append(f"    upstream +{u.added} -{u.deleted}, ours +{o.added} -{o.deleted}  {h.path}{gone}")
     if result.pulls:
         out.append(f"By upstream PR ({len(result.pulls)}), the ones meeting most of our files first:")
         for pull in result.pulls:
             c = pull.commit
-            title = c.subject[:-len(f"(#{c.pr})")].rstrip() if c.pr is not None else c.subject
+            title = c.subject[: -len(f"(#{c.pr})")].rstrip() if c.pr is not None else c.subject
             out.append(f"  {c.label:<8} {c.date} {c.author:<16} {title}")
             out.append("      " + ", ".join(f"{p} ({', '.join(t)})" for p, t in pull.files))
     return "\n".join(out + _notes(scope))
@@ -262,16 +301,25 @@ EXIT_TOUCHES_ERROR = 2  # touches: grep's 'trouble' code (1 is 'not touched')
 
 @click.command("touches")
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
-@click.option("--all", "include_all", is_flag=True,
-              help="Include superseded, merged and dropped topics whose branches still exist.")
-@click.option("--depth", default=3, show_default=True, metavar="N",
-              help="Directory depth of the matrix (without PATH).")
-@click.option("--between", metavar="OLD..NEW",
-              help="Forecast: files upstream changed between two refs that our topics change too.")
+@click.option(
+    "--all",
+    "include_all",
+    is_flag=True,
+    help="Include superseded, merged and dropped topics whose branches still exist.",
+)
+@click.option(
+    "--depth", default=3, show_default=True, metavar="N", help="Directory depth of the matrix (without PATH)."
+)
+@click.option(
+    "--between",
+    metavar="OLD..NEW",
+    help="Forecast: files upstream changed between two refs that our topics change too.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
-def command(ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int,
-            between: str | None, as_json: bool) -> int:
+def command(
+    ctx: Context, paths: tuple[str, ...], include_all: bool, depth: int, between: str | None, as_json: bool
+) -> int:
     """Which topics change PATH, with files and +/- lines (each topic's own diff over the base).
 
     \b

@@ -10,6 +10,7 @@ undo` run again then stops there: what a user who saw the first one die asks for
 undo, not one more (which would revert an earlier operation too, a build's integration
 branch for one).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,9 +32,15 @@ def run(repo: pygit2.Repository) -> tuple[journal.Operation, journal.Operation, 
         if interrupted is not None and interrupted.command == "undo" and interrupted.undoes is not None:
             undone = journal.find(repo, interrupted.undoes)
             if undone is not None:
-                return undone, interrupted, [
-                    *tx.notes, "the undo above was interrupted and is now complete; nothing more was "
-                    "undone: run 'series undo' again to go further back"]
+                return (
+                    undone,
+                    interrupted,
+                    [
+                        *tx.notes,
+                        "the undo above was interrupted and is now complete; nothing more was "
+                        "undone: run 'series undo' again to go further back",
+                    ],
+                )
         target = undoable(repo)
         tx.summary = f"undo {target.id} ({target.command}: {target.summary})"
         tx.revert(target)
@@ -61,8 +68,11 @@ def command(ctx: Context) -> None:
     """
 
     target, op, notes = run(open_repo(ctx.here))
-    emit("\n".join([f"undid {describe(target)}", f"(as {op.id}; 'series log' lists operations)", *notes,
-                    *pushed_note(target)]))
+    emit(
+        "\n".join(
+            [f"undid {describe(target)}", f"(as {op.id}; 'series log' lists operations)", *notes, *pushed_note(target)]
+        )
+    )
 
 
 def pushed_note(target: journal.Operation) -> list[str]:
@@ -72,5 +82,7 @@ def pushed_note(target: journal.Operation) -> list[str]:
     if len(pushed) != 4:
         return []
     remote, branch, old, new = pushed
-    return [f"note: the push is not undone: {remote}/{branch} is still {new[:12]} on the remote (it was "
-            f"{old[:12]}); a pushed branch cannot be taken back by series"]
+    return [
+        f"note: the push is not undone: {remote}/{branch} is still {new[:12]} on the remote (it was "
+        f"{old[:12]}); a pushed branch cannot be taken back by series"
+    ]

@@ -7,6 +7,7 @@ transaction (series.upstream.store, a journal record `series undo` passes over);
 (--offline, SERIES_OFFLINE=1, or the API unreachable) the rows come from that store, and
 say how old it is.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -32,14 +33,19 @@ COMMAND = "upstream"
 @dataclass
 class UpstreamReport:
     rows: list[UpstreamRow]
-    source: str                      # "github" or "stored"
+    source: str  # "github" or "stored"
     fetched_at: str | None
-    age_hours: int | None            # how old the stored fetch is (offline)
+    age_hours: int | None  # how old the stored fetch is (offline)
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "fetched_at": self.fetched_at, "age_hours": self.age_hours,
-                "rows": [r.to_json() for r in self.rows], "notes": self.notes}
+        return {
+            "source": self.source,
+            "fetched_at": self.fetched_at,
+            "age_hours": self.age_hours,
+            "rows": [r.to_json() for r in self.rows],
+            "notes": self.notes,
+        }
 
 
 def _stamp(now: datetime.datetime) -> str:
@@ -67,8 +73,9 @@ def _released(ws: Workspace, conv: Conversation) -> tuple[str | None, tuple[str,
         return None, ()
     if merge not in ws.repo:
         remote = ws.series.upstream.remote
-        return None, (f"the merge commit {merge[:12]} is not here: 'git fetch {remote} --tags' to say which "
-                      "release has it",)
+        return None, (
+            f"the merge commit {merge[:12]} is not here: 'git fetch {remote} --tags' to say which release has it",
+        )
     tag = releases.first_containing(ws.repo, merge, ws.series.upstream.remote)
     return tag, (() if tag else ("merged, in no upstream release here yet",))
 
@@ -86,9 +93,13 @@ def run(ws: Workspace, forge: Forge | None, now: datetime.datetime) -> UpstreamR
     topics = carried(ws)
     notes: list[str] = []
     if not topics:
-        return UpstreamReport([], "none", None, None,
-                              ["no topic records an upstream PR ('series propose' or 'series adopt-upstream' "
-                               "records upstream_pr)"])
+        return UpstreamReport(
+            [],
+            "none",
+            None,
+            None,
+            ["no topic records an upstream PR ('series propose' or 'series adopt-upstream' records upstream_pr)"],
+        )
     fetched: store.Fetched | None = None
     if forge is not None:
         try:
@@ -108,8 +119,10 @@ def run(ws: Workspace, forge: Forge | None, now: datetime.datetime) -> UpstreamR
         source = "stored"
         fetched = store.load(ws.repo)
         if fetched is None:
-            raise SeriesError("no stored fetch of the upstream PRs to read offline",
-                              "run 'series upstream' once with the network (upstream.github set)")
+            raise SeriesError(
+                "no stored fetch of the upstream PRs to read offline",
+                "run 'series upstream' once with the network (upstream.github set)",
+            )
         age = int((now - moment(fetched.at)).total_seconds() // 3600)
     after = of_workspace(ws)  # git alone: the same offline as online
     if after is not None and after.trunk is None:
@@ -124,9 +137,17 @@ def run(ws: Workspace, forge: Forge | None, now: datetime.datetime) -> UpstreamR
             continue
         released, said = _released(ws, conv)
         pr = tracked.get(topic.name)
-        rows.append(row(topic.name, conv, now, ours_head=_ours_head(ws, topic), released_in=released,
-                        notes=said + tuple(pr.warnings() if pr is not None else ()),
-                        follow_ups=pr.followups if pr is not None else ()))
+        rows.append(
+            row(
+                topic.name,
+                conv,
+                now,
+                ours_head=_ours_head(ws, topic),
+                released_in=released,
+                notes=said + tuple(pr.warnings() if pr is not None else ()),
+                follow_ups=pr.followups if pr is not None else (),
+            )
+        )
     return UpstreamReport(rows, source, fetched.at, age, notes)
 
 
@@ -137,8 +158,11 @@ def _age(hours: int) -> str:
 def render_row(r: UpstreamRow) -> list[str]:
     state = r.status.value + (f" in {r.released_in}" if r.released_in else "")
     if r.turn in (Turn.OURS, Turn.THEIRS):
-        turn = f"{r.turn.value} turn" + (f" for {_age(r.turn_hours)}" if r.turn_hours is not None else "") \
+        turn = (
+            f"{r.turn.value} turn"
+            + (f" for {_age(r.turn_hours)}" if r.turn_hours is not None else "")
             + (", past 48 h" if r.overdue else "")
+        )
     else:
         turn = {Turn.NOBODY: "no reviewer asked", Turn.DONE: "done"}[r.turn]
     out = [f"#{r.number} {r.topic}: {state}, {turn}  {r.title}"]
@@ -151,12 +175,18 @@ def render_row(r: UpstreamRow) -> list[str]:
             quiet += "; pinged already since the last activity (once is enough)"
         out.append(quiet)
     if r.gates:
-        out.append("  gates: " + "; ".join(f"{g.name} {g.state.value}" + ("" if g.state == GateState.OK and
-                                                                        g.name != "stale" else f" ({g.detail})")
-                                         for g in r.gates))
+        out.append(
+            "  gates: "
+            + "; ".join(
+                f"{g.name} {g.state.value}"
+                + ("" if g.state == GateState.OK and g.name != "stale" else f" ({g.detail})")
+                for g in r.gates
+            )
+        )
     if r.head.state == HeadState.DIFFERS:
-        out.append(f"  head: the PR is at {str(r.head.pr_head)[:12]}, our topic at {str(r.head.ours)[:12]}: "
-                   f"{r.head.hint}")
+        out.append(
+            f"  head: the PR is at {str(r.head.pr_head)[:12]}, our topic at {str(r.head.ours)[:12]}: {r.head.hint}"
+        )
     out += [f"  {f.sentence()}" for f in r.follow_ups]
     out += [f"  note: {n}" for n in r.notes]
     return out
@@ -173,8 +203,11 @@ def render(report: UpstreamReport) -> str:
 
 
 @click.command("upstream")
-@click.option("--offline", is_flag=True, help="Do not ask the API (also SERIES_OFFLINE=1): read the last fetch "
-                                              "stored, and say how old it is.")
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Do not ask the API (also SERIES_OFFLINE=1): read the last fetch stored, and say how old it is.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for the nightly.")
 @pass_ctx
 def command(ctx: Context, offline: bool, as_json: bool) -> None:

@@ -13,6 +13,7 @@ interpreter by default, or `--platform` / `--python-version` (the GPU runners' p
 when the build runs elsewhere). A cache holding wheels of several architectures gives the
 one that fits, never the first by name.
 """
+
 from __future__ import annotations
 
 import base64
@@ -48,8 +49,9 @@ DEFAULT_INDEX = "https://pypi.org/simple/"
 @dataclass(frozen=True)
 class Target:
     """Where the wheel will be installed: None fields mean this interpreter's."""
-    platform: str | None = None          # e.g. manylinux_2_28_x86_64
-    python_version: str | None = None    # e.g. 3.12
+
+    platform: str | None = None  # e.g. manylinux_2_28_x86_64
+    python_version: str | None = None  # e.g. 3.12
 
     def supported(self) -> list[tags.Tag]:
         """Best first, as pip ranks them."""
@@ -63,8 +65,7 @@ class Target:
                 raise SeriesError(f"--python-version {self.python_version}: expected 3.X, e.g. 3.12")
             version = tuple(int(p) for p in self.python_version.split("."))
         platforms = [self.platform] if self.platform else None
-        return [*tags.cpython_tags(version, platforms=platforms),
-                *tags.compatible_tags(version, platforms=platforms)]
+        return [*tags.cpython_tags(version, platforms=platforms), *tags.compatible_tags(version, platforms=platforms)]
 
     def pip_args(self) -> list[str]:
         out = []
@@ -94,8 +95,16 @@ def pip_command(spec: str, directory: Path, target: Target | None = None) -> lis
         base = [shutil.which("pip") or shutil.which("pip3") or "pip"]
     else:
         return None
-    return [*base, "download", "--no-deps", "--only-binary=:all:", *(target or Target()).pip_args(),
-            "--dest", str(directory), spec]
+    return [
+        *base,
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        *(target or Target()).pip_args(),
+        "--dest",
+        str(directory),
+        spec,
+    ]
 
 
 def best(name: str, version: str, filenames: list[str], target: Target | None = None) -> str | None:
@@ -153,8 +162,9 @@ def planned(wheel: str, cache: Path | None = None, target: Target | None = None)
     return directory / f"{stem}-{m['version']}-PY-ABI-PLATFORM.whl", False
 
 
-def resolve_wheel(wheel: str, cache: Path | None = None, runner: Runner = _run,
-                  target: Target | None = None) -> tuple[Path, bool]:
+def resolve_wheel(
+    wheel: str, cache: Path | None = None, runner: Runner = _run, target: Target | None = None
+) -> tuple[Path, bool]:
     """A wheel path, or NAME==VERSION fetched into the cache. Returns (path, fetched_now)."""
     if wheel.endswith(".whl"):
         path = Path(wheel).expanduser()
@@ -174,12 +184,15 @@ def resolve_wheel(wheel: str, cache: Path | None = None, runner: Runner = _run,
     if proc.returncode != 0:
         lines = ((proc.stderr or "") + (proc.stdout or "")).strip().splitlines()
         last = lines[-1] if lines else f"exit {proc.returncode}, see pip's output above"
-        raise SeriesError(f"pip download {wheel} failed: {last} "
-                          "(check the version and your index, or pass --wheel PATH.whl)")
+        raise SeriesError(
+            f"pip download {wheel} failed: {last} (check the version and your index, or pass --wheel PATH.whl)"
+        )
     hit = cached(wheel, directory, target)
     if hit is None:
-        raise SeriesError(f"pip download {wheel} left no wheel for this platform in {directory} "
-                          "(pass --platform / --python-version for another target)")
+        raise SeriesError(
+            f"pip download {wheel} left no wheel for this platform in {directory} "
+            "(pass --platform / --python-version for another target)"
+        )
     return hit, True
 
 
@@ -187,8 +200,12 @@ def resolve_wheel(wheel: str, cache: Path | None = None, runner: Runner = _run,
 
 
 def index_url() -> str:
-    return (os.environ.get("PIP_INDEX_URL") or os.environ.get("UV_INDEX_URL")
-            or os.environ.get("UV_DEFAULT_INDEX") or DEFAULT_INDEX)
+    return (
+        os.environ.get("PIP_INDEX_URL")
+        or os.environ.get("UV_INDEX_URL")
+        or os.environ.get("UV_DEFAULT_INDEX")
+        or DEFAULT_INDEX
+    )
 
 
 def _public(url: str) -> str:
@@ -203,8 +220,9 @@ def _request(url: str, accept: str) -> urllib.request.Request:
 
     parts = urllib.parse.urlsplit(url)
     host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-    request = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(netloc=host)),
-                                     headers={"Accept": accept, "User-Agent": "series"})
+    request = urllib.request.Request(
+        urllib.parse.urlunsplit(parts._replace(netloc=host)), headers={"Accept": accept, "User-Agent": "series"}
+    )
     if parts.username:
         token = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
         request.add_header("Authorization", "Basic " + base64.b64encode(token.encode()).decode())
@@ -212,8 +230,9 @@ def _request(url: str, accept: str) -> urllib.request.Request:
 
 
 def _failed(url: str, exc: Exception) -> SeriesError:
-    return SeriesError(f"fetching {_public(url)} failed: {exc} (no pip here either: check "
-                       "PIP_INDEX_URL, or pass --wheel PATH.whl)")
+    return SeriesError(
+        f"fetching {_public(url)} failed: {exc} (no pip here either: check PIP_INDEX_URL, or pass --wheel PATH.whl)"
+    )
 
 
 def _open(url: str, accept: str) -> tuple[bytes, str, str]:
@@ -233,8 +252,10 @@ def _download(url: str, dest: Path, digest: str | None) -> None:
 
     sha = hashlib.sha256()
     try:  # a failed or mismatched download leaves no file: replacing() removes it
-        with urllib.request.urlopen(_request(url, "*/*"), timeout=60) as response, \
-                replacing(dest, dest.with_name(f".{dest.name}.part")) as out:  # noqa: S310
+        with (
+            urllib.request.urlopen(_request(url, "*/*"), timeout=60) as response,
+            replacing(dest, dest.with_name(f".{dest.name}.part")) as out,
+        ):  # noqa: S310
             while chunk := response.read(1 << 20):
                 sha.update(chunk)
                 out.write(chunk)
@@ -259,7 +280,7 @@ def files_on_index(name: str, index: str | None = None) -> dict[str, tuple[str, 
         return out
     for href in _links(body.decode("utf-8", errors="replace")):
         url, _, fragment = urllib.parse.urljoin(final, href).partition("#")
-        digest = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
+        digest = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
         out[urllib.parse.unquote(url.rsplit("/", 1)[-1])] = (url, digest)
     return out
 
@@ -287,8 +308,10 @@ def from_index(name: str, version: str, directory: Path, target: Target | None =
     files = files_on_index(name)
     chosen = best(name, version, list(files), target)
     if chosen is None:
-        raise SeriesError(f"{_public(index_url())} has no {name}=={version} wheel for this platform "
-                          "(check the version, pass --platform / --python-version, or --wheel PATH.whl)")
+        raise SeriesError(
+            f"{_public(index_url())} has no {name}=={version} wheel for this platform "
+            "(check the version, pass --platform / --python-version, or --wheel PATH.whl)"
+        )
     url, digest = files[chosen]
     _download(url, directory / chosen, digest)
     return directory / chosen

@@ -5,6 +5,7 @@ adds what `series build` and `series test` need around it: topics left out (`--w
 and the paths touched. The chain's commits are signed with each topic head's committer, so
 the same base and heads give the same ids, and so the same wheel version.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +21,8 @@ from series.workspace import Workspace
 @dataclass(frozen=True)
 class Integration:
     base: pygit2.Commit
-    commit: pygit2.Commit           # base itself when no topic is active
-    topics: tuple[Topic, ...]       # the topics it contains, in order
+    commit: pygit2.Commit  # base itself when no topic is active
+    topics: tuple[Topic, ...]  # the topics it contains, in order
 
     @property
     def sha(self) -> str:
@@ -32,8 +33,7 @@ def without(ws: Workspace, names: tuple[str, ...]) -> Workspace:
     """The same workspace with these topics left out (for `series test --without`)."""
     for name in names:
         ws.series.topic(name)  # unknown name: a clear error
-    topics = tuple(dataclasses.replace(t, status=Status.DROPPED) if t.name in names else t
-                   for t in ws.series.topics)
+    topics = tuple(dataclasses.replace(t, status=Status.DROPPED) if t.name in names else t for t in ws.series.topics)
     return Workspace(dataclasses.replace(ws.series, topics=topics), ws.repo)
 
 
@@ -57,6 +57,8 @@ def require_topics(ws: Workspace, names: tuple[str, ...]) -> tuple[Topic, ...]:
     topics = tuple(ws.series.topic(n) for n in names)
     for topic in topics:
         if not topic.active:
-            raise SeriesError(f"topic {topic.name} is {topic.status.value}, not active: "
-                              "only active topics are in the integration branch")
+            raise SeriesError(
+                f"topic {topic.name} is {topic.status.value}, not active: "
+                "only active topics are in the integration branch"
+            )
     return topics

@@ -9,6 +9,7 @@ or `vllm --version` looks: the dist-info directory, METADATA, `vllm/_version.py`
 file name. Every written member carries one fixed timestamp: the same inputs give a
 byte-identical wheel.
 """
+
 from __future__ import annotations
 
 import base64
@@ -31,7 +32,9 @@ from series.ops.fs import replacing
 # Changing these needs a compiler or a new packaging run: overlay cannot do that.
 COMPILED_INPUTS = ("csrc/", "cmake/", "CMakeLists.txt", "setup.py", "pyproject.toml", "requirements/")
 
-_WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>\d[^-]*))?-(?P<tags>[^-]+-[^-]+-[^-]+)\.whl$")
+_WHEEL_NAME = re.compile(
+    r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>\d[^-]*))?-(?P<tags>[^-]+-[^-]+-[^-]+)\.whl$"
+)
 _SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 REGULAR_FILE = 0o100000
 
@@ -52,8 +55,8 @@ class OverlayResult:
     added: tuple[str, ...]
     modified: tuple[str, ...]
     deleted: tuple[str, ...]
-    ignored: tuple[str, ...]   # changed paths outside the wheel's packages (tests, docs, ...)
-    digest: str = ""           # sha256 of the written wheel, hashed while it was written
+    ignored: tuple[str, ...]  # changed paths outside the wheel's packages (tests, docs, ...)
+    digest: str = ""  # sha256 of the written wheel, hashed while it was written
 
     def sha256(self) -> str:
         if not self.digest:  # built with hash_output=False: one more pass
@@ -161,12 +164,18 @@ def _stamp_metadata(text: str, version: str) -> str:
 
 
 def _mode_attr(executable: bool) -> int:
-    return ((REGULAR_FILE | (0o755 if executable else 0o644)) << 16)
+    return (REGULAR_FILE | (0o755 if executable else 0o644)) << 16
 
 
-def overlay(src: Path, out_dir: Path, changes: Mapping[str, OverlayChange], sha: str,
-            date_time: tuple[int, int, int, int, int, int], hash_output: bool = True,
-            read: ReadWheel | None = None) -> OverlayResult:
+def overlay(
+    src: Path,
+    out_dir: Path,
+    changes: Mapping[str, OverlayChange],
+    sha: str,
+    date_time: tuple[int, int, int, int, int, int],
+    hash_output: bool = True,
+    read: ReadWheel | None = None,
+) -> OverlayResult:
     """Write the patched wheel into out_dir and return what changed in it.
 
     `changes` are integration-tree paths (repo-relative) that differ from the base; those
@@ -180,8 +189,11 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, OverlayChange], sha:
         infos = sorted({m.name.split("/")[0] for m in members if ".dist-info/" in m.name})
         raise SeriesError(f"{src.name}: expected {old_info} in the wheel, found {', '.join(infos) or 'none'}")
     by_name = {m.name: m for m in members}
-    packages = {m.name.split("/", 1)[0] for m in members
-                if "/" in m.name and not m.name.split("/", 1)[0].endswith((".dist-info", ".data"))}
+    packages = {
+        m.name.split("/", 1)[0]
+        for m in members
+        if "/" in m.name and not m.name.split("/", 1)[0].endswith((".dist-info", ".data"))
+    }
     version = local_version(wheel.version, sha)
     new_info = f"{wheel.name}-{version}.dist-info/"
     version_file = _version_file(members, packages)
@@ -209,11 +221,9 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, OverlayChange], sha:
             # dist-info and the directory are written after them meanwhile.
             writer.copy_ranges(f, _unchanged_ranges(f, body, rewritten, members))
             old_record = read.record if read is not None else _read_record(f, by_name, old_info)
-            new_files = _new_files(f, by_name, applied, sorted(set(modified) | set(added)), stamped,
-                                   version, sha)
+            new_files = _new_files(f, by_name, applied, sorted(set(modified) | set(added)), stamped, version, sha)
             with ThreadPoolExecutor(max_workers=1) as pool:
-                encoded = [pool.submit(_encode, f, by_name.get(path), old_record, data)
-                           for path, data, _ in new_files]
+                encoded = [pool.submit(_encode, f, by_name.get(path), old_record, data) for path, data, _ in new_files]
                 _unchanged_records(f, body, rewritten, records, old_record)
                 for (path, data, attr), job in zip(new_files, encoded):
                     raw, method, crc, digest = job.result()
@@ -222,7 +232,7 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, OverlayChange], sha:
             # NAME-VERSION.data/ must follow the new version too; its bytes are reused.
             for m in members:
                 if m.name.startswith(old_data) and not m.name.endswith("/"):
-                    name = f"{wheel.name}-{version}.data/" + m.name[len(old_data):]
+                    name = f"{wheel.name}-{version}.data/" + m.name[len(old_data) :]
                     writer.add_compressed(m, name, ziparchive.read_compressed(f, m))
                     records.append(_record_of(f, m, name, old_record))
             _write_dist_info(f, writer, members, old_info, new_info, version, date_time, records)
@@ -231,15 +241,20 @@ def overlay(src: Path, out_dir: Path, changes: Mapping[str, OverlayChange], sha:
     return OverlayResult(target, version, added, modified, deleted, ignored, digest)
 
 
-def _new_files(f: io.BufferedReader, by_name: dict[str, Member], applied: Mapping[str, OverlayChange],
-               written: list[str], version_file: str | None, version: str,
-               sha: str) -> list[tuple[str, bytes, int]]:
+def _new_files(
+    f: io.BufferedReader,
+    by_name: dict[str, Member],
+    applied: Mapping[str, OverlayChange],
+    written: list[str],
+    version_file: str | None,
+    version: str,
+    sha: str,
+) -> list[tuple[str, bytes, int]]:
     """(path, bytes, external_attr) of every member written anew, in the order written."""
     out = []
     for path in sorted(set(written) | ({version_file} if version_file else set())):
         if path == version_file and path not in applied:
-            data = stamp_version_file(ziparchive.read_data(f, by_name[path]).decode(),
-                                      version, f"g{sha[:7]}").encode()
+            data = stamp_version_file(ziparchive.read_data(f, by_name[path]).decode(), version, f"g{sha[:7]}").encode()
             attr = by_name[path].external_attr
         else:
             change = applied[path]
@@ -252,8 +267,9 @@ def _new_files(f: io.BufferedReader, by_name: dict[str, Member], applied: Mappin
     return out
 
 
-def _encode(f: io.BufferedReader, old: Member | None, old_record: dict[str, tuple[str, int]],
-            data: bytes) -> tuple[bytes, int, int, str]:
+def _encode(
+    f: io.BufferedReader, old: Member | None, old_record: dict[str, tuple[str, int]], data: bytes
+) -> tuple[bytes, int, int, str]:
     """(compressed bytes, method, CRC, RECORD hash) of a member written anew.
 
     A "changed" file whose bytes are the wheel's own (a series based on an older tag than
@@ -261,9 +277,13 @@ def _encode(f: io.BufferedReader, old: Member | None, old_record: dict[str, tupl
     bytes: same content, no deflate. Size, CRC and RECORD's sha256 must all agree.
     """
     digest, crc = record_hash(data), zlib.crc32(data)
-    if (old is not None and old.size == len(data) and old.crc == crc
-            and old.method in (ziparchive.STORED, ziparchive.DEFLATED)
-            and old_record.get(old.name, ("", 0))[0] == digest):
+    if (
+        old is not None
+        and old.size == len(data)
+        and old.crc == crc
+        and old.method in (ziparchive.STORED, ziparchive.DEFLATED)
+        and old_record.get(old.name, ("", 0))[0] == digest
+    ):
         return os.pread(f.fileno(), old.compressed_size, _data_start(f, old)), old.method, crc, digest
     return ziparchive.deflate(data), ziparchive.DEFLATED, crc, digest
 
@@ -273,8 +293,9 @@ def _data_start(f: io.BufferedReader, m: Member) -> int:
     return m.offset + 30 + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
 
 
-def _record_of(f: io.BufferedReader, m: Member, name: str,
-               old_record: dict[str, tuple[str, int]]) -> tuple[str, str, int]:
+def _record_of(
+    f: io.BufferedReader, m: Member, name: str, old_record: dict[str, tuple[str, int]]
+) -> tuple[str, str, int]:
     known = old_record.get(m.name)
     if known is None:
         data = ziparchive.read_data(f, m)
@@ -294,7 +315,7 @@ class ReadWheel(NamedTuple):
     RECORD for stale files, then overlays (5,000+ members in vLLM's: ~20 ms a reading)."""
 
     members: list[Member]
-    record: dict[str, tuple[str, int]]   # {path: (sha256=..., size)}
+    record: dict[str, tuple[str, int]]  # {path: (sha256=..., size)}
 
 
 def read_wheel(src: Path) -> ReadWheel:
@@ -302,8 +323,9 @@ def read_wheel(src: Path) -> ReadWheel:
     wheel = WheelName.parse(src.name)
     members = _members(src)
     with open(src, "rb") as f:
-        return ReadWheel(members, _read_record(f, {m.name: m for m in members},
-                                               f"{wheel.name}-{wheel.version}.dist-info/"))
+        return ReadWheel(
+            members, _read_record(f, {m.name: m for m in members}, f"{wheel.name}-{wheel.version}.dist-info/")
+        )
 
 
 def wheel_record(src: Path) -> dict[str, tuple[str, int]]:
@@ -324,20 +346,23 @@ def _read_record(f: io.BufferedReader, by_name: dict[str, Member], info: str) ->
         raise SeriesError(f"the wheel has no {info}RECORD: not a valid wheel")
     rows: dict[str, tuple[str, int]] = {}
     reader = None
-    try:   # the wheel is the user's input: a RECORD it cannot read is their error, not a bug
+    try:  # the wheel is the user's input: a RECORD it cannot read is their error, not a bug
         reader = csv.reader(io.StringIO(ziparchive.read_data(f, member).decode()))
         for row in reader:
             if len(row) >= 3 and row[1] and row[2]:
                 rows[row[0]] = (row[1], int(row[2]))
     except (UnicodeDecodeError, ValueError, csv.Error) as exc:
         where = f" line {reader.line_num}" if reader is not None else ""
-        raise SeriesError(f"the wheel's {info}RECORD cannot be read{where} ({exc}): not a valid wheel",
-                          "rebuild or download the wheel again") from None
+        raise SeriesError(
+            f"the wheel's {info}RECORD cannot be read{where} ({exc}): not a valid wheel",
+            "rebuild or download the wheel again",
+        ) from None
     return rows
 
 
-def _unchanged_ranges(f: io.BufferedReader, body: list[Member], rewritten: set[str],
-                      members: list[Member]) -> list[tuple[int, int, list[Member]]]:
+def _unchanged_ranges(
+    f: io.BufferedReader, body: list[Member], rewritten: set[str], members: list[Member]
+) -> list[tuple[int, int, list[Member]]]:
     """(start, end, members) of each run of adjacent unchanged members, in file order."""
     # A member's bytes end where the next member (in file order) or the directory begins.
     ordered = sorted(members, key=lambda m: m.offset)
@@ -362,8 +387,13 @@ def _unchanged_ranges(f: io.BufferedReader, body: list[Member], rewritten: set[s
     return ranges
 
 
-def _unchanged_records(f: io.BufferedReader, body: list[Member], rewritten: set[str],
-                       records: list[tuple[str, str, int]], old_record: dict[str, tuple[str, int]]) -> None:
+def _unchanged_records(
+    f: io.BufferedReader,
+    body: list[Member],
+    rewritten: set[str],
+    records: list[tuple[str, str, int]],
+    old_record: dict[str, tuple[str, int]],
+) -> None:
     """RECORD rows of the copied members, in the order they were copied."""
     for m in sorted(body, key=lambda m: m.offset):
         if m.name in rewritten or m.name.endswith("/"):
@@ -387,15 +417,21 @@ def _end_of_data(f: io.BufferedReader, m: Member) -> int:
     return end
 
 
-def _write_dist_info(f: io.BufferedReader, writer: ziparchive.ZipWriter, members: list[Member],
-                     old_info: str, new_info: str, version: str,
-                     date_time: tuple[int, int, int, int, int, int],
-                     records: list[tuple[str, str, int]]) -> None:
+def _write_dist_info(
+    f: io.BufferedReader,
+    writer: ziparchive.ZipWriter,
+    members: list[Member],
+    old_info: str,
+    new_info: str,
+    version: str,
+    date_time: tuple[int, int, int, int, int, int],
+    records: list[tuple[str, str, int]],
+) -> None:
     """dist-info last (RECORD last of all), renamed to the new version."""
     for m in members:
         if not m.name.startswith(old_info) or m.name.endswith("/"):
             continue
-        rest = m.name[len(old_info):]
+        rest = m.name[len(old_info) :]
         if rest == "RECORD" or rest in _SIGNATURES:
             continue
         name = new_info + rest
@@ -416,4 +452,3 @@ def _write_dist_info(f: io.BufferedReader, writer: ziparchive.ZipWriter, members
     record_member = next((m for m in members if m.name == f"{old_info}RECORD"), None)
     attr = record_member.external_attr if record_member else _mode_attr(False)
     writer.add_bytes(f"{new_info}RECORD", out.getvalue().encode(), date_time, attr)
-

@@ -12,6 +12,7 @@ already hold vLLM's build requirements (REQUIREMENTS). VLLM_VERSION_OVERRIDE sta
 same local version the overlay would. The worktree is a temporary `git worktree` of the
 integration commit, removed afterwards.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -34,15 +35,21 @@ REQUIREMENTS = (
     "a full build (csrc/ or cmake/ changed) also needs cmake>=3.26, ninja and the CUDA toolkit"
 )
 # What a precompiled build imports from the environment (import name -> requirement).
-_NEEDED = {"torch": "torch", "setuptools": "setuptools", "setuptools_scm": "setuptools-scm",
-           "wheel": "wheel", "packaging": "packaging", "jinja2": "jinja2"}
+_NEEDED = {
+    "torch": "torch",
+    "setuptools": "setuptools",
+    "setuptools_scm": "setuptools-scm",
+    "wheel": "wheel",
+    "packaging": "packaging",
+    "jinja2": "jinja2",
+}
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @dataclass(frozen=True)
 class SourcePlan:
-    recipe: str                       # "precompiled" or "full"
+    recipe: str  # "precompiled" or "full"
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...]  # the variables we set (the rest is inherited)
     why: str
@@ -54,42 +61,64 @@ class SourcePlan:
 
 def plan(release_wheel: Path, version: str, wheel_dir: Path, changed: list[str]) -> SourcePlan:
     kernels = sorted(p for p in changed if any(p == k or p.startswith(k) for k in KERNEL_SOURCES))
-    argv = (sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
-            "--wheel-dir", str(wheel_dir), ".")
+    argv = (
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-build-isolation",
+        "--no-deps",
+        "--wheel-dir",
+        str(wheel_dir),
+        ".",
+    )
     if kernels:
         shown = ", ".join(kernels[:3]) + (" ..." if len(kernels) > 3 else "")
-        return SourcePlan("full", argv, (("VLLM_VERSION_OVERRIDE", version),),
-                          f"compiled sources changed ({shown}): the kernels are rebuilt")
-    env = (("VLLM_USE_PRECOMPILED", "1"),
-           ("VLLM_PRECOMPILED_WHEEL_LOCATION", str(release_wheel)),
-           ("VLLM_VERSION_OVERRIDE", version))
-    return SourcePlan("precompiled", argv, env,
-                      "kernels from the release wheel; Python and packaging from the series")
+        return SourcePlan(
+            "full",
+            argv,
+            (("VLLM_VERSION_OVERRIDE", version),),
+            f"compiled sources changed ({shown}): the kernels are rebuilt",
+        )
+    env = (
+        ("VLLM_USE_PRECOMPILED", "1"),
+        ("VLLM_PRECOMPILED_WHEEL_LOCATION", str(release_wheel)),
+        ("VLLM_VERSION_OVERRIDE", version),
+    )
+    return SourcePlan("precompiled", argv, env, "kernels from the release wheel; Python and packaging from the series")
 
 
 def missing_requirements() -> list[str]:
     return [req for module, req in _NEEDED.items() if importlib.util.find_spec(module) is None]
 
 
-def build(root: Path, commit: str, release_wheel: Path, version: str, out_dir: Path,
-          changed: list[str], runner: Runner = subprocess.run,
-          check_requirements: bool = True) -> tuple[SourcePlan, Path]:
+def build(
+    root: Path,
+    commit: str,
+    release_wheel: Path,
+    version: str,
+    out_dir: Path,
+    changed: list[str],
+    runner: Runner = subprocess.run,
+    check_requirements: bool = True,
+) -> tuple[SourcePlan, Path]:
     """Run the plan in a temporary worktree of `commit`; return it and the wheel it wrote."""
     missing = missing_requirements() if check_requirements else []
     if missing:
-        raise SeriesError(f"--from-source: missing in this environment: {', '.join(missing)} "
-                          f"({REQUIREMENTS})")
+        raise SeriesError(f"--from-source: missing in this environment: {', '.join(missing)} ({REQUIREMENTS})")
     scratch = Path(tempfile.mkdtemp(prefix="series-build-"))
     tree, wheels = scratch / "src", scratch / "dist"
     source_plan = plan(release_wheel, version, wheels, changed)
     git(root, "worktree", "add", "--detach", str(tree), commit)
     try:
-        proc = runner(list(source_plan.argv), cwd=tree, env=clean_env(dict(source_plan.env)),
-                      capture_output=True, text=True)
+        proc = runner(
+            list(source_plan.argv), cwd=tree, env=clean_env(dict(source_plan.env)), capture_output=True, text=True
+        )
         if proc.returncode != 0:
             tail = ((proc.stderr or "") + (proc.stdout or "")).strip().splitlines()[-5:]
-            raise SeriesError(f"--from-source build failed ({source_plan.recipe}): "
-                              + " | ".join(tail) + f" ({REQUIREMENTS})")
+            raise SeriesError(
+                f"--from-source build failed ({source_plan.recipe}): " + " | ".join(tail) + f" ({REQUIREMENTS})"
+            )
         made = sorted(wheels.glob("*.whl"))
         if not made:
             raise SeriesError("--from-source: pip reported success but wrote no wheel")

@@ -9,6 +9,7 @@ directory is written anew with shifted offsets. New members get fresh headers.
 Scope: single-disk archives (every wheel), stored or deflated members, ZIP64 read and
 written where sizes, offsets or the member count need it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,8 +64,8 @@ class Member(NamedTuple):
     size: int
     internal_attr: int
     external_attr: int
-    offset: int                 # of the local header
-    extra: bytes = b""          # central extra fields other than ZIP64 (kept)
+    offset: int  # of the local header
+    extra: bytes = b""  # central extra fields other than ZIP64 (kept)
     comment: bytes = b""
 
 
@@ -81,11 +82,11 @@ def _split_extra(extra: bytes) -> tuple[dict[int, bytes], bytes]:
     pos = 0
     while pos + 4 <= len(extra):
         header_id, length = struct.unpack_from("<HH", extra, pos)
-        body = extra[pos + 4:pos + 4 + length]
+        body = extra[pos + 4 : pos + 4 + length]
         if header_id == ZIP64_EXTRA:
             fields[header_id] = body
         else:
-            others += extra[pos:pos + 4 + length]
+            others += extra[pos : pos + 4 + length]
         pos += 4 + length
     return fields, bytes(others)
 
@@ -120,12 +121,29 @@ def read_members(path: Path) -> tuple[list[Member], int]:
         fields = _CENTRAL.unpack_from(directory, pos)
         if fields[0] != CENTRAL_SIG:
             raise ZipFormatError(f"{path.name}: corrupt central directory at entry {len(members)}")
-        (_, made_by, needed, flags, method, dos_time, dos_date, crc, csize, usize,
-         nlen, elen, clen, _, iattr, eattr, offset) = fields
+        (
+            _,
+            made_by,
+            needed,
+            flags,
+            method,
+            dos_time,
+            dos_date,
+            crc,
+            csize,
+            usize,
+            nlen,
+            elen,
+            clen,
+            _,
+            iattr,
+            eattr,
+            offset,
+        ) = fields
         pos += _CENTRAL.size
-        raw_name = directory[pos:pos + nlen]
-        extra = directory[pos + nlen:pos + nlen + elen]
-        comment = directory[pos + nlen + elen:pos + nlen + elen + clen]
+        raw_name = directory[pos : pos + nlen]
+        extra = directory[pos + nlen : pos + nlen + elen]
+        comment = directory[pos + nlen + elen : pos + nlen + elen + clen]
         pos += nlen + elen + clen
         special, others = _split_extra(extra)
         if ZIP64_EXTRA in special:
@@ -137,8 +155,26 @@ def read_members(path: Path) -> tuple[list[Member], int]:
             if offset == MAX32:
                 offset = values.pop(0)
         name = raw_name.decode("utf-8" if flags & FLAG_UTF8 else "cp437")
-        members.append(Member(name, raw_name, made_by, needed, flags, method, dos_time, dos_date,
-                              crc, csize, usize, iattr, eattr, offset, others, comment))
+        members.append(
+            Member(
+                name,
+                raw_name,
+                made_by,
+                needed,
+                flags,
+                method,
+                dos_time,
+                dos_date,
+                crc,
+                csize,
+                usize,
+                iattr,
+                eattr,
+                offset,
+                others,
+                comment,
+            )
+        )
     return members, cd_offset
 
 
@@ -211,7 +247,7 @@ class StreamHash(threading.Thread):
         view = self._buffer
         end = start + length
         while start < end:
-            n = os.preadv(fd, [view[:min(len(view), end - start)]], start)  # drops the GIL
+            n = os.preadv(fd, [view[: min(len(view), end - start)]], start)  # drops the GIL
             if n == 0:
                 raise ZipFormatError("source ended early while hashing")
             self.digest.update(view[:n])  # and so does hashlib, on a buffer this size
@@ -281,29 +317,70 @@ class ZipWriter:
         member = template._replace(name=name, raw_name=raw_name, flags=flags)
         self._write_local(member, compressed)
 
-    def add_bytes(self, name: str, data: bytes, date_time: tuple[int, int, int, int, int, int],
-                  external_attr: int, compress: bool = True) -> None:
-        self.add_encoded(name, deflate(data) if compress else data, DEFLATED if compress else STORED,
-                         zlib.crc32(data), len(data), date_time, external_attr)
+    def add_bytes(
+        self,
+        name: str,
+        data: bytes,
+        date_time: tuple[int, int, int, int, int, int],
+        external_attr: int,
+        compress: bool = True,
+    ) -> None:
+        self.add_encoded(
+            name,
+            deflate(data) if compress else data,
+            DEFLATED if compress else STORED,
+            zlib.crc32(data),
+            len(data),
+            date_time,
+            external_attr,
+        )
 
-    def add_encoded(self, name: str, encoded: bytes, method: int, crc: int, size: int,
-                    date_time: tuple[int, int, int, int, int, int], external_attr: int) -> None:
+    def add_encoded(
+        self,
+        name: str,
+        encoded: bytes,
+        method: int,
+        crc: int,
+        size: int,
+        date_time: tuple[int, int, int, int, int, int],
+        external_attr: int,
+    ) -> None:
         """A new member whose bytes are already compressed (`method`) by the caller."""
         dos_time, dos_date = dos_datetime(date_time)
         member = Member(
-            name=name, raw_name=name.encode("utf-8"), made_by=(3 << 8) | 20, needed=20,
-            flags=0 if name.isascii() else FLAG_UTF8, method=method,
-            dos_time=dos_time, dos_date=dos_date, crc=crc, compressed_size=len(encoded),
-            size=size, internal_attr=0, external_attr=external_attr, offset=0,  # set when written
+            name=name,
+            raw_name=name.encode("utf-8"),
+            made_by=(3 << 8) | 20,
+            needed=20,
+            flags=0 if name.isascii() else FLAG_UTF8,
+            method=method,
+            dos_time=dos_time,
+            dos_date=dos_date,
+            crc=crc,
+            compressed_size=len(encoded),
+            size=size,
+            internal_attr=0,
+            external_attr=external_attr,
+            offset=0,  # set when written
         )
         self._write_local(member, encoded)
 
     def _write_local(self, member: Member, compressed: bytes) -> None:
         if member.compressed_size >= MAX32 or member.size >= MAX32:
             raise ZipFormatError(f"{member.name}: members over 4 GiB are not supported")
-        header = _LOCAL.pack(LOCAL_SIG, max(member.needed, 20), member.flags, member.method,
-                             member.dos_time, member.dos_date, member.crc, member.compressed_size,
-                             member.size, len(member.raw_name), 0)
+        header = _LOCAL.pack(
+            LOCAL_SIG,
+            max(member.needed, 20),
+            member.flags,
+            member.method,
+            member.dos_time,
+            member.dos_date,
+            member.crc,
+            member.compressed_size,
+            member.size,
+            len(member.raw_name),
+            0,
+        )
         self.entries.append((member, self.offset))
         self._write(header + member.raw_name)
         self._write(compressed)
@@ -319,20 +396,49 @@ class ZipWriter:
                 offset = MAX32
             extra = zip64 + m.extra
             needed = 45 if zip64 else m.needed
-            parts.append(_CENTRAL.pack(
-                CENTRAL_SIG, m.made_by, needed, m.flags, m.method, m.dos_time, m.dos_date, m.crc,
-                m.compressed_size, m.size, len(m.raw_name), len(extra), len(m.comment), 0,
-                m.internal_attr, m.external_attr, offset) + m.raw_name + extra + m.comment)
+            parts.append(
+                _CENTRAL.pack(
+                    CENTRAL_SIG,
+                    m.made_by,
+                    needed,
+                    m.flags,
+                    m.method,
+                    m.dos_time,
+                    m.dos_date,
+                    m.crc,
+                    m.compressed_size,
+                    m.size,
+                    len(m.raw_name),
+                    len(extra),
+                    len(m.comment),
+                    0,
+                    m.internal_attr,
+                    m.external_attr,
+                    offset,
+                )
+                + m.raw_name
+                + extra
+                + m.comment
+            )
         directory = b"".join(parts)
         self._write(directory)
         end = cd_offset + len(directory)
         count = len(self.entries)
         if count >= MAX16 or cd_offset >= MAX32 or len(directory) >= MAX32:
-            self._write(_EOCD64.pack(EOCD64_SIG, 44, 45, 45, 0, 0, count, count,
-                                        len(directory), cd_offset))
+            self._write(_EOCD64.pack(EOCD64_SIG, 44, 45, 45, 0, 0, count, count, len(directory), cd_offset))
             self._write(_LOCATOR.pack(EOCD64_LOCATOR_SIG, 0, end, 1))
-            self._write(_EOCD.pack(EOCD_SIG, 0, 0, min(count, MAX16), min(count, MAX16),
-                                      min(len(directory), MAX32), min(cd_offset, MAX32), 0))
+            self._write(
+                _EOCD.pack(
+                    EOCD_SIG,
+                    0,
+                    0,
+                    min(count, MAX16),
+                    min(count, MAX16),
+                    min(len(directory), MAX32),
+                    min(cd_offset, MAX32),
+                    0,
+                )
+            )
         else:
             self._write(_EOCD.pack(EOCD_SIG, 0, 0, count, count, len(directory), cd_offset, 0))
         self.out.flush()
@@ -373,8 +479,9 @@ class RangeCopier(threading.Thread):
                 done = 0
                 while kernel and done < length and not self.stopping.is_set():
                     try:
-                        n = os.copy_file_range(self.src_fd, self.dst_fd, min(length - done, _CHUNK),
-                                               start + done, at + done)
+                        n = os.copy_file_range(
+                            self.src_fd, self.dst_fd, min(length - done, _CHUNK), start + done, at + done
+                        )
                     except OSError:
                         kernel = False
                         break

@@ -1,5 +1,6 @@
 """`series adopt-upstream PR`: the command line (choosing the replaced topic on a terminal);
 the adoption itself, inside the transaction, and its rendering are in .operation."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ from series.forge import open_forge
 from series.validate import printable
 
 
-_OFFLINE_HELP = ("Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone.")
+_OFFLINE_HELP = "Do not ask the GitHub API (also SERIES_OFFLINE=1): work from git refs alone."
 
 
 def _interactive() -> bool:
@@ -29,13 +30,27 @@ def _interactive() -> bool:
 @click.option("--dry-run", is_flag=True, help="Fetch and replay, print what would change, move nothing.")
 @click.option("--offline", is_flag=True, help=_OFFLINE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
-@click.option("--continue", "resume", is_flag=True,
-              help="After resolving a conflict in the worktree and 'git add': finish the adoption.")
+@click.option(
+    "--continue",
+    "resume",
+    is_flag=True,
+    help="After resolving a conflict in the worktree and 'git add': finish the adoption.",
+)
 @click.option("--abort", is_flag=True, help="Stop a halted adoption; nothing has moved, the worktree goes.")
 @pass_ctx
-def command(ctx: Context, number: int | None, replaces: str | None, no_replace: bool, name: str | None,
-                   refresh: bool, dry_run: bool, offline: bool, as_json: bool, resume: bool,
-                   abort: bool) -> None:
+def command(
+    ctx: Context,
+    number: int | None,
+    replaces: str | None,
+    no_replace: bool,
+    name: str | None,
+    refresh: bool,
+    dry_run: bool,
+    offline: bool,
+    as_json: bool,
+    resume: bool,
+    abort: bool,
+) -> None:
     """Carry upstream pull request PR instead of a topic of ours, authorship kept.
 
     \b
@@ -71,8 +86,18 @@ def command(ctx: Context, number: int | None, replaces: str | None, no_replace: 
     if resume and abort:
         raise click.UsageError("--continue and --abort exclude each other")
     if resume or abort:
-        given = [flag for flag, on in (("PR", number), ("--replaces", replaces), ("--no-replace", no_replace),
-                                       ("--name", name), ("--refresh", refresh), ("--dry-run", dry_run)) if on]
+        given = [
+            flag
+            for flag, on in (
+                ("PR", number),
+                ("--replaces", replaces),
+                ("--no-replace", no_replace),
+                ("--name", name),
+                ("--refresh", refresh),
+                ("--dry-run", dry_run),
+            )
+            if on
+        ]
         if given:
             raise click.UsageError(f"--continue / --abort take no other arguments (got {', '.join(given)})")
         ws = ctx.workspace(check_branches=False)
@@ -98,8 +123,18 @@ def command(ctx: Context, number: int | None, replaces: str | None, no_replace: 
         sys.exit(EXIT_CONFLICT)
 
 
-def _adopt(ctx: Context, operation: Any, number: int, replaces: str | None, no_replace: bool, name: str | None,
-           refresh: bool, dry_run: bool, offline: bool, as_json: bool) -> Any:
+def _adopt(
+    ctx: Context,
+    operation: Any,
+    number: int,
+    replaces: str | None,
+    no_replace: bool,
+    name: str | None,
+    refresh: bool,
+    dry_run: bool,
+    offline: bool,
+    as_json: bool,
+) -> Any:
     ws = ctx.workspace(check_branches=False)
     offline = offline or os.environ.get("SERIES_OFFLINE") == "1"
     forge = None if offline else open_forge(ws.repo, ws.series.upstream, offline=False)
@@ -108,9 +143,19 @@ def _adopt(ctx: Context, operation: Any, number: int, replaces: str | None, no_r
         files = ", ".join(candidate.shared_files[:3]) + (" ..." if len(candidate.shared_files) > 3 else "")
         return click.confirm(
             f"PR #{number} shares {len(candidate.shared_files)} file(s) with topic "
-            f"'{candidate.topic}' ({files}). Replace '{candidate.topic}'?", default=False)
+            f"'{candidate.topic}' ({files}). Replace '{candidate.topic}'?",
+            default=False,
+        )
 
-    return operation.run(ws, number, forge=forge, replaces=replaces, no_replace=no_replace, name=name,
-                   refresh=refresh, dry_run=dry_run,
-                   confirm=confirm if (_interactive() and not as_json) else None,
-                   note=lambda text: click.echo(f"note: {printable(text)}", err=True))
+    return operation.run(
+        ws,
+        number,
+        forge=forge,
+        replaces=replaces,
+        no_replace=no_replace,
+        name=name,
+        refresh=refresh,
+        dry_run=dry_run,
+        confirm=confirm if (_interactive() and not as_json) else None,
+        note=lambda text: click.echo(f"note: {printable(text)}", err=True),
+    )

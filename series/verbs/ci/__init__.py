@@ -12,6 +12,7 @@ new release of series brings its fixes without a new copy in the fork.
 Owners: a topic's `owner:` in series.yaml (e.g. "@alice"), else the GitHub logins of its
 commits' authors where their address is GitHub's no-reply one, else their names.
 """
+
 from __future__ import annotations
 
 import enum
@@ -42,8 +43,10 @@ def templates() -> Path:
     for candidate in (here.parent / "ci", here / "_ci"):
         if (candidate / "nightly.sh").is_file():
             return candidate
-    raise SeriesError("the CI templates (ci/) are not installed with this copy of series: "
-                      f"reinstall it ('pipx install {pip_spec()}' or 'pip install -e .')")
+    raise SeriesError(
+        "the CI templates (ci/) are not installed with this copy of series: "
+        f"reinstall it ('pipx install {pip_spec()}' or 'pip install -e .')"
+    )
 
 
 def path(name: str) -> Path:
@@ -58,15 +61,15 @@ class TemplateState(str, enum.Enum):
     """What ci init does to one file of the template."""
 
     CREATED = "created"
-    UPDATED = "updated"      # it differed, and --force replaces it
+    UPDATED = "updated"  # it differed, and --force replaces it
     UNCHANGED = "unchanged"
 
 
 @dataclass(frozen=True)
 class Written:
-    path: str                # relative to the fork's root
+    path: str  # relative to the fork's root
     state: TemplateState
-    dry_run: bool = False    # planned, not written
+    dry_run: bool = False  # planned, not written
 
     @property
     def label(self) -> str:
@@ -95,8 +98,10 @@ def init(target: str, root: Path, force: bool = False, dry_run: bool = False) ->
         try:
             where.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
-            raise SeriesError(f"{dest}: a part of {where.parent.relative_to(root.resolve())} is a file, "
-                              "not a directory: move it away and run this again") from None
+            raise SeriesError(
+                f"{dest}: a part of {where.parent.relative_to(root.resolve())} is a file, "
+                "not a directory: move it away and run this again"
+            ) from None
         write_atomically(where, text)
         out.append(Written(dest, state))
     return out
@@ -112,11 +117,19 @@ def _inside(root: Path, dest: str) -> Path:
         raise SeriesError(f"{dest}: cannot follow its symlinks ({exc})") from None
     if real.is_relative_to(top) and not real.is_relative_to(top / ".git"):
         return real
-    link = next((top.joinpath(*Path(dest).parts[:n]) for n in range(1, len(Path(dest).parts) + 1)
-                 if top.joinpath(*Path(dest).parts[:n]).is_symlink()), top / dest)
-    raise SeriesError(f"{dest}: {link.relative_to(top)} is a symlink to {os.readlink(link)}, which leads "
-                      f"to {real}, outside the repository's work tree {top}: ci init writes only inside "
-                      "it (with or without --force); replace the symlink with a directory")
+    link = next(
+        (
+            top.joinpath(*Path(dest).parts[:n])
+            for n in range(1, len(Path(dest).parts) + 1)
+            if top.joinpath(*Path(dest).parts[:n]).is_symlink()
+        ),
+        top / dest,
+    )
+    raise SeriesError(
+        f"{dest}: {link.relative_to(top)} is a symlink to {os.readlink(link)}, which leads "
+        f"to {real}, outside the repository's work tree {top}: ci init writes only inside "
+        "it (with or without --force); replace the symlink with a directory"
+    )
 
 
 def _state(where: Path, dest: str, source: str, text: str, force: bool) -> TemplateState:
@@ -125,8 +138,7 @@ def _state(where: Path, dest: str, source: str, text: str, force: bool) -> Templ
         return TemplateState.CREATED
     if not where.is_file():
         kind = "a directory" if where.is_dir() else "not a regular file"
-        raise SeriesError(f"{dest} is {kind}: ci init writes the workflow file there; move it away "
-                          "and run this again")
+        raise SeriesError(f"{dest} is {kind}: ci init writes the workflow file there; move it away and run this again")
     try:
         same = where.read_bytes().decode("utf-8").replace("\r\n", "\n") == text
         differs = "differs from the template"
@@ -135,8 +147,10 @@ def _state(where: Path, dest: str, source: str, text: str, force: bool) -> Templ
     if same:
         return TemplateState.UNCHANGED
     if not force:
-        raise SeriesError(f"{dest} exists and {differs}: keep your edits, or pass --force to "
-                          f"replace it (see the difference: diff {dest} \"$(series ci path {source})\")")
+        raise SeriesError(
+            f"{dest} exists and {differs}: keep your edits, or pass --force to "
+            f"replace it (see the difference: diff {dest} \"$(series ci path {source})\")"
+        )
     return TemplateState.UPDATED
 
 
@@ -203,8 +217,7 @@ def ci_init(ctx: Context, target: str, force: bool, dry_run: bool, as_json: bool
     root = _fork_root(ctx)
     written = init(target, root, force=force, dry_run=dry_run)
     if as_json:
-        emit_json({"schema": 1, "root": str(root),
-                   "files": [{"path": w.path, "state": w.label} for w in written]})
+        emit_json({"schema": 1, "root": str(root), "files": [{"path": w.path, "state": w.label} for w in written]})
         return
     emit("\n".join(f"{w.label}: {w.path}" for w in written))
 
@@ -222,8 +235,7 @@ def _fork_root(ctx: Context) -> Path:
     for directory in (start, *start.parents):
         if (directory / ".git").exists():
             return directory
-    raise SeriesError(f"{start} is not inside a git repository",
-                      "run this in your fork's clone (or pass -C DIR)")
+    raise SeriesError(f"{start} is not inside a git repository", "run this in your fork's clone (or pass -C DIR)")
 
 
 @ci.command("path")
@@ -236,8 +248,11 @@ def ci_path(name: str) -> None:
 
 @ci.command("owners")
 @click.argument("topics", nargs=-1, metavar="[TOPIC]...")
-@click.option("--report", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="Take the conflicting topics from a 'series rebase --dry-run --json' report.")
+@click.option(
+    "--report",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Take the conflicting topics from a 'series rebase --dry-run --json' report.",
+)
 @pass_ctx
 def ci_owners(ctx: Context, topics: tuple[str, ...], report: Path | None) -> None:
     """The @handles to mention for TOPICs: owner: in series.yaml, else their commits' authors."""
@@ -266,10 +281,18 @@ def ci_setting(ctx: Context, name: str) -> None:
 
 
 @ci.command("report")
-@click.option("--rebase", "rebase", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="A 'series rebase --json' report: its outcome per topic goes in the table.")
-@click.option("--build", "built", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="A 'series build --json' result: the wheel and integration commit.")
+@click.option(
+    "--rebase",
+    "rebase",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="A 'series rebase --json' report: its outcome per topic goes in the table.",
+)
+@click.option(
+    "--build",
+    "built",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="A 'series build --json' result: the wheel and integration commit.",
+)
 @click.option("--onto", metavar="REF", help="The release the night targeted (for the title).")
 @click.option("--depth", default=2, show_default=True, metavar="N", help="Directory depth of the picture.")
 @pass_ctx

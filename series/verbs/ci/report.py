@@ -6,6 +6,7 @@ with its files, a Mermaid picture of topics x directories (which topics meet whe
 collisions in red), and the upstream CI steps that cover the series, the long list folded.
 GitHub renders all of it in a job summary and an issue; it stays readable as plain text.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,7 @@ class RebaseRow:
     name: str
     outcome: TopicOutcome
     conflict: RebaseConflict | None
-    breaks: tuple[Break, ...] = ()      # what its clean replay broke (series.semantic.breaks)
+    breaks: tuple[Break, ...] = ()  # what its clean replay broke (series.semantic.breaks)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class RebaseSummary:
 
     status: ReportStatus
     topics: tuple[RebaseRow, ...]
-    strict: bool = False                # --strict: the breaks held the rebase
+    strict: bool = False  # --strict: the breaks held the rebase
 
 
 def parse_rebase(data: persisted.Json) -> RebaseSummary:
@@ -76,11 +77,15 @@ def parse_rebase(data: persisted.Json) -> RebaseSummary:
             conflict = None
             if row.get("conflict") is not None:
                 c = persisted.read_object(row["conflict"], "conflict")
-                conflict = RebaseConflict(persisted.read_str(c, "commit"), persisted.read_str(c, "subject"),
-                                          tuple(persisted.read_strs(c, "files")))
+                conflict = RebaseConflict(
+                    persisted.read_str(c, "commit"),
+                    persisted.read_str(c, "subject"),
+                    tuple(persisted.read_strs(c, "files")),
+                )
             found = tuple(Break.from_json(b) for b in persisted.read_list(row, "breaks", []))
-            rows.append(RebaseRow(persisted.read_str(row, "name"), _parsed(TopicOutcome, row, "outcome"),
-                                  conflict, found))
+            rows.append(
+                RebaseRow(persisted.read_str(row, "name"), _parsed(TopicOutcome, row, "outcome"), conflict, found)
+            )
         except ValueError as exc:
             raise ValueError(f"topics[{n}]: {exc}") from None
     return RebaseSummary(_parsed(ReportStatus, d, "status"), tuple(rows), d.get("strict") is True)
@@ -146,8 +151,12 @@ def followup_section(ws: Workspace) -> list[str]:
         return []
     if after.trunk is None:
         remote = ws.series.upstream.remote
-        return ["## Upstream follow-ups and reverts", "",
-                f"not read: neither `{remote}/main` nor `{remote}/master` is fetched", ""]
+        return [
+            "## Upstream follow-ups and reverts",
+            "",
+            f"not read: neither `{remote}/main` nor `{remote}/master` is fetched",
+            "",
+        ]
     warnings = [(p, text) for p in after.prs for text in p.warnings()]
     missing = after.uncarried()
     if not warnings and not missing:
@@ -157,17 +166,26 @@ def followup_section(ws: Workspace) -> list[str]:
     if warnings:
         out.append("")
     # a revert the base has is listed too while its topic still replays the PR (a warning)
-    shown = [(p, f) for p in after.prs for f in p.followups if f.carried is None or
-             (f.carried is Carried.BASE and f.kind is FollowUpKind.REVERT and p.status is Status.ACTIVE)]
+    shown = [
+        (p, f)
+        for p in after.prs
+        for f in p.followups
+        if f.carried is None
+        or (f.carried is Carried.BASE and f.kind is FollowUpKind.REVERT and p.status is Status.ACTIVE)
+    ]
     out += ["| PR | topic | upstream commit | kind | its PR | date | carried |", "|---|---|---|---|---|---|---|"]
-    out += [f"| #{p.pr} | {_cell(p.topic)} | `{f.commit.sha[:12]}` {_cell(f.commit.subject)} | {f.kind.value} | "
-            f"{'#' + str(f.commit.pr) if f.commit.pr is not None else ''} | {f.commit.date} | "
-            f"{'in the base' if f.carried is Carried.BASE else 'no'} |" for p, f in shown]
+    out += [
+        f"| #{p.pr} | {_cell(p.topic)} | `{f.commit.sha[:12]}` {_cell(f.commit.subject)} | {f.kind.value} | "
+        f"{'#' + str(f.commit.pr) if f.commit.pr is not None else ''} | {f.commit.date} | "
+        f"{'in the base' if f.carried is Carried.BASE else 'no'} |"
+        for p, f in shown
+    ]
     return out + [""]
 
 
-def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
-          onto: str | None = None, depth: int = 2) -> str:
+def build(
+    ws: Workspace, rebase: Path | None = None, built: Path | None = None, onto: str | None = None, depth: int = 2
+) -> str:
     # loaded here, not with the module: `ci owners` reads a rebase document with read_rebase alone
     from series.evidence import test_plan
     from series.history import touches
@@ -180,8 +198,10 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
     base = ws.series.upstream.base
     out = [f"# series: {base}" + (f" -> {onto}" if onto and onto != base else ""), ""]
 
-    summary = [("base", f"`{base}` ({str(ws.base_commit().id)[:12]})"),
-               ("active topics", f"{len(ws.series.active())} of {len(rows)}")]
+    summary = [
+        ("base", f"`{base}` ({str(ws.base_commit().id)[:12]})"),
+        ("active topics", f"{len(ws.series.active())} of {len(rows)}"),
+    ]
     if rebased:
         summary.append(("rebase", f"**{rebased.status.value}**"))
     if build_data.get("wheel"):
@@ -202,18 +222,26 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
         elif done and done.breaks:
             n = len(done.breaks)
             result = f"{result}, **{n} break{'s' if n != 1 else ''}**"
-        out.append(f"| {_cell(r.name)} | {r.status.value} | {'' if r.commits is None else r.commits} | "
-                   f"{'' if r.files is None else r.files} | {lines} | {_cell(result)} |")
+        out.append(
+            f"| {_cell(r.name)} | {r.status.value} | {'' if r.commits is None else r.commits} | "
+            f"{'' if r.files is None else r.files} | {lines} | {_cell(result)} |"
+        )
     out.append("")
     out += followup_section(ws)
     broken = [r for r in (rebased.topics if rebased else ()) if r.breaks]
     if broken:
         held = "they hold the rebase (--strict)" if rebased and rebased.strict else "warnings: the rebase moved"
-        out += [f"## What the clean replay broke ({held})", "",
-                "Names the topics use that upstream removed or changed, with the upstream commit that did it:", ""]
+        out += [
+            f"## What the clean replay broke ({held})",
+            "",
+            "Names the topics use that upstream removed or changed, with the upstream commit that did it:",
+            "",
+        ]
         for row in broken:
-            out += [f"- **{_cell(row.name)}**: `{_cell(b.file)}:{b.line}` `{_cell(b.name)}`: {_cell(b.why())}"
-                    for b in row.breaks]
+            out += [
+                f"- **{_cell(row.name)}**: `{_cell(b.file)}:{b.line}` `{_cell(b.name)}`: {_cell(b.why())}"
+                for b in row.breaks
+            ]
         out.append("")
 
     present, _missing = touches.select_topics(ws, False)
@@ -235,15 +263,17 @@ def build(ws: Workspace, rebase: Path | None = None, built: Path | None = None,
     except SeriesError as exc:  # an upstream without test_areas: say so, keep the report
         out += ["## Upstream CI steps", "", f"not selected: {exc.text}", ""]
         return "\n".join(out)
-    out += ["## Upstream CI steps covering the series", "",
-            f"{len(plan.selected)} steps of {plan.base}.", ""]
+    out += ["## Upstream CI steps covering the series", "", f"{len(plan.selected)} steps of {plan.base}.", ""]
     table = ["| step | device | topics | |", "|---|---|---|---|"]
-    table += [f"| {_cell(s.step.label)} | {s.step.device or ''} | {_cell(', '.join(s.topics))} | "
-              f"{'optional' if s.step.optional else ''} |" for s in plan.selected]
+    table += [
+        f"| {_cell(s.step.label)} | {s.step.device or ''} | {_cell(', '.join(s.topics))} | "
+        f"{'optional' if s.step.optional else ''} |"
+        for s in plan.selected
+    ]
     if len(plan.selected) <= STEPS_SHOWN:
         out += table
     else:
-        out += table[:2 + STEPS_SHOWN]
+        out += table[: 2 + STEPS_SHOWN]
         out += ["", f"<details><summary>{len(plan.selected) - STEPS_SHOWN} more steps</summary>", ""]
-        out += table[:2] + table[2 + STEPS_SHOWN:] + ["", "</details>"]
+        out += table[:2] + table[2 + STEPS_SHOWN :] + ["", "</details>"]
     return "\n".join(out) + "\n"

@@ -1,5 +1,6 @@
 """`series propose TOPIC`: the command line; the ordered steps (replay, grade, reviewers,
 describe, the duplicate search last, send) and their rendering are in .steps."""
+
 from __future__ import annotations
 
 import os
@@ -13,41 +14,89 @@ from series.cli_support import Context, emit, emit_json, pass_ctx
 
 @click.command("propose")
 @click.argument("topic")
-@click.option("--signoff", is_flag=True,
-              help="Add Signed-off-by with your git identity to every commit of the PR branch "
-                   "(your DCO statement: read upstream's DCO file first).")
-@click.option("--not-first", is_flag=True,
-              help="You have merged PRs upstream: the first-PR size and hot-path rules become notes.")
+@click.option(
+    "--signoff",
+    is_flag=True,
+    help="Add Signed-off-by with your git identity to every commit of the PR branch "
+    "(your DCO statement: read upstream's DCO file first).",
+)
+@click.option(
+    "--not-first", is_flag=True, help="You have merged PRs upstream: the first-PR size and hot-path rules become notes."
+)
 @click.option("--title", metavar="TEXT", help="The PR title (default: the commit subject, or the topic summary).")
 @click.option("--release-note", metavar="TEXT", help="The 'Release notes:' line (default: the topic summary).")
-@click.option("--evidence", type=click.Path(path_type=Path, dir_okay=False, exists=True),
-              help="JSON of 'series test TOPIC --run --json': test results go into the description.")
-@click.option("--despite", type=click.IntRange(min=1), multiple=True, metavar="N",
-              help="Go on although open PR N shares files with yours (after reading it). Repeatable.")
-@click.option("--fork", "fork_remote", metavar="REMOTE",
-              help="The git remote of your fork (default: propose.fork_remote, else origin).")
-@click.option("--owner", metavar="LOGIN", help="Your GitHub login, the fork's owner (default: from the "
-                                                "fork's URL, else asked of the API).")
+@click.option(
+    "--evidence",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="JSON of 'series test TOPIC --run --json': test results go into the description.",
+)
+@click.option(
+    "--despite",
+    type=click.IntRange(min=1),
+    multiple=True,
+    metavar="N",
+    help="Go on although open PR N shares files with yours (after reading it). Repeatable.",
+)
+@click.option(
+    "--fork",
+    "fork_remote",
+    metavar="REMOTE",
+    help="The git remote of your fork (default: propose.fork_remote, else origin).",
+)
+@click.option(
+    "--owner",
+    metavar="LOGIN",
+    help="Your GitHub login, the fork's owner (default: from the fork's URL, else asked of the API).",
+)
 @click.option("--branch", metavar="NAME", help="The PR branch (default: pr/TOPIC).")
-@click.option("--fetch", is_flag=True,
-              help="Fetch upstream's branches first (and, offline, every PR head for the search).")
-@click.option("--offline", is_flag=True, help="Search the PR heads fetched into git refs, not the API "
-                                              "(also SERIES_OFFLINE=1); opening the PR needs the API.")
-@click.option("--dry-run", is_flag=True, help="Steps 1-5 only: print the grade, the description and the "
-                                              "commands step 6 would run.")
-@click.option("--update", is_flag=True,
-              help="Push the topic's new work to its recorded PR: after review starts only added commits "
-                   "(fast-forward; a rewritten topic as one 'Update:' commit), never a force-push. The "
-                   "range-diff comes first.")
-@click.option("--squash", is_flag=True,
-              help="With --update: the maintainer asked to squash: force-push the topic as one commit "
-                   "(--force-with-lease on the head seen).")
+@click.option(
+    "--fetch", is_flag=True, help="Fetch upstream's branches first (and, offline, every PR head for the search)."
+)
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Search the PR heads fetched into git refs, not the API "
+    "(also SERIES_OFFLINE=1); opening the PR needs the API.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Steps 1-5 only: print the grade, the description and the commands step 6 would run.",
+)
+@click.option(
+    "--update",
+    is_flag=True,
+    help="Push the topic's new work to its recorded PR: after review starts only added commits "
+    "(fast-forward; a rewritten topic as one 'Update:' commit), never a force-push. The "
+    "range-diff comes first.",
+)
+@click.option(
+    "--squash",
+    is_flag=True,
+    help="With --update: the maintainer asked to squash: force-push the topic as one commit "
+    "(--force-with-lease on the head seen).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI.")
 @pass_ctx
-def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str | None,
-            release_note: str | None, evidence: Path | None, despite: tuple[int, ...],
-            fork_remote: str | None, owner: str | None, branch: str | None, fetch: bool,
-            offline: bool, dry_run: bool, update: bool, squash: bool, as_json: bool) -> None:
+def command(
+    ctx: Context,
+    topic: str,
+    signoff: bool,
+    not_first: bool,
+    title: str | None,
+    release_note: str | None,
+    evidence: Path | None,
+    despite: tuple[int, ...],
+    fork_remote: str | None,
+    owner: str | None,
+    branch: str | None,
+    fetch: bool,
+    offline: bool,
+    dry_run: bool,
+    update: bool,
+    squash: bool,
+    as_json: bool,
+) -> None:
     """Propose TOPIC upstream as a draft pull request, graded against vLLM's norms.
 
     \b
@@ -94,21 +143,50 @@ def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
     if squash and not update:
         raise click.UsageError("--squash goes with --update (it squashes an existing PR's branch)")
     if update:
-        unused = [flag for flag, given in (("--title", title), ("--release-note", release_note),
-                                           ("--evidence", evidence), ("--despite", despite), ("--owner", owner),
-                                           ("--not-first", not_first)) if given]
+        unused = [
+            flag
+            for flag, given in (
+                ("--title", title),
+                ("--release-note", release_note),
+                ("--evidence", evidence),
+                ("--despite", despite),
+                ("--owner", owner),
+                ("--not-first", not_first),
+            )
+            if given
+        ]
         if unused:
             raise click.UsageError(f"{', '.join(unused)}: not used by --update (the PR exists; edit it on GitHub)")
-        _update(ctx, topic, squash=squash, dry_run=dry_run, signoff=signoff, fork_remote=fork_remote,
-                branch=branch, fetch=fetch, offline=offline, as_json=as_json)
+        _update(
+            ctx,
+            topic,
+            squash=squash,
+            dry_run=dry_run,
+            signoff=signoff,
+            fork_remote=fork_remote,
+            branch=branch,
+            fetch=fetch,
+            offline=offline,
+            as_json=as_json,
+        )
         return
     data = prbody.read_evidence(evidence) if evidence is not None else None
     ws = ctx.workspace(check_branches=False)
     use_git = offline or os.environ.get("SERIES_OFFLINE") == "1"
     forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)
-    opts = steps.ProposeOptions(signoff=signoff, not_first=not_first, dry_run=dry_run, despite=despite, title=title,
-                       fork_remote=fork_remote, owner=owner, branch=branch, release_note=release_note,
-                       evidence=data, fetch=fetch)
+    opts = steps.ProposeOptions(
+        signoff=signoff,
+        not_first=not_first,
+        dry_run=dry_run,
+        despite=despite,
+        title=title,
+        fork_remote=fork_remote,
+        owner=owner,
+        branch=branch,
+        release_note=release_note,
+        evidence=data,
+        fetch=fetch,
+    )
 
     def step(name: str) -> None:
         if sys.stderr.isatty() and not as_json:
@@ -121,21 +199,36 @@ def command(ctx: Context, topic: str, signoff: bool, not_first: bool, title: str
         emit(steps.render(result, dry_run))
     if result.stopped:
         numbers = ", ".join(f"#{c.number}" for c in result.blocking)
-        click.echo(f"series: error: open upstream PR(s) {numbers} touch the same files; read them, then "
-                   f"'series adopt-upstream N' or '--despite N'", err=True)
+        click.echo(
+            f"series: error: open upstream PR(s) {numbers} touch the same files; read them, then "
+            f"'series adopt-upstream N' or '--despite N'",
+            err=True,
+        )
         sys.exit(1)
 
 
-def _update(ctx: Context, topic: str, *, squash: bool, dry_run: bool, signoff: bool, fork_remote: str | None,
-            branch: str | None, fetch: bool, offline: bool, as_json: bool) -> None:
+def _update(
+    ctx: Context,
+    topic: str,
+    *,
+    squash: bool,
+    dry_run: bool,
+    signoff: bool,
+    fork_remote: str | None,
+    branch: str | None,
+    fetch: bool,
+    offline: bool,
+    as_json: bool,
+) -> None:
     from series.forge import open_forge
     from series.verbs.propose import update
 
     ws = ctx.workspace(check_branches=False)
     use_git = offline or os.environ.get("SERIES_OFFLINE") == "1"
     forge = open_forge(ws.repo, ws.series.upstream, offline=use_git)
-    opts = update.UpdateOptions(squash=squash, dry_run=dry_run, signoff=signoff, fork_remote=fork_remote,
-                                branch=branch, fetch=fetch)
+    opts = update.UpdateOptions(
+        squash=squash, dry_run=dry_run, signoff=signoff, fork_remote=fork_remote, branch=branch, fetch=fetch
+    )
 
     def step(name: str) -> None:
         if sys.stderr.isatty() and not as_json:

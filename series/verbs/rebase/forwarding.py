@@ -1,6 +1,7 @@
 """An ending that hands every step to the ending it wraps: the rebase's own endings
 (--as-far-as-possible's all-or-nothing, the semantic check) each change one or two steps
 and subclass this, so neither spells out the other five."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,8 +28,9 @@ class ForwardingEnding:
     def rewrite(self, state: rebase_state.RebaseState) -> Rewrite | None:
         return self.inner.rewrite(state)
 
-    def topic_replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun,
-                       odb: MemOdb) -> None:
+    def topic_replayed(
+        self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun, odb: MemOdb
+    ) -> None:
         self.inner.topic_replayed(ws, state, run, odb)
 
     def replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> None:
@@ -37,6 +39,11 @@ class ForwardingEnding:
     def integration(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> IntegrationResult | None:
         return self.inner.integration(ws, state, odb)
 
-    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: rebase_state.RebaseState,
-             integration: IntegrationResult | None) -> None:
+    def fill(
+        self,
+        tx: TransactionPort,
+        ws: SeriesRepo,
+        state: rebase_state.RebaseState,
+        integration: IntegrationResult | None,
+    ) -> None:
         self.inner.fill(tx, ws, state, integration)

@@ -1,19 +1,20 @@
 """What `series rebase` says about upstream's history, beyond replaying the topics.
 
-    annotate(ws, outcome, bisect=, upstream=)
-                                             what to add to the report: per conflicting topic and
-                                             file the upstream commits that changed the
-                                             lines it edits (series.history.attribution);
-                                             for a merged topic the upstream commit and PR
-                                             that landed it; how far the base is behind
-                                             upstream's main; with bisect, the first
-                                             breaking upstream commit per conflicting topic
-    reach(ws, onto, skip)                    --as-far-as-possible: the newest commit on
-                                             REF's first-parent line where every active
-                                             topic applies (series.engine.bisect)
-    ReachEnding                              its ending: the rebase's, but all or nothing
-                                             with the integration branch
+annotate(ws, outcome, bisect=, upstream=)
+                                         what to add to the report: per conflicting topic and
+                                         file the upstream commits that changed the
+                                         lines it edits (series.history.attribution);
+                                         for a merged topic the upstream commit and PR
+                                         that landed it; how far the base is behind
+                                         upstream's main; with bisect, the first
+                                         breaking upstream commit per conflicting topic
+reach(ws, onto, skip)                    --as-far-as-possible: the newest commit on
+                                         REF's first-parent line where every active
+                                         topic applies (series.engine.bisect)
+ReachEnding                              its ending: the rebase's, but all or nothing
+                                         with the integration branch
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -47,8 +48,13 @@ def _commit(repo: pygit2.Repository, sha: str) -> pygit2.Commit:
     return repo[pygit2.Oid(hex=sha)].peel(pygit2.Commit)
 
 
-def _evidence(ws: Workspace, run: rebase_state.TopicRun, old: pygit2.Commit, onto: pygit2.Commit,
-              history: Callable[[], list[pygit2.Commit]]) -> tuple[UpstreamCommit, ...]:
+def _evidence(
+    ws: Workspace,
+    run: rebase_state.TopicRun,
+    old: pygit2.Commit,
+    onto: pygit2.Commit,
+    history: Callable[[], list[pygit2.Commit]],
+) -> tuple[UpstreamCommit, ...]:
     """The upstream commits that landed a merged topic: its PR's squash when it was adopted
     from one, else the commits after which its files read as the topic has them."""
     repo = ws.repo
@@ -73,8 +79,13 @@ class UpstreamHistory:
     behind: Behind | None
 
 
-def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, *, bisect: bool = False,
-             upstream: attribution.PathHistory | None = None) -> UpstreamHistory:
+def annotate(
+    ws: Workspace,
+    outcome: rebase.RebaseOutcome,
+    *,
+    bisect: bool = False,
+    upstream: attribution.PathHistory | None = None,
+) -> UpstreamHistory:
     """`upstream`: old base..onto as the replay kept it (some paths may be known already)."""
     repo = ws.repo
     state = outcome.state
@@ -82,8 +93,12 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, *, bisect: bool = Fal
     upstream = attribution.PathHistory.over(repo, old.id, onto.id, upstream)
     history = upstream.commits  # old..onto, walked once for every topic that needs it
 
-    conflicted = [path for run in state.topics if run.outcome == rebase_state.TopicOutcome.CONFLICT and run.conflict
-                  for path in run.conflict.files]
+    conflicted = [
+        path
+        for run in state.topics
+        if run.outcome == rebase_state.TopicOutcome.CONFLICT and run.conflict
+        for path in run.conflict.files
+    ]
     # every conflicted file's upstream commits, in one pass over old..onto for those not known yet
     by_path = upstream.of(conflicted) if conflicted else {}
     topics: dict[str, TopicHistory] = {}
@@ -98,20 +113,24 @@ def annotate(ws: Workspace, outcome: rebase.RebaseOutcome, *, bisect: bool = Fal
         elif run.outcome == rebase_state.TopicOutcome.MERGED:
             topics[run.name] = TopicHistory(evidence=_evidence(ws, run, old, onto, history))
     moved = outcome.finished and not outcome.dry_run and bool(outcome.op_id)
-    behind = attribution.behind_main(repo, ws.series.upstream.remote, onto if moved else old,
-                                     (old.id, onto.id, upstream.commits()) if upstream.walked else None)
+    behind = attribution.behind_main(
+        repo,
+        ws.series.upstream.remote,
+        onto if moved else old,
+        (old.id, onto.id, upstream.commits()) if upstream.walked else None,
+    )
     if bisect:
         from series.engine import bisect as bisection
 
         conflicting = [r.name for r in state.topics if r.outcome == rebase_state.TopicOutcome.CONFLICT]
         line = bisection.mainline(repo, old, onto)
-        for breaking in bisection.first_breaking(ws, state.topics, line, conflicting,
-                                                 engine_hooks(ws.series)):
+        for breaking in bisection.first_breaking(ws, state.topics, line, conflicting, engine_hooks(ws.series)):
             topics[breaking.topic] = replace(topics.get(breaking.topic, TopicHistory()), first_breaking=breaking)
     return UpstreamHistory(topics, behind)
 
 
 # -- --as-far-as-possible ---------------------------------------------------------------------
+
 
 def reach(ws: Workspace, onto_spec: str, skip: tuple[str, ...]) -> tuple[str, bisection.Reach]:
     """(REF's resolved name, how far the series applies along its first-parent line)."""
@@ -134,18 +153,27 @@ class ReachEnding(ForwardingEnding):
     whose integration branch still sits on the old base is not one (refs, series.yaml and
     the integration branch never disagree)."""
 
-    reached: str                 # where it got to, for the message
+    reached: str  # where it got to, for the message
     integration_branch: str | None
 
-    def fill(self, tx: TransactionPort, ws: SeriesRepo, state: rebase_state.RebaseState,
-             integration: IntegrationResult | None) -> None:
+    def fill(
+        self,
+        tx: TransactionPort,
+        ws: SeriesRepo,
+        state: rebase_state.RebaseState,
+        integration: IntegrationResult | None,
+    ) -> None:
         if integration is not None and not integration.ok:
-            branch = f"the integration branch {self.integration_branch}" if self.integration_branch \
+            branch = (
+                f"the integration branch {self.integration_branch}"
+                if self.integration_branch
                 else "the integration chain"
+            )
             raise SeriesError(
                 f"as far as possible: nothing moved: every topic applies at {self.reached}, but the topics "
                 f"do not combine there ({'; '.join(str(c) for c in integration.conflicts)}), so {branch} "
-                "could not be rebuilt; make them combine (series build names the files), then run it again")
+                "could not be rebuilt; make them combine (series build names the files), then run it again"
+            )
         self.inner.fill(tx, ws, state, integration)
 
 
@@ -163,15 +191,22 @@ def render_reach(found: bisection.Reach, onto_name: str, base: str) -> str:
         return f"as far as possible: every topic applies at {onto_name} itself ({found.total} commits on its first-parent line)"
     blocker = found.blocker
     assert blocker is not None  # not complete: a commit blocks
-    blocked = "; ".join(f"{name} ({', '.join(files) or 'waits for its dependency'})"
-                        for name, files in found.blocked.items())
-    stop = (f"upstream {blocker.label} {blocker.sha[:12]} ({blocker.author}, {blocker.date}) "
-            f"'{blocker.subject}' blocks the next step: {blocked}")
+    blocked = "; ".join(
+        f"{name} ({', '.join(files) or 'waits for its dependency'})" for name, files in found.blocked.items()
+    )
+    stop = (
+        f"upstream {blocker.label} {blocker.sha[:12]} ({blocker.author}, {blocker.date}) "
+        f"'{blocker.subject}' blocks the next step: {blocked}"
+    )
     if found.target is None:
-        return (f"as far as possible: nothing moved: even the first commit after {base} on "
-                f"{onto_name}'s first-parent line does not apply.\n  {stop}\n"
-                f"  resolve it there: 'series rebase --onto {blocker.sha[:12]}'")
+        return (
+            f"as far as possible: nothing moved: even the first commit after {base} on "
+            f"{onto_name}'s first-parent line does not apply.\n  {stop}\n"
+            f"  resolve it there: 'series rebase --onto {blocker.sha[:12]}'"
+        )
     t = found.target
-    return (f"as far as possible: stopped at {found.position} of {found.total} commits on {onto_name}'s "
-            f"first-parent line, {t.sha[:12]} '{t.subject}' ({t.date})\n  {stop}\n"
-            f"  ({found.replays} in-memory replays)")
+    return (
+        f"as far as possible: stopped at {found.position} of {found.total} commits on {onto_name}'s "
+        f"first-parent line, {t.sha[:12]} '{t.subject}' ({t.date})\n  {stop}\n"
+        f"  ({found.replays} in-memory replays)"
+    )

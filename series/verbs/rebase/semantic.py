@@ -14,6 +14,7 @@ the integration chain, before the transaction has anything to commit (`Held`): t
 reports it like a conflict (exit 3), nothing moved; on a conflict the rebase halts anyway. The engine's
 merge results are untouched.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,12 +42,14 @@ class Held(Exception):
 
 def reader(odb: MemOdb) -> breaks.Read:
     """(commit, path) -> the file's bytes, for commits in memory or in the repository."""
+
     def read(commit: str, path: str) -> bytes | None:
         entry = odb.lookup(odb.commit_tree(pygit2.Oid(hex=commit)), path)
         if entry is None or entry[0] == 0o040000:
             return None
         oid = entry[1]
         return odb.objects[oid][1] if oid in odb else odb.raw(oid)[1]
+
     return read
 
 
@@ -78,20 +81,24 @@ class CheckedEnding(ForwardingEnding):
     def upstream_history(self, repo: pygit2.Repository, state: rebase_state.RebaseState) -> attribution.PathHistory:
         """Upstream's old base..new base, kept for the replay: its semantic check and the
         report's conflict culprits (series.verbs.rebase.reach) ask it for their paths."""
-        self._history = attribution.PathHistory.over(repo, pygit2.Oid(hex=state.old_base_sha),
-                                                     pygit2.Oid(hex=state.onto_sha), self._history)
+        self._history = attribution.PathHistory.over(
+            repo, pygit2.Oid(hex=state.old_base_sha), pygit2.Oid(hex=state.onto_sha), self._history
+        )
         return self._history
 
     def _topic_breaks(self, ws: SeriesRepo, state: rebase_state.RebaseState, odb: MemOdb) -> breaks.TopicBreaks:
         """One TopicBreaks per replay (its objects, its two bases)."""
         history = self.upstream_history(ws.repo, state)
         if self._checks is None or self._checks[0] is not odb or self._checks[1].history is not history:
-            self._checks = (odb, base_breaks.topic_breaks(ws.repo, state.old_base_sha, state.onto_sha,
-                                                          reader(odb), history))
+            self._checks = (
+                odb,
+                base_breaks.topic_breaks(ws.repo, state.old_base_sha, state.onto_sha, reader(odb), history),
+            )
         return self._checks[1]
 
-    def topic_replayed(self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun,
-                       odb: MemOdb) -> None:
+    def topic_replayed(
+        self, ws: SeriesRepo, state: rebase_state.RebaseState, run: rebase_state.TopicRun, odb: MemOdb
+    ) -> None:
         """Work on this topic while git answers the other topics' merges: its check when
         it replayed cleanly, its conflicted files' upstream history when it conflicts."""
         self.inner.topic_replayed(ws, state, run, odb)
@@ -117,10 +124,13 @@ class CheckedEnding(ForwardingEnding):
         return sum(len(v) for v in self.found.values())
 
 
-def findings(state: rebase_state.RebaseState, found: dict[str, list[breaks.Break]],
-             history: Mapping[str, TopicHistory]) -> dict[str, TopicFindings]:
+def findings(
+    state: rebase_state.RebaseState, found: dict[str, list[breaks.Break]], history: Mapping[str, TopicHistory]
+) -> dict[str, TopicFindings]:
     """Every topic's line of the report beyond its replay: its breaks (none when none or
     unchecked), where its own commits sat, and upstream's history of it
     (series.verbs.rebase.reach)."""
-    return {t.name: TopicFindings(t.start, history.get(t.name, TopicHistory()), tuple(found.get(t.name, ())))
-            for t in state.topics}
+    return {
+        t.name: TopicFindings(t.start, history.get(t.name, TopicHistory()), tuple(found.get(t.name, ())))
+        for t in state.topics
+    }

@@ -1,4 +1,5 @@
 """`series rebase`'s words: its result (series.report.rebase_result) as the text it prints."""
+
 from __future__ import annotations
 
 from series.semantic.breaks import Break
@@ -22,8 +23,9 @@ def render(result: RebaseResult, integration_branch: str | None = None) -> str:
     for t in report.topics:
         if t.outcome == TopicOutcome.CLEAN:
             rd = t.range_diff or {}
-            text = f"clean      {t.commits} commit(s) -> {str(t.new_head)[:12]}  range-diff " + \
-                   " ".join(f"{k}{v}" for k, v in rd.items() if v)
+            text = f"clean      {t.commits} commit(s) -> {str(t.new_head)[:12]}  range-diff " + " ".join(
+                f"{k}{v}" for k, v in rd.items() if v
+            )
             found = len(_breaks(result, t.name))
             text += f", {found} break{'s' if found != 1 else ''}" if found else ""
         elif t.outcome == TopicOutcome.CONFLICT and t.conflict is not None:
@@ -35,8 +37,10 @@ def render(result: RebaseResult, integration_branch: str | None = None) -> str:
         elif t.outcome == TopicOutcome.DROPPED:
             text = f"dropped    {t.reason or 'as asked'}; status: dropped, branch kept"
         elif t.outcome == TopicOutcome.EMPTY:
-            text = (f"empty after resolution ({t.reason}): branch -> {str(t.new_head)[:12]} with no commit "
-                    "of its own; status unchanged")
+            text = (
+                f"empty after resolution ({t.reason}): branch -> {str(t.new_head)[:12]} with no commit "
+                "of its own; status unchanged"
+            )
         else:
             text = f"{t.outcome.value:<10} {t.reason}"
         out.append(f"  {t.name:<{width}}  {text}".rstrip())
@@ -62,14 +66,12 @@ def render(result: RebaseResult, integration_branch: str | None = None) -> str:
             out += [f"  {c}" for c in integ.conflicts]
         elif integration_branch:
             verb = "would be rebuilt" if report.dry_run else "rebuilt" if report.operation else "unchanged"
-            out.append(f"integration {integration_branch} {verb}: {integ.head[:12]} "
-                       f"({len(integ.topics)} topics)")
+            out.append(f"integration {integration_branch} {verb}: {integ.head[:12]} ({len(integ.topics)} topics)")
     behind = result.behind
     if behind and behind.commits:
         base = report.onto_name if report.operation else report.old_base_name
         n = behind.commits
-        out.append(f"base {base} is {n} commit{'s' if n != 1 else ''} ({behind.days} days) behind "
-                   f"{behind.tip_name}")
+        out.append(f"base {base} is {n} commit{'s' if n != 1 else ''} ({behind.days} days) behind {behind.tip_name}")
     out += report.notes
     # recorded resolutions not replayed: their conflicts went to a human (issue 33)
     return "\n".join(out) + "".join(f"\n{r.sentence()}" for r in result.refused)
@@ -97,7 +99,9 @@ def upstream_lines(found: TopicFindings) -> list[str]:
     if first:
         up = first.commit
         label = f"#{up.pr}" if up.pr is not None else up.sha[:12]
-        out.append(f"first breaking upstream commit: {label} {up.sha[:12]} {up.subject} "
-                   f"({up.author}, {up.date}), {first.position} of {first.total} on the "
-                   f"first-parent line ({first.replays} replays)")
+        out.append(
+            f"first breaking upstream commit: {label} {up.sha[:12]} {up.subject} "
+            f"({up.author}, {up.date}), {first.position} of {first.total} on the "
+            f"first-parent line ({first.replays} replays)"
+        )
     return out

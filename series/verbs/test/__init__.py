@@ -5,6 +5,7 @@ topic's own diff. `--run` (series.verbs.test.evidence) runs upstream's tests ove
 installed release build in named trees and compares them with the base; this module
 renders the plan (series.verbs.test.step_commands reads the steps' commands).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -18,32 +19,62 @@ from series.errors import EXIT_WORSE
 from series.workspace import Workspace
 
 
-def run(ws: Workspace, plan: Plan, *, python: str, without: str | None = None,
-        compare: tuple[str, str] | None = None, trees: tuple[str, ...] = (), steps: tuple[str, ...] = (),
-        use_cache: bool = True, jobs: int | None = None, say: Callable[[str], None] = lambda _: None) -> ResultMatrix:
+def run(
+    ws: Workspace,
+    plan: Plan,
+    *,
+    python: str,
+    without: str | None = None,
+    compare: tuple[str, str] | None = None,
+    trees: tuple[str, ...] = (),
+    steps: tuple[str, ...] = (),
+    use_cache: bool = True,
+    jobs: int | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> ResultMatrix:
     """The evidence run (series.verbs.test.evidence) for the plan's covering steps."""
     from series.verbs.test import evidence
 
     names = evidence.tree_names(without, compare, trees)
     covering = [s.step for s in plan.selected]
-    return evidence.run(ws, covering, sorted(plan.touched), names, python=python, steps=steps,
-                        use_cache=use_cache, jobs=jobs, say=say)
+    return evidence.run(
+        ws, covering, sorted(plan.touched), names, python=python, steps=steps, use_cache=use_cache, jobs=jobs, say=say
+    )
 
 
 # --- output -------------------------------------------------------------------------------
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:
-    return {"base": plan.base, "source": plan.source, "rule": plan.rule, "always_steps_not_listed": plan.always, "problems": list(plan.problems),
-            "steps": [{"key": s.step.key, "label": s.step.label, "device": s.step.device,
-                       "cpu": s.step.cpu, "optional": s.step.optional, "file": s.step.file,
-                       "working_dir": s.step.repo_dir, "commands": list(s.step.commands),
-                       "paths": list(s.paths), "topics": list(s.topics)} for s in plan.selected]}
+    return {
+        "base": plan.base,
+        "source": plan.source,
+        "rule": plan.rule,
+        "always_steps_not_listed": plan.always,
+        "problems": list(plan.problems),
+        "steps": [
+            {
+                "key": s.step.key,
+                "label": s.step.label,
+                "device": s.step.device,
+                "cpu": s.step.cpu,
+                "optional": s.step.optional,
+                "file": s.step.file,
+                "working_dir": s.step.repo_dir,
+                "commands": list(s.step.commands),
+                "paths": list(s.paths),
+                "topics": list(s.topics),
+            }
+            for s in plan.selected
+        ],
+    }
 
 
 def render_plan(plan: Plan) -> str:
-    lines = [f"{len(plan.selected)} upstream CI steps of {plan.base} ({plan.source}) cover "
-             f"{len(plan.touched)} paths the series touches"]
+    lines = [
+        f"{len(plan.selected)} upstream CI steps of {plan.base} ({plan.source}) cover "
+        f"{len(plan.touched)} paths the series touches"
+    ]
     for sel in plan.selected:
         s = sel.step
         flags = ", ".join(f for f in (s.device or "no device", "optional" if s.optional else "") if f)
@@ -57,8 +88,14 @@ def render_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = (),
-              exclude_optional: bool = False, max_steps: int | None = None) -> str:
+def formatted(
+    ws: Workspace,
+    plan: Plan,
+    fmt: str,
+    devices: tuple[str, ...] = (),
+    exclude_optional: bool = False,
+    max_steps: int | None = None,
+) -> str:
     """The selected steps as a fork's CI runs them (series.evidence.pipeline), narrowed."""
     from series.evidence import pipeline
 
@@ -71,51 +108,107 @@ def formatted(ws: Workspace, plan: Plan, fmt: str, devices: tuple[str, ...] = ()
 
 @click.command("test")
 @click.argument("topics", nargs=-1, metavar="[TOPIC]...")
-@click.option("--run", "do_run", is_flag=True,
-              help="Run upstream's tests over the installed release build (see --python), in the "
-                   "trees base and series (or those --without/--compare/--tree name), and compare.")
-@click.option("--python", "python", metavar="PY",
-              help="With --run: the interpreter of the environment that has the base release of vLLM "
-                   "(or the patched wheel of 'series build') and pytest installed (default: this one).")
-@click.option("--without", metavar="TOPIC",
-              help="With --run: also the series without TOPIC; lists the tests that fail without it "
-                   "and pass with it.")
-@click.option("--compare", nargs=2, metavar="A B",
-              help="With --run: topics A and B each alone on the base (ours vs the adopted PR), "
-                   "instead of the series.")
-@click.option("--tree", "trees", multiple=True, metavar="NAME",
-              help="With --run: one more tree (base, series, without:TOPIC, only:TOPIC or its alias "
-                   "topic:TOPIC; pr:TOPIC: the topic replayed onto upstream's main, as its PR holds it, "
-                   "judged against main, which runs beside it; pr:TOPIC@REV: the PR branch REV as it is; "
-                   "repeatable).")
-@click.option("--step", "steps", multiple=True, metavar="KEY",
-              help="With --run: run this step's own pytest commands whole instead of the selected "
-                   "test files (repeatable).")
+@click.option(
+    "--run",
+    "do_run",
+    is_flag=True,
+    help="Run upstream's tests over the installed release build (see --python), in the "
+    "trees base and series (or those --without/--compare/--tree name), and compare.",
+)
+@click.option(
+    "--python",
+    "python",
+    metavar="PY",
+    help="With --run: the interpreter of the environment that has the base release of vLLM "
+    "(or the patched wheel of 'series build') and pytest installed (default: this one).",
+)
+@click.option(
+    "--without",
+    metavar="TOPIC",
+    help="With --run: also the series without TOPIC; lists the tests that fail without it and pass with it.",
+)
+@click.option(
+    "--compare",
+    nargs=2,
+    metavar="A B",
+    help="With --run: topics A and B each alone on the base (ours vs the adopted PR), instead of the series.",
+)
+@click.option(
+    "--tree",
+    "trees",
+    multiple=True,
+    metavar="NAME",
+    help="With --run: one more tree (base, series, without:TOPIC, only:TOPIC or its alias "
+    "topic:TOPIC; pr:TOPIC: the topic replayed onto upstream's main, as its PR holds it, "
+    "judged against main, which runs beside it; pr:TOPIC@REV: the PR branch REV as it is; "
+    "repeatable).",
+)
+@click.option(
+    "--step",
+    "steps",
+    multiple=True,
+    metavar="KEY",
+    help="With --run: run this step's own pytest commands whole instead of the selected test files (repeatable).",
+)
 @click.option("--no-cache", is_flag=True, help="With --run: rerun every tree, even cached results.")
-@click.option("--jobs", type=click.IntRange(min=1), metavar="N",
-              help="With --run: at most N trees' pytest at once (default: every tree, up to one more "
-                   "than the CPU count; each holds torch and vLLM in memory). --jobs 1 when the tests "
-                   "share a fixed port or file across processes.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="With --run: at most N trees' pytest at once (default: every tree, up to one more "
+    "than the CPU count; each holds torch and vLLM in memory). --jobs 1 when the tests "
+    "share a fixed port or file across processes.",
+)
 @click.option("--all-steps", is_flag=True, help="Also list steps upstream runs on every change.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "github-matrix", "buildkite"]),
-              default="text",
-              help="markdown: the --run matrix as a PR comment; github-matrix: a GitHub Actions matrix "
-                   "(JSON); buildkite: a pipeline to upload.")
-@click.option("--device", "devices", multiple=True, metavar="DEVICE",
-              help="With --format github-matrix|buildkite: only steps of this upstream device, e.g. h100 "
-                   "(repeatable).")
-@click.option("--exclude-optional", is_flag=True,
-              help="With --format github-matrix|buildkite: leave out upstream's optional steps (else "
-                   "they sit behind a block step).")
-@click.option("--max-steps", type=click.IntRange(min=0), metavar="N",
-              help="With --format github-matrix|buildkite: at most N steps (the first in file order).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "github-matrix", "buildkite"]),
+    default="text",
+    help="markdown: the --run matrix as a PR comment; github-matrix: a GitHub Actions matrix "
+    "(JSON); buildkite: a pipeline to upload.",
+)
+@click.option(
+    "--device",
+    "devices",
+    multiple=True,
+    metavar="DEVICE",
+    help="With --format github-matrix|buildkite: only steps of this upstream device, e.g. h100 (repeatable).",
+)
+@click.option(
+    "--exclude-optional",
+    is_flag=True,
+    help="With --format github-matrix|buildkite: leave out upstream's optional steps (else "
+    "they sit behind a block step).",
+)
+@click.option(
+    "--max-steps",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="With --format github-matrix|buildkite: at most N steps (the first in file order).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output for CI (per-test matrix with --run).")
 @pass_ctx
 @click.pass_context
-def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_run: bool, python: str | None,
-         without: str | None, compare: tuple[str, str] | None, trees: tuple[str, ...],
-         steps: tuple[str, ...], no_cache: bool, jobs: int | None, all_steps: bool, fmt: str,
-         devices: tuple[str, ...], exclude_optional: bool, max_steps: int | None, as_json: bool) -> None:
+def command(
+    click_ctx: click.Context,
+    ctx: Context,
+    topics: tuple[str, ...],
+    do_run: bool,
+    python: str | None,
+    without: str | None,
+    compare: tuple[str, str] | None,
+    trees: tuple[str, ...],
+    steps: tuple[str, ...],
+    no_cache: bool,
+    jobs: int | None,
+    all_steps: bool,
+    fmt: str,
+    devices: tuple[str, ...],
+    exclude_optional: bool,
+    max_steps: int | None,
+    as_json: bool,
+) -> None:
     """Upstream's CI steps that cover what the series (or the given TOPICs) touches; with
     --run, upstream's own tests over the release build, with and without a topic.
 
@@ -153,15 +246,13 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
     """
 
     if (steps or without or compare or trees or python or no_cache or jobs) and not do_run:
-        raise click.UsageError("--python, --without, --compare, --tree, --step, --no-cache and --jobs "
-                               "go with --run")
+        raise click.UsageError("--python, --without, --compare, --tree, --step, --no-cache and --jobs go with --run")
     if fmt == "markdown" and not do_run:
         raise click.UsageError("--format markdown renders the --run matrix: add --run")
     ws = ctx.workspace()
     plan = select(ws, topics or (tuple(compare) if compare else ()), include_always=all_steps)
     if (devices or exclude_optional or max_steps is not None) and fmt not in ("github-matrix", "buildkite"):
-        raise click.UsageError("--device, --exclude-optional and --max-steps go with "
-                               "--format github-matrix|buildkite")
+        raise click.UsageError("--device, --exclude-optional and --max-steps go with --format github-matrix|buildkite")
     if fmt in ("github-matrix", "buildkite"):
         emit(formatted(ws, plan, fmt, devices, exclude_optional, max_steps))
         return
@@ -185,9 +276,18 @@ def command(click_ctx: click.Context, ctx: Context, topics: tuple[str, ...], do_
             emit(matrix.render_text(result))
 
     try:
-        result = run(ws, plan, python=python or sys.executable, without=without,
-                         compare=(compare[0], compare[1]) if compare else None, trees=trees, steps=steps,
-                         use_cache=not no_cache, jobs=jobs, say=lambda msg: click.echo(msg, err=True))
+        result = run(
+            ws,
+            plan,
+            python=python or sys.executable,
+            without=without,
+            compare=(compare[0], compare[1]) if compare else None,
+            trees=trees,
+            steps=steps,
+            use_cache=not no_cache,
+            jobs=jobs,
+            say=lambda msg: click.echo(msg, err=True),
+        )
     except EvidenceInterrupted as stop:
         show(stop.matrix)
         click.echo(f"series: interrupted ({stop.matrix.interrupted}); temporary files removed", err=True)

@@ -19,6 +19,7 @@
    trees with the same package files run once. Results per test id go into
    series.evidence.matrix, cached per file.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -58,7 +59,7 @@ class EvidenceInterrupted(Exception):
 class EvidenceTree:
     info: TreeInfo
     commit: pygit2.Commit
-    trunk: str | None = None   # main, pr:T: "upstream/main"; they run main's tests, judged against main
+    trunk: str | None = None  # main, pr:T: "upstream/main"; they run main's tests, judged against main
 
     @property
     def on_trunk(self) -> bool:
@@ -85,7 +86,7 @@ def tree_names(without: str | None, compare: tuple[str, str] | None, named: tupl
         names.append(f"without:{without}")
     for name in map(named_trees.canonical, named):
         if name.startswith("pr:") and "main" not in names:
-            names.append("main")   # the yardstick of a tree on the trunk
+            names.append("main")  # the yardstick of a tree on the trunk
         if name not in names:
             names.append(name)
     return names
@@ -96,8 +97,9 @@ def resolve_trees(ws: Workspace, names: list[str]) -> list[EvidenceTree]:
     for name in names:
         found = named_trees.resolve(ws, name)
         against = "" if name in ("base", "main") else "main" if found.on_trunk else "base"
-        out.append(EvidenceTree(TreeInfo(name, str(found.commit.id), found.describe, 0, against), found.commit,
-                                found.trunk))
+        out.append(
+            EvidenceTree(TreeInfo(name, str(found.commit.id), found.describe, 0, against), found.commit, found.trunk)
+        )
     return out
 
 
@@ -109,8 +111,10 @@ def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[Buildki
             out.append(by_id[key])
             continue
         near = difflib.get_close_matches(key, list(by_id), n=3, cutoff=0.6)
-        raise SeriesError(f"--step {key}: no such step in {tmap.source}",
-                          f"did you mean {', '.join(near)}?" if near else "'series test --all-steps' lists the steps")
+        raise SeriesError(
+            f"--step {key}: no such step in {tmap.source}",
+            f"did you mean {', '.join(near)}?" if near else "'series test --all-steps' lists the steps",
+        )
     return out
 
 
@@ -121,8 +125,13 @@ class FileSelection:
     steps: tuple[str, ...]
 
 
-def select_files(graph: imports.ImportGraph, steps: list[BuildkiteStep], tests: Mapping[str, object],
-                 changed: list[str], package: str) -> FileSelection:
+def select_files(
+    graph: imports.ImportGraph,
+    steps: list[BuildkiteStep],
+    tests: Mapping[str, object],
+    changed: list[str],
+    package: str,
+) -> FileSelection:
     """Test files of `steps` that can exercise `changed` (see series.evidence.imports)."""
     candidates: set[str] = set()
     for step in steps:
@@ -152,8 +161,18 @@ def default_jobs(trees: int) -> int:
     return max(1, min(trees, (os.cpu_count() or 1) + 1))
 
 
-def run(ws: Workspace, covering: list[BuildkiteStep], changed: list[str], names: list[str], *, python: str,
-        steps: tuple[str, ...] = (), use_cache: bool = True, jobs: int | None = None, say: Say = lambda _: None) -> ResultMatrix:
+def run(
+    ws: Workspace,
+    covering: list[BuildkiteStep],
+    changed: list[str],
+    names: list[str],
+    *,
+    python: str,
+    steps: tuple[str, ...] = (),
+    use_cache: bool = True,
+    jobs: int | None = None,
+    say: Say = lambda _: None,
+) -> ResultMatrix:
     repo = ws.repo
     env = interpreter.probe(python)
     package = env.package_dir.name
@@ -170,32 +189,55 @@ def run(ws: Workspace, covering: list[BuildkiteStep], changed: list[str], names:
         group = [t for t in trees if t.on_trunk == trunk]
         tests, analysis = _tests_of(repo, root, group, say)
         graph = imports.build(repo, analysis, cache)
-        selection = FileSelection((), 0, tuple(s.ident for s in chosen_steps)) if chosen_steps else \
-            select_files(graph, covering, tests, changed, package)
+        selection = (
+            FileSelection((), 0, tuple(s.ident for s in chosen_steps))
+            if chosen_steps
+            else select_files(graph, covering, tests, changed, package)
+        )
         selections.append(selection)
         layouts[trunk] = Layout(tests, graph, selection.files)
     if not chosen_steps and not any(s.files for s in selections):
-        raise SeriesError("no test file of the covering CI steps imports what the series changes: "
-                          "name steps with --step KEY to run them whole")
+        raise SeriesError(
+            "no test file of the covering CI steps imports what the series changes: "
+            "name steps with --step KEY to run them whole"
+        )
     files = tuple(sorted({f for s in selections for f in s.files}))
-    m = ResultMatrix([t.info for t in trees], selected=files, candidates=max(s.candidates for s in selections),
-               steps=selections[0].steps, build=f"{package} {env.version} at {env.package_dir}")
+    m = ResultMatrix(
+        [t.info for t in trees],
+        selected=files,
+        candidates=max(s.candidates for s in selections),
+        steps=selections[0].steps,
+        build=f"{package} {env.version} at {env.package_dir}",
+    )
     say(f"{m.build}; pytest {env.pytest}")
     if files:
         say(f"{len(files)} test files selected of {m.candidates} in {len(m.steps)} covering steps")
 
     try:
         with pytestrun.trapped(), Scratch() as scratch:
-            _run_trees(env, built, trees, m, scratch, repo, layouts, chosen_steps,
-                       package, use_cache, jobs or default_jobs(len(trees)), say)
+            _run_trees(
+                env,
+                built,
+                trees,
+                m,
+                scratch,
+                repo,
+                layouts,
+                chosen_steps,
+                package,
+                use_cache,
+                jobs or default_jobs(len(trees)),
+                say,
+            )
     except pytestrun.Stopped as stop:  # before the trees started
         m.interrupted = str(stop)
         raise EvidenceInterrupted(m, stop.signum) from None
     return m
 
 
-def _tests_of(repo: pygit2.Repository, root: pygit2.Commit, group: list[EvidenceTree], say: Say
-              ) -> tuple[dict[str, pygit2.Oid], dict[str, pygit2.Oid]]:
+def _tests_of(
+    repo: pygit2.Repository, root: pygit2.Commit, group: list[EvidenceTree], say: Say
+) -> tuple[dict[str, pygit2.Oid], dict[str, pygit2.Oid]]:
     """The tests/ a group of trees runs (the root's with each tree's test changes: not a
     without: tree's, which would take the left-out topic's tests back out), and the files
     the import graph is read from (the root's with every tree's changes)."""
@@ -216,8 +258,10 @@ def _tests_of(repo: pygit2.Repository, root: pygit2.Commit, group: list[Evidence
             if not _is_test_side(path) or tree.info.counterfactual:
                 continue
             if path in owner and tests.get(path) != oid:
-                say(f"note: {path} differs between {owner[path]} and {tree.info.name}; "
-                    f"{tree.info.name}'s version runs in every tree")
+                say(
+                    f"note: {path} differs between {owner[path]} and {tree.info.name}; "
+                    f"{tree.info.name}'s version runs in every tree"
+                )
             owner[path] = tree.info.name
             if oid is None:
                 tests.pop(path, None)
@@ -226,15 +270,30 @@ def _tests_of(repo: pygit2.Repository, root: pygit2.Commit, group: list[Evidence
     return tests, analysis
 
 
-def _run_trees(env: Environment, built: pygit2.Commit, trees: list[EvidenceTree], m: ResultMatrix,
-               scratch: Scratch, repo: pygit2.Repository, layouts: Mapping[bool, Layout],
-               chosen_steps: list[BuildkiteStep], package: str, use_cache: bool, jobs: int, say: Say) -> None:
+def _run_trees(
+    env: Environment,
+    built: pygit2.Commit,
+    trees: list[EvidenceTree],
+    m: ResultMatrix,
+    scratch: Scratch,
+    repo: pygit2.Repository,
+    layouts: Mapping[bool, Layout],
+    chosen_steps: list[BuildkiteStep],
+    package: str,
+    use_cache: bool,
+    jobs: int,
+    say: Say,
+) -> None:
     """Every tree's pytest at once, at most `jobs` side by side (pytestrun.side_by_side).
     Trees whose package changes are the same bytes run the same code over the same tests:
     the first of them runs, the others get its outcomes."""
-    roots = {trunk: scratch.write_tests({p: repo[o].peel(pygit2.Blob).data for p, o in layout.tests.items()},
-                                        None if not trunk else scratch.fresh("trunk-layout"))
-             for trunk, layout in layouts.items()}
+    roots = {
+        trunk: scratch.write_tests(
+            {p: repo[o].peel(pygit2.Blob).data for p, o in layout.tests.items()},
+            None if not trunk else scratch.fresh("trunk-layout"),
+        )
+        for trunk, layout in layouts.items()
+    }
     runs: dict[str, tuple[EvidenceTree, dict[str, bytes | None]]] = {}  # package digest -> the tree that runs
     same: dict[str, str] = {}  # tree name -> digest
     over: dict[str, str] = {}  # tree name -> how it is laid over the build
@@ -245,18 +304,23 @@ def _run_trees(env: Environment, built: pygit2.Commit, trees: list[EvidenceTree]
         m.trees[index] = TreeInfo(tree.info.name, tree.info.commit, describe, len(changes), tree.info.against)
         if tree.on_trunk:
             for path in named_trees.compiled_drift(repo, built, tree.commit)[:1]:
-                say(f"warning: {tree.info.name}: {path} (and the rest of csrc/ the release built) differs from "
-                    f"the build's sources: custom ops the tree calls run as {package} {env.version} compiled them")
+                say(
+                    f"warning: {tree.info.name}: {path} (and the rest of csrc/ the release built) differs from "
+                    f"the build's sources: custom ops the tree calls run as {package} {env.version} compiled them"
+                )
         digest = ("trunk:" if tree.on_trunk else "") + matrix.package_digest(changes)
         if digest in runs:
-            say(f"{tree.info.name}: {tree.info.describe}; the same package files as "
-                f"{runs[digest][0].info.name}: its results")
+            say(
+                f"{tree.info.name}: {tree.info.describe}; the same package files as "
+                f"{runs[digest][0].info.name}: its results"
+            )
         else:
             runs[digest] = (tree, changes)
         same[tree.info.name] = digest
 
-    def job(tree: EvidenceTree, changes: dict[str, bytes | None], digest: str
-            ) -> Callable[[pytestrun.JobControl], tuple[dict[str, CaseOutcome], int]]:
+    def job(
+        tree: EvidenceTree, changes: dict[str, bytes | None], digest: str
+    ) -> Callable[[pytestrun.JobControl], tuple[dict[str, CaseOutcome], int]]:
         layout, root = layouts[tree.on_trunk], roots[tree.on_trunk]
 
         def run_tree(control: pytestrun.JobControl) -> tuple[dict[str, CaseOutcome], int]:
@@ -264,8 +328,20 @@ def _run_trees(env: Environment, built: pygit2.Commit, trees: list[EvidenceTree]
             control.say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files {over[tree.info.name]}")
             if chosen_steps:
                 return _run_steps(env, scratch, root, chosen_steps, shadow, tree.info.name, control), 0
-            return _run_files(env, scratch, root, layout.files, shadow, digest, layout.graph, layout.tests,
-                              tree.info.name, use_cache, control)
+            return _run_files(
+                env,
+                scratch,
+                root,
+                layout.files,
+                shadow,
+                digest,
+                layout.graph,
+                layout.tests,
+                tree.info.name,
+                use_cache,
+                control,
+            )
+
         return run_tree
 
     order = list(runs)
@@ -307,9 +383,19 @@ def _inputs(graph: imports.ImportGraph, tests: Mapping[str, pygit2.Oid], path: s
 FILE_ARGS = ("-q", "-rN")
 
 
-def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[str, ...],
-               shadow: list[Path], digest: str, graph: imports.ImportGraph, tests: Mapping[str, pygit2.Oid],
-               name: str, use_cache: bool, control: pytestrun.JobControl) -> tuple[dict[str, CaseOutcome], int]:
+def _run_files(
+    env: Environment,
+    scratch: Scratch,
+    layout: Path,
+    files: tuple[str, ...],
+    shadow: list[Path],
+    digest: str,
+    graph: imports.ImportGraph,
+    tests: Mapping[str, pygit2.Oid],
+    name: str,
+    use_cache: bool,
+    control: pytestrun.JobControl,
+) -> tuple[dict[str, CaseOutcome], int]:
     say = control.say
     outcomes: dict[str, CaseOutcome] = {}
     keys = {f: matrix.file_key(env.build_key, digest, _inputs(graph, tests, f), FILE_ARGS) for f in files}
@@ -328,9 +414,16 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
         return outcomes, hits
     root = layout
     report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
-    result = pytestrun.run_pytest(env, root, [*FILE_ARGS, *(f[len("tests/"):] for f in todo)],
-                                  pythonpath=shadow, workdir=root / "tests", report=report,
-                                  progress=_ticker(name, say), cancel=control)
+    result = pytestrun.run_pytest(
+        env,
+        root,
+        [*FILE_ARGS, *(f[len("tests/") :] for f in todo)],
+        pythonpath=shadow,
+        workdir=root / "tests",
+        report=report,
+        progress=_ticker(name, say),
+        cancel=control,
+    )
     _check_started(result, name)
     say(f"  {name}: done, {_summary(result.outcomes)}")
     by_file: dict[str, dict[str, CaseOutcome]] = {f: {} for f in todo}
@@ -343,8 +436,15 @@ def _run_files(env: Environment, scratch: Scratch, layout: Path, files: tuple[st
     return outcomes, hits
 
 
-def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[BuildkiteStep],
-               shadow: list[Path], name: str, control: pytestrun.JobControl) -> dict[str, CaseOutcome]:
+def _run_steps(
+    env: Environment,
+    scratch: Scratch,
+    layout: Path,
+    steps: list[BuildkiteStep],
+    shadow: list[Path],
+    name: str,
+    control: pytestrun.JobControl,
+) -> dict[str, CaseOutcome]:
     say = control.say
     root = layout
     outcomes: dict[str, CaseOutcome] = {}
@@ -361,10 +461,17 @@ def _run_steps(env: Environment, scratch: Scratch, layout: Path, steps: list[Bui
                 extra.update(assigned)
                 continue
             report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
-            result = pytestrun.run_pytest(env, root, local_args(args, {**extra, **assigned}),
-                                          pythonpath=shadow, workdir=workdir, extra_env={**extra, **assigned},
-                                          report=report, progress=_ticker(f"{name} [{step.ident}]", say),
-                                          cancel=control)
+            result = pytestrun.run_pytest(
+                env,
+                root,
+                local_args(args, {**extra, **assigned}),
+                pythonpath=shadow,
+                workdir=workdir,
+                extra_env={**extra, **assigned},
+                report=report,
+                progress=_ticker(f"{name} [{step.ident}]", say),
+                cancel=control,
+            )
             _check_started(result, name)
             say(f"  {name} [{step.ident}]: done, {_summary(result.outcomes)}")
             outcomes.update(result.outcomes)
@@ -392,4 +499,5 @@ def _ticker(name: str, say: Say) -> Callable[[pytestrun.Progress], None]:
         if progress.outcomes and line != last[0] and now - at[0] >= 2.0:
             say(f"  {name}: {line}")
             last[0], at[0] = line, now
+
     return tick

@@ -1,6 +1,7 @@
 """What `series test --run` can execute of an upstream CI step's command: `pytest ...`
 (with VAR=value before it) and `export VAR=...`, read without a shell; anything else is
 left to upstream's CI. Used by the evidence run (series.verbs.test.evidence)."""
+
 from __future__ import annotations
 
 import re
