@@ -121,12 +121,29 @@ class FakeGitHub:
             },
             f"{REPO}/commits/{self.head}/status": {"state": "pending", "total_count": 0, "statuses": []},
             "/user": _user(WE),
+            # GraphQL's review threads: the one thread, resolved once the PR merged
+            "/graphql": {
+                "data": {
+                    "repository": {
+                        "pullRequest": {
+                            "reviewThreads": {
+                                "pageInfo": {"hasNextPage": False, "endCursor": None},
+                                "nodes": [{"isResolved": merged, "comments": {"nodes": [{"databaseId": 7001}]}}],
+                            }
+                        }
+                    }
+                }
+            },
         }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (GraphQL's one route reads only)
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.do_GET()
+
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 answer = fake.answers().get(self.path.split("?", 1)[0])
                 body = json.dumps(answer if answer is not None else {"message": "Not Found"}).encode()

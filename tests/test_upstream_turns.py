@@ -180,3 +180,26 @@ def test_the_conversation_reads_back_as_stored() -> None:
     assert Conversation.from_json(c.to_json()) == dataclasses.replace(
         c, pull=dataclasses.replace(c.pull, base_sha=None)
     )
+
+
+def test_githubs_resolved_flag_decides_where_it_is_known() -> None:
+    """With GraphQL's answer (resolved: the first comment ids of resolved threads), a
+    resolved thread is settled whatever its line, and an unresolved one waits even when
+    outdated; without it (None) outdated means settled, and the row says it guessed."""
+    current = (ReviewComment(1, None, Said(REVIEWER, ago(hours=5))),)
+    outdated = (ReviewComment(1, None, Said(REVIEWER, ago(hours=5)), outdated=True),)
+    assert row("t", conv(review_comments=current, resolved=(1,)), NOW).turn == Turn.THEIRS
+    assert row("t", conv(review_comments=current, resolved=(2,)), NOW).turn == Turn.OURS
+    assert row("t", conv(review_comments=outdated, resolved=()), NOW).turn == Turn.OURS
+    guessed = row("t", conv(review_comments=outdated), NOW)
+    assert guessed.turn == Turn.THEIRS and not guessed.threads_known
+    assert row("t", conv(review_comments=outdated, resolved=()), NOW).threads_known
+    assert row("t", conv(), NOW).threads_known  # no thread: nothing to guess
+
+
+def test_the_graphql_endpoint_sits_beside_the_rest_base_on_the_same_host() -> None:
+    from series.forge.github_threads import endpoint
+
+    assert endpoint("https://api.github.com") == "https://api.github.com/graphql"
+    assert endpoint("https://ghe.example.com/api/v3/") == "https://ghe.example.com/api/graphql"
+    assert endpoint("http://127.0.0.1:8080") == "http://127.0.0.1:8080/graphql"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pygit2
 from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
 
 from tests.conftest import run_series, sh
 from tests.repos import commit_files, git, github_fixture
@@ -47,6 +48,8 @@ def serve(
     comments: list[Any] | None = None,
     checks: Any = None,
     status: Any = None,
+    threads: Any = None,
+    resolved: bool = False,
 ) -> None:
     data = pull or github_fixture("pull-61050", API=server.url_for("").rstrip("/"), HEAD_SHA=head, RECENT=ago(days=3))
     assert isinstance(data, dict)
@@ -94,6 +97,23 @@ def serve(
         status if status is not None else {"state": "pending", "total_count": 0, "statuses": []}
     )
     server.expect_request("/user").respond_with_json({"login": "ada-upstream"})
+    # GraphQL: one answer, or the page for each cursor (variables.after) when a dict of them
+    pages = threads if isinstance(threads, dict) and None in threads else {None: threads}
+    if pages[None] is None:
+        pages[None] = graphql_threads((7, resolved))
+
+    def page(request: Request) -> Response:
+        answer = pages.get(json.loads(request.data)["variables"]["after"], {"errors": [{"message": "no such page"}]})
+        return Response(json.dumps(answer), content_type="application/json")
+
+    server.expect_request("/graphql", method="POST").respond_with_handler(page)
+
+
+def graphql_threads(*threads: tuple[int, bool], more: str | None = None) -> dict[str, Any]:
+    """GraphQL's answer for reviewThreads: (first comment's REST id, isResolved) each."""
+    nodes = [{"isResolved": flag, "comments": {"nodes": [{"databaseId": ident}]}} for ident, flag in threads]
+    page = {"pageInfo": {"hasNextPage": more is not None, "endCursor": more}, "nodes": nodes}
+    return {"data": {"repository": {"pullRequest": {"reviewThreads": page}}}}
 
 
 def pr_head(fork: Path) -> str:
@@ -246,3 +266,61 @@ def test_buildkite_commit_statuses_join_the_ci_gate(served: Path, httpserver: HT
     # stored and read back offline: the same gates
     offline = json.loads(run_series("upstream", "--offline", "--json", cwd=served).stdout)
     assert offline["rows"][0]["gates"] == data["rows"][0]["gates"]
+
+
+def test_resolved_threads_come_from_graphql_and_without_a_token_the_row_says_it_guessed(
+    served: Path, httpserver: HTTPServer
+) -> None:
+    """GitHub says which review threads are resolved only through GraphQL (with a token): a
+    resolved thread whose last comment is the reviewer's is not our turn; the pages of
+    threads are all read; without a token the row falls back to 'outdated = settled' and
+    says so; a GraphQL error or a thread without isResolved is refused in one line."""
+    head = pr_head(served)
+    carry(served, head)
+    serve(httpserver, head, resolved=True)
+    data = json.loads(run_series("upstream", "--json", cwd=served, env=env_for(httpserver)).stdout)
+    row = data["rows"][0]
+    assert (row["turn"], row["waiting"], row["threads_known"]) == ("theirs", [], True), row
+    asked = [r for r, _ in httpserver.log if r.path == "/graphql"]
+    assert len(asked) == 1 and asked[0].headers["Authorization"] == f"Bearer {TOKEN}"
+    assert json.loads(asked[0].data)["variables"] == {
+        "owner": "vllm-project",
+        "name": "vllm",
+        "number": 61050,
+        "after": None,
+    }
+    # two pages: the thread resolved on the second still counts
+    httpserver.clear()
+    serve(
+        httpserver,
+        head,
+        threads={None: graphql_threads((99, True), more="page-2"), "page-2": graphql_threads((7, True))},
+    )
+    row = json.loads(run_series("upstream", "--json", cwd=served, env=env_for(httpserver)).stdout)["rows"][0]
+    assert row["turn"] == "theirs", row
+    # no token: unknown, so the open thread (its line still in the diff) waits, and the row says why
+    httpserver.clear()
+    serve(httpserver, head, resolved=True)
+    env = {k: v for k, v in env_for(httpserver).items() if k != "GITHUB_TOKEN"}
+    text = run_series("upstream", cwd=served, env=env).stdout
+    assert "waiting on us: review thread: @maint-one commented last" in text, text
+    assert "which review threads are resolved is not known without a token" in text, text
+    assert not [r for r, _ in httpserver.log if r.path == "/graphql"]
+    for threads, said in (
+        ({"errors": [{"message": f"Resource not accessible by integration {TOKEN}"}]}, "refused the review threads"),
+        (
+            {
+                "data": {
+                    "repository": {
+                        "pullRequest": {"reviewThreads": {"pageInfo": {"hasNextPage": False}, "nodes": [{}]}}
+                    }
+                }
+            },
+            "without isResolved",
+        ),
+    ):
+        httpserver.clear()
+        serve(httpserver, head, threads=threads)
+        proc = run_series("upstream", cwd=served, env=env_for(httpserver), expect=1)
+        assert said in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2, proc.stderr
+        assert TOKEN not in proc.stderr

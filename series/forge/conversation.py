@@ -133,6 +133,8 @@ class Conversation:
     checks: tuple[CheckRun, ...]  # check runs of the head commit
     viewer: str | None = None  # the login of the token, when there is one
     statuses: tuple[CommitStatus, ...] = ()  # the head commit's combined status, by context
+    # the first comment ids of the resolved review threads (GraphQL); None: not known (no token)
+    resolved: tuple[int, ...] | None = None
 
     def to_json(self) -> dict[str, Json]:
         p = self.pull
@@ -157,6 +159,7 @@ class Conversation:
             "checks": [c.to_json() for c in self.checks],
             "viewer": self.viewer,
             "statuses": [s.to_json() for s in self.statuses],
+            "resolved": None if self.resolved is None else list(self.resolved),
         }
 
     @classmethod
@@ -190,4 +193,12 @@ class Conversation:
             read_opt_str(d, "viewer"),
             # a fetch stored before statuses were read has none
             tuple(CommitStatus.from_json(o) for o in objects("statuses")) if "statuses" in d else (),
+            # a fetch stored before threads' resolution was read does not know it
+            None if d.get("resolved") is None else tuple(_ints(read_list(d, "resolved"), "resolved")),
         )
+
+
+def _ints(items: list[Json], key: str) -> list[int]:
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in items):
+        raise ValueError(f"'{key}' holds something that is not a number")
+    return [i for i in items if isinstance(i, int)]

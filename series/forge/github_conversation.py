@@ -7,10 +7,9 @@ its head commit and its combined commit status (CI that reports as commit status
 vLLM's Buildkite does, is no check run). A wrong answer (a wrong type, a list that is not one, a list longer than
 MAX_ITEMS) is one ForgeError naming the URL; nothing of it is used.
 
-Resolved review threads: REST does not say which threads are resolved (only GraphQL's
-reviewThreads does). A thread here is a first comment and its replies (in_reply_to_id);
-`series upstream` counts one as waiting when its last comment is not ours and its line is
-still in the diff (an outdated thread is taken as settled). Its --help says so.
+Resolved review threads: REST does not say which threads are resolved; GraphQL's
+reviewThreads does, with a token (forge/github_threads.py). A thread here is a first
+comment and its replies (in_reply_to_id), known as resolved by its first comment's id.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import re
 from typing import Any, Callable, Iterator, Protocol
 
 from series import validate
+from series.forge import github_threads
 from series.forge.base import ForgeError, PullRequest
 from series.forge.conversation import (
     REVIEW_STATES,
@@ -31,6 +31,7 @@ from series.forge.conversation import (
     ReviewComment,
     Said,
 )
+from series.forge.http import ApiClient, HttpFailed
 from series.model import PRNumber
 
 
@@ -38,6 +39,11 @@ class GitHubReads(Protocol):
     """What this module asks of GitHubForge (github.py hands itself in: no import back)."""
 
     _token: str | None
+    base: str
+    slug: str
+    http: ApiClient
+
+    def _http_error(self, exc: HttpFailed, what: str) -> ForgeError: ...
 
     def pull(self, number: PRNumber) -> PullRequest: ...
 
@@ -174,6 +180,7 @@ def fetch(forge: GitHubReads, number: PRNumber, _parse_time: ParseTime, max_page
         tuple(checks),
         _viewer(forge),
         tuple(statuses),
+        github_threads.resolved_threads(forge, number, max_pages),
     )
 
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from series.forge.base import PullState
-from series.forge.conversation import CheckRun, CommitStatus, Conversation, Said
+from series.forge.conversation import CheckRun, CommitStatus, Conversation, ReviewComment, Said
 from series.persisted import Json
 from series.upstream.followups import FollowUp
 
@@ -117,6 +117,9 @@ class UpstreamRow:
     head: Head
     notes: tuple[str, ...] = ()
     follow_ups: tuple[FollowUp, ...] = field(default=())  # upstream commits naming the PR (series.upstream.followups)
+    # False: the PR has review threads and which are resolved is not known (no token), so
+    # the outdated ones were taken as settled (_settled)
+    threads_known: bool = True
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -140,6 +143,7 @@ class UpstreamRow:
             "head": self.head.to_json(),
             "follow_ups": [f.to_json() for f in self.follow_ups],
             "notes": list(self.notes),
+            "threads_known": self.threads_known,
         }
 
 
@@ -166,6 +170,15 @@ def ours_of(conv: Conversation) -> frozenset[str]:
     return frozenset(x.lower() for x in (conv.pull.author, conv.viewer) if x)
 
 
+def _settled(root_id: int, root: ReviewComment | None, resolved: tuple[int, ...] | None) -> bool:
+    """A thread is settled when GitHub says it is resolved; where that is not known (no
+    token: GraphQL only), when its line is gone from the diff (outdated): an approximation
+    the row labels (UpstreamRow.threads_known)."""
+    if resolved is not None:
+        return root_id in resolved
+    return root is not None and root.outdated
+
+
 def waiting_on_us(conv: Conversation, ours: frozenset[str]) -> list[Waiting]:
     def mine(s: Said) -> bool:
         return s.author.lower() in ours
@@ -188,8 +201,7 @@ def waiting_on_us(conv: Conversation, ours: frozenset[str]) -> list[Waiting]:
         threads.setdefault(c.reply_to or c.id, []).append(c.said)
     for root_id, thread in sorted(threads.items()):
         last = _latest([s for s in thread if not s.bot])
-        root = roots.get(root_id)
-        if last is not None and not mine(last) and not (root is not None and root.outdated):
+        if last is not None and not mine(last) and not _settled(root_id, roots.get(root_id), conv.resolved):
             found.append(Waiting(f"review thread: @{last.author} commented last", last.at))
     latest_verdict: dict[str, Said] = {}
     verdicts: dict[str, str] = {}
@@ -364,4 +376,5 @@ def row(
         head=head_of(conv, ours_head) if open_ else Head(HeadState.UNKNOWN, conv.pull.head_sha, ours_head),
         notes=notes,
         follow_ups=follow_ups,
+        threads_known=conv.resolved is not None or not conv.review_comments,
     )

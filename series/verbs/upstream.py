@@ -189,6 +189,11 @@ def render_row(r: UpstreamRow) -> list[str]:
         )
     out += [f"  {f.sentence()}" for f in r.follow_ups]
     out += [f"  note: {n}" for n in r.notes]
+    if not r.threads_known:
+        out.append(
+            "  note: which review threads are resolved is not known without a token (GitHub says it "
+            "only through GraphQL): a thread whose line is gone from the diff was taken as settled"
+        )
     return out
 
 
@@ -227,9 +232,10 @@ def command(ctx: Context, offline: bool, as_json: bool) -> None:
     with whether the series carries it.
 
     \b
-    Resolved threads: GitHub's REST API does not say which review threads are resolved;
-    a thread counts as waiting while its last comment is not ours and its line is still
-    in the diff (an outdated thread counts as settled).
+    Resolved threads: read from GitHub's GraphQL API (reviewThreads), which needs a token;
+    a thread waits while it is unresolved and its last comment is not ours. Without a
+    token, a thread whose line is gone from the diff is taken as settled, and the row says
+    so.
 
     \b
     Each run stores what it fetched in .git/series/upstream/ (a journal record that
