@@ -27,12 +27,12 @@ import pygit2
 
 from series.propose import grade as pr_grade
 from series.propose import prbody, reviewers
-from series.evidence import testmap
+from series.evidence import named_trees, testmap
 from series.propose.title import default_title
 from series.engine.replay import replay_commits
 from series.ops.halted import refuse_if_halted
 from series import validate
-from series.errors import ConflictError, SeriesError
+from series.errors import SeriesError
 from series.forge import scan
 from series.forge.base import (
     Forge,
@@ -189,12 +189,7 @@ def replay(ws: Workspace, name: str, opts: ProposeOptions) -> tuple[Replayed, py
         repo, span.commits, main, committer=me, topic=name, rewrite_message=_signoff(me) if opts.signoff else None
     )
     if result.conflict is not None:
-        paths = ", ".join(c.path for c in result.conflict.conflicts)
-        raise ConflictError(
-            f"topic '{name}' does not apply to {main_name} ({str(main.id)[:12]}): commit "
-            f"{str(result.conflict.commit)[:12]} conflicts in {paths}; rebase the topic "
-            f"onto {main_name} first ('series rebase --onto {main_name}'), then propose"
-        )
+        raise named_trees.trunk_conflict(ws, name, result.conflict, main, main_name, main_name)
     if result.head == main.id:
         raise SeriesError(
             f"every commit of '{name}' is already in {main_name}: nothing to propose (the next rebase marks it merged)"
