@@ -131,6 +131,24 @@ def test_buildkite_values_survive_the_upload_interpolation() -> None:
         assert step["artifact_paths"] == ["out/**"]
 
 
+def test_a_trunk_tree_pins_the_trunk_in_both_seats() -> None:
+    sha = "a" * 40
+    github = YAML(typ="safe").load(mj.render(Seat.GITHUB, jobs(trunk=("main", sha))))
+    runner = simrunner.Runner(Path("/nonexistent"), Path("/nonexistent"), [])
+    for job in github["jobs"].values():
+        env = {k: simrunner.github_value(v, runner) for k, v in job["env"].items()}
+        assert (env["SERIES_TRUNK_BRANCH"], env["SERIES_TRUNK_SHA"]) == ("main", sha)
+    pipeline = YAML(typ="safe").load(mj.render(Seat.BUILDKITE, jobs(trunk=("main", sha))))
+    for step in pipeline["steps"]:
+        env = {k: simrunner.buildkite_value(v, runner) for k, v in step["env"].items()}
+        assert (env["SERIES_TRUNK_BRANCH"], env["SERIES_TRUNK_SHA"]) == ("main", sha)
+        script = "\n".join(simrunner.buildkite_value(c, runner) for c in step["commands"])
+        assert 'if [ -n "${SERIES_TRUNK_SHA:-}" ]; then' in script, script  # the step's shell expands it
+    assert "SERIES_TRUNK_SHA" not in str(
+        YAML(typ="safe").load(mj.render(Seat.GITHUB, jobs()))["jobs"]["measure-1"]["env"]
+    )
+
+
 def test_the_jobs_refuse_what_they_cannot_carry() -> None:
     from series.errors import SeriesError
 
@@ -489,3 +507,50 @@ def test_emit_says_when_the_workload_is_not_in_the_checkout(pushed: Path) -> Non
     assert data["path"] == "jobs.yml" and (pushed / "jobs.yml").is_file()
     assert [n for n in data["notes"] if n.startswith("local-only.py: ")], data["notes"]
     assert data["next"][-1] == "series measure --collect DIR --predictions predictions.yaml"
+
+
+def test_a_job_on_the_prs_tree_measures_the_trunk_the_emit_saw(tmp_path: Path) -> None:
+    """`pr:TOPIC` and `main` stand on upstream's trunk: the runner's checkout of the fork has
+    no upstream/main, and upstream's main moves on after the jobs are written. The job pins
+    the trunk commit the emit resolved, so the runner replays the same PR tree."""
+    from tests import evidence_repos as er
+    from tests import test_pr_tree as pt
+    from tests.conftest import from_template, run_series, sh
+    from tests.repos import git
+
+    fork = from_template("evidence", _repos, tmp_path)
+    upstream = fork.parent / "upstream"
+    er.series_yaml(fork, "lru-peek")
+    (fork / "workload.py").write_text(pt.WORKLOAD)
+    sh("git checkout -q -B main && git add series.yaml workload.py && git commit -qm 'the fork, pushed'", fork)
+    main = pt.move_main(fork, pt.MAIN)
+    git(fork, "checkout", "-q", "main")
+    git(fork, "push", "-q", str(upstream), f"{main}:refs/moved/main")
+    git(upstream, "update-ref", "refs/heads/main", main)  # upstream's main, as fetched here
+    (fork / "predictions.yaml").write_text(pt.PREDICTIONS)
+    run_series("predict", "predictions.yaml", cwd=fork)
+    trees = ("--tree", "main", "--tree", "pr=pr:lru-peek")
+    cmd = ("--", "python", str(fork / "workload.py"))
+    emitted = run_series(
+        "measure", "--predictions", "predictions.yaml", *trees, "--emit", "github", "--out", "-", *cmd, cwd=fork
+    )
+    # upstream's main moves on after the emit: the jobs still measure the trunk seen here
+    later = pt.commit_on(
+        upstream, main, {"vllm/v1/kv_offload/later.py": "LATER = True\n"}, "main again", "2026-03-01T00:00:00Z"
+    )
+    git(upstream, "update-ref", "refs/heads/main", later)
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "series").write_text(SHIM.format(python=shlex.quote(sys.executable)))
+    (shims / "series").chmod(0o755)
+    runner = simrunner.Runner(fork, tmp_path / "work", [shims], vars={"SERIES_UPSTREAM_URL": str(upstream)})
+    artifacts = tmp_path / "downloaded"
+    simrunner.run_github(emitted.stdout, runner, artifacts)
+    collected = run_series(
+        "measure", "--collect", str(artifacts), "--predictions", "predictions.yaml", "--json", cwd=fork
+    )
+    local = run_series("measure", "--predictions", "predictions.yaml", *trees, "--json", *cmd, cwd=fork)
+    assert json.loads(collected.stdout) == json.loads(local.stdout)
+    assert "note:" not in collected.stderr, collected.stderr
+    commits = {t["name"]: t["commit"] for t in json.loads(local.stdout)["trees"]}
+    assert commits["main"] == main and git(fork, "rev-parse", f"{commits['pr']}^").strip() == main

@@ -219,10 +219,19 @@ def test_a_replay_that_conflicts_names_the_file_and_the_pr_branch_to_use(fork: P
     workload.write_text(WORKLOAD)
     args = ("measure", "--predictions", "predictions.yaml", "--tree", "pr=pr:lru-peek", "--", "python", str(workload))
     proc = run_series(*args, cwd=fork, expect=3)
-    assert "tree 'pr:lru-peek': topic lru-peek does not apply to upstream/main" in proc.stderr, proc.stderr
+    assert "tree 'pr:lru-peek': topic 'lru-peek' does not apply to upstream/main" in proc.stderr, proc.stderr
     assert "conflicts in vllm/v1/kv_offload/cpu/policies/lru.py" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "name that branch as pr:lru-peek@BRANCH" in proc.stderr, proc.stderr
+    # `series propose` meets the same conflict building the PR branch: one answer, the same
+    # words and commands, less the tree's own way out (a PR branch named as the tree)
+    proposed = run_series("propose", "lru-peek", "--dry-run", "--offline", cwd=fork, expect=3).stderr
+    error, hint = proc.stderr.splitlines()
+    assert proposed.splitlines() == [error.replace("tree 'pr:lru-peek': ", ""), hint.split("; or ")[0]], proposed
+    assert hint.split("; or ")[0] == (
+        "hint: 'series rebase --onto upstream/main --dry-run --bisect' names the upstream PR it meets; "
+        "'series rebase --onto upstream/main' resolves it in a worktree ('series undo' takes that back)"
+    ), hint
 
     # the topic records its PR and its head is fetched: the hint names it
     (fork / "series.yaml").write_text((fork / "series.yaml").read_text() + "    upstream_pr: 61100\n")

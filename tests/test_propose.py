@@ -395,9 +395,25 @@ def test_despite_pushes_to_the_fork_and_opens_a_draft_pr(proposal: Path, httpser
     assert data["pull_request"]["number"] == 62000 and data["pull_request"]["head"] == "forkdev:pr/serving-fix"
     log = run_series("log", cwd=proposal).stdout
     assert "propose" in log and "serving-fix proposed upstream as PR #62000" in log, log
-    # proposing it again would open a second PR: refused
-    again = run_series("propose", "serving-fix", "--dry-run", cwd=proposal, expect=1, env=_api(httpserver))
-    assert "already records upstream PR #62000" in again.stderr, again.stderr
+    # proposing it again would open a second PR: refused, dry run or not, the same way
+    # (before the fork remote or anything else is looked at), naming the PR and --update
+    httpserver.expect_request(f"{SLUG}/pulls/62000").respond_with_json(_pull(62000, "mine", "2026-03-01T00:00:00Z"))
+    git(proposal, "remote", "remove", "origin")
+    refusals = [
+        run_series("propose", "serving-fix", *dry, cwd=proposal, expect=1, env=_api(httpserver)).stderr
+        for dry in (("--dry-run",), ())
+    ]
+    assert refusals[0] == refusals[1], refusals
+    assert refusals[0] == (
+        "series: error: topic 'serving-fix' already has upstream PR #62000 "
+        "(https://github.com/vllm-project/vllm/pull/62000), open (upstream_pr in series.yaml): "
+        "propose opens a topic's PR once\n"
+        "hint: push the topic's new work to it with 'series propose serving-fix --update' "
+        "(--dry-run shows the range-diff)\n"
+    ), refusals[0]
+    offline = run_series("propose", "serving-fix", "--dry-run", "--offline", cwd=proposal, expect=1).stderr
+    assert "already has upstream PR #62000 (upstream_pr in series.yaml)" in offline, offline
+    assert "'series propose serving-fix --update'" in offline, offline
     auth = {r.headers.get("Authorization") for r, _ in httpserver.log}
     assert auth == {f"Bearer {TOKEN}"}, auth
 

@@ -29,7 +29,7 @@ import pygit2
 
 from series.wheel import integration_tree
 from series.evidence.interpreter import Environment
-from series.engine.replay import replay_commits
+from series.engine.replay import ReplayStop, replay_commits
 from series.errors import ConflictError, SeriesError
 from series.git import releases
 from series.git.repo import branch_commit, resolve_commit
@@ -136,12 +136,7 @@ def trunk_tree(ws: Workspace, spec: str) -> ResolvedTree:
     # topic give the same commit id, run after run, so the cache and the reader see one tree.
     result = replay_commits(ws.repo, own.commits, main, committer=own.head.committer, topic=name)
     if result.conflict is not None:
-        paths = ", ".join(c.path for c in result.conflict.conflicts)
-        raise ConflictError(
-            f"tree '{spec}': topic {name} does not apply to {main_name} "
-            f"({str(main.id)[:12]}): commit {str(result.conflict.commit)[:12]} conflicts in {paths}",
-            _pr_branch_hint(ws, topic.name, topic.upstream_pr),
-        )
+        raise trunk_conflict(ws, name, result.conflict, main, main_name, main_name, tree=spec)
     commit = ws.repo[result.head].peel(pygit2.Commit)
     extra = f"; without {', '.join(topic.depends_on)} it depends on (not in the PR)" if topic.depends_on else ""
     return ResolvedTree(
@@ -149,6 +144,36 @@ def trunk_tree(ws: Workspace, spec: str) -> ResolvedTree:
         commit,
         f"{main_name} {str(main.id)[:12]} + {name} replayed: {str(commit.id)[:12]}{extra}{kept}",
         main_name,
+    )
+
+
+def trunk_conflict(
+    ws: Workspace,
+    name: str,
+    conflict: ReplayStop,
+    onto: pygit2.Commit,
+    onto_name: str,
+    trunk_name: str,
+    *,
+    tree: str | None = None,
+) -> ConflictError:
+    """The one answer when a topic's own commits do not replay onto upstream's trunk (`series
+    propose`, `propose --update`, the pr:TOPIC tree of `series test` and `series measure`):
+    which topic, which commit, which paths, and the commands that resolve it. `onto_name`
+    says where the replay went (the trunk, the PR's base or head on it); `tree`, the tree
+    spec being built, adds the PR branch that can be named instead."""
+    paths = ", ".join(c.path for c in conflict.conflicts)
+    hint = (
+        f"'series rebase --onto {trunk_name} --dry-run --bisect' names the upstream PR it meets; "
+        f"'series rebase --onto {trunk_name}' resolves it in a worktree ('series undo' takes that back)"
+    )
+    if tree is not None:
+        hint += f"; or {_pr_branch_hint(ws, name, ws.series.topic(name).upstream_pr)}"
+    return ConflictError(
+        (f"tree '{tree}': " if tree is not None else "")
+        + f"topic '{name}' does not apply to {onto_name} ({str(onto.id)[:12]}): commit "
+        f"{str(conflict.commit)[:12]} conflicts in {paths}",
+        hint,
     )
 
 
@@ -161,14 +186,10 @@ def _pr_branch_hint(ws: Workspace, name: str, number: int | None) -> str:
         return f"resolve it on the PR branch; its fetched head is there: name the tree pr:{name}@{fetched}"
     if f"refs/heads/pr/{name}" in ws.repo.references:
         return f"resolve it on the PR branch pr/{name}, then name the tree pr:{name}@pr/{name}"
-    return (
-        f"resolve it on the PR branch (rebase the topic onto the trunk), then name that branch as "
-        f"pr:{name}@BRANCH"
-        + (
-            f" (or fetch PR #{number}: 'git fetch {remote} refs/pull/{number}/head:{fetched}')"
-            if number is not None
-            else ""
-        )
+    return f"resolve it on a PR branch by hand, then name that branch as pr:{name}@BRANCH" + (
+        f" (or fetch PR #{number}: 'git fetch {remote} refs/pull/{number}/head:{fetched}')"
+        if number is not None
+        else ""
     )
 
 

@@ -73,6 +73,10 @@ class MeasureJobs:
     remote: str  # series.yaml's upstream remote
     release: str | None  # the base's vLLM version: the wheel to install (None: none)
     pip_spec: str  # series.distribution.pip_spec()
+    # (branch, sha) of upstream's trunk as resolved here, when a tree stands on it (main,
+    # pr:TOPIC): the checkout has no <remote>/main, and upstream's main moves on after the
+    # jobs are written; pinned, the runner replays the same PR tree this machine would
+    trunk: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if hashlib.sha256(self.predictions_bytes).hexdigest() != self.sha256:
@@ -105,6 +109,7 @@ def plan(
     remote: str,
     release: str | None,
     pip_spec: str,
+    trunk: tuple[str, str] | None = None,
 ) -> MeasureJobs:
     """The jobs of this measurement, whose predictions `frozen` holds (require_frozen: a
     file never frozen is refused here as a local run refuses it); their frozen bytes go
@@ -132,6 +137,7 @@ def plan(
         remote=remote,
         release=release,
         pip_spec=pip_spec,
+        trunk=trunk,
     )
 
 
@@ -210,6 +216,13 @@ for ref in $(git for-each-ref --format='%(refname:strip=3)' refs/remotes/origin/
 done
 git remote get-url "$SERIES_REMOTE" >/dev/null 2>&1 || git remote add "$SERIES_REMOTE" "$SERIES_UPSTREAM_URL"
 git rev-parse -q --verify "$SERIES_BASE^{commit}" >/dev/null || git fetch --tags "$SERIES_REMOTE"
+# main and pr:TOPIC stand on upstream's trunk: the commit seen where the jobs were written
+if [ -n "${SERIES_TRUNK_SHA:-}" ]; then
+  have() { git rev-parse -q --verify "$SERIES_TRUNK_SHA^{commit}" >/dev/null; }
+  have || git fetch --quiet --no-tags "$SERIES_REMOTE" "refs/heads/$SERIES_TRUNK_BRANCH" || true
+  have || git fetch --quiet --no-tags "$SERIES_REMOTE" "$SERIES_TRUNK_SHA"
+  git update-ref "refs/remotes/$SERIES_REMOTE/$SERIES_TRUNK_BRANCH" "$SERIES_TRUNK_SHA"
+fi
 """
 
 _WHEEL = """\
@@ -303,6 +316,8 @@ def _shared_env(jobs: MeasureJobs) -> dict[str, str]:
     }
     if jobs.release is not None:
         env["SERIES_VLLM"] = jobs.release
+    if jobs.trunk is not None:
+        env["SERIES_TRUNK_BRANCH"], env["SERIES_TRUNK_SHA"] = jobs.trunk
     return env
 
 

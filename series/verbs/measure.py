@@ -156,6 +156,10 @@ def emit_jobs(
     measurement.check_trees(frozen.file, [n for n, _ in trees])
     for spec in dict.fromkeys(s for _, s in trees):
         named_trees.resolve(ws, spec)  # a topic that is not in series.yaml is refused here, not there
+    trunk = None
+    if any(named_trees.on_trunk(named_trees.check_spec(s)) for _, s in trees):
+        main, main_name = named_trees.trunk(ws)
+        trunk = (main_name[len(ws.series.upstream.remote) + 1 :], str(main.id))
     try:
         release: str | None = named_trees.base_release(ws)
     except SeriesError:
@@ -176,6 +180,7 @@ def emit_jobs(
         remote=ws.series.upstream.remote,
         release=release,
         pip_spec=distribution.pip_spec(),
+        trunk=trunk,
     )
     text = measure_jobs.render(where, jobs)
     top = workdir(ws.repo)

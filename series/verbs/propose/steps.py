@@ -27,20 +27,30 @@ import pygit2
 
 from series.propose import grade as pr_grade
 from series.propose import prbody, reviewers
-from series.evidence import testmap
+from series.evidence import named_trees, testmap
 from series.propose.title import default_title
 from series.engine.replay import replay_commits
 from series.ops.halted import refuse_if_halted
 from series import validate
-from series.errors import ConflictError, SeriesError
+from series.errors import SeriesError
 from series.forge import scan
-from series.forge.base import Forge, ForgeUnreachable, OfflineForge, PullFile, PullRequest, mainline_commit, tree_files
+from series.forge.base import (
+    Forge,
+    ForgeUnreachable,
+    OfflineForge,
+    PullFile,
+    PullRequest,
+    PullState,
+    mainline_commit,
+    tree_files,
+)
 from series.propose import duplicates_score
 from series.propose.duplicates import FROM_REFS_NOTE, Candidate, bot_scores, fetched_files, rank
 from series.forge.pulls import fetch_all_pulls
 from series.git.command import git
 from series.git.releases import trunk_commit
 from series.git.repo import committer, file_stats, message, workdir
+from series.model import PRNumber
 from series.workspace import Workspace
 
 STEPS = ("replay", "grade", "reviewers", "description", "duplicates", "push", "pull request")
@@ -152,11 +162,6 @@ def replay(ws: Workspace, name: str, opts: ProposeOptions) -> tuple[Replayed, py
     topic = ws.series.topic(name)
     if not topic.active:
         raise SeriesError(f"topic '{name}' is {topic.status.value}: only an active topic can be proposed")
-    if topic.upstream_pr is not None:
-        raise SeriesError(
-            f"topic '{name}' already records upstream PR #{topic.upstream_pr} (upstream_pr in "
-            f"{ws.config_path.name}): update that PR instead of opening another"
-        )
     repo = ws.repo
     if opts.fetch:
         remote = ws.series.upstream.remote
@@ -184,12 +189,7 @@ def replay(ws: Workspace, name: str, opts: ProposeOptions) -> tuple[Replayed, py
         repo, span.commits, main, committer=me, topic=name, rewrite_message=_signoff(me) if opts.signoff else None
     )
     if result.conflict is not None:
-        paths = ", ".join(c.path for c in result.conflict.conflicts)
-        raise ConflictError(
-            f"topic '{name}' does not apply to {main_name} ({str(main.id)[:12]}): commit "
-            f"{str(result.conflict.commit)[:12]} conflicts in {paths}; rebase the topic "
-            f"onto {main_name} first ('series rebase --onto {main_name}'), then propose"
-        )
+        raise named_trees.trunk_conflict(ws, name, result.conflict, main, main_name, main_name)
     if result.head == main.id:
         raise SeriesError(
             f"every commit of '{name}' is already in {main_name}: nothing to propose (the next rebase marks it merged)"
@@ -203,6 +203,50 @@ def replay(ws: Workspace, name: str, opts: ProposeOptions) -> tuple[Replayed, py
         main,
         notes,
     )
+
+
+def refuse_second_pr(ws: Workspace, name: str, forge: Forge) -> None:
+    """A topic that records its PR is never proposed again: the dry run refuses as the real
+    run does (exit 1, before anything else is checked), naming the PR and the way on."""
+    number = ws.series.topic(name).upstream_pr
+    if number is None:
+        return
+    pull = _recorded_pull(ws, forge, int(number))
+    state = pull.state if pull is not None else PullState.UNKNOWN
+    if state is PullState.MERGED:
+        hint = "it is merged: nothing to propose (the next 'series rebase' retires the topic)"
+    elif state is PullState.CLOSED:
+        hint = (
+            f"it was closed unmerged: to open a new PR, remove 'upstream_pr: {number}' from topic "
+            f"'{name}' in {ws.config_path.name} first"
+        )
+    else:
+        hint = f"push the topic's new work to it with 'series propose {name} --update' (--dry-run shows the range-diff)"
+    url = f" ({pull.url})" if pull is not None and pull.url else ""
+    raise SeriesError(
+        f"topic '{name}' already has upstream PR #{number}{url}"
+        + (f", {state.value}" if state is not PullState.UNKNOWN else "")
+        + f" (upstream_pr in {ws.config_path.name}): propose opens a topic's PR once",
+        hint,
+    )
+
+
+def _recorded_pull(ws: Workspace, forge: Forge, number: int) -> PullRequest | None:
+    """The PR as GitHub has it, else as `series upstream` last fetched it; None when neither
+    can say (what it adds to the refusal is its URL and state, never the refusal itself)."""
+    from series.upstream import store
+
+    if forge.api:
+        try:
+            return forge.pull(PRNumber(number))
+        except SeriesError:  # unreachable, or no answer: the stored fetch may know
+            pass
+    try:
+        fetched = store.load(ws.repo)
+    except SeriesError:
+        return None
+    found = fetched.find(number) if fetched is not None else None
+    return found.pull if found is not None else None
 
 
 def fork_owner(repo: pygit2.Repository, remote: str) -> str | None:
@@ -232,6 +276,7 @@ def run(
 ) -> Proposal:
     repo = ws.repo
     settings = ws.series.propose
+    refuse_second_pr(ws, name, forge)
     remote = fork_remote(ws, opts)
     # 1. replay
     step("replay")

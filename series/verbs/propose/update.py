@@ -38,7 +38,8 @@ import pygit2
 
 from series import validate
 from series.engine.replay import ReplayResult, replay_commits
-from series.errors import ConflictError, SeriesError
+from series.evidence import named_trees
+from series.errors import SeriesError
 from series.forge.base import Forge, PullState, ReviewActivity
 from series.git.command import git
 from series.git.repo import committer, message, workdir
@@ -99,20 +100,20 @@ def _commit(repo: pygit2.Repository, sha: str | pygit2.Oid) -> pygit2.Commit:
 
 
 def _replay(
-    ws: Workspace, name: str, commits: list[pygit2.Commit], onto: pygit2.Commit, what: str, signoff: bool
+    ws: Workspace,
+    name: str,
+    commits: list[pygit2.Commit],
+    onto: pygit2.Commit,
+    what: str,
+    signoff: bool,
+    trunk_name: str,
 ) -> ReplayResult:
     me = committer(ws.repo)
     result = replay_commits(
         ws.repo, commits, onto, committer=me, topic=name, rewrite_message=_signoff(me) if signoff else None
     )
     if result.conflict is not None:
-        paths = ", ".join(c.path for c in result.conflict.conflicts)
-        raise ConflictError(
-            f"topic '{name}' does not apply to {what} ({str(onto.id)[:12]}): commit "
-            f"{str(result.conflict.commit)[:12]} conflicts in {paths}",
-            "bring the topic up to upstream first ('series rebase --onto ...'); "
-            "a force-push (--squash) only if the maintainer asked for one",
-        )
+        raise named_trees.trunk_conflict(ws, name, result.conflict, onto, what, trunk_name)
     return result
 
 
@@ -243,7 +244,7 @@ def run(
     step("replay")
     pushed: tuple[str, ...]
     if opts.squash or (review is not None and not review.started):
-        onto_main = _replay(ws, name, commits, main, main_name, opts.signoff)
+        onto_main = _replay(ws, name, commits, main, main_name, opts.signoff, main_name)
         new_base = main
         if opts.squash:
             mode = Mode.SQUASH
@@ -261,11 +262,11 @@ def run(
             mode, new, pushed = Mode.CURRENT, head, ()
     else:
         new_base = base
-        on_base = _replay(ws, name, commits, base, f"the PR's base on {main_name}", opts.signoff)
+        on_base = _replay(ws, name, commits, base, f"the PR's base on {main_name}", opts.signoff, main_name)
         shown = (str(base.id), str(on_base.head))
         held = _prefix_match(repo, commits, on_base, head)
         if held is not None:
-            added = _replay(ws, name, commits[held:], head, "the PR head", opts.signoff)
+            added = _replay(ws, name, commits[held:], head, "the PR head", opts.signoff, main_name)
             new = _commit(repo, added.head)
             mode = Mode.ADDED if added.new_commits else Mode.CURRENT
             pushed = tuple(str(c) for c in added.new_commits)
