@@ -236,7 +236,7 @@ def landed_verdict(
     merged = f"{str(merge.id)[:12]} '{subject_of(merge)}'"
     return RetireVerdict(
         RetireKind.REVERTED,
-        f"{pr} was merged upstream as {merged}, then {history}: not merged, the new base does not have its change",
+        f"{pr} was merged upstream as {merged}, then {history}: not merged, the new base reverts it",
         str(merge.id),
     )
 
