@@ -128,11 +128,16 @@ class Prober:
         repo = self.ws.repo
         commits = tuple(repo[pygit2.Oid(hex=c)].peel(pygit2.Commit) for c in run.commits)
         topic = self.ws.series.topic(run.name)
-        if (
-            topic.upstream_pr is not None
-            and merged.first_verdict(merged.MergedContext(repo, topic, self.old_base, point, str(point.id), commits))
-            is not None
-        ):
+        verdict = (
+            merged.first_verdict(
+                merged.MergedContext(
+                    repo, topic, self.old_base, point, str(point.id), commits, self.ws.series.upstream.github
+                )
+            )
+            if topic.upstream_pr is not None
+            else None
+        )
+        if verdict is not None and not verdict.reverted:
             heads[run.name] = onto  # merged there: retired, not replayed
             return None
         self.replays += 1

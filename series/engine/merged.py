@@ -11,6 +11,14 @@ it to `RULES` below, or pass `merged_rules=` to series.engine.rebase.start().
 
 The upstream-PR rule's evidence is git's alone (pr_verdict: the squash commit, then the
 PR's files compared); series.forge.retire adds the GitHub API's merge commit on top of it.
+
+A squash the new base also reverts (`Revert "... (#N)" (#M)`, GitHub's title-only revert,
+"This reverts commit <squash>": series.git.upstream_commit.RevertReader, the reading the
+follow-ups report uses) is no evidence: upstream no longer has the change. The verdict
+is then `reverted`: the topic is not retired but replayed as git replays it, and the
+verdict's reason goes to the report. A revert reverted in turn (a reland by GitHub's
+button) lands the PR again; after a revert nothing recognised relands, the new base holding
+the PR's files as adopted still proves it merged (a reland under a new title).
 """
 
 from __future__ import annotations
@@ -21,8 +29,8 @@ from typing import Callable
 
 import pygit2
 
-from series.git.repo import changed_paths
-from series.git.upstream_commit import pr_number, subject_of
+from series.git.repo import changed_paths, message
+from series.git.upstream_commit import RevertReader, pr_number, reverted_subject, subject_of
 from series.model import Topic
 
 
@@ -34,6 +42,7 @@ class MergedContext:
     new_base: pygit2.Commit  # the REF being rebased onto
     new_base_name: str  # its resolved name (v0.31.0)
     commits: tuple[pygit2.Commit, ...]  # the topic's own commits, oldest first
+    github: str | None = None  # upstream's owner/name: the PR URLs a revert may name
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,9 @@ class MergedVerdict:
     reason: str  # one line for the report: what proved it
     modified: bool = False  # merged upstream in a modified form
     detail: str = ""  # e.g. the difference, for the report
+    # proven NOT merged: upstream merged it and then reverted it. The topic is replayed, not
+    # retired; `reason` says so in the report (no later rule is asked: this one knows)
+    reverted: bool = False
 
 
 MergedRule = Callable[[MergedContext], "MergedVerdict | None"]
@@ -51,9 +63,11 @@ def _pr_rules(ctx: MergedContext) -> MergedVerdict | None:
     (pr_verdict below). Git evidence only: a rebase without --fetch uses no network."""
     if ctx.topic.upstream_pr is None:
         return None
-    verdict = pr_verdict(ctx.repo, ctx.topic, ctx.old_base, ctx.new_base)
+    verdict = pr_verdict(ctx.repo, ctx.topic, ctx.old_base, ctx.new_base, github=ctx.github)
     if verdict is None:
         return None
+    if verdict.kind is RetireKind.REVERTED:
+        return MergedVerdict(verdict.reason, reverted=True)
     return MergedVerdict(verdict.reason, modified=verdict.modified, detail=verdict.diff)
 
 
@@ -75,6 +89,7 @@ def first_verdict(ctx: MergedContext, rules: list[MergedRule] | None = None) -> 
 class RetireKind(str, enum.Enum):
     MERGED = "merged"
     MODIFIED = "merged upstream in modified form"
+    REVERTED = "merged upstream, then reverted"  # not merged: the topic is not retired
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,11 @@ class RetireVerdict:
     def modified(self) -> bool:
         return self.kind == RetireKind.MODIFIED
 
+    @property
+    def retires(self) -> bool:
+        """Whether the topic is merged upstream (a REVERTED verdict proves it is not)."""
+        return self.kind is not RetireKind.REVERTED
+
 
 def _subject_commit(
     repo: pygit2.Repository, number: int, old_base: pygit2.Oid, new_base: pygit2.Oid
@@ -95,7 +115,10 @@ def _subject_commit(
     walker = repo.walk(new_base, pygit2.enums.SortMode.TOPOLOGICAL)
     walker.hide(old_base)
     for commit in walker:
-        if pr_number(subject_of(commit)) == number:
+        subject = subject_of(commit)
+        # a revert typed without its own number ('Revert "x (#N)', its quote unclosed) ends
+        # in "(#N)" too: it is no landing
+        if pr_number(subject) == number and reverted_subject(subject) is None:
             return commit
     return None
 
@@ -137,12 +160,13 @@ def pr_verdict(
     new_base: pygit2.Commit,
     *,
     replay_empty: bool = False,
+    github: str | None = None,
 ) -> RetireVerdict | None:
     """The git evidence for one PR topic being rebased from old_base to new_base: upstream's
     squash commit "(#N)" in old_base..new_base (or, with `replay_empty`, every commit of the
-    PR already in the new base), then the PR's files compared (compare_files). None: no
-    evidence, or not a PR topic. `topic` carries upstream_pr; its branch is the adopted head
-    (on old_base)."""
+    PR already in the new base), then its reverts (landed_verdict). None: no evidence, or not
+    a PR topic. `topic` carries upstream_pr; its branch is the adopted head (on old_base).
+    `github`: upstream's owner/name, the PR URLs a revert's message may name."""
     if topic.upstream_pr is None:
         return None
     number = int(topic.upstream_pr)
@@ -152,7 +176,83 @@ def pr_verdict(
     if merge is None:
         return RetireVerdict(RetireKind.MERGED, f"every commit of PR #{number} is already in the new base")
     reason = f"upstream commit {str(merge.id)[:12]} '{subject_of(merge)}'"
-    return compare_files(repo, topic, old_base, new_base, merge, reason)
+    return landed_verdict(repo, topic, old_base, new_base, merge, reason, RevertReader.of(github))
+
+
+def _named(commit: pygit2.Commit) -> str:
+    """How the report names an upstream commit: '#8810 (0123456789ab) 'subject'', or its
+    short sha and subject when it names no PR."""
+    subject = subject_of(commit)
+    pr = pr_number(subject)
+    sha = str(commit.id)[:12]
+    return f"#{pr} ({sha} '{subject}')" if pr is not None else f"{sha} '{subject}'"
+
+
+def _oldest_revert(
+    repo: pygit2.Repository, reader: RevertReader, landed: pygit2.Commit, number: int | None, new_base: pygit2.Commit
+) -> pygit2.Commit | None:
+    """The oldest commit of landed..new_base that reverts `landed` (PR `number`)."""
+    walker = repo.walk(new_base.id, pygit2.enums.SortMode.TOPOLOGICAL)
+    walker.hide(landed.id)
+    found = None
+    for commit in walker:  # newest first: the last one found is the oldest
+        if reader.reverts(message(commit), number, str(landed.id), subject_of(landed)):
+            found = commit
+    return found
+
+
+def landed_verdict(
+    repo: pygit2.Repository,
+    topic: Topic,
+    old_base: pygit2.Commit,
+    new_base: pygit2.Commit,
+    merge: pygit2.Commit,
+    reason: str,
+    reader: RevertReader,
+) -> RetireVerdict:
+    """Upstream merged the PR as `merge` (`reason`: what proved it), in the new base. Unless
+    the new base reverts it too: then each revert is followed by its own revert (a reland),
+    while there is one. Landed in the end: compare_files, against the last landing. Reverted
+    in the end: REVERTED, unless the new base holds the PR's files as the adopted head has
+    them (relanded in a form no revert names: merged, as the files say)."""
+    # the PR, then each revert by the PR its subject names (a revert pushed without one: None)
+    chain, number = [merge], int(topic.upstream_pr) if topic.upstream_pr is not None else None
+    while (revert := _oldest_revert(repo, reader, chain[-1], number, new_base)) is not None:
+        chain.append(revert)
+        number = pr_number(subject_of(revert))
+    if len(chain) == 1:
+        return compare_files(repo, topic, old_base, new_base, merge, reason)
+    history = ", ".join(
+        f"{'reverted' if i % 2 else 'relanded'} by {_named(c)}" for i, c in enumerate(chain[1:], start=1)
+    )
+    if len(chain) % 2 == 1:  # a revert reverted: the PR landed again
+        return compare_files(repo, topic, old_base, new_base, chain[-1], f"{reason}, {history}")
+    held = _pr_files(repo, topic, old_base)
+    if held is not None and not difference(repo, held[0].tree, new_base.tree, held[1]):
+        return RetireVerdict(
+            RetireKind.MERGED, f"{reason}, {history}; the new base holds the PR's files as adopted", str(merge.id)
+        )
+    pr = f"PR #{int(topic.upstream_pr)}" if topic.upstream_pr is not None else "the PR"
+    merged = f"{str(merge.id)[:12]} '{subject_of(merge)}'"
+    return RetireVerdict(
+        RetireKind.REVERTED,
+        f"{pr} was merged upstream as {merged}, then {history}: not merged, the new base reverts it",
+        str(merge.id),
+    )
+
+
+def _pr_files(repo: pygit2.Repository, topic: Topic, old_base: pygit2.Commit) -> tuple[pygit2.Commit, list[str]] | None:
+    """The adopted head and the PR's files: what the head changes over the base it sits on.
+    (Not the topic's own work, series.topics: an adopted head may still be the PR's own
+    commits, reachable from an upstream ref, which own work hides as upstream's history.)
+    None: the topic's branch is gone."""
+    ref = repo.references.get(f"refs/heads/{topic.branch}")
+    if ref is None:
+        return None
+    head = ref.peel(pygit2.Commit)
+    fork_point = repo.merge_base(old_base.id, head.id)
+    start = repo[fork_point].peel(pygit2.Commit) if fork_point is not None else old_base
+    return head, [c.path for c in changed_paths(repo, start.tree, head.tree)]
 
 
 def compare_files(
@@ -165,16 +265,10 @@ def compare_files(
 ) -> RetireVerdict:
     """Upstream merged the PR as `merge` (`reason`: what proved it): merged, or merged in
     modified form with the difference, by the PR's files."""
-    ref = repo.references.get(f"refs/heads/{topic.branch}")
-    if ref is None:
+    held = _pr_files(repo, topic, old_base)
+    if held is None:
         return RetireVerdict(RetireKind.MERGED, reason, str(merge.id))
-    head = ref.peel(pygit2.Commit)
-    # The PR's files: what the adopted head changes over the base it sits on. (Not the
-    # topic's own work, series.topics: an adopted head may still be the PR's own commits,
-    # reachable from an upstream ref, which own work hides as upstream's history.)
-    fork_point = repo.merge_base(old_base.id, head.id)
-    start = repo[fork_point].peel(pygit2.Commit) if fork_point is not None else old_base
-    paths = [c.path for c in changed_paths(repo, start.tree, head.tree)]
+    head, paths = held
     # Upstream's form of the PR's files: at the merge commit (later upstream edits to the
     # same files are not the PR's), or at the new base, whichever agrees with the head.
     for upstream_tree in (merge.tree, new_base.tree):

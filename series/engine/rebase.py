@@ -154,7 +154,8 @@ def _advance(
     for name in _replay_order(state, with_git):
         run = state.topic(name)  # the state as the earlier topics left it (a dependency's new head)
         if run.outcome == rebase_state.TopicOutcome.BLOCKED:
-            run = replace(run, outcome=rebase_state.TopicOutcome.PENDING)
+            # its "waits for" reason is stale: a pending run's reason is the merged rules' note
+            run = replace(run, outcome=rebase_state.TopicOutcome.PENDING, reason="")
         if run.outcome != rebase_state.TopicOutcome.PENDING:
             continue
         count += 1
@@ -174,10 +175,15 @@ def _advance(
             run = replace(run, new_start=onto)
         if run.done == 0 and ending.detects_merged:
             topic = ws.series.topic(run.name)
-            verdict = merged_rules.first_verdict(
-                merged_rules.MergedContext(repo, topic, old_base, onto_commit, state.onto_name, tuple(commits)), rules
+            context = merged_rules.MergedContext(
+                repo, topic, old_base, onto_commit, state.onto_name, tuple(commits), ws.series.upstream.github
             )
-            if verdict is not None:
+            verdict = merged_rules.first_verdict(context, rules)
+            if verdict is not None and verdict.reverted:
+                # merged upstream and reverted there: replayed as git replays it, and the
+                # report says why it is not retired (kept in the run: --continue has it too)
+                run = replace(run, reason=verdict.reason)
+            elif verdict is not None:
                 state = state.with_topic(
                     replace(
                         run,
@@ -231,7 +237,16 @@ def _advance(
             run = replace(
                 run,
                 outcome=rebase_state.TopicOutcome.EMPTY,
-                reason="every commit came out empty, one by the conflict resolution",
+                reason="every commit came out empty, one by the conflict resolution"
+                + (f"; {run.reason}" if run.reason else ""),
+            )
+        elif run.commits and not run.mapping and run.reason:
+            # the replay came out empty, yet the merged rules proved the PR reverted upstream
+            # (run.reason says so): not "merged"; the branch goes where git's replay puts it
+            run = replace(
+                run,
+                outcome=rebase_state.TopicOutcome.EMPTY,
+                reason=f"every commit came out empty; {run.reason}",
             )
         elif run.commits and not run.mapping:
             run = replace(

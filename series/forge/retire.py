@@ -12,13 +12,16 @@ whether anything of the adopted version is lost when the topic retires.
 
 Everything but the API's evidence is the engine's (series.engine.merged.pr_verdict), which
 the rebase asks without a network; it moved there so the engine imports no forge (issue 35).
+The API's merge commit goes through the engine's revert rule too (landed_verdict): GitHub
+still says "merged" for a PR whose squash the new base reverts, and that is no merge.
 """
 
 from __future__ import annotations
 
 import pygit2
 
-from series.engine.merged import RetireKind, RetireVerdict, compare_files, contains, pr_verdict
+from series.engine.merged import RetireKind, RetireVerdict, contains, landed_verdict, pr_verdict
+from series.git.upstream_commit import RevertReader
 from series.forge.base import Forge, ForgeUnreachable
 from series.model import Topic
 
@@ -33,10 +36,13 @@ def check(
     forge: Forge | None = None,
     *,
     replay_empty: bool = False,
+    github: str | None = None,
 ) -> RetireVerdict | None:
-    """The verdict for one PR topic being rebased from old_base to new_base, or None.
+    """The verdict for one PR topic being rebased from old_base to new_base, or None. A
+    REVERTED verdict (verdict.retires is False) proves it is not merged.
 
-    `topic` must carry upstream_pr; its branch is the adopted head (on old_base).
+    `topic` must carry upstream_pr; its branch is the adopted head (on old_base). `github`:
+    upstream's owner/name (the PR URLs a revert's message may name).
     """
     if topic.upstream_pr is None:
         return None
@@ -59,5 +65,5 @@ def check(
                     f"GitHub: PR #{int(topic.upstream_pr)} merged as {str(candidate.id)[:12]}, "
                     f"contained in the new base"
                 )
-                return compare_files(repo, topic, old_base, new_base, candidate, reason)
-    return pr_verdict(repo, topic, old_base, new_base, replay_empty=replay_empty)
+                return landed_verdict(repo, topic, old_base, new_base, candidate, reason, RevertReader.of(github))
+    return pr_verdict(repo, topic, old_base, new_base, replay_empty=replay_empty, github=github)

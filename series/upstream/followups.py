@@ -39,7 +39,7 @@ import pygit2
 
 from series.git.releases import trunk_ref
 from series.git.repo import branch_commit, message, subject
-from series.git.upstream_commit import UpstreamCommit, pr_number
+from series.git.upstream_commit import RevertReader, UpstreamCommit, pr_number, pr_reference, pr_title, reverted_subject
 from series.model import PRNumber, Series, Status, Topic
 from series.persisted import Json
 from series.topics import OwnWork
@@ -164,26 +164,19 @@ class FollowUps:
 # -- reading a message ----------------------------------------------------------------------
 
 
-def _ref(github: str | None) -> str:
-    """A PR reference: '#N', or the PR's URL on upstream's repository (any repository's when
-    series.yaml names none)."""
-    repo = re.escape(github) if github else r"[\w.-]+/[\w.-]+"
-    return rf"(?:#|https?://github\.com/{repo}/pull/)([1-9][0-9]{{0,8}})\b"
-
-
 @dataclass(frozen=True)
 class _Readers:
-    reverts: re.Pattern[str]
+    reverts: RevertReader
     fixes: re.Pattern[str]
     follows: re.Pattern[str]
     names: re.Pattern[str]
 
     @classmethod
     def of(cls, github: str | None) -> "_Readers":
-        ref = _ref(github)
+        ref = pr_reference(github)
         flags = re.IGNORECASE
         return cls(
-            re.compile(rf"\brevert(?:s|ed|ing)?\s+(?:PR\s+|pull request\s+)?{ref}", flags),
+            RevertReader.of(github),
             re.compile(
                 rf"(?:\b(?:fix(?:es|ed|ing)?|hotfix(?:es)?|fixup)\s+(?:(?:for|to|of|on|after)\s+)?"
                 rf"(?:PR\s+)?|\bregression\s+(?:from|in|of|introduced\s+(?:by|in))\s+|"
@@ -195,16 +188,10 @@ class _Readers:
         )
 
 
-_REVERT_SUBJECT = re.compile(r'^Revert\s+"(.*)"', re.IGNORECASE)
-# a revert's subject missing its closing quote, as typed by hand (vLLM's #8810:
-# 'Revert "rename PromptInputs ... (#8760) (#8810)'); a second "(#M)" is the revert's own
-_REVERT_UNCLOSED = re.compile(r'^Revert\s+"([^"]*?)(?:\s*\(#[0-9]+\))?\s*$', re.IGNORECASE)
-_OWN_PR = re.compile(r"\s*\(#[0-9]+\)\s*$")
 _TAGS = re.compile(r"^(?:\s*\[[^\]]*\])+")
 # a fix word in a subject ('[Model] Fix regressions from #8346', 'Fix incompatibility between
 # #7902 and #7230', 'Fix incorrect docs from #7615': vLLM's own): every PR it names is fixed
 _FIX_WORD = re.compile(r"\b(?:fix(?:es|ed|ing)?|hotfix(?:es)?|fixup|regressions?)\b", re.IGNORECASE)
-_REVERTS_COMMIT = re.compile(r"\breverts\s+commit\s+([0-9a-f]{7,40})\b", re.IGNORECASE)
 _REVERTS_COMMIT_RAW = re.compile(rb"reverts\s+commit\s", re.IGNORECASE)
 _HEX_WORD = re.compile(r"\b[0-9a-f]{7,40}\b")
 
@@ -213,42 +200,25 @@ def _numbers(pattern: re.Pattern[str], text: str) -> set[int]:
     return {int(m.group(1)) for m in pattern.finditer(text)}
 
 
-def _title(subject_line: str) -> str:
-    """A subject without its "(#N)" and with its whitespace collapsed: a PR's title."""
-    return " ".join(_OWN_PR.sub("", subject_line).split())
-
-
-def _reverted(first: str) -> str | None:
-    """The subject a 'Revert "..."' subject quotes (its closing quote may be missing)."""
-    quoted = _REVERT_SUBJECT.match(first) or _REVERT_UNCLOSED.match(first)
-    return quoted.group(1) if quoted else None
-
-
 def classify(
     readers: _Readers, text: str, number: int, merge_sha: str | None, merge_subject: str | None = None
 ) -> FollowUpKind | None:
     """What a commit message is to PR `number` (whose squash is `merge_sha` with subject
     `merge_subject`, when known): a revert, a fix, a follow-up, or nothing. A revert
     outranks a fix, a fix a follow-up."""
-    first = text.split("\n", 1)[0].strip()
-    quoted = _reverted(first)
-    inner = pr_number(quoted) if quoted is not None else None
-    if inner == number:
-        return FollowUpKind.REVERT
     # GitHub's Revert button quotes the PR's title, without its number ('Revert "[Misc]
-    # Disable guided decoding for mistral tokenizer" (#8593)' reverted #8521)
-    if quoted is not None and inner is None and merge_subject is not None and _title(quoted) == _title(merge_subject):
+    # Disable guided decoding for mistral tokenizer" (#8593)' reverted #8521): the one reading
+    if readers.reverts.reverts(text, number, merge_sha, merge_subject):
         return FollowUpKind.REVERT
-    if inner is not None:  # the revert of another PR (a fix of this one, say) follows this one up
+    first = text.split("\n", 1)[0].strip()
+    quoted = reverted_subject(first)
+    if quoted is not None and pr_number(quoted) is not None:
+        # the revert of another PR (a fix of this one, say) follows this one up
         named = _numbers(readers.fixes, text) | _numbers(readers.follows, text)
         return FollowUpKind.FOLLOW_UP if number in named else None
-    if number in _numbers(readers.reverts, text):
-        return FollowUpKind.REVERT
-    if merge_sha and any(merge_sha.startswith(m.group(1).lower()) for m in _REVERTS_COMMIT.finditer(text)):
-        return FollowUpKind.REVERT
     if number in _numbers(readers.fixes, text):
         return FollowUpKind.FIX
-    untagged = _title(_TAGS.sub("", first))
+    untagged = pr_title(_TAGS.sub("", first))
     if _FIX_WORD.search(untagged) and number in _numbers(readers.names, untagged):
         return FollowUpKind.FIX
     if number in _numbers(readers.follows, text):

@@ -21,6 +21,7 @@ def render(result: RebaseResult, integration_branch: str | None = None) -> str:
     width = max([len(t.name) for t in report.topics] + [5])
     halted = any(t.outcome == TopicOutcome.CONFLICT for t in report.topics) and not report.dry_run
     for t in report.topics:
+        by_hand = {r.commit for r in t.resolved_by_hand + t.resolved_from_memory}
         if t.outcome == TopicOutcome.CLEAN:
             rd = t.range_diff or {}
             text = f"clean      {t.commits} commit(s) -> {str(t.new_head)[:12]}  range-diff " + " ".join(
@@ -37,18 +38,25 @@ def render(result: RebaseResult, integration_branch: str | None = None) -> str:
         elif t.outcome == TopicOutcome.DROPPED:
             text = f"dropped    {t.reason or 'as asked'}; status: dropped, branch kept"
         elif t.outcome == TopicOutcome.EMPTY:
+            after = " after resolution" if by_hand & {d.commit for d in t.dropped} else ""
             text = (
-                f"empty after resolution ({t.reason}): branch -> {str(t.new_head)[:12]} with no commit "
+                f"empty{after} ({t.reason}): branch -> {str(t.new_head)[:12]} with no commit "
                 "of its own; status unchanged"
             )
         else:
             text = f"{t.outcome.value:<10} {t.reason}"
         out.append(f"  {t.name:<{width}}  {text}".rstrip())
+        if t.outcome in (TopicOutcome.CLEAN, TopicOutcome.CONFLICT) and t.reason:
+            # the merged rules' note: a PR upstream merged and then reverted is replayed
+            out.append(f"  {'':<{width}}    {t.reason}")
+            if t.outcome == TopicOutcome.CLEAN:
+                out.append(
+                    f"  {'':<{width}}    the fork keeps carrying its change: 'series drop {t.name}' follows upstream"
+                )
         if t.outcome == TopicOutcome.EMPTY:
             # not merged: nothing proved upstream has it; the user decides whether it goes
             how = f"series rebase --drop-topic {t.name}" if halted else f"series drop {t.name}"
             out.append(f"  {'':<{width}}    if upstream's side is all it needs: '{how}' stops carrying it")
-        by_hand = {r.commit for r in t.resolved_by_hand + t.resolved_from_memory}
         for d in t.dropped if t.outcome not in (TopicOutcome.DROPPED, TopicOutcome.SKIPPED) else ():
             why = "empty after resolution" if d.commit in by_hand else "already upstream"
             out.append(f"  {'':<{width}}    dropped ({why}): {d.commit[:12]} {d.subject}")
