@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from series.evidence import testmap, testrun
 from tests import evidence_repos as er
 from tests.conftest import from_template, run_series
 from tests.fakeenv import make_env
-from tests.harness import refs_of, template_tree
+from tests.harness import ALL_FRESH, refs_of, template_tree
 from tests.repos import ENV, git, write
 
 TRUNK = "tests/v1/kv_offload/test_trunk.py::test_main_and_its_docstring"
@@ -165,6 +166,31 @@ def test_a_test_run_on_the_prs_tree_runs_mains_code_with_the_topic_over_the_buil
     assert f"pr:lru-peek: 1 tests pass that do not on main:\n  {PEEK}" in text, text
     assert f"upstream/main {main[:12]} + lru-peek replayed: {pr[:12]}" in text, "the text names the commit"
     assert "no test is worse than on base or main" in text, text
+
+
+@pytest.mark.skipif(ALL_FRESH, reason="patches the run in this process")
+def test_a_run_the_cache_answers_writes_no_layout_and_no_shadow(
+    fork: Path, env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the real install a warm run of pr:TOPIC spent most of its time on what no test
+    used: main's tests/ written out (~2,400 files), a shadow per tree (main's ~1,800 package
+    files) and a second parse of the CI map (tools/bench_pr_tree.sh, docs/performance.md)."""
+    move_main(fork, MAIN)
+    args = ("test", "lru-peek", "--run", "--python", str(env), "--tree", "pr:lru-peek", "--json")
+    cold = json.loads(run_series(*args, cwd=fork).stdout)
+
+    def unused(*_: object, **__: object) -> None:
+        raise AssertionError("every test file's result is in the cache: nothing is to be written")
+
+    monkeypatch.setattr(testrun, "shadow", unused)
+    monkeypatch.setattr(testrun.Scratch, "write_tests", unused)
+    parsed = []
+    load = testmap.load
+    monkeypatch.setattr(testmap, "load", lambda *a, **k: parsed.append(a[1].id) or load(*a, **k))
+    warm = json.loads(run_series(*args, cwd=fork).stdout)
+    assert warm["tests"] == cold["tests"]
+    assert all(s["files_from_cache"] > 0 for s in warm["summary"].values()), warm["summary"]
+    assert len(parsed) == 1, "the CI map of the base is read once"
 
 
 def test_a_measurement_on_the_prs_tree_and_main(fork: Path, env: Path, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import difflib
 import os
 import posixpath
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,8 +181,9 @@ def run(
     base = ws.base_commit()
     trees = resolve_trees(ws, names)
     cache = imports.ImportCache(imports.default_cache())
-    tmap = testmap.load_commit(repo, base)
-    chosen_steps = nearest_step(tmap, steps) if steps else []
+    # the CI map is read again only for --step: the selection was made from it (test_plan), and
+    # parsing vLLM's ~70 test_areas files is seconds
+    chosen_steps = nearest_step(testmap.load_commit(repo, base), steps) if steps else []
     layouts: dict[bool, Layout] = {}
     selections: list[FileSelection] = []
     for trunk in dict.fromkeys(t.on_trunk for t in trees):
@@ -287,13 +289,18 @@ def _run_trees(
     """Every tree's pytest at once, at most `jobs` side by side (pytestrun.side_by_side).
     Trees whose package changes are the same bytes run the same code over the same tests:
     the first of them runs, the others get its outcomes."""
-    roots = {
-        trunk: scratch.write_tests(
-            {p: repo[o].peel(pygit2.Blob).data for p, o in layout.tests.items()},
-            None if not trunk else scratch.fresh("trunk-layout"),
-        )
-        for trunk, layout in layouts.items()
-    }
+    roots: dict[bool, Path] = {}
+    writing = threading.Lock()
+
+    def layout_root(trunk: bool) -> Path:
+        """A group's tests/, written when the first of its trees has a file to run: a run
+        the cache answers writes none (main's tests/ are thousands of files, ~7 s here)."""
+        with writing:
+            if trunk not in roots:
+                tests = {p: repo[o].peel(pygit2.Blob).data for p, o in layouts[trunk].tests.items()}
+                roots[trunk] = scratch.write_tests(tests, scratch.fresh("trunk-layout") if trunk else None)
+            return roots[trunk]
+
     runs: dict[str, tuple[EvidenceTree, dict[str, bytes | None]]] = {}  # package digest -> the tree that runs
     same: dict[str, str] = {}  # tree name -> digest
     over: dict[str, str] = {}  # tree name -> how it is laid over the build
@@ -321,19 +328,23 @@ def _run_trees(
     def job(
         tree: EvidenceTree, changes: dict[str, bytes | None], digest: str
     ) -> Callable[[pytestrun.JobControl], tuple[dict[str, CaseOutcome], int]]:
-        layout, root = layouts[tree.on_trunk], roots[tree.on_trunk]
+        layout = layouts[tree.on_trunk]
+
+        def prepare() -> tuple[Path, list[Path]]:
+            """The tests' layout and the tree's shadow of the package (a symlink per installed
+            file: main's over the release is ~1,800 files written in), made only to run."""
+            shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
+            return layout_root(tree.on_trunk), shadow
 
         def run_tree(control: pytestrun.JobControl) -> tuple[dict[str, CaseOutcome], int]:
-            shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
             control.say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files {over[tree.info.name]}")
             if chosen_steps:
-                return _run_steps(env, scratch, root, chosen_steps, shadow, tree.info.name, control), 0
+                return _run_steps(env, scratch, *prepare(), chosen_steps, tree.info.name, control), 0
             return _run_files(
                 env,
                 scratch,
-                root,
+                prepare,
                 layout.files,
-                shadow,
                 digest,
                 layout.graph,
                 layout.tests,
@@ -386,9 +397,8 @@ FILE_ARGS = ("-q", "-rN")
 def _run_files(
     env: Environment,
     scratch: Scratch,
-    layout: Path,
+    prepare: Callable[[], tuple[Path, list[Path]]],
     files: tuple[str, ...],
-    shadow: list[Path],
     digest: str,
     graph: imports.ImportGraph,
     tests: Mapping[str, pygit2.Oid],
@@ -412,7 +422,7 @@ def _run_files(
         say(f"  {name}: {hits} test files from the cache")
     if not todo:
         return outcomes, hits
-    root = layout
+    root, shadow = prepare()
     report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
     result = pytestrun.run_pytest(
         env,
@@ -439,14 +449,13 @@ def _run_files(
 def _run_steps(
     env: Environment,
     scratch: Scratch,
-    layout: Path,
-    steps: list[BuildkiteStep],
+    root: Path,
     shadow: list[Path],
+    steps: list[BuildkiteStep],
     name: str,
     control: pytestrun.JobControl,
 ) -> dict[str, CaseOutcome]:
     say = control.say
-    root = layout
     outcomes: dict[str, CaseOutcome] = {}
     for step in steps:
         extra = dict(step.env)
