@@ -168,6 +168,33 @@ def test_a_test_run_on_the_prs_tree_runs_mains_code_with_the_topic_over_the_buil
     assert "no test is worse than on base or main" in text, text
 
 
+ON_MAIN_ONLY = "tests/v1/offload/test_on_main.py::test_on_mains_step"
+
+
+def test_the_trees_on_the_trunk_take_their_tests_from_mains_ci_map(fork: Path, env: Path) -> None:
+    """On vLLM, v0.33.0's CI map has other steps covering a kv_offload change than
+    v0.31.0's, and other commands: the PR's tree runs what main's CI would run for it."""
+    steps = er.TEST_AREAS[".buildkite/test_areas/kv_offload.yaml"]
+    move_main(
+        fork,
+        {
+            **MAIN,
+            ".buildkite/test_areas/kv_offload.yaml": steps.replace(
+                "    - pytest -v -s v1/kv_offload\n", "    - pytest -v -s v1/kv_offload v1/offload\n", 1
+            ),
+            "tests/v1/offload/test_on_main.py": (
+                "import vllm.v1.kv_offload.cpu.policies.lru as lru\n\n\n"
+                "def test_on_mains_step():\n    assert lru.LRUPolicy\n"
+            ),
+        },
+    )
+    args = ("test", "lru-peek", "--run", "--python", str(env), "--tree", "pr:lru-peek", "--json")
+    tests = json.loads(run_series(*args, cwd=fork).stdout)["tests"]
+    assert tests[ON_MAIN_ONLY] == {"base": None, "series": None, "main": "passed", "pr:lru-peek": "passed"}, tests
+    whole = json.loads(run_series(*args, "--step", "kv-offload", cwd=fork).stdout)["tests"]
+    assert whole[ON_MAIN_ONLY] == tests[ON_MAIN_ONLY], "--step runs main's commands of the step"
+
+
 @pytest.mark.skipif(ALL_FRESH, reason="patches the run in this process")
 def test_a_run_the_cache_answers_writes_no_layout_and_no_shadow(
     fork: Path, env: Path, monkeypatch: pytest.MonkeyPatch
@@ -190,7 +217,7 @@ def test_a_run_the_cache_answers_writes_no_layout_and_no_shadow(
     warm = json.loads(run_series(*args, cwd=fork).stdout)
     assert warm["tests"] == cold["tests"]
     assert all(s["files_from_cache"] > 0 for s in warm["summary"].values()), warm["summary"]
-    assert len(parsed) == 1, "the CI map of the base is read once"
+    assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 2, "each CI map (base, main) is read once"
 
 
 def test_a_measurement_on_the_prs_tree_and_main(fork: Path, env: Path, tmp_path: Path) -> None:
