@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from series.evidence import testmap, testrun
 from tests import evidence_repos as er
 from tests.conftest import from_template, run_series
 from tests.fakeenv import make_env
-from tests.harness import refs_of, template_tree
+from tests.harness import ALL_FRESH, refs_of, template_tree
 from tests.repos import ENV, git, write
 
 TRUNK = "tests/v1/kv_offload/test_trunk.py::test_main_and_its_docstring"
@@ -165,6 +166,58 @@ def test_a_test_run_on_the_prs_tree_runs_mains_code_with_the_topic_over_the_buil
     assert f"pr:lru-peek: 1 tests pass that do not on main:\n  {PEEK}" in text, text
     assert f"upstream/main {main[:12]} + lru-peek replayed: {pr[:12]}" in text, "the text names the commit"
     assert "no test is worse than on base or main" in text, text
+
+
+ON_MAIN_ONLY = "tests/v1/offload/test_on_main.py::test_on_mains_step"
+
+
+def test_the_trees_on_the_trunk_take_their_tests_from_mains_ci_map(fork: Path, env: Path) -> None:
+    """On vLLM, v0.33.0's CI map has other steps covering a kv_offload change than
+    v0.31.0's, and other commands: the PR's tree runs what main's CI would run for it."""
+    steps = er.TEST_AREAS[".buildkite/test_areas/kv_offload.yaml"]
+    move_main(
+        fork,
+        {
+            **MAIN,
+            ".buildkite/test_areas/kv_offload.yaml": steps.replace(
+                "    - pytest -v -s v1/kv_offload\n", "    - pytest -v -s v1/kv_offload v1/offload\n", 1
+            ),
+            "tests/v1/offload/test_on_main.py": (
+                "import vllm.v1.kv_offload.cpu.policies.lru as lru\n\n\n"
+                "def test_on_mains_step():\n    assert lru.LRUPolicy\n"
+            ),
+        },
+    )
+    args = ("test", "lru-peek", "--run", "--python", str(env), "--tree", "pr:lru-peek", "--json")
+    tests = json.loads(run_series(*args, cwd=fork).stdout)["tests"]
+    assert tests[ON_MAIN_ONLY] == {"base": None, "series": None, "main": "passed", "pr:lru-peek": "passed"}, tests
+    whole = json.loads(run_series(*args, "--step", "kv-offload", cwd=fork).stdout)["tests"]
+    assert whole[ON_MAIN_ONLY] == tests[ON_MAIN_ONLY], "--step runs main's commands of the step"
+
+
+@pytest.mark.skipif(ALL_FRESH, reason="patches the run in this process")
+def test_a_run_the_cache_answers_writes_no_layout_and_no_shadow(
+    fork: Path, env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the real install a warm run of pr:TOPIC spent most of its time on what no test
+    used: main's tests/ written out (~2,400 files), a shadow per tree (main's ~1,800 package
+    files) and a second parse of the CI map (tools/bench_pr_tree.sh, docs/performance.md)."""
+    move_main(fork, MAIN)
+    args = ("test", "lru-peek", "--run", "--python", str(env), "--tree", "pr:lru-peek", "--json")
+    cold = json.loads(run_series(*args, cwd=fork).stdout)
+
+    def unused(*_: object, **__: object) -> None:
+        raise AssertionError("every test file's result is in the cache: nothing is to be written")
+
+    monkeypatch.setattr(testrun, "shadow", unused)
+    monkeypatch.setattr(testrun.Scratch, "write_tests", unused)
+    parsed = []
+    load = testmap.load
+    monkeypatch.setattr(testmap, "load", lambda *a, **k: parsed.append(a[1].id) or load(*a, **k))
+    warm = json.loads(run_series(*args, cwd=fork).stdout)
+    assert warm["tests"] == cold["tests"]
+    assert all(s["files_from_cache"] > 0 for s in warm["summary"].values()), warm["summary"]
+    assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 2, "each CI map (base, main) is read once"
 
 
 def test_a_measurement_on_the_prs_tree_and_main(fork: Path, env: Path, tmp_path: Path) -> None:

@@ -14,7 +14,8 @@
 4. The test files: those of the upstream CI steps covering the change (GPU steps
    included: pytest's skips and the baseline sort out what cannot run here) that reach a
    changed module through the import graph, plus the topics' own tests
-   (series.evidence.imports). `--step KEY` runs whole steps' commands instead.
+   (series.evidence.imports). `--step KEY` runs whole steps' commands instead. The steps
+   are the base's CI map's, and main's for the trees on the trunk.
 5. The trees run side by side (series.evidence.pytestrun), each its own pytest process;
    trees with the same package files run once. Results per test id go into
    series.evidence.matrix, cached per file.
@@ -26,6 +27,7 @@ import difflib
 import os
 import posixpath
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,11 +71,13 @@ class EvidenceTree:
 @dataclass(frozen=True)
 class Layout:
     """The tests one group of trees runs: the base's (or main's) tests/ with the group's
-    test changes, the import graph they were selected by, and the files selected."""
+    test changes, the import graph they were selected by, the files selected, and with
+    --step the steps run whole (the base's CI map's, or main's: what the PR's CI runs)."""
 
     tests: dict[str, pygit2.Oid]
     graph: imports.ImportGraph
     files: tuple[str, ...]
+    steps: tuple[BuildkiteStep, ...] = ()
 
 
 def tree_names(without: str | None, compare: tuple[str, str] | None, named: tuple[str, ...] = ()) -> list[str]:
@@ -180,8 +184,6 @@ def run(
     base = ws.base_commit()
     trees = resolve_trees(ws, names)
     cache = imports.ImportCache(imports.default_cache())
-    tmap = testmap.load_commit(repo, base)
-    chosen_steps = nearest_step(tmap, steps) if steps else []
     layouts: dict[bool, Layout] = {}
     selections: list[FileSelection] = []
     for trunk in dict.fromkeys(t.on_trunk for t in trees):
@@ -189,14 +191,15 @@ def run(
         group = [t for t in trees if t.on_trunk == trunk]
         tests, analysis = _tests_of(repo, root, group, say)
         graph = imports.build(repo, analysis, cache)
+        group_covering, chosen_steps = _steps_of(repo, root if trunk else None, base, covering, changed, steps)
         selection = (
             FileSelection((), 0, tuple(s.ident for s in chosen_steps))
             if chosen_steps
-            else select_files(graph, covering, tests, changed, package)
+            else select_files(graph, group_covering, tests, changed, package)
         )
         selections.append(selection)
-        layouts[trunk] = Layout(tests, graph, selection.files)
-    if not chosen_steps and not any(s.files for s in selections):
+        layouts[trunk] = Layout(tests, graph, selection.files, tuple(chosen_steps))
+    if not steps and not any(s.files for s in selections):
         raise SeriesError(
             "no test file of the covering CI steps imports what the series changes: "
             "name steps with --step KEY to run them whole"
@@ -223,7 +226,6 @@ def run(
                 scratch,
                 repo,
                 layouts,
-                chosen_steps,
                 package,
                 use_cache,
                 jobs or default_jobs(len(trees)),
@@ -233,6 +235,27 @@ def run(
         m.interrupted = str(stop)
         raise EvidenceInterrupted(m, stop.signum) from None
     return m
+
+
+def _steps_of(
+    repo: pygit2.Repository,
+    trunk: pygit2.Commit | None,
+    base: pygit2.Commit,
+    covering: list[BuildkiteStep],
+    changed: list[str],
+    wanted: tuple[str, ...],
+) -> tuple[list[BuildkiteStep], list[BuildkiteStep]]:
+    """(the CI steps covering `changed`, the --step steps) for one group of trees. Trees on
+    the trunk take them from main's CI map, as the PR's CI does: on vLLM, v0.33.0's map has
+    other steps covering a kv_offload change than v0.31.0's, and other commands in 13 of
+    them. The base's covering steps are the plan's (test_plan read the map once); its map is
+    read again only for --step, since parsing vLLM's ~70 test_areas files takes seconds."""
+    if trunk is None:
+        return covering, nearest_step(testmap.load_commit(repo, base), wanted) if wanted else []
+    tmap = testmap.load_commit(repo, trunk)
+    if wanted:
+        return [], nearest_step(tmap, wanted)
+    return [s.step for s in tmap.select({path: () for path in changed})], []
 
 
 def _tests_of(
@@ -278,7 +301,6 @@ def _run_trees(
     scratch: Scratch,
     repo: pygit2.Repository,
     layouts: Mapping[bool, Layout],
-    chosen_steps: list[BuildkiteStep],
     package: str,
     use_cache: bool,
     jobs: int,
@@ -287,13 +309,18 @@ def _run_trees(
     """Every tree's pytest at once, at most `jobs` side by side (pytestrun.side_by_side).
     Trees whose package changes are the same bytes run the same code over the same tests:
     the first of them runs, the others get its outcomes."""
-    roots = {
-        trunk: scratch.write_tests(
-            {p: repo[o].peel(pygit2.Blob).data for p, o in layout.tests.items()},
-            None if not trunk else scratch.fresh("trunk-layout"),
-        )
-        for trunk, layout in layouts.items()
-    }
+    roots: dict[bool, Path] = {}
+    writing = threading.Lock()
+
+    def layout_root(trunk: bool) -> Path:
+        """A group's tests/, written when the first of its trees has a file to run: a run
+        the cache answers writes none (main's tests/ are thousands of files, ~7 s here)."""
+        with writing:
+            if trunk not in roots:
+                tests = {p: repo[o].peel(pygit2.Blob).data for p, o in layouts[trunk].tests.items()}
+                roots[trunk] = scratch.write_tests(tests, scratch.fresh("trunk-layout") if trunk else None)
+            return roots[trunk]
+
     runs: dict[str, tuple[EvidenceTree, dict[str, bytes | None]]] = {}  # package digest -> the tree that runs
     same: dict[str, str] = {}  # tree name -> digest
     over: dict[str, str] = {}  # tree name -> how it is laid over the build
@@ -321,19 +348,23 @@ def _run_trees(
     def job(
         tree: EvidenceTree, changes: dict[str, bytes | None], digest: str
     ) -> Callable[[pytestrun.JobControl], tuple[dict[str, CaseOutcome], int]]:
-        layout, root = layouts[tree.on_trunk], roots[tree.on_trunk]
+        layout = layouts[tree.on_trunk]
+
+        def prepare() -> tuple[Path, list[Path]]:
+            """The tests' layout and the tree's shadow of the package (a symlink per installed
+            file: main's over the release is ~1,800 files written in), made only to run."""
+            shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
+            return layout_root(tree.on_trunk), shadow
 
         def run_tree(control: pytestrun.JobControl) -> tuple[dict[str, CaseOutcome], int]:
-            shadow = [testrun.shadow(env.package_dir, changes, scratch.fresh("shadow"))] if changes else []
             control.say(f"{tree.info.name}: {tree.info.describe}; {len(changes)} package files {over[tree.info.name]}")
-            if chosen_steps:
-                return _run_steps(env, scratch, root, chosen_steps, shadow, tree.info.name, control), 0
+            if layout.steps:
+                return _run_steps(env, scratch, *prepare(), list(layout.steps), tree.info.name, control), 0
             return _run_files(
                 env,
                 scratch,
-                root,
+                prepare,
                 layout.files,
-                shadow,
                 digest,
                 layout.graph,
                 layout.tests,
@@ -386,9 +417,8 @@ FILE_ARGS = ("-q", "-rN")
 def _run_files(
     env: Environment,
     scratch: Scratch,
-    layout: Path,
+    prepare: Callable[[], tuple[Path, list[Path]]],
     files: tuple[str, ...],
-    shadow: list[Path],
     digest: str,
     graph: imports.ImportGraph,
     tests: Mapping[str, pygit2.Oid],
@@ -412,7 +442,7 @@ def _run_files(
         say(f"  {name}: {hits} test files from the cache")
     if not todo:
         return outcomes, hits
-    root = layout
+    root, shadow = prepare()
     report = scratch.fresh(name.replace(":", "-")) / "junit.xml"
     result = pytestrun.run_pytest(
         env,
@@ -439,14 +469,13 @@ def _run_files(
 def _run_steps(
     env: Environment,
     scratch: Scratch,
-    layout: Path,
-    steps: list[BuildkiteStep],
+    root: Path,
     shadow: list[Path],
+    steps: list[BuildkiteStep],
     name: str,
     control: pytestrun.JobControl,
 ) -> dict[str, CaseOutcome]:
     say = control.say
-    root = layout
     outcomes: dict[str, CaseOutcome] = {}
     for step in steps:
         extra = dict(step.env)
