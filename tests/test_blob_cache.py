@@ -61,3 +61,27 @@ def test_the_byte_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert blob_cache.cached(("b",), lambda: "b", str, folder) == "b"
     assert sum(p.stat().st_size for p in folder.iterdir()) <= 800
     assert not old[0].exists() and old[-1].exists()
+
+
+def test_a_compute_runs_without_cyclic_collection(tmp_path: Path) -> None:
+    """A compute parses and walks a file: 10^5 new objects the collector would scan again and
+    again (issue 34). It runs paused; what the caller had is restored, an error too."""
+    import gc
+
+    folder = _folder(tmp_path)
+    assert gc.isenabled()
+    assert blob_cache.cached(("paused",), lambda: gc.isenabled(), bool, folder) is False
+    assert gc.isenabled()
+
+    def fails() -> object:
+        raise RuntimeError("compute failed")
+
+    with pytest.raises(RuntimeError):
+        blob_cache.cached(("fails",), fails, str, folder)
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that paused it itself keeps it paused
+        assert blob_cache.cached(("nested",), lambda: gc.isenabled(), bool, folder) is False
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
