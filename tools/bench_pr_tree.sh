@@ -168,7 +168,7 @@ code=0
 python3 -c "import sys; w, u, s = map(float, sys.argv[1].split()); print(f'measure, three trees: {w:.1f} s wall, {u + s:.1f} s CPU (load average {sys.argv[3]}), exit {sys.argv[2]}')" \
   "$(cat "$work/measure.time")" "$code" "$(cut -d' ' -f1 /proc/loadavg)"
 cat "$work/measure.txt"; [ "$code" = 0 ] || tail -5 "$work/measure.err"
-anchor=$( { time (cd "$work" && SERIES_METRICS="$work/anchor.json" "$venv/bin/python" "$work/workload.py"); } 2>&1 )
+anchor=$( { time (cd "$work" && SERIES_METRICS="$work/anchor.json" "$venv/bin/python" "$work/workload.py" 2> "$work/anchor.err"); } 2>&1 )
 echo "one plain run of the workload on the release (the anchor): $anchor s (wall user sys); $(cat "$work/anchor.json")"
 echo "work: $work"
 uptime
