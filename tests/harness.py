@@ -7,7 +7,10 @@ of imports each). So:
 
 - `from_template(key, build, into)` builds a repository layout once per session, under the
   same sealed environment the tests run in (same objects, same hashes), and gives each test
-  a copy, absolute paths inside .git rewritten to the copy's.
+  a copy, absolute paths inside .git rewritten to the copy's. Creating files and
+  directories is most of a copy's cost here, so a template's object stores are packed
+  (one pack, not a directory per object prefix) and linked, not copied, into each copy,
+  as `git clone --local` links them: git never writes an object file in place.
 - `run_series` runs the CLI inside this interpreter, as a fresh process would see it: its
   own cwd, environment, stdin and stdout/stderr (file descriptors too, so git and pytest
   children write where a subprocess's would), and afterwards what a process exit would do
@@ -114,6 +117,7 @@ def template_tree(key: str, build: Callable[[Path], object]) -> Path:
         tree.mkdir(parents=True)
         with _environment(*sealed(base)):
             result = build(tree)
+            _compact(tree)
         _TEMPLATES[key] = (tree, result)
     return _TEMPLATES[key][0]
 
@@ -132,27 +136,76 @@ def from_template(key: str, build: Callable[[Path], T], into: Path, only: tuple[
             continue
         target = into / child.name
         if child.is_dir() and not child.is_symlink():
-            shutil.copytree(child, target, symlinks=True)
-            _rewrite(target, str(tree), str(into))
+            os.mkdir(target)
+            _copy_tree(str(child), str(target), str(tree).encode(), str(into).encode())
         else:
             shutil.copy2(child, target, follow_symlinks=False)
     return _moved(result, str(tree), str(into))  # type: ignore[no-any-return]
 
 
-def _rewrite(top: Path, old: str, new: str) -> None:
-    before, after = old.encode(), new.encode()
-    for dirpath, dirnames, filenames in os.walk(top):
-        if "HEAD" in filenames and "objects" in dirnames:  # a git directory: its objects hold no path
+def _compact(tree: Path) -> None:
+    """Pack every object store of a template into one pack (unreachable objects too: -k;
+    no server info or bitmap files: a copy should hold what the build made, in fewer
+    files), and drop git init's sample hooks (never run: a hook runs only without the
+    .sample suffix)."""
+    for dirpath, dirnames, filenames in os.walk(tree):
+        if "HEAD" in filenames and "objects" in dirnames:  # a git directory
             dirnames.remove("objects")
-        for name in filenames:
-            if name == "index" or name.endswith((".pack", ".idx")):
-                continue  # binary, and holds no absolute path
-            path = Path(dirpath, name)
-            if path.is_symlink():
-                continue
-            data = path.read_bytes()
-            if before in data:
-                path.write_bytes(data.replace(before, after))
+            subprocess.run(
+                [
+                    "git",
+                    "--git-dir",
+                    dirpath,
+                    "-c",
+                    "repack.writeBitmaps=false",
+                    "repack",
+                    "-a",
+                    "-d",
+                    "-k",
+                    "-n",
+                    "-q",
+                ],
+                check=True,
+                capture_output=True,
+            )
+            for sample in Path(dirpath, "hooks").glob("*.sample"):
+                sample.unlink()
+
+
+def _copy_tree(source: str, target: str, old: bytes, new: bytes, objects: bool = False) -> None:
+    """Copy the directory `source` into the existing `target` in one pass: symlinks as
+    links, a git directory's object files hard-linked (immutable: git writes a new file and
+    renames it), every other file with its mode and mtime, `old` replaced by `new` in it
+    (remote URLs, reflog lines; the index is binary and holds no absolute path)."""
+    with os.scandir(source) as scan:
+        entries = list(scan)
+    names = {e.name for e in entries}
+    git_dir = "HEAD" in names and "objects" in names
+    for entry in entries:
+        to = os.path.join(target, entry.name)
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), to)
+        elif entry.is_dir():
+            os.mkdir(to)
+            _copy_tree(entry.path, to, old, new, objects or (git_dir and entry.name == "objects"))
+        elif objects:
+            os.link(entry.path, to)
+        else:
+            info = entry.stat()
+            with open(entry.path, "rb") as f:
+                data = f.read()
+            if entry.name != "index" and old in data:
+                data = data.replace(old, new)
+            mode = info.st_mode & 0o7777
+            with open(os.open(to, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), "wb") as f:
+                f.write(data)
+                if mode & _UMASK:  # what the umask took from the mode, as copy2 keeps it
+                    os.fchmod(f.fileno(), mode)
+            os.utime(to, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 def _moved(value: Any, old: str, new: str) -> Any:
