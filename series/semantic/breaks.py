@@ -40,7 +40,8 @@ from series.git.upstream_commit import UpstreamCommit
 from series.semantic.custom_ops import OpRegistry, registers
 from series.semantic.members import owner
 from series.semantic.moved import moved_to
-from series.semantic.upstream_api import Found, Function, UpstreamTree, module_name
+from series.semantic.module_api import Function, module_name
+from series.semantic.upstream_api import Found, UpstreamTree
 from series.git.repo import changed_paths
 from series.semantic.uses import BUILTINS, REGISTRY_ENTRY, Use, UseKind
 

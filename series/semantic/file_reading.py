@@ -20,7 +20,7 @@ from typing import Mapping
 import pygit2
 
 from series.semantic import blob_cache, one_pass
-from series.semantic.upstream_api import module_name
+from series.semantic.module_api import module_name
 from series.semantic.uses import BUILTINS, Use, imported_top, parse, top_names, uses, uses_from_json, uses_to_json
 
 
@@ -39,11 +39,16 @@ def read(
 ) -> FileReading | None:
     """The reading of `source` as the file `path`; None when it does not parse. `also_top`:
     the other version's top-level names (uses.uses)."""
-    from series.semantic import class_reading, upstream_api, uses as uses_module
+    from series.semantic import class_reading, module_api, upstream_api, uses as uses_module
 
     # every module the reading's answer comes from: another version of any is another answer
     code = blob_cache.version(
-        __file__, uses_module.__file__, class_reading.__file__, upstream_api.__file__, one_pass.__file__
+        __file__,
+        uses_module.__file__,
+        class_reading.__file__,
+        upstream_api.__file__,
+        module_api.__file__,
+        one_pass.__file__,
     )
     names = hashlib.sha256("\n".join(sorted(also_top)).encode()).hexdigest()[:16]
     key = ("reading", code, module_name(path)[1], str(pygit2.hash(source)), names)

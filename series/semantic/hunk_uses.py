@@ -35,7 +35,7 @@ from typing import Iterator
 import pygit2
 
 from series.semantic import blob_cache
-from series.semantic.upstream_api import module_name
+from series.semantic.module_api import module_name
 from series.semantic.uses import Use, UseCollector, parse, uses_from_json, uses_to_json
 
 _IMPORT = re.compile(rb"\bimport\b")

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Literal
 
 from series.semantic.class_reading import adds_nothing
-from series.semantic.upstream_api import Found, UpstreamTree, module_name
+from series.semantic.module_api import module_name
+from series.semantic.upstream_api import Found, UpstreamTree
 
 
 def owner(tree: UpstreamTree, found: Found, name: str, depth: int = 8) -> Found | Literal[False] | None:

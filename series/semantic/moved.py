@@ -19,7 +19,8 @@ import re
 
 import pygit2
 
-from series.semantic.upstream_api import Found, UpstreamTree, module_name
+from series.semantic.module_api import module_name
+from series.semantic.upstream_api import Found, UpstreamTree
 
 _KEPT = (
     pygit2.enums.DeltaStatus.ADDED,

@@ -1,7 +1,5 @@
-"""What an upstream module offers, read statically from a tree (stdlib `ast`, never imported).
+"""What an upstream tree offers, read statically (stdlib `ast`, never imported).
 
-    ModuleApi.of(source)          the names a module binds at top level, its functions'
-                                  parameters, its classes' methods, what it re-exports
     UpstreamTree(repo, commit)    one base's modules by dotted name: `module("vllm.envs")`,
                                   `find("vllm.x.f")` -> where the name is defined and what it is
 
@@ -9,176 +7,21 @@ A module is parsed once per blob (the same file in the old and the new base, or 
 rebases, costs one parse; what it offers is kept on disk per blob, series.semantic.blob_cache,
 so a later run parses it not at all), and a tree's path lookups once per (tree, path): the check
 looks only at the names the topics use, so its cost follows the topics, not upstream's
-distance. Names bound inside `if TYPE_CHECKING:` / `try:` blocks count; a module with a
-`__getattr__` also offers the string keys of its top-level dict literals (vLLM's
-`envs.environment_variables`, the lazy `MODULE_ATTRS` of a package), and one with a
-`__getattr__` and no such keys, or a `from x import *`, offers anything.
+distance. What one module offers: series.semantic.module_api.
 """
 
 from __future__ import annotations
 
-import ast
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Union
 
 import pygit2
 
-from series.semantic import blob_cache, class_reading
-from series.semantic.class_reading import adds_nothing, read_method, type_name
+from series.semantic import blob_cache, class_reading, module_api, top_chunks
+from series.semantic.class_reading import adds_nothing
+from series.semantic.module_api import ClassApi, Function, ModuleApi, module_name
 
 BlobReader = Callable[[str], Union[bytes, None]]  # path -> the file at one commit, None: absent
-
-
-@dataclass(frozen=True)
-class Function:
-    name: str
-    params: tuple[str, ...]  # every named parameter, in order (self included)
-    flexible: bool  # it takes **kwargs: any keyword goes
-    line: int
-
-    @classmethod
-    def of(cls, node: ast.FunctionDef | ast.AsyncFunctionDef) -> "Function":
-        a = node.args
-        names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
-        return cls(node.name, tuple(names), a.kwarg is not None, node.lineno)
-
-
-@dataclass(frozen=True)
-class ClassApi:
-    name: str
-    methods: dict[str, Function]
-    fields: frozenset[str]  # names assigned in the class body (dataclass fields too), self.x too
-    line: int
-    bases: tuple[str, ...] = ()  # as written
-    field_types: dict[str, str] = field(default_factory=dict)  # field -> its annotation's class, as written
-    open: bool = False  # __getattr__: any attribute may be there
-
-    def has(self, name: str) -> bool:
-        return name in self.methods or name in self.fields
-
-
-@dataclass(frozen=True)
-class ModuleApi:
-    names: frozenset[str]
-    functions: dict[str, Function] = field(default_factory=dict)
-    classes: dict[str, ClassApi] = field(default_factory=dict)
-    reexports: dict[str, str] = field(default_factory=dict)  # name -> dotted origin
-    open: bool = False  # offers any name (module __getattr__, star import)
-
-    def has(self, name: str) -> bool:
-        return self.open or name in self.names
-
-    @classmethod
-    def of(cls, source: bytes, package: str) -> "ModuleApi | None":
-        """None when the file does not parse (nothing can be said about it)."""
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            return None
-        names: set[str] = set()
-        functions: dict[str, Function] = {}
-        classes: dict[str, ClassApi] = {}
-        reexports: dict[str, str] = {}
-        keys: set[str] = set()
-        star = False
-        for node in _top_level(tree.body):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                names.add(node.name)
-                functions[node.name] = Function.of(node)
-            elif isinstance(node, ast.ClassDef):
-                names.add(node.name)
-                classes[node.name] = _class(node)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
-                if isinstance(node.value, ast.Dict):
-                    keys.update(
-                        k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
-                    )
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    names.add(alias.asname or alias.name.split(".")[0])
-            elif isinstance(node, ast.ImportFrom):
-                origin = absolute(node, package)
-                for alias in node.names:
-                    if alias.name == "*":
-                        star = True
-                        continue
-                    names.add(alias.asname or alias.name)
-                    reexports[alias.asname or alias.name] = f"{origin}.{alias.name}"
-        lazy = "__getattr__" in functions
-        return cls(
-            frozenset(names | keys if lazy else names), functions, classes, reexports, open=star or (lazy and not keys)
-        )
-
-
-def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements that bind module names, looking into if/try/with blocks."""
-    for node in body:
-        if isinstance(node, ast.If):
-            yield from _top_level(node.body)
-            yield from _top_level(node.orelse)
-        elif isinstance(node, ast.Try):
-            for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
-                yield from _top_level(block)
-        elif isinstance(node, ast.With):
-            yield from _top_level(node.body)
-        else:
-            yield node
-
-
-def _class(node: ast.ClassDef) -> ClassApi:
-    methods: dict[str, Function] = {}
-    fields: set[str] = set()
-    types: dict[str, str] = {}
-    dynamic = False
-    assigned: dict[str, str] = {}  # typed in a method: the class body's own annotation wins
-    for item in _top_level(node.body):
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            methods[item.name] = Function.of(item)
-            # what its methods set on self is an instance's too
-            stored, typed, by_name = read_method(item)
-            fields.update(stored)
-            assigned.update(typed)
-            dynamic = dynamic or by_name
-        elif isinstance(item, ast.Assign):
-            fields.update(n.id for t in item.targets for n in ast.walk(t) if isinstance(n, ast.Name))
-        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-            fields.add(item.target.id)
-            written = type_name(item.annotation)
-            if written is not None:
-                types[item.target.id] = written
-        elif isinstance(item, ast.ClassDef):
-            fields.add(item.name)
-    bases = tuple(ast.unparse(b) for b in node.bases)
-    return ClassApi(
-        node.name,
-        methods,
-        frozenset(fields),
-        node.lineno,
-        bases,
-        {**assigned, **types},
-        dynamic or "__getattr__" in methods or "__getattribute__" in methods,
-    )
-
-
-def absolute(node: ast.ImportFrom, package: str) -> str:
-    """The module an ImportFrom names, relative levels resolved against `package`."""
-    if not node.level:
-        return node.module or ""
-    parts = package.split(".") if package else []
-    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-    return ".".join([*parts, *([node.module] if node.module else [])])
-
-
-def module_name(path: str) -> tuple[str, str]:
-    """('vllm/x/y.py') -> ('vllm.x.y', 'vllm.x'): the module and the package it sits in."""
-    parts = path[:-3].split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-        return ".".join(parts), ".".join(parts)
-    return ".".join(parts), ".".join(parts[:-1])
 
 
 def _function(f: Function) -> list[object]:
@@ -296,7 +139,12 @@ class UpstreamTree:
             package = module_name(path)[1]
             # on disk too (series.semantic.blob_cache): the next run over the same base parses nothing
             _PARSED[oid] = blob_cache.cached(
-                ("api", blob_cache.version(__file__, class_reading.__file__), package, str(oid)),
+                (
+                    "api",
+                    blob_cache.version(__file__, module_api.__file__, class_reading.__file__, top_chunks.__file__),
+                    package,
+                    str(oid),
+                ),
                 lambda: _encode(ModuleApi.of(self.repo[oid].peel(pygit2.Blob).data, package)),
                 _decode,
             )

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from series.semantic import one_pass
 from series.semantic.class_reading import type_name
-from series.semantic.upstream_api import Function, absolute, module_name
+from series.semantic.module_api import Function, absolute, module_name
 
 BUILTINS = frozenset(dir(builtins)) | {
     "__file__",
