@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,16 @@ class Runner:
     log: list[str] = field(default_factory=list)
 
     def env(self) -> dict[str, str]:
-        return dict(os.environ, **self.extra, PATH=os.pathsep.join([*map(str, self.path), os.environ["PATH"]]))
+        path = os.pathsep.join([*map(str, self.path), os.environ["PATH"]])
+        # A job pip-installs the patched wheel into `python`: never the suite's own interpreter,
+        # where a vllm left behind changes what every later test sees.
+        python = shutil.which("python", path=path)
+        if python and Path(python).parent in (Path(sys.prefix) / "bin", Path(sys.base_prefix) / "bin"):
+            raise AssertionError(
+                "the simulated runner's python is the suite's own: a job would install into it; "
+                "put a venv of its own first on the Runner's path (tests.fakeenv.make_env)"
+            )
+        return dict(os.environ, **self.extra, PATH=path)
 
     def checkout(self, where: Path) -> None:
         # actions/checkout with fetch-depth 0: every branch as origin/*, every tag

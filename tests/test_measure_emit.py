@@ -539,11 +539,11 @@ def test_a_job_on_the_prs_tree_measures_the_trunk_the_emit_saw(tmp_path: Path) -
         upstream, main, {"vllm/v1/kv_offload/later.py": "LATER = True\n"}, "main again", "2026-03-01T00:00:00Z"
     )
     git(upstream, "update-ref", "refs/heads/main", later)
-    shims = tmp_path / "shims"
-    shims.mkdir()
-    (shims / "series").write_text(SHIM.format(python=shlex.quote(sys.executable)))
-    (shims / "series").chmod(0o755)
-    runner = simrunner.Runner(fork, tmp_path / "work", [shims], vars={"SERIES_UPSTREAM_URL": str(upstream)})
+    # the job installs the nightly's patched wheel into the runner's own python
+    release = er.release_wheel(upstream, tmp_path / "release")
+    run_series("build", "--wheel", str(release), "--out", str(tmp_path / "nightly"), cwd=fork)
+    runner = loop_runner(tmp_path, fork)
+    runner.vars["SERIES_UPSTREAM_URL"] = str(upstream)
     artifacts = tmp_path / "downloaded"
     simrunner.run_github(emitted.stdout, runner, artifacts)
     collected = run_series(
