@@ -11,12 +11,27 @@ Why that is enough: a use counts as the topic's when `mine` has it and `base` do
 A node of `mine` that spans no changed line is text `base` has too, and it means the same
 there unless what surrounds it changed meaning: the imports (which decide what `m.f` is),
 or a string that swallowed it (`base` had it inside a triple-quoted string whose quotes
-the topic removed). So a change that touches an import, or removes a line holding `import`,
-triple quotes or a trailing backslash, gets None; a change to a def's signature (what
-its annotated parameters are) puts its whole body near the change, and a change in a class
-whose `self` reads as its upstream base the whole class. Decorators sit above
+the topic removed). So a change that touches an import (but for a fresh import, below), or
+removes a line holding `import`, triple quotes or a trailing backslash, gets None; a change
+to a def's signature (what its annotated parameters are) puts its whole body near the
+change, and a change in a class whose `self` reads as its upstream base the whole class. Decorators sit above
 their def's line: a def's span starts at its first decorator. Only the imports and the statements that
 span a changed line are visited, so the cost follows the topic's hunks, not the file.
+
+A fresh import (issue 34: on a real fork, most of the hunks that touch an import): an import
+statement every line of which the topic added, binding only names (`import a.b` binds `a`,
+`as` the alias) that `base` does not spell anywhere but after a dot (`x.name`, an attribute),
+and reaching only packages another import of the file reaches already. What it changes is
+what its own names mean, and those appear only on lines the topic added (a line `mine`
+kept is in `base`, which has none of them), so the uses near the changes hold every use of
+them: its keywords and overrides, the parameters it annotates and the locals it aliases
+(the rules above put their whole def or class near). The other imports are `base`'s, so
+every other name means what it did; a string reads as an upstream name by the packages the
+imports reach (uses.visit_Constant), and those are the same. Anything else gets None: a
+star import (what it binds is not written), a name `base` spells anywhere else (bound by a
+def, a loop, `global`, another import, or read as a builtin), a package no other import
+reaches, an import the topic edited rather than added, a `base` whose encoding is not
+UTF-8 (Python reads identifiers NFKC-normalized: a non-ASCII `base` is searched so).
 
 What this answers for a pair of blobs never changes, so it is kept on disk per (package,
 base blob, topic blob) under the user's cache (series.cache), keyed by this code's own
@@ -27,7 +42,9 @@ from __future__ import annotations
 
 import ast
 import bisect
+import codecs
 import re
+import unicodedata
 from collections import deque
 from pathlib import Path
 from typing import Iterator
@@ -43,22 +60,109 @@ _HAZARD = re.compile(rb"\bimport\b|\"\"\"|'''|\\\s*$")
 # an added blank or comment line changes how no other line reads (an encoding cookie, in
 # the first two lines, could: those always count)
 _QUIET = re.compile(rb"\s*(#.*)?$", re.DOTALL)
+# PEP 263's encoding declaration, on the first or second line
+_COOKIE = re.compile(rb"[ \t\f]*#[^\r\n]*?coding[:=][ \t]*([-\w.]+)")
+# an escape that can give a letter, digit or underscore: \x68, \u0068, \N{...}, \150
+_CODED = re.compile(rb"\\[xuUN0-7]")
 
 
 def touched_lines(base: bytes, mine: bytes) -> list[int] | None:
     """The sorted lines of `mine` the topic added (not blank or comment lines), and the two
     lines around each place it deleted some; None when a deleted line could change how
     unchanged lines read."""
+    lines = _diff(base, mine)
+    return None if lines is None else lines[0]
+
+
+def _diff(base: bytes, mine: bytes) -> tuple[list[int], set[int]] | None:
+    """touched_lines' answer, and every line of `mine` the topic added (blank and comment
+    lines too)."""
     touched: set[int] = set()
+    added: set[int] = set()
     for hunk in pygit2.Patch.create_from(base, mine, context_lines=0).hunks:
         if hunk.new_lines == 0:
             touched.update((hunk.new_start, hunk.new_start + 1))
         for line in hunk.lines:
-            if line.origin == "+" and (line.new_lineno <= 2 or not _QUIET.match(line.raw_content)):
-                touched.add(line.new_lineno)
+            if line.origin == "+":
+                added.add(line.new_lineno)
+                if line.new_lineno <= 2 or not _QUIET.match(line.raw_content):
+                    touched.add(line.new_lineno)
             elif line.origin == "-" and _HAZARD.search(line.raw_content):
                 return None
-    return sorted(touched)
+    return sorted(touched), added
+
+
+def _binds(node: ast.Import | ast.ImportFrom) -> list[str] | None:
+    """The names an import binds; None for a star import (what it binds is not written)."""
+    out = []
+    for alias in node.names:
+        if alias.name == "*":
+            return None
+        out.append(alias.asname or (alias.name.split(".")[0] if isinstance(node, ast.Import) else alias.name))
+    return out
+
+
+def _utf8(source: bytes) -> bool:
+    """Whether Python reads `source` as UTF-8 (PEP 263: no other encoding declared)."""
+    start = 3 if source.startswith(codecs.BOM_UTF8) else 0
+    cookie = _COOKIE.match(source, start) or _COOKIE.match(source, source.find(b"\n", start) + 1 or start)
+    try:
+        return cookie is None or codecs.lookup(cookie.group(1).decode("ascii")).name in ("utf-8", "ascii")
+    except (LookupError, UnicodeDecodeError):
+        return False
+
+
+def _as_read(source: bytes) -> bytes | None:
+    """`source` as Python reads its identifiers: UTF-8, NFKC-normalized (ASCII as it is);
+    None when another encoding is declared or it is not UTF-8."""
+    if not _utf8(source):
+        return None
+    if source.isascii():
+        return source
+    try:
+        return unicodedata.normalize("NFKC", source.decode("utf-8")).encode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _unspelled(base: bytes, names: set[str]) -> bool:
+    """Whether `base` spells none of `names` but after a dot (`x.name`: an attribute or a
+    module of a dotted path, never a name of its own): a line holding one of them elsewhere
+    is not a line of `base`."""
+    text = _as_read(base)
+    if text is None or not all(n.isascii() and n.isidentifier() for n in names):
+        return False
+    pattern = re.compile(rb"(\.[ \t]*)?\b(?:" + b"|".join(n.encode() for n in sorted(names)) + rb")\b")
+    return all(m.group(1) is not None for m in pattern.finditer(text))
+
+
+def _fresh(fresh: list[ast.Import | ast.ImportFrom], aliases: dict[str, str], base: bytes) -> bool:
+    """Whether the imports the topic added change only what their own names mean (module
+    docstring): names `base` does not spell, packages the file's other imports reach."""
+    names: set[str] = set()
+    for node in fresh:
+        bound = _binds(node)
+        if bound is None:
+            return False
+        names.update(bound)
+    reached = {v.split(".")[0] for k, v in aliases.items() if k not in names}
+    new = {aliases[n].split(".")[0] for n in names} - reached
+    return _unspelled(base, names) and (not new or _no_string_starts(base, new))
+
+
+def _no_string_starts(base: bytes, roots: set[str]) -> bool:
+    """Whether no string of `base` can read as `root.x` (a QUALNAME use once an import reaches
+    `root`). A string's value is its literal text but for escapes, which give no character of
+    a dotted name (`\\x68` and the like aside: then False), and where it is cut and joined
+    again: implicit concatenation (`"ha" "bana.x"`) and a backslash-newline. So a value that
+    starts with `root` starts where a literal part starts (after a quote, an f-string's `}`
+    or `:`, a line break: never after a letter, digit, underscore or dot), with all of `root`
+    or with a part of it the literal ends on (a quote or a backslash next)."""
+    if not _utf8(base) or not all(r.isascii() and r.isidentifier() for r in roots) or _CODED.search(base):
+        return False
+    starts = [re.escape(r.encode()) for r in roots]
+    starts += [re.escape(r[:n].encode()) + rb"[\"'\\]" for r in roots for n in range(1, len(r))]
+    return re.search(rb"(?<![A-Za-z0-9_.])(?:" + b"|".join(starts) + rb")", base) is None
 
 
 def _span(node: ast.AST) -> tuple[int, int] | None:
@@ -150,16 +254,22 @@ class _NearCollector(UseCollector):
 
 
 def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
-    lines = touched_lines(base, mine)
-    tree = parse(mine) if lines is not None else None
-    if lines is None or tree is None:
+    diff = _diff(base, mine)
+    tree = parse(mine) if diff is not None else None
+    if diff is None or tree is None:
         return None
+    lines, added = diff
     collector = _NearCollector(module_name(path)[1], lines)
+    fresh: list[ast.Import | ast.ImportFrom] = []
     for node in import_nodes(tree, mine):
         span = _span(node)
         if span is not None and _crosses(span, lines):
-            return None  # the topic changed an import: what its names mean may differ
+            if not all(line in added for line in range(span[0], span[1] + 1)):
+                return None  # the topic changed an import: what its names mean may differ
+            fresh.append(node)
         collector.add_import(node)
+    if fresh and not _fresh(fresh, collector.aliases, base):
+        return None  # an added import may change what names of unchanged lines mean
     collector.visit(tree)
     return collector.found
 
