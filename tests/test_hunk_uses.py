@@ -362,6 +362,8 @@ def test_a_new_package_no_base_string_can_name_is_answered(tmp_path: Path) -> No
         ("# -*- coding: latin-1 -*-\nimport m\n", False),  # another encoding: bytes are not names
         ("#!/usr/bin/env python\n# vim: set fileencoding=utf-7 :\nimport m\n", False),
         ("# -*- coding: utf-8 -*-\nimport m\n", True),
+        ("# coding: ascii\nimport m\n", True),
+        ("# coding: nonesuch\nimport m\n", False),  # no such codec: Python cannot read it
         ("\ufeffimport m\n", True),
     ],
 )
@@ -387,10 +389,24 @@ def test_an_import_replacing_a_removed_one_gives_up(tmp_path: Path) -> None:
     assert _assert_holds(base, mine, tmp_path) is None
 
 
-def test_an_import_the_topic_edited_is_not_fresh(tmp_path: Path) -> None:
+@pytest.mark.parametrize("old, new", [(b"    Old,\n", b"    New,\n"), (b"    Old)\n", b"    New)\n")])
+def test_an_import_the_topic_edited_is_not_fresh(tmp_path: Path, old: bytes, new: bytes) -> None:
     """Its names are fresh, but the base's version of it bound another: the name it no longer
     binds now reads as an earlier import's, on lines the topic kept."""
-    base = b"import m\nfrom a import Old\nfrom m import (\n    Old,\n)\n\n\ndef f():\n    return Old.x()\n"
-    mine = base.replace(b"    Old,\n", b"    New,\n")
+    base = b"import m\nfrom a import Old\nfrom m import (\n" + old + (b")\n" if old.endswith(b",\n") else b"")
+    base += b"\n\ndef f():\n    return Old.x()\n"
+    mine = base.replace(old, new)
     assert "a.Old.x" in {t for _, t, _ in _introduced("pkg/x.py", base, mine)}
     assert _assert_holds(base, mine, tmp_path) is None
+
+
+def test_a_topic_version_that_does_not_parse_gives_up(tmp_path: Path) -> None:
+    assert hunk_uses.near_changes("pkg/x.py", b"import m\n", b"import m\nfrom m import Fresh(\n", tmp_path) is None
+
+
+def test_a_base_python_cannot_decode_is_not_searched(tmp_path: Path) -> None:
+    """An encoding no codec has: Python reads no name of it (the topic drops the line)."""
+    base = b"#!/usr/bin/env python\n# coding: nonesuch\n\nimport m\n\n\ndef use():\n    return 1\n"
+    mine = b"#!/usr/bin/env python\n\nimport m\nfrom m import Fresh\n\n\ndef use():\n    return Fresh.x()\n"
+    assert parse(base) is None and parse(mine) is not None
+    assert hunk_uses.near_changes("pkg/x.py", base, mine, tmp_path) is None

@@ -66,17 +66,10 @@ _COOKIE = re.compile(rb"[ \t\f]*#[^\r\n]*?coding[:=][ \t]*([-\w.]+)")
 _CODED = re.compile(rb"\\[xuUN0-7]")
 
 
-def touched_lines(base: bytes, mine: bytes) -> list[int] | None:
+def touched_lines(base: bytes, mine: bytes) -> tuple[list[int], set[int]] | None:
     """The sorted lines of `mine` the topic added (not blank or comment lines), and the two
-    lines around each place it deleted some; None when a deleted line could change how
-    unchanged lines read."""
-    lines = _diff(base, mine)
-    return None if lines is None else lines[0]
-
-
-def _diff(base: bytes, mine: bytes) -> tuple[list[int], set[int]] | None:
-    """touched_lines' answer, and every line of `mine` the topic added (blank and comment
-    lines too)."""
+    lines around each place it deleted some; with them every line it added (blank and
+    comment lines too). None when a deleted line could change how unchanged lines read."""
     touched: set[int] = set()
     added: set[int] = set()
     for hunk in pygit2.Patch.create_from(base, mine, context_lines=0).hunks:
@@ -103,9 +96,9 @@ def _binds(node: ast.Import | ast.ImportFrom) -> list[str] | None:
 
 
 def _utf8(source: bytes) -> bool:
-    """Whether Python reads `source` as UTF-8 (PEP 263: no other encoding declared)."""
-    start = 3 if source.startswith(codecs.BOM_UTF8) else 0
-    cookie = _COOKIE.match(source, start) or _COOKIE.match(source, source.find(b"\n", start) + 1 or start)
+    """Whether Python reads `source` as UTF-8 (PEP 263: no other encoding declared; after a
+    UTF-8 byte order mark, any other is an error)."""
+    cookie = _COOKIE.match(source) or _COOKIE.match(source, source.find(b"\n") + 1)
     try:
         return cookie is None or codecs.lookup(cookie.group(1).decode("ascii")).name in ("utf-8", "ascii")
     except (LookupError, UnicodeDecodeError):
@@ -254,7 +247,7 @@ class _NearCollector(UseCollector):
 
 
 def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
-    diff = _diff(base, mine)
+    diff = touched_lines(base, mine)
     tree = parse(mine) if diff is not None else None
     if diff is None or tree is None:
         return None
