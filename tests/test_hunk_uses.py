@@ -267,8 +267,9 @@ _UNCHANGED = "import m\n\n\ndef g(obj):\n    return obj.size\n"
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from m import Fresh\n" + _UNCHANGED,
             {"m.Fresh"},
         ),
-        # two fresh imports of one name: the later wins, in both readings
-        ("from m import Fresh\nfrom m.sub import Fresh\n" + _UNCHANGED + "\nFresh.f()\n", {"m.sub.Fresh.f"}),
+        # two fresh imports of one name, one meaning; two meanings give up (below)
+        ("from m import Fresh\nfrom m import Fresh\n" + _UNCHANGED + "\nFresh.f()\n", {"m.Fresh.f"}),
+        ("from m import Fresh\nfrom m.sub import Fresh\n" + _UNCHANGED + "\nFresh.f()\n", None),
         # the base spells the name only as an attribute: not a name of its own
         ("from m import size\n" + _UNCHANGED + "\nsize.f()\n", {"m.size", "m.size.f"}),
         # a package no other import reaches, and no string of the base could name it
@@ -410,3 +411,16 @@ def test_a_base_python_cannot_decode_is_not_searched(tmp_path: Path) -> None:
     mine = b"#!/usr/bin/env python\n\nimport m\nfrom m import Fresh\n\n\ndef use():\n    return Fresh.x()\n"
     assert parse(base) is None and parse(mine) is not None
     assert hunk_uses.near_changes("pkg/x.py", base, mine, tmp_path) is None
+
+
+def test_a_name_imported_twice_with_two_meanings_gives_up(tmp_path: Path) -> None:
+    """The reading applies every import first, then each again where the visit meets it: a
+    use above a def's own `from b import X` reads the module's `from a import X`. The uses
+    near the hunks meet only the imports on changed lines: with two meanings for a name they
+    could read the wrong one (vLLM's layers import `ops` again inside a def)."""
+    base = b"from a import X\n\n\ndef f():\n    return 1\n\n\ndef g():\n    from b import X\n    return X\n"
+    mine = base.replace(b"    return 1\n", b"    return X.y(k=1)\n")
+    assert "a.X.y" in {t for _, t, _ in _introduced("pkg/x.py", base, mine)}
+    assert _assert_holds(base, mine, tmp_path) is None
+    same = base.replace(b"from b import X", b"from a import X")  # one meaning: answered
+    assert _assert_holds(same, same.replace(b"    return 1\n", b"    return X.y(k=1)\n"), tmp_path) is not None

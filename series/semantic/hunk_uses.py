@@ -17,6 +17,9 @@ to a def's signature (what its annotated parameters are) puts its whole body nea
 change, and a change in a class whose `self` reads as its upstream base the whole class. Decorators sit above
 their def's line: a def's span starts at its first decorator. Only the imports and the statements that
 span a changed line are visited, so the cost follows the topic's hunks, not the file.
+The visit applies the imports first, and the full reading each again where it meets it: a
+name two imports give two meanings (vLLM's layers import `ops` again inside a def) can read
+otherwise near the hunks, so such a file gets None too.
 
 A fresh import (issue 34: on a real fork, most of the hunks that touch an import): an import
 statement every line of which the topic added, binding only names (`import a.b` binds `a`,
@@ -260,7 +263,13 @@ def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
             if not all(line in added for line in range(span[0], span[1] + 1)):
                 return None  # the topic changed an import: what its names mean may differ
             fresh.append(node)
+        had = {name: collector.aliases.get(name) for name in _binds(node) or ()}
         collector.add_import(node)
+        if any(was is not None and was != collector.aliases[name] for name, was in had.items()):
+            # the full reading applies each import again where its visit meets it (a use
+            # above a def's own import of a name reads the module's): a name that means two
+            # things may read otherwise near the hunks, which meet only the changed imports
+            return None
     if fresh and not _fresh(fresh, collector.aliases, base):
         return None  # an added import may change what names of unchanged lines mean
     collector.visit(tree)
