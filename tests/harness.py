@@ -417,3 +417,13 @@ def _process_end() -> None:
         config._READ.clear()
     if (merge := modules.get("series.engine.merge")) is not None:
         merge._checked.clear()
+
+
+def still_running(pid: int) -> bool:
+    """Whether process `pid` runs: an exited orphan stays a zombie until init reaps it (a
+    container's init may never), and a zombie does not run."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
