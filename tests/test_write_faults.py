@@ -12,9 +12,8 @@ _reference) and reused by the others (each still sets up and kills its own repos
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +21,7 @@ import pytest
 
 from series.seriesfile import config
 from tests.conftest import run_series, sh
+from tests.harness import series_process
 from tests.test_adopt import no_api  # noqa: F401  (a fixture)
 from tests.test_rebase import refs_of
 
@@ -125,15 +125,8 @@ def check_after_kill(
 
 
 def killed(repo: Path, args: list[str], point: str) -> None:
-    env = {"SERIES_FAULT": point, "SERIES_FAULT_GROUP": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "series", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env={**__import__("os").environ, **env},
-        start_new_session=True,
-    )
+    env = {**os.environ, "SERIES_FAULT": point, "SERIES_FAULT_GROUP": "1"}
+    proc = series_process(args, repo, env, new_session=True)  # its own process group, killed whole
     assert proc.returncode in (-9, 0), (proc.returncode, proc.stderr)  # 0: the point is not on its path
 
 
