@@ -109,13 +109,20 @@ class OwnWorks:
         return self._found[topic.name]
 
     @cached_property
-    def _beyond_upstream(self) -> frozenset[pygit2.Oid]:
-        """The commits of every topic's branch that neither the base nor upstream's
-        history (series.git.repo.upstream_tips: upstream's main and release branches, its
-        version tags) contains. A branch rebased by hand onto a newer release contains
-        base..release too: those are upstream's, not the topic's. The remote's other
-        branches are not upstream's history: a fork's server cloned as `upstream` carries
-        the fork's integration branch, which contains every topic (issue 33)."""
+    def _tips(self) -> tuple[pygit2.Oid, ...]:
+        return (*upstream_tips(self.repo, self.series.upstream.remote), *self._upstream)
+
+    @cached_property
+    def _upstream_on_branches(self) -> frozenset[pygit2.Oid]:
+        """The commits of the topics' branches, beyond the base, that upstream's history
+        (series.git.repo.upstream_tips: upstream's main and release branches, its version
+        tags) also contains: usually none. The remote's other branches are not upstream's
+        history: a fork's server cloned as `upstream` carries the fork's integration
+        branch, which contains every topic (issue 33)."""
+        return self._walk_heads(()) - self._walk_heads(self._tips)
+
+    def _walk_heads(self, hidden: Sequence[pygit2.Oid]) -> frozenset[pygit2.Oid]:
+        """The commits of the topics' branches beyond the base, less what `hidden` contains."""
         walker = self.repo.walk(self.base.id, pygit2.enums.SortMode.NONE)
         walker.reset()
         for topic in self.series.topics:
@@ -123,11 +130,39 @@ class OwnWorks:
             if head is not None:
                 walker.push(head.id)
         walker.hide(self.base.id)
-        for tip in [*upstream_tips(self.repo, self.series.upstream.remote), *self._upstream]:
+        for tip in hidden:
             walker.hide(tip)
         return frozenset(c.id for c in walker)
 
+    @cached_property
+    def _line(self) -> frozenset[pygit2.Oid]:
+        """The commits on the first-parent chains of upstream's tips beyond the base:
+        upstream's own line, where a merged branch's commits are not (they hang off a
+        merge's second parent)."""
+        walker = self.repo.walk(self.base.id, pygit2.enums.SortMode.NONE)
+        walker.reset()
+        for tip in self._tips:
+            walker.push(tip)
+        walker.hide(self.base.id)
+        # one walk for every tip (a tip older than the base adds nothing): each commit's first parent
+        first_parent = {c.id: (c.parent_ids[0] if c.parent_ids else None) for c in walker}
+        line: set[pygit2.Oid] = set()
+        for tip in self._tips:
+            oid: pygit2.Oid | None = tip
+            while (
+                oid is not None and oid in first_parent and oid not in line
+            ):  # to the base's history, or a chain walked
+                line.add(oid)
+                oid = first_parent[oid]
+        return frozenset(line)
+
     def _compute(self, topic: Topic) -> OwnWork | None:
+        """A branch rebased by hand onto a newer release (or with upstream's main merged
+        in) contains base..release too: those are upstream's, not the topic's. They are
+        what the branch holds below a commit of upstream's line (_line). A topic's own
+        commits that upstream merged as they are (a merge commit's second parent) stay
+        the topic's: a rebase onto a release without that merge, or with its revert,
+        replays them, as `git rebase --onto NEW BASE` does."""
         head = self.head(topic)
         if head is None:
             return None
@@ -137,13 +172,19 @@ class OwnWorks:
             if (dep := next((t for t in self.series.topics if t.name == d), None)) is not None
             and (h := self.head(dep)) is not None
         ]
-        # the topic's commits over where it forks from the base, its dependencies' hidden
-        walker = self.repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
         fork = self.repo.merge_base(self.base.id, head.id)
-        walker.hide(fork if fork is not None else self.base.id)
-        for dep_head in deps:
-            walker.hide(dep_head.id)
-        commits = tuple(c for c in walker if c.id in self._beyond_upstream)
+
+        def walk(hidden: Sequence[pygit2.Oid]) -> tuple[pygit2.Commit, ...]:
+            # the topic's commits over where it forks from the base, its dependencies' hidden
+            walker = self.repo.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+            for oid in [self.base.id, *([fork] if fork is not None else []), *(d.id for d in deps), *hidden]:
+                walker.hide(oid)
+            return tuple(walker)
+
+        commits = walk(())
+        if any(c.id in self._upstream_on_branches for c in commits):
+            line = self._line
+            commits = walk([c.id for c in commits if c.id in line])
         start = (commits[0].parents[0] if commits[0].parents else self.base) if commits else head
         on_base = start.id in {self.base.id, *(h.id for h in deps)}
         return OwnWork(topic, head, start, commits, on_base, self.repo)

@@ -8,10 +8,12 @@ re-exported here.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.harness import SEALED, from_template, refs_of, run_series, sealed, set_template_base, sh, template_tree
 from tests.repos import add_pull_request, build_fork, build_upstream
 from tests.snapshots import UPDATE_FROM_ENV, Snapshot
@@ -42,6 +44,13 @@ def snapshot(request: pytest.FixtureRequest, tmp_path: Path) -> Snapshot:
 @pytest.fixture(scope="session", autouse=True)
 def _template_base(tmp_path_factory: pytest.TempPathFactory) -> None:
     set_template_base(lambda: tmp_path_factory.mktemp("templates"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _forkserver() -> Iterator[None]:
+    """The fork server (tests/forkserver.py) ends with the test process that started it."""
+    yield
+    forkserver.shutdown()
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,10 @@ of imports each). So:
   (atexit handlers, locks, the module-level caches series keeps per process). `fresh=True`,
   a fault or pause point in the environment, or SERIES_TESTS_FRESH=1 (the whole suite)
   run `python -m series` in a subprocess instead: kills, signals and import-time
-  behaviour need a real process.
+  behaviour need a real process. A fault or pause point's process is forked by a fork
+  server that imported series once (tests/forkserver.py: series_process), as are the
+  $SERIES runs of scripts (series_command); `fresh=True` and SERIES_TESTS_FRESH=1 start
+  the interpreter itself (its start-up is what they are about).
 """
 
 from __future__ import annotations
@@ -245,10 +248,12 @@ def run_series(
 ) -> subprocess.CompletedProcess[str]:
     """`series ARGS` in `cwd`; its exit code must be `expect` (None: anything)."""
     full_env = dict(os.environ, **(env or {}))
-    if fresh or ALL_FRESH or _needs_a_process(full_env):
+    if fresh or ALL_FRESH:
         proc = subprocess.run(
             [sys.executable, "-m", "series", *args], cwd=cwd, input=input, capture_output=True, text=True, env=full_env
         )
+    elif _needs_a_process(full_env):
+        proc = series_process(list(args), cwd, full_env, input)
     else:
         proc = _in_process(list(args), cwd, input, full_env)
     if expect is not None:
@@ -257,6 +262,49 @@ def run_series(
             f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
         )
     return proc
+
+
+def series_process(
+    argv: list[str], cwd: Path, env: dict[str, str], input: str | None = None, new_session: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`python -m series ARGV` in a process of its own, as subprocess.run(capture_output=True,
+    text=True) gives it: forked by the test process's fork server (tests/forkserver.py),
+    which saves the interpreter's start-up, or, where it cannot serve the run, started."""
+    from tests import forkserver
+
+    command = [sys.executable, "-m", "series", *argv]
+    if not ALL_FRESH:
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        stdin = None
+        if input is not None:
+            stdin = tempfile.TemporaryFile()
+            stdin.write(input.encode())
+            stdin.seek(0)
+        child = forkserver.spawn(
+            argv, str(cwd), env, (0 if stdin is None else stdin.fileno(), out.fileno(), err.fileno()), new_session
+        )
+        if stdin is not None:
+            stdin.close()
+        if child is not None:
+            code = child.wait()
+            return subprocess.CompletedProcess(command, code, _read(out), _read(err))
+        out.close()
+        err.close()
+    return subprocess.run(
+        command, cwd=cwd, input=input, capture_output=True, text=True, env=env, start_new_session=new_session
+    )
+
+
+def series_command() -> tuple[str, dict[str, str]]:
+    """`python -m series` as a script's command line (ci/nightly.sh's $SERIES), and the
+    variables to add to its environment: a client of the fork server where it runs."""
+    from tests import forkserver
+
+    path = None if ALL_FRESH else forkserver.socket_path()
+    if path is None:
+        return f"{sys.executable} -m series", {}
+    client = Path(__file__).with_name("forkclient.py")
+    return f"{sys.executable} -I -S {client}", {forkserver.ENV_SOCKET: path}
 
 
 def _needs_a_process(env: dict[str, str]) -> bool:
@@ -417,3 +465,13 @@ def _process_end() -> None:
         config._READ.clear()
     if (merge := modules.get("series.engine.merge")) is not None:
         merge._checked.clear()
+
+
+def still_running(pid: int) -> bool:
+    """Whether process `pid` runs: an exited orphan stays a zombie until init reaps it (a
+    container's init may never), and a zombie does not run."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False

@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import forkserver
 from tests.conftest import run_series
+from tests.harness import series_process
 from tests.repos import git
 
 
@@ -19,7 +21,7 @@ def complete(words: str, cwd: Path) -> list[str]:
         COMP_CWORD=str(len(words.split()) - (0 if words.endswith(" ") else 1)),
         _SERIES_COMPLETE="bash_complete",
     )
-    proc = subprocess.run([sys.executable, "-m", "series"], cwd=cwd, env=env, capture_output=True, text=True)
+    proc = series_process([], cwd, env)  # forked by the fork server: a process of its own, as a shell's
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line]
     assert all("," in line for line in lines), repr(proc.stdout)
@@ -77,14 +79,14 @@ def on_a_terminal(args: list[str], cwd: Path, **env: str) -> str:
     import pty
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "series", *args],
-        cwd=cwd,
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env={**os.environ, "TERM": "xterm", **env},
-    )
+    full_env = {**os.environ, "TERM": "xterm", **env}
+    proc: forkserver.Child | subprocess.Popen[bytes] | None = forkserver.spawn(
+        args, str(cwd), full_env, (slave, slave, slave)
+    )  # `python -m series`, forked by the fork server (or started, where it cannot serve it)
+    if proc is None:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "series", *args], cwd=cwd, stdin=slave, stdout=slave, stderr=slave, env=full_env
+        )
     os.close(slave)
     chunks = []
     while True:

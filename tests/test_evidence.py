@@ -226,6 +226,31 @@ def test_an_interrupted_run_prints_the_partial_table_and_cleans_up(
     assert "series-" not in sh("git worktree list", fork)
 
 
+LEFTOVER_PLUGIN = """\
+import os, subprocess
+
+def pytest_sessionstart(session):
+    with open(os.environ["LEFTOVER_PIDS"], "a") as f:
+        f.write(str(subprocess.Popen(["sleep", "300"]).pid) + " ")
+"""
+
+
+def test_what_the_tests_leave_running_ends_with_the_run(fork: Path, env: Path, tmp_path: Path) -> None:
+    """A test's server that is never stopped would run on through the next tree's tests
+    and after series: each pytest's session is ended with it."""
+    from tests.harness import still_running
+
+    er.series_yaml(fork, "lru-peek")
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "leftover_plugin.py").write_text(LEFTOVER_PLUGIN)
+    pids = tmp_path / "leftovers"
+    extra = {"PYTHONPATH": str(plugins), "PYTEST_PLUGINS": "leftover_plugin", "LEFTOVER_PIDS": str(pids)}
+    run_series("test", "--run", "--python", str(env), cwd=fork, env=extra)
+    left = [int(p) for p in pids.read_text().split()]
+    assert len(left) >= 2 and not [p for p in left if still_running(p)], left
+
+
 def test_a_tree_stopped_mid_run_is_not_worse_for_what_it_did_not_reach() -> None:
     """An interrupted run: a test the stopped tree never reached is not run, not worse;
     what it did run is judged, and a finished tree still answers for what it lacks."""

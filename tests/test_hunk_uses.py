@@ -160,11 +160,14 @@ def test_near_changes_holds_every_introduced_use(tmp_path: Path) -> None:
             "import m\n\n\ndef f(cfg: m.B):\n    return cfg.size\n",
             {"m.B.size"},
         ),
-        # a class line deleted: its method now overrides one of the class above
+        # a method's def line deleted: its body joins the method above, whose parameter is
+        # annotated (the property test found it on series' own semantic/custom_ops.py)
         (
-            "import m\n\n\nclass C(m.Base):\n    x = 1\n\nclass D:\n    def step(self):\n        pass\n",
-            "import m\n\n\nclass C(m.Base):\n    x = 1\n\n    def step(self):\n        pass\n",
-            {"m.Base step"},
+            "import m\n\n\nclass C:\n    def f(self, cfg: m.A):\n        return 1\n\n"
+            "    def g(self):\n        cfg = make()\n        return cfg.size\n",
+            "import m\n\n\nclass C:\n    def f(self, cfg: m.A):\n        return 1\n\n"
+            "        cfg = make()\n        return cfg.size\n",
+            {"m.A.size"},
         ),
     ],
 )
@@ -181,6 +184,12 @@ def test_near_changes_sees_across_lines(tmp_path: Path, base: str, mine: str, ex
         ("from m import (\n    a,\n)\n", "from m import (\n    a,\n    b,\n)\n"),  # inside a paren import
         ('s = """\nm.gone()\n"""\n', "s = 1\nm.gone()\n"),  # code out of a string
         ("x = 'a\\\nm.f()'\n", "x = 'a'\nm.f()\n"),  # a continued string
+        # module-level code deleted: what it bound or began reaches the whole module
+        (  # a class line: its method now overrides one of the class above
+            "import m\n\n\nclass C(m.Base):\n    x = 1\n\nclass D:\n    def step(self):\n        pass\n",
+            "import m\n\n\nclass C(m.Base):\n    x = 1\n\n    def step(self):\n        pass\n",
+        ),
+        ("from m import g\n\ng = 1\n\n\ndef f():\n    return g.x\n", "from m import g\n\n\ndef f():\n    return g.x\n"),
     ],
 )
 def test_near_changes_gives_up_where_context_changed(tmp_path: Path, base: str, mine: str) -> None:

@@ -303,6 +303,26 @@ def test_a_stopped_measurement_stops_the_workload_and_cleans_up(fork: Path, tmp_
         os.kill(int(marker.read_text()), 0)
 
 
+def test_what_the_workload_leaves_running_ends_with_its_run(fork: Path, tmp_path: Path) -> None:
+    """A server the workload started and did not stop would hold its GPU and CPU through
+    the next tree's run, and outlive series: each run's session is ended with it."""
+    from tests.harness import still_running
+
+    _freeze(fork)
+    pids = tmp_path / "leftovers"
+    workload = _script(
+        tmp_path,
+        "import json, os, subprocess\n"
+        f"open({str(pids)!r}, 'a').write(str(subprocess.Popen(['sleep', '300']).pid) + ' ')\n"
+        "json.dump({'has_peek': True, 'size': 1}, open(os.environ['SERIES_METRICS'], 'w'))\n",
+    )
+    run_series(
+        "measure", "--predictions", "predictions.yaml", *TREES, "--", "python", str(workload), cwd=fork, expect=None
+    )
+    left = [int(p) for p in pids.read_text().split()]
+    assert len(left) == 3 and not [p for p in left if still_running(p)], left
+
+
 @pytest.mark.parametrize(
     "body, said",
     [

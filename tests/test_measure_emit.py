@@ -25,6 +25,7 @@ from ruamel.yaml import YAML
 from series.measure import jobs as mj
 from series.measure.jobs import MeasureJobs, Seat
 from tests import simrunner
+from tests.harness import series_command
 from tests.test_workflows import tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -310,7 +311,7 @@ predictions:
     same_as: ours
     why: a claim that fails, kept
 """
-SHIM = '#!/bin/sh\nexec {python} -m series "$@"\n'
+SHIM = '#!/bin/sh\n{variables}exec {command} "$@"\n'  # `python -m series`, forked by the fork server
 
 
 def _repos(root: Path) -> Path:
@@ -344,7 +345,9 @@ def loop_runner(tmp_path: Path, fork: Path) -> simrunner.Runner:
     python = make_env(tmp_path / "runner-python", None, everything=True)
     shims = tmp_path / "loop-shims"
     shims.mkdir()
-    (shims / "series").write_text(SHIM.format(python=shlex.quote(sys.executable)))
+    command, extra = series_command()
+    variables = "".join(f"{key}={shlex.quote(value)} " for key, value in extra.items())
+    (shims / "series").write_text(SHIM.format(variables=variables, command=command))
     (shims / "gh").write_text(
         "#!/bin/sh\n# run list: the nightly's run; run download RUN --name N --dir D\n"
         f'case "$1 $2" in "run list") echo 4242 ;; "run download") '

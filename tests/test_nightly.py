@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 
 from tests.conftest import run_series, sh
+from tests.harness import series_command
 from tests.test_breaks import broken_fork  # noqa: F401  (a fixture: a fork whose clean rebase breaks)
 from tests.fakewheel import build_wheel, install_wheel, tree_files
 
@@ -20,7 +20,8 @@ SCRIPT = Path(__file__).resolve().parent.parent / "ci" / "nightly.sh"
 
 
 def nightly(fork: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, SERIES=f"{sys.executable} -m series", PYTHONPATH=str(SCRIPT.parent.parent))
+    command, extra = series_command()  # `python -m series`, forked by the fork server
+    env = dict(os.environ, SERIES=command, PYTHONPATH=str(SCRIPT.parent.parent), **extra)
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=fork, capture_output=True, text=True, env=env)
 
 

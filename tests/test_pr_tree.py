@@ -195,6 +195,18 @@ def test_the_trees_on_the_trunk_take_their_tests_from_mains_ci_map(fork: Path, e
     assert whole[ON_MAIN_ONLY] == tests[ON_MAIN_ONLY], "--step runs main's commands of the step"
 
 
+def test_the_selection_counts_the_steps_and_files_of_both_maps(fork: Path, env: Path) -> None:
+    """The release's trees and the trunk's each take their tests from their own CI map:
+    the selection the report states is of both (it said the first map's steps, and the
+    larger map's file count, as though one map had chosen)."""
+    steps = er.TEST_AREAS[".buildkite/test_areas/kv_offload.yaml"]
+    renamed = steps.replace("  key: kv-offload\n", "  key: kv-offload-main\n", 1)
+    move_main(fork, {**MAIN, ".buildkite/test_areas/kv_offload.yaml": renamed})
+    args = ("test", "lru-peek", "--run", "--python", str(env), "--tree", "pr:lru-peek", "--json")
+    selection = json.loads(run_series(*args, cwd=fork).stdout)["selection"]
+    assert {"kv-offload", "kv-offload-main"} <= set(selection["steps"]), selection
+
+
 @pytest.mark.skipif(ALL_FRESH, reason="patches the run in this process")
 def test_a_run_the_cache_answers_writes_no_layout_and_no_shadow(
     fork: Path, env: Path, monkeypatch: pytest.MonkeyPatch

@@ -116,8 +116,8 @@ def test_killed_after_a_resolution_then_continue(fork: Path) -> None:
 def test_the_whole_process_group_killed_at_each_rebase_step_then_abort(fork: Path, point: str) -> None:
     """As a CI cancellation does: SIGKILL to the process group, git children included."""
     import os
-    import subprocess
-    import sys
+
+    from tests.harness import series_process
 
     before = snapshot(fork)
     args = (
@@ -125,14 +125,8 @@ def test_the_whole_process_group_killed_at_each_rebase_step_then_abort(fork: Pat
         if point.startswith("rebase-after-state") or "worktree" in point
         else ("--onto", "v0.31.0", *SKIP)
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "series", "rebase", *args],
-        cwd=fork,
-        capture_output=True,
-        text=True,
-        start_new_session=True,
-        env=dict(os.environ, SERIES_FAULT=point, SERIES_FAULT_GROUP="1"),
-    )
+    env = dict(os.environ, SERIES_FAULT=point, SERIES_FAULT_GROUP="1")
+    proc = series_process(["rebase", *args], fork, env, new_session=True)
     assert proc.returncode == -9, (point, proc.returncode, proc.stderr)
     run_series("rebase", "--abort", cwd=fork)
     assert snapshot(fork) == before, point

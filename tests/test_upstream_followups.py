@@ -226,6 +226,30 @@ def test_patch_id_is_gits(fork: Path, landed: dict[str, str]) -> None:
         assert str(ours) == theirs, sha
 
 
+def test_a_revert_reverted_in_turn_relands_the_pr(fork: Path, upstream: Path, landed: dict[str, str]) -> None:
+    """GitHub's Revert button on the revert relands #61050: no warning, nothing to carry;
+    reverted once more, the warning is back."""
+    subject = 'Revert "[Bugfix][KV offload] Fix eviction order of touched blocks (#61050)" (#61070)'
+    reland = land(
+        upstream, {LRU: LRU_FIXED, TEST: TEST_LRU_ORDER}, f'Revert "{subject}" (#61080)', "2026-02-17T00:00:00Z"
+    )
+    sh("git fetch -q upstream", fork)
+    after = found(fork)
+    (pr,) = after.prs
+    revert = next(f for f in pr.followups if f.kind is FollowUpKind.REVERT)
+    assert revert.relanded_by is not None and revert.relanded_by.sha == reland and revert.moot
+    assert pr.warnings() == [] and revert not in [f for _, f in after.uncarried()]
+    assert revert.sentence().endswith(f"relanded by #61080 ({reland[:12]})"), revert.sentence()
+    assert revert.to_json()["relanded_by"] == revert.relanded_by.to_json()
+    land(upstream, {LRU: LRU_V030}, f'Revert "Revert "{subject}" (#61080)" (#61090)', "2026-02-18T00:00:00Z")
+    sh("git fetch -q upstream", fork)
+    (pr,) = found(fork).prs
+    revert = next(f for f in pr.followups if f.kind is FollowUpKind.REVERT)
+    assert revert.relanded_by is None and not revert.moot
+    (warning,) = pr.warnings()
+    assert "#61050 reverted upstream by #61070" in warning, warning
+
+
 def test_the_base_has_the_revert_while_the_topic_is_active(fork: Path, upstream: Path, landed: dict[str, str]) -> None:
     git(upstream, "tag", "v0.31.1", landed["revert"])
     sh("git fetch -q upstream --tags", fork)

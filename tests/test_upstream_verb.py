@@ -177,6 +177,53 @@ def test_merged_in_the_first_release_that_contains_it(served: Path, httpserver: 
     assert (row["status"], row["released_in"], row["turn"], row["follow_ups"]) == ("merged", "v0.30.0", "done", [])
 
 
+def _merged_then_reverted(served: Path, httpserver: HTTPServer, tags: dict[str, str]) -> list[str]:
+    """Upstream's trunk goes on: #61050 squash-merged (M), reverted by #61100 (R), the revert
+    reverted by #61200 (L); `tags` puts release tags on them. The rows' JSON and text."""
+    head = pr_head(served)
+    carry(served, head)
+    tip = git(served, "rev-parse", "upstream/main").strip()
+    m = commit_files(
+        served, tip, {"vllm/evict.py": "FIXED = True\n"}, "[Core] Fix offload eviction (#61050)", "2026-02-01T00:00:00Z"
+    )
+    r = commit_files(
+        served,
+        m,
+        {"vllm/evict.py": None},
+        'Revert "[Core] Fix offload eviction (#61050)" (#61100)',
+        "2026-02-02T00:00:00Z",
+    )
+    subject = 'Revert "Revert "[Core] Fix offload eviction (#61050)" (#61100)" (#61200)'
+    landed = commit_files(served, r, {"vllm/evict.py": "FIXED = True\n"}, subject, "2026-02-03T00:00:00Z")
+    shas = {"M": m, "R": r, "L": landed}
+    git(served, "update-ref", "refs/remotes/upstream/main", landed)
+    for tag, at in tags.items():
+        git(served, "tag", tag, shas[at])
+    pull = github_fixture("pull-61050-merged", API=httpserver.url_for("").rstrip("/"), HEAD_SHA=head, MERGE_SHA=m)
+    assert isinstance(pull, dict)
+    serve(httpserver, head, pull=pull)
+    row = json.loads(run_series("upstream", "--json", cwd=served, env=env_for(httpserver)).stdout)["rows"][0]
+    return [row["released_in"], row["notes"], run_series("upstream", "--offline", cwd=served).stdout.splitlines()[1]]
+
+
+def test_a_release_with_the_merge_and_its_revert_does_not_carry_the_pr(served: Path, httpserver: HTTPServer) -> None:
+    released, notes, first = _merged_then_reverted(served, httpserver, {"v0.40.0": "R"})
+    assert released is None and first.startswith("#61050 offload-evict-fix: merged, done"), first
+    assert "then reverted by #61100" in notes[0] and notes[0].endswith("no release here carries it"), notes
+
+
+def test_a_revert_in_a_later_release_is_said_beside_the_release(served: Path, httpserver: HTTPServer) -> None:
+    released, notes, first = _merged_then_reverted(served, httpserver, {"v0.40.0": "M", "v0.41.0": "R"})
+    assert released == "v0.40.0" and "merged in v0.40.0" in first, first
+    assert notes[0].startswith("reverted by #61100") and "v0.41.0 does not carry it" in notes[0]
+
+
+def test_relanded_by_a_revert_of_the_revert_the_release_carries_it(served: Path, httpserver: HTTPServer) -> None:
+    released, notes, _ = _merged_then_reverted(served, httpserver, {"v0.40.0": "R", "v0.41.0": "L"})
+    assert released == "v0.41.0", (released, notes)
+    assert "reverted by #61100" in notes[0] and "relanded by #61200" in notes[0] and notes[0].endswith("before v0.41.0")
+
+
 def test_hostile_answers_are_refused_in_one_line(served: Path, httpserver: HTTPServer) -> None:
     head = pr_head(served)
     carry(served, head)

@@ -3,16 +3,17 @@ group (git children included, as a CI cancellation does): once the next command 
 refs and series.yaml are exactly as before or exactly as an uninterrupted run leaves them,
 no ref lock file is left, every old head is reachable, and series.yaml parses.
 
-The uninterrupted run happens on a copy of the same repository first; the sealed test
-environment fixes every date, so both runs build the very same commits.
+The uninterrupted run happens on a copy of the same repository; the sealed test environment
+fixes every date, so both runs build the very same commits. That reference's end state is the
+same for every fault point of a scenario, so it is taken once per scenario (per test process:
+_reference) and reused by the others (each still sets up and kills its own repository).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -20,6 +21,7 @@ import pytest
 
 from series.seriesfile import config
 from tests.conftest import run_series, sh
+from tests.harness import series_process
 from tests.test_adopt import no_api  # noqa: F401  (a fixture)
 from tests.test_rebase import refs_of
 
@@ -95,6 +97,19 @@ def state(repo: Path) -> tuple[dict[str, str], str | None]:
     return refs_of(repo), None if not (text or resolutions) else text + "\n".join(resolutions)
 
 
+State = tuple[dict[str, str], str | None]
+_REFERENCES: dict[str, State] = {}
+
+
+def _reference(key: str, run: Callable[[], State]) -> State:
+    """The end state of an uninterrupted run of scenario `key`, run once per test process:
+    the state holds only refs and file texts (no path of the test's own directory), the
+    same whichever test's copy the run went on."""
+    if key not in _REFERENCES:
+        _REFERENCES[key] = run()
+    return _REFERENCES[key]
+
+
 def check_after_kill(
     repo: Path, before: tuple[dict[str, str], str | None], after: tuple[dict[str, str], str | None]
 ) -> None:
@@ -110,15 +125,8 @@ def check_after_kill(
 
 
 def killed(repo: Path, args: list[str], point: str) -> None:
-    env = {"SERIES_FAULT": point, "SERIES_FAULT_GROUP": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "series", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env={**__import__("os").environ, **env},
-        start_new_session=True,
-    )
+    env = {**os.environ, "SERIES_FAULT": point, "SERIES_FAULT_GROUP": "1"}
+    proc = series_process(args, repo, env, new_session=True)  # its own process group, killed whole
     assert proc.returncode in (-9, 0), (proc.returncode, proc.stderr)  # 0: the point is not on its path
 
 
@@ -126,24 +134,34 @@ def killed(repo: Path, args: list[str], point: str) -> None:
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_write_command_killed_at_every_step(fork: Path, tmp_path: Path, command: str, point: str) -> None:
     args = COMMANDS[command](fork, tmp_path)
-    reference = tmp_path / "reference"
-    shutil.copytree(fork, reference, symlinks=True)
-    proc = run_series(*args, cwd=reference, expect=None)
-    assert proc.returncode in (0, 3), proc.stderr
+
+    def uninterrupted() -> State:
+        reference = tmp_path / "reference"
+        shutil.copytree(fork, reference, symlinks=True)
+        proc = run_series(*args, cwd=reference, expect=None)
+        assert proc.returncode in (0, 3), proc.stderr
+        return state(reference)
+
+    after = _reference(command, uninterrupted)
     before = state(fork)
     killed(fork, args, point)
-    check_after_kill(fork, before, state(reference))
+    check_after_kill(fork, before, after)
 
 
 @pytest.mark.parametrize("point", POINTS)
 def test_adopt_killed_at_every_step(served: Path, tmp_path: Path, point: str) -> None:  # noqa: F811
     args = ["adopt-upstream", "61050", "--replaces", "offload-evict-fix", "--offline"]
-    reference = tmp_path / "reference"
-    shutil.copytree(served, reference, symlinks=True)
-    run_series(*args, cwd=reference)
+
+    def uninterrupted() -> State:
+        reference = tmp_path / "reference"
+        shutil.copytree(served, reference, symlinks=True)
+        run_series(*args, cwd=reference)
+        return state(reference)
+
+    after = _reference("adopt-upstream", uninterrupted)
     before = state(served)
     killed(served, args, point)
-    check_after_kill(served, before, state(reference))
+    check_after_kill(served, before, after)
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -159,14 +177,21 @@ def test_a_halted_rebase_killed_while_it_ends(
     from tests.repos import build_fork
     from tests.test_rebase import resolve_lru
 
-    reference = build_fork(upstream, tmp_path / "reference")
-    for repo in (fork, reference):
+    def halt(repo: Path) -> None:
         proc = run_series("rebase", "--onto", "v0.31.0", cwd=repo, expect=3)
         assert "resolve offload-evict-fix" in proc.stdout, proc.stdout
         if ending == "--continue":
             resolve_lru(repo / ".git/series/rebase/worktree")
-    run_series("rebase", ending, cwd=reference)
-    before, after = state(fork), state(reference)
+
+    def uninterrupted() -> State:
+        reference = build_fork(upstream, tmp_path / "reference")
+        halt(reference)
+        run_series("rebase", ending, cwd=reference)
+        return state(reference)
+
+    after = _reference(f"rebase {ending}", uninterrupted)
+    halt(fork)
+    before = state(fork)
     killed(fork, ["rebase", ending], point)
     rows = json.loads(run_series("log", "--json", cwd=fork).stdout)["operations"]  # the next command repairs
     assert all(r["state"] == "done" for r in rows), rows

@@ -29,8 +29,8 @@ from typing import Callable
 
 import pygit2
 
-from series.git.repo import changed_paths, message
-from series.git.upstream_commit import RevertReader, pr_number, reverted_subject, subject_of
+from series.git.repo import changed_paths
+from series.git.upstream_commit import RevertReader, history_of, pr_number, revert_chain, reverted_subject, subject_of
 from series.model import Topic
 
 
@@ -179,28 +179,6 @@ def pr_verdict(
     return landed_verdict(repo, topic, old_base, new_base, merge, reason, RevertReader.of(github))
 
 
-def _named(commit: pygit2.Commit) -> str:
-    """How the report names an upstream commit: '#8810 (0123456789ab) 'subject'', or its
-    short sha and subject when it names no PR."""
-    subject = subject_of(commit)
-    pr = pr_number(subject)
-    sha = str(commit.id)[:12]
-    return f"#{pr} ({sha} '{subject}')" if pr is not None else f"{sha} '{subject}'"
-
-
-def _oldest_revert(
-    repo: pygit2.Repository, reader: RevertReader, landed: pygit2.Commit, number: int | None, new_base: pygit2.Commit
-) -> pygit2.Commit | None:
-    """The oldest commit of landed..new_base that reverts `landed` (PR `number`)."""
-    walker = repo.walk(new_base.id, pygit2.enums.SortMode.TOPOLOGICAL)
-    walker.hide(landed.id)
-    found = None
-    for commit in walker:  # newest first: the last one found is the oldest
-        if reader.reverts(message(commit), number, str(landed.id), subject_of(landed)):
-            found = commit
-    return found
-
-
 def landed_verdict(
     repo: pygit2.Repository,
     topic: Topic,
@@ -216,15 +194,11 @@ def landed_verdict(
     in the end: REVERTED, unless the new base holds the PR's files as the adopted head has
     them (relanded in a form no revert names: merged, as the files say)."""
     # the PR, then each revert by the PR its subject names (a revert pushed without one: None)
-    chain, number = [merge], int(topic.upstream_pr) if topic.upstream_pr is not None else None
-    while (revert := _oldest_revert(repo, reader, chain[-1], number, new_base)) is not None:
-        chain.append(revert)
-        number = pr_number(subject_of(revert))
+    number = int(topic.upstream_pr) if topic.upstream_pr is not None else None
+    chain = revert_chain(repo, reader, merge, number, new_base)
     if len(chain) == 1:
         return compare_files(repo, topic, old_base, new_base, merge, reason)
-    history = ", ".join(
-        f"{'reverted' if i % 2 else 'relanded'} by {_named(c)}" for i, c in enumerate(chain[1:], start=1)
-    )
+    history = history_of(chain)
     if len(chain) % 2 == 1:  # a revert reverted: the PR landed again
         return compare_files(repo, topic, old_base, new_base, chain[-1], f"{reason}, {history}")
     held = _pr_files(repo, topic, old_base)

@@ -180,6 +180,7 @@ def run_pytest(
             raise
         finally:
             _restore_signals(previous)
+        end_leftovers(proc)
     outcomes = junit_outcomes(report) or dict(seen.outcomes)
     text = log.read_text(errors="replace").strip().splitlines()
     return PytestResult(outcomes, proc.returncode, "\n".join(text[-15:]))
@@ -256,6 +257,52 @@ def stop_group(proc: subprocess.Popen[bytes]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def end_leftovers(proc: subprocess.Popen[bytes]) -> None:
+    """After the child (pytest, a workload) has exited and been reaped: end what it started
+    in its session and left running (a test's server, a workload's engine process). Left
+    alone, such a process holds its GPU memory and CPU through the next tree's run, so the
+    trees would not be measured alike, and it outlives series. While any of them lives the
+    group keeps its id, so the id cannot have been handed to another process meanwhile; a
+    process that called setsid() itself has left the group and is not reached."""
+    pgid = proc.pid
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return  # nothing left: the usual case
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of the group still runs. An orphan that has exited stays a zombie
+    until init reaps it, and a container's init may never do so: where /proc tells, a
+    zombie does not count."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()  # after the command's name, which may hold spaces
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+            return True
+    return False
 
 
 def python_default() -> str:

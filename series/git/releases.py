@@ -199,20 +199,6 @@ def releases(repo: pygit2.Repository, remote: str = UPSTREAM) -> list[Release]:
     return [r for r in version_tags(repo, remote) if r.is_release]
 
 
-def first_containing(repo: pygit2.Repository, commit: str, remote: str = UPSTREAM) -> str | None:
-    """The oldest upstream release (PEP 440 order) whose tag contains `commit` (a merged
-    PR's merge commit), None when no release here does yet."""
-    try:
-        target = repo[commit].peel(pygit2.Commit).id
-    except (KeyError, ValueError, pygit2.GitError):
-        return None
-    for release in sorted(releases(repo, remote)):
-        tip = _commit_of(repo, release.tag)
-        if tip is not None and (tip == str(target) or repo.descendant_of(tip, target)):
-            return release.tag
-    return None
-
-
 def shorthand(spec: str) -> tuple[int, ...] | None:
     """The release numbers a name asks for: () for `latest`, (0, 6) for `v0.6`; None when
     the name is not a release name (a branch, a commit, v0.11.0rc1)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pygit2
 
 from series import persisted
-from series.git.repo import person, subject as commit_subject
+from series.git.repo import message, person, subject as commit_subject
 from series.persisted import Json
 from series.validate import PR_DIGITS
 
@@ -132,3 +132,45 @@ class RevertReader:
         return bool(squash_sha) and any(
             str(squash_sha).startswith(m.group(1).lower()) for m in _REVERTS_COMMIT.finditer(text)
         )
+
+
+def revert_chain(
+    repo: pygit2.Repository, reader: RevertReader, landed: pygit2.Commit, number: int | None, tip: pygit2.Commit
+) -> list[pygit2.Commit]:
+    """`landed` (PR `number`'s squash on upstream's trunk), then, while `tip` has one, the
+    oldest revert of the last commit of the chain (a revert of a revert relands), each
+    found by the PR number its own subject names. Odd length: `tip` has the PR in the end;
+    even: `tip` reverts it. The rebase's merged rule (series.engine.merged) and `series
+    upstream`'s release reading share it."""
+    chain = [landed]
+    while (revert := _oldest_revert(repo, reader, chain[-1], number, tip)) is not None:
+        chain.append(revert)
+        number = pr_number(subject_of(revert))
+    return chain
+
+
+def _oldest_revert(
+    repo: pygit2.Repository, reader: RevertReader, landed: pygit2.Commit, number: int | None, tip: pygit2.Commit
+) -> pygit2.Commit | None:
+    """The oldest commit of landed..tip that reverts `landed` (PR `number`)."""
+    walker = repo.walk(tip.id, pygit2.enums.SortMode.TOPOLOGICAL)
+    walker.hide(landed.id)
+    found = None
+    for commit in walker:  # newest first: the last one found is the oldest
+        if reader.reverts(message(commit), number, str(landed.id), subject_of(landed)):
+            found = commit
+    return found
+
+
+def named(commit: pygit2.Commit) -> str:
+    """How reports name an upstream commit: '#8810 (0123456789ab 'subject')', or its short
+    sha and subject when it names no PR."""
+    subject = subject_of(commit)
+    pr = pr_number(subject)
+    sha = str(commit.id)[:12]
+    return f"#{pr} ({sha} '{subject}')" if pr is not None else f"{sha} '{subject}'"
+
+
+def history_of(chain: list[pygit2.Commit]) -> str:
+    """A revert_chain after its first commit, in words: 'reverted by ..., relanded by ...'."""
+    return ", ".join(f"{'reverted' if i % 2 else 'relanded'} by {named(c)}" for i, c in enumerate(chain[1:], start=1))

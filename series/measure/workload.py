@@ -121,6 +121,7 @@ def run(stage: Stage, command: tuple[str, ...], metrics: Path, log: Path) -> Val
         except BaseException:
             pytestrun.stop_group(proc)  # Ctrl-C, a kill (pytestrun.trapped): the whole session goes
             raise
+        pytestrun.end_leftovers(proc)
     if code != 0:
         raise SeriesError(f"tree {stage.tree}: the command exited {code}{_tail(log)}")
     return read_metrics(_read_metrics_file(metrics, stage.tree), stage.tree)

@@ -67,6 +67,8 @@ _QUIET = re.compile(rb"\s*(#.*)?$", re.DOTALL)
 _COOKIE = re.compile(rb"[ \t\f]*#[^\r\n]*?coding[:=][ \t]*([-\w.]+)")
 # an escape that can give a letter, digit or underscore: \x68, \u0068, \N{...}, \150
 _CODED = re.compile(rb"\\[xuUN0-7]")
+# a top-level def or class line, and the name it binds
+_HEADER = re.compile(rb"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
 
 
 def touched_lines(base: bytes, mine: bytes) -> tuple[list[int], set[int]] | None:
@@ -249,12 +251,59 @@ class _NearCollector(UseCollector):
             super().visit_ClassDef(node)
 
 
+def deletion_points(base: bytes, mine: bytes) -> list[int] | None:
+    """Where the topic deleted lines that were not blank or comments: the lines of `mine`
+    around each such place (the lines that replaced them, or the two between which they
+    were). None when one of them was module-level code (not indented): what it bound or
+    began reaches the whole module; but for a def or class line the same hunk adds again
+    (a changed signature or base: the def or class is then near whole)."""
+    points: set[int] = set()
+    for hunk in pygit2.Patch.create_from(base, mine, context_lines=0).hunks:
+        deleted = [line.raw_content for line in hunk.lines if line.origin == "-" and not _QUIET.match(line.raw_content)]
+        added = {m[1] for line in hunk.lines if line.origin == "+" and (m := _HEADER.match(line.raw_content))}
+        for raw in deleted:
+            header = _HEADER.match(raw)
+            if not raw[:1].isspace() and (header is None or header[1] not in added):
+                return None  # module-level code, but for a def or class the hunk defines again
+        if deleted:
+            if hunk.new_lines == 0:
+                points.update((hunk.new_start, hunk.new_start + 1))
+            else:
+                points.update(range(hunk.new_start, hunk.new_start + hunk.new_lines))
+    return sorted(points)
+
+
+def _widened(tree: ast.Module, lines: list[int], points: list[int]) -> list[int] | None:
+    """`lines` with the whole top-level def or class around each deletion point: a deleted
+    line can change what the lines after it mean anywhere in its scope (a deleted `def`
+    line merges its body into the function above it, where a name may be an annotated
+    parameter; a deleted binding uncovers another). None when a point is not in a
+    top-level def or class (module-level code: what it binds reaches the whole module)."""
+    if not points:
+        return lines
+    spans = [(span, node) for node in tree.body if (span := _span(node)) is not None]
+    wide = set(lines)
+    for point in points:
+        holder = next((node for span, node in spans if span[0] <= point <= span[1]), None)
+        if not isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None
+        span = _span(holder)
+        assert span is not None
+        wide.update(range(span[0], span[1] + 1))
+    return sorted(wide)
+
+
 def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
     diff = touched_lines(base, mine)
     tree = parse(mine) if diff is not None else None
     if diff is None or tree is None:
         return None
     lines, added = diff
+    points = deletion_points(base, mine)
+    widened = _widened(tree, lines, points) if points is not None else None
+    if widened is None:
+        return None
+    lines = widened
     collector = _NearCollector(module_name(path)[1], lines)
     fresh: list[ast.Import | ast.ImportFrom] = []
     for node in import_nodes(tree, mine):

@@ -33,7 +33,7 @@ import enum
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Sequence
 
 import pygit2
 
@@ -67,6 +67,13 @@ class FollowUp:
     commit: UpstreamCommit
     carried: Carried | None  # None: the series does not carry it
     carried_by: str | None = None  # the topic, for PATCH_ID and NAMED
+    relanded_by: UpstreamCommit | None = None  # a revert that trunk reverted in turn
+
+    @property
+    def moot(self) -> bool:
+        """A revert trunk reverted in turn (a reland): upstream has the PR again, there is
+        nothing to carry and nothing to warn about."""
+        return self.kind is FollowUpKind.REVERT and self.relanded_by is not None
 
     def sentence(self) -> str:
         where = {
@@ -75,7 +82,10 @@ class FollowUp:
             Carried.PATCH_ID: f"carried by {self.carried_by} (same patch-id)",
             Carried.NAMED: f"carried by {self.carried_by} (its message names it)",
         }[self.carried]
-        return f"{self.kind.value} of #{self.pr}: {self.commit.sha[:12]} '{self.commit.subject}': {where}"
+        said = f"{self.kind.value} of #{self.pr}: {self.commit.sha[:12]} '{self.commit.subject}': {where}"
+        if self.relanded_by is not None:
+            said += f"; relanded by {self.relanded_by.label} ({self.relanded_by.sha[:12]})"
+        return said
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -84,6 +94,7 @@ class FollowUp:
             "commit": self.commit.to_json(),
             "carried": self.carried.value if self.carried is not None else None,
             "carried_by": self.carried_by,
+            "relanded_by": self.relanded_by.to_json() if self.relanded_by is not None else None,
         }
 
 
@@ -103,7 +114,7 @@ class TrackedPR:
         """The revert warnings (the module docstring's rule), one sentence each."""
         out = []
         for fu in self.followups:
-            if fu.kind is not FollowUpKind.REVERT or fu.carried in (Carried.PATCH_ID, Carried.NAMED):
+            if fu.kind is not FollowUpKind.REVERT or fu.carried in (Carried.PATCH_ID, Carried.NAMED) or fu.moot:
                 continue
             replaced = f" (it superseded {', '.join(self.superseded)})" if self.superseded else ""
             revert = f"{fu.commit.label} ({fu.commit.sha[:12]})" if fu.commit.pr is not None else fu.commit.label
@@ -146,7 +157,7 @@ class FollowUps:
     prs: tuple[TrackedPR, ...]
 
     def uncarried(self) -> list[tuple[TrackedPR, FollowUp]]:
-        return [(p, f) for p in self.prs for f in p.followups if f.carried is None]
+        return [(p, f) for p in self.prs for f in p.followups if f.carried is None and not f.moot]
 
     def warnings(self) -> dict[str, list[str]]:
         """Topic name -> its revert warnings (a superseded topic gets its replacement's)."""
@@ -341,6 +352,29 @@ def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, own: OwnO
     return FollowUps(name[len("refs/remotes/") :], walked, seconds, found)
 
 
+def _relanding(
+    repo: pygit2.Repository, revert: pygit2.Commit, candidates: Sequence[pygit2.Commit], readers: _Readers
+) -> pygit2.Commit | None:
+    """The trunk commit that relands what `revert` reverted, or None: the chain of reverts
+    of reverts after it (revert_chain's reading: each names the PR its own subject names),
+    ending with a revert of a revert. Every revert is among the candidates (read whole)."""
+    chain = [revert]
+    while True:
+        last = chain[-1]
+        number = pr_number(subject(last))
+        later = [
+            c
+            for c in candidates
+            if c.id != last.id
+            and repo.descendant_of(c.id, last.id)
+            and readers.reverts.reverts(message(c), number, str(last.id), subject(last))
+        ]
+        if not later:
+            break
+        chain.append(min(later, key=lambda c: (c.commit_time, str(c.id))))
+    return chain[-1] if len(chain) % 2 == 0 else None
+
+
 def of_workspace(ws: Workspace) -> FollowUps | None:
     """`find` for a workspace's series; None when no topic records an upstream PR (status and
     the nightly then print what they printed before there were any)."""
@@ -357,7 +391,7 @@ def _one(
     repo: pygit2.Repository,
     t: _Tracked,
     base: pygit2.Commit,
-    candidates: Iterable[pygit2.Commit],
+    candidates: Sequence[pygit2.Commit],
     readers: _Readers,
     carriers: _Carriers,
 ) -> TrackedPR:
@@ -386,7 +420,17 @@ def _one(
         carried: tuple[Carried, str | None] | None = (
             (Carried.BASE, None) if _contains(repo, base.id, commit.id) else carriers.carrier(commit, shown.pr)
         )
-        followups.append(FollowUp(t.pr, kind, shown, carried[0] if carried else None, carried[1] if carried else None))
+        relanded = _relanding(repo, commit, candidates, readers) if kind is FollowUpKind.REVERT else None
+        followups.append(
+            FollowUp(
+                t.pr,
+                kind,
+                shown,
+                carried[0] if carried else None,
+                carried[1] if carried else None,
+                UpstreamCommit.of(relanded) if relanded is not None else None,
+            )
+        )
     in_base = _contains(repo, base.id, merge.id) if merge is not None else t.topic.status is Status.MERGED
     return TrackedPR(
         t.pr,

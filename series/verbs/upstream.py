@@ -66,7 +66,7 @@ def _ours_head(ws: Workspace, topic: Topic) -> str | None:
 
 
 def _released(ws: Workspace, conv: Conversation) -> tuple[str | None, tuple[str, ...]]:
-    from series.git import releases
+    from series.upstream.released import released_in
 
     merge = conv.pull.merge_commit
     if not conv.pull.merged or not merge:
@@ -76,8 +76,8 @@ def _released(ws: Workspace, conv: Conversation) -> tuple[str | None, tuple[str,
         return None, (
             f"the merge commit {merge[:12]} is not here: 'git fetch {remote} --tags' to say which release has it",
         )
-    tag = releases.first_containing(ws.repo, merge, ws.series.upstream.remote)
-    return tag, (() if tag else ("merged, in no upstream release here yet",))
+    upstream = ws.series.upstream
+    return released_in(ws.repo, merge, int(conv.pull.number), upstream.github, upstream.remote)
 
 
 def _fetch(ws: Workspace, forge: Forge, topics: list[Topic], now: datetime.datetime) -> store.Fetched:

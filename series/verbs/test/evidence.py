@@ -125,7 +125,7 @@ def nearest_step(tmap: testmap.TestMap, wanted: tuple[str, ...]) -> list[Buildki
 @dataclass(frozen=True)
 class FileSelection:
     files: tuple[str, ...]
-    candidates: int
+    candidates: frozenset[str]  # the test files of the steps
     steps: tuple[str, ...]
 
 
@@ -156,7 +156,7 @@ def select_files(
                 if step.covers(path):
                     targets, ignored = imports.pytest_targets(step.commands, step.repo_dir)
                     chosen |= imports.invoked_files(tests, targets, ignored)
-    return FileSelection(tuple(sorted(chosen)), len(candidates), tuple(s.ident for s in steps))
+    return FileSelection(tuple(sorted(chosen)), frozenset(candidates), tuple(s.ident for s in steps))
 
 
 def default_jobs(trees: int) -> int:
@@ -193,7 +193,7 @@ def run(
         graph = imports.build(repo, analysis, cache)
         group_covering, chosen_steps = _steps_of(repo, root if trunk else None, base, covering, changed, steps)
         selection = (
-            FileSelection((), 0, tuple(s.ident for s in chosen_steps))
+            FileSelection((), frozenset(), tuple(s.ident for s in chosen_steps))
             if chosen_steps
             else select_files(graph, group_covering, tests, changed, package)
         )
@@ -208,8 +208,9 @@ def run(
     m = ResultMatrix(
         [t.info for t in trees],
         selected=files,
-        candidates=max(s.candidates for s in selections),
-        steps=selections[0].steps,
+        # the release's CI map and main's (trees on the trunk) each chose: the counts are of both
+        candidates=len(frozenset().union(*(s.candidates for s in selections))),
+        steps=tuple(dict.fromkeys(step for s in selections for step in s.steps)),
         build=f"{package} {env.version} at {env.package_dir}",
     )
     say(f"{m.build}; pytest {env.pytest}")
