@@ -34,6 +34,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """`-n auto` hands the tests out with xdist's work stealing, unless --dist says
+    otherwise: each worker starts with one half of the files in order, so a file's session
+    templates and module fixtures are mostly built by one worker, not both (the default
+    `load` deals tests round-robin). Measured on 2 idle cores: 205-215 s of CPU and
+    115-121 s wall with `load`, 166-176 s and 96-114 s with `worksteal`."""
+    given = any(arg == "--dist" or arg.startswith("--dist=") for arg in config.invocation_params.args)
+    if getattr(config.option, "dist", None) == "load" and not given:
+        config.option.dist = "worksteal"
+
+
 @pytest.fixture
 def snapshot(request: pytest.FixtureRequest, tmp_path: Path) -> Snapshot:
     """Compares a command's whole output with tests/snapshots/<test>.txt|.json (tests/snapshots.py)."""
