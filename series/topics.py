@@ -113,16 +113,12 @@ class OwnWorks:
         return (*upstream_tips(self.repo, self.series.upstream.remote), *self._upstream)
 
     @cached_property
-    def _upstream_on_branches(self) -> frozenset[pygit2.Oid]:
-        """The commits of the topics' branches, beyond the base, that upstream's history
+    def _beyond_upstream(self) -> frozenset[pygit2.Oid]:
+        """The commits of the topics' branches that neither the base nor upstream's history
         (series.git.repo.upstream_tips: upstream's main and release branches, its version
-        tags) also contains: usually none. The remote's other branches are not upstream's
+        tags) contains: usually all of them. The remote's other branches are not upstream's
         history: a fork's server cloned as `upstream` carries the fork's integration
         branch, which contains every topic (issue 33)."""
-        return self._walk_heads(()) - self._walk_heads(self._tips)
-
-    def _walk_heads(self, hidden: Sequence[pygit2.Oid]) -> frozenset[pygit2.Oid]:
-        """The commits of the topics' branches beyond the base, less what `hidden` contains."""
         walker = self.repo.walk(self.base.id, pygit2.enums.SortMode.NONE)
         walker.reset()
         for topic in self.series.topics:
@@ -130,7 +126,7 @@ class OwnWorks:
             if head is not None:
                 walker.push(head.id)
         walker.hide(self.base.id)
-        for tip in hidden:
+        for tip in self._tips:
             walker.hide(tip)
         return frozenset(c.id for c in walker)
 
@@ -149,9 +145,8 @@ class OwnWorks:
         line: set[pygit2.Oid] = set()
         for tip in self._tips:
             oid: pygit2.Oid | None = tip
-            while (
-                oid is not None and oid in first_parent and oid not in line
-            ):  # to the base's history, or a chain walked
+            # down to the base's history, or to a chain already walked
+            while oid is not None and oid in first_parent and oid not in line:
                 line.add(oid)
                 oid = first_parent[oid]
         return frozenset(line)
@@ -182,7 +177,7 @@ class OwnWorks:
             return tuple(walker)
 
         commits = walk(())
-        if any(c.id in self._upstream_on_branches for c in commits):
+        if any(c.id not in self._beyond_upstream for c in commits):  # upstream's too
             line = self._line
             commits = walk([c.id for c in commits if c.id in line])
         start = (commits[0].parents[0] if commits[0].parents else self.base) if commits else head

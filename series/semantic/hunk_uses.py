@@ -50,7 +50,7 @@ import re
 import unicodedata
 from collections import deque
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import pygit2
 
@@ -71,23 +71,49 @@ _CODED = re.compile(rb"\\[xuUN0-7]")
 _HEADER = re.compile(rb"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
 
 
-def touched_lines(base: bytes, mine: bytes) -> tuple[list[int], set[int]] | None:
-    """The sorted lines of `mine` the topic added (not blank or comment lines), and the two
-    lines around each place it deleted some; with them every line it added (blank and
-    comment lines too). None when a deleted line could change how unchanged lines read."""
+class HunkLines(NamedTuple):
+    touched: list[int]  # sorted: lines the topic added (not blank or comment), and the two around a deletion
+    added: set[int]  # every line the topic added (blank and comment lines too)
+    deleted_at: list[int]  # sorted: the lines of `mine` around each place it deleted code
+
+
+def hunk_lines(base: bytes, mine: bytes) -> HunkLines | None:
+    """What the topic's diff of one file touches, read in one pass. None when a deleted
+    line could change how unchanged lines read: one holding `import`, triple quotes or a
+    trailing backslash, or module-level code (not indented: what it bound or began reaches
+    the whole module), but for a def or class line the same hunk adds again (a changed
+    signature or base: the def or class is then near whole). `deleted_at` holds, for each
+    hunk that deleted code, the lines that replaced it, or the two between which it was."""
     touched: set[int] = set()
     added: set[int] = set()
+    deleted_at: set[int] = set()
     for hunk in pygit2.Patch.create_from(base, mine, context_lines=0).hunks:
         if hunk.new_lines == 0:
             touched.update((hunk.new_start, hunk.new_start + 1))
+        deleted: list[bytes] = []
+        headers: set[bytes] = set()
         for line in hunk.lines:
             if line.origin == "+":
                 added.add(line.new_lineno)
                 if line.new_lineno <= 2 or not _QUIET.match(line.raw_content):
                     touched.add(line.new_lineno)
-            elif line.origin == "-" and _HAZARD.search(line.raw_content):
-                return None
-    return sorted(touched), added
+                if header := _HEADER.match(line.raw_content):
+                    headers.add(header[1])
+            elif line.origin == "-":
+                if _HAZARD.search(line.raw_content):
+                    return None  # a comment's too: it may be a line of a string
+                if not _QUIET.match(line.raw_content):
+                    deleted.append(line.raw_content)
+        for raw in deleted:
+            header = _HEADER.match(raw)
+            if not raw[:1].isspace() and (header is None or header[1] not in headers):
+                return None  # module-level code, but for a def or class the hunk defines again
+        if deleted:
+            if hunk.new_lines == 0:
+                deleted_at.update((hunk.new_start, hunk.new_start + 1))
+            else:
+                deleted_at.update(range(hunk.new_start, hunk.new_start + hunk.new_lines))
+    return HunkLines(sorted(touched), added, sorted(deleted_at))
 
 
 def _binds(node: ast.Import | ast.ImportFrom) -> list[str] | None:
@@ -251,28 +277,6 @@ class _NearCollector(UseCollector):
             super().visit_ClassDef(node)
 
 
-def deletion_points(base: bytes, mine: bytes) -> list[int] | None:
-    """Where the topic deleted lines that were not blank or comments: the lines of `mine`
-    around each such place (the lines that replaced them, or the two between which they
-    were). None when one of them was module-level code (not indented): what it bound or
-    began reaches the whole module; but for a def or class line the same hunk adds again
-    (a changed signature or base: the def or class is then near whole)."""
-    points: set[int] = set()
-    for hunk in pygit2.Patch.create_from(base, mine, context_lines=0).hunks:
-        deleted = [line.raw_content for line in hunk.lines if line.origin == "-" and not _QUIET.match(line.raw_content)]
-        added = {m[1] for line in hunk.lines if line.origin == "+" and (m := _HEADER.match(line.raw_content))}
-        for raw in deleted:
-            header = _HEADER.match(raw)
-            if not raw[:1].isspace() and (header is None or header[1] not in added):
-                return None  # module-level code, but for a def or class the hunk defines again
-        if deleted:
-            if hunk.new_lines == 0:
-                points.update((hunk.new_start, hunk.new_start + 1))
-            else:
-                points.update(range(hunk.new_start, hunk.new_start + hunk.new_lines))
-    return sorted(points)
-
-
 def _widened(tree: ast.Module, lines: list[int], points: list[int]) -> list[int] | None:
     """`lines` with the whole top-level def or class around each deletion point: a deleted
     line can change what the lines after it mean anywhere in its scope (a deleted `def`
@@ -294,22 +298,19 @@ def _widened(tree: ast.Module, lines: list[int], points: list[int]) -> list[int]
 
 
 def _compute(path: str, base: bytes, mine: bytes) -> list[Use] | None:
-    diff = touched_lines(base, mine)
+    diff = hunk_lines(base, mine)
     tree = parse(mine) if diff is not None else None
     if diff is None or tree is None:
         return None
-    lines, added = diff
-    points = deletion_points(base, mine)
-    widened = _widened(tree, lines, points) if points is not None else None
-    if widened is None:
+    lines = _widened(tree, diff.touched, diff.deleted_at)
+    if lines is None:
         return None
-    lines = widened
     collector = _NearCollector(module_name(path)[1], lines)
     fresh: list[ast.Import | ast.ImportFrom] = []
     for node in import_nodes(tree, mine):
         span = _span(node)
         if span is not None and _crosses(span, lines):
-            if not all(line in added for line in range(span[0], span[1] + 1)):
+            if not all(line in diff.added for line in range(span[0], span[1] + 1)):
                 return None  # the topic changed an import: what its names mean may differ
             fresh.append(node)
         had = {name: collector.aliases.get(name) for name in _binds(node) or ()}

@@ -39,7 +39,15 @@ import pygit2
 
 from series.git.releases import trunk_ref
 from series.git.repo import branch_commit, message, subject
-from series.git.upstream_commit import RevertReader, UpstreamCommit, pr_number, pr_reference, pr_title, reverted_subject
+from series.git.upstream_commit import (
+    RevertReader,
+    UpstreamCommit,
+    pr_number,
+    pr_reference,
+    pr_title,
+    revert_chain,
+    reverted_subject,
+)
 from series.model import PRNumber, Series, Status, Topic
 from series.persisted import Json
 from series.topics import OwnWork
@@ -348,31 +356,8 @@ def find(repo: pygit2.Repository, series: Series, base: pygit2.Commit, own: OwnO
     seconds = time.perf_counter() - start
     readers = _Readers.of(series.upstream.github)
     carriers = _Carriers(repo, series, own, readers)
-    found = tuple(_one(repo, t, base, candidates, readers, carriers) for t in prs)
+    found = tuple(_one(repo, t, base, tip, candidates, readers, carriers) for t in prs)
     return FollowUps(name[len("refs/remotes/") :], walked, seconds, found)
-
-
-def _relanding(
-    repo: pygit2.Repository, revert: pygit2.Commit, candidates: Sequence[pygit2.Commit], readers: _Readers
-) -> pygit2.Commit | None:
-    """The trunk commit that relands what `revert` reverted, or None: the chain of reverts
-    of reverts after it (revert_chain's reading: each names the PR its own subject names),
-    ending with a revert of a revert. Every revert is among the candidates (read whole)."""
-    chain = [revert]
-    while True:
-        last = chain[-1]
-        number = pr_number(subject(last))
-        later = [
-            c
-            for c in candidates
-            if c.id != last.id
-            and repo.descendant_of(c.id, last.id)
-            and readers.reverts.reverts(message(c), number, str(last.id), subject(last))
-        ]
-        if not later:
-            break
-        chain.append(min(later, key=lambda c: (c.commit_time, str(c.id))))
-    return chain[-1] if len(chain) % 2 == 0 else None
 
 
 def of_workspace(ws: Workspace) -> FollowUps | None:
@@ -391,6 +376,7 @@ def _one(
     repo: pygit2.Repository,
     t: _Tracked,
     base: pygit2.Commit,
+    tip: pygit2.Commit,  # trunk's
     candidates: Sequence[pygit2.Commit],
     readers: _Readers,
     carriers: _Carriers,
@@ -420,7 +406,9 @@ def _one(
         carried: tuple[Carried, str | None] | None = (
             (Carried.BASE, None) if _contains(repo, base.id, commit.id) else carriers.carrier(commit, shown.pr)
         )
-        relanded = _relanding(repo, commit, candidates, readers) if kind is FollowUpKind.REVERT else None
+        # a revert that trunk reverted in turn: the chain from it has a reland at its end
+        chain = revert_chain(repo, readers.reverts, commit, shown.pr, tip) if kind is FollowUpKind.REVERT else []
+        relanded = chain[-1] if len(chain) % 2 == 0 and chain else None
         followups.append(
             FollowUp(
                 t.pr,

@@ -17,30 +17,31 @@ def released_in(
 ) -> tuple[str | None, tuple[str, ...]]:
     """(the release that carries PR `number` merged as `merge`, or None; notes for the row)."""
     landed = repo[merge].peel(pygit2.Commit)
-    holding = []  # oldest first: the releases whose tag has the merge
-    for release in sorted(releases.releases(repo, remote)):
-        tip = _tip(repo, release.tag)
-        if tip is not None and (tip.id == landed.id or repo.descendant_of(tip.id, landed.id)):
-            holding.append((release.tag, tip))
-    if not holding:
+    ordered = sorted(releases.releases(repo, remote))  # oldest first
+    newest = next(((r.tag, tip) for r in reversed(ordered) if (tip := _holding(repo, r.tag, landed))), None)
+    if newest is None:
         return None, ("merged, in no upstream release here yet",)
     reader = RevertReader.of(github)
-    for tag, tip in holding:
-        chain = revert_chain(repo, reader, landed, number, tip)
+    last = revert_chain(repo, reader, landed, number, newest[1])  # what the newest release did with it
+    for release in ordered:
+        tip = _holding(repo, release.tag, landed)
+        if tip is None:
+            continue
+        chain = last if release.tag == newest[0] else revert_chain(repo, reader, landed, number, tip)
         if len(chain) % 2 == 1:
-            notes = [f"merged as {named(landed)}, then {history_of(chain)} before {tag}"] if len(chain) > 1 else []
-            newest_tag, newest = holding[-1]
-            later = revert_chain(repo, reader, landed, number, newest)
-            if len(later) % 2 == 0:
-                notes.append(f"{history_of(later)}: {newest_tag} does not carry it")
-            return tag, tuple(notes)
-    newest_tag, newest = holding[-1]
-    chain = revert_chain(repo, reader, landed, number, newest)
-    return None, (f"merged as {named(landed)}, then {history_of(chain)}: no release here carries it",)
+            notes = (
+                [f"merged as {named(landed)}, then {history_of(chain)} before {release.tag}"] if len(chain) > 1 else []
+            )
+            if len(last) % 2 == 0:
+                notes.append(f"{history_of(last)}: {newest[0]} does not carry it")
+            return release.tag, tuple(notes)
+    return None, (f"merged as {named(landed)}, then {history_of(last)}: no release here carries it",)
 
 
-def _tip(repo: pygit2.Repository, tag: str) -> pygit2.Commit | None:
+def _holding(repo: pygit2.Repository, tag: str, landed: pygit2.Commit) -> pygit2.Commit | None:
+    """The tag's commit, when it has `landed`."""
     try:
-        return repo.references[f"refs/tags/{tag}"].peel(pygit2.Commit)
+        tip = repo.references[f"refs/tags/{tag}"].peel(pygit2.Commit)
     except (KeyError, pygit2.GitError, pygit2.InvalidSpecError, ValueError):
         return None
+    return tip if tip.id == landed.id or repo.descendant_of(tip.id, landed.id) else None
